@@ -1,0 +1,54 @@
+// Atomic file output and checked file input for the CLI.
+#include "cli/io.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fmt/core.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "planner/error.hpp"
+
+namespace parplan::cli {
+
+void write_file_atomic(const std::string& path, std::string_view content, std::string_view flag) {
+  if (path == "-") {
+    std::fwrite(content.data(), 1, content.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  if (path.empty()) throw InputError(fmt::format("{}: empty output path", flag));
+  std::filesystem::path p(path);
+  if (std::filesystem::is_directory(p)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
+  size_t written = std::fwrite(content.data(), 1, content.size(), f);
+  bool ok = written == content.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(err)));
+  }
+}
+
+std::string read_file(const std::string& path, std::string_view flag) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read '{}'", flag, path));
+  return ss.str();
+}
+
+}  // namespace parplan::cli

@@ -1,0 +1,56 @@
+// parplan entry point: builds the CLI from the registered subcommands and maps errors to exit codes.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <fmt/core.h>
+
+#include "cli/command.hpp"
+#include "planner/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace parplan::cli;
+  CLI::App app{"parplan: plan, simulate and run parallelism strategies for large-model training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "parplan 0.1.0");
+  auto commands = command_registry();
+  std::sort(commands.begin(), commands.end(),
+            [](const Command& a, const Command& b) { return a.order < b.order || (a.order == b.order && a.name < b.name); });
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const auto& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runners.emplace_back(sub, c.setup(*sub));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    return kBadInput;
+  } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
+    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    return kBadInput;
+  }
+  try {
+    for (auto& [sub, run] : runners) {
+      if (sub->parsed()) return run();
+    }
+    return kBadInput;
+  } catch (const parplan::InputError& e) {
+    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    return kBadInput;
+  } catch (const parplan::BackendError& e) {
+    fmt::print(stderr, "parplan: backend error: {}\n", e.what());
+    return kBackendFailure;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "parplan: error: out of host memory\n");
+    return kBackendFailure;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "parplan: internal error: {}\n", e.what());
+    return kBackendFailure;
+  }
+}
