@@ -1,11 +1,15 @@
 # Embeds every JSON file under profiles/ into the binary, so parplan works from any directory.
-# parplan_embed_profiles(<out.cpp>) generates a translation unit defining parplan::embedded_profiles().
-file(GLOB_RECURSE PARPLAN_PROFILE_FILES CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/profiles/*.json")
-set(PARPLAN_EMBED_OUT "${CMAKE_BINARY_DIR}/generated/embedded_profiles.cpp")
-add_custom_command(
-  OUTPUT "${PARPLAN_EMBED_OUT}"
-  COMMAND ${CMAKE_COMMAND} -DPROFILE_DIR=${CMAKE_SOURCE_DIR}/profiles -DOUT=${PARPLAN_EMBED_OUT}
-          -P ${CMAKE_SOURCE_DIR}/cmake/embed_profiles_script.cmake
-  DEPENDS ${PARPLAN_PROFILE_FILES} ${CMAKE_SOURCE_DIR}/cmake/embed_profiles_script.cmake
-  COMMENT "Embedding profiles/*.json"
-  VERBATIM)
+# parplan_embed_profiles(<target>) adds the generated translation unit defining parplan::embedded_profiles();
+# call it from the directory that defines <target> (custom-command outputs are directory-scoped).
+function(parplan_embed_profiles target)
+  file(GLOB_RECURSE profile_files CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/profiles/*.json")
+  set(out "${CMAKE_BINARY_DIR}/generated/embedded_profiles.cpp")
+  add_custom_command(
+    OUTPUT "${out}"
+    COMMAND ${CMAKE_COMMAND} -DPROFILE_DIR=${CMAKE_SOURCE_DIR}/profiles -DOUT=${out}
+            -P ${CMAKE_SOURCE_DIR}/cmake/embed_profiles_script.cmake
+    DEPENDS ${profile_files} ${CMAKE_SOURCE_DIR}/cmake/embed_profiles_script.cmake
+    COMMENT "Embedding profiles/*.json"
+    VERBATIM)
+  target_sources(${target} PRIVATE "${out}")
+endfunction()

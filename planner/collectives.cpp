@@ -1,0 +1,51 @@
+// Collective cost formulas (see collectives.hpp for the sources).
+#include "planner/collectives.hpp"
+
+namespace parplan {
+
+double bus_factor(Collective c, int64_t n) {
+  if (n <= 1) return 0.0;
+  const double nd = static_cast<double>(n);
+  switch (c) {
+    case Collective::all_reduce:
+      return 2.0 * (nd - 1) / nd;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+      return (nd - 1) / nd;
+    case Collective::send_recv:
+    case Collective::broadcast:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+int64_t latency_steps(Collective c, int64_t n) {
+  if (n <= 1) return 0;
+  switch (c) {
+    case Collective::all_reduce:
+      return 2 * (n - 1);
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::all_to_all:
+      return n - 1;
+    case Collective::send_recv:
+      return 1;
+    case Collective::broadcast:
+      return n - 1;
+  }
+  return 1;
+}
+
+double collective_time_s(Collective c, double bytes, int64_t n, const LinkSpec& link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  return static_cast<double>(latency_steps(c, n)) * link.latency_s + bytes * bus_factor(c, n) / link.effective_Bps();
+}
+
+double bytes_sent_per_rank(Collective c, double bytes, int64_t n) {
+  if (n <= 1) return 0.0;
+  if (c == Collective::broadcast) return bytes;
+  return bytes * bus_factor(c, n);
+}
+
+}  // namespace parplan

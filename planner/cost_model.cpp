@@ -1,0 +1,428 @@
+// The cost model: composes the cited formula modules into per-stage memory and step time (see cost_model.hpp).
+#include "planner/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/activations.hpp"
+#include "planner/collectives.hpp"
+#include "planner/config.hpp"
+#include "planner/flops.hpp"
+#include "planner/gemm.hpp"
+#include "planner/layout.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/model_states.hpp"
+#include "planner/pipeline.hpp"
+
+namespace parplan {
+namespace {
+
+double d(int64_t x) { return static_cast<double>(x); }
+
+ActivationShape activation_shape(const Plan& plan) {
+  ActivationShape a;
+  a.micro_batch = plan.parallel.micro_batch;
+  a.seq = plan.seq_len();
+  a.tp = plan.parallel.tp;
+  a.cp = plan.parallel.cp;
+  a.sequence_parallel = plan.parallel.sequence_parallel;
+  a.recompute = plan.parallel.recompute;
+  a.attention = plan.training.attention;
+  a.bytes_per_element = dtype_bytes(plan.activation_dtype());
+  return a;
+}
+
+// Kernel launches per layer pass that are not GEMMs (norms, residuals, activation, dropout, rotary...).
+constexpr double kMemoryBoundKernelsPerLayer = 10.0;
+// FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
+constexpr double kFlashBackwardFactor = 2.5;
+
+// Bytes of memory-bound traffic in one layer's forward on one GPU (norms, residual adds, dropout, activation
+// function, rotary, unfused softmax). Backward moves about twice as much.
+double layer_memory_bound_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
+  const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
+  const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
+  const double routed = d(m.is_moe() ? m.top_k : 1);
+  double bytes = Tn * h * A * (2.0 * 2.0 + 2.0 * 3.0);  // two norms (read+write), two residual adds (2 reads+write)
+  if (m.dropout) bytes += 2.0 * (2.0 * A + 1.0) * Tn * h;
+  bytes += (m.ffn_type == FfnType::swiglu ? 3.0 : 2.0) * T * f * A * routed;
+  if (m.position == PositionEmbedding::rotary) bytes += 2.0 * T * d(m.hidden + 2 * m.kv_dim()) / d(pc.tp) * A;
+  if (plan.training.attention == AttentionKernel::unfused) {
+    const double scores = d(pc.micro_batch) * d(m.heads / pc.tp) * (d(plan.seq_len()) / d(pc.cp)) * d(plan.seq_len());
+    bytes += scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0));
+  }
+  return bytes;
+}
+
+// Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
+double layer_params(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const ParamCounts c = count_params(m);
+  return d(c.attention) / d(pc.tp) + d(c.norms) + d(c.router) +
+         d(c.mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp);
+}
+
+}  // namespace
+
+double stage_params(const Plan& plan, int64_t stage) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const ParamCounts c = count_params(m);
+  double p = d(stage_layers(plan, stage)) * layer_params(plan);
+  if (stage == 0) p += d(c.embedding) / d(pc.tp);
+  if (stage == pc.pp - 1) {
+    p += d(c.final_norm);
+    if (!m.tied_embeddings) {
+      p += d(c.lm_head) / d(pc.tp);
+    } else if (pc.pp > 1) {
+      p += d(m.vocab * m.hidden) / d(pc.tp);  // Megatron keeps a copy of the tied embedding on the last stage
+    }
+  }
+  return p;
+}
+
+LayerCost layer_cost(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  const DType gd = plan.gemm_dtype(), ad = plan.activation_dtype();
+  const int64_t tp = pc.tp, cp = pc.cp, b = pc.micro_batch, s = plan.seq_len();
+  const int64_t T = b * s / cp;
+  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, hd = m.head_dim();
+  LayerCost lc;
+
+  // GEMMs (forward); backward = dgrad + wgrad of the same shapes.
+  double gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h) + gemm_time_s(gpu, gd, T, h, h / tp);
+  const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
+  if (m.is_moe()) {
+    const int64_t local_experts = m.experts / pc.ep;
+    const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
+    gemm += gemm_time_s(gpu, gd, tokens_per_expert, up_width, h, local_experts) +
+            gemm_time_s(gpu, gd, tokens_per_expert, h, f / tp, local_experts) + gemm_time_s(gpu, ad, T, m.experts, h);
+  } else {
+    gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
+  }
+
+  // Attention core: scores and context per local head.
+  const int64_t heads_local = m.heads / tp, s_q = s / cp;
+  double attn_fwd, attn_bwd;
+  if (plan.training.attention == AttentionKernel::flash) {
+    const double flops = 2.0 * 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(hd) * (m.causal ? 0.5 : 1.0);
+    attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_fraction) + gpu.gemm.kernel_overhead_s;
+    attn_bwd = kFlashBackwardFactor * (attn_fwd - gpu.gemm.kernel_overhead_s) + gpu.gemm.kernel_overhead_s;
+  } else {
+    attn_fwd = gemm_time_s(gpu, ad, s_q, s, hd, b * heads_local) + gemm_time_s(gpu, ad, s_q, hd, s, b * heads_local);
+    attn_bwd = 2.0 * attn_fwd;
+  }
+
+  const double mem = memory_bound_time_s(gpu, layer_memory_bound_bytes(plan)) +
+                     kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
+  lc.gemm_forward_s = gemm;
+  lc.attention_forward_s = attn_fwd;
+  lc.forward_s = gemm + attn_fwd + mem;
+  lc.backward_input_s = gemm + attn_bwd + 2.0 * mem;
+  lc.backward_weight_s = gemm;
+  switch (pc.recompute) {
+    case Recompute::none:
+      lc.recompute_s = 0;
+      break;
+    case Recompute::selective:
+      lc.recompute_s = attn_fwd;
+      break;
+    case Recompute::full:
+      lc.recompute_s = lc.forward_s;
+      break;
+  }
+
+  // Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism.
+  const double A = d(dtype_bytes(ad));
+  lc.tp_bytes = A * d(T) * d(h);
+  const LinkSpec& tpl = group_link(plan, GroupKind::tp);
+  const double tp_pass = pc.sequence_parallel ? 2.0 * (collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) +
+                                                       collective_time_s(Collective::reduce_scatter, lc.tp_bytes, tp, tpl))
+                                              : 2.0 * collective_time_s(Collective::all_reduce, lc.tp_bytes, tp, tpl);
+  lc.tp_comm_forward_s = tp_pass;
+  lc.tp_comm_backward_s = tp_pass;
+  lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
+
+  // Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
+  lc.cp_bytes = 2.0 * A * d(b) * d(s_q) * d(kv) / d(tp);
+  const double cp_fwd = d(cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
+  lc.cp_comm_forward_s = cp > 1 ? cp_fwd : 0.0;
+  lc.cp_comm_backward_s = 2.0 * lc.cp_comm_forward_s;
+
+  // Expert parallel: all-to-all dispatch + combine of the routed tokens.
+  if (m.is_moe() && pc.ep > 1) {
+    const double tokens = pc.sequence_parallel ? d(T) / d(tp) : d(T);
+    lc.ep_bytes = A * tokens * d(m.top_k) * d(h);
+    const double a2a = collective_time_s(Collective::all_to_all, lc.ep_bytes, pc.ep, group_link(plan, GroupKind::ep));
+    lc.ep_comm_forward_s = 2.0 * a2a;
+    lc.ep_comm_backward_s = 2.0 * a2a;
+  }
+
+  lc.params = layer_params(plan);
+  if (pc.zero_stage >= 3) {
+    lc.zero3_gather_s = collective_time_s(Collective::all_gather, 2.0 * lc.params, pc.dp * pc.cp,
+                                          group_link(plan, GroupKind::dp));
+  }
+
+  // What stays on the critical path.
+  auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
+  const double tp_f = hide(lc.tp_comm_forward_s, gemm, pc.overlap_tp_comm);
+  const double tp_b = hide(lc.tp_comm_backward_s, 2.0 * gemm, pc.overlap_tp_comm);
+  const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
+  const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
+  const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
+  const double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
+  const double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
+  lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
+  lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
+  lc.exposed_recompute_comm_s = tp_r + (pc.recompute == Recompute::full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
+  return lc;
+}
+
+EdgeCost edge_cost(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double Tn = pc.sequence_parallel ? d(T) / d(pc.tp) : d(T);
+  EdgeCost e;
+  // Embedding: gather rows (read + write), backward scatter-add in fp32.
+  e.embedding_forward_s = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * A) + gpu.gemm.kernel_overhead_s;
+  e.embedding_backward_s = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * 4.0) + gpu.gemm.kernel_overhead_s;
+  // Output layer: final norm, logits GEMM (vocab split over tp), fp32 cross entropy (write, read, write grad).
+  const double norm = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * A);
+  const double logits = gemm_time_s(gpu, plan.gemm_dtype(), T, m.vocab / pc.tp, m.hidden);
+  const double ce = memory_bound_time_s(gpu, 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0);
+  e.output_forward_s = norm + logits + ce;
+  e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
+  if (pc.tp > 1) {
+    const LinkSpec& l = group_link(plan, GroupKind::tp);
+    // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first.
+    e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, 4.0 * d(T), pc.tp, l);
+    if (pc.sequence_parallel) e.output_tp_comm_s += 2.0 * collective_time_s(Collective::all_gather, A * d(T) * d(m.hidden), pc.tp, l);
+  }
+  return e;
+}
+
+double p2p_bytes(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  // Activation tensor b x s/cp x h; with tp > 1 each rank sends 1/tp of it (scatter-gather, Narayanan 2021 Sec. 4.1).
+  return d(dtype_bytes(plan.activation_dtype())) * d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp) *
+         d(plan.model.hidden) / d(pc.tp);
+}
+
+double p2p_time_s(const Plan& plan) {
+  if (plan.parallel.pp <= 1) return 0.0;
+  return collective_time_s(Collective::send_recv, p2p_bytes(plan), 2, group_link(plan, GroupKind::pp));
+}
+
+DpCost dp_cost(const Plan& plan, double params, double stage_backward_s) {
+  const ParallelConfig& pc = plan.parallel;
+  DpCost dc;
+  dc.group = pc.dp * pc.cp;
+  if (dc.group <= 1) return dc;
+  const LinkSpec& l = group_link(plan, GroupKind::dp);
+  const double grad_bytes_per_param = plan.training.grad_fp32 ? 4.0 : 2.0;
+  dc.grad_bytes = params * grad_bytes_per_param;
+  const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
+  dc.per_microbatch = pc.zero_stage >= 2;
+  if (sharded) {
+    dc.grad_reduce_s = collective_time_s(Collective::reduce_scatter, dc.grad_bytes, dc.group, l);
+    if (pc.zero_stage < 3) dc.param_gather_s = collective_time_s(Collective::all_gather, 2.0 * params, dc.group, l);
+  } else {
+    dc.grad_reduce_s = collective_time_s(Collective::all_reduce, dc.grad_bytes, dc.group, l);
+  }
+  dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
+  dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
+  (void)stage_backward_s;
+  return dc;
+}
+
+StageMemory stage_memory(const Plan& plan, int64_t stage) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  StageMemory sm;
+  sm.stage = stage;
+  sm.layers = stage_layers(plan, stage);
+  sm.params = stage_params(plan, stage);
+
+  // Model states: expert weights are replicated over dp/ep ranks, the rest over dp*cp.
+  const ParamCounts c = count_params(m);
+  const double expert_params = d(sm.layers) * d(c.mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp);
+  const ModelStateOptions o = model_state_options(plan);
+  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
+  const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
+  sm.weights = dense.weights + experts.weights;
+  sm.grads = dense.grads + experts.grads;
+  sm.optimizer = dense.optimizer + experts.optimizer;
+
+  // Activations held at the schedule's peak.
+  const ActivationShape a = activation_shape(plan);
+  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
+  const double per_layer = layer_activation_bytes(m, a).total;
+  const double layers_per_chunk = d(sm.layers) / d(v);
+  const double microbatches_held = d(sm.in_flight_chunks) / d(v);
+  sm.activations = d(sm.in_flight_chunks) * layers_per_chunk * per_layer;
+  if (stage == 0) sm.activations += microbatches_held * embedding_activation_bytes(m, a);
+  if (stage == pc.pp - 1) {
+    const double held = pc.schedule == Schedule::gpipe ? d(pc.num_microbatches) : 1.0;
+    sm.activations += held * output_layer_activation_bytes(m, a);
+  }
+  sm.recompute_working_set = recompute_working_set_bytes(m, a);
+  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * 2.0 * layer_params(plan);  // current + prefetched layer, 16-bit
+  sm.workspace = d(gpu.workspace_bytes);
+  int groups = 0;
+  for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
+  sm.comm_buffers = d(gpu.comm_buffer_bytes_per_group) * groups;
+  sm.cuda_context = d(gpu.cuda_context_bytes);
+  const double tensors = sm.weights + sm.grads + sm.optimizer + sm.activations + sm.recompute_working_set + sm.zero3_buffers;
+  sm.fragmentation = gpu.fragmentation_fraction * tensors;
+  sm.total = tensors + sm.workspace + sm.comm_buffers + sm.cuda_context + sm.fragmentation;
+  return sm;
+}
+
+
+double peak_memory_bytes(const Plan& plan, int64_t* peak_stage) {
+  double peak = -1;
+  int64_t at = 0;
+  for (int64_t i = 0; i < plan.parallel.pp; ++i) {
+    const double t = stage_memory(plan, i).total;
+    if (t > peak) {
+      peak = t;
+      at = i;
+    }
+  }
+  if (peak_stage) *peak_stage = at;
+  return peak;
+}
+
+Estimate estimate(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp, m = pc.num_microbatches;
+  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  Estimate e;
+  e.layer = layer_cost(plan);
+  e.edge = edge_cost(plan);
+  e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
+  e.p2p_s = p2p_time_s(plan);
+  const LayerCost& lc = e.layer;
+
+  // Memory per stage.
+  e.memory.reserve(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    e.memory.push_back(stage_memory(plan, i));
+    if (e.memory.back().total > e.peak_memory_bytes) {
+      e.peak_memory_bytes = e.memory.back().total;
+      e.peak_stage = i;
+    }
+  }
+  e.capacity_bytes = d(plan.gpu.memory_bytes);
+  e.fits = e.peak_memory_bytes <= e.capacity_bytes;
+
+  // Time per stage and microbatch.
+  std::vector<StageMicrobatchTime> mb(static_cast<size_t>(p));
+  e.stages.reserve(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    StageTime st;
+    st.stage = i;
+    st.layers = stage_layers(plan, i);
+    const double L = d(st.layers);
+    st.forward_s = L * lc.forward_s + (i == 0 ? e.edge.embedding_forward_s : 0) + (i == p - 1 ? e.edge.output_forward_s : 0);
+    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? e.edge.embedding_backward_s : 0) +
+                          (i == p - 1 ? e.edge.output_backward_s : 0);
+    st.backward_weight_s = L * lc.backward_weight_s;
+    st.recompute_s = L * lc.recompute_s;
+    const double tp_exposed_share = lc.exposed_forward_comm_s + lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s;
+    // Split the exposed in-layer communication by kind, in proportion to each kind's raw time.
+    const double raw_tp = lc.tp_comm_forward_s + lc.tp_comm_backward_s + lc.tp_comm_recompute_s;
+    const double raw_cp = lc.cp_comm_forward_s + lc.cp_comm_backward_s;
+    const double raw_ep = lc.ep_comm_forward_s + lc.ep_comm_backward_s;
+    const double raw_z = 2.0 * lc.zero3_gather_s;
+    const double raw = raw_tp + raw_cp + raw_ep + raw_z;
+    if (raw > 0) {
+      st.tp_comm_s = L * tp_exposed_share * raw_tp / raw + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
+      st.cp_comm_s = L * tp_exposed_share * raw_cp / raw;
+      st.ep_comm_s = L * tp_exposed_share * raw_ep / raw;
+    }
+    st.p2p_s = p > 1 ? 2.0 * d(v) * e.p2p_s : 0.0;
+    StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
+    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
+    t.backward_weight_s = st.backward_weight_s;
+    t.p2p_s = st.p2p_s;
+    st.per_microbatch_s = t.total();
+    e.stages.push_back(st);
+  }
+  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb);
+  TimeBreakdown& tb = e.time;
+  tb.pipeline_s = pt.step_s;
+  tb.slowest_stage = pt.slowest_stage;
+  const StageTime& slow = e.stages[static_cast<size_t>(pt.slowest_stage)];
+  const double md = d(m);
+  tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
+  tb.tp_comm_s = md * slow.tp_comm_s;
+  tb.cp_comm_s = md * slow.cp_comm_s;
+  tb.ep_comm_s = md * slow.ep_comm_s;
+  tb.pp_comm_s = md * slow.p2p_s;
+  tb.zero3_exposed_s = pt.busy_s - tb.compute_s - tb.tp_comm_s - tb.cp_comm_s - tb.ep_comm_s - tb.pp_comm_s;
+  if (tb.zero3_exposed_s < 1e-12) tb.zero3_exposed_s = 0;
+  tb.bubble_s = pt.bubble_s;
+
+  // Data-parallel synchronisation and optimizer: the slowest stage after its pipeline work decides the step.
+  const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
+  const double grad_bytes_per_param = plan.training.grad_fp32 ? 4.0 : 2.0;
+  double tail = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+    const double params = stage_params(plan, i);
+    const DpCost dc = dp_cost(plan, params, t.backward_input_s + t.backward_weight_s);
+    double total = 0, exposed = 0;
+    if (dc.group > 1) {
+      const double bwd = t.backward_input_s + t.backward_weight_s;
+      if (dc.per_microbatch) {
+        total = md * dc.grad_reduce_s;
+        exposed = pc.overlap_dp_comm ? md * std::max(dc.bucket_s, dc.grad_reduce_s - bwd) : total;
+      } else {
+        total = dc.grad_reduce_s + dc.param_gather_s;
+        exposed = pc.overlap_dp_comm
+                      ? std::max(dc.bucket_s, dc.grad_reduce_s - bwd) +
+                            (dc.param_gather_s > 0 ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s) : 0.0)
+                      : total;
+      }
+    }
+    const double shard = sharded ? d(pc.dp * pc.cp) : 1.0;
+    // Adam step over the local shard: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
+    const double opt_bytes = params / shard * (24.0 + 2.0 * grad_bytes_per_param + 2.0);
+    const double opt = memory_bound_time_s(plan.gpu, opt_bytes);
+    if (exposed + opt > tail) {
+      tail = exposed + opt;
+      tb.dp_comm_exposed_s = exposed;
+      tb.dp_comm_total_s = total;
+      tb.optimizer_s = opt;
+      e.dp = dc;
+    }
+  }
+  tb.step_s = tb.pipeline_s + tb.dp_comm_exposed_s + tb.optimizer_s;
+
+  const int64_t s = plan.seq_len();
+  const double gpus = d(plan.num_gpus);
+  const double peak = plan.gpu.peak(plan.gemm_dtype());
+  tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
+  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, pc.recompute);
+  tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
+  tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
+  tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);
+  return e;
+}
+
+}  // namespace parplan

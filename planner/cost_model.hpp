@@ -1,0 +1,120 @@
+// The cost model: per-GPU memory per pipeline stage and the time of one training step, term by term.
+// It composes the formula modules (flops, activations, model_states, collectives, gemm, pipeline); the simulator
+// and runtime take their op durations and sizes from LayerCost / DpCost here, never from a second copy.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "planner/spec.hpp"
+
+namespace parplan {
+
+// Costs of one transformer layer for one microbatch on one GPU (all layers of a model are alike).
+struct LayerCost {
+  double forward_s = 0;          // GEMMs + attention + memory-bound ops
+  double backward_input_s = 0;   // input-gradient GEMMs + attention backward + memory-bound backward
+  double backward_weight_s = 0;  // weight-gradient GEMMs
+  double recompute_s = 0;        // recomputed forward work (selective: attention core; full: whole forward)
+  double tp_comm_forward_s = 0;  // TP/SP collectives in the forward (2 all-reduce, or 2 all-gather + 2 reduce-scatter)
+  double tp_comm_backward_s = 0;
+  double tp_comm_recompute_s = 0;  // full recompute repeats the forward collectives
+  double cp_comm_forward_s = 0;    // ring-attention K/V exchange
+  double cp_comm_backward_s = 0;
+  double ep_comm_forward_s = 0;  // MoE all-to-all dispatch + combine
+  double ep_comm_backward_s = 0;
+  double zero3_gather_s = 0;     // ZeRO-3 all-gather of the layer's parameters (once per pass)
+  double tp_bytes = 0;           // bytes of one TP collective (nccl-tests size convention)
+  double cp_bytes = 0;           // bytes of one CP ring step
+  double ep_bytes = 0;           // bytes of one all-to-all
+  double params = 0;             // parameters of the layer on this GPU
+  double gemm_forward_s = 0;     // the GEMM part of forward_s (what TP overlap can hide behind)
+  double attention_forward_s = 0;  // the attention-core part of forward_s
+  // Exposed (critical-path) communication after the configured overlaps.
+  double exposed_forward_comm_s = 0;
+  double exposed_backward_comm_s = 0;
+  double exposed_recompute_comm_s = 0;
+};
+
+// Costs that belong to the first / last stage only, per microbatch.
+struct EdgeCost {
+  double embedding_forward_s = 0, embedding_backward_s = 0;
+  double output_forward_s = 0, output_backward_s = 0;  // final norm, logits GEMM, cross entropy
+  double output_tp_comm_s = 0;                          // vocab-parallel cross-entropy reductions (small)
+};
+
+// Data-parallel gradient and parameter synchronisation of one stage.
+struct DpCost {
+  double grad_bytes = 0;         // gradient bytes reduced per step (or per microbatch for ZeRO-2/3)
+  double grad_reduce_s = 0;      // all-reduce, or reduce-scatter when sharded
+  double param_gather_s = 0;     // all-gather of updated parameters (distributed optimizer / ZeRO-1/2)
+  double bucket_s = 0;           // time of one bucket (the last one cannot be hidden)
+  int64_t buckets = 0;
+  bool per_microbatch = false;   // ZeRO-2/3 reduce-scatter every microbatch
+  int64_t group = 1;             // dp * cp ranks
+};
+
+struct StageMemory {
+  int64_t stage = 0;
+  int64_t layers = 0;
+  int64_t in_flight_chunks = 0;  // chunk-microbatches held at peak (a chunk = layers / vpp)
+  double params = 0;
+  double weights = 0, grads = 0, optimizer = 0;
+  double activations = 0;           // stored activations at peak (layers + embedding / output layer)
+  double recompute_working_set = 0;
+  double zero3_buffers = 0;
+  double workspace = 0, comm_buffers = 0, cuda_context = 0, fragmentation = 0;
+  double total = 0;
+};
+
+struct StageTime {
+  int64_t stage = 0;
+  int64_t layers = 0;
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, recompute_s = 0;  // compute, per microbatch
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;  // exposed, per microbatch
+  double p2p_s = 0;                                    // per microbatch
+  double per_microbatch_s = 0;
+};
+
+struct TimeBreakdown {
+  double step_s = 0;
+  double pipeline_s = 0;  // forward/backward phase incl. bubble
+  double compute_s = 0, bubble_s = 0, tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0;
+  double dp_comm_total_s = 0, dp_comm_exposed_s = 0, optimizer_s = 0, zero3_exposed_s = 0;
+  double tokens_per_s = 0;
+  double model_flops = 0, hardware_flops = 0;  // per step, whole job
+  double mfu = 0, hfu = 0;
+  int64_t slowest_stage = 0;
+  double bubble_fraction() const { return step_s > 0 ? bubble_s / step_s : 0; }
+};
+
+struct Estimate {
+  std::vector<StageMemory> memory;  // per pipeline stage
+  std::vector<StageTime> stages;    // per pipeline stage
+  LayerCost layer;
+  EdgeCost edge;
+  DpCost dp;
+  double p2p_bytes = 0, p2p_s = 0;  // one activation transfer between stages
+  int64_t peak_stage = 0;
+  double peak_memory_bytes = 0;
+  double capacity_bytes = 0;
+  bool fits = false;
+  TimeBreakdown time;
+};
+
+// Full estimate. The plan must pass validate() (config.hpp).
+Estimate estimate(const Plan& plan);
+
+// Cheap per-stage memory (the search's feasibility bound) and the peak over stages, without allocating.
+StageMemory stage_memory(const Plan& plan, int64_t stage);
+double peak_memory_bytes(const Plan& plan, int64_t* peak_stage = nullptr);
+
+LayerCost layer_cost(const Plan& plan);
+EdgeCost edge_cost(const Plan& plan);
+DpCost dp_cost(const Plan& plan, double stage_params, double stage_backward_s);
+double p2p_bytes(const Plan& plan);
+double p2p_time_s(const Plan& plan);
+
+// Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
+double stage_params(const Plan& plan, int64_t stage);
+
+}  // namespace parplan

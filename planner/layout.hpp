@@ -1,0 +1,29 @@
+// Rank layout: which ranks form each tp / cp / dp / pp / ep group and which network tier each group crosses.
+// Order (Megatron-LM): tp innermost, then cp, then dp, then pp:  rank = tp_i + tp*(cp_i + cp*(dp_i + dp*pp_i)).
+// ep groups are carved out of dp: ep consecutive dp indices (stride tp*cp), as in Megatron-Core's expert parallelism.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "planner/spec.hpp"
+
+namespace parplan {
+
+enum class GroupKind : uint8_t { tp, cp, dp, pp, ep };
+
+struct RankCoord {
+  int64_t tp = 0, cp = 0, dp = 0, pp = 0;
+};
+
+RankCoord coord_of(const ParallelConfig& pc, int64_t rank);
+int64_t rank_of(const ParallelConfig& pc, const RankCoord& c);
+int64_t group_size(const ParallelConfig& pc, GroupKind g);
+int64_t group_stride(const ParallelConfig& pc, GroupKind g);
+// The ranks of `rank`'s group of kind g, in group order.
+std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t rank);
+// True when a group of kind g spans more than one node (nodes are blocks of gpus_per_node consecutive ranks).
+bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per_node);
+// The link a group's collectives run on: intra-node when the group fits in a node, else the per-GPU NIC.
+const LinkSpec& group_link(const Plan& plan, GroupKind g);
+
+}  // namespace parplan

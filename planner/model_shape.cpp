@@ -1,0 +1,74 @@
+// Parameter counting and GPT-style shape inference (formulas documented in model_shape.hpp).
+#include "planner/model_shape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "planner/error.hpp"
+
+namespace parplan {
+
+ParamCounts count_params(const ModelSpec& m) {
+  ParamCounts c;
+  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden;
+  const int64_t b = m.bias ? 1 : 0;
+  c.attention = h * (h + 2 * kv) + b * (h + 2 * kv) + h * h + b * h;
+  switch (m.ffn_type) {
+    case FfnType::gelu:
+      c.mlp_per_expert = 2 * h * f + b * (f + h);
+      break;
+    case FfnType::swiglu:
+      c.mlp_per_expert = 3 * h * f + b * (2 * f + h);
+      break;
+  }
+  c.router = m.is_moe() ? h * m.experts : 0;
+  const int64_t norm_params = m.norm == NormType::layernorm ? 2 * h : h;
+  c.norms = 2 * norm_params;
+  c.final_norm = norm_params;
+  c.embedding = m.vocab * h + (m.position == PositionEmbedding::learned ? m.seq_len * h : 0);
+  c.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
+  return c;
+}
+
+int64_t total_params(const ModelSpec& m) {
+  ParamCounts c = count_params(m);
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.experts)) + c.embedding + c.lm_head + c.final_norm;
+}
+
+int64_t active_params(const ModelSpec& m) {
+  ParamCounts c = count_params(m);
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.top_k)) + c.embedding + c.lm_head + c.final_norm;
+}
+
+ModelSpec infer_gpt_shape(double params) {
+  if (!(params >= 1e7) || !(params <= 1e14) || !std::isfinite(params)) {
+    throw InputError(fmt::format("--params: {} is outside the supported range 1e7 .. 1e14", params));
+  }
+  constexpr double kRatio = 128.0;  // hidden / layers, as in GPT-3 175B
+  constexpr int64_t kHeadDim = 128, kVocab = 51200, kSeq = 2048;
+  const int64_t layers = std::max<int64_t>(2, std::llround(std::cbrt(params / (12.0 * kRatio * kRatio))));
+  // 12 l h^2 + (13 l + V + s) h - N = 0
+  const double a = 12.0 * layers, b = 13.0 * layers + kVocab + kSeq;
+  const double h_exact = (-b + std::sqrt(b * b + 4 * a * params)) / (2 * a);
+  const int64_t hidden = std::max<int64_t>(kHeadDim, std::llround(h_exact / kHeadDim) * kHeadDim);
+  ModelSpec m;
+  m.name = fmt::format("gpt-{:.3g}B-inferred", params / 1e9);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = hidden / kHeadDim;
+  m.kv_heads = m.heads;
+  m.ffn_hidden = 4 * hidden;
+  m.ffn_type = FfnType::gelu;
+  m.vocab = kVocab;
+  m.seq_len = kSeq;
+  m.tied_embeddings = true;
+  m.bias = true;
+  m.dropout = true;
+  m.norm = NormType::layernorm;
+  m.position = PositionEmbedding::learned;
+  m.source = "inferred from the parameter count (GPT-3 family rule: head_dim 128, hidden/layers = 128)";
+  return m;
+}
+
+}  // namespace parplan

@@ -1,0 +1,54 @@
+// Pipeline closed forms (formulas and sources in pipeline.hpp).
+#include "planner/pipeline.hpp"
+
+#include <algorithm>
+
+namespace parplan {
+
+int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
+  switch (s) {
+    case Schedule::gpipe:
+      return m * v;
+    case Schedule::one_f_one_b:
+    case Schedule::zero_bubble:
+      return std::min(p - stage, m) * v;
+    case Schedule::interleaved:
+      return std::min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m);
+  }
+  return m * v;
+}
+
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
+  PipelineTime r;
+  double t_max = 0, sum = 0, u_max = 0, u_sum = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const double t = stages[i].total();
+    sum += t;
+    if (t > t_max) {
+      t_max = t;
+      r.slowest_stage = static_cast<int64_t>(i);
+    }
+    const double u = std::max(0.0, stages[i].forward_s + stages[i].backward_input_s - stages[i].backward_weight_s) +
+                     stages[i].p2p_s;
+    u_sum += u;
+    u_max = std::max(u_max, u);
+  }
+  const double md = static_cast<double>(m);
+  r.busy_s = md * t_max;
+  switch (s) {
+    case Schedule::gpipe:
+    case Schedule::one_f_one_b:
+      r.step_s = r.busy_s + (sum - t_max);
+      break;
+    case Schedule::interleaved:
+      r.step_s = r.busy_s + (sum - t_max) / static_cast<double>(v);
+      break;
+    case Schedule::zero_bubble:
+      r.step_s = r.busy_s + (u_sum - u_max);
+      break;
+  }
+  r.bubble_s = r.step_s - r.busy_s;
+  return r;
+}
+
+}  // namespace parplan

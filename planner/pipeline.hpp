@@ -1,0 +1,41 @@
+// Pipeline schedules in closed form: in-flight microbatches per stage and step time / bubble.
+// Sources: GPipe (Huang et al. 2019) and 1F1B (Narayanan et al. 2021, Sec. 2.2): bubble (p-1)/m of the ideal time,
+// (p-1)/(m+p-1) of the step; interleaved 1F1B with v chunks: (p-1)/(v m) (Narayanan 2021 Sec. 2.2.2);
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"): bubble (p-1)(T_F + T_B - T_W) vs 1F1B's
+// (p-1)(T_F + T_B + T_W). In-flight activations: GPipe m; 1F1B min(p - i, m); interleaved stage i holds
+// min(2(p-i-1) + (v-1)p + 1, v m) chunk-microbatches (Megatron-LM warm-up + 1; stage 0: p + (p-1)/v microbatches,
+// Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 keeps 1F1B's peak.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "planner/spec.hpp"
+
+namespace parplan {
+
+// Chunk-microbatches whose activations stage `stage` holds at its peak (a chunk is 1/v of the stage's layers).
+int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
+
+// Per-stage, per-microbatch time (all v chunks of the stage), split as the schedules need it.
+struct StageMicrobatchTime {
+  double forward_s = 0;         // forward compute + exposed in-layer comm
+  double backward_input_s = 0;  // input-gradient backward (+ recompute)
+  double backward_weight_s = 0; // weight-gradient backward
+  double p2p_s = 0;             // blocking p2p sends/receives of this stage per microbatch
+  double total() const { return forward_s + backward_input_s + backward_weight_s + p2p_s; }
+};
+
+struct PipelineTime {
+  double step_s = 0;    // from the first forward to the last backward
+  double busy_s = 0;    // m x the slowest stage's per-microbatch time
+  double bubble_s = 0;  // step_s - busy_s
+  int64_t slowest_stage = 0;
+};
+
+// Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
+//   GPipe / 1F1B:  m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
+//   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
+//   ZB-H1:         m t_max + (sum_i u_i - u_max), u_i = F + B_input - B_weight + p2p   (uniform: m t + (p-1) u)
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages);
+
+}  // namespace parplan

@@ -1,0 +1,153 @@
+// Plan document and Estimate JSON (see plan_json.hpp and docs/json-schema.md).
+#include "planner/plan_json.hpp"
+
+#include <fmt/core.h>
+
+#include "planner/json_reader.hpp"
+#include "planner/spec_json.hpp"
+
+namespace parplan {
+namespace {
+
+template <typename T, typename FromJson, typename Lookup>
+T inline_or_named(JsonReader& r, std::string_view key, std::string_view kind, FromJson from_json, Lookup lookup) {
+  const nlohmann::json& v = r.raw(key);
+  if (v.is_string()) return lookup(v.get<std::string>(), fmt::format("{}: {}", r.where(), r.path_of(key)));
+  JsonReader sub(v, r.where(), r.path_of(key));
+  if (sub.has("kind") && sub.get_string("kind") != kind) sub.fail("kind", fmt::format("expected '{}'", kind));
+  if (sub.has("aliases")) sub.raw("aliases");
+  T spec = from_json(sub);
+  sub.finish();
+  return spec;
+}
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const std::string& where) {
+  JsonReader r(j, where);
+  r.get_int("parplan_plan", kPlanFormatVersion, kPlanFormatVersion);
+  Plan plan;
+  plan.model = inline_or_named<ModelSpec>(r, "model", "model", model_from_json,
+                                         [&](const std::string& n, const std::string& f) { return profiles.model(n, f); });
+  plan.cluster = inline_or_named<ClusterSpec>(
+      r, "cluster", "cluster", cluster_from_json,
+      [&](const std::string& n, const std::string& f) { return profiles.cluster(n, f); });
+  if (r.has("gpu")) {
+    plan.gpu = inline_or_named<GpuSpec>(r, "gpu", "gpu", gpu_from_json,
+                                       [&](const std::string& n, const std::string& f) { return profiles.gpu(n, f); });
+  } else {
+    plan.gpu = profiles.gpu(plan.cluster.gpu, fmt::format("{}: /cluster/gpu", where));
+  }
+  plan.num_gpus = r.get_int("num_gpus", 1, 100'000'000);
+  JsonReader par = r.object("parallel");
+  plan.parallel = parallel_from_json(par);
+  par.finish();
+  JsonReader tr = r.object("training");
+  plan.training = training_from_json(tr);
+  tr.finish();
+  r.finish();
+  check_plan_inputs(plan, where);
+  return plan;
+}
+
+Plan plan_from_text(std::string_view text, const ProfileSet& profiles, const std::string& where) {
+  return plan_from_json(parse_json_text(text, where), profiles, where);
+}
+
+nlohmann::json plan_to_json(const Plan& plan) {
+  return {{"parplan_plan", kPlanFormatVersion},
+          {"model", to_json(plan.model)},
+          {"gpu", to_json(plan.gpu)},
+          {"cluster", to_json(plan.cluster)},
+          {"num_gpus", plan.num_gpus},
+          {"parallel", to_json(plan.parallel)},
+          {"training", to_json(plan.training)}};
+}
+
+void check_plan_inputs(const Plan& plan, const std::string& where) {
+  auto bad = [&](std::string_view path, std::string_view what) {
+    throw InputError(fmt::format("{}: {}: {}", where, path, what));
+  };
+  if (plan.gpu.memory_bytes <= 0) bad("/gpu/memory_GiB", "the GPU has no memory");
+  if (!(plan.gpu.hbm_bandwidth_Bps > 0)) bad("/gpu/hbm_bandwidth_GBps", "must be positive");
+  if (plan.training.seq_len == 0 && plan.model.seq_len <= 0) bad("/training/seq_len", "must be positive");
+  if (plan.parallel.gpus() > 1'000'000'000) {
+    bad("/parallel", fmt::format("dp*tp*pp*cp = {} GPUs is absurd", plan.parallel.gpus()));
+  }
+}
+
+nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (size_t i = 0; i < e.memory.size(); ++i) {
+    const StageMemory& m = e.memory[i];
+    const StageTime& t = e.stages[i];
+    stages.push_back({{"stage", m.stage},
+                      {"layers", m.layers},
+                      {"in_flight_chunks", m.in_flight_chunks},
+                      {"params", m.params},
+                      {"memory_bytes",
+                       {{"weights", m.weights},
+                        {"gradients", m.grads},
+                        {"optimizer", m.optimizer},
+                        {"activations", m.activations},
+                        {"recompute_working_set", m.recompute_working_set},
+                        {"zero3_buffers", m.zero3_buffers},
+                        {"workspace", m.workspace},
+                        {"comm_buffers", m.comm_buffers},
+                        {"cuda_context", m.cuda_context},
+                        {"fragmentation", m.fragmentation},
+                        {"total", m.total}}},
+                      {"time_per_microbatch_s",
+                       {{"forward", t.forward_s},
+                        {"backward_input", t.backward_input_s},
+                        {"backward_weight", t.backward_weight_s},
+                        {"recompute", t.recompute_s},
+                        {"tp_comm", t.tp_comm_s},
+                        {"cp_comm", t.cp_comm_s},
+                        {"ep_comm", t.ep_comm_s},
+                        {"pp_comm", t.p2p_s},
+                        {"total", t.per_microbatch_s}}}});
+  }
+  const TimeBreakdown& tb = e.time;
+  auto frac = [&](double x) { return tb.step_s > 0 ? x / tb.step_s : 0.0; };
+  return {{"parplan_estimate", kPlanFormatVersion},
+          {"plan", plan_to_json(plan)},
+          {"memory",
+           {{"peak_bytes", e.peak_memory_bytes},
+            {"peak_stage", e.peak_stage},
+            {"capacity_bytes", e.capacity_bytes},
+            {"headroom_bytes", e.capacity_bytes - e.peak_memory_bytes},
+            {"fits", e.fits}}},
+          {"time",
+           {{"step_s", tb.step_s},
+            {"tokens_per_s", tb.tokens_per_s},
+            {"mfu", tb.mfu},
+            {"hfu", tb.hfu},
+            {"model_flops_per_step", tb.model_flops},
+            {"hardware_flops_per_step", tb.hardware_flops},
+            {"slowest_stage", tb.slowest_stage},
+            {"seconds",
+             {{"compute", tb.compute_s},
+              {"bubble", tb.bubble_s},
+              {"tp_comm", tb.tp_comm_s},
+              {"cp_comm", tb.cp_comm_s},
+              {"ep_comm", tb.ep_comm_s},
+              {"pp_comm", tb.pp_comm_s},
+              {"zero3_comm_exposed", tb.zero3_exposed_s},
+              {"dp_comm_exposed", tb.dp_comm_exposed_s},
+              {"dp_comm_total", tb.dp_comm_total_s},
+              {"optimizer", tb.optimizer_s}}},
+            {"fractions",
+             {{"compute", frac(tb.compute_s)},
+              {"bubble", frac(tb.bubble_s)},
+              {"tp_comm", frac(tb.tp_comm_s)},
+              {"cp_comm", frac(tb.cp_comm_s)},
+              {"ep_comm", frac(tb.ep_comm_s)},
+              {"pp_comm", frac(tb.pp_comm_s)},
+              {"zero3_comm_exposed", frac(tb.zero3_exposed_s)},
+              {"dp_comm_exposed", frac(tb.dp_comm_exposed_s)},
+              {"optimizer", frac(tb.optimizer_s)}}}}},
+          {"stages", stages}};
+}
+
+}  // namespace parplan

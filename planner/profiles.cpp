@@ -1,0 +1,114 @@
+// Profile registry (see profiles.hpp).
+#include "planner/profiles.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/core.h>
+
+#include "planner/embedded_profiles.hpp"
+#include "planner/json_reader.hpp"
+#include "planner/spec_json.hpp"
+
+namespace parplan {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return r;
+}
+
+template <typename V>
+auto lookup(const V& v, std::string_view name) -> decltype(&v.front().spec) {
+  const std::string key = lower(name);
+  for (auto it = v.rbegin(); it != v.rend(); ++it) {  // later (user) profiles win
+    if (std::find(it->keys.begin(), it->keys.end(), key) != it->keys.end()) return &it->spec;
+  }
+  return nullptr;
+}
+
+template <typename V>
+std::string known_names(const V& v) {
+  std::vector<std::string> names;
+  for (const auto& n : v) names.push_back(n.keys.front());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+ProfileSet ProfileSet::embedded() {
+  ProfileSet set;
+  for (const auto& f : embedded_profiles()) set.add(f.content, "profiles/" + std::string(f.path));
+  return set;
+}
+
+std::string ProfileSet::add(std::string_view text, const std::string& where) {
+  const nlohmann::json j = parse_json_text(text, where);
+  JsonReader r(j, where);
+  const std::string kind = r.get_string("kind");
+  std::vector<std::string> keys;
+  std::vector<std::string> aliases;
+  if (r.has("aliases")) {
+    const nlohmann::json& a = r.raw("aliases");
+    if (!a.is_array()) r.fail("aliases", "expected an array of strings");
+    for (const auto& x : a) {
+      if (!x.is_string()) r.fail("aliases", "expected an array of strings");
+      aliases.push_back(x.get<std::string>());
+    }
+  }
+  std::string name;
+  if (kind == "gpu") {
+    GpuSpec g = gpu_from_json(r);
+    name = g.name;
+    r.finish();
+    keys.push_back(lower(name));
+    for (auto& a : aliases) keys.push_back(lower(a));
+    gpus_.push_back({std::move(g), keys});
+  } else if (kind == "cluster") {
+    ClusterSpec c = cluster_from_json(r);
+    name = c.name;
+    r.finish();
+    keys.push_back(lower(name));
+    for (auto& a : aliases) keys.push_back(lower(a));
+    clusters_.push_back({std::move(c), keys});
+  } else if (kind == "model") {
+    ModelSpec m = model_from_json(r);
+    name = m.name;
+    r.finish();
+    keys.push_back(lower(name));
+    for (auto& a : aliases) keys.push_back(lower(a));
+    models_.push_back({std::move(m), keys});
+  } else {
+    r.fail("kind", fmt::format("unknown kind '{}' (expected gpu, cluster or model)", kind));
+  }
+  entries_.push_back({kind, name, where, aliases});
+  return kind;
+}
+
+const GpuSpec* ProfileSet::find_gpu(std::string_view name) const { return lookup(gpus_, name); }
+const ClusterSpec* ProfileSet::find_cluster(std::string_view name) const { return lookup(clusters_, name); }
+const ModelSpec* ProfileSet::find_model(std::string_view name) const { return lookup(models_, name); }
+
+const GpuSpec& ProfileSet::gpu(std::string_view name, std::string_view flag) const {
+  if (const GpuSpec* g = find_gpu(name)) return *g;
+  throw InputError(fmt::format("{}: unknown GPU '{}' (known: {})", flag, name, known_names(gpus_)));
+}
+const ClusterSpec& ProfileSet::cluster(std::string_view name, std::string_view flag) const {
+  if (const ClusterSpec* c = find_cluster(name)) return *c;
+  throw InputError(fmt::format("{}: unknown cluster '{}' (known: {})", flag, name, known_names(clusters_)));
+}
+const ModelSpec& ProfileSet::model(std::string_view name, std::string_view flag) const {
+  if (const ModelSpec* m = find_model(name)) return *m;
+  throw InputError(fmt::format("{}: unknown model '{}' (known: {})", flag, name, known_names(models_)));
+}
+
+std::string validate_profile(std::string_view text, const std::string& where) {
+  ProfileSet scratch;
+  return scratch.add(text, where);
+}
+
+}  // namespace parplan

@@ -1,0 +1,153 @@
+// Specs: model, GPU, cluster, training and the parallel configuration; the Plan ties them together.
+// Units live in names (bytes, _s, flops, _Bps); conversion from JSON units happens once, in spec_json.cpp.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace parplan {
+
+enum class DType : uint8_t { fp32, tf32, bf16, fp16, fp8 };
+inline constexpr int kNumDTypes = 5;
+enum class FfnType : uint8_t { gelu, swiglu };
+enum class NormType : uint8_t { layernorm, rmsnorm };
+enum class PositionEmbedding : uint8_t { learned, rotary, alibi };
+enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, everything else in bf16
+enum class Recompute : uint8_t { none, selective, full };
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
+enum class AttentionKernel : uint8_t { flash, unfused };
+
+std::string_view to_string(DType);
+std::string_view to_string(FfnType);
+std::string_view to_string(NormType);
+std::string_view to_string(PositionEmbedding);
+std::string_view to_string(Precision);
+std::string_view to_string(Recompute);
+std::string_view to_string(Schedule);
+std::string_view to_string(AttentionKernel);
+// Parsers return false on an unknown name (callers build the error message with the flag or JSON path).
+bool parse_enum(std::string_view s, DType& out);
+bool parse_enum(std::string_view s, FfnType& out);
+bool parse_enum(std::string_view s, NormType& out);
+bool parse_enum(std::string_view s, PositionEmbedding& out);
+bool parse_enum(std::string_view s, Precision& out);
+bool parse_enum(std::string_view s, Recompute& out);
+bool parse_enum(std::string_view s, Schedule& out);
+bool parse_enum(std::string_view s, AttentionKernel& out);
+
+// A decoder-only transformer.
+struct ModelSpec {
+  std::string name;
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;    // == heads for multi-head attention; fewer for GQA/MQA
+  int64_t ffn_hidden = 0;  // MLP inner width (per expert for MoE)
+  FfnType ffn_type = FfnType::gelu;
+  int64_t vocab = 0;
+  int64_t seq_len = 0;  // default training sequence length
+  bool tied_embeddings = true;
+  bool bias = true;     // linear-layer biases (GPT-3 yes, Llama no)
+  bool dropout = true;  // dropout layers (adds masks to activation memory)
+  NormType norm = NormType::layernorm;
+  PositionEmbedding position = PositionEmbedding::learned;
+  int64_t experts = 1;  // MoE experts per layer; 1 = dense
+  int64_t top_k = 1;    // experts each token is routed to
+  bool causal = true;
+  std::string source;
+
+  int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_dim() const { return kv_heads * head_dim(); }
+  bool is_moe() const { return experts > 1; }
+};
+
+// GEMM efficiency model (named calibration fields): achieved = peak * peak_fraction * wave_efficiency,
+// bounded below by the HBM roofline, plus a fixed launch overhead per kernel.
+struct GemmEfficiency {
+  double peak_fraction = 0.8;  // best fraction of peak on large, well-shaped GEMMs
+  int64_t sm_count = 108;      // streaming multiprocessors (wave quantization)
+  int64_t tile_m = 128;        // output tile rows per CTA
+  int64_t tile_n = 256;        // output tile columns per CTA
+  double kernel_overhead_s = 4e-6;
+  double attention_fraction = 0.5;  // fraction of peak a fused (flash) attention kernel achieves
+};
+
+struct GpuSpec {
+  std::string name;
+  std::array<double, kNumDTypes> peak_flops{};  // dense FLOP/s per DType; 0 = unsupported
+  int64_t memory_bytes = 0;
+  double hbm_bandwidth_Bps = 0;
+  double hbm_efficiency = 0.8;  // achieved fraction of HBM bandwidth for memory-bound ops
+  GemmEfficiency gemm;
+  int64_t cuda_context_bytes = 0;      // CUDA context + cuBLAS/cuDNN handles
+  int64_t workspace_bytes = 0;         // GEMM / attention workspaces
+  int64_t comm_buffer_bytes_per_group = 0;  // NCCL buffers per communicator
+  double fragmentation_fraction = 0.0;     // allocator fragmentation allowance (fraction of tensor bytes)
+  std::string source;
+
+  double peak(DType d) const { return peak_flops[static_cast<size_t>(d)]; }
+};
+
+// One network tier as seen by one GPU: bandwidth per direction, latency per message, achieved fraction.
+struct LinkSpec {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  double efficiency = 1.0;
+  double effective_Bps() const { return bandwidth_Bps * efficiency; }
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string gpu;  // GPU profile name
+  int64_t gpus_per_node = 8;
+  LinkSpec intra_node;  // NVLink / NVSwitch
+  LinkSpec inter_node;  // per-GPU NIC
+  std::string source;
+};
+
+// How one step is executed: the mesh and every knob.
+struct ParallelConfig {
+  int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  int64_t vpp = 1;               // virtual pipeline chunks per stage (interleaved schedule)
+  int64_t micro_batch = 1;       // sequences per microbatch
+  int64_t num_microbatches = 1;  // microbatches per pipeline per step (gradient accumulation)
+  Schedule schedule = Schedule::one_f_one_b;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  int zero_stage = 0;               // 0..3 (3 = FSDP)
+  bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
+  bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
+  bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs
+  bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
+  int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
+  int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
+
+  int64_t gpus() const { return dp * tp * pp * cp; }
+};
+
+struct TrainingSpec {
+  Precision precision = Precision::bf16;
+  int64_t global_batch = 0;  // sequences per step
+  int64_t seq_len = 0;       // tokens per sequence (0 = the model's)
+  AttentionKernel attention = AttentionKernel::flash;
+  bool grad_fp32 = true;     // gradients accumulated/reduced in fp32 (Megatron default for bf16)
+  int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
+};
+
+struct Plan {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  int64_t num_gpus = 0;
+  ParallelConfig parallel;
+  TrainingSpec training;
+
+  int64_t seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
+  DType gemm_dtype() const;
+  DType activation_dtype() const;
+};
+
+int64_t dtype_bytes(DType d);
+
+}  // namespace parplan

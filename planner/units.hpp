@@ -1,0 +1,14 @@
+// Parsing of human quantities at the input boundary: counts ("175e9", "175B", "1.3T", "350M") and byte sizes
+// ("80GiB", "72GB", "512MiB", plain bytes). Errors name the flag.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace parplan {
+
+double parse_count(std::string_view text, std::string_view flag);
+int64_t parse_bytes(std::string_view text, std::string_view flag);
+// Durations: "12s", "850ms", "1.5" (seconds).
+double parse_seconds(std::string_view text, std::string_view flag);
+
+}  // namespace parplan
