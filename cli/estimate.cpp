@@ -1,0 +1,111 @@
+// `parplan estimate`: one plan, full memory and time breakdown; -o writes the Plan document.
+#include <fmt/core.h>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/plan_options.hpp"
+#include "cli/render.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/plan_json.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct EstimateOptions {
+  ModelOptions model;
+  MeshOptions mesh;
+  std::string plan_file;
+  bool json = false;
+  std::string out;
+};
+
+std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note) {
+  const ParallelConfig& pc = plan.parallel;
+  std::string s;
+  if (!note.empty()) s += note + "\n";
+  s += fmt::format("{} ({} params) on {} x {} ({}, {} GPUs/node)\n", plan.model.name,
+                   fmt_count(static_cast<double>(total_params(plan.model))), plan.num_gpus, plan.gpu.name,
+                   plan.cluster.name, plan.cluster.gpus_per_node);
+  s += fmt::format(
+      "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} microbatches = global batch {} x seq {}\n", pc.dp,
+      pc.tp, pc.pp, pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
+      pc.num_microbatches, plan.training.global_batch, plan.seq_len());
+  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}  | {} ({} attention)\n\n",
+                   to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
+                   to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage,
+                   pc.distributed_optimizer ? " + distributed optimizer" : "", to_string(plan.training.precision),
+                   to_string(plan.training.attention));
+
+  s += "Memory per GPU by pipeline stage (* = peak)\n";
+  Table mt({"stage", "layers", "in-flight", "weights", "grads", "optimizer", "activations", "other", "total"});
+  for (const StageMemory& m : e.memory) {
+    const double other = m.recompute_working_set + m.zero3_buffers + m.workspace + m.comm_buffers + m.cuda_context +
+                         m.fragmentation;
+    mt.add({fmt::format("{}{}", m.stage, m.stage == e.peak_stage ? "*" : ""), std::to_string(m.layers),
+            std::to_string(m.in_flight_chunks), fmt_bytes(m.weights), fmt_bytes(m.grads), fmt_bytes(m.optimizer),
+            fmt_bytes(m.activations), fmt_bytes(other), fmt_bytes(m.total)});
+  }
+  s += mt.render();
+  const StageMemory& pk = e.memory[static_cast<size_t>(e.peak_stage)];
+  s += fmt::format("  other on stage {}: recompute working set {}, ZeRO-3 buffers {}, workspace {}, comm buffers {}, "
+                   "CUDA context {}, fragmentation {}\n",
+                   pk.stage, fmt_bytes(pk.recompute_working_set), fmt_bytes(pk.zero3_buffers), fmt_bytes(pk.workspace),
+                   fmt_bytes(pk.comm_buffers), fmt_bytes(pk.cuda_context), fmt_bytes(pk.fragmentation));
+  const double headroom = e.capacity_bytes - e.peak_memory_bytes;
+  if (e.fits) {
+    s += fmt::format("FITS: peak {} on stage {} of {} ({} headroom, {} used)\n\n", fmt_bytes(e.peak_memory_bytes),
+                     e.peak_stage, fmt_bytes(e.capacity_bytes), fmt_bytes(headroom),
+                     fmt_percent(e.peak_memory_bytes / e.capacity_bytes));
+  } else {
+    s += fmt::format("DOES NOT FIT: peak {} on stage {} exceeds {} by {}\n\n", fmt_bytes(e.peak_memory_bytes),
+                     e.peak_stage, fmt_bytes(e.capacity_bytes), fmt_bytes(-headroom));
+  }
+
+  const TimeBreakdown& t = e.time;
+  s += fmt::format("Step time {}  | {:.0f} tokens/s  | MFU {}  | HFU {}\n", fmt_seconds(t.step_s), t.tokens_per_s,
+                   fmt_percent(t.mfu), fmt_percent(t.hfu));
+  Table tt({"term", "time", "fraction"});
+  auto row = [&](const char* name, double v) { tt.add({name, fmt_seconds(v), fmt_percent(t.step_s > 0 ? v / t.step_s : 0)}); };
+  row("compute", t.compute_s);
+  row("pipeline bubble", t.bubble_s);
+  row("TP comm (exposed)", t.tp_comm_s);
+  row("CP comm (exposed)", t.cp_comm_s);
+  if (plan.model.is_moe()) row("EP all-to-all", t.ep_comm_s);
+  row("PP send/recv", t.pp_comm_s);
+  if (pc.zero_stage >= 3) row("ZeRO-3 gathers (exposed)", t.zero3_exposed_s);
+  row("DP comm (exposed)", t.dp_comm_exposed_s);
+  row("optimizer step", t.optimizer_s);
+  s += tt.render();
+  s += fmt::format("  DP comm total {} ({} hidden behind backward); slowest stage {}\n", fmt_seconds(t.dp_comm_total_s),
+                   fmt_seconds(t.dp_comm_total_s - t.dp_comm_exposed_s), t.slowest_stage);
+  return s;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<EstimateOptions>();
+  add_model_options(app, o->model);
+  add_mesh_options(app, o->mesh);
+  app.add_option("--plan", o->plan_file, "Read the plan from a Plan document instead of flags");
+  app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
+  app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
+  return [o]() {
+    const ProfileSet profiles = load_profiles(o->model);
+    std::string note;
+    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
+                                           : load_plan_file(o->plan_file, profiles);
+    const Estimate e = estimate(plan);
+    if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(plan).dump(2) + "\n", "-o");
+    if (o->json) {
+      fmt::print("{}\n", estimate_to_json(plan, e).dump(2));
+    } else {
+      fmt::print("{}", render_estimate(plan, e, note));
+    }
+    return e.fits ? kOk : kCheckFailed;
+  };
+}
+
+const RegisterCommand reg{{"estimate", "Estimate memory and step time of one plan, term by term", 20, setup}};
+
+}  // namespace
+}  // namespace parplan::cli

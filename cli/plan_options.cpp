@@ -1,0 +1,245 @@
+// Shared plan flags -> Plan (see plan_options.hpp).
+#include "cli/plan_options.hpp"
+
+#include <filesystem>
+#include <fmt/core.h>
+
+#include "cli/io.hpp"
+#include "planner/config.hpp"
+#include "planner/error.hpp"
+#include "planner/json_reader.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/plan_json.hpp"
+#include "planner/spec_json.hpp"
+#include "planner/units.hpp"
+
+namespace parplan::cli {
+namespace {
+
+bool looks_like_file(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
+}
+
+template <typename E>
+E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
+  E out{};
+  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
+  return out;
+}
+
+// Loads one profile file named by `flag` and returns the profile set's view of it.
+std::string add_profile_file(ProfileSet& set, const std::string& path, std::string_view flag) {
+  const std::string text = read_file(path, flag);
+  return set.add(text, path);
+}
+
+}  // namespace
+
+void add_model_options(CLI::App& app, ModelOptions& o) {
+  app.add_option("--model", o.model, "Model profile name or JSON file (see `parplan profiles list`)");
+  app.add_option("--params", o.params, "Parameter count (175e9, 175B, 1.3T): infers a GPT-style shape");
+  app.add_option("--gpu", o.gpu, "GPU profile name or JSON file (default: the cluster's GPU)");
+  app.add_option("--cluster", o.cluster, "Cluster profile name or JSON file (default: dgx-h100)");
+  app.add_option("--profile", o.profile_files, "User profile JSON file overriding embedded ones (repeatable)");
+  app.add_option("--gpus", o.gpus, "Number of GPUs")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  app.add_option("--seq", o.seq, "Sequence length in tokens (default: the model's)")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  app.add_option("--precision", o.precision, "bf16 | fp16 | fp8 (fp8: GEMMs in fp8)");
+  app.add_option("--attention", o.attention, "flash | unfused attention kernel");
+  app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
+}
+
+void add_mesh_options(CLI::App& app, MeshOptions& o) {
+  const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
+  app.add_option("--dp", o.dp, "Data-parallel size (default: gpus / (tp pp cp))")->check(pos);
+  app.add_option("--tp", o.tp, "Tensor-parallel size")->check(pos);
+  app.add_option("--pp", o.pp, "Pipeline-parallel stages")->check(pos);
+  app.add_option("--cp", o.cp, "Context-parallel size")->check(pos);
+  app.add_option("--ep", o.ep, "Expert-parallel size (MoE)")->check(pos);
+  app.add_option("--vpp", o.vpp, "Virtual pipeline chunks per stage (interleaved)")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  app.add_option("--micro-batch", o.micro_batch, "Sequences per microbatch")->check(pos);
+  app.add_option("--microbatches", o.microbatches, "Microbatches per step (default: global batch / (dp micro-batch))")->check(pos);
+  app.add_option("--global-batch", o.global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
+  app.add_option("--schedule", o.schedule, "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b; interleaved when --vpp > 1)");
+  app.add_option("--recompute", o.recompute, "none | selective | full");
+  app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
+  app.add_option("--zero", o.zero, "ZeRO stage 0..3 (3 = FSDP)")->check(CLI::Range(0, 3));
+  app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
+  app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
+  app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
+  app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");
+  app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
+  app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
+  app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
+}
+
+ProfileSet load_profiles(const ModelOptions& o) {
+  ProfileSet set = ProfileSet::embedded();
+  for (const auto& f : o.profile_files) add_profile_file(set, f, "--profile");
+  return set;
+}
+
+Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
+  ProfileSet profiles = base;
+  Target t;
+  if (!o.model.empty() && !o.params.empty()) throw InputError("--model and --params: give one, not both");
+  if (!o.model.empty()) {
+    if (looks_like_file(o.model)) {
+      if (add_profile_file(profiles, o.model, "--model") != "model") {
+        throw InputError(fmt::format("--model: '{}' is not a model profile", o.model));
+      }
+      t.model = profiles.entries().empty() ? ModelSpec{} : *profiles.find_model(profiles.entries().back().name);
+    } else {
+      t.model = profiles.model(o.model, "--model");
+    }
+    t.model_note = fmt::format("model {} ({})", t.model.name, t.model.source.empty() ? "profile" : t.model.source);
+  } else if (!o.params.empty()) {
+    t.model = infer_gpt_shape(parse_count(o.params, "--params"));
+    t.model_note = fmt::format(
+        "model inferred from --params {}: GPT-style, {} layers, hidden {}, {} heads, ffn {}, vocab {}, seq {} "
+        "({:.4g}B parameters; rule in docs/cost-model.md)",
+        o.params, t.model.layers, t.model.hidden, t.model.heads, t.model.ffn_hidden, t.model.vocab, t.model.seq_len,
+        static_cast<double>(total_params(t.model)) / 1e9);
+  } else {
+    throw InputError("--model or --params is required");
+  }
+  if (o.seq) t.model.seq_len = *o.seq;
+
+  std::string gpu_name;
+  if (!o.gpu.empty()) {
+    if (looks_like_file(o.gpu)) {
+      if (add_profile_file(profiles, o.gpu, "--gpu") != "gpu") throw InputError(fmt::format("--gpu: '{}' is not a GPU profile", o.gpu));
+      gpu_name = profiles.entries().back().name;
+    } else {
+      gpu_name = o.gpu;
+    }
+    t.gpu = profiles.gpu(gpu_name, "--gpu");
+  }
+  if (!o.cluster.empty()) {
+    std::string name = o.cluster;
+    if (looks_like_file(o.cluster)) {
+      if (add_profile_file(profiles, o.cluster, "--cluster") != "cluster") {
+        throw InputError(fmt::format("--cluster: '{}' is not a cluster profile", o.cluster));
+      }
+      name = profiles.entries().back().name;
+    }
+    t.cluster = profiles.cluster(name, "--cluster");
+    if (o.gpu.empty()) t.gpu = profiles.gpu(t.cluster.gpu, "--cluster (its gpu)");
+  } else if (!o.gpu.empty()) {
+    // A cluster built around the chosen GPU: the first preset with that GPU, else the default fabric.
+    const ClusterSpec* match = nullptr;
+    for (const auto& e : profiles.entries()) {
+      if (e.kind != "cluster") continue;
+      const ClusterSpec* c = profiles.find_cluster(e.name);
+      if (c && profiles.find_gpu(c->gpu) && profiles.find_gpu(c->gpu)->name == t.gpu.name) {
+        match = c;
+        break;
+      }
+    }
+    t.cluster = match ? *match : profiles.cluster("dgx-h100", "--cluster");
+    t.cluster.gpu = t.gpu.name;
+  } else {
+    t.cluster = profiles.cluster("dgx-h100", "--cluster");
+    t.gpu = profiles.gpu(t.cluster.gpu, "--cluster (its gpu)");
+  }
+  if (t.gpu.memory_bytes <= 0) throw InputError("--gpu: the GPU profile has no memory");
+  return t;
+}
+
+int64_t default_global_batch(int64_t seq, int64_t dp, int64_t micro_batch) {
+  const int64_t unit = dp * micro_batch;
+  const int64_t target = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, seq));
+  return ((target + unit - 1) / unit) * unit;
+}
+
+Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note) {
+  Target t = resolve_target(mo, profiles);
+  if (model_note) *model_note = t.model_note;
+  Plan plan;
+  plan.model = t.model;
+  plan.gpu = t.gpu;
+  plan.cluster = t.cluster;
+  ParallelConfig& pc = plan.parallel;
+  pc.tp = me.tp.value_or(1);
+  pc.pp = me.pp.value_or(1);
+  pc.cp = me.cp.value_or(1);
+  pc.ep = me.ep.value_or(1);
+  pc.vpp = me.vpp.value_or(1);
+  pc.micro_batch = me.micro_batch.value_or(1);
+  const int64_t tpc = pc.tp * pc.pp * pc.cp;
+  if (me.dp) {
+    pc.dp = *me.dp;
+    plan.num_gpus = mo.gpus.value_or(pc.dp * tpc);
+  } else {
+    if (!mo.gpus) throw InputError("--gpus (or --dp) is required");
+    plan.num_gpus = *mo.gpus;
+    if (plan.num_gpus % tpc != 0) {
+      throw InputError(fmt::format("--gpus: {} GPUs are not divisible by tp*pp*cp = {}", plan.num_gpus, tpc));
+    }
+    pc.dp = plan.num_gpus / tpc;
+  }
+  if (pc.gpus() != plan.num_gpus) {
+    throw InputError(fmt::format("--gpus: dp*tp*pp*cp = {}*{}*{}*{} = {} but --gpus is {}", pc.dp, pc.tp, pc.pp, pc.cp,
+                                 pc.gpus(), plan.num_gpus));
+  }
+  pc.schedule = me.schedule.empty() ? (pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b)
+                                    : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1");
+  pc.recompute = me.recompute.empty() ? Recompute::none
+                                      : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, full");
+  pc.sequence_parallel = me.sequence_parallel;
+  pc.zero_stage = me.zero;
+  pc.distributed_optimizer = me.distributed_optimizer;
+  pc.overlap_dp_comm = !me.no_overlap_dp;
+  pc.overlap_tp_comm = me.overlap_tp;
+  pc.overlap_cp_comm = !me.no_overlap_cp;
+  pc.first_stage_layers = me.first_stage_layers.value_or(0);
+  pc.last_stage_layers = me.last_stage_layers.value_or(0);
+
+  TrainingSpec& tr = plan.training;
+  tr.precision = enum_flag<Precision>(mo.precision, "--precision", "bf16, fp16, fp8");
+  tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
+  tr.grad_fp32 = tr.precision != Precision::fp16;
+  tr.seq_len = plan.model.seq_len;
+  if (me.bucket_mb) tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
+  const int64_t unit = pc.dp * pc.micro_batch;
+  if (me.global_batch) {
+    tr.global_batch = *me.global_batch;
+  } else if (me.microbatches) {
+    tr.global_batch = unit * *me.microbatches;
+  } else {
+    tr.global_batch = default_global_batch(tr.seq_len, pc.dp, pc.micro_batch);
+  }
+  if (tr.global_batch % unit != 0) {
+    throw InputError(fmt::format("--global-batch: {} is not divisible by dp x micro-batch = {}", tr.global_batch, unit));
+  }
+  pc.num_microbatches = tr.global_batch / unit;
+  if (me.microbatches && *me.microbatches != pc.num_microbatches) {
+    throw InputError(fmt::format("--microbatches: {} disagrees with global batch {} / (dp {} x micro-batch {}) = {}",
+                                 *me.microbatches, tr.global_batch, pc.dp, pc.micro_batch, pc.num_microbatches));
+  }
+  check_plan_inputs(plan, "flags");
+  ValidateOptions vo;
+  vo.allow_tp_across_nodes = mo.allow_tp_across_nodes;
+  const Validity v = validate(plan, vo);
+  if (!v.ok()) {
+    for (int i = 0; i < kNumRejects; ++i) {
+      if (v.has(static_cast<Reject>(i))) throw InputError(describe(static_cast<Reject>(i), plan));
+    }
+  }
+  return plan;
+}
+
+Plan load_plan_file(const std::string& path, const ProfileSet& profiles) {
+  const std::string text = read_file(path, "--plan");
+  Plan plan = plan_from_text(text, profiles, path);
+  const Validity v = validate(plan, {true});
+  if (!v.ok()) {
+    for (int i = 0; i < kNumRejects; ++i) {
+      if (v.has(static_cast<Reject>(i))) {
+        throw InputError(fmt::format("{}: /parallel: {}", path, describe(static_cast<Reject>(i), plan)));
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace parplan::cli

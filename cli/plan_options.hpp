@@ -1,0 +1,65 @@
+// The flags shared by estimate, simulate, check and run that describe one plan (model, cluster, mesh, knobs),
+// and their translation into a validated Plan.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/profiles.hpp"
+#include "planner/spec.hpp"
+
+namespace parplan::cli {
+
+struct ModelOptions {
+  std::string model;              // profile name or JSON file
+  std::string params;             // "175e9", "175B", ...
+  std::string gpu, cluster;       // profile names or JSON files
+  std::vector<std::string> profile_files;  // --profile FILE (repeatable): user profiles overriding embedded ones
+  std::optional<int64_t> gpus;
+  std::optional<int64_t> seq;
+  std::string precision = "bf16";
+  std::string attention = "flash";
+  bool allow_tp_across_nodes = false;
+};
+
+struct MeshOptions {
+  std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch;
+  std::optional<int64_t> first_stage_layers, last_stage_layers;
+  std::string schedule, recompute;
+  bool sequence_parallel = false, distributed_optimizer = false;
+  int zero = 0;
+  bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false;
+  std::optional<double> bucket_mb;
+};
+
+// Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
+void add_model_options(CLI::App& app, ModelOptions& o);
+// Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --schedule --recompute
+// --sequence-parallel --zero --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --bucket-mb
+// --first-stage-layers --last-stage-layers.
+void add_mesh_options(CLI::App& app, MeshOptions& o);
+
+// Embedded profiles plus the user's --profile files.
+ProfileSet load_profiles(const ModelOptions& o);
+
+// Resolved model / GPU / cluster (no mesh yet). `model_note` says where the model came from.
+struct Target {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  std::string model_note;
+};
+Target resolve_target(const ModelOptions& o, const ProfileSet& profiles);
+
+// The documented default global batch: about 4 Mi tokens (4,194,304 / seq sequences, at least one per dp rank),
+// rounded up to a multiple of dp x micro_batch.
+int64_t default_global_batch(int64_t seq, int64_t dp, int64_t micro_batch);
+
+// A complete, validated plan from the flags (InputError naming the flag on any inconsistency).
+Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note = nullptr);
+
+// Loads a Plan document; --plan FILE.
+Plan load_plan_file(const std::string& path, const ProfileSet& profiles);
+
+}  // namespace parplan::cli

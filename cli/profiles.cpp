@@ -1,0 +1,88 @@
+// `parplan profiles list|show NAME|validate FILE`: the embedded (and user) GPU, cluster and model profiles.
+#include <fmt/core.h>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/render.hpp"
+#include "planner/error.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/profiles.hpp"
+#include "planner/spec_json.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct ProfilesOptions {
+  std::vector<std::string> user;
+  std::string show_name, validate_file, kind;
+};
+
+ProfileSet load(const ProfilesOptions& o) {
+  ProfileSet set = ProfileSet::embedded();
+  for (const auto& f : o.user) set.add(read_file(f, "--profile"), f);
+  return set;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<ProfilesOptions>();
+  app.add_option("--profile", o->user, "User profile JSON file (repeatable)");
+  app.require_subcommand(1);
+  CLI::App* list = app.add_subcommand("list", "List GPU, cluster and model profiles");
+  list->add_option("--kind", o->kind, "gpu | cluster | model");
+  CLI::App* show = app.add_subcommand("show", "Print one profile as JSON");
+  show->add_option("name", o->show_name, "Profile name or alias")->required();
+  CLI::App* val = app.add_subcommand("validate", "Check a profile file (strict: unknown keys are errors)");
+  val->add_option("file", o->validate_file, "Profile JSON file")->required();
+  return [o, list, show, val]() {
+    if (val->parsed()) {
+      const std::string kind = validate_profile(read_file(o->validate_file, "validate"), o->validate_file);
+      fmt::print("{}: valid {} profile\n", o->validate_file, kind);
+      return kOk;
+    }
+    const ProfileSet set = load(*o);
+    if (show->parsed()) {
+      if (const GpuSpec* g = set.find_gpu(o->show_name)) {
+        fmt::print("{}\n", to_json(*g).dump(2));
+      } else if (const ClusterSpec* c = set.find_cluster(o->show_name)) {
+        fmt::print("{}\n", to_json(*c).dump(2));
+      } else if (const ModelSpec* m = set.find_model(o->show_name)) {
+        fmt::print("{}\n", to_json(*m).dump(2));
+      } else {
+        throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", o->show_name));
+      }
+      return kOk;
+    }
+    if (!o->kind.empty() && o->kind != "gpu" && o->kind != "cluster" && o->kind != "model") {
+      throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", o->kind));
+    }
+    Table t({"kind", "name", "aliases", "summary"});
+    for (const auto& e : set.entries()) {
+      if (!o->kind.empty() && e.kind != o->kind) continue;
+      std::string aliases;
+      for (const auto& a : e.aliases) aliases += (aliases.empty() ? "" : ",") + a;
+      std::string summary;
+      if (e.kind == "gpu") {
+        const GpuSpec& g = *set.find_gpu(e.name);
+        summary = fmt::format("{} HBM, {:.0f} GB/s, bf16 {:.0f} TFLOP/s", fmt_bytes(static_cast<double>(g.memory_bytes)),
+                              g.hbm_bandwidth_Bps / 1e9, g.peak(DType::bf16) / 1e12);
+      } else if (e.kind == "cluster") {
+        const ClusterSpec& c = *set.find_cluster(e.name);
+        summary = fmt::format("{} x {}/node, intra {:.0f} GB/s, inter {:.0f} GB/s per GPU", c.gpus_per_node, c.gpu,
+                              c.intra_node.bandwidth_Bps / 1e9, c.inter_node.bandwidth_Bps / 1e9);
+      } else {
+        const ModelSpec& m = *set.find_model(e.name);
+        summary = fmt::format("{} params, {} layers, hidden {}, {} heads{}", fmt_count(static_cast<double>(total_params(m))),
+                              m.layers, m.hidden, m.heads,
+                              m.is_moe() ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
+      }
+      t.add({e.kind, e.name, aliases, summary});
+    }
+    fmt::print("{}", t.render());
+    return kOk;
+  };
+}
+
+const RegisterCommand reg{{"profiles", "List, show and validate GPU, cluster and model profiles", 90, setup}};
+
+}  // namespace
+}  // namespace parplan::cli
