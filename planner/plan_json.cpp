@@ -25,7 +25,7 @@ T inline_or_named(JsonReader& r, std::string_view key, std::string_view kind, Fr
 
 Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const std::string& where) {
   JsonReader r(j, where);
-  r.get_int("parplan_plan", kPlanFormatVersion, kPlanFormatVersion);
+  r.get_int("parplan_plan", kPlanFormatVersion, kPlanFormatVersion, kPlanFormatVersion);
   Plan plan;
   plan.model = inline_or_named<ModelSpec>(r, "model", "model", model_from_json,
                                          [&](const std::string& n, const std::string& f) { return profiles.model(n, f); });

@@ -1,0 +1,95 @@
+// Tests for planner/config: one case per rejection reason, and stage layer assignment.
+#include <doctest/doctest.h>
+
+#include "planner/config.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+TEST_CASE("the Korthikanti 175B plan is valid") { CHECK(validate(test::korthikanti_175b()).ok()); }
+
+TEST_CASE("every rejection reason fires on its own") {
+  auto expect_only = [](const Plan& p, Reject r) {
+    const Validity v = validate(p);
+    CHECK_MESSAGE(v.has(r), reject_name(r));
+    Validity only;
+    only.add(r);
+    CHECK_MESSAGE(v.mask == only.mask, reject_name(r), " mask ", v.mask);
+    CHECK(!describe(r, p).empty());
+  };
+  Plan p = test::korthikanti_175b();
+  p.num_gpus = 128;
+  expect_only(p, Reject::gpu_count_mismatch);
+  p = test::korthikanti_175b();
+  p.parallel.tp = 16;
+  p.parallel.pp = 4;
+  expect_only(p, Reject::tp_crosses_node);
+  p = test::korthikanti_175b();
+  p.model.heads = 100;
+  p.model.kv_heads = 100;
+  p.model.hidden = 12800;
+  p.model.ffn_hidden = 51200;
+  expect_only(p, Reject::tp_not_dividing_heads);
+  p = test::korthikanti_175b();
+  p.model.ffn_hidden = 49153;
+  expect_only(p, Reject::tp_not_dividing_ffn);
+  p = test::korthikanti_175b();
+  p.model.layers = 6;
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.vpp = 1;
+  expect_only(p, Reject::pp_exceeds_layers);
+  p = test::korthikanti_175b();
+  p.parallel.vpp = 5;  // 96 % 40 != 0
+  expect_only(p, Reject::vpp_invalid);
+  p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.first_stage_layers = 95;
+  p.parallel.vpp = 1;
+  expect_only(p, Reject::uneven_stages_invalid);
+  p = test::korthikanti_175b();
+  p.parallel.cp = 2;
+  p.parallel.pp = 4;
+  p.training.seq_len = 2050;
+  p.model.seq_len = 2050;
+  p.parallel.num_microbatches = 64;
+  expect_only(p, Reject::cp_not_dividing_seq);
+  p = test::korthikanti_175b();
+  p.parallel.ep = 2;
+  expect_only(p, Reject::ep_invalid);
+  p = test::korthikanti_175b();
+  p.training.global_batch = 65;
+  expect_only(p, Reject::batch_not_divisible);
+  p = test::korthikanti_175b();
+  p.parallel.tp = 1;
+  p.parallel.dp = 8;
+  p.parallel.num_microbatches = 8;
+  expect_only(p, Reject::sp_without_tp);
+  p = test::korthikanti_175b();
+  p.parallel.zero_stage = 3;
+  expect_only(p, Reject::zero_with_pipeline);
+  p = test::korthikanti_175b();
+  p.training.precision = Precision::fp8;
+  expect_only(p, Reject::precision_unsupported);
+}
+
+TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.vpp = 1;
+  p.model.layers = 99;  // 99 = 8 x 12 + 3
+  int64_t sum = 0;
+  for (int64_t i = 0; i < 8; ++i) sum += stage_layers(p, i);
+  CHECK(sum == 99);
+  CHECK(stage_layers(p, 0) == 12);
+  CHECK(stage_layers(p, 7) == 12);
+  CHECK(stage_layers(p, 1) == 13);
+  p.model.layers = 96;
+  p.parallel.first_stage_layers = 10;
+  p.parallel.last_stage_layers = 8;
+  sum = 0;
+  for (int64_t i = 0; i < 8; ++i) sum += stage_layers(p, i);
+  CHECK(sum == 96);
+  CHECK(stage_layers(p, 0) == 10);
+  CHECK(stage_layers(p, 7) == 8);
+  CHECK(validate(p).ok());
+}

@@ -1,0 +1,47 @@
+// Tests for planner/plan_json: the Plan document round-trips; names and inline specs both work; errors name paths.
+#include <doctest/doctest.h>
+
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "planner/plan_json.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+TEST_CASE("plan_to_json -> plan_from_json gives the same estimate") {
+  const Plan p = test::korthikanti_175b();
+  const nlohmann::json j = plan_to_json(p);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(plan_to_json(q) == j);
+  CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
+}
+
+TEST_CASE("a hand-written plan may name profiles; the GPU comes from the cluster") {
+  const char* text = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":1,"tp":8,"pp":8,"num_microbatches":64,"recompute":"selective","sequence_parallel":true},
+    "training":{"global_batch":64}})";
+  const Plan p = plan_from_text(text, test::profiles(), "plan.json");
+  CHECK(p.gpu.name == "A100-SXM4-80GB");
+  CHECK(p.model.layers == 96);
+  CHECK(p.seq_len() == 2048);
+}
+
+TEST_CASE("plan errors name the file and JSON path") {
+  auto err = [](const char* text) {
+    try {
+      plan_from_text(text, test::profiles(), "plan.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(err(R"({"model":"nope","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1},"training":{"global_batch":8}})")
+            .rfind("plan.json: /model: unknown model 'nope'", 0) == 0);
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1,"zero":1},"training":{"global_batch":8}})") ==
+        "plan.json: /parallel/zero: unknown key");
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1,"schedule":"2f2b"},"training":{"global_batch":8}})") ==
+        "plan.json: /parallel/schedule: unknown value '2f2b'");
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":100000000,"tp":100000000,"pp":1},"training":{"global_batch":8}})")
+            .find("/parallel/dp") != std::string::npos);
+  CHECK(err(R"({"parplan_plan":2})") == "plan.json: /parplan_plan: 2 is out of range [1, 1]");
+}
