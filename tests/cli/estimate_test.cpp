@@ -1,0 +1,119 @@
+// CLI tests for `parplan estimate` and `parplan profiles`: golden JSON, exit codes, plan files, one-line errors.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_helper.hpp"
+
+using parplan::test::run_parplan;
+
+namespace {
+const std::vector<std::string> kKorthikanti175b = {
+    "estimate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--cluster", "dgx-a100", "--gpus", "64", "--tp", "8",
+    "--pp", "8", "--vpp", "3", "--recompute", "selective", "--sp", "--global-batch", "64", "--precision", "fp16",
+    "--attention", "unfused"};
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("parplan_test_" + std::to_string(getpid()) + "_" + name)).string();
+}
+}  // namespace
+
+TEST_CASE("estimate --json for the Korthikanti 2022 175B plan matches the golden file") {
+  auto args = kKorthikanti175b;
+  args.push_back("--json");
+  const auto r = run_parplan(args);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["memory"]["fits"] == true);
+  const double step = j["time"]["step_s"];
+  CHECK(step == doctest::Approx(13.75).epsilon(0.10));
+  parplan::test::check_golden("estimate_175b_korthikanti.json", r.out);
+}
+
+TEST_CASE("estimate prints the breakdown and says whether it fits") {
+  const auto r = run_parplan(kKorthikanti175b);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FITS: peak") != std::string::npos);
+  CHECK(r.out.find("Memory per GPU by pipeline stage") != std::string::npos);
+  CHECK(r.out.find("pipeline bubble") != std::string::npos);
+  // Without recompute or sequence parallelism 175B does not fit on 64 A100-80GB with 1F1B: exit 1.
+  const auto big = run_parplan({"estimate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "64", "--tp", "8",
+                                "--pp", "8", "--global-batch", "512", "--micro-batch", "4"});
+  CHECK(big.exit_code == 1);
+  CHECK(big.out.find("DOES NOT FIT") != std::string::npos);
+}
+
+TEST_CASE("estimate -o writes a plan that estimate --plan reads back to the same numbers") {
+  const std::string plan = temp_path("plan.json");
+  auto args = kKorthikanti175b;
+  args.insert(args.end(), {"--json", "-o", plan});
+  const auto a = run_parplan(args);
+  REQUIRE(a.exit_code == 0);
+  const auto b = run_parplan({"estimate", "--plan", plan, "--json"});
+  REQUIRE(b.exit_code == 0);
+  CHECK(nlohmann::json::parse(a.out)["time"] == nlohmann::json::parse(b.out)["time"]);
+  std::filesystem::remove(plan);
+}
+
+TEST_CASE("--params infers a GPT shape and says so") {
+  const auto r = run_parplan({"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "8",
+                              "--recompute", "selective", "--sp"});
+  CHECK(r.exit_code <= 1);
+  CHECK(r.out.find("model inferred from --params 175e9") != std::string::npos);
+  CHECK(r.out.find("96 layers, hidden 12288") != std::string::npos);
+}
+
+TEST_CASE("bad flags: one line naming the flag, exit 2") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "8", "--pp", "3"}, "--gpus"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "7", "--pp", "1", "--dp", "9", "--cp", "1"}, "--gpus"},
+      {{"estimate", "--model", "nope", "--gpus", "8"}, "--model"},
+      {{"estimate", "--params", "abc", "--gpus", "8"}, "--params"},
+      {{"estimate", "--params", "1e30", "--gpus", "8"}, "--params"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "0"}, "--gpus"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "64", "--schedule", "2f2b"}, "--schedule"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "16", "--tp", "16"}, "tp 16 is larger than a node"},
+      {{"estimate", "--gpus", "8"}, "--model or --params"},
+      {{"estimate", "--plan", "/nonexistent/plan.json"}, "--plan"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "8", "--frobnicate"}, "--frobnicate"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_parplan(c.args);
+    CHECK_MESSAGE(r.exit_code == 2, c.needle);
+    CHECK_MESSAGE(parplan::test::line_count(r.err) == 1, r.err);
+    CHECK_MESSAGE(r.err.find(c.needle) != std::string::npos, r.err);
+  }
+}
+
+TEST_CASE("-o into an unwritable place fails cleanly and leaves no file") {
+  auto args = kKorthikanti175b;
+  args.insert(args.end(), {"-o", "/nonexistent-dir/plan.json"});
+  const auto r = run_parplan(args);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("-o") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists("/nonexistent-dir/plan.json"));
+}
+
+TEST_CASE("profiles list / show / validate") {
+  const auto l = run_parplan({"profiles", "list"});
+  REQUIRE(l.exit_code == 0);
+  for (const char* n : {"H100-SXM5-80GB", "dgx-a100", "llama3-405b", "mixtral-8x7b"}) CHECK(l.out.find(n) != std::string::npos);
+  const auto s = run_parplan({"profiles", "show", "h100"});
+  REQUIRE(s.exit_code == 0);
+  CHECK(nlohmann::json::parse(s.out)["name"] == "H100-SXM5-80GB");
+  const std::string good = temp_path("gpu.json");
+  std::FILE* f = std::fopen(good.c_str(), "w");
+  std::fputs(R"({"kind":"gpu","name":"Mine","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"extra":1})", f);
+  std::fclose(f);
+  const auto v = run_parplan({"profiles", "validate", good});
+  CHECK(v.exit_code == 2);
+  CHECK(v.err.find("/extra: unknown key") != std::string::npos);
+  std::filesystem::remove(good);
+  CHECK(run_parplan({"profiles", "show", "nope"}).exit_code == 2);
+}
