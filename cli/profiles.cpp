@@ -55,7 +55,7 @@ Runner setup(CLI::App& app) {
     if (!o->kind.empty() && o->kind != "gpu" && o->kind != "cluster" && o->kind != "model") {
       throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", o->kind));
     }
-    Table t({"kind", "name", "aliases", "summary"});
+    Table t({"kind", "name", "aliases", "summary"}, 4);
     for (const auto& e : set.entries()) {
       if (!o->kind.empty() && e.kind != o->kind) continue;
       std::string aliases;

@@ -45,7 +45,7 @@ std::string Table::render() const {
     for (size_t i = 0; i < width.size(); ++i) {
       const std::string cell = i < r.size() ? r[i] : "";
       if (i) l += "  ";
-      if (i == 0) {
+      if (i < left_) {
         l += cell + std::string(width[i] - cell.size(), ' ');
       } else {
         l += std::string(width[i] - cell.size(), ' ') + cell;

@@ -12,14 +12,16 @@ std::string fmt_count(double n);         // "174.6B", "1.3T", "350M"
 
 class Table {
  public:
-  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  // The first `left_columns` columns are left-aligned (text), the rest right-aligned (numbers).
+  explicit Table(std::vector<std::string> header, size_t left_columns = 1)
+      : header_(std::move(header)), left_(left_columns) {}
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  // Columns after the first are right-aligned.
   std::string render() const;
 
  private:
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
+  size_t left_;
 };
 
 }  // namespace parplan::cli
