@@ -1,42 +1,38 @@
-// Ring bytes per rank and nccl-tests bus-bandwidth factors for each collective kind.
+// Seam collective kinds -> planner collective formulas.
 #include "runtime/collective_bytes.hpp"
+
+#include <cmath>
 
 namespace parplan::runtime {
 
-int64_t ring_bytes_sent(CollectiveKind kind, int64_t payload_bytes, int n) {
-  if (n <= 1) return kind == CollectiveKind::send ? payload_bytes : 0;
+Collective to_planner(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::all_reduce:
-      return 2 * (n - 1) * payload_bytes / n;
+      return Collective::all_reduce;
     case CollectiveKind::all_gather:
+      return Collective::all_gather;
     case CollectiveKind::reduce_scatter:
+      return Collective::reduce_scatter;
     case CollectiveKind::all_to_all:
-      return (n - 1) * payload_bytes / n;
+      return Collective::all_to_all;
     case CollectiveKind::send:
-      return payload_bytes;
     case CollectiveKind::recv:
     case CollectiveKind::barrier:
-      return 0;
+      return Collective::send_recv;
   }
-  return 0;
+  return Collective::send_recv;
+}
+
+int64_t ring_bytes_sent(CollectiveKind kind, int64_t payload_bytes, int n) {
+  if (kind == CollectiveKind::recv || kind == CollectiveKind::barrier) return 0;
+  if (kind == CollectiveKind::send) return payload_bytes;  // a send is a 2-rank transfer whatever the group size
+  return std::llround(bytes_sent_per_rank(to_planner(kind), static_cast<double>(payload_bytes), n));
 }
 
 double bus_bandwidth_factor(CollectiveKind kind, int n) {
-  if (n <= 1) return kind == CollectiveKind::send || kind == CollectiveKind::recv ? 1.0 : 0.0;
-  switch (kind) {
-    case CollectiveKind::all_reduce:
-      return 2.0 * (n - 1) / n;
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_to_all:
-      return static_cast<double>(n - 1) / n;
-    case CollectiveKind::send:
-    case CollectiveKind::recv:
-      return 1.0;
-    case CollectiveKind::barrier:
-      return 0.0;
-  }
-  return 0.0;
+  if (kind == CollectiveKind::barrier) return 0.0;
+  if (kind == CollectiveKind::send || kind == CollectiveKind::recv) return 1.0;
+  return bus_factor(to_planner(kind), n);
 }
 
 }  // namespace parplan::runtime

@@ -1,20 +1,22 @@
-// Bytes one rank sends in a collective under NCCL's ring algorithms (what the cuda backend logs, since NCCL
-// does not report it) and the nccl-tests bus-bandwidth factors used by `parplan calibrate`.
+// The seam's collective kinds mapped onto the planner's collective formulas (one copy of each formula: the ring
+// bytes per rank and the nccl-tests bus-bandwidth factors live in planner/collectives.hpp).
 #pragma once
 #include <cstdint>
 
+#include "planner/collectives.hpp"
 #include "runtime/backend.hpp"
 
 namespace parplan::runtime {
 
-// Bytes one of `n` ranks sends when the operation's size is S = payload_bytes (nccl-tests' S: the full
-// buffer of all-reduce, the gathered output of all-gather, the input of reduce-scatter, all of one rank's
-// all-to-all send buffer; the message of send). Ring all-reduce: 2(n-1)/n * S; all-gather, reduce-scatter and
-// all-to-all: (n-1)/n * S. Rounded down to whole bytes.
+// The planner's Collective for a seam kind (send and recv are both send_recv; barrier has none).
+Collective to_planner(CollectiveKind kind);
+
+// Bytes one of `n` ranks sends when the operation's size is S = payload_bytes (nccl-tests' S: the full buffer of
+// all-reduce, the gathered output of all-gather, the input of reduce-scatter, one rank's whole all-to-all send
+// buffer; the message of a send): planner::bytes_sent_per_rank rounded to whole bytes; recv and barrier send 0.
 int64_t ring_bytes_sent(CollectiveKind kind, int64_t payload_bytes, int n);
 
-// nccl-tests' busbw = algbw * factor (doc/PERFORMANCE.md there): all-reduce 2(n-1)/n; all-gather,
-// reduce-scatter and all-to-all (n-1)/n; send/recv 1.
+// nccl-tests' busbw / algbw (planner::bus_factor); send/recv 1.
 double bus_bandwidth_factor(CollectiveKind kind, int n);
 
 }  // namespace parplan::runtime

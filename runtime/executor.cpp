@@ -1,0 +1,233 @@
+// Executes per-rank programs: persistent slots once, then warm-up and measured steps with per-op events.
+#include "runtime/executor.hpp"
+
+#include <algorithm>
+#include <fmt/core.h>
+#include <memory>
+
+#include "planner/error.hpp"
+
+namespace parplan::runtime {
+namespace {
+
+Buffer sub(Buffer b, int64_t offset, int64_t bytes) {
+  if (offset < 0 || bytes < 0 || offset + bytes > b.bytes) {
+    throw BackendError(fmt::format("executor: region [{}, {}) outside a buffer of {} bytes", offset, offset + bytes, b.bytes));
+  }
+  return Buffer{static_cast<unsigned char*>(b.ptr) + offset, bytes};
+}
+
+// Moves `traffic` bytes (read + write) through `b`: copies between its two halves.
+void touch(Device& dev, Buffer b, int64_t traffic) {
+  const int64_t half = b.bytes / 2;
+  if (half <= 0) return;
+  for (int64_t left = traffic / 2; left > 0;) {
+    const int64_t n = std::min(left, half);
+    dev.memory_op(Buffer{b.ptr, half}, Buffer{static_cast<unsigned char*>(b.ptr) + half, half}, n);
+    left -= n;
+  }
+}
+
+class RankExecutor {
+ public:
+  RankExecutor(Device& dev, const Program& prog, const ExecOptions& opt, RankRun& out)
+      : dev_(dev), prog_(prog), opt_(opt), out_(out), bufs_(prog.slots.size()) {}
+
+  void run() {
+    out_.rank = prog_.rank;
+    out_.stage = prog_.stage;
+    if (!opt_.rank_local) {
+      for (int g = 0; g < kNumGroups; ++g) comms_[g] = dev_.split(prog_.colors[g], static_cast<int>(prog_.rank));
+    }
+    for (size_t i = 0; i < prog_.slots.size(); ++i) {
+      if (!prog_.slots[i].persistent) continue;
+      bufs_[i] = dev_.allocate(prog_.slots[i].bytes);
+      if (is_allowance(prog_.slots[i].kind)) out_.allowance_bytes += prog_.slots[i].bytes;
+    }
+    dev_.synchronize();
+    for (int s = 0; s < opt_.warmup; ++s) step(nullptr);
+    dev_.reset_peak();
+    for (int s = 0; s < opt_.steps; ++s) {
+      out_.step_ops.emplace_back(prog_.ops.size());
+      out_.step_s.push_back(step(&out_.step_ops.back()));
+    }
+    const MemoryStats m = dev_.memory_stats();
+    out_.peak_bytes = m.peak_allocated_bytes;
+    out_.pool_reserved_peak_bytes = m.pool_reserved_peak_bytes;
+    out_.device_total_bytes = m.device_total_bytes;
+    out_.collectives = dev_.collective_log();
+    for (Buffer& b : bufs_) {
+      dev_.free(b);
+      b = {};
+    }
+    dev_.synchronize();
+  }
+
+ private:
+  Buffer slot(int i) const { return bufs_.at(static_cast<size_t>(i)); }
+
+  // One step; returns its time and fills `times` (one entry per op) when given.
+  double step(std::vector<OpTime>* times) {
+    dev_.reset_events();
+    dev_.clear_collective_log();
+    struct Span {
+      Event a, b;
+      bool measured;
+      double predicted;
+    };
+    std::vector<Span> spans(prog_.ops.size(), Span{{}, {}, false, 0.0});
+    std::vector<Event> overlapped;
+    const Event start = dev_.record(Stream::compute);
+    Event cursor = start;  // the latest event on the compute stream, for bookkeeping ops
+    const auto& ops = prog_.ops;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      switch (op.kind) {
+        case OpKind::alloc:
+          bufs_[static_cast<size_t>(op.slot)] = dev_.allocate(prog_.slots[static_cast<size_t>(op.slot)].bytes);
+          cursor = dev_.record(Stream::compute);
+          spans[i] = {cursor, cursor, false, 0.0};
+          break;
+        case OpKind::free:
+          dev_.free(slot(op.slot));
+          bufs_[static_cast<size_t>(op.slot)] = {};
+          cursor = dev_.record(Stream::compute);
+          spans[i] = {cursor, cursor, false, 0.0};
+          break;
+        case OpKind::gemm: {
+          const GemmShape& g = op.gemm;
+          Buffer scratch = slot(op.c_slot);
+          Buffer a = sub(scratch, 0, g.a_bytes()), c = sub(scratch, g.a_bytes(), g.c_bytes());
+          Buffer b = op.b_slot == op.c_slot ? sub(scratch, g.a_bytes() + g.c_bytes(), g.b_bytes()) : sub(slot(op.b_slot), 0, g.b_bytes());
+          const Event e0 = dev_.record(Stream::compute);
+          dev_.gemm(g, a, b, c);
+          cursor = dev_.record(Stream::compute);
+          spans[i] = {e0, cursor, true, 0.0};
+          break;
+        }
+        case OpKind::memory: {
+          const Event e0 = dev_.record(Stream::compute);
+          touch(dev_, slot(op.slot), op.bytes);
+          cursor = dev_.record(Stream::compute);
+          spans[i] = {e0, cursor, true, 0.0};
+          break;
+        }
+        case OpKind::collective:
+        case OpKind::p2p: {
+          // Consecutive p2p ops on one group form one grouped exchange (send_forward_recv_backward).
+          size_t j = i + 1;
+          if (op.kind == OpKind::p2p) {
+            while (j < ops.size() && ops[j].kind == OpKind::p2p && ops[j].group == op.group) ++j;
+          }
+          if (opt_.rank_local) {
+            for (size_t k = i; k < j; ++k) spans[k] = {cursor, cursor, false, ops[k].predicted_s};
+            i = j - 1;
+            break;
+          }
+          dev_.wait(Stream::comm, cursor);
+          const Event e0 = dev_.record(Stream::comm);
+          Communicator& comm = *comms_[static_cast<int>(op.group)];
+          if (op.kind == OpKind::p2p) {
+            std::vector<P2POp> group;
+            for (size_t k = i; k < j; ++k) {
+              group.push_back(P2POp{ops[k].collective == CollectiveKind::send, ops[k].peer, sub(slot(ops[k].slot), 0, ops[k].bytes),
+                                    ops[k].count, ops[k].dtype});
+            }
+            comm.p2p(group);
+          } else {
+            collective(comm, op);
+          }
+          const Event e1 = dev_.record(Stream::comm);
+          if (op.overlap) {
+            overlapped.push_back(e1);
+          } else {
+            dev_.wait(Stream::compute, e1);
+            cursor = dev_.record(Stream::compute);
+          }
+          for (size_t k = i; k < j; ++k) spans[k] = {e0, e1, true, 0.0};
+          i = j - 1;
+          break;
+        }
+      }
+    }
+    for (Event e : overlapped) dev_.wait(Stream::compute, e);
+    const Event end = dev_.record(Stream::compute);
+    dev_.synchronize();
+    double predicted_shift = 0;  // rank-local: predicted communication time is added to the step
+    if (times) {
+      for (size_t i = 0; i < spans.size(); ++i) {
+        const Span& s = spans[i];
+        OpTime t;
+        t.start_s = dev_.elapsed_s(start, s.a) + predicted_shift;
+        t.measured = s.measured;
+        predicted_shift += s.predicted;
+        t.end_s = dev_.elapsed_s(start, s.b) + predicted_shift;
+        (*times)[i] = t;
+      }
+    } else {
+      for (const Span& s : spans) predicted_shift += s.predicted;
+    }
+    return dev_.elapsed_s(start, end) + predicted_shift;
+  }
+
+  void collective(Communicator& comm, const Op& op) {
+    Buffer base = sub(slot(op.slot), op.offset, op.bytes);
+    const int64_t per = op.count * element_bytes(op.dtype);
+    switch (op.collective) {
+      case CollectiveKind::all_reduce:
+        comm.all_reduce(base, base, op.count, op.dtype);
+        return;
+      case CollectiveKind::all_gather:
+        comm.all_gather(sub(base, comm.rank() * per, per), base, op.count, op.dtype);
+        return;
+      case CollectiveKind::reduce_scatter:
+        comm.reduce_scatter(base, sub(base, comm.rank() * per, per), op.count, op.dtype);
+        return;
+      case CollectiveKind::all_to_all: {
+        comm.all_to_all(base, base, op.count, op.dtype);
+        return;
+      }
+      case CollectiveKind::barrier:
+        comm.barrier();
+        return;
+      case CollectiveKind::send:
+      case CollectiveKind::recv:
+        break;
+    }
+    throw BackendError(fmt::format("executor: {} is not a collective", to_string(op.collective)));
+  }
+
+  Device& dev_;
+  const Program& prog_;
+  const ExecOptions& opt_;
+  RankRun& out_;
+  std::vector<Buffer> bufs_;
+  std::unique_ptr<Communicator> comms_[kNumGroups];
+};
+
+}  // namespace
+
+RunResult execute(World& world, const std::vector<Program>& programs, const ExecOptions& opt) {
+  if (opt.steps < 1 || opt.warmup < 0) throw InputError(fmt::format("--steps must be >= 1 and --warmup >= 0 (got {} and {})", opt.steps, opt.warmup));
+  if (opt.rank_local ? programs.size() != 1 || world.size() != 1 : static_cast<int>(programs.size()) != world.size()) {
+    throw BackendError(fmt::format("executor: {} programs for a world of {} ranks{}", programs.size(), world.size(),
+                                   opt.rank_local ? " (rank-local mode runs one program on one rank)" : ""));
+  }
+  RunResult r;
+  r.ranks.resize(programs.size());
+  world.run([&](Device& dev) {
+    const size_t i = opt.rank_local ? 0 : static_cast<size_t>(dev.rank());
+    RankExecutor(dev, programs[i], opt, r.ranks[i]).run();
+  });
+  r.step_s.assign(static_cast<size_t>(opt.steps), 0.0);
+  for (const RankRun& rr : r.ranks) {
+    for (size_t s = 0; s < rr.step_s.size(); ++s) r.step_s[s] = std::max(r.step_s[s], rr.step_s[s]);
+  }
+  std::vector<int> idx(r.step_s.size());
+  for (size_t s = 0; s < idx.size(); ++s) idx[s] = static_cast<int>(s);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return r.step_s[static_cast<size_t>(a)] < r.step_s[static_cast<size_t>(b)]; });
+  r.median_step = idx[idx.size() / 2];
+  return r;
+}
+
+}  // namespace parplan::runtime

@@ -1,0 +1,567 @@
+// Lowers a plan's per-stage schedule into per-rank programs of GEMMs, memory-bound ops, collectives and slots.
+#include "runtime/lower.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "planner/activations.hpp"
+#include "planner/collectives.hpp"
+#include "planner/config.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "planner/gemm.hpp"
+#include "planner/layout.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/model_states.hpp"
+#include "planner/pipeline.hpp"
+
+namespace parplan::runtime {
+namespace {
+
+int64_t bytes_of(double b) { return static_cast<int64_t>(std::llround(b)); }
+double d(int64_t x) { return static_cast<double>(x); }
+
+// The planner's activation shape of this plan (the same fields cost_model.cpp fills; a test checks that the
+// stashes this file allocates add up to StageMemory::activations).
+ActivationShape activation_shape_of(const Plan& plan) {
+  ActivationShape a;
+  a.micro_batch = plan.parallel.micro_batch;
+  a.seq = plan.seq_len();
+  a.tp = plan.parallel.tp;
+  a.cp = plan.parallel.cp;
+  a.sequence_parallel = plan.parallel.sequence_parallel;
+  a.recompute = plan.parallel.recompute;
+  a.attention = plan.training.attention;
+  a.bytes_per_element = dtype_bytes(plan.activation_dtype());
+  return a;
+}
+
+// Query rows per attention block: the attention core runs as batched GEMMs over blocks of queries so the score
+// matrix of a flash-attention plan is never materialised whole (its memory model stores none).
+constexpr int64_t kAttentionQueryBlock = 512;
+
+class Lowerer {
+ public:
+  Lowerer(const Plan& plan, int64_t rank)
+      : plan_(plan), pc_(plan.parallel), m_(plan.model), rank_(rank), coord_(coord_of(pc_, rank)),
+        lc_(layer_cost(plan)), gd_(plan.gemm_dtype()), ad_(plan.activation_dtype()) {
+    prog_.rank = rank;
+    prog_.stage = coord_.pp;
+    for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
+    T_ = pc_.micro_batch * plan.seq_len() / pc_.cp;
+    Tn_ = pc_.sequence_parallel ? T_ / pc_.tp : T_;
+    v_ = pc_.schedule == Schedule::interleaved ? pc_.vpp : 1;
+    layers_ = stage_layers(plan, coord_.pp);
+  }
+
+  Program run(const std::vector<ScheduleStep>& order) {
+    split_weight_ = std::any_of(order.begin(), order.end(), [](const ScheduleStep& s) { return s.phase == Phase::backward_weight; });
+    make_persistent_slots();
+    for (const ScheduleStep& st : order) {
+      switch (st.phase) {
+        case Phase::forward:
+          forward_task(st.microbatch, st.chunk);
+          break;
+        case Phase::backward:
+          backward_task(st.microbatch, st.chunk);
+          break;
+        case Phase::backward_weight:
+          weight_task(st.microbatch, st.chunk);
+          break;
+        case Phase::tail:
+          break;
+      }
+    }
+    tail();
+    return std::move(prog_);
+  }
+
+ private:
+  // ---- slots -------------------------------------------------------------------------------------------------
+  int add_slot(SlotKind k, int64_t bytes, bool persistent, std::string name) {
+    prog_.slots.push_back(Slot{k, std::max<int64_t>(bytes, 0), persistent, std::move(name)});
+    return static_cast<int>(prog_.slots.size() - 1);
+  }
+
+  void make_persistent_slots() {
+    const StageMemory sm = stage_memory(plan_, coord_.pp);
+    weights_ = add_slot(SlotKind::weights, bytes_of(sm.weights), true, "weights");
+    grads_ = add_slot(SlotKind::grads, bytes_of(sm.grads), true, "gradients");
+    optimizer_ = add_slot(SlotKind::optimizer, bytes_of(sm.optimizer), true, "optimizer state");
+    if (sm.recompute_working_set > 0) working_ = add_slot(SlotKind::recompute_working_set, bytes_of(sm.recompute_working_set), true, "recompute working set");
+    if (sm.zero3_buffers > 0) zero3_ = add_slot(SlotKind::zero3_buffers, bytes_of(sm.zero3_buffers), true, "zero3 gather buffers");
+    const ActivationShape a = activation_shape_of(plan_);
+    per_layer_stash_ = layer_activation_bytes(m_, a).total;
+    embedding_stash_ = embedding_activation_bytes(m_, a);
+    output_stash_ = output_layer_activation_bytes(m_, a);
+    scratch_ = add_slot(SlotKind::scratch, 0, true, "scratch (allowance)");  // sized by the ops that use it
+  }
+
+  // ---- op builders -------------------------------------------------------------------------------------------
+  void need_scratch(int64_t bytes) {
+    Slot& s = prog_.slots[static_cast<size_t>(scratch_)];
+    s.bytes = std::max(s.bytes, bytes);
+  }
+
+  void push(Op op) {
+    op.phase = phase_;
+    op.microbatch = mb_;
+    op.chunk = chunk_;
+    prog_.ops.push_back(op);
+  }
+
+  // C[m,n] = A[m,k] op(B): A and C in scratch, B in the weights (or ZeRO-3 gather buffer) when it fits.
+  void gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t batch, DType dt, bool b_transposed,
+            bool accumulate = false, bool weight_operand = true) {
+    Op op;
+    op.kind = OpKind::gemm;
+    op.term = term;
+    op.label = label;
+    op.gemm = GemmShape{m, n, k, batch, dt, b_transposed, accumulate};
+    op.slot = scratch_;
+    op.c_slot = scratch_;
+    const int b_home = zero3_ >= 0 ? zero3_ : weights_;
+    op.b_slot = weight_operand && prog_.slots[b_home].bytes >= op.gemm.b_bytes() ? b_home : scratch_;
+    need_scratch(op.gemm.a_bytes() + op.gemm.c_bytes() + (op.b_slot == scratch_ ? op.gemm.b_bytes() : 0));
+    op.predicted_s = gemm_time_s(plan_.gpu, dt, m, n, k, batch);
+    push(op);
+  }
+
+  // A memory-bound op moving `traffic` bytes (read + write) through `slot`.
+  void memory(const char* label, Term term, double traffic, int slot) {
+    if (traffic <= 0) return;
+    Op op;
+    op.kind = OpKind::memory;
+    op.term = term;
+    op.label = label;
+    op.slot = slot >= 0 ? slot : scratch_;
+    op.bytes = bytes_of(traffic);
+    if (op.slot == scratch_) need_scratch(64);
+    op.predicted_s = memory_bound_time_s(plan_.gpu, traffic);
+    push(op);
+  }
+
+  // A collective over `g` of nccl-tests size `payload` bytes of `dt` elements, staged in `slot` at `offset`.
+  void collective(const char* label, Term term, Group g, CollectiveKind kind, double payload, DType dt, int slot = -1,
+                  int64_t offset = 0, bool overlap = false) {
+    const int64_t n = static_cast<int64_t>(group_members(pc_, g, rank_).size());
+    if (n <= 1 || payload <= 0) return;
+    const int64_t es = dtype_bytes(dt);
+    Op op;
+    op.kind = OpKind::collective;
+    op.term = term;
+    op.label = label;
+    op.group = g;
+    op.collective = kind;
+    op.dtype = dt;
+    op.slot = slot >= 0 ? slot : scratch_;
+    op.offset = offset;
+    op.overlap = overlap;
+    const int64_t elems = bytes_of(payload) / es;
+    op.count = kind == CollectiveKind::all_reduce ? elems : elems / n;  // per-rank count for the sharded kinds
+    op.bytes = kind == CollectiveKind::all_reduce ? op.count * es : op.count * n * es;
+    if (op.slot == scratch_ || prog_.slots[op.slot].bytes < offset + op.bytes) {
+      op.slot = scratch_;
+      op.offset = 0;
+      need_scratch(op.bytes);
+    }
+    op.predicted_s = collective_time_s(to_planner_kind(kind), payload, n, link_of(g));
+    push(op);
+  }
+
+  void p2p(const char* label, bool is_send, int64_t peer_stage) {
+    Op op;
+    op.kind = OpKind::p2p;
+    op.term = Term::pp_comm;
+    op.label = label;
+    op.group = Group::pp;
+    op.collective = is_send ? CollectiveKind::send : CollectiveKind::recv;
+    op.dtype = ad_;
+    op.peer = static_cast<int>(peer_stage);
+    op.count = bytes_of(p2p_bytes(plan_)) / dtype_bytes(ad_);
+    op.bytes = op.count * dtype_bytes(ad_);
+    op.slot = scratch_;
+    need_scratch(op.bytes);
+    op.predicted_s = p2p_time_s(plan_);
+    push(op);
+  }
+
+  void alloc(int slot) { bookkeeping(OpKind::alloc, slot, "alloc"); }
+  void release(int slot) { bookkeeping(OpKind::free, slot, "free"); }
+  void bookkeeping(OpKind kind, int slot, const char* label) {
+    Op op;
+    op.kind = kind;
+    op.term = Term::memory;
+    op.slot = slot;
+    op.label = label;
+    push(op);
+  }
+
+  static Collective to_planner_kind(CollectiveKind k) {
+    switch (k) {
+      case CollectiveKind::all_reduce:
+        return Collective::all_reduce;
+      case CollectiveKind::all_gather:
+        return Collective::all_gather;
+      case CollectiveKind::reduce_scatter:
+        return Collective::reduce_scatter;
+      case CollectiveKind::all_to_all:
+        return Collective::all_to_all;
+      case CollectiveKind::send:
+      case CollectiveKind::recv:
+      case CollectiveKind::barrier:
+        return Collective::send_recv;
+    }
+    return Collective::send_recv;
+  }
+  const LinkSpec& link_of(Group g) const {
+    switch (g) {
+      case Group::tp:
+        return group_link(plan_, GroupKind::tp);
+      case Group::cp:
+        return group_link(plan_, GroupKind::cp);
+      case Group::dp_cp:
+        return group_link(plan_, GroupKind::dp);
+      case Group::pp:
+        return group_link(plan_, GroupKind::pp);
+    }
+    return group_link(plan_, GroupKind::tp);
+  }
+
+  // ---- one layer -----------------------------------------------------------------------------------------------
+  // The forward GEMMs of one layer, as layer_cost() prices them: QKV, output projection, MLP up (x2 for SwiGLU),
+  // MLP down. Attention core separately.
+  struct LinearShape {
+    const char* label;
+    int64_t n, k;
+  };
+  std::vector<LinearShape> linears() const {
+    const int64_t tp = pc_.tp, h = m_.hidden, f = m_.ffn_hidden;
+    const int64_t up = (m_.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
+    return {{"qkv", (h + 2 * m_.kv_dim()) / tp, h}, {"attn.out", h, h / tp}, {"mlp.up", up, h}, {"mlp.down", h, f / tp}};
+  }
+
+  void tp_collectives(Term term, bool before_block) {
+    if (pc_.tp <= 1) return;
+    if (pc_.sequence_parallel) {
+      if (before_block) {
+        collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_);
+      } else {
+        collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_);
+      }
+    } else if (!before_block) {
+      collective("tp.all_reduce", term, Group::tp, CollectiveKind::all_reduce, lc_.tp_bytes, ad_);
+    }
+  }
+
+  void cp_exchange(Term term, int passes) {
+    if (pc_.cp <= 1) return;
+    for (int p = 0; p < passes; ++p) {
+      for (int64_t step = 0; step < pc_.cp - 1; ++step) {
+        // Ring attention: pass this rank's K/V chunk to the next rank and receive the previous rank's.
+        Op send;
+        send.kind = OpKind::p2p;
+        send.term = term;
+        send.label = "cp.kv";
+        send.group = Group::cp;
+        send.collective = CollectiveKind::send;
+        send.dtype = ad_;
+        send.count = bytes_of(lc_.cp_bytes) / dtype_bytes(ad_);
+        send.bytes = send.count * dtype_bytes(ad_);
+        send.slot = scratch_;
+        need_scratch(send.bytes);
+        send.peer = static_cast<int>((coord_.cp + 1) % pc_.cp);
+        send.predicted_s = collective_time_s(Collective::send_recv, lc_.cp_bytes, 2, link_of(Group::cp));
+        push(send);
+        Op recv = send;
+        recv.collective = CollectiveKind::recv;
+        recv.peer = static_cast<int>((coord_.cp + pc_.cp - 1) % pc_.cp);
+        push(recv);
+      }
+    }
+  }
+
+  // Attention core as batched GEMMs over query blocks; `gemms_per_block` 2 in forward (scores, context), 5 in the
+  // flash backward (recomputed scores, dP, dV, dQ, dK: 2.5x the forward, like the planner's kFlashBackwardFactor).
+  void attention_core(Term term, bool backward) {
+    const int64_t s = plan_.seq_len(), sq = s / pc_.cp, hd = m_.head_dim();
+    const int64_t batch = pc_.micro_batch * (m_.heads / pc_.tp);
+    const bool flash = plan_.training.attention == AttentionKernel::flash;
+    const int64_t qb = flash ? std::min(sq, kAttentionQueryBlock) : sq;
+    const double A = d(dtype_bytes(ad_));
+    for (int64_t q0 = 0; q0 < sq; q0 += qb) {
+      const int64_t rows = std::min(qb, sq - q0);
+      // Causal flash attention skips key blocks above the diagonal (single context-parallel rank only).
+      const int64_t keys = flash && m_.causal && pc_.cp == 1 ? std::min(s, q0 + rows) : s;
+      if (!backward) {
+        gemm("attn.scores", term, rows, keys, hd, batch, ad_, true, false, false);
+        if (!flash) memory("attn.softmax", term, 2.0 * d(batch * rows * keys) * A, -1);
+        gemm("attn.context", term, rows, hd, keys, batch, ad_, false, false, false);
+      } else {
+        gemm("attn.scores", term, rows, keys, hd, batch, ad_, true, false, false);
+        gemm("attn.dP", term, rows, keys, hd, batch, ad_, true, false, false);
+        gemm("attn.dV", term, keys, hd, rows, batch, ad_, false, false, false);
+        gemm("attn.dQ", term, rows, hd, keys, batch, ad_, false, false, false);
+        if (flash) gemm("attn.dK", term, keys, hd, rows, batch, ad_, false, false, false);
+      }
+    }
+  }
+
+  void zero3_gather(Term term) {
+    if (zero3_ < 0) return;
+    collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, DType::bf16, zero3_);
+  }
+
+  void layer_forward(Term term, int stash) {
+    const auto lin = linears();
+    const double mem = layer_memory_traffic();
+    zero3_gather(term);
+    memory("norm+residual", term, mem / 2, stash);
+    tp_collectives(term, true);
+    gemm(lin[0].label, term, T_, lin[0].n, lin[0].k, 1, gd_, true);
+    cp_exchange(Term::cp_comm, 1);
+    attention_core(term, false);
+    gemm(lin[1].label, term, T_, lin[1].n, lin[1].k, 1, gd_, true);
+    tp_collectives(Term::tp_comm, false);
+    memory("norm+act+residual", term, mem / 2, stash);
+    tp_collectives(Term::tp_comm, true);
+    gemm(lin[2].label, term, T_, lin[2].n, lin[2].k, 1, gd_, true);
+    gemm(lin[3].label, term, T_, lin[3].n, lin[3].k, 1, gd_, true);
+    tp_collectives(Term::tp_comm, false);
+  }
+
+  // dgrad: dX[T,k] = dY[T,n] W[n,k]; wgrad: dW[n,k] += dY^T X (same FLOPs as the forward GEMM).
+  void layer_backward_input(int stash) {
+    const auto lin = linears();
+    zero3_gather(Term::zero3_comm);
+    tp_collectives(Term::tp_comm, true);
+    for (int i = 3; i >= 0; --i) {
+      gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad", Term::backward,
+           T_, lin[i].k, lin[i].n, 1, gd_, false);
+      if (i == 2) {
+        tp_collectives(Term::tp_comm, false);
+        tp_collectives(Term::tp_comm, true);
+      }
+      if (i == 1) {
+        cp_exchange(Term::cp_comm, 2);
+        attention_core(Term::backward, true);
+      }
+    }
+    tp_collectives(Term::tp_comm, false);
+    memory("norm+act+residual.bwd", Term::backward, 2.0 * layer_memory_traffic(), stash);
+  }
+
+  void layer_backward_weight() {
+    const auto lin = linears();
+    for (int i = 3; i >= 0; --i) {
+      gemm(i == 3 ? "mlp.down.wgrad" : i == 2 ? "mlp.up.wgrad" : i == 1 ? "attn.out.wgrad" : "qkv.wgrad", Term::backward,
+           lin[i].n, lin[i].k, T_, 1, gd_, false, false, false);
+    }
+  }
+
+  // Memory-bound traffic of one layer's forward (norms, residuals, dropout, activation function, rotary, unfused
+  // softmax is separate). Mirrors cost_model.cpp's layer_memory_bound_bytes without its unfused-softmax term,
+  // which attention_core() issues itself; a test pins the sum to the planner's forward time.
+  double layer_memory_traffic() const {
+    const double A = d(dtype_bytes(ad_));
+    const double h = d(m_.hidden), f = d(m_.ffn_hidden) / d(pc_.tp);
+    double bytes = d(Tn_) * h * A * (2.0 * 2.0 + 2.0 * 3.0);
+    if (m_.dropout) bytes += 2.0 * (2.0 * A + 1.0) * d(Tn_) * h;
+    bytes += (m_.ffn_type == FfnType::swiglu ? 3.0 : 2.0) * d(T_) * f * A;
+    if (m_.position == PositionEmbedding::rotary) bytes += 2.0 * d(T_) * d(m_.hidden + 2 * m_.kv_dim()) / d(pc_.tp) * A;
+    return bytes;
+  }
+
+  // ---- pipeline tasks ----------------------------------------------------------------------------------------
+  int64_t virtual_stage(int64_t chunk) const { return chunk * pc_.pp + coord_.pp; }
+  int64_t last_virtual() const { return v_ * pc_.pp - 1; }
+  int64_t layers_in_chunk() const { return layers_ / v_; }
+  int& stash_of(int64_t mb, int64_t chunk) {
+    const size_t key = static_cast<size_t>(mb * v_ + chunk);
+    if (stashes_.size() <= key) stashes_.resize(key + 1, -1);
+    return stashes_[key];
+  }
+
+  void forward_task(int64_t mb, int64_t chunk) {
+    phase_ = Phase::forward;
+    mb_ = mb;
+    chunk_ = chunk;
+    const int64_t vs = virtual_stage(chunk);
+    double stash_bytes = d(layers_in_chunk()) * per_layer_stash_;
+    if (vs == 0) stash_bytes += embedding_stash_;
+    if (vs == last_virtual()) stash_bytes += output_stash_;
+    int& stash = stash_of(mb, chunk);
+    stash = add_slot(SlotKind::activations, bytes_of(stash_bytes), false, fmt::format("stash mb{} chunk{}", mb, chunk));
+    // The receive comes first so it pairs with the previous task's send in one grouped exchange.
+    if (vs > 0) p2p("pp.recv_forward", false, (vs - 1) % pc_.pp);
+    alloc(stash);
+    if (vs == 0) memory("embedding", Term::forward, 2.0 * d(Tn_) * d(m_.hidden) * d(dtype_bytes(ad_)), stash);
+    for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_forward(Term::forward, stash);
+    if (vs == last_virtual()) output_forward(stash);
+    if (vs < last_virtual()) p2p("pp.send_forward", true, (vs + 1) % pc_.pp);
+  }
+
+  void output_forward(int stash) {
+    const double A = d(dtype_bytes(ad_));
+    memory("final_norm", Term::forward, 2.0 * d(Tn_) * d(m_.hidden) * A, stash);
+    output_tp_comm();
+    gemm("lm_head", Term::forward, T_, m_.vocab / pc_.tp, m_.hidden, 1, gd_, true);
+    memory("cross_entropy", Term::forward, 3.0 * d(T_) * d(m_.vocab) / d(pc_.tp) * 4.0, stash);
+  }
+
+  void output_tp_comm() {
+    if (pc_.tp <= 1) return;
+    for (int i = 0; i < 3; ++i) collective("ce.all_reduce", Term::tp_comm, Group::tp, CollectiveKind::all_reduce, 4.0 * d(T_), DType::fp32);
+  }
+
+  void backward_task(int64_t mb, int64_t chunk) {
+    phase_ = Phase::backward;
+    mb_ = mb;
+    chunk_ = chunk;
+    const int64_t vs = virtual_stage(chunk);
+    const int stash = stash_of(mb, chunk);
+    if (stash < 0) throw InputError(fmt::format("schedule: backward of microbatch {} chunk {} before its forward", mb, chunk));
+    if (vs < last_virtual()) p2p("pp.recv_backward", false, (vs + 1) % pc_.pp);
+    if (vs == last_virtual()) {
+      const double A = d(dtype_bytes(ad_));
+      memory("cross_entropy.bwd", Term::backward, 3.0 * d(T_) * d(m_.vocab) / d(pc_.tp) * 4.0, stash);
+      gemm("lm_head.dgrad", Term::backward, T_, m_.hidden, m_.vocab / pc_.tp, 1, gd_, false);
+      if (!split_weight_) gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
+      memory("final_norm.bwd", Term::backward, 4.0 * d(Tn_) * d(m_.hidden) * A, stash);
+    }
+    for (int64_t l = 0; l < layers_in_chunk(); ++l) {
+      if (pc_.recompute == Recompute::full) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
+      if (pc_.recompute == Recompute::selective) attention_core(Term::recompute, false);
+      layer_backward_input(stash);
+      if (!split_weight_) layer_backward_weight();
+      dp_buckets_after_layer(mb, l);
+    }
+    if (vs == 0) memory("embedding.bwd", Term::backward, 2.0 * d(Tn_) * d(m_.hidden) * 4.0, stash);
+    if (!split_weight_) {  // freed before the send, so the send can pair with the next task's receive
+      release(stash);
+      stash_of(mb, chunk) = -1;
+    }
+    if (vs > 0) p2p("pp.send_backward", true, (vs - 1) % pc_.pp);
+  }
+
+  void weight_task(int64_t mb, int64_t chunk) {
+    phase_ = Phase::backward_weight;
+    mb_ = mb;
+    chunk_ = chunk;
+    int& stash = stash_of(mb, chunk);
+    if (stash < 0) throw InputError(fmt::format("schedule: weight gradient of microbatch {} chunk {} without its forward", mb, chunk));
+    if (virtual_stage(chunk) == last_virtual()) gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
+    for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_backward_weight();
+    release(stash);
+    stash = -1;
+  }
+
+  // DP gradient reduction in DpCost::buckets buckets: without ZeRO-2/3, during the last microbatch's backward (one
+  // bucket becomes ready every layers/buckets layers, overlapped like Megatron's); with ZeRO-2/3 every microbatch.
+  void dp_buckets_after_layer(int64_t mb, int64_t layer_index) {
+    const DpCost dc = dp_cost(plan_, stage_params(plan_, coord_.pp), 0.0);
+    if (dc.group <= 1) return;
+    const bool last_mb = mb == pc_.num_microbatches - 1 || dc.per_microbatch;
+    if (!last_mb) return;
+    const int64_t total_layers = layers_in_chunk();
+    const int64_t done = layer_index + 1;
+    const int64_t due = dc.buckets * done / total_layers;  // buckets ready after `done` layers of this backward
+    const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
+    const DType gdt = plan_.training.grad_fp32 ? DType::fp32 : DType::bf16;
+    // DpCost::grad_bytes split into DpCost::buckets whole-element buckets (sizes differ by at most one unit), so
+    // the buckets add up to the planner's bytes exactly; sharded buckets are whole multiples of the group size.
+    const int64_t es = dtype_bytes(gdt), unit = sharded ? dc.group : 1;
+    const int64_t units = bytes_of(dc.grad_bytes) / es / unit;
+    const int64_t grads_bytes = prog_.slots[static_cast<size_t>(grads_)].bytes;
+    while (buckets_issued_ < due) {
+      const int64_t j = buckets_issued_, base = units / dc.buckets, extra = units % dc.buckets;
+      const int64_t first = j * base + std::min(j, extra), len = base + (j < extra ? 1 : 0);
+      const int64_t offset = first * unit * es, bytes = len * unit * es;
+      // Buckets walk through the gradient buffer; a sharded (ZeRO-2) buffer too small for them stages in scratch.
+      collective(sharded ? "dp.reduce_scatter" : "dp.all_reduce", Term::dp_comm, Group::dp_cp,
+                 sharded ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, d(bytes), gdt, grads_,
+                 offset + bytes <= grads_bytes ? offset : 0, pc_.overlap_dp_comm);
+      ++buckets_issued_;
+    }
+    if (dc.per_microbatch && done == total_layers) buckets_issued_ = 0;
+  }
+
+  // After the last task: optimizer step over the rank's shard, then the parameter all-gather when sharded.
+  void tail() {
+    phase_ = Phase::tail;
+    mb_ = -1;
+    chunk_ = 0;
+    const double params = stage_params(plan_, coord_.pp);
+    const DpCost dc = dp_cost(plan_, params, 0.0);
+    const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
+    const double shard = sharded ? d(pc_.dp * pc_.cp) : 1.0;
+    const double grad_b = plan_.training.grad_fp32 ? 4.0 : 2.0;
+    // The planner's Adam traffic: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
+    memory("optimizer.states", Term::optimizer, params / shard * 24.0, optimizer_);
+    memory("optimizer.grads", Term::optimizer, params / shard * 2.0 * grad_b, grads_);
+    memory("optimizer.weights", Term::optimizer, params / shard * 2.0, weights_);
+    if (dc.group > 1 && sharded && pc_.zero_stage < 3) {
+      collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather, 2.0 * params,
+                 DType::bf16, weights_);
+    }
+  }
+
+  const Plan& plan_;
+  const ParallelConfig& pc_;
+  const ModelSpec& m_;
+  int64_t rank_;
+  RankCoord coord_;
+  LayerCost lc_;
+  DType gd_, ad_;
+  int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
+  Program prog_;
+  int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
+  double per_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;
+  std::vector<int> stashes_;
+  bool split_weight_ = false;
+  int64_t buckets_issued_ = 0;
+  Phase phase_ = Phase::forward;
+  int64_t mb_ = -1, chunk_ = 0;
+};
+
+}  // namespace
+
+std::vector<int64_t> group_members(const ParallelConfig& pc, Group g, int64_t rank) {
+  switch (g) {
+    case Group::tp:
+      return group_ranks(pc, GroupKind::tp, rank);
+    case Group::cp:
+      return group_ranks(pc, GroupKind::cp, rank);
+    case Group::pp:
+      return group_ranks(pc, GroupKind::pp, rank);
+    case Group::dp_cp: {
+      // Same tp and pp coordinates; ordered by (dp, cp) in rank order.
+      const RankCoord me = coord_of(pc, rank);
+      std::vector<int64_t> out;
+      for (int64_t dp = 0; dp < pc.dp; ++dp) {
+        for (int64_t cp = 0; cp < pc.cp; ++cp) out.push_back(rank_of(pc, RankCoord{me.tp, cp, dp, me.pp}));
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+  }
+  return {rank};
+}
+
+int group_color(const ParallelConfig& pc, Group g, int64_t rank) {
+  const auto members = group_members(pc, g, rank);
+  return static_cast<int>(static_cast<int64_t>(g) * pc.gpus() + members.front());
+}
+
+Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& order) {
+  if (plan.model.is_moe()) {
+    throw InputError("run: MoE plans (experts > 1) are not lowered yet: expert all-to-all and grouped expert GEMMs are missing");
+  }
+  if (rank < 0 || rank >= plan.parallel.gpus()) {
+    throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", rank, plan.parallel.gpus()));
+  }
+  return Lowerer(plan, rank).run(order);
+}
+
+}  // namespace parplan::runtime

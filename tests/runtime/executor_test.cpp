@@ -1,0 +1,118 @@
+// Host-backend runs of a 2 x 2 x 2 plan: completes, bytes per collective equal the cost model's, the schedule's
+// order holds, the allocated bytes equal the memory model's; rank-local mode marks communication as predicted.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "planner/collectives.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "runtime/collective_bytes.hpp"
+#include "runtime/executor.hpp"
+#include "test_plan.hpp"
+
+using namespace parplan;
+using namespace parplan::runtime;
+using parplan::runtime::testing::one_f_one_b;
+using parplan::runtime::testing::small_plan;
+
+namespace {
+
+std::vector<Program> lower_all(const Plan& plan) {
+  std::vector<Program> progs;
+  const int64_t per_stage = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;
+  for (int64_t r = 0; r < plan.parallel.gpus(); ++r) {
+    progs.push_back(lower(plan, r, one_f_one_b(plan.parallel.pp, plan.parallel.num_microbatches, r / per_stage)));
+  }
+  return progs;
+}
+
+}  // namespace
+
+TEST_CASE("dp x tp x pp = 2 x 2 x 2 on 8 host ranks: runs, bytes equal the cost model's, memory equals the model's") {
+  const Plan plan = small_plan();
+  const auto progs = lower_all(plan);
+  auto world = make_host_world(8);
+  const RunResult r = execute(*world, progs, ExecOptions{.warmup = 1, .steps = 2});
+  REQUIRE(r.ranks.size() == 8);
+  CHECK(r.median_step_s() > 0);
+  const LayerCost lc = layer_cost(plan);
+  for (const RankRun& rr : r.ranks) {
+    CAPTURE(rr.rank);
+    const DpCost dc = dp_cost(plan, stage_params(plan, rr.stage), 0.0);
+    int tp = 0, dp = 0, sends = 0;
+    int64_t dp_bytes = 0;
+    for (const CollectiveRecord& c : rr.collectives) {
+      // Every rank sent exactly what the planner's ring formula says for the op's size.
+      const bool receives_only = c.kind == CollectiveKind::recv || c.kind == CollectiveKind::barrier;
+      CHECK(static_cast<double>(c.bytes_sent) ==
+            (receives_only ? 0.0 : bytes_sent_per_rank(to_planner(c.kind), static_cast<double>(c.payload_bytes), c.group_size)));
+      if (c.kind == CollectiveKind::all_reduce && c.payload_bytes == std::llround(lc.tp_bytes)) ++tp;
+      if (c.kind == CollectiveKind::all_reduce && c.payload_bytes != std::llround(lc.tp_bytes) && c.payload_bytes != 4 * 32) {
+        ++dp;  // not a TP all-reduce nor a cross-entropy one (4 bytes x 32 tokens): a DP gradient bucket
+        dp_bytes += c.payload_bytes;
+      }
+      if (c.kind == CollectiveKind::send) {
+        ++sends;
+        CHECK(c.payload_bytes == std::llround(p2p_bytes(plan)));
+      }
+    }
+    CHECK(tp == 16);
+    CHECK(dp == dc.buckets);
+    CHECK(dp_bytes == std::llround(dc.grad_bytes));
+    CHECK(sends == 2);
+    // Allocations: the memory model's tensors (weights, grads, optimizer, activations at the schedule's peak).
+    const StageMemory sm = stage_memory(plan, rr.stage);
+    CHECK(std::llabs(rr.model_peak_bytes() - std::llround(sm.weights + sm.grads + sm.optimizer + sm.activations +
+                                                          sm.recompute_working_set + sm.zero3_buffers)) <= 4);
+    CHECK(rr.allowance_bytes > 0);
+    // The schedule's dependency order: on the host every op starts after the previous one ended.
+    const auto& times = rr.step_ops[static_cast<size_t>(r.median_step)];
+    // (Adjacent p2p ops run as one grouped exchange and share its span.)
+    const auto& ops = progs[static_cast<size_t>(rr.rank)].ops;
+    int grouped = 0;
+    for (size_t i = 1; i < times.size(); ++i) {
+      CAPTURE(i);
+      if (ops[i].kind == OpKind::p2p && ops[i - 1].kind == OpKind::p2p) {
+        ++grouped;
+        CHECK(times[i].start_s == times[i - 1].start_s);
+        continue;
+      }
+      CHECK(times[i].start_s >= times[i - 1].end_s - 1e-9);
+    }
+    CHECK(grouped == 1);  // 1F1B on 2 stages x 2 microbatches: one send_forward + recv_backward pair per stage
+  }
+}
+
+TEST_CASE("rank-local mode runs one rank's program with communication predicted, not measured") {
+  const Plan plan = small_plan();
+  const auto all = lower_all(plan);
+  auto world = make_host_world(1);
+  const RunResult r = execute(*world, {all[5]}, ExecOptions{.warmup = 0, .steps = 1, .rank_local = true});
+  REQUIRE(r.ranks.size() == 1);
+  const RankRun& rr = r.ranks[0];
+  CHECK(rr.rank == 5);
+  CHECK(rr.collectives.empty());
+  int predicted = 0;
+  for (size_t i = 0; i < all[5].ops.size(); ++i) {
+    const Op& op = all[5].ops[i];
+    const OpTime& t = rr.step_ops[0][i];
+    if (op.kind == OpKind::collective || op.kind == OpKind::p2p) {
+      CHECK_FALSE(t.measured);
+      CHECK(t.duration_s() == doctest::Approx(op.predicted_s));
+      ++predicted;
+    }
+    if (op.kind == OpKind::gemm) CHECK(t.measured);
+  }
+  CHECK(predicted > 0);
+  const StageMemory sm = stage_memory(plan, 1);
+  CHECK(std::llabs(rr.model_peak_bytes() - std::llround(sm.weights + sm.grads + sm.optimizer + sm.activations)) <= 4);
+}
+
+TEST_CASE("execute checks its inputs") {
+  const Plan plan = small_plan();
+  const auto all = lower_all(plan);
+  auto world = make_host_world(2);
+  CHECK_THROWS_AS(execute(*world, all, ExecOptions{}), BackendError);
+  CHECK_THROWS(execute(*world, {all[0], all[1]}, ExecOptions{.warmup = 0, .steps = 0}));
+}

@@ -1,0 +1,134 @@
+// Tests for lowering: GEMM shapes and memory traffic priced like layer_cost(), collective payloads from the cost
+// model, slots equal to StageMemory, schedule order kept.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "planner/gemm.hpp"
+#include "runtime/lower.hpp"
+#include "test_plan.hpp"
+
+using namespace parplan;
+using namespace parplan::runtime;
+using parplan::runtime::testing::one_f_one_b;
+using parplan::runtime::testing::small_plan;
+
+namespace {
+
+Program lower_rank(const Plan& plan, int64_t rank) {
+  const int64_t stage = rank / (plan.parallel.tp * plan.parallel.cp * plan.parallel.dp);
+  return lower(plan, rank, one_f_one_b(plan.parallel.pp, plan.parallel.num_microbatches, stage));
+}
+
+bool is(const Op& op, const char* label) { return std::strcmp(op.label, label) == 0; }
+
+}  // namespace
+
+TEST_CASE("group members follow the planner's layout and colours separate groups") {
+  const Plan plan = small_plan();
+  const ParallelConfig& pc = plan.parallel;
+  CHECK(group_members(pc, Group::tp, 5) == std::vector<int64_t>{4, 5});
+  CHECK(group_members(pc, Group::dp_cp, 5) == std::vector<int64_t>{5, 7});
+  CHECK(group_members(pc, Group::pp, 5) == std::vector<int64_t>{1, 5});
+  std::set<int> colors;
+  for (int64_t r = 0; r < 8; ++r) {
+    for (int g = 0; g < kNumGroups; ++g) colors.insert(group_color(pc, static_cast<Group>(g), r));
+  }
+  CHECK(colors.size() == 4 + 8 + 4 + 4);  // tp, cp (cp = 1: 8 singletons), dp, pp
+}
+
+TEST_CASE("the layer GEMMs and memory-bound ops are the ones layer_cost() prices") {
+  const Plan plan = small_plan();
+  const LayerCost lc = layer_cost(plan);
+  const Program prog = lower_rank(plan, 0);
+  double gemm = 0, mem = 0;
+  for (const Op& op : prog.ops) {
+    if (op.phase != Phase::forward || op.microbatch != 0) continue;
+    if (is(op, "qkv") || is(op, "attn.out") || is(op, "mlp.up") || is(op, "mlp.down")) gemm += op.predicted_s;
+    if (is(op, "norm+residual") || is(op, "norm+act+residual")) mem += op.predicted_s;
+  }
+  const double layers = 2;  // stage 0 of 4 layers over pp = 2
+  CHECK(gemm == doctest::Approx(layers * lc.gemm_forward_s).epsilon(1e-12));
+  // forward_s = GEMMs + attention + memory-bound traffic + 10 kernel launches (cost_model.cpp).
+  const double planner_mem = lc.forward_s - lc.gemm_forward_s - lc.attention_forward_s - 10 * plan.gpu.gemm.kernel_overhead_s;
+  CHECK(mem == doctest::Approx(layers * planner_mem).epsilon(1e-9));
+}
+
+TEST_CASE("collective payloads come from the cost model") {
+  const Plan plan = small_plan();
+  const LayerCost lc = layer_cost(plan);
+  const DpCost dc = dp_cost(plan, stage_params(plan, 0), 0.0);
+  const Program prog = lower_rank(plan, 0);
+  int tp_ar = 0, sends = 0, dp = 0;
+  int64_t dp_bytes = 0;
+  for (const Op& op : prog.ops) {
+    if (is(op, "tp.all_reduce")) {
+      ++tp_ar;
+      CHECK(op.bytes == std::llround(lc.tp_bytes));
+    }
+    if (op.kind == OpKind::p2p && op.group == Group::pp) {
+      ++sends;
+      CHECK(op.bytes == std::llround(p2p_bytes(plan)));
+    }
+    if (is(op, "dp.all_reduce")) {
+      ++dp;
+      dp_bytes += op.bytes;
+      CHECK(std::llabs(op.bytes - std::llround(dc.grad_bytes / static_cast<double>(dc.buckets))) <= 4);
+    }
+  }
+  CHECK(tp_ar == 2 * 2 * 2 * 2);  // 2 per pass x (forward + backward) x 2 layers x 2 microbatches
+  CHECK(sends == 2 * 2);          // stage 0: send forward + receive backward per microbatch
+  CHECK(dc.buckets > 1);
+  CHECK(dp == dc.buckets);
+  CHECK(dp_bytes == std::llround(dc.grad_bytes));  // the buckets add up to the planner's gradient bytes exactly
+}
+
+TEST_CASE("slots are StageMemory's states plus one activation stash per microbatch") {
+  const Plan plan = small_plan();
+  for (int64_t rank : {0, 7}) {
+    const Program prog = lower_rank(plan, rank);
+    const StageMemory sm = stage_memory(plan, prog.stage);
+    int64_t persistent_model = 0, stash = 0, stashes = 0;
+    for (const Slot& s : prog.slots) {
+      if (s.persistent && !is_allowance(s.kind)) persistent_model += s.bytes;
+      if (s.kind == SlotKind::activations) {
+        ++stashes;
+        stash = s.bytes;
+      }
+    }
+    CHECK(std::llabs(persistent_model - std::llround(sm.weights + sm.grads + sm.optimizer + sm.recompute_working_set +
+                                                    sm.zero3_buffers)) <= 3);
+    CHECK(stashes == plan.parallel.num_microbatches);
+    CHECK(std::llabs(stash * sm.in_flight_chunks - std::llround(sm.activations)) <= sm.in_flight_chunks);
+  }
+}
+
+TEST_CASE("ops follow the schedule's order of tasks") {
+  const Plan plan = small_plan();
+  const auto order = one_f_one_b(2, 2, 0);
+  const Program prog = lower(plan, 0, order);
+  std::vector<std::pair<Phase, int64_t>> tasks;
+  for (const Op& op : prog.ops) {
+    if (op.microbatch < 0) continue;
+    if (tasks.empty() || tasks.back() != std::make_pair(op.phase, op.microbatch)) tasks.emplace_back(op.phase, op.microbatch);
+  }
+  REQUIRE(tasks.size() == order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    CHECK(tasks[i].first == order[i].phase);
+    CHECK(tasks[i].second == order[i].microbatch);
+  }
+  CHECK(prog.ops.back().phase == Phase::tail);
+}
+
+TEST_CASE("lowering rejects what it cannot run") {
+  Plan moe = small_plan();
+  moe.model.experts = 4;
+  CHECK_THROWS_AS(lower(moe, 0, one_f_one_b(2, 2, 0)), InputError);
+  CHECK_THROWS_AS(lower(small_plan(), 8, one_f_one_b(2, 2, 0)), InputError);
+  std::vector<ScheduleStep> bad{{Phase::backward, 0, 0}};
+  CHECK_THROWS_AS(lower(small_plan(), 0, bad), InputError);
+}
