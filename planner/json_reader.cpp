@@ -101,6 +101,8 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  } catch (const nlohmann::json::exception&) {  // out_of_range: a number such as 1e309 overflows a double
+    throw InputError(fmt::format("{}: malformed JSON: a number is out of range", where));
   }
 }
 

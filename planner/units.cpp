@@ -73,7 +73,7 @@ int64_t parse_bytes(std::string_view text, std::string_view flag) {
   }
   if (!found) throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", flag, suffix, text));
   v *= scale;
-  if (!(v > 0) || v > 9e18) throw InputError(fmt::format("{}: '{}' must be positive and below 8 EiB", flag, text));
+  if (!(v >= 1) || v > 9e18) throw InputError(fmt::format("{}: '{}' must be at least 1 byte and below 8 EiB", flag, text));
   return static_cast<int64_t>(v);
 }
 
