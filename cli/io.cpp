@@ -45,10 +45,16 @@ std::string read_file(const std::string& path, std::string_view flag) {
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Bounded read: an input such as /dev/zero or a runaway pipe must end in an error, not exhaust memory.
+  constexpr size_t kMaxInputBytes = size_t{64} << 20;
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInputBytes) throw InputError(fmt::format("{}: '{}' is larger than 64 MiB", flag, path));
+  }
   if (in.bad()) throw InputError(fmt::format("{}: cannot read '{}'", flag, path));
-  return ss.str();
+  return text;
 }
 
 }  // namespace parplan::cli
