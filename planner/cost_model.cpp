@@ -180,9 +180,14 @@ LayerCost layer_cost(const Plan& plan) {
   const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
   const double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
   const double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
+  const bool full = pc.recompute == Recompute::full;
   lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
   lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
-  lc.exposed_recompute_comm_s = tp_r + (pc.recompute == Recompute::full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
+  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
+  lc.exposed_tp_s = tp_f + tp_b + tp_r;
+  lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
+  lc.exposed_ep_s = lc.ep_comm_forward_s + lc.ep_comm_backward_s + (full ? lc.ep_comm_forward_s : 0.0);
+  lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
   return lc;
 }
 
@@ -224,7 +229,7 @@ double p2p_time_s(const Plan& plan) {
   return collective_time_s(Collective::send_recv, p2p_bytes(plan), 2, group_link(plan, GroupKind::pp));
 }
 
-DpCost dp_cost(const Plan& plan, double params, double stage_backward_s) {
+DpCost dp_cost(const Plan& plan, double params) {
   const ParallelConfig& pc = plan.parallel;
   DpCost dc;
   dc.group = pc.dp * pc.cp;
@@ -242,7 +247,6 @@ DpCost dp_cost(const Plan& plan, double params, double stage_backward_s) {
   }
   dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
   dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
-  (void)stage_backward_s;
   return dc;
 }
 
@@ -342,18 +346,10 @@ Estimate estimate(const Plan& plan) {
                           (i == p - 1 ? e.edge.output_backward_s : 0);
     st.backward_weight_s = L * lc.backward_weight_s;
     st.recompute_s = L * lc.recompute_s;
-    const double tp_exposed_share = lc.exposed_forward_comm_s + lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s;
-    // Split the exposed in-layer communication by kind, in proportion to each kind's raw time.
-    const double raw_tp = lc.tp_comm_forward_s + lc.tp_comm_backward_s + lc.tp_comm_recompute_s;
-    const double raw_cp = lc.cp_comm_forward_s + lc.cp_comm_backward_s;
-    const double raw_ep = lc.ep_comm_forward_s + lc.ep_comm_backward_s;
-    const double raw_z = 2.0 * lc.zero3_gather_s;
-    const double raw = raw_tp + raw_cp + raw_ep + raw_z;
-    if (raw > 0) {
-      st.tp_comm_s = L * tp_exposed_share * raw_tp / raw + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
-      st.cp_comm_s = L * tp_exposed_share * raw_cp / raw;
-      st.ep_comm_s = L * tp_exposed_share * raw_ep / raw;
-    }
+    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
+    st.cp_comm_s = L * lc.exposed_cp_s;
+    st.ep_comm_s = L * lc.exposed_ep_s;
+    st.zero3_comm_s = L * lc.exposed_zero3_s;
     st.p2p_s = p > 1 ? 2.0 * d(v) * e.p2p_s : 0.0;
     StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
@@ -374,8 +370,7 @@ Estimate estimate(const Plan& plan) {
   tb.cp_comm_s = md * slow.cp_comm_s;
   tb.ep_comm_s = md * slow.ep_comm_s;
   tb.pp_comm_s = md * slow.p2p_s;
-  tb.zero3_exposed_s = pt.busy_s - tb.compute_s - tb.tp_comm_s - tb.cp_comm_s - tb.ep_comm_s - tb.pp_comm_s;
-  if (tb.zero3_exposed_s < 1e-12) tb.zero3_exposed_s = 0;
+  tb.zero3_exposed_s = md * slow.zero3_comm_s;
   tb.bubble_s = pt.bubble_s;
 
   // Data-parallel synchronisation and optimizer: the slowest stage after its pipeline work decides the step.
@@ -385,7 +380,7 @@ Estimate estimate(const Plan& plan) {
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     const double params = stage_params(plan, i);
-    const DpCost dc = dp_cost(plan, params, t.backward_input_s + t.backward_weight_s);
+    const DpCost dc = dp_cost(plan, params);
     double total = 0, exposed = 0;
     if (dc.group > 1) {
       const double bwd = t.backward_input_s + t.backward_weight_s;

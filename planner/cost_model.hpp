@@ -29,10 +29,11 @@ struct LayerCost {
   double params = 0;             // parameters of the layer on this GPU
   double gemm_forward_s = 0;     // the GEMM part of forward_s (what TP overlap can hide behind)
   double attention_forward_s = 0;  // the attention-core part of forward_s
-  // Exposed (critical-path) communication after the configured overlaps.
+  // Exposed (critical-path) communication after the configured overlaps, per pass and per kind.
   double exposed_forward_comm_s = 0;
   double exposed_backward_comm_s = 0;
   double exposed_recompute_comm_s = 0;
+  double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;  // all passes of one microbatch
 };
 
 // Costs that belong to the first / last stage only, per microbatch.
@@ -70,7 +71,7 @@ struct StageTime {
   int64_t stage = 0;
   int64_t layers = 0;
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, recompute_s = 0;  // compute, per microbatch
-  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;  // exposed, per microbatch
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, zero3_comm_s = 0;  // exposed, per microbatch
   double p2p_s = 0;                                    // per microbatch
   double per_microbatch_s = 0;
 };
@@ -110,7 +111,7 @@ double peak_memory_bytes(const Plan& plan, int64_t* peak_stage = nullptr);
 
 LayerCost layer_cost(const Plan& plan);
 EdgeCost edge_cost(const Plan& plan);
-DpCost dp_cost(const Plan& plan, double stage_params, double stage_backward_s);
+DpCost dp_cost(const Plan& plan, double stage_params);
 double p2p_bytes(const Plan& plan);
 double p2p_time_s(const Plan& plan);
 
