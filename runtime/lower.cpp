@@ -460,7 +460,7 @@ class Lowerer {
   // DP gradient reduction in DpCost::buckets buckets: without ZeRO-2/3, during the last microbatch's backward (one
   // bucket becomes ready every layers/buckets layers, overlapped like Megatron's); with ZeRO-2/3 every microbatch.
   void dp_buckets_after_layer(int64_t mb, int64_t layer_index) {
-    const DpCost dc = dp_cost(plan_, stage_params(plan_, coord_.pp), 0.0);
+    const DpCost dc = dp_cost(plan_, stage_params(plan_, coord_.pp));
     if (dc.group <= 1) return;
     const bool last_mb = mb == pc_.num_microbatches - 1 || dc.per_microbatch;
     if (!last_mb) return;
@@ -493,7 +493,7 @@ class Lowerer {
     mb_ = -1;
     chunk_ = 0;
     const double params = stage_params(plan_, coord_.pp);
-    const DpCost dc = dp_cost(plan_, params, 0.0);
+    const DpCost dc = dp_cost(plan_, params);
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
     const double shard = sharded ? d(pc_.dp * pc_.cp) : 1.0;
     const double grad_b = plan_.training.grad_fp32 ? 4.0 : 2.0;

@@ -39,7 +39,7 @@ TEST_CASE("dp x tp x pp = 2 x 2 x 2 on 8 host ranks: runs, bytes equal the cost 
   const LayerCost lc = layer_cost(plan);
   for (const RankRun& rr : r.ranks) {
     CAPTURE(rr.rank);
-    const DpCost dc = dp_cost(plan, stage_params(plan, rr.stage), 0.0);
+    const DpCost dc = dp_cost(plan, stage_params(plan, rr.stage));
     int tp = 0, dp = 0, sends = 0;
     int64_t dp_bytes = 0;
     for (const CollectiveRecord& c : rr.collectives) {

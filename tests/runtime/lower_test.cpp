@@ -61,7 +61,7 @@ TEST_CASE("the layer GEMMs and memory-bound ops are the ones layer_cost() prices
 TEST_CASE("collective payloads come from the cost model") {
   const Plan plan = small_plan();
   const LayerCost lc = layer_cost(plan);
-  const DpCost dc = dp_cost(plan, stage_params(plan, 0), 0.0);
+  const DpCost dc = dp_cost(plan, stage_params(plan, 0));
   const Program prog = lower_rank(plan, 0);
   int tp_ar = 0, sends = 0, dp = 0;
   int64_t dp_bytes = 0;
