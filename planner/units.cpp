@@ -89,7 +89,7 @@ double parse_seconds(std::string_view text, std::string_view flag) {
   } else if (!suffix.empty() && suffix != "s") {
     throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use s, ms, us or min)", flag, suffix, text));
   }
-  if (!(v > 0)) throw InputError(fmt::format("{}: '{}' must be positive", flag, text));
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: '{}' must be positive and finite", flag, text));
   return v;
 }
 
