@@ -3,9 +3,31 @@
 #include <cstdio>
 #include <exception>
 #include <fmt/core.h>
+#include <string>
+#include <string_view>
 
 #include "cli/command.hpp"
 #include "planner/error.hpp"
+
+namespace {
+// Error messages echo user input (file names, JSON strings); control characters are escaped so that every
+// error stays on exactly one line of stderr.
+std::string one_line(std::string_view s) {
+  std::string r;
+  for (const char c : s) {
+    if (c == '\n') {
+      r += "\\n";
+    } else if (c == '\r') {
+      r += "\\r";
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      r += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      r += c;
+    }
+  }
+  return r;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace parplan::cli;
@@ -29,10 +51,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
     return kBadInput;
   } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
-    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
     return kBadInput;
   }
   try {
@@ -41,16 +63,16 @@ int main(int argc, char** argv) {
     }
     return kBadInput;
   } catch (const parplan::InputError& e) {
-    fmt::print(stderr, "parplan: error: {}\n", e.what());
+    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
     return kBadInput;
   } catch (const parplan::BackendError& e) {
-    fmt::print(stderr, "parplan: backend error: {}\n", e.what());
+    fmt::print(stderr, "parplan: backend error: {}\n", one_line(e.what()));
     return kBackendFailure;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "parplan: error: out of host memory\n");
     return kBackendFailure;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "parplan: internal error: {}\n", e.what());
+    fmt::print(stderr, "parplan: internal error: {}\n", one_line(e.what()));
     return kBackendFailure;
   }
 }

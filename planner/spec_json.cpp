@@ -9,6 +9,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr int64_t kMaxDim = 10'000'000;
+constexpr double kMaxParams = 1e15;  // 1000x the largest published dense model
 }  // namespace
 
 void check_model(const ModelSpec& m, const std::string& where) {
@@ -20,6 +21,16 @@ void check_model(const ModelSpec& m, const std::string& where) {
     bad("kv_heads", fmt::format("{} kv heads must divide the {} heads", m.kv_heads, m.heads));
   }
   if (m.top_k > m.experts) bad("top_k", fmt::format("top_k {} exceeds the {} experts", m.top_k, m.experts));
+  // Every field may be in range while the product is absurd; bound the parameter count (an upper bound, in double)
+  // so the 64-bit counts of model_shape.cpp cannot overflow.
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double per_layer = 4.0 * h * (h + 3.0) + static_cast<double>(m.experts) * (3.0 * h * f + 2.0 * f + 2.0 * h);
+  const double params = static_cast<double>(m.layers) * per_layer +
+                        2.0 * h * static_cast<double>(m.vocab + m.seq_len + 1);
+  if (params > kMaxParams) {
+    throw InputError(fmt::format("{}: /: the model has about {:.3g} parameters, above the supported {:.0e}", where,
+                                 params, kMaxParams));
+  }
 }
 
 ModelSpec model_from_json(JsonReader& r) {
