@@ -1,0 +1,116 @@
+// `parplan calibrate`: measure GEMM, memory bandwidth and collectives; write a GPU (and cluster) profile.
+//
+// Extension hook: other calibration sources (e.g. `--from-runs`, in their own cli/ file) register with
+// calibrate_hooks() at static-initialisation time. A hook adds its options to the calibrate subcommand and returns
+// a function that, after parsing, either handles the command (returns an exit code) or declines (std::nullopt), in
+// which case the next hook, and finally the measurement sweep, runs. Declare it in your file as:
+//   namespace parplan::cli {
+//   using CalibrateHook = std::function<std::function<std::optional<int>()>(CLI::App&)>;
+//   std::vector<CalibrateHook>& calibrate_hooks();
+//   }
+#include <ctime>
+#include <fmt/core.h>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/plan_options.hpp"
+#include "cli/render.hpp"
+#include "planner/error.hpp"
+#include "planner/spec_json.hpp"
+#include "runtime/calibrate.hpp"
+
+namespace parplan::cli {
+
+using CalibrateHook = std::function<std::function<std::optional<int>()>(CLI::App&)>;
+std::vector<CalibrateHook>& calibrate_hooks() {
+  static std::vector<CalibrateHook> hooks;
+  return hooks;
+}
+
+namespace {
+
+struct CalibrateOptions {
+  std::string backend = "cuda";
+  std::string out, cluster_out;
+  std::string gpu = "H100-SXM5-80GB", cluster = "dgx-h100";
+  std::string name;
+  int ranks = 0;
+  bool json = false;
+};
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<CalibrateOptions>();
+  app.add_option("--backend", o->backend, "cuda or host")->check(CLI::IsMember({"cuda", "host"}));
+  app.add_option("--out", o->out, "Write the measured GPU profile (JSON, the planner's profile schema)");
+  app.add_option("--cluster-out", o->cluster_out, "Also write a cluster profile fitted from the all-reduce sweep (needs >= 2 ranks)");
+  app.add_option("--gpu", o->gpu, "GPU profile whose datasheet peaks the fitted fractions refer to");
+  app.add_option("--cluster", o->cluster, "Cluster profile the measured cluster profile starts from");
+  app.add_option("--name", o->name, "Name of the written profile (default: <gpu>-measured-<date>)");
+  app.add_option("--ranks", o->ranks, "Ranks for the collective sweep (default: all local GPUs; host: 2)")->check(CLI::Range(1, 1024));
+  app.add_flag("--json", o->json, "Print the measurements as JSON");
+  std::vector<std::function<std::optional<int>()>> hooks;
+  for (const auto& h : calibrate_hooks()) hooks.push_back(h(app));
+  return [o, hooks]() -> int {
+    for (const auto& h : hooks) {
+      if (auto rc = h()) return *rc;
+    }
+    if (o->out.empty()) throw InputError("--out: required (the profile file to write)");
+    const ProfileSet profiles = load_profiles(ModelOptions{});
+    const GpuSpec& base = profiles.gpu(o->gpu, "--gpu");
+    const bool host = o->backend == "host";
+    int ranks = o->ranks;
+    if (ranks == 0) ranks = host ? 2 : std::max(1, runtime::detect_cuda().device_count);
+    std::unique_ptr<runtime::World> world = host ? runtime::make_host_world(ranks) : runtime::make_cuda_world(ranks);
+    const runtime::CalibrationResult r = runtime::calibrate(*world, runtime::default_calibrate_options(!host));
+    const std::string name = o->name.empty() ? fmt::format("{}-measured-{}", host ? "host" : base.name, today()) : o->name;
+    const GpuSpec g = runtime::measured_gpu(base, r, host, name);
+    nlohmann::json gj = to_json(g);
+    gj["kind"] = "gpu";
+    write_file_atomic(o->out, gj.dump(2) + "\n", "--out");
+    if (!o->cluster_out.empty()) {
+      nlohmann::json cj = to_json(runtime::measured_cluster(profiles.cluster(o->cluster, "--cluster"), r, name + "-cluster", name));
+      cj["kind"] = "cluster";
+      write_file_atomic(o->cluster_out, cj.dump(2) + "\n", "--cluster-out");
+    }
+    if (o->json) {
+      nlohmann::json j = {{"device", r.device}, {"ranks", r.ranks}, {"hbm_bandwidth_Bps", r.hbm_bandwidth_Bps},
+                          {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()}};
+      for (const auto& p : r.gemm) j["gemm"].push_back({{"dtype", std::string(to_string(p.dtype))}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"seconds", p.seconds}, {"flops_per_s", p.flops_per_s}});
+      for (const auto& p : r.collectives) {
+        j["collectives"].push_back({{"kind", std::string(runtime::to_string(p.kind))}, {"ranks", p.ranks}, {"bytes", p.bytes},
+                                    {"seconds", p.seconds}, {"algbw_Bps", p.algbw_Bps}, {"busbw_Bps", p.busbw_Bps}});
+      }
+      fmt::print("{}\n", j.dump(2));
+      return kOk;
+    }
+    fmt::print("parplan calibrate on {} ({} rank(s)); profile written to {}\n\n", r.device, r.ranks, o->out);
+    Table gt({"dtype", "m=n=k", "time", "TFLOP/s"}, 1);
+    for (const auto& p : r.gemm) gt.add({std::string(to_string(p.dtype)), std::to_string(p.m), fmt_seconds(p.seconds), fmt::format("{:.2f}", p.flops_per_s / 1e12)});
+    fmt::print("{}\nmemory bandwidth (copy, read + write): {:.1f} GB/s\n\n", gt.render(), r.hbm_bandwidth_Bps / 1e9);
+    if (!r.collectives.empty()) {
+      Table ct({"collective", "size", "time", "algbw GB/s", "busbw GB/s"}, 1);
+      for (const auto& p : r.collectives) {
+        ct.add({std::string(runtime::to_string(p.kind)), fmt_bytes(static_cast<double>(p.bytes)), fmt_seconds(p.seconds),
+                fmt::format("{:.2f}", p.algbw_Bps / 1e9), fmt::format("{:.2f}", p.busbw_Bps / 1e9)});
+      }
+      fmt::print("{}", ct.render());
+    }
+    return kOk;
+  };
+}
+
+const RegisterCommand reg{{"calibrate", "Measure GEMM, memory and collective speeds; write a measured profile", 70, setup}};
+
+}  // namespace
+}  // namespace parplan::cli
