@@ -158,6 +158,9 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
   const TimeBreakdown& t = e.time;
   const double bubble = t.bubble_fraction();
   const double dp_comm = t.step_s > 0 ? t.dp_comm_exposed_s / t.step_s : 0;
+  r.mfu = t.mfu;
+  r.bubble_fraction = bubble;
+  r.dp_comm_fraction = dp_comm;
   if (lim.max_bubble_fraction) {
     const bool ok = bubble <= *lim.max_bubble_fraction;
     r.gates.push_back({Gate::bubble, ok, bubble, *lim.max_bubble_fraction,

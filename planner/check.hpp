@@ -75,7 +75,8 @@ struct CheckResult {
   double peak_bytes = 0;
   int64_t peak_stage = 0;
   double margin_bytes = 0;        // limit - peak: > 0 under, < 0 over
-  std::string largest_term;       // largest memory term on the peak stage
+  std::string largest_term;       // largest memory term on the peak stage ("activations 30.12 GiB")
+  double mfu = 0, bubble_fraction = 0, dp_comm_fraction = 0;  // of the step
   std::optional<TermDelta> memory_moved, time_moved;  // vs the baseline, when one was given
   PlanSnapshot now;
   std::string summary;            // one line: margin, stage, term, time figures and any failures

@@ -1,0 +1,120 @@
+// `parplan check`: memory-fit and performance gates for CI over one or more plan files; exit 1 when any fails.
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/core.h>
+#include <fstream>
+
+#include "cli/check_inputs.hpp"
+#include "cli/check_report.hpp"
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "planner/check.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "planner/units.hpp"
+
+namespace parplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+CheckLimits parse_limits(const CheckOptions& o) {
+  CheckLimits lim;
+  if (!o.headroom.empty()) lim.headroom = parse_headroom(o.headroom, "--headroom");
+  if (!o.memory.empty()) lim.memory_bytes = parse_bytes(o.memory, "--memory");
+  if (!o.max_bubble.empty()) lim.max_bubble_fraction = parse_fraction(o.max_bubble, "--max-bubble");
+  if (!o.max_dp_comm.empty()) lim.max_dp_comm_fraction = parse_fraction(o.max_dp_comm, "--max-dp-comm");
+  if (!o.min_mfu.empty()) lim.min_mfu = parse_fraction(o.min_mfu, "--min-mfu");
+  if (!o.max_step_time.empty()) lim.max_step_s = parse_seconds(o.max_step_time, "--max-step-time");
+  if (!o.max_memory_regression.empty()) {
+    lim.max_memory_regression = parse_fraction(o.max_memory_regression, "--max-memory-regression");
+  }
+  if (!o.max_time_regression.empty()) {
+    lim.max_time_regression = parse_fraction(o.max_time_regression, "--max-time-regression");
+  }
+  return lim;
+}
+
+// An output path must be writable before any work is done, so a bad path fails with nothing written.
+void require_writable(const std::string& path, std::string_view flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    throw InputError(fmt::format("{}: directory '{}' of '{}' does not exist", flag, dir.string(), path));
+  }
+}
+
+bool env_is(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v && std::string_view(v) == value;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<CheckOptions>();
+  add_check_options(app, *o, true);
+  return [o]() {
+    merge_check_config(*o);
+    const CheckLimits limits = parse_limits(*o);
+    if (o->update_baseline && o->baseline.empty()) throw InputError("--update-baseline: needs --baseline FILE");
+    require_writable(o->junit, "--junit");
+    if (o->update_baseline) require_writable(o->baseline, "--baseline");
+    const std::vector<std::string> paths = expand_plan_paths(o->plans);
+    if (paths.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
+
+    // Read every input before evaluating or writing anything: bad input exits 2 with no output files.
+    ProfileSet profiles = ProfileSet::embedded();
+    for (const std::string& f : o->profiles) profiles.add(read_file(f, "--profile"), f);
+    std::vector<Plan> plans;
+    plans.reserve(paths.size());
+    for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));
+    Baseline baseline;
+    const bool compare = !o->baseline.empty() && !o->update_baseline;
+    if (compare) {
+      baseline = baseline_from_text(read_file(o->baseline, "--baseline"), o->baseline);
+    } else if (o->update_baseline) {
+      std::error_code ec;
+      if (fs::exists(o->baseline, ec)) baseline = baseline_from_text(read_file(o->baseline, "--baseline"), o->baseline);
+    }
+
+    std::vector<PlanCheck> checks;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      const Estimate e = estimate(plans[i]);
+      PlanCheck c;
+      c.path = paths[i];
+      const auto it = baseline.find(c.path);
+      const PlanSnapshot* base = compare && it != baseline.end() ? &it->second : nullptr;
+      c.baseline_missing = compare && base == nullptr;
+      c.result = check_plan(plans[i], e, limits, base);
+      checks.push_back(std::move(c));
+    }
+    bool all_pass = true;
+    for (const PlanCheck& c : checks) all_pass = all_pass && c.result.pass;
+
+    if (!o->junit.empty()) write_file_atomic(o->junit, render_junit(checks), "--junit");
+    if (o->update_baseline) {
+      for (const PlanCheck& c : checks) baseline[c.path] = c.result.now;
+      write_file_atomic(o->baseline, baseline_to_json(baseline).dump(2) + "\n", "--baseline");
+    }
+    if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
+      std::ofstream out(summary, std::ios::app | std::ios::binary);
+      out << render_markdown_summary(checks);
+      if (!out) fmt::print(stderr, "parplan: warning: cannot append to GITHUB_STEP_SUMMARY '{}'\n", summary);
+    }
+    // Workflow commands on stdout; with --json on stderr, so stdout stays one JSON document (the runner reads both).
+    if (env_is("GITHUB_ACTIONS", "true")) fmt::print(o->json ? stderr : stdout, "{}", render_github_annotations(checks));
+    if (o->json) {
+      fmt::print("{}\n", check_to_json(checks).dump(2));
+    } else {
+      fmt::print("{}", render_check_text(checks));
+      if (o->update_baseline) fmt::print("baseline written to {} ({} plans)\n", o->baseline, checks.size());
+    }
+    return all_pass ? kOk : kCheckFailed;
+  };
+}
+
+const RegisterCommand reg{{"check", "CI gate: memory fit with headroom, performance floors, baseline regression", 40, setup}};
+
+}  // namespace
+}  // namespace parplan::cli

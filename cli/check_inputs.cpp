@@ -1,0 +1,163 @@
+// Inputs of `parplan check` (see check_inputs.hpp): options, TOML config and plan files, plan discovery.
+#include "cli/check_inputs.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/core.h>
+#include <set>
+#include <sstream>
+
+#include "cli/io.hpp"
+#include "cli/plan_options.hpp"
+#include "planner/error.hpp"
+
+namespace parplan::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// `p` relative to `base_dir` unless it is absolute or empty.
+std::string relative_to(const std::string& p, const fs::path& base_dir) {
+  if (p.empty() || p == "-" || fs::path(p).is_absolute()) return p;
+  return (base_dir / p).lexically_normal().generic_string();
+}
+
+// The same rule plan_options.cpp applies to --model / --gpu / --cluster: a value with a '/' or a .json suffix is a
+// file, anything else a profile name.
+bool names_a_file(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
+}
+
+bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
+
+}  // namespace
+
+void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
+  app.add_option("--plan", o.plans,
+                 "Plan file (JSON Plan document or TOML of the plan flags) or a directory of them (repeatable)");
+  if (with_config) {
+    app.add_option("--config", o.config, "TOML file with check options; `plan = [\"a.json\", ...]` lists plans");
+  }
+  app.add_option("--profile", o.profiles, "User profile JSON file for plans that name profiles (repeatable)");
+  app.add_option("--headroom", o.headroom, "Memory to keep free per GPU: 10% (of the budget) or 8GiB (default 0)");
+  app.add_option("--memory", o.memory, "Per-GPU memory budget, e.g. 72GiB (default: the GPU's capacity)");
+  app.add_option("--max-bubble", o.max_bubble, "Fail when the pipeline bubble exceeds this fraction of the step");
+  app.add_option("--max-dp-comm", o.max_dp_comm, "Fail when exposed DP communication exceeds this fraction of the step");
+  app.add_option("--min-mfu", o.min_mfu, "Fail when the model FLOPs utilisation is below this (0.35 or 35%)");
+  app.add_option("--max-step-time", o.max_step_time, "Fail when the step time exceeds this (12s, 850ms)");
+  app.add_option("--baseline", o.baseline, "Baseline JSON: fail when memory or step time regressed (docs/ci.md)");
+  app.add_flag("--update-baseline", o.update_baseline, "Write the current results to --baseline instead of comparing");
+  app.add_option("--max-memory-regression", o.max_memory_regression,
+                 "Allowed peak-memory growth over the baseline (default 5%)");
+  app.add_option("--max-time-regression", o.max_time_regression,
+                 "Allowed step-time growth over the baseline (default 5%)");
+  app.add_option("--junit", o.junit, "Write a JUnit XML report (one test case per plan)");
+  app.add_flag("--json", o.json, "Print the results as JSON");
+}
+
+void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    std::istringstream in{std::string(text)};
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const CLI::Error& e) {
+    throw InputError(fmt::format("{}: malformed TOML: {}", path, e.what()));
+  }
+  std::set<std::string> seen;
+  for (const CLI::ConfigItem& item : items) {
+    const std::string key = item.fullname();
+    if (!item.parents.empty()) {
+      if (item.name == "--" || item.name == "++") continue;  // section markers; their keys are reported below
+      throw InputError(fmt::format("{}: unknown key '{}' (sections are not supported; use top-level keys)", path, key));
+    }
+    if (item.name.empty() || app.get_option_no_throw("--" + item.name) == nullptr) {
+      throw InputError(fmt::format("{}: unknown key '{}'", path, key));
+    }
+    if (!seen.insert(item.name).second) throw InputError(fmt::format("{}: key '{}' is given twice", path, key));
+  }
+  try {
+    std::istringstream in{std::string(text)};
+    app.parse_from_stream(in);
+  } catch (const CLI::Error& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+void merge_check_config(CheckOptions& o) {
+  if (o.config.empty()) return;
+  const std::string text = read_file(o.config, "--config");
+  CheckOptions c;
+  CLI::App app{"parplan check config"};
+  app.set_help_flag();
+  add_check_options(app, c, false);
+  parse_toml_options(app, text, o.config);
+  const fs::path dir = fs::path(o.config).parent_path();
+  for (const std::string& p : c.plans) o.plans.push_back(relative_to(p, dir));
+  for (const std::string& p : c.profiles) o.profiles.push_back(relative_to(p, dir));
+  auto take = [](std::string& mine, const std::string& theirs) {
+    if (mine.empty()) mine = theirs;
+  };
+  take(o.headroom, c.headroom);
+  take(o.memory, c.memory);
+  take(o.max_bubble, c.max_bubble);
+  take(o.max_dp_comm, c.max_dp_comm);
+  take(o.min_mfu, c.min_mfu);
+  take(o.max_step_time, c.max_step_time);
+  take(o.baseline, relative_to(c.baseline, dir));
+  take(o.max_memory_regression, c.max_memory_regression);
+  take(o.max_time_regression, c.max_time_regression);
+  take(o.junit, relative_to(c.junit, dir));
+  o.update_baseline = o.update_baseline || c.update_baseline;
+  o.json = o.json || c.json;
+}
+
+std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      out.push_back(fs::path(p).lexically_normal().generic_string());
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& f = it->path();
+      std::error_code fec;
+      if (fs::is_regular_file(f, fec) && (has_extension(f, ".json") || has_extension(f, ".toml"))) {
+        found.push_back(f.lexically_normal().generic_string());
+      }
+    }
+    if (ec) throw InputError(fmt::format("--plan: cannot list directory '{}': {}", p, ec.message()));
+    if (found.empty()) throw InputError(fmt::format("--plan: directory '{}' holds no .json or .toml plan files", p));
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+Plan load_check_plan(const std::string& path, const ProfileSet& profiles,
+                     const std::vector<std::string>& profile_files) {
+  if (!has_extension(path, ".toml")) return load_plan_file(path, profiles);
+  const std::string text = read_file(path, "--plan");
+  CLI::App app{"parplan plan (TOML)"};
+  app.set_help_flag();
+  ModelOptions mo;
+  MeshOptions me;
+  add_model_options(app, mo);
+  add_mesh_options(app, me);
+  parse_toml_options(app, text, path);
+  // File references inside the TOML plan are relative to the plan file.
+  const fs::path dir = fs::path(path).parent_path();
+  for (std::string* v : {&mo.model, &mo.gpu, &mo.cluster}) {
+    if (names_a_file(*v)) *v = relative_to(*v, dir);
+  }
+  for (std::string& f : mo.profile_files) f = relative_to(f, dir);
+  mo.profile_files.insert(mo.profile_files.begin(), profile_files.begin(), profile_files.end());
+  try {
+    const ProfileSet set = load_profiles(mo);
+    return build_plan(mo, me, set);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace parplan::cli

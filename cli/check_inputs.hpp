@@ -1,0 +1,45 @@
+// Inputs of `parplan check`: its options (also readable from a TOML config file that lists plans), plan-file
+// discovery (files and directories) and plan loading from JSON (the Plan document) or TOML (the plan flags).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/profiles.hpp"
+#include "planner/spec.hpp"
+
+namespace parplan::cli {
+
+// Every value is kept as text and parsed once, after the command line and the config file are merged.
+struct CheckOptions {
+  std::vector<std::string> plans;     // files or directories
+  std::string config;                 // TOML file with any of the options below (`plan = [...]` lists plans)
+  std::vector<std::string> profiles;  // --profile FILE: user profiles for plans that name profiles
+  std::string headroom, memory, max_bubble, max_dp_comm, min_mfu, max_step_time;
+  std::string baseline, max_memory_regression, max_time_regression;
+  bool update_baseline = false;
+  std::string junit;
+  bool json = false;
+};
+
+// Adds the check options to `app`; `with_config` adds --config (left out for the config file's own parser).
+void add_check_options(CLI::App& app, CheckOptions& o, bool with_config);
+
+// Reads o.config (when set) and merges it into `o`: command-line values win; plans are appended; relative paths in
+// the config file (plan, profile, baseline, junit) are relative to the config file's directory.
+void merge_check_config(CheckOptions& o);
+
+// Assigns the keys of a TOML document to `app`'s options (CLI11 config support). Every key must be an option's
+// long name without "--"; unknown keys, sections and repeated keys are InputError "<path>: unknown key 'k'".
+void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path);
+
+// Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given.
+std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths);
+
+// Loads one plan: *.toml through the plan flags of cli/plan_options.hpp (paths inside relative to the file),
+// anything else as a Plan document. Every error is one line naming the file.
+Plan load_check_plan(const std::string& path, const ProfileSet& profiles,
+                     const std::vector<std::string>& profile_files);
+
+}  // namespace parplan::cli
