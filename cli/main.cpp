@@ -42,6 +42,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     runners.emplace_back(sub, c.setup(*sub));
   }
+  // CLI11 reports an unknown first word only as "A subcommand is required"; name the word instead.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(commands.begin(), commands.end(), [&](const Command& c) { return c.name == argv[1]; })) {
+    std::string known;
+    for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c.name;
+    fmt::print(stderr, "parplan: error: unknown subcommand '{}' (known: {})\n", one_line(argv[1]), known);
+    return kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,6 +1,7 @@
 // Shared plan flags -> Plan (see plan_options.hpp).
 #include "cli/plan_options.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
 
@@ -199,7 +200,11 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.seq_len = plan.model.seq_len;
-  if (me.bucket_mb) tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
+  if (me.bucket_mb) {
+    // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.
+    if (!std::isfinite(*me.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
+    tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
+  }
   const int64_t unit = pc.dp * pc.micro_batch;
   if (me.global_batch) {
     tr.global_batch = *me.global_batch;
