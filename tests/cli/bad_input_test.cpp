@@ -1,0 +1,310 @@
+// Bad-input suite (issue 9): every malformed file, flag or value gets exactly one stderr line naming the flag or
+// JSON path, exit 2, no crash, no hang, no output file (partial or not). Fixtures: tests/cli/data/bad/.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/run_helper.hpp"
+
+namespace fs = std::filesystem;
+using parplan::test::line_count;
+using parplan::test::run_parplan;
+
+namespace {
+
+const std::string kBad = std::string(PARPLAN_TEST_DIR) + "/cli/data/bad/";
+
+// A fresh, empty scratch directory per test case (removed by the destructor).
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "parplan-bad-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string names;  // the flag or JSON path the single error line must contain
+};
+
+int g_cases_run = 0;
+
+// Runs one bad invocation and checks the contract. `out_dir`, when given, must stay empty afterwards.
+void expect_bad(const BadCase& c, const ScratchDir* out_dir = nullptr) {
+  std::string cmd;
+  for (const auto& a : c.args) cmd += " " + a;
+  CAPTURE(cmd);
+  const auto r = run_parplan(c.args, {}, 60);
+  ++g_cases_run;
+  CAPTURE(r.err);
+  CHECK_FALSE(r.timed_out);
+  CHECK(r.exit_code == 2);
+  CHECK(line_count(r.err) == 1);
+  CHECK(r.err.rfind("parplan: error: ", 0) == 0);
+  CHECK(r.err.find(c.names) != std::string::npos);
+  CHECK(r.out.empty());
+  if (out_dir) {
+    const auto left = out_dir->entries();
+    CHECK_MESSAGE(left.empty(), "files left behind: " << (left.empty() ? "" : left.front()));
+  }
+}
+
+// Estimate cases get `-o <scratch>/plan.json`: an error must leave neither the plan nor a temporary file.
+void expect_bad_estimate(std::vector<std::string> args, const std::string& names) {
+  ScratchDir dir;
+  args.insert(args.begin(), "estimate");
+  args.push_back("-o");
+  args.push_back((dir.path / "plan.json").string());
+  expect_bad({args, names}, &dir);
+}
+
+const std::vector<std::string> kModel = {"--model", "gpt3-175b"};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+}  // namespace
+
+TEST_CASE("bad input: estimate flags") {
+  const std::vector<BadCase> cases = {
+      {{}, "--model or --params is required"},
+      {{"--model", "gpt3-175b"}, "--gpus"},
+      {{"--model", "no-such-model", "--gpus", "8"}, "--model"},
+      {{"--model", "gpt3-175b", "--params", "175B", "--gpus", "8"}, "--model and --params"},
+      {{"--params", "1e30", "--gpus", "8"}, "--params"},
+      {{"--params", "abc", "--gpus", "8"}, "--params"},
+      {{"--params", "-5B", "--gpus", "8"}, "--params"},
+      {{"--params", "0", "--gpus", "8"}, "--params"},
+      {{"--params", "nan", "--gpus", "8"}, "--params"},
+      {{"--params", "inf", "--gpus", "8"}, "--params"},
+      {{"--params", "1e400", "--gpus", "8"}, "--params"},
+      {{"--params", "7Q", "--gpus", "8"}, "--params"},
+      {{"--params", "", "--gpus", "8"}, "--params"},
+      {with(kModel, {"--gpus", "0"}), "--gpus"},
+      {with(kModel, {"--gpus", "-8"}), "--gpus"},
+      {with(kModel, {"--gpus", "abc"}), "--gpus"},
+      {with(kModel, {"--gpus", "8.5"}), "--gpus"},
+      {with(kModel, {"--gpus", "nan"}), "--gpus"},
+      {with(kModel, {"--gpus", "1000000000"}), "--gpus"},
+      {with(kModel, {"--gpus", "99999999999999999999999"}), "--gpus"},
+      {with(kModel, {"--gpus", "64", "--seq", "0"}), "--seq"},
+      {with(kModel, {"--gpus", "64", "--seq", "-1"}), "--seq"},
+      {with(kModel, {"--gpus", "64", "--tp", "0"}), "--tp"},
+      {with(kModel, {"--gpus", "64", "--pp", "-2"}), "--pp"},
+      {with(kModel, {"--gpus", "64", "--tp", "3"}), "--gpus"},                   // 64 % 3
+      {with(kModel, {"--gpus", "64", "--dp", "2", "--tp", "8", "--pp", "8"}), "--gpus"},  // 128 != 64
+      {with(kModel, {"--gpus", "7", "--tp", "7"}), "tp 7 does not divide"},     // 96 heads
+      {{"--model", "gpt3-1.3b", "--gpus", "32", "--pp", "32"}, "pp 32 exceeds the 24 layers"},
+      {with(kModel, {"--gpus", "64", "--tp", "16"}), "--allow-tp-across-nodes"},
+      {with(kModel, {"--gpus", "64", "--cp", "3"}), "--gpus"},
+      {with(kModel, {"--gpus", "64", "--ep", "2"}), "ep 2"},
+      {with(kModel, {"--gpus", "64", "--vpp", "0"}), "--vpp"},
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--vpp", "5"}), "vpp 5"},  // 96 % 40
+      {with(kModel, {"--gpus", "64", "--micro-batch", "0"}), "--micro-batch"},
+      {with(kModel, {"--gpus", "64", "--global-batch", "0"}), "--global-batch"},
+      {with(kModel, {"--gpus", "64", "--global-batch", "100"}), "--global-batch"},  // 100 % 64
+      {with(kModel, {"--gpus", "64", "--global-batch", "128", "--microbatches", "3"}), "--microbatches"},
+      {with(kModel, {"--gpus", "64", "--schedule", "2f2b"}), "--schedule"},
+      {with(kModel, {"--gpus", "64", "--recompute", "some"}), "--recompute"},
+      {with(kModel, {"--gpus", "64", "--precision", "fp4"}), "--precision"},
+      {with(kModel, {"--gpus", "64", "--attention", "sparse"}), "--attention"},
+      {with(kModel, {"--gpus", "64", "--zero", "4"}), "--zero"},
+      {with(kModel, {"--gpus", "64", "--zero", "-1"}), "--zero"},
+      {with(kModel, {"--gpus", "64", "--bucket-mb", "0"}), "--bucket-mb"},
+      {with(kModel, {"--gpus", "64", "--bucket-mb", "nan"}), "--bucket-mb"},
+      {with(kModel, {"--gpus", "64", "--sp"}), "sequence parallelism needs tp > 1"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "2"}), "ZeRO stage 2 with pp 2"},
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--first-stage-layers", "95"}), "first/last stage layers"},
+      {{"--model", "gpt3-175b", "--gpus", "64", "--gpu", "a100-80gb", "--precision", "fp8"}, "fp8"},
+      {with(kModel, {"--gpus", "64", "--gpu", "no-such-gpu"}), "--gpu"},
+      {with(kModel, {"--gpus", "64", "--cluster", "no-such-cluster"}), "--cluster"},
+      {with(kModel, {"--gpus", "64", "--no-such-flag"}), "--no-such-flag"},
+      {with(kModel, {"--gpus", "64", "--tp"}), "--tp"},
+      {with(kModel, {"--gpus", "64", "--gpus", "32"}), "--gpus"},
+  };
+  for (const auto& c : cases) expect_bad_estimate(c.args, c.names);
+}
+
+TEST_CASE("bad input: files named by flags (missing, unreadable, malformed, wrong kind)") {
+  const std::string missing = kBad + "does-not-exist.json";
+  const std::vector<BadCase> cases = {
+      {{"--model", missing, "--gpus", "8"}, "--model"},
+      {{"--model", kBad + "a_directory.json", "--gpus", "8"}, "--model"},
+      {{"--model", "/nonexistent-dir/model.json", "--gpus", "8"}, "--model"},
+      {{"--model", "/dev/zero", "--gpus", "8"}, "--model"},
+      {{"--model", kBad + "gpu_ok.json", "--gpus", "8"}, "--model"},          // a GPU profile, not a model
+      {{"--model", kBad + "model_truncated.json", "--gpus", "8"}, "model_truncated.json: malformed JSON"},
+      {{"--model", kBad + "model_empty.json", "--gpus", "8"}, "model_empty.json: malformed JSON"},
+      {{"--model", kBad + "model_unknown_key.json", "--gpus", "8"}, "/layerz: unknown key"},
+      {{"--model", kBad + "model_1e30_params.json", "--gpus", "8"}, "parameters"},
+      {{"--model", kBad + "model_seq_zero.json", "--gpus", "8"}, "/seq_len"},
+      {with(kModel, {"--gpus", "64", "--gpu", kBad + "gpu_zero_memory.json"}), "/memory_GiB"},
+      {with(kModel, {"--gpus", "64", "--gpu", kBad + "gpu_zero_bandwidth.json"}), "/hbm_bandwidth_GBps"},
+      {with(kModel, {"--gpus", "64", "--gpu", kBad + "model_ok.json"}), "--gpu"},
+      {with(kModel, {"--gpus", "64", "--gpu", missing}), "--gpu"},
+      {with(kModel, {"--gpus", "64", "--cluster", kBad + "cluster_zero_bandwidth.json"}), "/intra_node/bandwidth_GBps"},
+      {with(kModel, {"--gpus", "64", "--cluster", kBad + "cluster_unknown_gpu.json"}), "--cluster"},
+      {with(kModel, {"--gpus", "64", "--cluster", missing}), "--cluster"},
+      {with(kModel, {"--gpus", "64", "--profile", missing}), "--profile"},
+      {with(kModel, {"--gpus", "64", "--profile", kBad + "model_bad_enum.json"}), "/ffn_type"},
+      {{"--plan", missing}, "--plan"},
+      {{"--plan", kBad + "a_directory.json"}, "--plan"},
+      {{"--plan", kBad + "model_ok.json"}, "/model: missing required key"},
+  };
+  for (const auto& c : cases) expect_bad_estimate(c.args, c.names);
+}
+
+TEST_CASE("bad input: plan documents") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"plan_mesh_mismatch.json", "/parallel: dp*tp*pp*cp = 2*4*2*1 = 16 but there are 64 GPUs"},
+      {"plan_tp_not_dividing_heads.json", "/parallel: tp 3 does not divide"},
+      {"plan_pp_exceeds_layers.json", "/parallel: pp 64 exceeds the 40 layers"},
+      {"plan_batch_mismatch.json", "/parallel: global batch 17"},
+      {"plan_unknown_key.json", "/parallel/dq: unknown key"},
+      {"plan_missing_training.json", "/training: missing required key"},
+      {"plan_wrong_version.json", "/parplan_plan"},
+      {"plan_unknown_model.json", "/model: unknown model 'gpt-9000'"},
+      {"plan_absurd_gpus.json", "/parallel/dp"},
+      {"plan_bad_schedule.json", "/parallel/schedule"},
+      {"plan_zero_stage_5.json", "/parallel/zero_stage"},
+      {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
+      {"plan_seq_negative.json", "/training/seq_len"},
+  };
+  for (const auto& [file, names] : cases) expect_bad_estimate({"--plan", kBad + file}, kBad + file + ": " + names);
+}
+
+TEST_CASE("bad input: profile files (profiles validate and --profile)") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"model_truncated.json", "malformed JSON at byte"},
+      {"model_empty.json", "malformed JSON at byte"},
+      {"model_trailing_garbage.json", "malformed JSON at byte"},
+      {"model_not_object.json", "/: expected a JSON object"},
+      {"model_unknown_key.json", "/layerz: unknown key"},
+      {"model_missing_hidden.json", "/hidden: missing required key"},
+      {"model_layers_string.json", "/layers: expected an integer, got string"},
+      {"model_layers_negative.json", "/layers: -4 is out of range"},
+      {"model_layers_zero.json", "/layers: 0 is out of range"},
+      {"model_layers_fraction.json", "/layers: expected an integer"},
+      {"model_layers_nan.json", "malformed JSON"},
+      {"model_hidden_inf.json", "malformed JSON: a number is out of range"},
+      {"model_hidden_absurd.json", "/hidden"},
+      {"model_seq_zero.json", "/seq_len: 0 is out of range"},
+      {"model_heads_not_dividing.json", "/heads: 3 heads do not divide hidden 256"},
+      {"model_kv_heads_not_dividing.json", "/kv_heads"},
+      {"model_top_k_exceeds_experts.json", "/top_k"},
+      {"model_bad_enum.json", "/ffn_type: unknown value 'relu'"},
+      {"model_enum_newline.json", "/norm: unknown value 'layer\\nnorm'"},
+      {"model_kind_unknown.json", "/kind: unknown kind 'robot'"},
+      {"model_aliases_not_array.json", "/aliases"},
+      {"model_1e30_params.json", "/: the model has about"},
+      {"gpu_zero_memory.json", "/memory_GiB: 0 is out of range"},
+      {"gpu_zero_bandwidth.json", "/hbm_bandwidth_GBps: 0 is out of range"},
+      {"gpu_negative_memory.json", "/memory_GiB: -80 is out of range"},
+      {"gpu_no_peak.json", "/peak_tflops"},
+      {"gpu_peak_string.json", "/peak_tflops/bf16: expected a number"},
+      {"gpu_unknown_dtype.json", "/peak_tflops/fp4: unknown key"},
+      {"gpu_gemm_unknown_key.json", "/gemm/tiles: unknown key"},
+      {"gpu_gemm_zero_sms.json", "/gemm/sm_count"},
+      {"gpu_efficiency_above_one.json", "/hbm_efficiency"},
+      {"cluster_zero_bandwidth.json", "/intra_node/bandwidth_GBps"},
+      {"cluster_zero_gpus_per_node.json", "/gpus_per_node"},
+      {"cluster_missing_inter_node.json", "/inter_node: missing required key"},
+      {"cluster_link_unknown_key.json", "/intra_node/latency: unknown key"},
+  };
+  for (const auto& [file, names] : cases) {
+    const std::string path = kBad + file;
+    expect_bad({{"profiles", "validate", path}, path + ": " + names});
+    expect_bad({{"profiles", "--profile", path, "list"}, path + ": " + names});
+  }
+  // The same strictness reaches estimate through --profile.
+  expect_bad_estimate(with(kModel, {"--gpus", "8", "--profile", kBad + "gpu_zero_memory.json"}), "/memory_GiB");
+}
+
+TEST_CASE("bad input: profiles subcommand") {
+  expect_bad({{"profiles"}, "subcommand"});
+  expect_bad({{"profiles", "show"}, "name"});
+  expect_bad({{"profiles", "show", "no-such-profile"}, "show: unknown profile 'no-such-profile'"});
+  expect_bad({{"profiles", "list", "--kind", "robot"}, "--kind"});
+  expect_bad({{"profiles", "validate"}, "file"});
+  expect_bad({{"profiles", "validate", kBad + "does-not-exist.json"}, "does-not-exist.json"});
+  expect_bad({{"profiles", "validate", kBad + "a_directory.json"}, "is a directory"});
+  expect_bad({{"profiles", "--profile", kBad + "does-not-exist.json", "list"}, "--profile"});
+  expect_bad({{"no-such-subcommand"}, "unknown subcommand 'no-such-subcommand'"});
+}
+
+TEST_CASE("bad input: an output path that cannot be written leaves nothing behind") {
+  ScratchDir dir;
+  const std::vector<std::string> good = {"estimate", "--model", "gpt3-1.3b", "--gpus", "8"};
+  expect_bad({with(good, {"-o", "/nonexistent-dir/plan.json"}), "-o"});
+  expect_bad({with(good, {"-o", dir.path.string()}), "-o"}, &dir);  // a directory
+  const fs::path sub = dir.path / "sub";
+  fs::create_directory(sub);
+  expect_bad({with(good, {"-o", (sub / "missing" / "plan.json").string()}), "-o"});
+  CHECK(fs::is_empty(sub));
+  // Sanity: the same command with a writable path succeeds and writes exactly the plan file.
+  const auto r = run_parplan(with(good, {"-o", (sub / "plan.json").string()}));
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(sub / "plan.json"));
+  CHECK(std::distance(fs::directory_iterator(sub), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("extreme scale: 10^7 GPUs and 1T+ parameters give finite numbers or a clean error") {
+  // Valid but huge: every number in the JSON estimate must be finite and the run must end quickly.
+  const std::vector<std::vector<std::string>> runs = {
+      {"--model", "gpt3-175b", "--gpus", "10000000", "--tp", "8", "--pp", "8"},
+      {"--model", "megatron-1t", "--gpus", "16384", "--tp", "8", "--pp", "64"},
+      {"--params", "1e14", "--gpus", "65536", "--tp", "8", "--pp", "128"},
+      {"--params", "1e14", "--gpus", "1", "--seq", "100000000"},
+      {"--model", "llama3-405b", "--gpus", "16384", "--tp", "8", "--pp", "16", "--seq", "131072", "--cp", "16"},
+      {"--model", "mixtral-8x7b", "--gpus", "16384", "--tp", "2", "--pp", "4", "--ep", "8"},
+  };
+  for (const auto& args : runs) {
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    CAPTURE(cmd);
+    auto full = with({"estimate", "--json"}, args);
+    const auto r = run_parplan(full, {}, 60);
+    ++g_cases_run;
+    CAPTURE(r.err);
+    REQUIRE_FALSE(r.timed_out);
+    if (r.exit_code == 2) {  // refused: one clean line
+      CHECK(line_count(r.err) == 1);
+      continue;
+    }
+    REQUIRE((r.exit_code == 0 || r.exit_code == 1));  // fits / does not fit
+    const auto j = nlohmann::json::parse(r.out);
+    int numbers = 0;
+    std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
+      if (v.is_number()) {
+        ++numbers;
+        CHECK(std::isfinite(v.get<double>()));
+      } else if (v.is_structured()) {
+        for (const auto& x : v) walk(x);
+      }
+    };
+    walk(j);
+    CHECK(numbers > 20);
+    CHECK(j["time"]["step_s"].get<double>() > 0);
+    CHECK(j["memory"]["peak_bytes"].get<double>() > 0);
+  }
+  MESSAGE("bad-input and extreme-scale invocations run so far: " << g_cases_run);
+}
