@@ -2,6 +2,7 @@
 #include "planner/gemm.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace parplan {
 namespace {
@@ -12,9 +13,12 @@ double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t ba
   const int64_t tm = ceil_div(m, e.tile_m), tn = ceil_div(n, e.tile_n);
   const double tile_eff = static_cast<double>(m) * static_cast<double>(n) /
                           (static_cast<double>(tm * e.tile_m) * static_cast<double>(tn * e.tile_n));
-  const int64_t tiles = tm * tn * batch;
-  const int64_t waves = ceil_div(tiles, e.sm_count);
-  const double wave_eff = static_cast<double>(tiles) / static_cast<double>(waves * e.sm_count);
+  // Tile and wave counts in double: tm * tn * batch overflows int64 for extreme (but accepted) shapes; below 2^53
+  // tiles the values are exact, so ordinary results are unchanged.
+  const double tiles = static_cast<double>(tm) * static_cast<double>(tn) * static_cast<double>(batch);
+  const double sms = static_cast<double>(e.sm_count);
+  const double waves = std::ceil(tiles / sms);
+  const double wave_eff = tiles / (waves * sms);
   return tile_eff * wave_eff;
 }
 
