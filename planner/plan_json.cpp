@@ -74,6 +74,12 @@ void check_plan_inputs(const Plan& plan, const std::string& where) {
   if (plan.parallel.gpus() > 1'000'000'000) {
     bad("/parallel", fmt::format("dp*tp*pp*cp = {} GPUs is absurd", plan.parallel.gpus()));
   }
+  // Tokens per microbatch bound the cost model's 64-bit token counts (x top_k x ep for MoE routing).
+  const double tokens = static_cast<double>(plan.parallel.micro_batch) * static_cast<double>(plan.seq_len());
+  if (tokens > 2147483648.0) {
+    bad("/parallel/micro_batch", fmt::format("micro_batch {} x seq {} = {:.3g} tokens per microbatch is absurd "
+                                             "(limit 2^31)", plan.parallel.micro_batch, plan.seq_len(), tokens));
+  }
 }
 
 nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
