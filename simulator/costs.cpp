@@ -1,0 +1,114 @@
+// Plan -> StepCosts from the planner's cost functions (see costs.hpp).
+#include "simulator/costs.hpp"
+
+#include <algorithm>
+
+#include "planner/config.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/layout.hpp"
+
+namespace parplan::sim {
+namespace {
+
+double d(int64_t x) { return static_cast<double>(x); }
+
+// Optimizer time per stage. The planner reports it only for the stage that decides the step tail
+// (TimeBreakdown::optimizer_s, with that stage's DpCost); its formula is linear in the stage's parameters
+// (a memory-bound pass over the local shard), so other stages scale by their parameter counts.
+// TODO(planner): expose optimizer_time_s(plan, stage_params) and call it here instead.
+std::vector<double> optimizer_times(const Plan& plan, const Estimate& e, const std::vector<double>& params) {
+  const size_t p = params.size();
+  size_t decider = 0;
+  bool found = false;
+  if (e.dp.grad_bytes > 0) {
+    for (size_t i = 0; i < p && !found; ++i) {
+      if (dp_cost(plan, params[i]).grad_bytes == e.dp.grad_bytes) {
+        decider = i;
+        found = true;
+      }
+    }
+  }
+  if (!found) decider = static_cast<size_t>(std::max_element(params.begin(), params.end()) - params.begin());
+  std::vector<double> out(p, 0.0);
+  for (size_t i = 0; i < p; ++i) out[i] = params[decider] > 0 ? e.time.optimizer_s * params[i] / params[decider] : 0.0;
+  return out;
+}
+
+}  // namespace
+
+StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp;
+  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  const Estimate e = estimate(plan);
+  const LayerCost& lc = e.layer;
+  const EdgeCost& edge = e.edge;
+
+  StepCosts sc;
+  sc.p2p_s = p > 1 ? e.p2p_s : 0.0;
+  sc.p2p_bytes = static_cast<int64_t>(e.p2p_bytes);
+  sc.p2p_blocking = opt.blocking_p2p;
+  sc.dp_overlap = pc.overlap_dp_comm;
+  const int32_t pp_tier = group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ? 1 : 0;
+  const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp, plan.cluster.gpus_per_node) ? 1 : 0;
+
+  std::vector<double> params(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) params[static_cast<size_t>(i)] = stage_params(plan, i);
+  const std::vector<double> opt_s = optimizer_times(plan, e, params);
+
+  sc.stages.resize(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    StageCosts& st = sc.stages[static_cast<size_t>(i)];
+    st.pp_tier = pp_tier;
+    st.dp_tier = dp_tier;
+    const double Lc = d(stage_layers(plan, i)) / d(v);
+    st.chunks.resize(static_cast<size_t>(v));
+    for (int64_t c = 0; c < v; ++c) {
+      ChunkCosts& cc = st.chunks[static_cast<size_t>(c)];
+      cc.forward_s = Lc * lc.forward_s;
+      cc.forward_comm_s = Lc * lc.exposed_forward_comm_s;
+      cc.backward_input_s = Lc * lc.backward_input_s;
+      cc.backward_comm_s = Lc * lc.exposed_backward_comm_s;
+      cc.backward_weight_s = Lc * lc.backward_weight_s;
+      cc.recompute_s = Lc * lc.recompute_s;
+      cc.recompute_comm_s = Lc * lc.exposed_recompute_comm_s;
+      if (pc.overlap_tp_comm && pc.tp > 1) {
+        cc.tp_overlapped_forward_s = Lc * lc.tp_comm_forward_s;
+        cc.tp_overlapped_backward_s = Lc * lc.tp_comm_backward_s;
+      }
+      if (pc.overlap_cp_comm && pc.cp > 1) {
+        cc.cp_overlapped_forward_s = Lc * lc.cp_comm_forward_s;
+        cc.cp_overlapped_backward_s = Lc * lc.cp_comm_backward_s;
+      }
+      cc.exposed_tp_s = Lc * lc.exposed_tp_s;
+      cc.exposed_cp_s = Lc * lc.exposed_cp_s;
+      cc.exposed_ep_s = Lc * lc.exposed_ep_s;
+      cc.exposed_zero3_s = Lc * lc.exposed_zero3_s;
+      // Embedding (first stage) and output layer (last stage): in the chunk that owns them, or spread evenly.
+      const double share_first = opt.edges_in_owning_chunk ? (c == 0 ? 1.0 : 0.0) : 1.0 / d(v);
+      const double share_last = opt.edges_in_owning_chunk ? (c == v - 1 ? 1.0 : 0.0) : 1.0 / d(v);
+      if (i == 0) {
+        cc.forward_s += share_first * edge.embedding_forward_s;
+        cc.backward_input_s += share_first * edge.embedding_backward_s;
+      }
+      if (i == p - 1) {
+        cc.forward_s += share_last * edge.output_forward_s;
+        cc.backward_input_s += share_last * edge.output_backward_s;
+        cc.forward_comm_s += share_last * edge.output_tp_comm_s;
+        cc.exposed_tp_s += share_last * edge.output_tp_comm_s;
+      }
+    }
+    const DpCost dc = dp_cost(plan, params[static_cast<size_t>(i)]);
+    if (dc.group > 1 && dc.grad_reduce_s > 0) {
+      st.dp_buckets = dc.buckets;
+      st.dp_bucket_s = dc.bucket_s;
+      st.dp_bucket_bytes = static_cast<int64_t>(dc.grad_bytes / d(std::max<int64_t>(1, dc.buckets)));
+      st.dp_per_microbatch = dc.per_microbatch;
+      st.param_gather_s = dc.param_gather_s;
+    }
+    st.optimizer_s = opt_s[static_cast<size_t>(i)];
+  }
+  return sc;
+}
+
+}  // namespace parplan::sim

@@ -1,0 +1,176 @@
+// Pipeline op orders and their dependencies (see schedule.hpp for the definitions and sources).
+#include "simulator/schedule.hpp"
+
+#include <algorithm>
+#include <fmt/core.h>
+
+#include "planner/error.hpp"
+
+namespace parplan::sim {
+namespace {
+
+using Order = std::vector<PipeOp>;
+
+PipeOp op(OpKind k, int64_t mb, int64_t chunk) {
+  return {k, static_cast<int32_t>(mb), static_cast<int32_t>(chunk)};
+}
+
+Order gpipe(int64_t m) {
+  Order o;
+  o.reserve(static_cast<size_t>(2 * m));
+  for (int64_t j = 0; j < m; ++j) o.push_back(op(OpKind::forward, j, 0));
+  for (int64_t j = 0; j < m; ++j) o.push_back(op(OpKind::backward, j, 0));
+  return o;
+}
+
+Order one_f_one_b(int64_t p, int64_t m, int64_t i) {
+  Order o;
+  o.reserve(static_cast<size_t>(2 * m));
+  const int64_t warm = std::min(p - i - 1, m);
+  int64_t b = 0;
+  for (int64_t f = 0; f < warm; ++f) o.push_back(op(OpKind::forward, f, 0));
+  for (int64_t f = warm; f < m; ++f) {
+    o.push_back(op(OpKind::forward, f, 0));
+    o.push_back(op(OpKind::backward, b++, 0));
+  }
+  while (b < m) o.push_back(op(OpKind::backward, b++, 0));
+  return o;
+}
+
+Order zb_h1(int64_t p, int64_t m, int64_t i) {
+  Order o;
+  o.reserve(static_cast<size_t>(3 * m));
+  const int64_t warm = std::min(p - i - 1, m);
+  const int64_t defer = i;  // W passes stage i keeps pending before it runs one
+  int64_t b = 0, w = 0;
+  auto backward = [&] {
+    o.push_back(op(OpKind::backward_input, b++, 0));
+    if (b - w > defer) o.push_back(op(OpKind::backward_weight, w++, 0));
+  };
+  for (int64_t f = 0; f < warm; ++f) o.push_back(op(OpKind::forward, f, 0));
+  for (int64_t f = warm; f < m; ++f) {
+    o.push_back(op(OpKind::forward, f, 0));
+    backward();
+  }
+  while (b < m) backward();
+  while (w < m) o.push_back(op(OpKind::backward_weight, w++, 0));
+  return o;
+}
+
+// Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
+// only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
+// activations).
+Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) {
+  const int64_t total = m * v, group = p * v;
+  const int64_t warm = std::min(2 * (p - i - 1) + (v - 1) * p, total);
+  auto fwd = [&](int64_t k) { return op(OpKind::forward, (k / group) * p + k % p, (k % group) / p); };
+  auto bwd = [&](int64_t k) { return op(OpKind::backward, (k / group) * p + k % p, v - 1 - (k % group) / p); };
+  Order o;
+  o.reserve(static_cast<size_t>(2 * total));
+  for (int64_t k = 0; k < warm; ++k) o.push_back(fwd(k));
+  for (int64_t k = 0; k < total - warm; ++k) {
+    o.push_back(fwd(k + warm));
+    o.push_back(bwd(k));
+  }
+  for (int64_t k = total - warm; k < total; ++k) o.push_back(bwd(k));
+  return o;
+}
+
+}  // namespace
+
+const char* to_string(OpKind k) {
+  switch (k) {
+    case OpKind::forward: return "F";
+    case OpKind::backward: return "B";
+    case OpKind::backward_input: return "B";
+    case OpKind::backward_weight: return "W";
+  }
+  return "?";
+}
+
+PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
+  if (p < 1 || m < 1 || v < 1) {
+    throw InputError(fmt::format("schedule: stages ({}), microbatches ({}) and chunks ({}) must be >= 1", p, m, v));
+  }
+  if (p > (int64_t{1} << 20) || m > (int64_t{1} << 24) || v > 1024 || p * m * v > (int64_t{1} << 28)) {
+    throw InputError(fmt::format("schedule: {} stages x {} microbatches x {} chunks is too large to simulate", p, m, v));
+  }
+  if (s != Schedule::interleaved && v != 1) {
+    throw InputError(fmt::format("schedule: {} has one chunk per stage (got {} chunks); use interleaved", to_string(s), v));
+  }
+  if (s == Schedule::interleaved && m % p != 0) {
+    throw InputError(fmt::format("schedule: interleaved 1F1B needs the microbatch count ({}) to be a multiple of the "
+                                 "pipeline stages ({})", m, p));
+  }
+  PipelineSchedule r;
+  r.schedule = s;
+  r.stages = p;
+  r.microbatches = m;
+  r.chunks = v;
+  r.order.resize(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    Order& o = r.order[static_cast<size_t>(i)];
+    switch (s) {
+      case Schedule::gpipe: o = gpipe(m); break;
+      case Schedule::one_f_one_b: o = one_f_one_b(p, m, i); break;
+      case Schedule::interleaved: o = interleaved(p, m, v, i); break;
+      case Schedule::zero_bubble: o = zb_h1(p, m, i); break;
+    }
+  }
+  return r;
+}
+
+PipelineSchedule make_schedule(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  return make_schedule(pc.schedule, pc.pp, pc.num_microbatches, pc.schedule == Schedule::interleaved ? pc.vpp : 1);
+}
+
+CrossDep cross_stage_dependency(const PipelineSchedule& s, int64_t stage, const PipeOp& o) {
+  CrossDep d;
+  const int64_t vs = s.virtual_stage(stage, o.chunk), last = s.virtual_stages() - 1;
+  auto at = [&](int64_t v, OpKind k) {
+    d.exists = true;
+    d.stage = s.stage_of(v);
+    d.op = op(k, o.microbatch, s.chunk_of(v));
+  };
+  switch (o.kind) {
+    case OpKind::forward:
+      if (vs > 0) at(vs - 1, OpKind::forward);
+      break;
+    case OpKind::backward:
+    case OpKind::backward_input:
+      if (vs < last) at(vs + 1, o.kind);
+      else at(vs, OpKind::forward);
+      break;
+    case OpKind::backward_weight:
+      at(vs, OpKind::backward_input);
+      break;
+  }
+  return d;
+}
+
+LiveActivations live_activations(const PipelineSchedule& s) {
+  LiveActivations r;
+  r.live.resize(static_cast<size_t>(s.stages));
+  r.peak.assign(static_cast<size_t>(s.stages), 0);
+  r.peak_until_weight_grad.assign(static_cast<size_t>(s.stages), 0);
+  for (size_t i = 0; i < r.live.size(); ++i) {
+    int32_t live = 0, pending = 0;
+    auto& out = r.live[i];
+    out.reserve(s.order[i].size());
+    for (const PipeOp& o : s.order[i]) {
+      switch (o.kind) {
+        case OpKind::forward: ++live; ++pending; break;
+        case OpKind::backward: --live; --pending; break;
+        case OpKind::backward_input: --live; break;
+        case OpKind::backward_weight: --pending; break;
+      }
+      r.peak[i] = std::max<int64_t>(r.peak[i], live);
+      r.peak_until_weight_grad[i] = std::max<int64_t>(r.peak_until_weight_grad[i], pending);
+      out.push_back(live);
+    }
+  }
+  return r;
+}
+
+}  // namespace parplan::sim

@@ -1,0 +1,226 @@
+// simulate(): plan -> costs -> task graph -> engine -> timeline and summary (see simulate.hpp).
+#include "simulator/simulate.hpp"
+
+#include <algorithm>
+
+#include "planner/cost_model.hpp"
+#include "simulator/costs.hpp"
+
+namespace parplan::sim {
+namespace {
+
+struct MemoryModel {
+  std::vector<int64_t> in_flight;  // planner count per stage
+  std::vector<double> bytes;       // planner activation bytes per stage
+};
+
+SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt, const MemoryModel& mem) {
+  const StepGraph sg = build_step_graph(s, costs);
+  EngineOptions eo;
+  eo.contention = opt.contention;
+  const TaskTimes tt = run(sg.graph, eo);
+  const size_t n = sg.info.size();
+  const int64_t p = s.stages;
+  SimResult r;
+  SimSummary& sum = r.summary;
+  sum.tasks = static_cast<int64_t>(n);
+  sum.events = tt.events;
+  sum.stages.resize(static_cast<size_t>(p));
+  std::vector<double> pipeline_end(static_cast<size_t>(p), 0.0);
+  for (size_t t = 0; t < n; ++t) {
+    const TaskInfo& ti = sg.info[t];
+    StageSummary& st = sum.stages[static_cast<size_t>(ti.stage)];
+    const double dur = tt.end_s[t] - tt.start_s[t];
+    const bool on_compute = ti.stream == StreamKind::compute;
+    switch (ti.category) {
+      case EventCategory::forward:
+        if (ti.costs) {
+          st.tp_exposed_s += ti.costs->exposed_tp_s;
+          st.cp_exposed_s += ti.costs->exposed_cp_s;
+          st.ep_exposed_s += ti.costs->exposed_ep_s;
+          st.zero3_exposed_s += ti.costs->exposed_zero3_s;
+        }
+        [[fallthrough]];
+      case EventCategory::backward:
+      case EventCategory::backward_input:
+      case EventCategory::backward_weight:
+      case EventCategory::recompute:
+        st.compute_s += dur;
+        st.busy_s += dur;
+        break;
+      case EventCategory::layer_comm:
+        st.busy_s += dur;
+        break;
+      case EventCategory::pp_comm:
+        st.pp_total_s += sg.graph.duration(static_cast<int32_t>(t));
+        if (on_compute) {
+          st.pp_exposed_s += dur;
+          st.busy_s += dur;
+        }
+        break;
+      case EventCategory::dp_comm:
+        st.dp_total_s += dur;
+        break;
+      case EventCategory::optimizer:
+        st.optimizer_s += dur;
+        break;
+      case EventCategory::tp_comm:
+      case EventCategory::cp_comm:
+        break;
+    }
+    if (on_compute && ti.category != EventCategory::optimizer) {
+      pipeline_end[static_cast<size_t>(ti.stage)] = std::max(pipeline_end[static_cast<size_t>(ti.stage)], tt.end_s[t]);
+    }
+  }
+  const LiveActivations live = live_activations(s);
+  for (int64_t i = 0; i < p; ++i) {
+    const auto iz = static_cast<size_t>(i);
+    StageSummary& st = sum.stages[iz];
+    st.stage = i;
+    const int32_t opt_task = sg.optimizer_task[iz];
+    const double opt_end = tt.end_s[static_cast<size_t>(opt_task)];
+    double end = opt_end;
+    double gather_exposed = 0;
+    if (sg.first_gather_task[iz] >= 0) {
+      const double first = tt.end_s[static_cast<size_t>(sg.first_gather_task[iz])];
+      const double last = tt.end_s[static_cast<size_t>(sg.last_gather_task[iz])];
+      if (costs.dp_overlap) {
+        // The all-gather of updated parameters overlaps the next step's first forward on this stage.
+        double window = 0;
+        for (const ChunkCosts& cc : costs.stages[iz].chunks) window += cc.forward_s + cc.forward_comm_s;
+        end = std::max(first, last - window);
+      } else {
+        end = last;
+      }
+      gather_exposed = end - opt_end;
+    }
+    st.end_s = end;
+    st.dp_exposed_s = (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) + gather_exposed;
+    st.peak_live_chunks = live.peak[iz];
+    st.peak_live_until_weight_grad = live.peak_until_weight_grad[iz];
+    st.planner_in_flight_chunks = mem.in_flight.empty() ? live.peak[iz] : mem.in_flight[iz];
+    const double per_chunk = mem.bytes.empty() ? 1.0
+                             : st.planner_in_flight_chunks > 0
+                                 ? mem.bytes[iz] / static_cast<double>(st.planner_in_flight_chunks)
+                                 : 0.0;
+    st.planner_activation_bytes = mem.bytes.empty() ? static_cast<double>(st.planner_in_flight_chunks) : mem.bytes[iz];
+    st.peak_activation_bytes = per_chunk * static_cast<double>(st.peak_live_chunks);
+    sum.step_s = std::max(sum.step_s, end);
+  }
+  for (StageSummary& st : sum.stages) {
+    st.exposed_comm_s = (st.busy_s - st.compute_s) + st.dp_exposed_s;
+    st.bubble_s = sum.step_s - st.busy_s - st.dp_exposed_s - st.optimizer_s;
+  }
+  // Whole-step fractions: those of the busiest stage (the one the closed form calls slowest).
+  size_t crit = 0;
+  for (size_t i = 1; i < sum.stages.size(); ++i) {
+    if (sum.stages[i].busy_s > sum.stages[crit].busy_s) crit = i;
+  }
+  sum.critical_stage = static_cast<int64_t>(crit);
+  const StageSummary& c = sum.stages[crit];
+  const double T = sum.step_s > 0 ? sum.step_s : 1.0;
+  sum.compute = c.compute_s / T;
+  sum.bubble = c.bubble_s / T;
+  sum.tp_comm = c.tp_exposed_s / T;
+  sum.cp_comm = c.cp_exposed_s / T;
+  sum.ep_comm = c.ep_exposed_s / T;
+  sum.zero3_comm = c.zero3_exposed_s / T;
+  sum.pp_comm = c.pp_exposed_s / T;
+  sum.dp_comm_exposed = c.dp_exposed_s / T;
+  sum.dp_comm_total = c.dp_total_s / T;
+  sum.optimizer = c.optimizer_s / T;
+
+  if (!opt.record_timeline) return r;
+  Timeline& tl = r.timeline;
+  tl.source = "simulated";
+  tl.step_s = sum.step_s;
+  tl.tracks.resize(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    TimelineTrack& tr = tl.tracks[static_cast<size_t>(i)];
+    tr.stage = i;
+    tr.rank = i;  // filled with the world rank by simulate(plan) below
+    tr.streams.resize(kNumStreamKinds);
+    for (int k = 0; k < kNumStreamKinds; ++k) tr.streams[static_cast<size_t>(k)].name = to_string(static_cast<StreamKind>(k));
+  }
+  for (size_t t = 0; t < n; ++t) {
+    const TaskInfo& ti = sg.info[t];
+    TimelineEvent ev;
+    ev.category = ti.category;
+    ev.microbatch = ti.microbatch;
+    ev.chunk = ti.chunk;
+    ev.start_s = tt.start_s[t];
+    ev.end_s = tt.end_s[t];
+    ev.bytes = ti.bytes;
+    ev.flow = ti.flow;
+    ev.peer_stage = ti.peer_stage;
+    tl.tracks[static_cast<size_t>(ti.stage)].streams[static_cast<size_t>(ti.stream)].events.push_back(ev);
+  }
+  for (TimelineTrack& tr : tl.tracks) {
+    for (TimelineStream& st : tr.streams) {
+      std::stable_sort(st.events.begin(), st.events.end(),
+                       [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
+    }
+    // Stored activations: a chunk-microbatch is allocated when its forward starts and freed when its backward
+    // (input-gradient half for split schedules) ends.
+    const StageSummary& st = sum.stages[static_cast<size_t>(tr.stage)];
+    const double per_chunk = st.peak_live_chunks > 0 ? st.peak_activation_bytes / static_cast<double>(st.peak_live_chunks) : 0.0;
+    std::vector<std::pair<double, int>> deltas;
+    std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // a backward split into
+    for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end
+      if (ev.microbatch < 0) continue;
+      const auto key = static_cast<size_t>(ev.microbatch * s.chunks + ev.chunk);
+      if (ev.category == EventCategory::forward) deltas.emplace_back(ev.start_s, +1);
+      if (ev.category == EventCategory::backward || ev.category == EventCategory::backward_input) {
+        freed[key] = std::max(freed[key], ev.end_s);
+      }
+    }
+    for (double t : freed) {
+      if (t >= 0) deltas.emplace_back(t, -1);
+    }
+    std::stable_sort(deltas.begin(), deltas.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
+    double live_n = 0;
+    tr.memory.push_back({0.0, 0.0});
+    for (const auto& [t, dlt] : deltas) {
+      live_n += dlt;
+      if (!tr.memory.empty() && tr.memory.back().t_s == t) tr.memory.back().activation_bytes = live_n * per_chunk;
+      else tr.memory.push_back({t, live_n * per_chunk});
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+SimResult simulate_costs(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt) {
+  return run_graph(s, costs, opt, {});
+}
+
+SimResult simulate(const Plan& input, const SimOptions& opt) {
+  Plan plan = input;
+  if (opt.bucket_bytes > 0) plan.training.dp_bucket_bytes = opt.bucket_bytes;
+  if (!opt.overlap) {
+    plan.parallel.overlap_dp_comm = false;
+    plan.parallel.overlap_tp_comm = false;
+    plan.parallel.overlap_cp_comm = false;
+  }
+  const PipelineSchedule s = make_schedule(plan);
+  CostOptions co;
+  co.edges_in_owning_chunk = opt.edges_in_owning_chunk;
+  co.blocking_p2p = !opt.overlap;
+  const StepCosts costs = step_costs(plan, co);
+  MemoryModel mem;
+  const StageMemoryInputs in = stage_memory_inputs(plan);
+  for (int64_t i = 0; i < plan.parallel.pp; ++i) {
+    const StageMemory sm = stage_memory(plan, i, in);
+    mem.in_flight.push_back(sm.in_flight_chunks);
+    mem.bytes.push_back(sm.activations);
+  }
+  SimResult r = run_graph(s, costs, opt, mem);
+  const int64_t stride = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;  // rank of (tp, cp, dp) = 0 per stage
+  for (TimelineTrack& tr : r.timeline.tracks) tr.rank = tr.stage * stride;
+  return r;
+}
+
+}  // namespace parplan::sim

@@ -1,0 +1,286 @@
+// Expansion of a pipeline schedule and per-stage costs into the task graph of one step (see task_graph.hpp).
+#include "simulator/task_graph.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace parplan::sim {
+
+const char* to_string(StreamKind k) {
+  switch (k) {
+    case StreamKind::compute: return "compute";
+    case StreamKind::tp: return "tp";
+    case StreamKind::cp: return "cp";
+    case StreamKind::pp: return "pp";
+    case StreamKind::dp: return "dp";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Builder {
+  const PipelineSchedule& s;
+  const StepCosts& c;
+  StepGraph out;
+  // Per stage, per op index: the task that ends the op (its last piece) and the task downstream ops wait for
+  // (the p2p transfer when the result leaves the stage, else the op itself).
+  std::vector<std::vector<int32_t>> op_end, op_out;
+  std::vector<int32_t> links;  // stage * 2 + tier
+  int64_t next_flow = 0;
+
+  Builder(const PipelineSchedule& sched, const StepCosts& costs) : s(sched), c(costs) {}
+
+  int32_t stream(int64_t stage, StreamKind k) const {
+    return out.stage_stream[static_cast<size_t>(stage * kNumStreamKinds + static_cast<int>(k))];
+  }
+
+  int32_t task(double d, int64_t stage, StreamKind k, EventCategory cat, int32_t mb, int32_t chunk, int32_t link = -1) {
+    const int32_t t = out.graph.add_task(d, stream(stage, k), link);
+    TaskInfo ti;
+    ti.stage = static_cast<int32_t>(stage);
+    ti.stream = k;
+    ti.category = cat;
+    ti.microbatch = mb;
+    ti.chunk = chunk;
+    out.info.push_back(ti);
+    return t;
+  }
+  int32_t shadow(int32_t anchor, double d, int64_t stage, StreamKind k, EventCategory cat, int32_t mb, int32_t chunk) {
+    const int32_t t = out.graph.add_shadow(anchor, d, stream(stage, k));
+    TaskInfo ti;
+    ti.stage = static_cast<int32_t>(stage);
+    ti.stream = k;
+    ti.category = cat;
+    ti.microbatch = mb;
+    ti.chunk = chunk;
+    out.info.push_back(ti);
+    return t;
+  }
+
+  // Index of the last backward-type op of each chunk on a stage (its gradients are final after it).
+  std::vector<int64_t> final_backward(int64_t stage) const {
+    std::vector<int64_t> f(static_cast<size_t>(s.chunks), -1);
+    const auto& o = s.order[static_cast<size_t>(stage)];
+    const bool split = std::any_of(o.begin(), o.end(), [](const PipeOp& x) { return x.kind == OpKind::backward_weight; });
+    for (size_t k = 0; k < o.size(); ++k) {
+      const OpKind kind = o[k].kind;
+      if (kind == OpKind::backward || (split ? kind == OpKind::backward_weight : kind == OpKind::backward_input)) {
+        f[static_cast<size_t>(o[k].chunk)] = static_cast<int64_t>(k);
+      }
+    }
+    return f;
+  }
+
+  void build() {
+    const int64_t p = s.stages;
+    if (static_cast<int64_t>(c.stages.size()) != p) throw std::invalid_argument("build_step_graph: stage count mismatch");
+    size_t ops = 0;
+    for (const auto& o : s.order) ops += o.size();
+    out.graph.reserve(ops * 3 + 64, ops * 4 + 64);
+    out.info.reserve(ops * 3 + 64);
+    for (int64_t i = 0; i < p; ++i) {
+      if (static_cast<int64_t>(c.stages[static_cast<size_t>(i)].chunks.size()) != s.chunks) {
+        throw std::invalid_argument("build_step_graph: chunk count mismatch");
+      }
+      for (int k = 0; k < kNumStreamKinds; ++k) {
+        const auto kind = static_cast<StreamKind>(k);
+        out.stage_stream.push_back(out.graph.add_stream(kind == StreamKind::compute || kind == StreamKind::dp));
+      }
+      links.push_back(out.graph.add_link());
+      links.push_back(out.graph.add_link());
+    }
+    op_end.resize(static_cast<size_t>(p));
+    op_out.resize(static_cast<size_t>(p));
+    out.optimizer_task.assign(static_cast<size_t>(p), -1);
+    out.first_gather_task.assign(static_cast<size_t>(p), -1);
+    out.last_gather_task.assign(static_cast<size_t>(p), -1);
+
+    // Pass 1: every stage's ops in order (tasks on ordered streams are appended in execution order).
+    std::vector<std::vector<int32_t>> op_begin(static_cast<size_t>(p));
+    for (int64_t i = 0; i < p; ++i) emit_stage(i, op_begin[static_cast<size_t>(i)]);
+
+    // Pass 2: cross-stage dependencies (producer output -> consumer's first task), via a dense
+    // (kind, microbatch, chunk) -> op index table per stage.
+    lookups_.resize(static_cast<size_t>(p));
+    for (int64_t i = 0; i < p; ++i) {
+      const auto& o = s.order[static_cast<size_t>(i)];
+      auto& where = lookups_[static_cast<size_t>(i)];
+      where.assign(static_cast<size_t>(4 * s.microbatches * s.chunks), -1);
+      for (size_t k = 0; k < o.size(); ++k) where[key(o[k])] = static_cast<int32_t>(k);
+    }
+    for (int64_t i = 0; i < p; ++i) {
+      const auto& o = s.order[static_cast<size_t>(i)];
+      for (size_t k = 0; k < o.size(); ++k) {
+        const CrossDep d = cross_stage_dependency(s, i, o[k]);
+        if (!d.exists || d.stage == i) continue;  // same-stage order already holds
+        const int32_t j = lookup(d.stage, d.op);
+        if (j < 0) throw std::logic_error("build_step_graph: schedule lacks a producer op");
+        out.graph.add_dep(op_out[static_cast<size_t>(d.stage)][static_cast<size_t>(j)],
+                          op_begin[static_cast<size_t>(i)][k]);
+      }
+    }
+  }
+
+  std::vector<std::vector<int32_t>> lookups_;
+  size_t key(const PipeOp& x) const {
+    return static_cast<size_t>((static_cast<int64_t>(x.kind) * s.microbatches + x.microbatch) * s.chunks + x.chunk);
+  }
+  int32_t lookup(int64_t stage, const PipeOp& x) const { return lookups_[static_cast<size_t>(stage)][key(x)]; }
+
+  void emit_stage(int64_t i, std::vector<int32_t>& begin) {
+    const StageCosts& sc = c.stages[static_cast<size_t>(i)];
+    const auto& o = s.order[static_cast<size_t>(i)];
+    auto& end = op_end[static_cast<size_t>(i)];
+    auto& outp = op_out[static_cast<size_t>(i)];
+    begin.reserve(o.size());
+    end.reserve(o.size());
+    outp.reserve(o.size());
+    const std::vector<int64_t> fin = final_backward(i);
+    const int64_t V = s.virtual_stages();
+    const int32_t pp_link = links[static_cast<size_t>(i * 2 + sc.pp_tier)];
+    const int32_t dp_link = links[static_cast<size_t>(i * 2 + sc.dp_tier)];
+    int32_t prev_compute = -1;  // last task on the compute stream (ordered streams need no explicit edges)
+    std::vector<int32_t> bucket_ready;  // tasks after which a DP bucket may start (overlap on)
+    // Buckets per chunk: spread the stage's buckets over its chunks (the first chunks take the remainder).
+    auto buckets_of_chunk = [&](int64_t ch) {
+      const int64_t b = sc.dp_buckets, v = s.chunks;
+      return b / v + (ch < b % v ? 1 : 0);
+    };
+    std::vector<int32_t> mb_bucket_ready;  // ZeRO-2/3: per microbatch bucket triggers
+    for (size_t k = 0; k < o.size(); ++k) {
+      const PipeOp& op = o[k];
+      const ChunkCosts& cc = sc.chunks[static_cast<size_t>(op.chunk)];
+      const int64_t vs = s.virtual_stage(i, op.chunk);
+      int32_t first = -1, last = -1;
+      auto add = [&](double d, EventCategory cat) {
+        const int32_t t = task(d, i, StreamKind::compute, cat, op.microbatch, op.chunk);
+        out.info.back().costs = &cc;
+        if (first < 0) first = t;
+        last = t;
+        prev_compute = t;
+        return t;
+      };
+      double main_s = 0;
+      EventCategory cat = EventCategory::forward;
+      double comm_s = 0, tp_ov = 0, cp_ov = 0;
+      switch (op.kind) {
+        case OpKind::forward:
+          main_s = cc.forward_s;
+          comm_s = cc.forward_comm_s;
+          tp_ov = cc.tp_overlapped_forward_s;
+          cp_ov = cc.cp_overlapped_forward_s;
+          break;
+        case OpKind::backward:
+          cat = EventCategory::backward;
+          main_s = cc.backward_input_s + cc.backward_weight_s;
+          comm_s = cc.backward_comm_s;
+          tp_ov = cc.tp_overlapped_backward_s;
+          cp_ov = cc.cp_overlapped_backward_s;
+          break;
+        case OpKind::backward_input:
+          cat = EventCategory::backward_input;
+          main_s = cc.backward_input_s;
+          comm_s = cc.backward_comm_s;
+          tp_ov = cc.tp_overlapped_backward_s;
+          cp_ov = cc.cp_overlapped_backward_s;
+          break;
+        case OpKind::backward_weight:
+          cat = EventCategory::backward_weight;
+          main_s = cc.backward_weight_s;
+          break;
+      }
+      const bool is_bwd = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
+      if (is_bwd && (cc.recompute_s > 0 || cc.recompute_comm_s > 0)) {
+        const int32_t r = add(cc.recompute_s, EventCategory::recompute);
+        if (cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
+          shadow(r, cc.tp_overlapped_forward_s, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
+        }
+        if (cc.recompute_comm_s > 0) add(cc.recompute_comm_s, EventCategory::layer_comm);
+      }
+      // The op that completes a chunk's gradients releases its DP buckets as it produces them: split it.
+      const bool releases = c.dp_overlap && sc.dp_buckets > 0 && !sc.dp_per_microbatch &&
+                            fin[static_cast<size_t>(op.chunk)] == static_cast<int64_t>(k);
+      const int64_t pieces = releases ? std::max<int64_t>(1, buckets_of_chunk(op.chunk)) : 1;
+      int32_t main_first = -1;
+      for (int64_t piece = 0; piece < pieces; ++piece) {
+        const int32_t t = add(main_s / static_cast<double>(pieces), cat);
+        out.info.back().last_piece = piece == pieces - 1;
+        if (main_first < 0) main_first = t;
+        if (releases && buckets_of_chunk(op.chunk) > 0) bucket_ready.push_back(t);
+      }
+      if (tp_ov > 0) shadow(main_first, tp_ov, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
+      if (cp_ov > 0) shadow(main_first, cp_ov, i, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
+      if (comm_s > 0) add(comm_s, EventCategory::layer_comm);
+      // ZeRO-2/3: a microbatch's gradients are complete after its (weight-gradient) backward.
+      const bool completes = op.kind == OpKind::backward || op.kind == OpKind::backward_weight;
+      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes) mb_bucket_ready.push_back(last);
+
+      // The result leaves the stage: activations to the next virtual stage, gradients to the previous one.
+      int32_t result = last;
+      const bool sends = (op.kind == OpKind::forward && vs < V - 1) || (is_bwd && vs > 0);
+      if (sends) {
+        const int64_t dst_vs = op.kind == OpKind::forward ? vs + 1 : vs - 1;
+        const int32_t peer = static_cast<int32_t>(s.stage_of(dst_vs));
+        int32_t x;
+        if (c.p2p_blocking) {
+          x = task(c.p2p_s, i, StreamKind::compute, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link);
+          prev_compute = x;
+        } else {
+          x = task(c.p2p_s, i, StreamKind::pp, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link);
+          out.graph.add_dep(last, x);
+        }
+        out.info.back().peer_stage = peer;
+        out.info.back().bytes = c.p2p_bytes;
+        out.info.back().flow = next_flow++;
+        result = x;
+      }
+      begin.push_back(first);
+      end.push_back(last);
+      outp.push_back(result);
+    }
+
+    // DP gradient buckets on the stage's ordered dp stream, then the optimizer on the compute stream.
+    int32_t last_bucket = -1;
+    auto bucket = [&](int32_t after) {
+      const int32_t b = task(sc.dp_bucket_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link);
+      out.info.back().bytes = sc.dp_bucket_bytes;
+      if (after >= 0) out.graph.add_dep(after, b);
+      last_bucket = b;
+    };
+    if (sc.dp_buckets > 0) {
+      if (sc.dp_per_microbatch) {
+        for (int32_t after : mb_bucket_ready) {
+          for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(c.dp_overlap ? after : prev_compute);
+        }
+      } else if (c.dp_overlap) {
+        for (int32_t after : bucket_ready) bucket(after);
+      } else {
+        for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
+      }
+    }
+    const int32_t opt = task(sc.optimizer_s, i, StreamKind::compute, EventCategory::optimizer, -1, 0);
+    if (last_bucket >= 0) out.graph.add_dep(last_bucket, opt);
+    out.optimizer_task[static_cast<size_t>(i)] = opt;
+    if (sc.param_gather_s > 0 && sc.dp_buckets > 0) {
+      const int64_t n = sc.dp_buckets;
+      for (int64_t b = 0; b < n; ++b) {
+        const int32_t g = task(sc.param_gather_s / static_cast<double>(n), i, StreamKind::dp, EventCategory::dp_comm, -1,
+                               0, dp_link);
+        out.graph.add_dep(opt, g);
+        if (b == 0) out.first_gather_task[static_cast<size_t>(i)] = g;
+        out.last_gather_task[static_cast<size_t>(i)] = g;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs) {
+  Builder b(s, costs);
+  b.build();
+  return std::move(b.out);
+}
+
+}  // namespace parplan::sim

@@ -1,0 +1,74 @@
+// The task graph of one training step: a pipeline schedule expanded with per-stage durations into compute tasks,
+// exposed in-layer communication, p2p transfers, overlapped collectives, DP gradient buckets and the optimizer.
+// Durations arrive as StepCosts (plain numbers, filled from the planner in costs.cpp or by hand in tests).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "simulator/engine.hpp"
+#include "simulator/schedule.hpp"
+#include "simulator/timeline.hpp"
+
+namespace parplan::sim {
+
+// One microbatch through one chunk of one stage. Exposed comm is what stays on the compute stream after the
+// configured overlaps; the *_overlapped_s fields are the full collectives shown on their own streams.
+struct ChunkCosts {
+  double forward_s = 0, forward_comm_s = 0;
+  double backward_input_s = 0, backward_comm_s = 0;
+  double backward_weight_s = 0;
+  double recompute_s = 0, recompute_comm_s = 0;
+  double tp_overlapped_forward_s = 0, tp_overlapped_backward_s = 0;  // 0 when TP overlap is off
+  double cp_overlapped_forward_s = 0, cp_overlapped_backward_s = 0;  // 0 when CP overlap is off
+  // Exposed comm by kind over all passes of one microbatch (sums to forward+backward+recompute comm).
+  double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;
+};
+
+struct StageCosts {
+  std::vector<ChunkCosts> chunks;  // one per chunk (v)
+  int64_t dp_buckets = 0;          // gradient buckets reduced per step (0: no DP reduction)
+  double dp_bucket_s = 0;          // time of one bucket alone on the link
+  int64_t dp_bucket_bytes = 0;
+  bool dp_per_microbatch = false;  // ZeRO-2/3: buckets reduced after every microbatch's backward
+  double param_gather_s = 0;       // all-gather of updated parameters after the optimizer (sharded optimizer)
+  double optimizer_s = 0;
+  int32_t pp_tier = 0, dp_tier = 0;  // network tier of the stage's p2p sends and DP collectives (0 intra, 1 inter)
+};
+
+struct StepCosts {
+  std::vector<StageCosts> stages;
+  double p2p_s = 0;        // one activation (or gradient) transfer between neighbouring stages
+  int64_t p2p_bytes = 0;
+  bool p2p_blocking = false;  // the sender's compute stream waits for its sends (no overlap)
+  bool dp_overlap = true;     // buckets start as backward produces them; off: after the stage's last backward
+};
+
+// What each task of the graph is, for the timeline and the summary.
+enum class StreamKind : uint8_t { compute, tp, cp, pp, dp };
+inline constexpr int kNumStreamKinds = 5;
+const char* to_string(StreamKind k);
+
+struct TaskInfo {
+  int32_t stage = 0;
+  StreamKind stream = StreamKind::compute;
+  EventCategory category = EventCategory::forward;
+  int32_t microbatch = -1, chunk = 0;
+  int32_t peer_stage = -1;
+  int64_t bytes = 0;
+  int64_t flow = -1;
+  const ChunkCosts* costs = nullptr;  // compute tasks of a pipeline op: the chunk costs (for per-kind comm)
+  bool last_piece = true;             // an op split into pieces (bucket readiness): the piece that ends it
+};
+
+struct StepGraph {
+  TaskGraph graph;
+  std::vector<TaskInfo> info;  // parallel to graph tasks
+  std::vector<int32_t> stage_stream;  // stage * kNumStreamKinds + kind -> stream id
+  std::vector<int32_t> optimizer_task;  // per stage
+  std::vector<int32_t> first_gather_task, last_gather_task;  // per stage, -1 without a parameter gather
+};
+
+// Expands schedule x costs. costs.stages.size() must equal s.stages and each stage must have s.chunks chunk entries.
+StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs);
+
+}  // namespace parplan::sim

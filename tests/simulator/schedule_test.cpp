@@ -1,0 +1,136 @@
+// Tests for simulator/schedule: op orders, dependencies and live-activation counts per schedule.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "planner/error.hpp"
+#include "planner/pipeline.hpp"
+#include "simulator/schedule.hpp"
+
+using namespace parplan;
+using namespace parplan::sim;
+
+namespace {
+// Every (microbatch, chunk) appears exactly once per needed kind on every stage.
+void check_complete(const PipelineSchedule& s, bool split) {
+  for (const auto& o : s.order) {
+    std::set<std::tuple<int, int, int>> seen;
+    for (const PipeOp& x : o) CHECK(seen.insert({static_cast<int>(x.kind), x.microbatch, x.chunk}).second);
+    CHECK(o.size() == static_cast<size_t>((split ? 3 : 2) * s.microbatches * s.chunks));
+  }
+}
+}  // namespace
+
+TEST_CASE("schedule: every op once per stage, for all schedules") {
+  for (int64_t p : {1, 2, 4, 7}) {
+    for (int64_t m : {1, 3, 8, 16}) {
+      check_complete(make_schedule(Schedule::gpipe, p, m), false);
+      check_complete(make_schedule(Schedule::one_f_one_b, p, m), false);
+      check_complete(make_schedule(Schedule::zero_bubble, p, m), true);
+      if (m % p == 0) {
+        for (int64_t v : {2, 3}) check_complete(make_schedule(Schedule::interleaved, p, m, v), false);
+      }
+    }
+  }
+}
+
+TEST_CASE("schedule: 1F1B warm-up is p - stage - 1 forwards, then strict alternation") {
+  const PipelineSchedule s = make_schedule(Schedule::one_f_one_b, 4, 8);
+  const auto& o0 = s.order[0];
+  for (int k = 0; k < 3; ++k) CHECK(o0[static_cast<size_t>(k)].kind == OpKind::forward);
+  CHECK(o0[3] == PipeOp{OpKind::forward, 3, 0});
+  CHECK(o0[4] == PipeOp{OpKind::backward, 0, 0});
+  const auto& o3 = s.order[3];
+  CHECK(o3[0] == PipeOp{OpKind::forward, 0, 0});
+  CHECK(o3[1] == PipeOp{OpKind::backward, 0, 0});
+}
+
+TEST_CASE("schedule: Megatron interleaved order maps forwards to chunks in groups of p") {
+  const PipelineSchedule s = make_schedule(Schedule::interleaved, 2, 4, 2);
+  // stage 0: warm-up 2(p-1) + (v-1)p = 4 forwards: mb 0,1 chunk 0, then mb 0,1 chunk 1.
+  const auto& o = s.order[0];
+  CHECK(o[0] == PipeOp{OpKind::forward, 0, 0});
+  CHECK(o[1] == PipeOp{OpKind::forward, 1, 0});
+  CHECK(o[2] == PipeOp{OpKind::forward, 0, 1});
+  CHECK(o[3] == PipeOp{OpKind::forward, 1, 1});
+  CHECK(o[4] == PipeOp{OpKind::forward, 2, 0});
+  CHECK(o[5] == PipeOp{OpKind::backward, 0, 1});  // backwards start on the last chunk
+}
+
+TEST_CASE("schedule: bad shapes are InputErrors naming the problem") {
+  CHECK_THROWS_AS(make_schedule(Schedule::interleaved, 4, 6, 2), InputError);
+  CHECK_THROWS_WITH(make_schedule(Schedule::interleaved, 4, 6, 2), doctest::Contains("multiple of the pipeline stages"));
+  CHECK_THROWS_AS(make_schedule(Schedule::one_f_one_b, 4, 8, 2), InputError);
+  CHECK_THROWS_AS(make_schedule(Schedule::gpipe, 0, 8), InputError);
+  CHECK_THROWS_AS(make_schedule(Schedule::gpipe, 4, 0), InputError);
+}
+
+TEST_CASE("schedule: cross-stage dependencies follow the virtual stages") {
+  const PipelineSchedule s = make_schedule(Schedule::interleaved, 4, 8, 2);
+  // F of chunk 1 on stage 0 (virtual stage 4) waits for F of chunk 0 on stage 3 (virtual stage 3).
+  CrossDep d = cross_stage_dependency(s, 0, {OpKind::forward, 5, 1});
+  REQUIRE(d.exists);
+  CHECK(d.stage == 3);
+  CHECK(d.op == PipeOp{OpKind::forward, 5, 0});
+  // B of chunk 0 on stage 3 (virtual stage 3) waits for B on stage 0 chunk 1.
+  d = cross_stage_dependency(s, 3, {OpKind::backward, 2, 0});
+  REQUIRE(d.exists);
+  CHECK(d.stage == 0);
+  CHECK(d.op == PipeOp{OpKind::backward, 2, 1});
+  // The first virtual stage's forward waits for nothing; the last virtual stage's backward waits for its forward.
+  CHECK_FALSE(cross_stage_dependency(s, 0, {OpKind::forward, 0, 0}).exists);
+  d = cross_stage_dependency(s, 3, {OpKind::backward, 1, 1});
+  REQUIRE(d.exists);
+  CHECK(d.op == PipeOp{OpKind::forward, 1, 1});
+  // W waits for its own B.
+  const PipelineSchedule z = make_schedule(Schedule::zero_bubble, 4, 8);
+  d = cross_stage_dependency(z, 2, {OpKind::backward_weight, 3, 0});
+  REQUIRE(d.exists);
+  CHECK(d.stage == 2);
+  CHECK(d.op == PipeOp{OpKind::backward_input, 3, 0});
+}
+
+TEST_CASE("schedule: peak live activations equal the memory model's in-flight counts") {
+  for (int64_t p : {1, 2, 4, 8}) {
+    for (int64_t m : {1, 2, 4, 8, 16, 32}) {
+      for (Schedule sc : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble}) {
+        const LiveActivations live = live_activations(make_schedule(sc, p, m));
+        for (int64_t i = 0; i < p; ++i) {
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(i);
+          CHECK(live.peak[static_cast<size_t>(i)] == in_flight_chunks(sc, p, m, 1, i));
+        }
+      }
+      if (m % p != 0) continue;
+      for (int64_t v : {2, 3, 4}) {
+        const LiveActivations live = live_activations(make_schedule(Schedule::interleaved, p, m, v));
+        for (int64_t i = 0; i < p; ++i) {
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CHECK(live.peak[static_cast<size_t>(i)] == in_flight_chunks(Schedule::interleaved, p, m, v, i));
+        }
+        // Stage 0: Megatron warm-up + 1 = 2(p-1) + (v-1)p + 1, capped at m v.
+        CHECK(live.peak[0] == std::min(2 * (p - 1) + (v - 1) * p + 1, m * v));
+      }
+    }
+  }
+}
+
+TEST_CASE("schedule: explicit peaks: GPipe m, 1F1B min(p - stage, m), ZB-H1 keeps W inputs for min(p, m)") {
+  const int64_t p = 4, m = 8;
+  const LiveActivations g = live_activations(make_schedule(Schedule::gpipe, p, m));
+  const LiveActivations f = live_activations(make_schedule(Schedule::one_f_one_b, p, m));
+  const LiveActivations z = live_activations(make_schedule(Schedule::zero_bubble, p, m));
+  for (int64_t i = 0; i < p; ++i) {
+    const auto iz = static_cast<size_t>(i);
+    CHECK(g.peak[iz] == m);
+    CHECK(f.peak[iz] == p - i);
+    CHECK(z.peak[iz] == p - i);
+    CHECK(z.peak_until_weight_grad[iz] == p);
+    CHECK(f.peak_until_weight_grad[iz] == f.peak[iz]);
+  }
+}

@@ -1,0 +1,125 @@
+// Tests for simulator/task_graph via simulate_costs: pipeline bubbles against the closed forms, p2p, DP buckets.
+#include <doctest/doctest.h>
+
+#include "simulator/simulate.hpp"
+
+using namespace parplan;
+using namespace parplan::sim;
+
+namespace {
+// Uniform stages: per microbatch and stage F = f, B = b (split as b_in + b_w); chunks share it equally.
+StepCosts uniform(int64_t p, int64_t v, double f, double b_in, double b_w, double p2p = 0) {
+  StepCosts c;
+  c.p2p_s = p2p;
+  c.stages.resize(static_cast<size_t>(p));
+  for (auto& st : c.stages) {
+    st.chunks.resize(static_cast<size_t>(v));
+    for (auto& ch : st.chunks) {
+      ch.forward_s = f / static_cast<double>(v);
+      ch.backward_input_s = b_in / static_cast<double>(v);
+      ch.backward_weight_s = b_w / static_cast<double>(v);
+    }
+  }
+  return c;
+}
+double bubble_fraction(const SimResult& r, int64_t stage = 0) {
+  return r.summary.stages[static_cast<size_t>(stage)].bubble_s / r.summary.step_s;
+}
+}  // namespace
+
+TEST_CASE("task graph: GPipe and 1F1B bubble is (p-1)/(m+p-1) with uniform stages and no comm") {
+  for (Schedule sc : {Schedule::gpipe, Schedule::one_f_one_b}) {
+    for (int64_t p : {1, 2, 4, 8}) {
+      for (int64_t m : {1, 4, 8, 32}) {
+        const SimResult r = simulate_costs(make_schedule(sc, p, m), uniform(p, 1, 1.0, 1.5, 0.5));
+        CAPTURE(p);
+        CAPTURE(m);
+        CHECK(r.summary.step_s == doctest::Approx(static_cast<double>(m + p - 1) * 3.0));
+        for (int64_t i = 0; i < p; ++i) {
+          CHECK(bubble_fraction(r, i) == doctest::Approx(static_cast<double>(p - 1) / static_cast<double>(m + p - 1)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("task graph: interleaved 1F1B bubble is (p-1)/(v m + p - 1) with uniform chunks") {
+  // Megatron's order with equal chunks: step = m t + (p-1) t / v exactly, for any forward/backward split of t.
+  for (int64_t p : {2, 4, 8}) {
+    for (int64_t mult : {1, 2, 4}) {
+      for (int64_t v : {2, 3, 4}) {
+        for (double b : {1.0, 2.0, 3.0}) {
+          const int64_t m = mult * p;
+          const SimResult r = simulate_costs(make_schedule(Schedule::interleaved, p, m, v), uniform(p, v, 1.0, b, 0.0));
+          const double t = 1.0 + b;
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CHECK(r.summary.step_s == doctest::Approx(static_cast<double>(m) * t + static_cast<double>(p - 1) * t / static_cast<double>(v)));
+          CHECK(bubble_fraction(r) ==
+                doctest::Approx(static_cast<double>(p - 1) / static_cast<double>(v * m + p - 1)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("task graph: ZB-H1 bubble is (p-1)(F + B - W), below 1F1B's (p-1)(F + B + W)") {
+  for (int64_t p : {2, 4, 8}) {
+    for (int64_t m : {4, 8, 32}) {
+      for (double w : {0.5, 1.0}) {
+        const double f = 1.0, b = 1.0;
+        const SimResult zb = simulate_costs(make_schedule(Schedule::zero_bubble, p, m), uniform(p, 1, f, b, w));
+        const SimResult fb = simulate_costs(make_schedule(Schedule::one_f_one_b, p, m), uniform(p, 1, f, b, w));
+        CAPTURE(p);
+        CAPTURE(m);
+        CHECK(zb.summary.step_s == doctest::Approx(static_cast<double>(m) * (f + b + w) + static_cast<double>(p - 1) * (f + b - w)));
+        if (p > 1) CHECK(bubble_fraction(zb) < bubble_fraction(fb));
+      }
+    }
+  }
+}
+
+TEST_CASE("task graph: async p2p adds 2 (p-1) transfers to the GPipe critical path; blocking sends cost the sender") {
+  const int64_t p = 4, m = 8;
+  const SimResult r = simulate_costs(make_schedule(Schedule::gpipe, p, m), uniform(p, 1, 1.0, 2.0, 0.0, 0.25));
+  CHECK(r.summary.step_s == doctest::Approx(static_cast<double>(m + p - 1) * 3.0 + 2.0 * (p - 1) * 0.25));
+  CHECK(r.summary.stages[1].pp_total_s == doctest::Approx(2.0 * m * 0.25));  // one send each way per microbatch
+  CHECK(r.summary.stages[1].pp_exposed_s == 0.0);
+  StepCosts c = uniform(p, 1, 1.0, 2.0, 0.0, 0.25);
+  c.p2p_blocking = true;
+  const SimResult rb = simulate_costs(make_schedule(Schedule::gpipe, p, m), c);
+  CHECK(rb.summary.stages[1].pp_exposed_s == doctest::Approx(2.0 * m * 0.25));
+  CHECK(rb.summary.stages[0].pp_exposed_s == doctest::Approx(m * 0.25));  // the first stage only sends forward
+  CHECK(rb.summary.step_s > r.summary.step_s);
+}
+
+TEST_CASE("task graph: DP buckets overlap the last backward; without overlap they follow it") {
+  const int64_t p = 2, m = 4;
+  StepCosts c = uniform(p, 1, 1.0, 2.0, 0.0);
+  for (auto& st : c.stages) {
+    st.dp_buckets = 4;
+    st.dp_bucket_s = 0.25;  // 1 s of reduction, 0.5 s of backward per bucket: only the last bucket is exposed
+    st.optimizer_s = 0.5;
+  }
+  const SimResult on = simulate_costs(make_schedule(Schedule::one_f_one_b, p, m), c);
+  const double pipeline = static_cast<double>(m + p - 1) * 3.0;
+  CHECK(on.summary.step_s == doctest::Approx(pipeline + 0.25 + 0.5));
+  CHECK(on.summary.stages[0].dp_exposed_s == doctest::Approx(0.25));
+  CHECK(on.summary.stages[0].dp_total_s == doctest::Approx(1.0));
+  c.dp_overlap = false;
+  const SimResult off = simulate_costs(make_schedule(Schedule::one_f_one_b, p, m), c);
+  CHECK(off.summary.step_s == doctest::Approx(pipeline + 1.0 + 0.5));
+  CHECK(off.summary.stages[0].dp_exposed_s == doctest::Approx(1.0));
+  CHECK(off.summary.optimizer == doctest::Approx(0.5 / off.summary.step_s));
+}
+
+TEST_CASE("task graph: the memory track peaks at the schedule's live count") {
+  const SimResult r = simulate_costs(make_schedule(Schedule::one_f_one_b, 4, 8), uniform(4, 1, 1.0, 2.0, 0.0));
+  for (const TimelineTrack& tr : r.timeline.tracks) {
+    double peak = 0;
+    for (const MemorySample& s : tr.memory) peak = std::max(peak, s.activation_bytes);
+    CHECK(peak == doctest::Approx(static_cast<double>(4 - tr.stage)));
+    CHECK(tr.memory.back().activation_bytes == doctest::Approx(0.0));
+  }
+}
