@@ -2,6 +2,7 @@
 // dependency edges, and links whose bandwidth is shared by the transfers running on them at the same time.
 // Events are ordered by (time, sequence number), so the same graph always gives the same times.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>

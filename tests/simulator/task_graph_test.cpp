@@ -64,7 +64,7 @@ TEST_CASE("task graph: interleaved 1F1B bubble is (p-1)/(v m + p - 1) with unifo
   }
 }
 
-TEST_CASE("task graph: ZB-H1 bubble is (p-1)(F + B - W), below 1F1B's (p-1)(F + B + W)") {
+TEST_CASE("task graph: ZB-H1 bubble is (p-1)(F + B - W) for m >= p, below 1F1B's (p-1)(F + B + W) for every m") {
   for (int64_t p : {2, 4, 8}) {
     for (int64_t m : {4, 8, 32}) {
       for (double w : {0.5, 1.0}) {
@@ -73,7 +73,9 @@ TEST_CASE("task graph: ZB-H1 bubble is (p-1)(F + B - W), below 1F1B's (p-1)(F + 
         const SimResult fb = simulate_costs(make_schedule(Schedule::one_f_one_b, p, m), uniform(p, 1, f, b, w));
         CAPTURE(p);
         CAPTURE(m);
-        CHECK(zb.summary.step_s == doctest::Approx(static_cast<double>(m) * (f + b + w) + static_cast<double>(p - 1) * (f + b - w)));
+        if (m >= p) {  // with fewer microbatches than stages the warm-up is cut short and the closed form does not hold
+          CHECK(zb.summary.step_s == doctest::Approx(static_cast<double>(m) * (f + b + w) + static_cast<double>(p - 1) * (f + b - w)));
+        }
         if (p > 1) CHECK(bubble_fraction(zb) < bubble_fraction(fb));
       }
     }
