@@ -69,11 +69,20 @@ double layer_params(const Plan& plan) {
 
 }  // namespace
 
-double stage_params(const Plan& plan, int64_t stage) {
+PlanParamCounts plan_param_counts(const Plan& plan) {
+  PlanParamCounts p;
+  p.counts = count_params(plan.model);
+  p.layer_params = layer_params(plan);
+  return p;
+}
+
+double stage_params(const Plan& plan, int64_t stage) { return stage_params(plan, stage, plan_param_counts(plan)); }
+
+double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
-  const ParamCounts c = count_params(m);
-  double p = d(stage_layers(plan, stage)) * layer_params(plan);
+  const ParamCounts& c = counts.counts;
+  double p = d(stage_layers(plan, stage)) * counts.layer_params;
   if (stage == 0) p += d(c.embedding) / d(pc.tp);
   if (stage == pc.pp - 1) {
     p += d(c.final_norm);
@@ -250,19 +259,33 @@ DpCost dp_cost(const Plan& plan, double params) {
   return dc;
 }
 
-StageMemory stage_memory(const Plan& plan, int64_t stage) {
+StageMemoryInputs stage_memory_inputs(const Plan& plan) {
+  StageMemoryInputs in;
+  in.params = plan_param_counts(plan);
+  in.states = model_state_options(plan);
+  const ActivationShape a = activation_shape(plan);
+  in.layer_activation_bytes = layer_activation_bytes(plan.model, a).total;
+  in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
+  in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
+  in.recompute_working_set_bytes = recompute_working_set_bytes(plan.model, a);
+  return in;
+}
+
+StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
+
+StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
   StageMemory sm;
   sm.stage = stage;
   sm.layers = stage_layers(plan, stage);
-  sm.params = stage_params(plan, stage);
+  sm.params = stage_params(plan, stage, in.params);
 
   // Model states: expert weights are replicated over dp/ep ranks, the rest over dp*cp.
-  const ParamCounts c = count_params(m);
+  const ParamCounts& c = in.params.counts;
   const double expert_params = d(sm.layers) * d(c.mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp);
-  const ModelStateOptions o = model_state_options(plan);
+  const ModelStateOptions& o = in.states;
   const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
   const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
   sm.weights = dense.weights + experts.weights;
@@ -270,20 +293,19 @@ StageMemory stage_memory(const Plan& plan, int64_t stage) {
   sm.optimizer = dense.optimizer + experts.optimizer;
 
   // Activations held at the schedule's peak.
-  const ActivationShape a = activation_shape(plan);
   const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
   sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
-  const double per_layer = layer_activation_bytes(m, a).total;
+  const double per_layer = in.layer_activation_bytes;
   const double layers_per_chunk = d(sm.layers) / d(v);
   const double microbatches_held = d(sm.in_flight_chunks) / d(v);
   sm.activations = d(sm.in_flight_chunks) * layers_per_chunk * per_layer;
-  if (stage == 0) sm.activations += microbatches_held * embedding_activation_bytes(m, a);
+  if (stage == 0) sm.activations += microbatches_held * in.embedding_activation_bytes;
   if (stage == pc.pp - 1) {
     const double held = pc.schedule == Schedule::gpipe ? d(pc.num_microbatches) : 1.0;
-    sm.activations += held * output_layer_activation_bytes(m, a);
+    sm.activations += held * in.output_activation_bytes;
   }
-  sm.recompute_working_set = recompute_working_set_bytes(m, a);
-  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * 2.0 * layer_params(plan);  // current + prefetched layer, 16-bit
+  sm.recompute_working_set = in.recompute_working_set_bytes;
+  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * 2.0 * in.params.layer_params;  // current + prefetched layer, 16-bit
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
   for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
@@ -297,10 +319,11 @@ StageMemory stage_memory(const Plan& plan, int64_t stage) {
 
 
 double peak_memory_bytes(const Plan& plan, int64_t* peak_stage) {
+  const StageMemoryInputs in = stage_memory_inputs(plan);
   double peak = -1;
   int64_t at = 0;
   for (int64_t i = 0; i < plan.parallel.pp; ++i) {
-    const double t = stage_memory(plan, i).total;
+    const double t = stage_memory(plan, i, in).total;
     if (t > peak) {
       peak = t;
       at = i;
@@ -312,19 +335,18 @@ double peak_memory_bytes(const Plan& plan, int64_t* peak_stage) {
 
 Estimate estimate(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  const int64_t p = pc.pp, m = pc.num_microbatches;
-  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  const int64_t p = pc.pp;
   Estimate e;
   e.layer = layer_cost(plan);
   e.edge = edge_cost(plan);
   e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
   e.p2p_s = p2p_time_s(plan);
-  const LayerCost& lc = e.layer;
 
   // Memory per stage.
+  const StageMemoryInputs in = stage_memory_inputs(plan);
   e.memory.reserve(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) {
-    e.memory.push_back(stage_memory(plan, i));
+    e.memory.push_back(stage_memory(plan, i, in));
     if (e.memory.back().total > e.peak_memory_bytes) {
       e.peak_memory_bytes = e.memory.back().total;
       e.peak_stage = i;
@@ -333,37 +355,55 @@ Estimate estimate(const Plan& plan) {
   e.capacity_bytes = d(plan.gpu.memory_bytes);
   e.fits = e.peak_memory_bytes <= e.capacity_bytes;
 
-  // Time per stage and microbatch.
   std::vector<StageMicrobatchTime> mb(static_cast<size_t>(p));
-  e.stages.reserve(static_cast<size_t>(p));
-  for (int64_t i = 0; i < p; ++i) {
+  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, mb, &e.stages, &e.dp);
+  return e;
+}
+
+TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+                        const PlanParamCounts& params, std::span<StageMicrobatchTime> mb, std::vector<StageTime>* stages,
+                        DpCost* dp_out) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp, m = pc.num_microbatches;
+  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+
+  // Time per stage and microbatch.
+  auto stage_time = [&](int64_t i) {
     StageTime st;
     st.stage = i;
     st.layers = stage_layers(plan, i);
     const double L = d(st.layers);
-    st.forward_s = L * lc.forward_s + (i == 0 ? e.edge.embedding_forward_s : 0) + (i == p - 1 ? e.edge.output_forward_s : 0);
-    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? e.edge.embedding_backward_s : 0) +
-                          (i == p - 1 ? e.edge.output_backward_s : 0);
+    st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
+    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
+                          (i == p - 1 ? edge.output_backward_s : 0);
     st.backward_weight_s = L * lc.backward_weight_s;
     st.recompute_s = L * lc.recompute_s;
-    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
+    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
     st.cp_comm_s = L * lc.exposed_cp_s;
     st.ep_comm_s = L * lc.exposed_ep_s;
     st.zero3_comm_s = L * lc.exposed_zero3_s;
-    st.p2p_s = p > 1 ? 2.0 * d(v) * e.p2p_s : 0.0;
+    st.p2p_s = p > 1 ? 2.0 * d(v) * p2p_s : 0.0;
     StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? e.edge.output_tp_comm_s : 0);
+    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
     t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
     t.backward_weight_s = st.backward_weight_s;
     t.p2p_s = st.p2p_s;
     st.per_microbatch_s = t.total();
-    e.stages.push_back(st);
+    return st;
+  };
+  if (stages) {
+    stages->clear();
+    stages->reserve(static_cast<size_t>(p));
   }
-  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb);
-  TimeBreakdown& tb = e.time;
+  for (int64_t i = 0; i < p; ++i) {
+    const StageTime st = stage_time(i);
+    if (stages) stages->push_back(st);
+  }
+  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb.first(static_cast<size_t>(p)));
+  TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
-  const StageTime& slow = e.stages[static_cast<size_t>(pt.slowest_stage)];
+  const StageTime slow = stage_time(pt.slowest_stage);  // recomputed: the same numbers as in the loop
   const double md = d(m);
   tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
   tb.tp_comm_s = md * slow.tp_comm_s;
@@ -377,10 +417,19 @@ Estimate estimate(const Plan& plan) {
   const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
   const double grad_bytes_per_param = plan.training.grad_fp32 ? 4.0 : 2.0;
   double tail = 0;
+  double prev_params = -1;
+  const StageMicrobatchTime* prev_t = nullptr;
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-    const double params = stage_params(plan, i);
-    const DpCost dc = dp_cost(plan, params);
+    const double stage_p = stage_params(plan, i, params);
+    // A stage with the same parameters and times as the previous one has the same tail, which cannot beat it.
+    if (prev_t && stage_p == prev_params && t.forward_s == prev_t->forward_s &&
+        t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s) {
+      continue;
+    }
+    prev_params = stage_p;
+    prev_t = &t;
+    const DpCost dc = dp_cost(plan, stage_p);
     double total = 0, exposed = 0;
     if (dc.group > 1) {
       const double bwd = t.backward_input_s + t.backward_weight_s;
@@ -397,14 +446,14 @@ Estimate estimate(const Plan& plan) {
     }
     const double shard = sharded ? d(pc.dp * pc.cp) : 1.0;
     // Adam step over the local shard: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
-    const double opt_bytes = params / shard * (24.0 + 2.0 * grad_bytes_per_param + 2.0);
+    const double opt_bytes = stage_p / shard * (24.0 + 2.0 * grad_bytes_per_param + 2.0);
     const double opt = memory_bound_time_s(plan.gpu, opt_bytes);
     if (exposed + opt > tail) {
       tail = exposed + opt;
       tb.dp_comm_exposed_s = exposed;
       tb.dp_comm_total_s = total;
       tb.optimizer_s = opt;
-      e.dp = dc;
+      if (dp_out) *dp_out = dc;
     }
   }
   tb.step_s = tb.pipeline_s + tb.dp_comm_exposed_s + tb.optimizer_s;
@@ -417,7 +466,7 @@ Estimate estimate(const Plan& plan) {
   tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
   tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
   tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);
-  return e;
+  return tb;
 }
 
 }  // namespace parplan

@@ -5,6 +5,11 @@
 #include <cstdint>
 #include <vector>
 
+#include <span>
+
+#include "planner/model_shape.hpp"
+#include "planner/model_states.hpp"
+#include "planner/pipeline.hpp"
 #include "planner/spec.hpp"
 
 namespace parplan {
@@ -108,6 +113,33 @@ Estimate estimate(const Plan& plan);
 // Cheap per-stage memory (the search's feasibility bound) and the peak over stages, without allocating.
 StageMemory stage_memory(const Plan& plan, int64_t stage);
 double peak_memory_bytes(const Plan& plan, int64_t* peak_stage = nullptr);
+
+// Per-plan constants shared by every stage's formulas (computed once per plan; the search computes them once per
+// mesh / micro-batch / knob group and evaluates many stages and schedules with them). Same numbers as the
+// one-argument functions, which call these.
+struct PlanParamCounts {
+  ParamCounts counts;
+  double layer_params = 0;  // parameters of one layer on one GPU
+};
+PlanParamCounts plan_param_counts(const Plan& plan);
+double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& pc);
+
+struct StageMemoryInputs {
+  PlanParamCounts params;
+  ModelStateOptions states;
+  double layer_activation_bytes = 0;      // stored per layer per microbatch
+  double embedding_activation_bytes = 0;  // first stage, per microbatch
+  double output_activation_bytes = 0;     // last stage, per microbatch
+  double recompute_working_set_bytes = 0;
+};
+StageMemoryInputs stage_memory_inputs(const Plan& plan);
+StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in);
+
+// The step-time composition of estimate() from its per-plan parts (layer, edge and p2p costs). `scratch` holds
+// pp entries; `stages` (optional) receives the per-stage times; `dp` (optional) the deciding stage's DpCost.
+TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+                        const PlanParamCounts& params, std::span<StageMicrobatchTime> scratch,
+                        std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr);
 
 LayerCost layer_cost(const Plan& plan);
 EdgeCost edge_cost(const Plan& plan);
