@@ -1,0 +1,139 @@
+// Tests for simulator/simulate: Plan-driven steps cross-checked against the planner's closed form, memory peaks
+// against the memory model, options, determinism.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "planner/config.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "planner/test_plans.hpp"
+#include "simulator/simulate.hpp"
+
+using namespace parplan;
+using namespace parplan::sim;
+
+namespace {
+// GPT-3 175B, tp 8 (one node), dp 1, pp p, m microbatches; the pipeline link made free so the cross-check compares
+// compute, exposed in-layer comm, bubble and the step tail (p2p is checked separately).
+Plan grid_plan(Schedule s, int64_t p, int64_t m, int64_t v, bool free_pp_link) {
+  Plan plan = test::korthikanti_175b();
+  plan.parallel.pp = p;
+  plan.parallel.num_microbatches = m;
+  plan.parallel.schedule = s;
+  plan.parallel.vpp = s == Schedule::interleaved ? v : 1;
+  plan.num_gpus = plan.parallel.tp * p;
+  plan.training.global_batch = m;
+  if (free_pp_link) {
+    plan.cluster.inter_node.bandwidth_Bps = 1e21;
+    plan.cluster.inter_node.latency_s = 0;
+  }
+  return plan;
+}
+}  // namespace
+
+TEST_CASE("simulate: equals the closed-form estimate within 0.1% with overlap and contention off (grid of p, m, v)") {
+  SimOptions o;
+  o.overlap = false;
+  o.contention = false;
+  o.edges_in_owning_chunk = false;  // the closed form's equal chunks
+  int checked = 0;
+  for (int64_t p : {2, 4, 8}) {
+    for (int64_t m : {8, 16, 32}) {
+      for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+        for (int64_t v : {1, 2, 3}) {
+          if ((s == Schedule::interleaved) != (v > 1)) continue;
+          Plan plan = grid_plan(s, p, m, v, true);
+          plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
+          if (!validate(plan).ok()) continue;
+          const double closed = estimate(plan).time.step_s;
+          const SimResult r = simulate(plan, o);
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CAPTURE(to_string(s));
+          CHECK(std::abs(r.summary.step_s / closed - 1.0) < 1e-3);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked >= 30);
+}
+
+TEST_CASE("simulate: with DP gradient reduction and a sharded optimizer the tail matches the closed form too") {
+  for (bool sharded : {false, true}) {
+    // tp 4 x dp 2 fill a node: DP runs on NVLink (priced), the pipeline crosses nodes on the free link.
+    Plan plan = grid_plan(Schedule::one_f_one_b, 4, 16, 1, true);
+    plan.parallel.tp = 4;
+    plan.parallel.dp = 2;
+    plan.num_gpus = 4 * 2 * 4;
+    plan.training.global_batch = 32;
+    plan.parallel.distributed_optimizer = sharded;
+    plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
+    REQUIRE(validate(plan).ok());
+    const Estimate e = estimate(plan);
+    REQUIRE(e.time.dp_comm_total_s > 0);
+    SimOptions o;
+    o.overlap = false;
+    o.contention = false;
+    const SimResult r = simulate(plan, o);
+    CAPTURE(sharded);
+    CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
+    CHECK(r.summary.dp_comm_exposed * r.summary.step_s == doctest::Approx(e.time.dp_comm_exposed_s).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("simulate: peak activations per stage equal the memory model's") {
+  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+    const Plan plan = grid_plan(s, 4, 8, s == Schedule::interleaved ? 2 : 1, false);
+    REQUIRE(validate(plan).ok());
+    const SimResult r = simulate(plan);
+    for (const StageSummary& st : r.summary.stages) {
+      CAPTURE(to_string(s));
+      CHECK(st.peak_live_chunks == st.planner_in_flight_chunks);
+      CHECK(st.peak_activation_bytes == doctest::Approx(st.planner_activation_bytes));
+    }
+  }
+}
+
+TEST_CASE("simulate: p2p transfers sit on the critical path; overlap hides in-layer TP comm") {
+  const Plan slow = grid_plan(Schedule::one_f_one_b, 4, 16, 1, false);
+  const Plan fast = grid_plan(Schedule::one_f_one_b, 4, 16, 1, true);
+  const SimResult a = simulate(slow), b = simulate(fast);
+  CHECK(a.summary.step_s > b.summary.step_s);
+  CHECK(a.summary.stages[1].pp_total_s > 0);
+  Plan tp = fast;
+  tp.parallel.overlap_tp_comm = true;
+  const SimResult c = simulate(tp);
+  CHECK(c.summary.step_s < b.summary.step_s);
+  CHECK(c.summary.tp_comm < b.summary.tp_comm);
+}
+
+TEST_CASE("simulate: fractions add up to the step; bubble shrinks with more microbatches") {
+  const SimResult r8 = simulate(grid_plan(Schedule::one_f_one_b, 4, 8, 1, false));
+  const SimResult r32 = simulate(grid_plan(Schedule::one_f_one_b, 4, 32, 1, false));
+  const SimSummary& s = r8.summary;
+  const double total = s.compute + s.bubble + s.tp_comm + s.cp_comm + s.ep_comm + s.zero3_comm + s.pp_comm +
+                       s.dp_comm_exposed + s.optimizer;
+  CHECK(total == doctest::Approx(1.0).epsilon(1e-9));
+  CHECK(r32.summary.bubble < r8.summary.bubble);
+}
+
+TEST_CASE("simulate: same plan, identical timeline; interleaved with m % p != 0 is an InputError") {
+  const Plan plan = grid_plan(Schedule::interleaved, 4, 8, 2, false);
+  const SimResult a = simulate(plan), b = simulate(plan);
+  REQUIRE(a.timeline.tracks.size() == b.timeline.tracks.size());
+  for (size_t i = 0; i < a.timeline.tracks.size(); ++i) {
+    for (size_t k = 0; k < a.timeline.tracks[i].streams.size(); ++k) {
+      const auto& ea = a.timeline.tracks[i].streams[k].events;
+      const auto& eb = b.timeline.tracks[i].streams[k].events;
+      REQUIRE(ea.size() == eb.size());
+      for (size_t j = 0; j < ea.size(); ++j) CHECK((ea[j].start_s == eb[j].start_s && ea[j].end_s == eb[j].end_s));
+    }
+  }
+  Plan bad = plan;
+  bad.parallel.num_microbatches = 6;
+  bad.training.global_batch = 6;
+  CHECK_THROWS_AS(simulate(bad), InputError);
+}
