@@ -66,6 +66,8 @@ Runner setup(CLI::App& app) {
       if (auto rc = h()) return *rc;
     }
     if (o->out.empty()) throw InputError("--out: required (the profile file to write)");
+    require_writable(o->out, "--out");  // both outputs checked before measuring: no half-written pair
+    require_writable(o->cluster_out, "--cluster-out");
     const ProfileSet profiles = load_profiles(ModelOptions{});
     const GpuSpec& base = profiles.gpu(o->gpu, "--gpu");
     const bool host = o->backend == "host";

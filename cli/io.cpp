@@ -40,6 +40,16 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
   }
 }
 
+void require_writable(const std::string& path, std::string_view flag) {
+  if (path.empty() || path == "-") return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+    throw InputError(fmt::format("{}: cannot write '{}': directory '{}' does not exist", flag, path, dir.string()));
+  }
+}
+
 std::string read_file(const std::string& path, std::string_view flag) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));

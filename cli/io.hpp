@@ -8,6 +8,10 @@ namespace parplan::cli {
 // Writes `content` to `path` atomically; "-" writes to stdout. Throws InputError naming `flag` and the path.
 void write_file_atomic(const std::string& path, std::string_view content, std::string_view flag);
 
+// Throws InputError naming `flag` unless `path` could be created: its directory exists and it is not a directory.
+// Commands that work for a while call it first, so a bad output path fails before the work, with nothing written.
+void require_writable(const std::string& path, std::string_view flag);
+
 // Reads a whole file; throws InputError naming `flag` and the path when it cannot be read.
 std::string read_file(const std::string& path, std::string_view flag);
 

@@ -60,12 +60,14 @@ Runner setup(CLI::App& app) {
   app.add_option("--profile", o->profile_files, "User profile files overriding embedded ones");
   app.add_option("--backend", o->backend, "cuda (cuBLAS + NCCL, one thread per GPU or one process per GPU under mpirun) or host (CPU threads)")
       ->check(CLI::IsMember({"cuda", "host"}));
-  app.add_option("--rank", o->rank, "Rank-local mode: run only this rank's program on one device; communication is predicted, not measured");
+  app.add_option("--rank", o->rank, "Rank-local mode: run only this rank's program on one device; communication is predicted, not measured")
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000'000}));
   app.add_option("--steps", o->steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", o->warmup, "Warm-up steps before measuring")->check(CLI::Range(0, 1000));
   app.add_flag("--json", o->json, "Print predicted vs measured as JSON");
   app.add_option("--trace", o->trace, "Write the measured timeline (median step) as a Chrome/Perfetto trace");
   return [o]() {
+    require_writable(o->trace, "--trace");  // before the run, not after it
     ModelOptions mo;
     mo.profile_files = o->profile_files;
     const ProfileSet profiles = load_profiles(mo);
