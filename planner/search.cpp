@@ -138,6 +138,7 @@ class Evaluator {
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;
           for (const Sharding& sh : req_.space.sharding) {
+            if (redundant(sh)) continue;
             pc.zero_stage = sh.zero_stage;
             pc.distributed_optimizer = sh.distributed_optimizer;
             have_inputs_ = have_layer_ = false;
@@ -151,6 +152,16 @@ class Evaluator {
   Accumulator acc;
 
  private:
+  // With one data-parallel rank (dp x cp == 1) every sharding option costs what plain replication costs; it is
+  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space.
+  bool redundant(const Sharding& sh) const {
+    if (plan_.parallel.dp * plan_.parallel.cp != 1 || (sh.zero_stage == 0 && !sh.distributed_optimizer)) return false;
+    for (const Sharding& o : req_.space.sharding) {
+      if (o.zero_stage == 0 && !o.distributed_optimizer) return true;
+    }
+    return false;
+  }
+
   void run_schedules() {
     ParallelConfig& pc = plan_.parallel;
     for (Schedule s : req_.space.schedules) {

@@ -1,0 +1,455 @@
+// `parplan suggest`: search every mesh and knob for a model on N GPUs, rank the plans that fit, explain rejections.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fmt/core.h>
+#include <thread>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/plan_options.hpp"
+#include "cli/render.hpp"
+#include "planner/error.hpp"
+#include "planner/model_shape.hpp"
+#include "planner/plan_json.hpp"
+#include "planner/search.hpp"
+#include "planner/search_report.hpp"
+#include "planner/spec_json.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct SuggestOptions {
+  ModelOptions model;
+  std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, tokens_per_step, zero;
+  std::string schedule, recompute, objective = "fastest";
+  bool sp = false, no_sp = false, distributed_optimizer = false, even_stages = false;
+  int64_t max_micro_batch = 16;
+  int top = 5;
+  std::optional<int> threads;
+  std::optional<double> min_tokens_per_s;
+  bool explain = false, json = false;
+  std::string out;
+};
+
+bool precision_supported(const GpuSpec& gpu, const TrainingSpec& tr) {
+  Plan p;
+  p.gpu = gpu;
+  p.training = tr;
+  return gpu.peak(p.gemm_dtype()) > 0;
+}
+
+template <typename E>
+E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
+  E out{};
+  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
+  return out;
+}
+
+// The search request from the flags: target, global batch and the pinned knobs.
+SearchRequest build_request(const SuggestOptions& o, const Target& t, std::string& batch_note) {
+  SearchRequest r;
+  r.model = t.model;
+  r.gpu = t.gpu;
+  r.cluster = t.cluster;
+  if (!o.model.gpus) throw InputError("--gpus is required");
+  r.gpus = *o.model.gpus;
+  TrainingSpec& tr = r.training;
+  tr.precision = enum_flag<Precision>(o.model.precision, "--precision", "bf16, fp16, fp8");
+  tr.attention = enum_flag<AttentionKernel>(o.model.attention, "--attention", "flash, unfused");
+  tr.grad_fp32 = tr.precision != Precision::fp16;
+  tr.seq_len = t.model.seq_len;
+  const int64_t seq = tr.seq_len;
+  if (o.global_batch && o.tokens_per_step) throw InputError("--global-batch and --tokens-per-step: give one, not both");
+  if (o.global_batch) {
+    tr.global_batch = *o.global_batch;
+    batch_note = "--global-batch";
+  } else if (o.tokens_per_step) {
+    tr.global_batch = (*o.tokens_per_step + seq - 1) / seq;
+    batch_note = *o.tokens_per_step % seq == 0
+                     ? "--tokens-per-step"
+                     : fmt::format("--tokens-per-step {} rounded up to whole sequences of {}", *o.tokens_per_step, seq);
+  } else {
+    tr.global_batch = default_global_batch(seq, 1, 1);
+    batch_note = "default: ~4Mi tokens, see docs/suggest.md";
+  }
+  SearchSpace& s = r.space;
+  auto pin = [](const std::optional<int64_t>& v, std::vector<int64_t>& dst) {
+    if (v) dst = {*v};
+  };
+  pin(o.dp, s.dp);
+  pin(o.tp, s.tp);
+  pin(o.pp, s.pp);
+  pin(o.cp, s.cp);
+  pin(o.ep, s.ep);
+  pin(o.micro_batch, s.micro_batch);
+  s.max_micro_batch = o.max_micro_batch;
+  if (o.vpp) {
+    s.vpp = {*o.vpp};
+    if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
+  }
+  if (!o.schedule.empty()) s.schedules = {enum_flag<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1")};
+  if (!o.recompute.empty()) s.recompute = {enum_flag<Recompute>(o.recompute, "--recompute", "none, selective, full")};
+  if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
+  if (o.sp) s.sequence_parallel = {true};
+  if (o.no_sp) s.sequence_parallel = {false};
+  if (o.zero) {
+    s.sharding = {{static_cast<int>(*o.zero), o.distributed_optimizer}};
+    if (*o.zero == 0 && !o.distributed_optimizer) s.sharding.push_back({0, true});
+  } else if (o.distributed_optimizer) {
+    s.sharding = {{0, true}};
+  }
+  s.uneven_stages = !o.even_stages;
+  s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
+  r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
+  if (r.objective == Objective::fewest_gpus) {
+    if (!o.min_tokens_per_s) throw InputError("--objective fewest-gpus needs --min-tokens-per-s");
+    r.min_tokens_per_s = *o.min_tokens_per_s;
+  } else if (o.min_tokens_per_s) {
+    throw InputError("--min-tokens-per-s: only used with --objective fewest-gpus");
+  }
+  r.top_k = o.top;
+  r.threads = o.threads ? *o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.explain = o.explain;
+  if (!precision_supported(r.gpu, tr)) {
+    throw InputError(fmt::format("--precision: {} has no {} tensor-core peak", r.gpu.name, to_string(tr.precision)));
+  }
+  return r;
+}
+
+std::string mesh_text(const Candidate& c, bool moe) {
+  const ParallelConfig& p = c.parallel;
+  return fmt::format("{}x{}x{}x{}{}", p.dp, p.tp, p.pp, p.cp, moe ? fmt::format(" ep{}", p.ep) : "");
+}
+
+std::string knobs_text(const ParallelConfig& p) {
+  std::string s = fmt::format("mb {}x{} {}", p.micro_batch, p.num_microbatches, to_string(p.schedule));
+  if (p.schedule == Schedule::interleaved) s += fmt::format(" v{}", p.vpp);
+  if (p.last_stage_layers > 0) s += fmt::format(" last{}L", p.last_stage_layers);
+  if (p.recompute != Recompute::none) s += fmt::format(" rc-{}", to_string(p.recompute));
+  if (p.sequence_parallel) s += " sp";
+  if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
+  if (p.distributed_optimizer) s += " dist-opt";
+  return s;
+}
+
+double comm_fraction(const TimeBreakdown& t) {
+  const double comm = t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.pp_comm_s + t.dp_comm_exposed_s + t.zero3_exposed_s;
+  return t.step_s > 0 ? comm / t.step_s : 0.0;
+}
+
+std::string config_line(const Candidate& c, bool moe) {
+  return fmt::format("dp {} tp {} pp {} cp {}{} | {}", c.parallel.dp, c.parallel.tp, c.parallel.pp, c.parallel.cp,
+                     moe ? fmt::format(" ep {}", c.parallel.ep) : "", knobs_text(c.parallel));
+}
+
+nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
+  nlohmann::json j = {{"num_gpus", c.num_gpus}, {"parallel", to_json(c.parallel)}};
+  if (c.has_memory) {
+    j["peak_memory_bytes"] = c.peak_bytes;
+    j["peak_stage"] = c.peak_stage;
+    j["headroom_bytes"] = c.headroom_bytes();
+  }
+  if (c.has_time) {
+    j["step_s"] = c.time.step_s;
+    j["tokens_per_s"] = c.time.tokens_per_s;
+    j["mfu"] = c.time.mfu;
+    j["bubble_fraction"] = c.time.bubble_fraction();
+    j["comm_fraction"] = comm_fraction(c.time);
+  }
+  nlohmann::json reasons = nlohmann::json::array();
+  for (int r = 0; r < kNumRejects; ++r) {
+    if ((c.reasons >> r) & 1u) reasons.push_back(reject_name(static_cast<Reject>(r)));
+  }
+  if (!reasons.empty()) j["rejected_for"] = reasons;
+  (void)req;
+  return j;
+}
+
+// What a plan that does not fit would need: the model-state floor, more GPUs (verified by searching), other GPUs.
+struct Advice {
+  StateFloor floor;
+  int64_t fits_at_gpus = 0;  // smallest count tried where a plan fits (0: none tried fits)
+  struct GpuOption {
+    std::string gpu, cluster;
+    bool fits = false;
+    double step_s = 0;
+    std::string config;
+  };
+  std::vector<GpuOption> other_gpus;
+  bool unpinned_fits = false;  // a search without the user's knob pins finds a plan
+};
+
+Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned) {
+  Advice a;
+  a.floor = state_floor(req, req.gpus);
+  SearchRequest q = req;
+  q.explain = false;
+  q.top_k = 1;
+  q.progress = nullptr;
+  q.objective = Objective::fastest;
+  if (pinned) {
+    q.space = SearchSpace{};
+    q.space.allow_tp_across_nodes = req.space.allow_tp_across_nodes;
+    a.unpinned_fits = !search(q).top.empty();
+    q.space = req.space;
+  }
+  int tried = 0;
+  for (int64_t n : fewest_gpus_counts(std::max<int64_t>(req.gpus, a.floor.min_gpus) * 4, req.cluster.gpus_per_node)) {
+    if (n <= req.gpus || n < a.floor.min_gpus || tried >= 6) continue;
+    ++tried;
+    q.gpus = n;
+    if (!search(q).top.empty()) {
+      a.fits_at_gpus = n;
+      break;
+    }
+  }
+  q.gpus = req.gpus;
+  for (const auto& e : profiles.entries()) {
+    if (e.kind != "gpu") continue;
+    const GpuSpec* g = profiles.find_gpu(e.name);
+    if (!g || g->name == req.gpu.name) continue;
+    q.gpu = *g;
+    q.cluster = req.cluster;
+    for (const auto& ce : profiles.entries()) {
+      const ClusterSpec* c = ce.kind == "cluster" ? profiles.find_cluster(ce.name) : nullptr;
+      const GpuSpec* cg = c ? profiles.find_gpu(c->gpu) : nullptr;
+      if (cg && cg->name == g->name) {
+        q.cluster = *c;
+        break;
+      }
+    }
+    if (!precision_supported(q.gpu, q.training)) continue;
+    const SearchResult r = search(q);
+    Advice::GpuOption opt{g->name, q.cluster.name, !r.top.empty(), 0, ""};
+    if (opt.fits) {
+      opt.step_s = r.top[0].time.step_s;
+      opt.config = config_line(r.top[0], req.model.is_moe());
+    }
+    a.other_gpus.push_back(opt);
+  }
+  return a;
+}
+
+std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
+  const StateFloor& f = a.floor;
+  std::string s = fmt::format("NOTHING FITS: no configuration of {} on {} x {} ({}) fits in memory.\n", req.model.name,
+                              req.gpus, req.gpu.name, fmt_bytes(f.capacity_bytes));
+  s += fmt::format(
+      "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
+      "fully sharded over {} GPUs (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
+      fmt_count(f.params), f.bytes_per_param, req.training.grad_fp32 ? 4 : 2, f.total_bytes / 1e12,
+      req.gpus, f.per_gpu_bytes / 1e9);
+  s += fmt::format(" (with 16-bit gradients, {:.0f} bytes/param: {:.3g} TB, {:.2f} GB per GPU)", f.bytes_per_param_16bit_grads,
+                   f.params * f.bytes_per_param_16bit_grads / 1e12, f.per_gpu_bytes_16bit_grads / 1e9);
+  s += fmt::format(" vs {} of HBM ({:.2f} GB).\n", fmt_bytes(f.capacity_bytes), f.capacity_bytes / 1e9);
+  if (!f.fits) {
+    s += "  The model states alone do not fit even fully sharded: no recompute, ZeRO stage or mesh can help on this count.\n";
+  } else if (res.closest) {
+    s += "  The model states fit when sharded, but activations and buffers do not: every ZeRO stage and recompute mode "
+         "was tried.\n";
+  }
+  if (res.closest) {
+    const Candidate& c = *res.closest;
+    s += fmt::format("  Closest: {} needs {} on stage {}, over by {}.\n", config_line(c, req.model.is_moe()),
+                     fmt_bytes(c.peak_bytes), c.peak_stage, fmt_bytes(c.peak_bytes - c.capacity_bytes));
+  }
+  s += "  What it would need:\n";
+  s += fmt::format("  - more GPUs: the sharded model states need at least {} GPUs", f.min_gpus);
+  if (a.fits_at_gpus > 0) {
+    s += fmt::format("; a plan fits on {} GPUs (parplan suggest ... --gpus {})\n", a.fits_at_gpus, a.fits_at_gpus);
+  } else {
+    s += "; no plan found within 6 larger counts tried\n";
+  }
+  if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
+  for (const auto& g : a.other_gpus) {
+    if (g.fits) {
+      s += fmt::format("  - a GPU with more memory: {} ({}) fits on {} GPUs: {} ({} per step)\n", g.gpu, g.cluster, req.gpus,
+                       g.config, fmt_seconds(g.step_s));
+    } else {
+      s += fmt::format("  - {} ({}): does not fit on {} GPUs either\n", g.gpu, g.cluster, req.gpus);
+    }
+  }
+  return s;
+}
+
+nlohmann::json advice_json(const Advice& a) {
+  nlohmann::json other = nlohmann::json::array();
+  for (const auto& g : a.other_gpus) {
+    nlohmann::json j = {{"gpu", g.gpu}, {"cluster", g.cluster}, {"fits", g.fits}};
+    if (g.fits) j["step_s"] = g.step_s;
+    other.push_back(j);
+  }
+  const StateFloor& f = a.floor;
+  return {{"model_state_bytes_per_param", f.bytes_per_param},
+          {"model_state_bytes", f.total_bytes},
+          {"model_state_bytes_per_gpu_fully_sharded", f.per_gpu_bytes},
+          {"model_state_bytes_per_gpu_16bit_grads", f.per_gpu_bytes_16bit_grads},
+          {"capacity_bytes", f.capacity_bytes},
+          {"model_states_fit_sharded", f.fits},
+          {"min_gpus_for_model_states", f.min_gpus},
+          {"fits_at_gpus", a.fits_at_gpus},
+          {"fits_without_pins", a.unpinned_fits},
+          {"other_gpus", other}};
+}
+
+nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, const std::string& note,
+                           const std::string& batch_note, const std::optional<Advice>& advice) {
+  nlohmann::json plans = nlohmann::json::array();
+  for (size_t i = 0; i < res.top.size(); ++i) {
+    nlohmann::json j = candidate_json(req, res.top[i]);
+    j["rank"] = i + 1;
+    j["reason"] = rank_reason(res.top[i], res.top[0], static_cast<int64_t>(i + 1), req.objective);
+    plans.push_back(j);
+  }
+  nlohmann::json rejections = nlohmann::json::array();
+  for (int r = 0; r < kNumRejects; ++r) {
+    const RejectStats& st = res.by_reason[static_cast<size_t>(r)];
+    if (st.count == 0) continue;
+    nlohmann::json j = {{"reason", reject_name(static_cast<Reject>(r))}, {"count", st.count}};
+    if (st.best) j["best"] = candidate_json(req, *st.best);
+    rejections.push_back(j);
+  }
+  nlohmann::json j = {
+      {"parplan_suggest", 1},
+      {"model", to_json(req.model)},
+      {"model_note", note},
+      {"gpu", req.gpu.name},
+      {"cluster", req.cluster.name},
+      {"gpus", req.gpus},
+      {"objective", to_string(req.objective)},
+      {"global_batch", req.training.global_batch},
+      {"seq_len", req.training.seq_len},
+      {"global_batch_source", batch_note},
+      {"search", {{"candidates", res.candidates}, {"rejected", res.rejected}, {"evaluated", res.evaluated},
+                  {"fit", res.evaluated}, {"below_throughput", res.below_throughput}, {"gpu_counts", res.gpu_counts}}},
+      {"fits", !res.top.empty()},
+      {"plans", plans},
+      {"rejections", rejections},
+      {"closest", res.closest ? candidate_json(req, *res.closest) : nlohmann::json(nullptr)}};
+  if (req.objective == Objective::fewest_gpus) j["min_tokens_per_s"] = req.min_tokens_per_s;
+  if (advice) j["advice"] = advice_json(*advice);
+  return j;
+}
+
+std::string render(const SearchRequest& req, const SearchResult& res, const std::string& note, const std::string& batch_note,
+                   double seconds) {
+  const bool moe = req.model.is_moe();
+  std::string s = note + "\n";
+  s += fmt::format("Search: {} x {} ({}, {} GPUs/node) | global batch {} x seq {} = {} tokens/step ({}) | objective {}{}\n\n",
+                   req.gpus, req.gpu.name, req.cluster.name, req.cluster.gpus_per_node, req.training.global_batch,
+                   req.training.seq_len, fmt_count(static_cast<double>(req.training.global_batch * req.training.seq_len)),
+                   batch_note, to_string(req.objective),
+                   req.objective == Objective::fewest_gpus ? fmt::format(" (>= {:.0f} tokens/s)", req.min_tokens_per_s) : "");
+  if (!res.top.empty()) {
+    Table t({"#", "dp x tp x pp x cp", "knobs", "peak mem", "headroom", "step", "tokens/s", "MFU", "bubble", "comm", "why"}, 3);
+    for (size_t i = 0; i < res.top.size(); ++i) {
+      const Candidate& c = res.top[i];
+      t.add({std::to_string(i + 1), (req.objective == Objective::fewest_gpus ? fmt::format("{} GPUs: ", c.num_gpus) : "") + mesh_text(c, moe),
+             knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s),
+             fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu), fmt_percent(c.time.bubble_fraction()),
+             fmt_percent(comm_fraction(c.time)), rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective)});
+    }
+    s += t.render() + "\n";
+  }
+  s += fmt::format("Searched {} configurations in {:.3f} s: {} fit and were estimated", res.candidates, seconds, res.evaluated);
+  if (req.objective == Objective::fewest_gpus) {
+    s += fmt::format(" ({} below the throughput; GPU counts tried:", res.below_throughput);
+    for (int64_t n : res.gpu_counts) s += fmt::format(" {}", n);
+    s += ")";
+  }
+  s += fmt::format(", {} rejected:\n", res.rejected);
+  Table rt({"reason", "count", req.explain ? "best rejected (as if allowed)" : "detail (--explain: best rejected per reason)"}, 1);
+  for (int r = 0; r < kNumRejects; ++r) {
+    const RejectStats& st = res.by_reason[static_cast<size_t>(r)];
+    if (st.count == 0) continue;
+    std::string detail;
+    if (static_cast<Reject>(r) == Reject::out_of_memory && res.closest) {
+      detail = fmt::format("closest over by {} ({})", fmt_bytes(res.closest->peak_bytes - res.closest->capacity_bytes),
+                           config_line(*res.closest, moe));
+    } else if (st.best) {
+      const Candidate& b = *st.best;
+      detail = config_line(b, moe);
+      if (b.has_time) {
+        detail += fmt::format(" -> {} per step if allowed", fmt_seconds(b.time.step_s));
+      } else if (b.has_memory) {
+        detail += fmt::format(" (would also need {})", fmt_bytes(b.peak_bytes));
+      }
+      detail += ": " + describe(static_cast<Reject>(r), candidate_plan(req, b));
+    }
+    rt.add({std::string(reject_name(static_cast<Reject>(r))), std::to_string(st.count), detail});
+  }
+  s += rt.render();
+  return s;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<SuggestOptions>();
+  add_model_options(app, o->model);
+  const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
+  app.add_option("--dp", o->dp, "Pin the data-parallel size")->check(pos);
+  app.add_option("--tp", o->tp, "Pin the tensor-parallel size")->check(pos);
+  app.add_option("--pp", o->pp, "Pin the pipeline stages")->check(pos);
+  app.add_option("--cp", o->cp, "Pin the context-parallel size")->check(pos);
+  app.add_option("--ep", o->ep, "Pin the expert-parallel size (MoE)")->check(pos);
+  app.add_option("--vpp", o->vpp, "Pin interleaved chunks per stage (implies --schedule interleaved)")->check(CLI::Range(int64_t{2}, int64_t{1024}));
+  app.add_option("--micro-batch", o->micro_batch, "Pin the micro-batch size")->check(pos);
+  app.add_option("--max-micro-batch", o->max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
+  app.add_option("--global-batch", o->global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
+  app.add_option("--tokens-per-step", o->tokens_per_step, "Tokens per step (alternative to --global-batch)")->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  app.add_option("--schedule", o->schedule, "Pin the schedule: gpipe | 1f1b | interleaved | zb-h1");
+  app.add_option("--recompute", o->recompute, "Pin recompute: none | selective | full");
+  app.add_flag("--sp,--sequence-parallel", o->sp, "Pin sequence parallelism on");
+  app.add_flag("--no-sp", o->no_sp, "Pin sequence parallelism off");
+  app.add_option("--zero", o->zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
+  app.add_flag("--distributed-optimizer", o->distributed_optimizer, "Pin the distributed optimizer on");
+  app.add_flag("--even-stages", o->even_stages, "Only even pipeline splits (no lighter last stage)");
+  app.add_option("--objective", o->objective, "fastest (default) | fewest-gpus | headroom");
+  app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
+  app.add_option("--top", o->top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));
+  app.add_option("--threads", o->threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
+  app.add_flag("--explain", o->explain, "Show the best rejected candidate for each reason");
+  app.add_flag("--json", o->json, "Print the result as JSON (schema: docs/json-schema.md)");
+  app.add_option("-o,--out", o->out, "Write the winner's Plan document (JSON) for simulate, check and run");
+  return [o]() {
+    const ProfileSet profiles = load_profiles(o->model);
+    const Target target = resolve_target(o->model, profiles);
+    std::string batch_note;
+    SearchRequest req = build_request(*o, target, batch_note);
+    const auto start = std::chrono::steady_clock::now();
+    bool progress_shown = false;
+    req.progress = [&](int64_t done, int64_t total) {
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (t < 1.0) return;
+      fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
+      progress_shown = true;
+    };
+    const SearchResult res = search(req);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (progress_shown) fmt::print(stderr, "\n");
+    const bool pinned = o->dp || o->tp || o->pp || o->cp || o->ep || o->vpp || o->micro_batch || o->zero ||
+                        !o->schedule.empty() || !o->recompute.empty() || o->sp || o->no_sp || o->distributed_optimizer;
+    std::optional<Advice> advice;
+    if (res.top.empty() && req.objective != Objective::fewest_gpus) advice = advise(req, profiles, pinned);
+    if (!o->out.empty() && !res.top.empty()) {
+      write_file_atomic(o->out, plan_to_json(candidate_plan(req, res.top[0])).dump(2) + "\n", "-o");
+    }
+    if (o->json) {
+      fmt::print("{}\n", result_json(req, res, target.model_note, batch_note, advice).dump(2));
+    } else {
+      std::string text = render(req, res, target.model_note, batch_note, seconds);
+      if (advice) text += "\n" + advice_text(req, res, *advice);
+      if (res.top.empty() && req.objective == Objective::fewest_gpus) {
+        text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", req.min_tokens_per_s, req.gpus);
+      }
+      if (!o->out.empty() && !res.top.empty()) text += fmt::format("\nWrote the #1 plan to {}\n", o->out);
+      fmt::print("{}", text);
+    }
+    return res.top.empty() ? kCheckFailed : kOk;
+  };
+}
+
+const RegisterCommand reg{{"suggest", "Search every mesh and knob and rank the plans that fit, with reasons", 10, setup}};
+
+}  // namespace
+}  // namespace parplan::cli
