@@ -251,6 +251,66 @@ TEST_CASE("bad input: profiles subcommand") {
   expect_bad({{"no-such-subcommand"}, "unknown subcommand 'no-such-subcommand'"});
 }
 
+TEST_CASE("bad input: check") {
+  const std::string ok = kBad + "plan_ok.json";
+  const std::vector<BadCase> cases = {
+      {{"check"}, "--plan"},
+      {{"check", "--plan", kBad + "does-not-exist.json"}, "--plan"},
+      {{"check", "--plan", kBad + "plan_mesh_mismatch.json"}, "plan_mesh_mismatch.json: /parallel: dp*tp*pp*cp"},
+      {{"check", "--plan", kBad + "plan_tp_not_dividing_heads.json"}, "/parallel: tp 3 does not divide"},
+      {{"check", "--plan", kBad + "model_truncated.json"}, "model_truncated.json: malformed JSON"},
+      {{"check", "--plan", kBad + "a_directory.json"}, "--plan"},
+      {{"check", "--plan", ok, "--memory", "0"}, "--memory"},
+      {{"check", "--plan", ok, "--memory", "-5GiB"}, "--memory"},
+      {{"check", "--plan", ok, "--memory", "nanGiB"}, "--memory"},
+      {{"check", "--plan", ok, "--memory", "1e30TiB"}, "--memory"},
+      {{"check", "--plan", ok, "--headroom", "150%"}, "--headroom"},
+      {{"check", "--plan", ok, "--min-mfu", "2"}, "--min-mfu"},
+      {{"check", "--plan", ok, "--max-bubble", "nan"}, "--max-bubble"},
+      {{"check", "--plan", ok, "--max-dp-comm", "-0.1"}, "--max-dp-comm"},
+      {{"check", "--plan", ok, "--max-step-time", "0s"}, "--max-step-time"},
+      {{"check", "--plan", ok, "--max-step-time", "1e308min"}, "--max-step-time"},
+      {{"check", "--plan", ok, "--max-time-regression", "-5%"}, "--max-time-regression"},
+      {{"check", "--plan", ok, "--baseline", kBad + "model_ok.json"}, "model_ok.json: /parplan_check_baseline"},
+      {{"check", "--plan", ok, "--junit", "/nonexistent-dir/report.xml"}, "--junit"},
+      {{"check", "--plan", ok, "--config", kBad + "does-not-exist.toml"}, "--config"},
+      {{"check", "--plan", ok, "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+}
+
+TEST_CASE("bad input: run --backend host and calibrate") {
+  const std::string ok = kBad + "plan_ok.json";
+  const std::vector<BadCase> cases = {
+      {{"run", "--backend", "host"}, "--plan"},
+      {{"run", "--backend", "host", "--plan", kBad + "does-not-exist.json"}, "--plan"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_mesh_mismatch.json"}, "/parallel: dp*tp*pp*cp"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
+      {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
+      {{"run", "--backend", "gpu", "--plan", ok}, "--backend"},
+      {{"run", "--backend", "host", "--plan", ok, "--steps", "0"}, "--steps"},
+      {{"run", "--backend", "host", "--plan", ok, "--warmup", "-1"}, "--warmup"},
+      {{"run", "--backend", "host", "--plan", ok, "--rank", "-1"}, "--rank"},
+      {{"run", "--backend", "host", "--plan", ok, "--rank", "999"}, "--rank"},
+      {{"run", "--backend", "host", "--plan", ok, "--trace", "/nonexistent-dir/trace.json"}, "--trace"},
+      {{"run", "--backend", "host", "--plan", ok, "--trace", kBad + "a_directory.json"}, "--trace"},
+      {{"run", "--backend", "host", "--plan", ok, "--profile", kBad + "cluster_zero_bandwidth.json"},
+       "/intra_node/bandwidth_GBps"},
+      {{"calibrate", "--backend", "foo"}, "--backend"},
+      {{"calibrate", "--backend", "host"}, "--out"},
+      {{"calibrate", "--backend", "host", "--ranks", "0"}, "--ranks"},
+      {{"calibrate", "--backend", "host", "--out", "/nonexistent-dir/gpu.json"}, "--out"},
+      {{"calibrate", "--backend", "host", "--out", kBad + "a_directory.json"}, "--out"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+  // Two outputs: the second one is bad, so neither may be written.
+  ScratchDir dir;
+  expect_bad({{"calibrate", "--backend", "host", "--out", (dir.path / "gpu.json").string(), "--cluster-out",
+               "/nonexistent-dir/cluster.json"},
+              "--cluster-out"},
+             &dir);
+}
+
 TEST_CASE("bad input: an output path that cannot be written leaves nothing behind") {
   ScratchDir dir;
   const std::vector<std::string> good = {"estimate", "--model", "gpt3-1.3b", "--gpus", "8"};
