@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -249,6 +250,43 @@ TEST_CASE("bad input: profiles subcommand") {
   expect_bad({{"profiles", "validate", kBad + "a_directory.json"}, "is a directory"});
   expect_bad({{"profiles", "--profile", kBad + "does-not-exist.json", "list"}, "--profile"});
   expect_bad({{"no-such-subcommand"}, "unknown subcommand 'no-such-subcommand'"});
+}
+
+TEST_CASE("bad input: suggest") {
+  const std::vector<BadCase> cases = {
+      {{}, "--model or --params is required"},
+      {{"--model", "gpt3-175b"}, "--gpus"},
+      {with(kModel, {"--gpus", "0"}), "--gpus"},
+      {with(kModel, {"--gpus", "nan"}), "--gpus"},
+      {{"--params", "1e30", "--gpus", "8"}, "--params"},
+      {{"--params", "inf", "--gpus", "8"}, "--params"},
+      {with(kModel, {"--gpus", "64", "--seq", "0"}), "--seq"},
+      {with(kModel, {"--gpus", "64", "--objective", "slowest"}), "--objective"},
+      {with(kModel, {"--gpus", "64", "--objective", "fewest-gpus"}), "--min-tokens-per-s"},
+      {with(kModel, {"--gpus", "64", "--top", "0"}), "--top"},
+      {with(kModel, {"--gpus", "64", "--threads", "0"}), "--threads"},
+      {with(kModel, {"--gpus", "64", "--max-micro-batch", "0"}), "--max-micro-batch"},
+      {with(kModel, {"--gpus", "64", "--tokens-per-step", "0"}), "--tokens-per-step"},
+      {with(kModel, {"--gpus", "64", "--vpp", "1"}), "--vpp"},
+      {with(kModel, {"--gpus", "64", "--schedule", "3f1b"}), "--schedule"},
+      {with(kModel, {"--gpus", "64", "--recompute", "most"}), "--recompute"},
+      {with(kModel, {"--gpus", "64", "--zero", "9"}), "--zero"},
+      {with(kModel, {"--gpus", "64", "--gpu", kBad + "gpu_zero_memory.json"}), "/memory_GiB"},
+      {with(kModel, {"--gpus", "64", "--cluster", kBad + "cluster_zero_bandwidth.json"}), "/intra_node/bandwidth_GBps"},
+      {{"--model", kBad + "model_1e30_params.json", "--gpus", "8"}, "parameters"},
+      {{"--model", kBad + "model_truncated.json", "--gpus", "8"}, "malformed JSON"},
+      {{"--model", kBad + "does-not-exist.json", "--gpus", "8"}, "--model"},
+      {with(kModel, {"--gpus", "64", "--out", "/nonexistent-dir/plan.json"}), "-o"},
+  };
+  for (const auto& c : cases) {
+    ScratchDir dir;
+    std::vector<std::string> args = with({"suggest", "--threads", "1"}, c.args);
+    if (std::find(args.begin(), args.end(), "--out") == args.end()) {
+      args.push_back("-o");
+      args.push_back((dir.path / "plan.json").string());
+    }
+    expect_bad({args, c.names}, &dir);
+  }
 }
 
 TEST_CASE("bad input: check") {
