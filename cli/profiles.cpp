@@ -33,7 +33,7 @@ Runner setup(CLI::App& app) {
   show->add_option("name", o->show_name, "Profile name or alias")->required();
   CLI::App* val = app.add_subcommand("validate", "Check a profile file (strict: unknown keys are errors)");
   val->add_option("file", o->validate_file, "Profile JSON file")->required();
-  return [o, list, show, val]() {
+  return [o, show, val]() {
     if (val->parsed()) {
       const std::string kind = validate_profile(read_file(o->validate_file, "validate"), o->validate_file);
       fmt::print("{}: valid {} profile\n", o->validate_file, kind);
