@@ -359,7 +359,8 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
     s += ")";
   }
   s += fmt::format(", {} rejected:\n", res.rejected);
-  Table rt({"reason", "count", req.explain ? "best rejected (as if allowed)" : "detail (--explain: best rejected per reason)"}, 1);
+  Table rt({"reason", "count", "detail"}, 1);
+  std::string explained;
   for (int r = 0; r < kNumRejects; ++r) {
     const RejectStats& st = res.by_reason[static_cast<size_t>(r)];
     if (st.count == 0) continue;
@@ -369,17 +370,23 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
                            config_line(*res.closest, moe));
     } else if (st.best) {
       const Candidate& b = *st.best;
-      detail = config_line(b, moe);
+      std::string line = fmt::format("  {}: {}", reject_name(static_cast<Reject>(r)), config_line(b, moe));
       if (b.has_time) {
-        detail += fmt::format(" -> {} per step if allowed", fmt_seconds(b.time.step_s));
+        line += fmt::format(" -> {} per step if allowed", fmt_seconds(b.time.step_s));
       } else if (b.has_memory) {
-        detail += fmt::format(" (would also need {})", fmt_bytes(b.peak_bytes));
+        line += fmt::format(" (would also need {})", fmt_bytes(b.peak_bytes));
       }
-      detail += ": " + describe(static_cast<Reject>(r), candidate_plan(req, b));
+      explained += line + "\n      " + describe(static_cast<Reject>(r), candidate_plan(req, b)) + "\n";
     }
     rt.add({std::string(reject_name(static_cast<Reject>(r))), std::to_string(st.count), detail});
   }
   s += rt.render();
+  if (req.explain) {
+    s += "\nBest candidate rejected for each single reason (estimated as if the constraint were lifted):\n";
+    s += explained.empty() ? "  (no candidate was rejected for one reason only)\n" : explained;
+  } else {
+    s += "(--explain shows the best candidate rejected for each reason)\n";
+  }
   return s;
 }
 

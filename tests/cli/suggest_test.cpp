@@ -1,0 +1,109 @@
+// CLI tests for `parplan suggest`: golden JSON for 175B on 64 GPUs, the A100-40GB explanation (exit 1), -o plan
+// round trip through estimate, thread-count independence, bad input (exit 2, one line naming the flag).
+// Regenerate the golden file: PARPLAN_UPDATE_GOLDEN=1 build/<dir>/tests/parplan_cli_tests -tc='suggest*'
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_helper.hpp"
+
+using parplan::test::run_parplan;
+
+namespace {
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("parplan_suggest_test_" + std::to_string(getpid()) + "_" + name)).string();
+}
+}  // namespace
+
+TEST_CASE("suggest --params 175e9 --gpus 64 --json matches the golden file") {
+  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fits"] == true);
+  CHECK(j["plans"].size() == 5);
+  CHECK(j["global_batch"] == 2048);  // default: 4Mi tokens / 2048
+  CHECK(j["plans"][0]["rank"] == 1);
+  CHECK(j["plans"][0]["step_s"].get<double>() <= j["plans"][1]["step_s"].get<double>());
+  parplan::test::check_golden("suggest_175b_64.json", r.out);
+}
+
+TEST_CASE("suggest: results do not depend on the thread count") {
+  const auto a = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--json", "--explain", "--threads", "1"});
+  const auto b = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--json", "--explain", "--threads", "2"});
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+}
+
+TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would need") {
+  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("NOTHING FITS") != std::string::npos);
+  CHECK(r.out.find("16 bytes/param") != std::string::npos);
+  CHECK(r.out.find("43.65 GB per GPU") != std::string::npos);
+  CHECK(r.out.find("do not fit even fully sharded") != std::string::npos);
+  CHECK(r.out.find("more GPUs") != std::string::npos);
+  CHECK(r.out.find("a plan fits on") != std::string::npos);
+  CHECK(r.out.find("A100-SXM4-80GB") != std::string::npos);
+  CHECK(r.out.find("Closest:") != std::string::npos);
+  const auto j = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json"});
+  CHECK(j.exit_code == 1);
+  const auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["fits"] == false);
+  CHECK(doc["advice"]["model_states_fit_sharded"] == false);
+  CHECK(doc["advice"]["min_gpus_for_model_states"].get<int64_t>() > 64);
+  CHECK(doc["closest"]["rejected_for"][0] == "out_of_memory");
+}
+
+TEST_CASE("suggest -o writes the winner's plan; estimate --plan reproduces its step time") {
+  const std::string path = temp_path("plan.json");
+  const auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--gpu", "a100-40gb", "--json", "-o", path});
+  REQUIRE(r.exit_code == 0);
+  const auto s = nlohmann::json::parse(r.out);
+  const auto e = run_parplan({"estimate", "--plan", path, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const auto est = nlohmann::json::parse(e.out);
+  CHECK(est["time"]["step_s"].get<double>() == s["plans"][0]["step_s"].get<double>());
+  CHECK(est["memory"]["peak_bytes"].get<double>() == s["plans"][0]["peak_memory_bytes"].get<double>());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("suggest: text output, pins, explain and objectives") {
+  auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "16", "--tp", "2", "--schedule", "1f1b", "--explain"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("fastest step that fits") != std::string::npos);
+  CHECK(r.out.find("Best candidate rejected for each single reason") != std::string::npos);
+  CHECK(r.out.find("x2x") != std::string::npos);
+  r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "64", "--objective", "fewest-gpus",
+                   "--min-tokens-per-s", "1000", "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["plans"][0]["num_gpus"] == 1);
+  r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--objective", "headroom", "--top", "2", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["plans"][0]["headroom_bytes"].get<double>() >= j["plans"][1]["headroom_bytes"].get<double>());
+}
+
+TEST_CASE("suggest: bad input exits 2 with one line naming the flag") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string flag;
+  };
+  const std::vector<Case> cases = {
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--objective", "cheapest"}, "--objective"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--global-batch", "8", "--tokens-per-step", "1000"}, "--global-batch"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--objective", "fewest-gpus"}, "--min-tokens-per-s"},
+      {{"suggest", "--params", "175e9"}, "--gpus"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--schedule", "fast"}, "--schedule"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--sp", "--no-sp"}, "--sp"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--gpu", "a100-80gb"}, "--precision"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_parplan(c.args);
+    CAPTURE(c.flag);
+    CHECK(r.exit_code == 2);
+    CHECK(parplan::test::line_count(r.err) == 1);
+    CHECK(r.err.find(c.flag) != std::string::npos);
+  }
+}
