@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fmt/core.h>
+#include <limits>
 #include <thread>
 
 #include "cli/command.hpp"
@@ -15,6 +16,7 @@
 #include "planner/search.hpp"
 #include "planner/search_report.hpp"
 #include "planner/spec_json.hpp"
+#include "simulator/simulate.hpp"
 
 namespace parplan::cli {
 namespace {
@@ -26,6 +28,7 @@ struct SuggestOptions {
   bool sp = false, no_sp = false, distributed_optimizer = false, even_stages = false;
   int64_t max_micro_batch = 16;
   int top = 5;
+  int simulate = 0;
   std::optional<int> threads;
   std::optional<double> min_tokens_per_s;
   bool explain = false, json = false;
@@ -390,6 +393,37 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
   return s;
 }
 
+// --simulate K: re-rank the top K by the simulator's step time (stable: ties keep the analytical order). Returns the
+// simulated step per ranked plan (NaN where not simulated).
+std::vector<double> simulate_top(const SearchRequest& req, SearchResult& res, int k) {
+  const size_t n = std::min(res.top.size(), static_cast<size_t>(k));
+  std::vector<std::pair<double, size_t>> sims;
+  for (size_t i = 0; i < n; ++i) {
+    sim::SimOptions so;
+    so.record_timeline = false;
+    double t = std::numeric_limits<double>::infinity();
+    try {
+      t = sim::simulate(candidate_plan(req, res.top[i]), so).summary.step_s;
+    } catch (const InputError&) {
+      // a plan the schedules cannot order ranks last among the simulated ones
+    }
+    sims.emplace_back(t, i);
+  }
+  std::stable_sort(sims.begin(), sims.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Candidate> top;
+  std::vector<double> out;
+  for (const auto& [t, i] : sims) {
+    top.push_back(res.top[i]);
+    out.push_back(t);
+  }
+  for (size_t i = n; i < res.top.size(); ++i) {
+    top.push_back(res.top[i]);
+    out.push_back(std::numeric_limits<double>::quiet_NaN());
+  }
+  res.top = std::move(top);
+  return out;
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<SuggestOptions>();
   add_model_options(app, o->model);
@@ -415,6 +449,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
   app.add_option("--top", o->top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));
   app.add_option("--threads", o->threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
+  app.add_option("--simulate", o->simulate, "Re-rank the top K plans by simulated step time (simulator/)")->check(CLI::Range(1, 1000));
   app.add_flag("--explain", o->explain, "Show the best rejected candidate for each reason");
   app.add_flag("--json", o->json, "Print the result as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o->out, "Write the winner's Plan document (JSON) for simulate, check and run");
@@ -431,7 +466,11 @@ Runner setup(CLI::App& app) {
       fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
       progress_shown = true;
     };
-    const SearchResult res = search(req);
+    if (o->simulate > req.top_k) req.top_k = o->simulate;
+    SearchResult res = search(req);
+    std::vector<double> sim_step;
+    if (o->simulate > 0) sim_step = simulate_top(req, res, o->simulate);
+    if (res.top.size() > static_cast<size_t>(o->top)) res.top.resize(static_cast<size_t>(o->top));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress_shown) fmt::print(stderr, "\n");
     const bool pinned = o->dp || o->tp || o->pp || o->cp || o->ep || o->vpp || o->micro_batch || o->zero ||
@@ -442,10 +481,23 @@ Runner setup(CLI::App& app) {
       write_file_atomic(o->out, plan_to_json(candidate_plan(req, res.top[0])).dump(2) + "\n", "-o");
     }
     if (o->json) {
-      fmt::print("{}\n", result_json(req, res, target.model_note, batch_note, advice).dump(2));
+      nlohmann::json j = result_json(req, res, target.model_note, batch_note, advice);
+      for (size_t i = 0; i < sim_step.size() && i < j["plans"].size(); ++i) {
+        if (std::isfinite(sim_step[i])) j["plans"][i]["simulated_step_s"] = sim_step[i];
+      }
+      if (o->simulate > 0) j["simulated_top"] = o->simulate;
+      fmt::print("{}\n", j.dump(2));
     } else {
       std::string text = render(req, res, target.model_note, batch_note, seconds);
       if (advice) text += "\n" + advice_text(req, res, *advice);
+      if (o->simulate > 0 && !res.top.empty()) {
+        text += fmt::format("\nRe-ranked the top {} by simulated step time (event simulation of the schedule):\n", o->simulate);
+        for (size_t i = 0; i < sim_step.size() && i < res.top.size(); ++i) {
+          if (std::isnan(sim_step[i])) continue;
+          text += fmt::format("  #{} {}: simulated {} vs analytical {}\n", i + 1, config_line(res.top[i], req.model.is_moe()),
+                              std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "n/a", fmt_seconds(res.top[i].time.step_s));
+        }
+      }
       if (res.top.empty() && req.objective == Objective::fewest_gpus) {
         text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", req.min_tokens_per_s, req.gpus);
       }

@@ -107,3 +107,16 @@ TEST_CASE("suggest: bad input exits 2 with one line naming the flag") {
     CHECK(r.err.find(c.flag) != std::string::npos);
   }
 }
+
+TEST_CASE("suggest --simulate K re-ranks the top K by the simulator's step time") {
+  const auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64", "--simulate", "3",
+                              "--top", "3", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["plans"].size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    REQUIRE(j["plans"][i].contains("simulated_step_s"));
+    CHECK(j["plans"][i]["simulated_step_s"].get<double>() > 0);
+    if (i > 0) CHECK(j["plans"][i - 1]["simulated_step_s"].get<double>() <= j["plans"][i]["simulated_step_s"].get<double>());
+  }
+}
