@@ -69,10 +69,12 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
       if (item.name == "--" || item.name == "++") continue;  // section markers; their keys are reported below
       throw InputError(fmt::format("{}: unknown key '{}' (sections are not supported; use top-level keys)", path, key));
     }
-    if (item.name.empty() || app.get_option_no_throw("--" + item.name) == nullptr) {
-      throw InputError(fmt::format("{}: unknown key '{}'", path, key));
+    const CLI::Option* op = item.name.empty() ? nullptr : app.get_option_no_throw("--" + item.name);
+    if (op == nullptr) throw InputError(fmt::format("{}: unknown key '{}'", path, key));
+    // CLI11 folds a repeated key on consecutive lines into one item with several values.
+    if (!seen.insert(item.name).second || (op->get_items_expected_max() <= 1 && item.inputs.size() > 1)) {
+      throw InputError(fmt::format("{}: key '{}' is given more than once (or as a list)", path, key));
     }
-    if (!seen.insert(item.name).second) throw InputError(fmt::format("{}: key '{}' is given twice", path, key));
   }
   try {
     std::istringstream in{std::string(text)};

@@ -35,7 +35,11 @@ std::array<double, kNumTimeTerms> time_terms(const TimeBreakdown& t) {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 std::string signed_gib(double bytes) { return fmt::format("{:+.2f} GiB", bytes / kGiB); }
-std::string pct(double frac) { return fmt::format("{:.1f}%", frac * 100); }
+// Percentages keep two significant digits when they are below 0.1% (so a tiny non-zero value is not shown as 0.0%).
+std::string pct(double frac) {
+  const double v = frac * 100;
+  return v != 0 && std::fabs(v) < 0.1 ? fmt::format("{:.2g}%", v) : fmt::format("{:.1f}%", v);
+}
 std::string secs(double s) { return std::fabs(s) >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", s * 1e3); }
 std::string signed_secs(double s) {
   return std::fabs(s) >= 1 ? fmt::format("{:+.2f} s", s) : fmt::format("{:+.1f} ms", s * 1e3);

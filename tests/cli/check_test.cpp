@@ -1,0 +1,451 @@
+// CLI tests for `parplan check`: exit codes, gates, baseline, JUnit (parsed back), GitHub annotations and summary,
+// TOML plans and config files, one-line errors with the path and no output files on bad input.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_helper.hpp"
+
+using parplan::test::read_text;
+using parplan::test::run_parplan;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kData = std::string(PARPLAN_TEST_DIR) + "/cli/data/check/";
+const std::string kSmall = kData + "small.toml";  // passes: ~39 GiB of 80
+const std::string kBig = kData + "big.toml";      // 175B without recompute: ~174 GiB, fails memory
+const std::string kDp = kData + "dp.toml";        // DP communication ~68% of the step
+
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+// A fresh directory under the system temp directory, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("parplan_check_" + std::to_string(getpid()) + "_" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+nlohmann::json json_of(const parplan::test::RunResult& r) {
+  REQUIRE_MESSAGE(r.exit_code >= 0, r.err);
+  return nlohmann::json::parse(r.out);
+}
+
+// ---- a small XML well-formedness parser: elements, attributes, text, entity references, one root ----
+struct XmlElement {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  std::vector<std::unique_ptr<XmlElement>> children;
+  std::string text;
+  std::vector<const XmlElement*> all(const std::string& n) const {
+    std::vector<const XmlElement*> out;
+    for (const auto& c : children) {
+      if (c->name == n) out.push_back(c.get());
+    }
+    return out;
+  }
+};
+
+class XmlParser {
+ public:
+  explicit XmlParser(std::string s) : s_(std::move(s)) {}
+  // Throws std::runtime_error("offset N: what") when the document is not well-formed.
+  std::unique_ptr<XmlElement> parse() {
+    skip_ws();
+    if (s_.compare(i_, 5, "<?xml") == 0) {
+      const size_t end = s_.find("?>", i_);
+      if (end == std::string::npos) fail("unterminated XML declaration");
+      i_ = end + 2;
+    }
+    skip_ws();
+    auto root = element();
+    skip_ws();
+    if (i_ != s_.size()) fail("content after the root element");
+    return root;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error("offset " + std::to_string(i_) + ": " + what);
+  }
+  void skip_ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  std::string name() {
+    const size_t b = i_;
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' || s_[i_] == '-' ||
+                              s_[i_] == '.' || s_[i_] == ':')) {
+      ++i_;
+    }
+    if (b == i_) fail("expected a name");
+    return s_.substr(b, i_ - b);
+  }
+  // Character data up to `stop`, with entity references resolved; a raw '<' or a bad '&' is an error.
+  std::string chars(char stop) {
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != stop) {
+      const char c = s_[i_];
+      if (c == '<') fail("raw '<' in character data");
+      if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\r' && c != '\t') fail("control character");
+      if (c == '&') {
+        const size_t semi = s_.find(';', i_);
+        if (semi == std::string::npos) fail("unterminated entity");
+        const std::string ent = s_.substr(i_ + 1, semi - i_ - 1);
+        static const std::map<std::string, char> named = {
+            {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+        if (named.count(ent)) {
+          out += named.at(ent);
+        } else if (ent.size() > 1 && ent[0] == '#' && ent.find_first_not_of("0123456789", 1) == std::string::npos) {
+          out += static_cast<char>(std::stoi(ent.substr(1)));
+        } else {
+          fail("unknown entity &" + ent + ";");
+        }
+        i_ = semi + 1;
+      } else {
+        out += c;
+        ++i_;
+      }
+    }
+    return out;
+  }
+  std::unique_ptr<XmlElement> element() {
+    if (i_ >= s_.size() || s_[i_] != '<') fail("expected '<'");
+    ++i_;
+    auto e = std::make_unique<XmlElement>();
+    e->name = name();
+    for (;;) {
+      skip_ws();
+      if (s_.compare(i_, 2, "/>") == 0) {
+        i_ += 2;
+        return e;
+      }
+      if (i_ < s_.size() && s_[i_] == '>') {
+        ++i_;
+        break;
+      }
+      const std::string a = name();
+      skip_ws();
+      if (i_ >= s_.size() || s_[i_] != '=') fail("expected '=' after attribute " + a);
+      ++i_;
+      skip_ws();
+      if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'')) fail("unquoted attribute " + a);
+      const char q = s_[i_++];
+      std::string v = chars(q);
+      if (i_ >= s_.size()) fail("unterminated attribute " + a);
+      ++i_;
+      if (!e->attrs.emplace(a, v).second) fail("duplicate attribute " + a);
+    }
+    for (;;) {
+      e->text += chars('<');
+      if (i_ >= s_.size()) fail("unterminated element " + e->name);
+      if (s_.compare(i_, 2, "</") == 0) {
+        i_ += 2;
+        if (name() != e->name) fail("mismatched end tag for " + e->name);
+        skip_ws();
+        if (i_ >= s_.size() || s_[i_] != '>') fail("expected '>'");
+        ++i_;
+        return e;
+      }
+      e->children.push_back(element());
+    }
+  }
+  std::string s_;
+  size_t i_ = 0;
+};
+
+// Reverses the GitHub workflow-command escaping (%25 %0D %0A %3A %2C).
+std::string workflow_unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("xml test parser rejects what is not well-formed") {
+  CHECK_NOTHROW(XmlParser("<?xml version=\"1.0\"?><a x=\"1 &amp; 2\"><b/>t&#10;</a>").parse());
+  CHECK_THROWS(XmlParser("<a><b></a>").parse());
+  CHECK_THROWS(XmlParser("<a x=\"<\"/>").parse());
+  CHECK_THROWS(XmlParser("<a>&bogus;</a>").parse());
+  CHECK_THROWS(XmlParser("<a>1 & 2</a>").parse());
+  CHECK_THROWS(XmlParser("<a/><b/>").parse());
+}
+
+TEST_CASE("check: a plan that fits passes with exit 0 and one summary line with the margin") {
+  const auto r = run_parplan({"check", "--plan", kSmall});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.empty());
+  CHECK(has(r.out, "PASS " + kSmall + ": peak "));
+  CHECK(has(r.out, "GiB under the"));
+  CHECK(has(r.out, "on stage 0"));
+  CHECK(has(r.out, "1 plan checked: 1 passed, 0 failed"));
+}
+
+TEST_CASE("check: memory fails against --memory and --headroom with GiB over, stage and largest term") {
+  const auto mem = run_parplan({"check", "--plan", kSmall, "--memory", "30GiB"});
+  CHECK(mem.exit_code == 1);
+  CHECK(has(mem.out, "FAIL " + kSmall));
+  CHECK(has(mem.out, "OVER the 30.00 GiB limit"));
+  CHECK(has(mem.out, "  memory: peak "));
+  CHECK(has(mem.out, "largest term"));
+  const auto head = run_parplan({"check", "--plan", kSmall, "--headroom", "60%"});
+  CHECK(head.exit_code == 1);
+  CHECK(has(head.out, "headroom"));
+  const auto bytes = run_parplan({"check", "--plan", kSmall, "--headroom", "8GiB"});
+  CHECK(bytes.exit_code == 0);
+  const auto big = run_parplan({"check", "--plan", kBig});
+  CHECK(big.exit_code == 1);
+  CHECK(has(big.out, "largest term activations"));
+}
+
+TEST_CASE("check: each performance floor fails just past the plan's value and passes just inside it") {
+  const auto small = json_of(run_parplan({"check", "--plan", kSmall, "--json"}))["plans"][0];
+  const auto dp = json_of(run_parplan({"check", "--plan", kDp, "--json"}))["plans"][0];
+  const double bubble = small["bubble_fraction"], mfu = small["mfu"], step = small["step_s"];
+  const double dpc = dp["dp_comm_fraction"];
+  REQUIRE(bubble > 0);
+  REQUIRE(dpc > 0.1);
+  struct Case {
+    std::string plan, flag, gate;
+    double failing, passing;
+  };
+  const std::vector<Case> cases = {
+      {kSmall, "--max-bubble", "bubble", bubble * 0.9, bubble * 1.1},
+      {kDp, "--max-dp-comm", "dp_comm", dpc * 0.9, dpc * 1.1},
+      {kSmall, "--min-mfu", "mfu", mfu * 1.1, mfu * 0.9},
+      {kSmall, "--max-step-time", "step_time", step * 0.9, step * 1.1},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.flag);
+    const auto bad = run_parplan({"check", "--plan", c.plan, c.flag, fmt::format("{}", c.failing)});
+    CHECK(bad.exit_code == 1);
+    CHECK(has(bad.out, "  " + c.gate + ": "));
+    CHECK_FALSE(has(bad.out, "  memory: "));
+    const auto good = run_parplan({"check", "--plan", c.plan, c.flag, fmt::format("{}", c.passing)});
+    CHECK_MESSAGE(good.exit_code == 0, good.out << good.err);
+  }
+  // Percent and duration forms.
+  CHECK(run_parplan({"check", "--plan", kSmall, "--min-mfu", "99%"}).exit_code == 1);
+  CHECK(run_parplan({"check", "--plan", kSmall, "--max-step-time", "100ms"}).exit_code == 1);
+  CHECK(run_parplan({"check", "--plan", kSmall, "--max-step-time", "1min"}).exit_code == 0);
+}
+
+TEST_CASE("check: several plans with mixed results exit 1 and report every plan") {
+  const auto r = run_parplan({"check", "--plan", kSmall, "--plan", kBig, "--plan", kDp});
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "PASS " + kSmall));
+  CHECK(has(r.out, "FAIL " + kBig));
+  CHECK(has(r.out, "PASS " + kDp));
+  CHECK(has(r.out, "3 plans checked: 2 passed, 1 failed"));
+  const auto j = json_of(run_parplan({"check", "--plan", kSmall, "--plan", kBig, "--json"}));
+  CHECK(j["pass"] == false);
+  REQUIRE(j["plans"].size() == 2);
+  CHECK(j["plans"][0]["pass"] == true);
+  CHECK(j["plans"][1]["pass"] == false);
+  CHECK(j["plans"][1]["margin_bytes"].get<double>() < 0);
+}
+
+TEST_CASE("check: plans from a directory and from a config file (paths relative to it)") {
+  TempDir d("dir");
+  fs::copy_file(kSmall, d.file("a.toml"));
+  fs::copy_file(kDp, d.file("b.toml"));
+  write(d.file("notes.txt"), "not a plan");
+  const auto r = run_parplan({"check", "--plan", d.path.string()});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(has(r.out, "a.toml"));
+  CHECK(has(r.out, "b.toml"));
+  CHECK(has(r.out, "2 plans checked"));
+  CHECK(r.out.find("a.toml") < r.out.find("b.toml"));
+
+  const auto c = run_parplan({"check", "--config", kData + "check.toml"});
+  CHECK(c.exit_code == 1);
+  CHECK(has(c.out, "PASS " + kData + "small.toml"));
+  CHECK(has(c.out, "FAIL " + kData + "big.toml"));
+  CHECK(has(c.out, "8.00 GiB headroom"));  // headroom = "10%" from the config file
+  // The command line wins over the config file.
+  const auto over = run_parplan({"check", "--config", kData + "check.toml", "--headroom", "0"});
+  CHECK_FALSE(has(over.out, "GiB headroom"));
+  TempDir e("emptydir");
+  const auto none = run_parplan({"check", "--plan", e.path.string()});
+  CHECK(none.exit_code == 2);
+  CHECK(has(none.err, e.path.string()));
+}
+
+TEST_CASE("check: JSON plan documents from estimate -o are accepted") {
+  TempDir d("json");
+  const auto est = run_parplan({"estimate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--cluster", "dgx-a100",
+                                "--gpus", "64", "--tp", "8", "--pp", "8", "--recompute", "selective", "--sp",
+                                "--global-batch", "64", "--vpp", "3", "-o", d.file("p.json")});
+  REQUIRE(est.exit_code == 0);
+  const auto r = run_parplan({"check", "--plan", d.file("p.json"), "--memory", "72GiB"});
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "PASS " + d.file("p.json")));
+}
+
+TEST_CASE("check: baseline update, then a regression fails naming the term and stage that grew") {
+  TempDir d("baseline");
+  const std::string plan = d.file("llama.toml"), base = d.file("baseline.json");
+  fs::copy_file(kSmall, plan);
+  const auto up = run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"});
+  REQUIRE_MESSAGE(up.exit_code == 0, up.err);
+  const auto doc = nlohmann::json::parse(read_text(base));
+  CHECK(doc["parplan_check_baseline"] == 1);
+  CHECK(doc["plans"].contains(plan));
+  CHECK(run_parplan({"check", "--plan", plan, "--baseline", base}).exit_code == 0);
+
+  std::string text = read_text(kSmall);
+  text.replace(text.find("micro-batch = 1"), 15, "micro-batch = 4");
+  write(plan, text);
+  const auto r = run_parplan({"check", "--plan", plan, "--baseline", base});
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "memory_regression: peak memory"));
+  CHECK(has(r.out, "activations on stage 0 grew most"));
+  const auto j = json_of(run_parplan({"check", "--plan", plan, "--baseline", base, "--json"}));
+  CHECK(j["plans"][0]["memory_moved"]["term"] == "activations");
+  CHECK(j["plans"][0]["memory_moved"]["stage"] == 0);
+  // A generous threshold accepts the change.
+  CHECK(run_parplan({"check", "--plan", plan, "--baseline", base, "--max-memory-regression", "100%"}).exit_code == 0);
+  // A plan without an entry passes and says so.
+  const auto fresh = run_parplan({"check", "--plan", kSmall, "--baseline", base});
+  CHECK(fresh.exit_code == 0);
+  CHECK(has(fresh.out, "no baseline entry yet"));
+  // Bad baseline inputs exit 2.
+  CHECK(run_parplan({"check", "--plan", plan, "--baseline", d.file("missing.json")}).exit_code == 2);
+  CHECK(run_parplan({"check", "--plan", plan, "--update-baseline"}).exit_code == 2);
+  write(d.file("bad.json"), "{\"parplan_check_baseline\": 1, \"plans\": {\"x\": {}}}");
+  const auto bad = run_parplan({"check", "--plan", plan, "--baseline", d.file("bad.json")});
+  CHECK(bad.exit_code == 2);
+  CHECK(has(bad.err, d.file("bad.json") + ": /plans/x/"));
+}
+
+TEST_CASE("check: --junit writes well-formed XML with one test case per plan and the numbers in failures") {
+  TempDir d("junit");
+  // A plan path with XML metacharacters must be escaped in attributes.
+  const std::string odd = d.file("a&b<c>\"q\".toml");
+  fs::copy_file(kSmall, odd);
+  const auto r = run_parplan({"check", "--plan", odd, "--plan", kBig, "--junit", d.file("report.xml")});
+  CHECK(r.exit_code == 1);
+  const std::string xml = read_text(d.file("report.xml"));
+  std::unique_ptr<XmlElement> root;
+  try {
+    root = XmlParser(xml).parse();
+  } catch (const std::exception& e) {
+    FAIL("JUnit XML is not well-formed: " << e.what() << "\n" << xml);
+  }
+  CHECK(root->name == "testsuites");
+  CHECK(root->attrs["tests"] == "2");
+  CHECK(root->attrs["failures"] == "1");
+  const auto suites = root->all("testsuite");
+  REQUIRE(suites.size() == 1);
+  const auto cases = suites[0]->all("testcase");
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0]->attrs.at("name") == odd);
+  CHECK(cases[0]->all("failure").empty());
+  const auto failures = cases[1]->all("failure");
+  REQUIRE(failures.size() == 1);
+  CHECK(cases[1]->attrs.at("name") == kBig);
+  CHECK(failures[0]->attrs.at("type") == "memory");
+  CHECK(has(failures[0]->attrs.at("message"), "GiB over the limit"));
+  CHECK(has(failures[0]->text, "on stage 0"));
+}
+
+TEST_CASE("check: GitHub Actions annotations are escaped and the Markdown summary is appended") {
+  TempDir d("gha");
+  const std::string odd = d.file("x,y:z%.toml");
+  fs::copy_file(kSmall, odd);
+  write(d.file("summary.md"), "previous step\n");
+  const auto r = run_parplan({"check", "--plan", odd, "--plan", kBig, "--memory", "30GiB"},
+                             {"GITHUB_ACTIONS=true", "GITHUB_STEP_SUMMARY=" + d.file("summary.md")});
+  CHECK(r.exit_code == 1);
+  std::vector<std::string> annotations;
+  size_t pos = 0;
+  while ((pos = r.out.find("::error ", pos)) != std::string::npos) {
+    annotations.push_back(r.out.substr(pos, r.out.find('\n', pos) - pos));
+    ++pos;
+  }
+  REQUIRE(annotations.size() == 2);
+  const std::string& a = annotations[0];
+  const std::string props = a.substr(8, a.find("::", 8) - 8);
+  const std::string msg = a.substr(a.find("::", 8) + 2);
+  CHECK(has(props, "file=" + d.path.string() + "/x%2Cy%3Az%25.toml,"));
+  CHECK(has(props, "title=parplan check%3A memory"));
+  CHECK(props.find_first_of(":\r") == std::string::npos);
+  CHECK(props.find(',') == props.find(",title="));  // the only raw ',' separates the properties
+  CHECK(msg.find_first_of("\r") == std::string::npos);
+  CHECK(has(msg, "%0A"));    // the message's line break
+  CHECK(has(msg, "%25"));    // percentages
+  CHECK(has(workflow_unescape(msg), "\n"));
+  CHECK(has(workflow_unescape(msg), odd + ": peak "));
+  const std::string md = read_text(d.file("summary.md"));
+  CHECK(md.rfind("previous step\n", 0) == 0);
+  CHECK(has(md, "## parplan check: 2 of 2 plans failed"));
+  CHECK(has(md, "| Plan |"));
+  CHECK(has(md, "❌"));
+  // Without GITHUB_ACTIONS there are no workflow commands.
+  CHECK_FALSE(has(run_parplan({"check", "--plan", kBig}, {"GITHUB_ACTIONS=false"}).out, "::error"));
+}
+
+TEST_CASE("check: bad input is one line naming the path, exit 2, and no output file") {
+  TempDir d("bad");
+  const std::string junit = d.file("report.xml"), base = d.file("base.json");
+  struct Case {
+    std::string plan, needle;
+  };
+  const std::vector<Case> cases = {
+      {kData + "malformed.json", kData + "malformed.json: malformed JSON"},
+      {kData + "unknown_key.toml", kData + "unknown_key.toml: unknown key 'tensor-parallel'"},
+      {d.file("missing.json"), d.file("missing.json")},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.plan);
+    // The good plan first: nothing may be written for it either.
+    const auto r = run_parplan(
+        {"check", "--plan", kSmall, "--plan", c.plan, "--junit", junit, "--baseline", base, "--update-baseline"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(parplan::test::line_count(r.err) == 1);
+    CHECK(has(r.err, c.needle));
+    CHECK_FALSE(fs::exists(junit));
+    CHECK_FALSE(fs::exists(base));
+  }
+  write(d.file("section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\ntp = 2\n");
+  const auto sec = run_parplan({"check", "--plan", d.file("section.toml")});
+  CHECK(sec.exit_code == 2);
+  CHECK(has(sec.err, d.file("section.toml") + ": unknown key 'mesh.tp'"));
+  write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
+  CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml: key 'gpus' is given more than once"));
+  write(d.file("badcfg.toml"), "plan = [\"a.toml\"]\nmax-bubbles = 0.2\n");
+  const auto cfg = run_parplan({"check", "--config", d.file("badcfg.toml")});
+  CHECK(cfg.exit_code == 2);
+  CHECK(has(cfg.err, d.file("badcfg.toml") + ": unknown key 'max-bubbles'"));
+  for (const auto& flags : std::vector<std::vector<std::string>>{{"--headroom", "150%"},
+                                                                {"--max-bubble", "abc"},
+                                                                {"--min-mfu", "2"},
+                                                                {"--memory", "lots"},
+                                                                {"--max-step-time", "-1s"}}) {
+    const auto r = run_parplan({"check", "--plan", kSmall, flags[0], flags[1]});
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, flags[0]));
+  }
+  CHECK(run_parplan({"check"}).exit_code == 2);
+}
