@@ -1,0 +1,117 @@
+// `parplan validate --runs FILE [--json] [--profile FILE...]`: the cost model scored against published runs.
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/render.hpp"
+#include "planner/error.hpp"
+#include "planner/validation.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct ValidateOptions {
+  std::string runs;
+  std::vector<std::string> profiles;
+  bool json = false;
+};
+
+nlohmann::json summary_json(const ErrorSummary& s) {
+  return {{"count", s.count},           {"mean_abs_error", s.mean_abs}, {"median_abs_error", s.median_abs},
+          {"worst_abs_error", s.worst_abs}, {"worst_id", s.worst_id},   {"mean_signed_error", s.mean_signed}};
+}
+
+nlohmann::json report_json(const ValidationReport& rep) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RunResult& r : rep.rows) {
+    const MappedRun& m = *r.run;
+    nlohmann::json j = {{"id", m.id}, {"source", m.source_key}, {"gpu", m.gpu_type}};
+    j["predicted_step_time_s"] = m.plan ? nlohmann::json(r.predicted_step_time_s) : nlohmann::json(nullptr);
+    j["measured_step_time_s"] = m.measured_step_time_s ? nlohmann::json(*m.measured_step_time_s) : nlohmann::json(nullptr);
+    j["error"] = m.scored() ? nlohmann::json(r.error) : nlohmann::json(nullptr);
+    j["predicted_peak_memory_bytes"] = m.plan ? nlohmann::json(r.predicted_peak_memory_bytes) : nlohmann::json(nullptr);
+    j["measured_memory_bytes"] = m.measured_memory_bytes ? nlohmann::json(*m.measured_memory_bytes) : nlohmann::json(nullptr);
+    j["skipped_reason"] = m.scored() ? nlohmann::json(nullptr) : nlohmann::json(m.skip_reason());
+    j["notes"] = m.notes;
+    rows.push_back(std::move(j));
+  }
+  nlohmann::json by_source = nlohmann::json::object(), by_gpu = nlohmann::json::object();
+  for (const auto& [k, s] : rep.by_source) by_source[k] = summary_json(s);
+  for (const auto& [k, s] : rep.by_gpu) by_gpu[k] = summary_json(s);
+  nlohmann::json summary = summary_json(rep.overall);
+  summary["skipped"] = rep.skipped;
+  summary["by_source"] = by_source;
+  summary["by_gpu"] = by_gpu;
+  return {{"rows", rows}, {"summary", summary}};
+}
+
+std::string fmt_err(double e) { return fmt::format("{:+.1f}%", e * 100.0); }
+
+std::string render(const ValidationReport& rep, const std::string& file) {
+  std::string s = fmt::format("parplan validate: {} runs from {} ({} scored, {} skipped)\n\n", rep.rows.size(), file,
+                              rep.overall.count, rep.skipped);
+  Table t({"id", "gpu", "predicted", "measured", "error", "pred. peak mem", "meas. mem"}, 2);
+  for (const RunResult& r : rep.rows) {
+    const MappedRun& m = *r.run;
+    if (!m.scored()) continue;
+    t.add({m.id, m.gpu_type, fmt_seconds(r.predicted_step_time_s),
+           fmt::format("{}{}", fmt_seconds(*m.measured_step_time_s), m.step_time_derived ? " (d)" : ""),
+           fmt_err(r.error), fmt::format("{}{}", fmt_bytes(r.predicted_peak_memory_bytes), r.fits ? "" : " !"),
+           m.measured_memory_bytes ? fmt_bytes(*m.measured_memory_bytes) : "-"});
+  }
+  s += t.render();
+  s += "  (d) = derived.iter_time_s (from the printed throughput);  ! = predicted not to fit in GPU memory\n\n";
+  if (rep.skipped > 0) {
+    s += fmt::format("Skipped ({})\n", rep.skipped);
+    for (const RunResult& r : rep.rows) {
+      const MappedRun& m = *r.run;
+      if (m.scored()) continue;
+      std::string mem;
+      if (m.plan) {
+        mem = fmt::format(" [predicted step {}, peak memory {}{}]", fmt_seconds(r.predicted_step_time_s),
+                          fmt_bytes(r.predicted_peak_memory_bytes),
+                          m.measured_memory_bytes ? fmt::format(" vs measured {}", fmt_bytes(*m.measured_memory_bytes)) : "");
+      }
+      s += fmt::format("  {}: {}{}\n", m.id, m.skip_reason(), mem);
+    }
+    s += "\n";
+  }
+  Table st({"group", "runs", "mean |err|", "median |err|", "worst |err|", "worst run", "mean signed"}, 1);
+  auto add = [&](const std::string& name, const ErrorSummary& e) {
+    st.add({name, std::to_string(e.count), fmt_percent(e.mean_abs), fmt_percent(e.median_abs), fmt_percent(e.worst_abs),
+            e.worst_id, fmt_err(e.mean_signed)});
+  };
+  add("all", rep.overall);
+  for (const auto& [k, e] : rep.by_source) add("source: " + k, e);
+  for (const auto& [k, e] : rep.by_gpu) add("gpu: " + k, e);
+  s += "Summary (step-time error, predicted vs measured)\n" + st.render();
+  return s;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  app.add_option("--runs", o->runs, "Published-runs file (schema: shared/validation/README.md)");
+  app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
+  app.add_flag("--json", o->json, "Print rows and summary as JSON");
+  return [o]() {
+    if (o->runs.empty()) {
+      throw InputError("--runs: required (a published-runs file, e.g. ../shared/validation/published-runs.json)");
+    }
+    ProfileSet profiles = ProfileSet::embedded();
+    for (const auto& f : o->profiles) profiles.add(read_file(f, "--profile"), f);
+    const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);
+    const ValidationReport rep = score_runs(runs);
+    if (o->json) {
+      fmt::print("{}\n", report_json(rep).dump(2));
+    } else {
+      fmt::print("{}", render(rep, o->runs));
+    }
+    return kOk;
+  };
+}
+
+const RegisterCommand reg{{"validate", "Score the cost model against published training runs", 80, setup}};
+
+}  // namespace
+}  // namespace parplan::cli
