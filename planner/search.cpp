@@ -116,7 +116,11 @@ class Evaluator {
     pc.pp = mesh.pp;
     pc.cp = mesh.cp;
     pc.ep = mesh.ep;
-    if (scratch_.size() < static_cast<size_t>(pc.pp)) scratch_.resize(static_cast<size_t>(pc.pp));
+    // Only meshes that can pass validate() (pp <= layers) reach time(); sizing for the others allocated up to
+    // pp = --gpus entries (gigabytes at 10^8 GPUs).
+    if (pc.pp <= plan_.model.layers && scratch_.size() < static_cast<size_t>(pc.pp)) {
+      scratch_.resize(static_cast<size_t>(pc.pp));
+    }
     const int64_t B = plan_.training.global_batch;
     std::vector<int64_t> mbs = req_.space.micro_batch;
     if (mbs.empty()) {
