@@ -1,0 +1,155 @@
+// `parplan simulate`: event-level timeline of one training step (bubble and comm fractions, per-stage breakdown,
+// activation peaks); --trace (Chrome/Perfetto JSON), --svg, --ascii, --json.
+#include <fmt/core.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/plan_options.hpp"
+#include "cli/render.hpp"
+#include "planner/cost_model.hpp"
+#include "planner/error.hpp"
+#include "simulator/ascii.hpp"
+#include "simulator/simulate.hpp"
+#include "simulator/svg.hpp"
+#include "simulator/trace.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct SimulateOptions {
+  ModelOptions model;
+  MeshOptions mesh;
+  std::string plan_file, trace, svg;
+  bool ascii = false, json = false, no_overlap = false, no_contention = false;
+};
+
+std::string title_of(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  return fmt::format("{} on {} x {}: dp {} tp {} pp {} cp {}, {}{}, {} microbatches", plan.model.name, plan.num_gpus,
+                     plan.gpu.name, pc.dp, pc.tp, pc.pp, pc.cp, to_string(pc.schedule),
+                     pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "", pc.num_microbatches);
+}
+
+std::string render_text(const Plan& plan, const sim::SimResult& r, const TimeBreakdown& closed, const std::string& note) {
+  const sim::SimSummary& s = r.summary;
+  std::string o;
+  if (!note.empty()) o += note + "\n";
+  o += title_of(plan) + "\n";
+  o += fmt::format("Simulated step {}  | closed form {} ({:+.2f}%)  | {} tasks, {} events\n\n", fmt_seconds(s.step_s),
+                   fmt_seconds(closed.step_s), 100.0 * (s.step_s / closed.step_s - 1.0), s.tasks, s.events);
+  o += fmt::format("Where the step goes (stage {}, the busiest)\n", s.critical_stage);
+  Table t({"term", "simulated", "fraction", "closed form"});
+  auto row = [&](const char* name, double frac, double cf) {
+    t.add({name, fmt_seconds(frac * s.step_s), fmt_percent(frac), fmt_seconds(cf)});
+  };
+  row("compute", s.compute, closed.compute_s);
+  row("pipeline bubble", s.bubble, closed.bubble_s);
+  row("TP comm (exposed)", s.tp_comm, closed.tp_comm_s);
+  row("CP comm (exposed)", s.cp_comm, closed.cp_comm_s);
+  if (plan.model.is_moe()) row("EP all-to-all", s.ep_comm, closed.ep_comm_s);
+  if (plan.parallel.zero_stage >= 3) row("ZeRO-3 gathers (exposed)", s.zero3_comm, closed.zero3_exposed_s);
+  row("PP send/recv (exposed)", s.pp_comm, closed.pp_comm_s);
+  row("DP comm (exposed)", s.dp_comm_exposed, closed.dp_comm_exposed_s);
+  row("optimizer step", s.optimizer, closed.optimizer_s);
+  o += t.render();
+  o += fmt::format("  DP comm total {} ({}); p2p transfers off the compute stream are waited for inside the bubble\n\n",
+                   fmt_seconds(s.dp_comm_total * s.step_s), fmt_percent(s.dp_comm_total));
+  o += "Per stage\n";
+  Table st({"stage", "busy", "bubble", "exposed comm", "DP exposed", "p2p total", "live (sim/model)", "activations"});
+  for (const sim::StageSummary& x : s.stages) {
+    st.add({std::to_string(x.stage), fmt_seconds(x.busy_s), fmt_seconds(x.bubble_s), fmt_seconds(x.exposed_comm_s),
+            fmt_seconds(x.dp_exposed_s), fmt_seconds(x.pp_total_s),
+            fmt::format("{}/{}", x.peak_live_chunks, x.planner_in_flight_chunks), fmt_bytes(x.peak_activation_bytes)});
+  }
+  o += st.render();
+  return o;
+}
+
+nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const TimeBreakdown& closed, const sim::SimOptions& opt) {
+  const sim::SimSummary& s = r.summary;
+  nlohmann::json j;
+  j["plan"] = title_of(plan);
+  j["options"] = {{"overlap", opt.overlap}, {"contention", opt.contention}, {"bucket_bytes", plan.training.dp_bucket_bytes}};
+  j["step_s"] = s.step_s;
+  j["closed_form_step_s"] = closed.step_s;
+  j["critical_stage"] = s.critical_stage;
+  j["fractions"] = {{"compute", s.compute},       {"bubble", s.bubble},
+                    {"tp_comm", s.tp_comm},       {"cp_comm", s.cp_comm},
+                    {"ep_comm", s.ep_comm},       {"zero3_comm", s.zero3_comm},
+                    {"pp_comm", s.pp_comm},       {"dp_comm_exposed", s.dp_comm_exposed},
+                    {"dp_comm_total", s.dp_comm_total}, {"optimizer", s.optimizer}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const sim::StageSummary& x : s.stages) {
+    stages.push_back({{"stage", x.stage},
+                      {"busy_s", x.busy_s},
+                      {"compute_s", x.compute_s},
+                      {"bubble_s", x.bubble_s},
+                      {"exposed_comm_s", x.exposed_comm_s},
+                      {"tp_exposed_s", x.tp_exposed_s},
+                      {"cp_exposed_s", x.cp_exposed_s},
+                      {"pp_exposed_s", x.pp_exposed_s},
+                      {"pp_total_s", x.pp_total_s},
+                      {"dp_exposed_s", x.dp_exposed_s},
+                      {"dp_total_s", x.dp_total_s},
+                      {"optimizer_s", x.optimizer_s},
+                      {"peak_live_chunks", x.peak_live_chunks},
+                      {"peak_live_until_weight_grad", x.peak_live_until_weight_grad},
+                      {"memory_model_in_flight_chunks", x.planner_in_flight_chunks},
+                      {"peak_activation_bytes", x.peak_activation_bytes},
+                      {"memory_model_activation_bytes", x.planner_activation_bytes}});
+  }
+  j["stages"] = stages;
+  j["tasks"] = s.tasks;
+  j["events"] = s.events;
+  return j;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<SimulateOptions>();
+  add_model_options(app, o->model);
+  add_mesh_options(app, o->mesh);
+  app.add_option("--plan", o->plan_file, "Read the plan from a Plan document instead of flags");
+  app.add_option("--trace", o->trace, "Write a Chrome trace event JSON (chrome://tracing, Perfetto)");
+  app.add_option("--svg", o->svg, "Write an SVG picture of the schedule");
+  app.add_flag("--ascii", o->ascii, "Print the schedule as text (small cases)");
+  app.add_flag("--json", o->json, "Print the summary as JSON");
+  app.add_flag("--no-overlap", o->no_overlap, "Serialise TP/CP/DP communication and p2p sends with compute");
+  app.add_flag("--no-contention", o->no_contention, "Give every transfer the full link bandwidth");
+  return [o]() {
+    const ProfileSet profiles = load_profiles(o->model);
+    std::string note;
+    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
+                                           : load_plan_file(o->plan_file, profiles);
+    sim::SimOptions so;
+    so.overlap = !o->no_overlap;
+    so.contention = !o->no_contention;
+    if (!o->plan_file.empty() && o->mesh.bucket_mb) {
+      if (!std::isfinite(*o->mesh.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
+      so.bucket_bytes = static_cast<int64_t>(*o->mesh.bucket_mb * 1e6);
+    }
+    Plan priced = plan;  // what the simulation priced: the closed form is shown for the same knobs
+    if (so.bucket_bytes > 0) priced.training.dp_bucket_bytes = so.bucket_bytes;
+    if (!so.overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = priced.parallel.overlap_cp_comm = false;
+    so.record_timeline = !o->trace.empty() || !o->svg.empty() || o->ascii;
+    const sim::SimResult r = sim::simulate(plan, so);
+    const TimeBreakdown closed = estimate(priced).time;
+    if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(r.timeline), "--trace");
+    if (!o->svg.empty()) write_file_atomic(o->svg, sim::render_svg(r.timeline, title_of(plan)), "--svg");
+    if (o->json) {
+      fmt::print("{}\n", to_json(priced, r, closed, so).dump(2));
+    } else {
+      fmt::print("{}", render_text(plan, r, closed, note));
+      if (o->ascii) fmt::print("\n{}", sim::render_ascii(r.timeline, 100));
+    }
+    return kOk;
+  };
+}
+
+const RegisterCommand reg{{"simulate", "Simulate one training step event by event: timeline, bubble and comm fractions",
+                           30, setup}};
+
+}  // namespace
+}  // namespace parplan::cli

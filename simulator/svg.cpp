@@ -1,0 +1,153 @@
+// SVG schedule picture (see svg.hpp). Deterministic text; coordinates rounded to 0.01 px.
+#include "simulator/svg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "simulator/trace.hpp"
+
+namespace parplan::sim {
+namespace {
+
+constexpr double kLeft = 90, kRight = 20, kTop = 40, kPlot = 1200;
+constexpr double kRowCompute = 26, kRowComm = 10, kGap = 8;
+
+// Hue per microbatch spread by the golden angle so neighbours differ; forward light, backward dark.
+std::string colour(const TimelineEvent& e) {
+  const double hue = std::fmod(std::max(0, e.microbatch) * 137.508, 360.0);
+  switch (e.category) {
+    case EventCategory::forward: return fmt::format("hsl({:.0f},70%,72%)", hue);
+    case EventCategory::backward:
+    case EventCategory::backward_input: return fmt::format("hsl({:.0f},60%,45%)", hue);
+    case EventCategory::backward_weight: return fmt::format("hsl({:.0f},35%,30%)", hue);
+    case EventCategory::recompute: return "#bdbdbd";
+    case EventCategory::optimizer: return "#555555";
+    default: return "#999999";
+  }
+}
+
+std::string fill_of(const TimelineEvent& e) {
+  switch (e.category) {
+    case EventCategory::layer_comm:
+    case EventCategory::tp_comm:
+    case EventCategory::cp_comm: return "url(#hatch-tp)";
+    case EventCategory::pp_comm: return "url(#hatch-pp)";
+    case EventCategory::dp_comm: return "url(#hatch-dp)";
+    default: return colour(e);
+  }
+}
+
+// A "nice" tick spacing: 1, 2 or 5 x 10^k with about 10 ticks over the step.
+double tick_step(double span) {
+  const double raw = span / 10.0;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0, 10.0}) {
+    if (f * p >= raw) return f * p;
+  }
+  return 10 * p;
+}
+
+std::string escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string render_svg(const Timeline& t, const std::string& title) {
+  const double step = t.step_s > 0 ? t.step_s : 1.0;
+  const double sx = kPlot / step;
+  const double row = kRowCompute + kRowComm + kGap;
+  const double height = kTop + row * static_cast<double>(t.tracks.size()) + 80;
+  const double width = kLeft + kPlot + kRight;
+  std::string o;
+  o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+                   "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\" font-size=\"11\">\n",
+                   width, height, width, height);
+  o += "<defs>\n";
+  for (const auto& [id, c] : {std::pair<const char*, const char*>{"tp", "#d62728"}, {"pp", "#1f77b4"}, {"dp", "#2ca02c"}}) {
+    o += fmt::format("<pattern id=\"hatch-{}\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+                     "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"white\"/>"
+                     "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"{}\" stroke-width=\"3\"/></pattern>\n", id, c);
+  }
+  o += "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o += fmt::format("<text x=\"{:.0f}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", kLeft, escape(title));
+  const bool chunks = [&] {
+    for (const auto& tr : t.tracks)
+      for (const auto& st : tr.streams)
+        for (const auto& e : st.events)
+          if (e.chunk > 0) return true;
+    return false;
+  }();
+  for (size_t i = 0; i < t.tracks.size(); ++i) {
+    const TimelineTrack& tr = t.tracks[i];
+    const double y = kTop + row * static_cast<double>(i);
+    o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">stage {}</text>\n", kLeft - 8,
+                     y + kRowCompute * 0.7, tr.stage);
+    o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.2f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n", kLeft, y,
+                     kPlot, kRowCompute);
+    for (size_t k = 0; k < tr.streams.size(); ++k) {
+      const bool compute = k == 0;
+      const double ry = compute ? y : y + kRowCompute;
+      const double rh = compute ? kRowCompute : kRowComm;
+      for (const TimelineEvent& e : tr.streams[k].events) {
+        const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
+        if (w <= 0) continue;
+        o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
+                         "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
+                         x, ry, w, rh, fill_of(e), tr.streams[k].name, event_name(e, chunks), e.start_s * 1e3,
+                         e.end_s * 1e3);
+        if (compute && e.microbatch >= 0 && w >= 14 && !(e.category == EventCategory::layer_comm)) {
+          o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
+                           x + w / 2, ry + rh * 0.65, event_name(e, chunks));
+        }
+      }
+    }
+  }
+  // Time axis.
+  const double ay = kTop + row * static_cast<double>(t.tracks.size()) + 4;
+  o += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.2f}\" x2=\"{:.0f}\" y2=\"{:.2f}\" stroke=\"black\"/>\n", kLeft, ay,
+                   kLeft + kPlot, ay);
+  const double ts = tick_step(step);
+  for (int k = 0; k * ts <= step * (1 + 1e-9); ++k) {
+    const double x = kLeft + k * ts * sx;
+    o += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"black\"/>"
+                     "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{:.4g}</text>\n",
+                     x, ay, x, ay + 5, x, ay + 17, k * ts * 1e3);
+  }
+  o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">ms</text>\n", kLeft - 8, ay + 17);
+  // Legend.
+  const double ly = ay + 40;
+  struct Item {
+    const char* label;
+    std::string fill;
+  };
+  TimelineEvent f, b, w;
+  f.microbatch = b.microbatch = w.microbatch = 0;
+  b.category = EventCategory::backward;
+  w.category = EventCategory::backward_weight;
+  const Item items[] = {{"forward (hue = microbatch)", colour(f)}, {"backward", colour(b)}, {"weight grad (W)", colour(w)},
+                        {"recompute", "#bdbdbd"},           {"TP/CP comm", "url(#hatch-tp)"}, {"p2p", "url(#hatch-pp)"},
+                        {"DP comm", "url(#hatch-dp)"},       {"optimizer", "#555555"}};
+  double lx = kLeft;
+  for (const Item& it : items) {
+    o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#333\" "
+                     "stroke-width=\"0.5\"/><text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n",
+                     lx, ly, it.fill, lx + 18, ly + 11, it.label);
+    lx += 30 + 6.2 * static_cast<double>(std::char_traits<char>::length(it.label));
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+}  // namespace parplan::sim

@@ -1,0 +1,123 @@
+// Chrome trace event JSON writer (see trace.hpp). Written by hand with fmt: 10^5 events, fixed formatting.
+#include "simulator/trace.hpp"
+
+#include <fmt/format.h>
+#include <iterator>
+
+namespace parplan::sim {
+namespace {
+
+const char* short_name(EventCategory c) {
+  switch (c) {
+    case EventCategory::forward: return "F";
+    case EventCategory::backward: return "B";
+    case EventCategory::backward_input: return "B";
+    case EventCategory::backward_weight: return "W";
+    case EventCategory::recompute: return "R";
+    case EventCategory::layer_comm: return "comm";
+    case EventCategory::tp_comm: return "TP";
+    case EventCategory::cp_comm: return "CP";
+    case EventCategory::pp_comm: return "p2p";
+    case EventCategory::dp_comm: return "DP";
+    case EventCategory::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+// Microseconds with nanosecond resolution: the trace format's unit.
+std::string us(double s) { return fmt::format("{:.3f}", s * 1e6); }
+
+bool has_chunks(const Timeline& t) {
+  for (const auto& tr : t.tracks) {
+    for (const auto& st : tr.streams) {
+      for (const auto& e : st.events) {
+        if (e.chunk > 0) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string event_name(const TimelineEvent& e, bool with_chunk) {
+  std::string n = short_name(e.category);
+  if (e.microbatch >= 0) {
+    if (e.category == EventCategory::pp_comm || e.category == EventCategory::layer_comm ||
+        e.category == EventCategory::tp_comm || e.category == EventCategory::cp_comm) {
+      n += ' ';
+    }
+    n += std::to_string(e.microbatch);
+    if (with_chunk) {
+      n += '.';
+      n += std::to_string(e.chunk);
+    }
+  }
+  return n;
+}
+
+std::string chrome_trace_json(const Timeline& t) {
+  const bool chunks = has_chunks(t);
+  std::string out;
+  out.reserve(1 << 20);
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"source\":\"{}\",\"step_us\":{}}},\"traceEvents\":[\n",
+                 t.source, us(t.step_s));
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  for (const TimelineTrack& tr : t.tracks) {
+    sep();
+    fmt::format_to(it, "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":\"stage {} (rank {})\"}}}}",
+                   tr.stage, tr.stage, tr.rank);
+    sep();
+    fmt::format_to(it, "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"sort_index\":{}}}}}",
+                   tr.stage, tr.stage);
+    for (size_t k = 0; k < tr.streams.size(); ++k) {
+      sep();
+      fmt::format_to(it, "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":\"{}\"}}}}",
+                     tr.stage, k, tr.streams[k].name);
+    }
+  }
+  for (const TimelineTrack& tr : t.tracks) {
+    for (size_t k = 0; k < tr.streams.size(); ++k) {
+      for (const TimelineEvent& e : tr.streams[k].events) {
+        sep();
+        fmt::format_to(it, "{{\"name\":\"{}\",\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{}",
+                       event_name(e, chunks), to_string(e.category), us(e.start_s), us(e.end_s - e.start_s), tr.stage, k);
+        if (e.microbatch >= 0 || e.bytes > 0) {
+          out += ",\"args\":{";
+          bool a = false;
+          if (e.microbatch >= 0) {
+            fmt::format_to(it, "\"microbatch\":{},\"chunk\":{}", e.microbatch, e.chunk);
+            a = true;
+          }
+          if (e.bytes > 0) fmt::format_to(it, "{}\"bytes\":{}", a ? "," : "", e.bytes);
+          if (e.peer_stage >= 0) fmt::format_to(it, ",\"to_stage\":{}", e.peer_stage);
+          out += '}';
+        }
+        out += '}';
+        if (e.flow >= 0 && e.peer_stage >= 0) {
+          // Flow arrow: from the send on this stage to the receiving stage's compute thread at arrival.
+          sep();
+          fmt::format_to(it, "{{\"name\":\"p2p\",\"cat\":\"pp_comm\",\"ph\":\"s\",\"id\":{},\"ts\":{},\"pid\":{},\"tid\":{}}}",
+                         e.flow, us(e.start_s), tr.stage, k);
+          sep();
+          fmt::format_to(it, "{{\"name\":\"p2p\",\"cat\":\"pp_comm\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"ts\":{},\"pid\":{},\"tid\":0}}",
+                         e.flow, us(e.end_s), e.peer_stage);
+        }
+      }
+    }
+    for (const MemorySample& m : tr.memory) {
+      sep();
+      fmt::format_to(it, "{{\"name\":\"activations\",\"ph\":\"C\",\"ts\":{},\"pid\":{},\"args\":{{\"GiB\":{:.6f}}}}}",
+                     us(m.t_s), tr.stage, m.activation_bytes / 1073741824.0);
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace parplan::sim
