@@ -1,0 +1,54 @@
+// Tests for simulator/trace: valid Chrome trace JSON with processes, threads, flows and counters; byte-identical
+// golden file (regenerate with PARPLAN_UPDATE_GOLDEN=1).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "simulator/fixture.hpp"
+#include "simulator/trace.hpp"
+
+using namespace parplan;
+using namespace parplan::sim;
+
+TEST_CASE("trace: Chrome trace JSON with a process per stage, a thread per stream, flows and a memory counter") {
+  const SimResult r = test::small_step();
+  const nlohmann::json j = nlohmann::json::parse(chrome_trace_json(r.timeline));
+  int processes = 0, threads = 0, complete = 0, flow_start = 0, flow_end = 0, counters = 0, forwards = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "process_name") ++processes;
+    if (ph == "M" && e["name"] == "thread_name") ++threads;
+    if (ph == "X") {
+      ++complete;
+      CHECK(e["dur"].get<double>() >= 0);
+      if (e["cat"] == "forward") ++forwards;
+    }
+    if (ph == "s") ++flow_start;
+    if (ph == "f") ++flow_end;
+    if (ph == "C") ++counters;
+  }
+  CHECK(processes == 2);
+  CHECK(threads == 2 * 5);
+  CHECK(forwards == 2 * 3);
+  CHECK(flow_start == 2 * 3);  // one activation send and one gradient send per microbatch across the single boundary
+  CHECK(flow_end == flow_start);
+  CHECK(counters > 4);
+  CHECK(complete > 20);
+}
+
+TEST_CASE("trace: same input, byte-identical trace (golden file)") {
+  const std::string a = chrome_trace_json(test::small_step().timeline);
+  CHECK(a == chrome_trace_json(test::small_step().timeline));
+  const std::string path = std::string(PARPLAN_TEST_DIR) + "/simulator/golden/trace_1f1b_p2_m3.json";
+  if (std::getenv("PARPLAN_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << a;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with PARPLAN_UPDATE_GOLDEN=1)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK(ss.str() == a);
+}
