@@ -404,5 +404,10 @@ TEST_CASE("extreme scale: 10^7 GPUs and 1T+ parameters give finite numbers or a 
     CHECK(j["time"]["step_s"].get<double>() > 0);
     CHECK(j["memory"]["peak_bytes"].get<double>() > 0);
   }
+  // The search at 10^7 GPUs: bounded time and memory (it once allocated per pipeline stage up to pp = --gpus).
+  const auto s = run_parplan({"suggest", "--params", "1e12", "--gpus", "10000000", "--threads", "1", "--json"}, {}, 300);
+  ++g_cases_run;
+  CHECK_FALSE(s.timed_out);
+  CHECK((s.exit_code == 0 || s.exit_code == 1));
   MESSAGE("bad-input and extreme-scale invocations run so far: " << g_cases_run);
 }
