@@ -6,6 +6,7 @@
 #include "cli/io.hpp"
 #include "cli/render.hpp"
 #include "planner/error.hpp"
+#include "planner/plan_json.hpp"
 #include "planner/validation.hpp"
 
 namespace parplan::cli {
@@ -14,6 +15,7 @@ namespace {
 struct ValidateOptions {
   std::string runs;
   std::vector<std::string> profiles;
+  std::string plans_dir;
   bool json = false;
 };
 
@@ -94,6 +96,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--runs", o->runs, "Published-runs file (schema: shared/validation/README.md)");
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
+  app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan)");
   return [o]() {
     if (o->runs.empty()) {
       throw InputError("--runs: required (a published-runs file, e.g. ../shared/validation/published-runs.json)");
@@ -102,6 +105,11 @@ Runner setup(CLI::App& app) {
     for (const auto& f : o->profiles) profiles.add(read_file(f, "--profile"), f);
     const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);
     const ValidationReport rep = score_runs(runs);
+    if (!o->plans_dir.empty()) {
+      for (const MappedRun& m : runs) {
+        if (m.plan) write_file_atomic(o->plans_dir + "/" + m.id + ".json", plan_to_json(*m.plan).dump(2) + "\n", "--plans");
+      }
+    }
     if (o->json) {
       fmt::print("{}\n", report_json(rep).dump(2));
     } else {

@@ -435,7 +435,13 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       const double bwd = t.backward_input_s + t.backward_weight_s;
       if (dc.per_microbatch) {
         total = md * dc.grad_reduce_s;
-        exposed = pc.overlap_dp_comm ? md * std::max(dc.bucket_s, dc.grad_reduce_s - bwd) : total;
+        // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
+        // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
+        const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
+                                                        (pc.recompute == Recompute::full ? 2.0 : 1.0)
+                                                  : 0.0;
+        const double window = std::max(0.0, bwd - gathers);
+        exposed = pc.overlap_dp_comm ? md * std::max(dc.bucket_s, dc.grad_reduce_s - window) : total;
       } else {
         total = dc.grad_reduce_s + dc.param_gather_s;
         exposed = pc.overlap_dp_comm

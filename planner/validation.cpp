@@ -440,7 +440,9 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", prec_text));
   }
   if (!note.empty()) r.notes.push_back(note);
-  tr.grad_fp32 = tr.precision != Precision::fp16;  // Megatron: fp32 gradient accumulation for bf16, fp16 grads for fp16
+  // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
+  // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
+  tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp.value_or(false);
   if (rc_text.empty()) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
     // ran full recompute. Otherwise the mode is unknown.
