@@ -119,6 +119,8 @@ Runner setup(CLI::App& app) {
   app.add_flag("--no-overlap", o->no_overlap, "Serialise TP/CP/DP communication and p2p sends with compute");
   app.add_flag("--no-contention", o->no_contention, "Give every transfer the full link bandwidth");
   return [o]() {
+    require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
+    require_writable(o->svg, "--svg");
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;
     const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
