@@ -349,6 +349,54 @@ TEST_CASE("bad input: run --backend host and calibrate") {
              &dir);
 }
 
+TEST_CASE("bad input: simulate") {
+  const std::string ok = kBad + "plan_ok.json";
+  const std::vector<BadCase> cases = {
+      {{"simulate"}, "--model or --params is required"},
+      {{"simulate", "--plan", kBad + "does-not-exist.json"}, "--plan"},
+      {{"simulate", "--plan", kBad + "plan_mesh_mismatch.json"}, "/parallel: dp*tp*pp*cp"},
+      {{"simulate", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
+      {{"simulate", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "3"}, "--gpus"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "0"}, "--gpus"},
+      {{"simulate", "--params", "1e30", "--gpus", "8"}, "--params"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--seq", "0"}, "--seq"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--bucket-mb", "nan"}, "--bucket-mb"},
+      {{"simulate", "--plan", ok, "--bucket-mb", "nan"}, "--bucket-mb"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "8", "--pp", "8", "--microbatches", "100000000"},
+       "too large to simulate"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--gpu", kBad + "gpu_zero_bandwidth.json"},
+       "/hbm_bandwidth_GBps"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+  // Output files: a bad second output must not leave the first one behind.
+  ScratchDir dir;
+  const std::string trace = (dir.path / "trace.json").string(), svg = (dir.path / "step.svg").string();
+  expect_bad({{"simulate", "--plan", ok, "--trace", trace, "--svg", "/nonexistent-dir/step.svg"}, "--svg"}, &dir);
+  expect_bad({{"simulate", "--plan", ok, "--svg", svg, "--trace", "/nonexistent-dir/trace.json"}, "--trace"}, &dir);
+  expect_bad({{"simulate", "--plan", ok, "--trace", dir.path.string()}, "--trace"}, &dir);
+  expect_bad({{"simulate", "--plan", kBad + "plan_mesh_mismatch.json", "--trace", trace, "--svg", svg}, "/parallel"},
+             &dir);
+}
+
+TEST_CASE("bad input: validate (published-run files)") {
+  const std::vector<BadCase> cases = {
+      {{"validate"}, "--runs"},
+      {{"validate", "--runs", kBad + "does-not-exist.json"}, "--runs"},
+      {{"validate", "--runs", kBad + "a_directory.json"}, "--runs"},
+      {{"validate", "--runs", "/dev/zero"}, "--runs"},
+      {{"validate", "--runs", kBad + "model_truncated.json"}, "malformed JSON"},
+      {{"validate", "--runs", kBad + "runs_not_array.json"}, "runs_not_array.json: /: expected a JSON array"},
+      {{"validate", "--runs", kBad + "runs_wrong_type.json"}, "runs_wrong_type.json: /0/hardware/num_gpus"},
+      {{"validate", "--runs", kBad + "runs_duplicate_id.json"}, "runs_duplicate_id.json: /1/id: duplicate"},
+      {{"validate", "--runs", kBad + "runs_unknown_key.json"}, "runs_unknown_key.json: /0/parallel/tpp: unknown key"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--plans", "/nonexistent-dir/plans"}, "--plans"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--plans", kBad + "runs_ok.json"}, "--plans"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+}
+
 TEST_CASE("bad input: an output path that cannot be written leaves nothing behind") {
   ScratchDir dir;
   const std::vector<std::string> good = {"estimate", "--model", "gpt3-1.3b", "--gpus", "8"};
