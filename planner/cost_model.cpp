@@ -140,9 +140,19 @@ LayerCost layer_cost(const Plan& plan) {
     case Recompute::none:
       lc.recompute_s = 0;
       break;
-    case Recompute::selective:
-      lc.recompute_s = attn_fwd;
+    case Recompute::selective: {
+      // Korthikanti et al. 2022 Sec. 5: selective recompute redoes QK^T, softmax, softmax dropout and attention over
+      // V; with the unfused kernel the softmax and dropout are memory-bound passes over the score matrix.
+      double softmax_s = 0;
+      if (plan.training.attention == AttentionKernel::unfused) {
+        const double A = d(dtype_bytes(ad));
+        const double scores = d(b) * d(heads_local) * d(s_q) * d(s);
+        softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0))) +
+                    2.0 * gpu.gemm.kernel_overhead_s;
+      }
+      lc.recompute_s = attn_fwd + softmax_s;
       break;
+    }
     case Recompute::full:
       lc.recompute_s = lc.forward_s;
       break;

@@ -1,0 +1,149 @@
+// `parplan calibrate --from-runs FILE`: profile fitting to measured runs (planner/fit.hpp), hooked into calibrate.
+#include "cli/calibrate_from_runs.hpp"
+
+#include <fmt/core.h>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/io.hpp"
+#include "cli/render.hpp"
+#include "planner/error.hpp"
+#include "planner/fit.hpp"
+#include "planner/spec_json.hpp"
+
+namespace parplan::cli {
+
+using CalibrateHook = std::function<std::function<std::optional<int>()>(CLI::App&)>;
+std::vector<CalibrateHook>& calibrate_hooks();  // defined in cli/calibrate.cpp
+
+namespace {
+
+nlohmann::json summary_json(const ErrorSummary& s) {
+  return {{"count", s.count}, {"mean_abs_error", s.mean_abs}, {"median_abs_error", s.median_abs},
+          {"worst_abs_error", s.worst_abs}, {"worst_id", s.worst_id}};
+}
+
+std::string line(const char* what, const ErrorSummary& s) {
+  return fmt::format("  {:<28} {:>3} runs  mean |err| {:>6}  median {:>6}  worst {:>6} ({})\n", what, s.count,
+                     fmt_percent(s.mean_abs), fmt_percent(s.median_abs), fmt_percent(s.worst_abs), s.worst_id);
+}
+
+}  // namespace
+
+int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
+  if (o.out.empty()) throw InputError("--out: required (the fitted GPU profile to write)");
+  ProfileSet profiles = ProfileSet::embedded();
+  for (const auto& f : o.profiles) profiles.add(read_file(f, "--profile"), f);
+  const std::vector<MappedRun> runs = load_published_runs(read_file(o.runs, "--from-runs"), o.runs, profiles);
+  std::string gpu = o.gpu.empty() ? "" : profiles.gpu(o.gpu, "--gpu").name;
+  if (gpu.empty()) {
+    std::vector<std::string> types;
+    for (const MappedRun& r : runs) {
+      if (r.scored() && std::find(types.begin(), types.end(), r.gpu_type) == types.end()) types.push_back(r.gpu_type);
+    }
+    if (types.size() != 1) {
+      std::string list;
+      for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+      throw InputError(fmt::format("--gpu: the runs have {} scored GPU types ({}); name the one to fit", types.size(),
+                                   list.empty() ? "none" : list));
+    }
+    gpu = types.front();
+  }
+  FitOptions opt;
+  if (!o.fields.empty()) {
+    opt.fields.clear();
+    for (const auto& f : o.fields) opt.fields.push_back(fit_field(f, "--fit-fields"));
+  }
+  const FitResult r = fit_profiles(runs, gpu, opt);
+
+  GpuSpec g = r.gpu;
+  if (!o.name.empty()) g.name = o.name;
+  g.source = fmt::format("{} -- efficiency fields fitted by parplan calibrate --from-runs {} ({} runs)", r.gpu.source,
+                         o.runs, r.error_after.count);
+  nlohmann::json gj = to_json(g);
+  gj["kind"] = "gpu";
+  write_file_atomic(o.out, gj.dump(2) + "\n", "--out");
+  if (!o.cluster_out.empty()) {
+    ClusterSpec c = r.cluster;
+    c.gpu = g.name;
+    c.source = fmt::format("{} -- link efficiencies fitted by parplan calibrate --from-runs {}", r.cluster.source, o.runs);
+    nlohmann::json cj = to_json(c);
+    cj["kind"] = "cluster";
+    write_file_atomic(o.cluster_out, cj.dump(2) + "\n", "--cluster-out");
+  }
+
+  if (o.json) {
+    nlohmann::json fields = nlohmann::json::array();
+    for (size_t i = 0; i < r.before.size(); ++i) {
+      fields.push_back({{"field", r.before[i].first}, {"before", r.before[i].second}, {"after", r.after[i].second}});
+    }
+    const nlohmann::json j = {{"gpu", gpu},
+                              {"cluster", r.cluster.name},
+                              {"fields", fields},
+                              {"error_before", summary_json(r.error_before)},
+                              {"error_after", summary_json(r.error_after)},
+                              {"heldout", {{"fit_ids", r.fit_ids}, {"heldout_ids", r.heldout_ids},
+                                           {"error_before", summary_json(r.heldout_before)},
+                                           {"error_after", summary_json(r.heldout_after)}}}};
+    fmt::print("{}\n", j.dump(2));
+    return kOk;
+  }
+  std::string s = fmt::format("parplan calibrate --from-runs {}: {} ({} cluster), {} scored runs; profile written to {}\n\n",
+                              o.runs, gpu, r.cluster.name, r.error_after.count, o.out);
+  Table t({"field", "before", "after"}, 1);
+  for (size_t i = 0; i < r.before.size(); ++i) {
+    t.add({r.before[i].first, fmt::format("{:.4g}", r.before[i].second), fmt::format("{:.4g}", r.after[i].second)});
+  }
+  s += t.render() + "\nStep-time error\n";
+  s += line("all runs, before", r.error_before);
+  s += line("all runs, after", r.error_after);
+  s += line("held-out half, before", r.heldout_before);
+  s += line("held-out half, fit on other", r.heldout_after);
+  s += fmt::format("  (held-out split: runs sorted by id, even positions fitted, odd positions held out)\n");
+  fmt::print("{}", s);
+  return kOk;
+}
+
+namespace {
+
+// The hook: adds --from-runs and --fit-fields to `parplan calibrate`, and handles the command when --from-runs is
+// given, reading calibrate's own --out, --cluster-out, --gpu, --name and --json.
+std::function<std::optional<int>()> hook(CLI::App& app) {
+  auto runs = std::make_shared<std::string>();
+  auto fields = std::make_shared<std::vector<std::string>>();
+  auto profiles = std::make_shared<std::vector<std::string>>();
+  app.add_option("--from-runs", *runs, "Fit the GPU / cluster efficiency fields to measured runs (published-runs schema)");
+  app.add_option("--fit-fields", *fields, "With --from-runs: the fields to fit (default: all efficiency fields)");
+  app.add_option("--profile", *profiles, "With --from-runs: user GPU / cluster profile JSON file (repeatable)");
+  CLI::App* a = &app;
+  return [a, runs, fields, profiles]() -> std::optional<int> {
+    if (runs->empty()) {
+      if (!fields->empty()) throw InputError("--fit-fields: only with --from-runs");
+      return std::nullopt;
+    }
+    auto str = [&](const char* name) {
+      const CLI::Option* opt = a->get_option_no_throw(name);
+      return opt && opt->count() > 0 ? opt->as<std::string>() : std::string();
+    };
+    CalibrateFromRunsOptions o;
+    o.runs = *runs;
+    o.fields = *fields;
+    o.profiles = *profiles;
+    o.gpu = str("--gpu");
+    o.out = str("--out");
+    o.cluster_out = str("--cluster-out");
+    o.name = str("--name");
+    const CLI::Option* json = a->get_option_no_throw("--json");
+    o.json = json && json->count() > 0;
+    return calibrate_from_runs(o);
+  };
+}
+
+const bool registered = [] {
+  calibrate_hooks().push_back(hook);
+  return true;
+}();
+
+}  // namespace
+}  // namespace parplan::cli

@@ -1,0 +1,23 @@
+// `parplan calibrate --from-runs FILE`: fit a GPU / cluster profile's efficiency fields to measured runs.
+// Registered as a calibrate hook (cli/calibrate.cpp's calibrate_hooks()); no edit of calibrate.cpp is needed.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace parplan::cli {
+
+struct CalibrateFromRunsOptions {
+  std::string runs;                  // --from-runs FILE
+  std::string gpu;                   // --gpu (empty: the only GPU type in the runs)
+  std::string out, cluster_out;      // --out, --cluster-out
+  std::string name;                  // --name (default: the base profile's name, so --profile FILE overrides it)
+  std::vector<std::string> fields;   // --fit-fields (default: every field of default_fit_fields())
+  std::vector<std::string> profiles; // --profile FILE (repeatable)
+  bool json = false;
+};
+
+// Runs the fit and writes the profile(s); returns the exit code. Throws InputError on bad input.
+int calibrate_from_runs(const CalibrateFromRunsOptions& o);
+
+}  // namespace parplan::cli
