@@ -128,15 +128,16 @@ bool map_ffn_type(std::string_view text, FfnType& out) {
 bool map_precision(std::string_view text, Precision& out, std::string* note) {
   const std::string t = lower(text);
   if (has(t, "not stated")) return false;
+  const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
   if (has(t, "fp8")) {
     out = Precision::fp8;
+  } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
+    out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
+    if (note) *note = "16-bit precision not named: fp16 (Megatron-LM --fp16; same peak as bf16 on A100/H100)";
   } else if (has(t, "bf16")) {
     out = Precision::bf16;
   } else if (has(t, "fp16")) {
     out = Precision::fp16;
-  } else if (has(t, "16-bit")) {
-    out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
-    if (note) *note = "16-bit precision not named: fp16 (Megatron-LM --fp16; same peak as bf16 on A100/H100)";
   } else {
     return false;
   }
@@ -234,7 +235,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
       if (s < e) count = std::stod(t.substr(s, e - s));
     }
     const double total = count * v * unit;
-    const bool per_gpu = t.compare(k + 4, 9, " per gpu") == 0 || t.compare(k + 5, 8, "per gpu") == 0;
+    const bool per_gpu = t.compare(k + 4, 8, " per gpu") == 0 || t.compare(k + 5, 8, "per gpu") == 0;
     return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
   return 0;
