@@ -1,0 +1,197 @@
+// Published-run validation: the free-text mapping rules (ffn type, precision, recompute, GPU, links, attention).
+#include <algorithm>
+#include <cctype>
+#include <fmt/core.h>
+#include <string>
+
+#include "planner/validation.hpp"
+
+namespace parplan {
+namespace {
+std::string lower(std::string_view s) {
+  std::string r(s);
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return r;
+}
+bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+}  // namespace
+
+std::string source_key(std::string_view source) {
+  // A repository path as the first word ("mosaicml/llm-foundry scripts/...") is the key on its own.
+  const std::string_view first = source.substr(0, source.find(' '));
+  if (first.find('/') != std::string_view::npos) return std::string(first);
+  const size_t cut = std::min(source.find(','), source.find('('));
+  std::string_view k = source.substr(0, cut);
+  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.back()))) k.remove_suffix(1);
+  return k.empty() ? std::string(source) : std::string(k);
+}
+
+bool map_ffn_type(std::string_view text, FfnType& out) {
+  const std::string t = lower(text);
+  if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (")) {
+    out = FfnType::swiglu;  // gated MLPs: three matrices
+    return true;
+  }
+  if (has(t, "gelu") || has(t, "relu") || has(t, "mlp")) {
+    out = FfnType::gelu;  // two-matrix MLP; ReLU and GeLU cost the same here
+    return true;
+  }
+  return false;
+}
+
+bool map_precision(std::string_view text, Precision& out, std::string* note) {
+  const std::string t = lower(text);
+  if (has(t, "not stated")) return false;
+  const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
+  if (has(t, "fp8")) {
+    out = Precision::fp8;
+  } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
+    out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
+    if (note) *note = "16-bit precision not named: fp16 (Megatron-LM --fp16; same peak as bf16 on A100/H100)";
+  } else if (has(t, "bf16")) {
+    out = Precision::bf16;
+  } else if (has(t, "fp16")) {
+    out = Precision::fp16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool map_recompute(std::string_view text, Recompute& out) {
+  const std::string t = lower(text);
+  if (t.empty() || has(t, "partial")) return false;
+  if (has(t, "selective")) {
+    out = Recompute::selective;
+  } else if (has(t, "full") || has(t, "checkpoint")) {
+    out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"
+  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off") {
+    out = Recompute::none;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why) {
+  auto known = [&](std::string_view name) -> std::string {
+    const GpuSpec* g = profiles.find_gpu(name);
+    return g ? g->name : "";
+  };
+  auto unknown = [&](std::string reason) -> std::string {
+    if (why) *why = std::move(reason);
+    return "";
+  };
+  if (text.empty()) return unknown("GPU not stated");
+  if (std::string exact = known(text); !exact.empty()) return exact;  // a profile name or alias
+  const std::string t = lower(text);
+  // Memory size written in the text ("80GB", "80 GB", "40G").
+  int64_t gb = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(t[i - 1])))) continue;
+    size_t j = i;
+    int64_t v = 0;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = v * 10 + (t[j++] - '0');
+    while (j < t.size() && t[j] == ' ') ++j;
+    if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
+  }
+  if (has(t, "pcie") || has(t, "nvl")) return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", text));
+  std::string name;
+  if (has(t, "h100")) {
+    name = "H100-SXM5-80GB";  // every H100 training system in the schema is SXM 80 GB
+  } else if (has(t, "h200")) {
+    name = "H200-141GB";
+  } else if (has(t, "b200")) {
+    name = "B200";
+  } else if (has(t, "a100")) {
+    if (gb == 40) {
+      name = "A100-SXM4-40GB";
+    } else if (gb == 80) {
+      name = "A100-SXM4-80GB";
+    } else {
+      return unknown(fmt::format("GPU '{}' does not say 40 or 80 GB", text));
+    }
+  } else {
+    return unknown(fmt::format("unknown GPU '{}'", text));
+  }
+  std::string found = known(name);
+  if (found.empty()) return unknown(fmt::format("GPU '{}' maps to {}, which has no profile", text, name));
+  return found;
+}
+
+double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
+  // Numbers followed by Gb/s or Tb/s; "N x M Gb/s" multiplies; "per GPU" after the figure makes it per GPU,
+  // otherwise the figure is per node (the field is inter_node_per_node). The first figure wins.
+  const std::string t = lower(text);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
+    size_t j = i;
+    double v = 0;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = v * 10 + (t[j++] - '0');
+    if (j < t.size() && t[j] == '.') {
+      double scale = 0.1;
+      for (++j; j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])); ++j, scale /= 10) v += (t[j] - '0') * scale;
+    }
+    size_t k = j;
+    while (k < t.size() && t[k] == ' ') ++k;
+    double unit = 0;
+    if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
+    if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
+    if (unit == 0) continue;
+    double count = 1;  // "8 x 200 Gb/s": look back for "<n> x "
+    size_t b = i;
+    while (b > 0 && t[b - 1] == ' ') --b;
+    if (b > 0 && (t[b - 1] == 'x' || t[b - 1] == '*')) {
+      size_t e = b - 1;
+      while (e > 0 && t[e - 1] == ' ') --e;
+      size_t s = e;
+      while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+      if (s < e) count = std::stod(t.substr(s, e - s));
+    }
+    const double total = count * v * unit;
+    const bool per_gpu = t.compare(k + 4, 8, " per gpu") == 0 || t.compare(k + 5, 8, "per gpu") == 0;
+    return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+  }
+  return 0;
+}
+
+AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note) {
+  const std::string all = lower(std::string(source) + " " + std::string(other_text));
+  auto say = [&](std::string s) {
+    if (note) *note = std::move(s);
+  };
+  if (has(all, "unfused")) {
+    say("attention: unfused (stated)");
+    return AttentionKernel::unfused;
+  }
+  if (has(all, "flash")) {
+    say("attention: flash (stated)");
+    return AttentionKernel::flash;
+  }
+  // The first 20xx year in the source text: FlashAttention (2022-05) entered Megatron-LM and the other frameworks
+  // in 2023; the 2021-2022 publications ran the unfused (softmax-fused) attention path.
+  const std::string s = lower(source);
+  for (size_t i = 0; i + 4 <= s.size(); ++i) {
+    if (s.compare(i, 2, "20") != 0 || !std::isdigit(static_cast<unsigned char>(s[i + 2])) ||
+        !std::isdigit(static_cast<unsigned char>(s[i + 3])))
+      continue;
+    if ((i > 0 && std::isalnum(static_cast<unsigned char>(s[i - 1]))) ||
+        (i + 4 < s.size() && std::isalnum(static_cast<unsigned char>(s[i + 4]))))
+      continue;
+    const int year = std::stoi(s.substr(i, 4));
+    if (year <= 2022) {
+      say(fmt::format("attention: unfused (source year {} <= 2022)", year));
+      return AttentionKernel::unfused;
+    }
+    say(fmt::format("attention: flash (source year {} >= 2023)", year));
+    return AttentionKernel::flash;
+  }
+  if (has(all, "megatron-deepspeed")) {
+    say("attention: unfused (Megatron-DeepSpeed, 2021-2022 fork without flash attention)");
+    return AttentionKernel::unfused;
+  }
+  say("attention: flash (no year or kernel stated)");
+  return AttentionKernel::flash;
+}
+
+}  // namespace parplan
