@@ -161,6 +161,12 @@ ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r
   }
   if (!large) throw BackendError("calibrate: a cluster profile needs the all-reduce sweep over at least 2 ranks");
   if (c.intra_node.bandwidth_Bps > 0) c.intra_node.efficiency = std::min(1.0, large->busbw_Bps / c.intra_node.bandwidth_Bps);
+  // The profile reader accepts efficiencies >= 0.01 (spec_json.cpp); a slow fabric (the host backend, a sanitizer
+  // build) is written as its measured bandwidth at efficiency 1 instead: the same effective bandwidth, a readable file.
+  if (c.intra_node.efficiency < 0.01) {
+    c.intra_node.bandwidth_Bps = large->busbw_Bps;
+    c.intra_node.efficiency = 1.0;
+  }
   const int64_t steps = latency_steps(Collective::all_reduce, large->ranks);
   if (steps > 0) c.intra_node.latency_s = small->seconds / static_cast<double>(steps);
   c.source = fmt::format("parplan calibrate on {} x {}: all-reduce busbw {:.1f} GB/s at {} bytes", r.ranks, r.device,
