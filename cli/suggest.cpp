@@ -107,6 +107,8 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
   if (r.objective == Objective::fewest_gpus) {
     if (!o.min_tokens_per_s) throw InputError("--objective fewest-gpus needs --min-tokens-per-s");
+    // CLI::Range lets NaN through (every comparison is false).
+    if (!std::isfinite(*o.min_tokens_per_s)) throw InputError("--min-tokens-per-s: must be a finite number");
     r.min_tokens_per_s = *o.min_tokens_per_s;
   } else if (o.min_tokens_per_s) {
     throw InputError("--min-tokens-per-s: only used with --objective fewest-gpus");

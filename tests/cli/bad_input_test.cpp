@@ -263,6 +263,7 @@ TEST_CASE("bad input: suggest") {
       {with(kModel, {"--gpus", "64", "--seq", "0"}), "--seq"},
       {with(kModel, {"--gpus", "64", "--objective", "slowest"}), "--objective"},
       {with(kModel, {"--gpus", "64", "--objective", "fewest-gpus"}), "--min-tokens-per-s"},
+      {with(kModel, {"--gpus", "64", "--objective", "fewest-gpus", "--min-tokens-per-s", "nan"}), "--min-tokens-per-s"},
       {with(kModel, {"--gpus", "64", "--top", "0"}), "--top"},
       {with(kModel, {"--gpus", "64", "--threads", "0"}), "--threads"},
       {with(kModel, {"--gpus", "64", "--max-micro-batch", "0"}), "--max-micro-batch"},
