@@ -140,6 +140,7 @@ void store(void* base, int64_t i, DType dtype, float f) {
 }
 
 void load_range(const void* base, int64_t first, int64_t count, DType dtype, float* out) {
+  if (count <= 0) return;
   if (dtype == DType::fp32 || dtype == DType::tf32) {
     std::memcpy(out, static_cast<const float*>(base) + first, static_cast<size_t>(count) * sizeof(float));
     return;
@@ -148,6 +149,7 @@ void load_range(const void* base, int64_t first, int64_t count, DType dtype, flo
 }
 
 void store_range(void* base, int64_t first, int64_t count, DType dtype, const float* in) {
+  if (count <= 0) return;
   if (dtype == DType::fp32 || dtype == DType::tf32) {
     std::memcpy(static_cast<float*>(base) + first, in, static_cast<size_t>(count) * sizeof(float));
     return;
