@@ -11,8 +11,10 @@
 #include "planner/error.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/measured_timeline.hpp"
 #include "runtime/report.hpp"
 #include "runtime/schedule_source.hpp"
+#include "simulator/trace.hpp"
 
 namespace parplan::cli {
 namespace {
@@ -27,31 +29,6 @@ struct RunOptions {
   std::string trace;
 };
 
-// The measured timeline as a Chrome trace (one process per rank, compute and comm as threads), microseconds.
-nlohmann::json chrome_trace(const runtime::RunResult& r, const std::vector<runtime::Program>& programs) {
-  nlohmann::json events = nlohmann::json::array();
-  for (size_t i = 0; i < r.ranks.size(); ++i) {
-    const auto& rr = r.ranks[i];
-    const auto& times = rr.step_ops[static_cast<size_t>(r.median_step)];
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rr.rank}, {"args", {{"name", fmt::format("rank {} (stage {})", rr.rank, rr.stage)}}}});
-    for (size_t k = 0; k < times.size(); ++k) {
-      const runtime::Op& op = programs[i].ops[k];
-      if (op.kind == runtime::OpKind::alloc || op.kind == runtime::OpKind::free) continue;
-      const bool comm = op.kind == runtime::OpKind::collective || op.kind == runtime::OpKind::p2p;
-      events.push_back({{"name", op.label},
-                        {"cat", std::string(runtime::to_string(op.term))},
-                        {"ph", "X"},
-                        {"pid", rr.rank},
-                        {"tid", comm ? 1 : 0},
-                        {"ts", times[k].start_s * 1e6},
-                        {"dur", times[k].duration_s() * 1e6},
-                        {"args", {{"microbatch", op.microbatch}, {"phase", std::string(runtime::to_string(op.phase))},
-                                  {"measured", times[k].measured}}}});
-    }
-  }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-}
-
 std::string fmt_value(const runtime::TermRow& row, double v) { return row.is_bytes ? fmt_bytes(v) : fmt_seconds(v); }
 
 Runner setup(CLI::App& app) {
@@ -65,7 +42,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--steps", o->steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", o->warmup, "Warm-up steps before measuring")->check(CLI::Range(0, 1000));
   app.add_flag("--json", o->json, "Print predicted vs measured as JSON");
-  app.add_option("--trace", o->trace, "Write the measured timeline (median step) as a Chrome/Perfetto trace");
+  app.add_option("--trace", o->trace, "Write the measured timeline (median step) as a Chrome/Perfetto trace, laid out like simulate's");
   return [o]() {
     require_writable(o->trace, "--trace");  // before the run, not after it
     ModelOptions mo;
@@ -86,7 +63,7 @@ Runner setup(CLI::App& app) {
     const runtime::RunResult result = runtime::execute(*world, programs, {o->warmup, o->steps, local});
     const Estimate e = estimate(plan);
     const auto rows = runtime::compare(e, result, programs, local);
-    if (!o->trace.empty()) write_file_atomic(o->trace, chrome_trace(result, programs).dump() + "\n", "--trace");
+    if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(runtime::measured_timeline(result, programs, local)), "--trace");
     if (o->json) {
       nlohmann::json j = {{"backend", o->backend}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
                           {"warmup", o->warmup}, {"step_s", result.step_s}, {"terms", nlohmann::json::array()}};

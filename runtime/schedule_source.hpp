@@ -1,6 +1,5 @@
-// Where the runtime gets each stage's task order. It must be the simulator's schedule (simulator/schedule.hpp,
-// the single definition of pipeline op order); until that header lands this adapter carries an interim GPipe and
-// 1F1B order, and refuses interleaved and zero-bubble plans rather than guess them.
+// Where the runtime gets each stage's task order: the simulator's schedule (simulator/schedule.hpp, the single
+// definition of pipeline op order), converted to the lowering's ScheduleStep.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,7 +9,8 @@
 
 namespace parplan::runtime {
 
-// The order of pipeline tasks on stage `stage`. Throws InputError for schedules the runtime cannot order yet.
+// The order of pipeline tasks on stage `stage`, from sim::make_schedule(plan). Split backwards (ZB-H1) become
+// backward (input gradients) + backward_weight steps.
 std::vector<ScheduleStep> stage_schedule(const Plan& plan, int64_t stage);
 
 }  // namespace parplan::runtime

@@ -5,6 +5,7 @@
 #include "planner/profiles.hpp"
 #include "planner/spec.hpp"
 #include "runtime/lower.hpp"
+#include "runtime/schedule_source.hpp"
 
 namespace parplan::runtime::testing {
 
@@ -32,19 +33,11 @@ inline Plan small_plan(int64_t dp = 2, int64_t tp = 2, int64_t pp = 2, int64_t m
   return p;
 }
 
-// The 1F1B order of one stage for these tests (in the product this comes from the simulator's schedule):
-// warm-up forwards min(p - stage - 1, m), then one forward / one backward, then the remaining backwards.
+// The order of one stage for these tests: the simulator's schedule (via the runtime's adapter).
 inline std::vector<ScheduleStep> one_f_one_b(int64_t p, int64_t m, int64_t stage) {
-  std::vector<ScheduleStep> out;
-  const int64_t warm = std::min(p - stage - 1, m);
-  int64_t f = 0, b = 0;
-  for (; f < warm; ++f) out.push_back({Phase::forward, f, 0});
-  while (f < m) {
-    out.push_back({Phase::forward, f++, 0});
-    out.push_back({Phase::backward, b++, 0});
-  }
-  while (b < m) out.push_back({Phase::backward, b++, 0});
-  return out;
+  Plan plan = small_plan(2, 2, p, m);
+  plan.parallel.schedule = Schedule::one_f_one_b;
+  return stage_schedule(plan, stage);
 }
 
 }  // namespace parplan::runtime::testing
