@@ -37,27 +37,6 @@ constexpr double kMemoryBoundKernelsPerLayer = 10.0;
 // FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
 constexpr double kFlashBackwardFactor = 2.5;
 
-// Bytes of memory-bound traffic in one layer's forward on one GPU (norms, residual adds, dropout, activation
-// function, rotary, unfused softmax). Backward moves about twice as much.
-double layer_memory_bound_bytes(const Plan& plan) {
-  const ModelSpec& m = plan.model;
-  const ParallelConfig& pc = plan.parallel;
-  const double A = d(dtype_bytes(plan.activation_dtype()));
-  const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
-  const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
-  const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
-  const double routed = d(m.is_moe() ? m.top_k : 1);
-  double bytes = Tn * h * A * (2.0 * 2.0 + 2.0 * 3.0);  // two norms (read+write), two residual adds (2 reads+write)
-  if (m.dropout) bytes += 2.0 * (2.0 * A + 1.0) * Tn * h;
-  bytes += (m.ffn_type == FfnType::swiglu ? 3.0 : 2.0) * T * f * A * routed;
-  if (m.position == PositionEmbedding::rotary) bytes += 2.0 * T * d(m.hidden + 2 * m.kv_dim()) / d(pc.tp) * A;
-  if (plan.training.attention == AttentionKernel::unfused) {
-    const double scores = d(pc.micro_batch) * d(m.heads / pc.tp) * (d(plan.seq_len()) / d(pc.cp)) * d(plan.seq_len());
-    bytes += scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0));
-  }
-  return bytes;
-}
-
 // Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
 double layer_params(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -68,6 +47,54 @@ double layer_params(const Plan& plan) {
 }
 
 }  // namespace
+
+// Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,
+// unfused softmax), forward and backward, counted pass by pass: a forward op reads its inputs and writes its output;
+// its backward reads what the forward saved plus the incoming gradient and writes the input gradient. So LayerNorm,
+// GeLU and softmax move 1.5x their forward bytes in backward (read x or y, read dy, write dx), SwiGLU 5/3x, while
+// dropout (read dy and mask, write dx), rotary and the residual adds (the gradient accumulation add) move the same.
+LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
+  const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
+  const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
+  const double routed = d(m.is_moe() ? m.top_k : 1);
+  LayerMemoryBytes b;
+  auto add = [&b](double fwd, double bwd) {
+    b.elementwise_forward += fwd;
+    b.elementwise_backward += bwd;
+  };
+  add(Tn * h * A * 2.0 * 2.0, Tn * h * A * 2.0 * 3.0);  // two norms: read+write; read x, dy + write dx
+  if (m.dropout) {
+    // Two dropout + residual adds, fused into one kernel as in Megatron-LM's bias_dropout_add_fused_train: forward
+    // reads x and the residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes dx, then
+    // the residual-stream gradients are summed (2 reads + write).
+    add(2.0 * (3.0 * A + 1.0) * Tn * h, 2.0 * (5.0 * A + 1.0) * Tn * h);
+  } else {
+    add(Tn * h * A * 2.0 * 3.0, Tn * h * A * 2.0 * 3.0);  // two residual adds: 2 reads + write, both ways
+  }
+  if (m.ffn_type == FfnType::swiglu) {
+    add(3.0 * T * f * A * routed, 5.0 * T * f * A * routed);
+  } else {
+    add(2.0 * T * f * A * routed, 3.0 * T * f * A * routed);
+  }
+  if (m.position == PositionEmbedding::rotary) {
+    const double qk = 2.0 * T * d(m.hidden + 2 * m.kv_dim()) / d(pc.tp) * A;
+    add(qk, qk);
+  }
+  if (plan.training.attention == AttentionKernel::unfused) {
+    const double scores = d(pc.micro_batch) * d(m.heads / pc.tp) * (d(plan.seq_len()) / d(pc.cp)) * d(plan.seq_len());
+    b.scores_forward = scores * 2.0 * A;
+    b.scores_backward = scores * 3.0 * A;
+    if (m.dropout) {
+      b.scores_forward += scores * (2.0 * A + 1.0);
+      b.scores_backward += scores * (2.0 * A + 1.0);
+    }
+  }
+  return b;
+}
 
 PlanParamCounts plan_param_counts(const Plan& plan) {
   PlanParamCounts p;
@@ -106,8 +133,11 @@ LayerCost layer_cost(const Plan& plan) {
   LayerCost lc;
 
   // GEMMs (forward); backward = dgrad + wgrad of the same shapes.
-  double gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h) + gemm_time_s(gpu, gd, T, h, h / tp);
+  const double qkv_gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h);
+  double gemm = qkv_gemm + gemm_time_s(gpu, gd, T, h, h / tp);
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
+  // The two column-parallel GEMMs (QKV and MLP up); their input gradients run beside the sequence-parallel re-gather.
+  const double column_gemm = qkv_gemm + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
   if (m.is_moe()) {
     const int64_t local_experts = m.experts / pc.ep;
     const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
@@ -129,12 +159,14 @@ LayerCost layer_cost(const Plan& plan) {
     attn_bwd = 2.0 * attn_fwd;
   }
 
-  const double mem = memory_bound_time_s(gpu, layer_memory_bound_bytes(plan)) +
-                     kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
+  const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
+  const double launches = kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
+  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches;
+  const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches;
   lc.gemm_forward_s = gemm;
   lc.attention_forward_s = attn_fwd;
   lc.forward_s = gemm + attn_fwd + mem;
-  lc.backward_input_s = gemm + attn_bwd + 2.0 * mem;
+  lc.backward_input_s = gemm + attn_bwd + mem_bwd;
   lc.backward_weight_s = gemm;
   switch (pc.recompute) {
     case Recompute::none:
@@ -166,7 +198,12 @@ LayerCost layer_cost(const Plan& plan) {
                                                        collective_time_s(Collective::reduce_scatter, lc.tp_bytes, tp, tpl))
                                               : 2.0 * collective_time_s(Collective::all_reduce, lc.tp_bytes, tp, tpl);
   lc.tp_comm_forward_s = tp_pass;
-  lc.tp_comm_backward_s = tp_pass;
+  // Sequence parallelism keeps only the sharded input of the two column-parallel GEMMs, so the backward all-gathers
+  // it again for their weight gradients (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication.backward, Korthikanti
+  // et al. 2022 Sec. 4.2.3). Megatron launches each re-gather asynchronously beside the GEMM that computes the input
+  // gradient, so only what outlasts those GEMMs is exposed.
+  const double regather = pc.sequence_parallel ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
+  lc.tp_comm_backward_s = tp_pass + regather;
   lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
 
   // Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
@@ -193,7 +230,8 @@ LayerCost layer_cost(const Plan& plan) {
   // What stays on the critical path.
   auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
   const double tp_f = hide(lc.tp_comm_forward_s, gemm, pc.overlap_tp_comm);
-  const double tp_b = hide(lc.tp_comm_backward_s, 2.0 * gemm, pc.overlap_tp_comm);
+  const double tp_b = pc.overlap_tp_comm ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
+                                         : tp_pass + std::max(0.0, regather - column_gemm);
   const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
   const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
   const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);

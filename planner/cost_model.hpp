@@ -141,6 +141,19 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                         const PlanParamCounts& params, std::span<StageMicrobatchTime> scratch,
                         std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr);
 
+// Bytes of memory-bound traffic of one layer for one microbatch on one GPU, counted pass by pass (cost_model.cpp):
+// element-wise ops (norms, residual adds, dropout, activation function, rotary) and, with the unfused attention
+// kernel, the softmax and dropout passes over the score matrix. The runtime issues exactly these bytes.
+struct LayerMemoryBytes {
+  double elementwise_forward = 0;
+  double elementwise_backward = 0;
+  double scores_forward = 0;   // 0 with flash attention
+  double scores_backward = 0;
+  double forward() const { return elementwise_forward + scores_forward; }
+  double backward() const { return elementwise_backward + scores_backward; }
+};
+LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan);
+
 LayerCost layer_cost(const Plan& plan);
 EdgeCost edge_cost(const Plan& plan);
 DpCost dp_cost(const Plan& plan, double stage_params);
