@@ -39,13 +39,15 @@ struct Event {
 // C = A * op(B): A is row-major [m, k]; B is row-major [n, k] when b_transposed (weights as stored by
 // nn.Linear: y = x W^T), else [k, n]; C is row-major [m, n]. `batch` independent products with strides
 // m*k, (n*k), m*n elements (attention's batched score and context GEMMs). Inputs and output are `dtype`
-// except fp8, whose output is bf16. Accumulation is fp32 on both backends.
+// except fp8, whose output is bf16. Accumulation is fp32 on both backends. `alpha` scales the product
+// (C = alpha A op(B) [+ C]); the executor uses it to keep reused outputs the size of the fill (executor.cpp).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;
   DType dtype = DType::bf16;
   bool b_transposed = true;
   bool accumulate = false;  // C += A*op(B) (beta = 1), e.g. weight-gradient accumulation over microbatches
+  float alpha = 1.0f;
 
   int64_t flops() const { return 2 * m * n * k * batch; }
   int64_t a_bytes() const { return m * k * batch * element_bytes(dtype); }
@@ -101,6 +103,11 @@ struct MemoryStats {
   int64_t device_free_bytes = 0;
 };
 
+// What allocate() leaves in a new buffer. `pattern`: the host backend zero-fills; the cuda backend writes the
+// deterministic pseudo-random fill (fill_pattern.hpp), because GEMMs on zeros run faster than on real data.
+// `none`: contents unspecified (cuda: no fill kernel, as a framework allocator; the host backend still zeroes).
+enum class Fill : uint8_t { pattern, none };
+
 struct DeviceInfo {
   std::string name;
   int compute_capability = 0;  // 90 for sm_90; 0 for the host
@@ -115,8 +122,9 @@ class Device {
   virtual int world_size() const = 0;
   virtual DeviceInfo info() const = 0;
 
-  // Memory. allocate() zero-fills; bytes are counted exactly; free() of an unknown buffer throws.
-  virtual Buffer allocate(int64_t bytes) = 0;
+  // Memory. allocate() initialises as `fill` says (above); bytes are counted exactly; free() of an unknown buffer
+  // throws.
+  virtual Buffer allocate(int64_t bytes, Fill fill = Fill::pattern) = 0;
   virtual void free(Buffer b) = 0;
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak() = 0;

@@ -7,6 +7,7 @@
 #include "planner/collectives.hpp"
 #include "planner/error.hpp"
 #include "runtime/collective_bytes.hpp"
+#include "runtime/fill_pattern.hpp"
 
 namespace parplan::runtime {
 namespace {
@@ -71,7 +72,8 @@ CalibrationResult calibrate(World& world, const CalibrateOptions& opt) {
       for (DType d : opt.gemm_dtypes) {
         if (d == DType::fp8 && !dev.info().supports_fp8) continue;
         for (int64_t n : opt.gemm_sizes) {
-          const GemmShape s{n, n, n, 1, d, true, false};
+          // Operands hold the fill pattern (random data: GEMMs on zeros run faster), scaled as the executor's.
+          const GemmShape s = fill_scaled(GemmShape{n, n, n, 1, d, true, false});
           Buffer a = dev.allocate(s.a_bytes()), b = dev.allocate(s.b_bytes()), c = dev.allocate(s.c_bytes());
           const double t = time_median(dev, Stream::compute, opt.iterations, [&] { dev.gemm(s, a, b, c); });
           out.gemm.push_back({d, n, n, n, t, t > 0 ? static_cast<double>(s.flops()) / t : 0.0});

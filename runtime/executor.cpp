@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "planner/error.hpp"
+#include "runtime/fill_pattern.hpp"
 
 namespace parplan::runtime {
 namespace {
@@ -41,7 +42,7 @@ class RankExecutor {
     }
     for (size_t i = 0; i < prog_.slots.size(); ++i) {
       if (!prog_.slots[i].persistent) continue;
-      bufs_[i] = dev_.allocate(prog_.slots[i].bytes);
+      bufs_[i] = dev_.allocate(prog_.slots[i].bytes);  // filled: weights and scratch are GEMM operands
       if (is_allowance(prog_.slots[i].kind)) out_.allowance_bytes += prog_.slots[i].bytes;
     }
     dev_.synchronize();
@@ -84,7 +85,9 @@ class RankExecutor {
       const Op& op = ops[i];
       switch (op.kind) {
         case OpKind::alloc:
-          bufs_[static_cast<size_t>(op.slot)] = dev_.allocate(prog_.slots[static_cast<size_t>(op.slot)].bytes);
+          // Per-microbatch stashes: not GEMM operands, and a fill inside the measured step would cost time that
+          // training does not spend (a framework's allocator does not initialise memory).
+          bufs_[static_cast<size_t>(op.slot)] = dev_.allocate(prog_.slots[static_cast<size_t>(op.slot)].bytes, Fill::none);
           cursor = dev_.record(Stream::compute);
           spans[i] = {cursor, cursor, false, 0.0};
           break;
@@ -95,7 +98,7 @@ class RankExecutor {
           spans[i] = {cursor, cursor, false, 0.0};
           break;
         case OpKind::gemm: {
-          const GemmShape& g = op.gemm;
+          const GemmShape g = fill_scaled(op.gemm);  // keeps reused outputs finite (fill_pattern.hpp)
           Buffer scratch = slot(op.c_slot);
           Buffer a = sub(scratch, 0, g.a_bytes()), c = sub(scratch, g.a_bytes(), g.c_bytes());
           Buffer b = op.b_slot == op.c_slot ? sub(scratch, g.a_bytes() + g.c_bytes(), g.b_bytes()) : sub(slot(op.b_slot), 0, g.b_bytes());

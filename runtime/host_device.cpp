@@ -48,7 +48,7 @@ class HostDevice final : public Device {
     return d;
   }
 
-  Buffer allocate(int64_t bytes) override {
+  Buffer allocate(int64_t bytes, Fill = Fill::pattern) override {  // always zero-filled
     if (bytes < 0) throw BackendError(fmt::format("host allocate: negative size {}", bytes));
     if (bytes == 0) return {};
     const size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;

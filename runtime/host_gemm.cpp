@@ -54,6 +54,9 @@ void gemm(const GemmShape& s, const void* a, const void* b, void* c) {
         for (int64_t ii = 0; ii < mb; ++ii) {
           const int64_t first = c0 + (i0 + ii) * s.n + j0;
           float* crow = &ctile[ii * kBlockN];
+          if (s.alpha != 1.0f) {
+            for (int64_t jj = 0; jj < nb; ++jj) crow[jj] *= s.alpha;
+          }
           if (s.accumulate) {
             load_range(c, first, nb, out, row.data());
             for (int64_t jj = 0; jj < nb; ++jj) crow[jj] += row[jj];
@@ -76,6 +79,7 @@ void gemm_reference(const GemmShape& s, const void* a, const void* b, void* c) {
           const int64_t bi = s.b_transposed ? j * s.k + p : p * s.n + j;
           acc += load(a, a0 + i * s.k + p, in) * load(b, b0 + bi, in);
         }
+        acc *= s.alpha;
         if (s.accumulate) acc += load(c, c0 + i * s.n + j, out);
         store(c, c0 + i * s.n + j, out, acc);
       }

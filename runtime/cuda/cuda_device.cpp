@@ -11,9 +11,16 @@
 
 #include "planner/error.hpp"
 #include "runtime/cuda/nccl_comm.hpp"
+#include "runtime/fill_pattern.hpp"
 #include "runtime/gemm_layout.hpp"
 
 namespace parplan::runtime::cuda {
+namespace {
+
+// 16 MiB of pattern on the device (outside the pool: not counted as allocated bytes, like the cuBLASLt workspace).
+constexpr int64_t kFillPatternBytes = int64_t{16} << 20;
+
+}  // namespace
 
 struct CudaDevice::LtPlan {
   cublasLtMatmulDesc_t op = nullptr;
@@ -49,6 +56,9 @@ CudaDevice::CudaDevice(int ordinal, int rank, int world_size, const ncclUniqueId
   PARPLAN_CUBLAS_CHECK(cublasSetStream(blas_, compute_));
   PARPLAN_CUBLAS_CHECK(cublasLtCreate(&lt_));
   PARPLAN_CUDA_CHECK(cudaMalloc(&lt_workspace_, lt_workspace_bytes_));
+  static const std::vector<uint16_t> pattern = fill_pattern(static_cast<size_t>(kFillPatternBytes / 2));
+  PARPLAN_CUDA_CHECK(cudaMalloc(&fill_src_, static_cast<size_t>(kFillPatternBytes)));
+  PARPLAN_CUDA_CHECK(cudaMemcpy(fill_src_, pattern.data(), static_cast<size_t>(kFillPatternBytes), cudaMemcpyHostToDevice));
   PARPLAN_NCCL_CHECK(nullptr, ncclCommInitRank(&world_comm_, world_size_, id, rank_));
 }
 
@@ -61,6 +71,7 @@ CudaDevice::~CudaDevice() {
   if (compute_) (void)cudaStreamSynchronize(compute_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);
   if (lt_workspace_) (void)cudaFree(lt_workspace_);
+  if (fill_src_) (void)cudaFree(fill_src_);
   if (lt_) (void)cublasLtDestroy(lt_);
   if (blas_) (void)cublasDestroy(blas_);
   if (comm_) (void)cudaStreamDestroy(comm_);
@@ -69,12 +80,32 @@ CudaDevice::~CudaDevice() {
 
 void CudaDevice::bind() const { PARPLAN_CUDA_CHECK(cudaSetDevice(ordinal_)); }
 
-Buffer CudaDevice::allocate(int64_t bytes) {
+void CudaDevice::fill(void* p, int64_t bytes) {
+  auto* dst = static_cast<unsigned char*>(p);
+  const auto* src = static_cast<const unsigned char*>(fill_src_);
+  // Start offsets differ between allocations (multiples of 256 bytes), so two operands do not hold the same data.
+  const int64_t offset = static_cast<int64_t>((fills_++ * 40'503u) % static_cast<uint64_t>(kFillPatternBytes / 256)) * 256;
+  const int64_t first = std::min(bytes, kFillPatternBytes - offset);
+  PARPLAN_CUDA_CHECK(cudaMemcpyAsync(dst, src + offset, static_cast<size_t>(first), cudaMemcpyDeviceToDevice, compute_));
+  int64_t done = first;
+  if (done < bytes && offset > 0) {
+    const int64_t n = std::min(bytes - done, offset);  // the pattern's head completes one period
+    PARPLAN_CUDA_CHECK(cudaMemcpyAsync(dst + done, src, static_cast<size_t>(n), cudaMemcpyDeviceToDevice, compute_));
+    done += n;
+  }
+  while (done < bytes) {  // the buffer's filled prefix is a whole number of periods: copy it onwards, doubling
+    const int64_t n = std::min(bytes - done, done);
+    PARPLAN_CUDA_CHECK(cudaMemcpyAsync(dst + done, dst, static_cast<size_t>(n), cudaMemcpyDeviceToDevice, compute_));
+    done += n;
+  }
+}
+
+Buffer CudaDevice::allocate(int64_t bytes, Fill how) {
   if (bytes < 0) throw BackendError(fmt::format("cuda allocate: negative size {}", bytes));
   if (bytes == 0) return {};
   void* p = nullptr;
   PARPLAN_CUDA_CHECK(cudaMallocFromPoolAsync(&p, static_cast<size_t>(bytes), pool_, compute_));
-  PARPLAN_CUDA_CHECK(cudaMemsetAsync(p, 0, static_cast<size_t>(bytes), compute_));
+  if (how == Fill::pattern) fill(p, bytes);
   // Work on the comm stream may use the buffer next: order it after the allocation.
   Event e = record(Stream::compute);
   wait(Stream::comm, e);
@@ -163,7 +194,7 @@ void CudaDevice::gemm(const GemmShape& s, Buffer a, Buffer b, Buffer c) {
   need(c, s.c_bytes(), "C");
   if (s.dtype == DType::fp8) return gemm_fp8(s, a, b, c);
   const ColumnMajorGemm g = to_column_major(s);
-  const float alpha = 1.0f, beta = s.accumulate ? 1.0f : 0.0f;
+  const float alpha = s.alpha, beta = s.accumulate ? 1.0f : 0.0f;
   const cudaDataType_t t = blas_type(s.dtype);
   const cublasComputeType_t compute = s.dtype == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasOperation_t opa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -224,7 +255,7 @@ void CudaDevice::gemm_fp8(const GemmShape& s, Buffer a, Buffer b, Buffer c) {
     p->algo = result.algo;
     plan = p.release();
   }
-  const float alpha = 1.0f, beta = s.accumulate ? 1.0f : 0.0f;
+  const float alpha = s.alpha, beta = s.accumulate ? 1.0f : 0.0f;
   PARPLAN_CUBLAS_CHECK(cublasLtMatmul(lt_, plan->op, &alpha, b.ptr, plan->a, a.ptr, plan->b, &beta, c.ptr, plan->c,
                                       c.ptr, plan->c, &plan->algo, lt_workspace_, lt_workspace_bytes_, compute_));
 }

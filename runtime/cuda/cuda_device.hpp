@@ -27,7 +27,7 @@ class CudaDevice final : public Device {
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   DeviceInfo info() const override { return info_; }
-  Buffer allocate(int64_t bytes) override;
+  Buffer allocate(int64_t bytes, Fill fill = Fill::pattern) override;
   void free(Buffer b) override;
   MemoryStats memory_stats() const override;
   void reset_peak() override;
@@ -55,6 +55,9 @@ class CudaDevice final : public Device {
 
  private:
   void gemm_fp8(const GemmShape& s, Buffer a, Buffer b, Buffer c);
+  // Writes the fill pattern into [p, p + bytes) on the compute stream: one copy from the device-resident
+  // pattern (starting at a per-allocation offset), then doubling device-to-device copies inside the buffer.
+  void fill(void* p, int64_t bytes);
   void poll_comm_errors();
 
   int ordinal_, rank_, world_size_;
@@ -66,6 +69,8 @@ class CudaDevice final : public Device {
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;
   size_t lt_workspace_bytes_ = 32u << 20;
+  void* fill_src_ = nullptr;  // kFillPatternBytes of fill_pattern() words, uploaded once
+  uint64_t fills_ = 0;        // allocations filled so far (picks each one's start offset in the pattern)
   ncclComm_t world_comm_ = nullptr;
   std::map<void*, int64_t> live_;
   int64_t allocated_ = 0, peak_ = 0;

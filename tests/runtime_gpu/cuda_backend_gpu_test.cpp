@@ -1,6 +1,8 @@
 // GPU tests of the cuda backend: cuBLAS/cuBLASLt GEMMs against the host GEMM, pool accounting, NCCL collectives.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -109,5 +111,36 @@ TEST_CASE("CUDA events time a GEMM") {
     CHECK(t > 0.0);
     CHECK(t < 1.0);
     for (Buffer x : {a, b, c}) dev.free(x);
+  });
+}
+
+TEST_CASE("allocations hold the deterministic fill pattern: finite, not zeros, equal across runs") {
+  const int64_t bytes = (int64_t{40} << 20) + 6;  // more than the 16 MiB pattern: the doubling copies too
+  std::vector<uint16_t> first(static_cast<size_t>(bytes / 2)), second(first.size());
+  for (auto* out : {&first, &second}) {
+    auto world = make_cuda_world(1);
+    world->run([&](Device& dev) {
+      Buffer a = dev.allocate(bytes);
+      dev.download(out->data(), a, bytes);
+      dev.free(a);
+    });
+  }
+  CHECK(first == second);
+  const size_t period = size_t{8} << 20;  // 16 MiB of 16-bit words
+  CHECK(std::equal(first.begin(), first.begin() + 1000, first.begin() + period));
+  size_t zeros = 0;
+  for (uint16_t w : first) {
+    REQUIRE(std::isfinite(host::bf16_to_float(w)));
+    REQUIRE(std::fabs(host::bf16_to_float(w)) <= 1.0f);
+    zeros += (w & 0x7FFF) == 0;
+  }
+  CHECK(zeros < first.size() / 1000);
+  auto world = make_cuda_world(1);
+  world->run([&](Device& dev) {
+    Buffer a = dev.allocate(1 << 20), b = dev.allocate(1 << 20, Fill::none);
+    dev.synchronize();
+    CHECK(dev.memory_stats().allocated_bytes == (2 << 20));
+    dev.free(a);
+    dev.free(b);
   });
 }
