@@ -1,4 +1,7 @@
 // `parplan run`: lower a plan to per-rank programs, execute them on a backend and print predicted vs measured.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <fmt/core.h>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@ namespace {
 struct RunOptions {
   std::string plan_file;
   std::vector<std::string> profile_files;
+  std::string gpu;
   std::string backend = "cuda";
   int64_t rank = -1;
   int steps = 5, warmup = 2;
@@ -29,12 +33,68 @@ struct RunOptions {
   std::string trace;
 };
 
+bool same_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y)); });
+}
+
+bool looks_like_file(const std::string& s) { return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json")); }
+
+// The GPU profile the prediction uses, and where it came from. A written plan carries its GPU inline, so a measured
+// profile (calibrate --out, named <gpu>-measured-<date>) or a --profile file overriding the plan's GPU is only used
+// when chosen here:
+//   --gpu NAME|FILE                   that profile (NAME: embedded or from a --profile file; the plan's own GPU name
+//                                     keeps the plan's inline spec when no profile has that name);
+//   else a --profile GPU profile named like the plan's GPU: it (user files override, as everywhere);
+//   else exactly one --profile GPU profile: it (announced on stderr: the plan names another GPU);
+//   else several --profile GPU profiles: an error asking for --gpu;
+//   else the plan's inline GPU.
+struct GpuChoice {
+  GpuSpec gpu;
+  std::string from;
+};
+
+GpuChoice choose_gpu(const Plan& plan, const ProfileSet& profiles, const std::vector<std::string>& files, const std::string& flag) {
+  if (!flag.empty()) {
+    if (looks_like_file(flag)) {
+      ProfileSet one;
+      if (one.add(read_file(flag, "--gpu"), flag) != "gpu") throw InputError(fmt::format("--gpu: '{}' is not a GPU profile", flag));
+      return {*one.find_gpu(one.entries().back().name), "--gpu " + flag};
+    }
+    if (const GpuSpec* g = profiles.find_gpu(flag)) return {*g, "--gpu"};
+    if (same_name(flag, plan.gpu.name)) return {plan.gpu, "the plan"};
+    (void)profiles.gpu(flag, "--gpu");  // throws: unknown GPU, with the known names
+  }
+  std::vector<const ProfileSet::Entry*> user;  // GPU profiles from --profile files, last definition of a name wins
+  for (const auto& e : profiles.entries()) {
+    if (e.kind != "gpu" || std::find(files.begin(), files.end(), e.where) == files.end()) continue;
+    std::erase_if(user, [&](const ProfileSet::Entry* u) { return same_name(u->name, e.name); });
+    user.push_back(&e);
+  }
+  for (const ProfileSet::Entry* e : user) {
+    bool match = same_name(e->name, plan.gpu.name);
+    for (const auto& a : e->aliases) match = match || same_name(a, plan.gpu.name);
+    if (match) return {*profiles.find_gpu(e->name), "--profile " + e->where};
+  }
+  if (user.size() == 1) return {*profiles.find_gpu(user[0]->name), "--profile " + user[0]->where};
+  if (user.size() > 1) {
+    std::string names;
+    for (const ProfileSet::Entry* e : user) names += (names.empty() ? "" : ", ") + e->name;
+    throw InputError(fmt::format("--gpu: the --profile files hold {} GPU profiles ({}), none named like the plan's GPU '{}'; "
+                                 "choose one with --gpu NAME", user.size(), names, plan.gpu.name));
+  }
+  return {plan.gpu, "the plan"};
+}
+
 std::string fmt_value(const runtime::TermRow& row, double v) { return row.is_bytes ? fmt_bytes(v) : fmt_seconds(v); }
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   app.add_option("--plan", o->plan_file, "The Plan document to run (from estimate -o / suggest -o)")->required();
   app.add_option("--profile", o->profile_files, "User profile files overriding embedded ones");
+  app.add_option("--gpu", o->gpu,
+                 "GPU profile (name or JSON file) the prediction uses instead of the plan's, e.g. calibrate's measured "
+                 "profile (default: a --profile GPU profile if one is given, else the plan's GPU)");
   app.add_option("--backend", o->backend, "cuda (cuBLAS + NCCL, one thread per GPU or one process per GPU under mpirun) or host (CPU threads)")
       ->check(CLI::IsMember({"cuda", "host"}));
   app.add_option("--rank", o->rank, "Rank-local mode: run only this rank's program on one device; communication is predicted, not measured")
@@ -48,7 +108,16 @@ Runner setup(CLI::App& app) {
     ModelOptions mo;
     mo.profile_files = o->profile_files;
     const ProfileSet profiles = load_profiles(mo);
-    const Plan plan = load_plan_file(o->plan_file, profiles);
+    Plan plan = load_plan_file(o->plan_file, profiles);
+    const GpuChoice choice = choose_gpu(plan, profiles, o->profile_files, o->gpu);
+    if (choice.from.starts_with("--profile")) {
+      fmt::print(stderr, "parplan run: predicting with GPU profile '{}' from {} (the plan names '{}'; --gpu chooses another)\n",
+                 choice.gpu.name, choice.from.substr(10), plan.gpu.name);
+    }
+    plan.gpu = choice.gpu;
+    if (plan.gpu.peak(plan.gemm_dtype()) <= 0) {
+      throw InputError(fmt::format("--gpu: '{}' has no {} peak, the plan's GEMM precision", plan.gpu.name, to_string(plan.gemm_dtype())));
+    }
     const int64_t ranks = plan.parallel.gpus();
     const bool local = o->rank >= 0;
     if (local && o->rank >= ranks) throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", o->rank, ranks));
@@ -65,7 +134,7 @@ Runner setup(CLI::App& app) {
     const auto rows = runtime::compare(e, result, programs, local);
     if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(runtime::measured_timeline(result, programs, local)), "--trace");
     if (o->json) {
-      nlohmann::json j = {{"backend", o->backend}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
+      nlohmann::json j = {{"backend", o->backend}, {"gpu_profile", {{"name", plan.gpu.name}, {"from", choice.from}}}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
                           {"warmup", o->warmup}, {"step_s", result.step_s}, {"terms", nlohmann::json::array()}};
       for (const auto& row : rows) {
         j["terms"].push_back({{"term", row.term}, {"unit", row.is_bytes ? "bytes" : "s"}, {"predicted", row.predicted},
@@ -77,6 +146,7 @@ Runner setup(CLI::App& app) {
     }
     fmt::print("parplan run: {} on {} backend, {}; median of {} steps after {} warm-up\n", plan.model.name, o->backend,
                local ? fmt::format("rank {} only (rank-local)", o->rank) : fmt::format("{} ranks", ranks), o->steps, o->warmup);
+    fmt::print("predicted with GPU profile {} (from {})\n", plan.gpu.name, choice.from);
     Table t({"term", "predicted", "measured", "error", "note"}, 1);
     for (const auto& row : rows) {
       t.add({row.term, fmt_value(row, row.predicted), row.measured_valid ? fmt_value(row, row.measured) : "-",

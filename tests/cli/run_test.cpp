@@ -67,3 +67,61 @@ TEST_CASE("run --backend cuda without a usable GPU exits 3 with the call and the
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("no usable GPU") != std::string::npos);
 }
+
+TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and says which profile it predicted with") {
+  const std::string plan = make_plan("gpu");
+  auto pj = nlohmann::json::parse(read_text(plan));
+  const std::string plan_gpu = pj["gpu"]["name"];
+  // What calibrate --out writes: the plan's GPU under another name, here half the memory bandwidth (slower
+  // memory-bound ops, so a larger predicted compute time).
+  nlohmann::json g = pj["gpu"];
+  g["kind"] = "gpu";
+  g["name"] = plan_gpu + "-measured-test";
+  g["hbm_bandwidth_GBps"] = g["hbm_bandwidth_GBps"].get<double>() / 2;
+  const std::string measured = "/tmp/parplan-run-test-measured-gpu.json";
+  std::ofstream(measured) << g.dump();
+  auto compute = [](const std::string& out) {
+    const auto j = nlohmann::json::parse(out);
+    for (const auto& t : j["terms"]) {
+      if (t["term"] == "compute") return t["predicted"].get<double>();
+    }
+    return -1.0;
+  };
+  const std::vector<std::string> base{"run", "--plan", plan, "--backend", "host", "--rank", "0", "--steps", "1", "--warmup", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_parplan(args);
+  };
+
+  auto r0 = with({"--json"});
+  REQUIRE(r0.exit_code == 0);
+  const auto j0 = nlohmann::json::parse(r0.out);
+  CHECK(j0["gpu_profile"]["name"] == plan_gpu);
+  CHECK(j0["gpu_profile"]["from"] == "the plan");
+  CHECK(r0.err.empty());
+
+  auto r1 = with({"--profile", measured, "--json"});  // one user GPU profile: used, and announced on stderr
+  REQUIRE(r1.exit_code == 0);
+  const auto j1 = nlohmann::json::parse(r1.out);
+  CHECK(j1["gpu_profile"]["name"] == g["name"]);
+  CHECK(j1["gpu_profile"]["from"] == "--profile " + measured);
+  CHECK(r1.err.find("predicting with GPU profile '" + g["name"].get<std::string>() + "'") != std::string::npos);
+  CHECK(compute(r1.out) > compute(r0.out));
+
+  auto r2 = with({"--profile", measured, "--gpu", plan_gpu, "--json"});  // --gpu wins: back to the plan's GPU
+  REQUIRE(r2.exit_code == 0);
+  CHECK(nlohmann::json::parse(r2.out)["gpu_profile"]["from"] == "--gpu");
+  CHECK(compute(r2.out) == doctest::Approx(compute(r0.out)));
+  CHECK(r2.err.empty());
+
+  auto r3 = with({"--gpu", measured, "--json"});  // --gpu FILE
+  REQUIRE(r3.exit_code == 0);
+  CHECK(nlohmann::json::parse(r3.out)["gpu_profile"]["name"] == g["name"]);
+  CHECK(compute(r3.out) == doctest::Approx(compute(r1.out)));
+
+  auto r4 = with({"--profile", measured});  // the table's header names the profile
+  REQUIRE(r4.exit_code == 0);
+  CHECK(r4.out.find("predicted with GPU profile " + g["name"].get<std::string>()) != std::string::npos);
+  std::remove(measured.c_str());
+}
