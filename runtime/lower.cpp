@@ -45,7 +45,8 @@ class Lowerer {
  public:
   Lowerer(const Plan& plan, int64_t rank)
       : plan_(plan), pc_(plan.parallel), m_(plan.model), rank_(rank), coord_(coord_of(pc_, rank)),
-        lc_(layer_cost(plan)), gd_(plan.gemm_dtype()), ad_(plan.activation_dtype()) {
+        lc_(layer_cost(plan)), mb_bytes_(layer_memory_bound_bytes(plan)), gd_(plan.gemm_dtype()),
+        ad_(plan.activation_dtype()) {
     prog_.rank = rank;
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
@@ -289,18 +290,21 @@ class Lowerer {
     const int64_t batch = pc_.micro_batch * (m_.heads / pc_.tp);
     const bool flash = plan_.training.attention == AttentionKernel::flash;
     const int64_t qb = flash ? std::min(sq, kAttentionQueryBlock) : sq;
-    const double A = d(dtype_bytes(ad_));
     for (int64_t q0 = 0; q0 < sq; q0 += qb) {
       const int64_t rows = std::min(qb, sq - q0);
       // Causal flash attention skips key blocks above the diagonal (single context-parallel rank only).
       const int64_t keys = flash && m_.causal && pc_.cp == 1 ? std::min(s, q0 + rows) : s;
+      // Unfused: the softmax (+ dropout) passes over this block's rows of the score matrix, the planner's
+      // LayerMemoryBytes::scores_forward / scores_backward (0 with flash).
+      const double block_share = d(rows) / d(sq);
       if (!backward) {
         gemm("attn.scores", term, rows, keys, hd, batch, ad_, true, false, false);
-        if (!flash) memory("attn.softmax", term, 2.0 * d(batch * rows * keys) * A, -1);
+        if (!flash) memory("attn.softmax", term, mb_bytes_.scores_forward * block_share, -1);
         gemm("attn.context", term, rows, hd, keys, batch, ad_, false, false, false);
       } else {
         gemm("attn.scores", term, rows, keys, hd, batch, ad_, true, false, false);
         gemm("attn.dP", term, rows, keys, hd, batch, ad_, true, false, false);
+        if (!flash) memory("attn.softmax.bwd", term, mb_bytes_.scores_backward * block_share, -1);
         gemm("attn.dV", term, keys, hd, rows, batch, ad_, false, false, false);
         gemm("attn.dQ", term, rows, hd, keys, batch, ad_, false, false, false);
         if (flash) gemm("attn.dK", term, keys, hd, rows, batch, ad_, false, false, false);
@@ -315,7 +319,7 @@ class Lowerer {
 
   void layer_forward(Term term, int stash) {
     const auto lin = linears();
-    const double mem = layer_memory_traffic();
+    const double mem = mb_bytes_.elementwise_forward;  // norms, residuals, dropout, activation, rotary
     zero3_gather(term);
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true);
@@ -337,6 +341,7 @@ class Lowerer {
     zero3_gather(Term::zero3_comm);
     tp_collectives(Term::tp_comm, true);
     for (int i = 3; i >= 0; --i) {
+      if (i == 2 || i == 0) sp_regather();
       gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad", Term::backward,
            T_, lin[i].k, lin[i].n, 1, gd_, false);
       if (i == 2) {
@@ -349,7 +354,16 @@ class Lowerer {
       }
     }
     tp_collectives(Term::tp_comm, false);
-    memory("norm+act+residual.bwd", Term::backward, 2.0 * layer_memory_traffic(), stash);
+    memory("norm+act+residual.bwd", Term::backward, mb_bytes_.elementwise_backward, stash);
+  }
+
+  // Sequence parallelism keeps only the sharded input of the column-parallel GEMMs (QKV, MLP up), so their weight
+  // gradients need it all-gathered again; Megatron launches that asynchronously beside the input-gradient GEMM, and
+  // the cost model exposes only what outlasts it (LayerCost::tp_comm_backward_s has two of these per layer).
+  void sp_regather() {
+    if (!pc_.sequence_parallel || pc_.tp <= 1) return;
+    collective("tp.all_gather.regather", Term::backward, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_, -1, 0,
+               true);
   }
 
   void layer_backward_weight() {
@@ -358,19 +372,6 @@ class Lowerer {
       gemm(i == 3 ? "mlp.down.wgrad" : i == 2 ? "mlp.up.wgrad" : i == 1 ? "attn.out.wgrad" : "qkv.wgrad", Term::backward,
            lin[i].n, lin[i].k, T_, 1, gd_, false, false, false);
     }
-  }
-
-  // Memory-bound traffic of one layer's forward (norms, residuals, dropout, activation function, rotary, unfused
-  // softmax is separate). Mirrors cost_model.cpp's layer_memory_bound_bytes without its unfused-softmax term,
-  // which attention_core() issues itself; a test pins the sum to the planner's forward time.
-  double layer_memory_traffic() const {
-    const double A = d(dtype_bytes(ad_));
-    const double h = d(m_.hidden), f = d(m_.ffn_hidden) / d(pc_.tp);
-    double bytes = d(Tn_) * h * A * (2.0 * 2.0 + 2.0 * 3.0);
-    if (m_.dropout) bytes += 2.0 * (2.0 * A + 1.0) * d(Tn_) * h;
-    bytes += (m_.ffn_type == FfnType::swiglu ? 3.0 : 2.0) * d(T_) * f * A;
-    if (m_.position == PositionEmbedding::rotary) bytes += 2.0 * d(T_) * d(m_.hidden + 2 * m_.kv_dim()) / d(pc_.tp) * A;
-    return bytes;
   }
 
   // ---- pipeline tasks ----------------------------------------------------------------------------------------
@@ -513,6 +514,7 @@ class Lowerer {
   int64_t rank_;
   RankCoord coord_;
   LayerCost lc_;
+  LayerMemoryBytes mb_bytes_;
   DType gd_, ad_;
   int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
   Program prog_;

@@ -1,7 +1,8 @@
 // Lowering: a plan and its pipeline schedule (from the simulator, never re-derived here) become one Program per rank.
 //
-// Sizes come from the planner: GEMM shapes are the ones layer_cost() prices, collective payloads are
-// LayerCost::tp_bytes / cp_bytes, p2p_bytes(), DpCost::grad_bytes in DpCost::buckets buckets, and the slots the
+// Sizes come from the planner: GEMM shapes are the ones layer_cost() prices, a layer's memory-bound ops move
+// layer_memory_bound_bytes() (element-wise and unfused-softmax traffic, forward and backward), collective payloads are
+// LayerCost::tp_bytes (with sequence parallelism also the two backward re-gathers per layer) / cp_bytes, p2p_bytes(), DpCost::grad_bytes in DpCost::buckets buckets, and the slots the
 // program allocates are StageMemory's weights, grads, optimizer, activations (one stash per in-flight microbatch
 // chunk, allocated at its forward and freed after its backward), recompute working set and ZeRO-3 buffers. The only
 // other memory is the declared scratch allowance (GEMM / attention operands and collective staging).

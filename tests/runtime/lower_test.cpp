@@ -44,18 +44,85 @@ TEST_CASE("group members follow the planner's layout and colours separate groups
 TEST_CASE("the layer GEMMs and memory-bound ops are the ones layer_cost() prices") {
   const Plan plan = small_plan();
   const LayerCost lc = layer_cost(plan);
+  const LayerMemoryBytes mb = layer_memory_bound_bytes(plan);
   const Program prog = lower_rank(plan, 0);
-  double gemm = 0, mem = 0;
+  double gemm = 0, mem = 0, mem_bwd = 0;
+  int64_t mem_bytes = 0, mem_bwd_bytes = 0;
   for (const Op& op : prog.ops) {
-    if (op.phase != Phase::forward || op.microbatch != 0) continue;
-    if (is(op, "qkv") || is(op, "attn.out") || is(op, "mlp.up") || is(op, "mlp.down")) gemm += op.predicted_s;
-    if (is(op, "norm+residual") || is(op, "norm+act+residual")) mem += op.predicted_s;
+    if (op.microbatch != 0) continue;
+    if (op.phase == Phase::forward) {
+      if (is(op, "qkv") || is(op, "attn.out") || is(op, "mlp.up") || is(op, "mlp.down")) gemm += op.predicted_s;
+      if (is(op, "norm+residual") || is(op, "norm+act+residual")) {
+        mem += op.predicted_s;
+        mem_bytes += op.bytes;
+      }
+    }
+    if (op.phase == Phase::backward && is(op, "norm+act+residual.bwd")) {
+      mem_bwd += op.predicted_s;
+      mem_bwd_bytes += op.bytes;
+    }
   }
   const double layers = 2;  // stage 0 of 4 layers over pp = 2
   CHECK(gemm == doctest::Approx(layers * lc.gemm_forward_s).epsilon(1e-12));
-  // forward_s = GEMMs + attention + memory-bound traffic + 10 kernel launches (cost_model.cpp).
+  // The element-wise passes are the planner's, forward and backward counted separately (not backward = 2x forward).
+  CHECK(std::llabs(mem_bytes - std::llround(layers * mb.elementwise_forward)) <= 2 * 2);
+  CHECK(std::llabs(mem_bwd_bytes - std::llround(layers * mb.elementwise_backward)) <= 2);
+  CHECK(mb.elementwise_backward != doctest::Approx(2.0 * mb.elementwise_forward));
+  CHECK(mem == doctest::Approx(layers * memory_bound_time_s(plan.gpu, mb.elementwise_forward)).epsilon(1e-9));
+  CHECK(mem_bwd == doctest::Approx(layers * memory_bound_time_s(plan.gpu, mb.elementwise_backward)).epsilon(1e-9));
+  // forward_s = GEMMs + attention + memory-bound traffic + 10 kernel launches (cost_model.cpp). Flash attention
+  // here: no score-matrix passes.
+  REQUIRE(mb.scores_forward == 0);
   const double planner_mem = lc.forward_s - lc.gemm_forward_s - lc.attention_forward_s - 10 * plan.gpu.gemm.kernel_overhead_s;
   CHECK(mem == doctest::Approx(layers * planner_mem).epsilon(1e-9));
+}
+
+TEST_CASE("unfused attention issues the planner's score-matrix passes, forward and backward") {
+  Plan plan = small_plan();
+  plan.training.attention = AttentionKernel::unfused;
+  plan.model.dropout = true;
+  const LayerMemoryBytes mb = layer_memory_bound_bytes(plan);
+  REQUIRE(mb.scores_forward > 0);
+  REQUIRE(mb.scores_backward > mb.scores_forward);
+  const Program prog = lower_rank(plan, 0);
+  int64_t fwd = 0, bwd = 0;
+  for (const Op& op : prog.ops) {
+    if (op.microbatch != 0) continue;
+    if (op.phase == Phase::forward && is(op, "attn.softmax")) fwd += op.bytes;
+    if (op.phase == Phase::backward && is(op, "attn.softmax.bwd")) bwd += op.bytes;
+  }
+  const double layers = 2;
+  CHECK(std::llabs(fwd - std::llround(layers * mb.scores_forward)) <= 2);
+  CHECK(std::llabs(bwd - std::llround(layers * mb.scores_backward)) <= 2);
+}
+
+TEST_CASE("sequence parallelism re-gathers the column-parallel GEMM inputs twice per layer in backward") {
+  Plan plan = small_plan();
+  plan.parallel.sequence_parallel = true;
+  const LayerCost lc = layer_cost(plan);
+  for (const bool sp : {true, false}) {
+    plan.parallel.sequence_parallel = sp;
+    const Program prog = lower_rank(plan, 0);
+    int regathers = 0, forward_gathers = 0;
+    for (size_t i = 0; i < prog.ops.size(); ++i) {
+      const Op& op = prog.ops[i];
+      if (op.kind != OpKind::collective || op.collective != CollectiveKind::all_gather || op.group != Group::tp) continue;
+      if (is(op, "tp.all_gather.regather")) {
+        ++regathers;
+        CHECK(op.phase == Phase::backward);
+        CHECK(op.term == Term::backward);
+        CHECK(op.bytes == std::llround(lc.tp_bytes));
+        // Issued beside the input-gradient GEMM of QKV or MLP up.
+        REQUIRE(i + 1 < prog.ops.size());
+        CHECK((is(prog.ops[i + 1], "qkv.dgrad") || is(prog.ops[i + 1], "mlp.up.dgrad")));
+      } else if (op.phase == Phase::forward) {
+        ++forward_gathers;
+      }
+    }
+    // 2 per layer x 2 layers x 2 microbatches with SP; none without.
+    CHECK(regathers == (sp ? 2 * 2 * 2 : 0));
+    CHECK(forward_gathers == (sp ? 2 * 2 * 2 : 0));
+  }
 }
 
 TEST_CASE("collective payloads come from the cost model") {
