@@ -74,3 +74,60 @@ TEST_CASE("knobs move the estimate the right way") {
   h100.cluster = test::profiles().cluster("dgx-h100", "t");
   CHECK(estimate(h100).time.step_s < base.time.step_s / 2);
 }
+
+// Memory-bound traffic, pass by pass (cost_model.cpp): forward = norms 2 passes + residual adds 3 + activation 2;
+// backward = norms 3 (read x, dy; write dx) + residual gradient adds 3 + activation 3 (read x, dy; write dx).
+TEST_CASE("memory-bound bytes: backward counts the passes of each op's backward") {
+  Plan p = test::korthikanti_175b();
+  p.model.dropout = false;
+  p.training.attention = AttentionKernel::flash;
+  const double A = 2, T = 2048, h = 12288, f = 49152.0 / 8, Tn = T / 8;
+  const LayerMemoryBytes b = layer_memory_bound_bytes(p);
+  CHECK(b.elementwise_forward == doctest::Approx(Tn * h * A * (2 * 2 + 2 * 3) + 2 * T * f * A));
+  CHECK(b.elementwise_backward == doctest::Approx(Tn * h * A * (2 * 3 + 2 * 3) + 3 * T * f * A));
+  CHECK(b.scores_forward == 0);
+  // With dropout: Megatron's fused bias-dropout-add reads x and the residual, writes the sum and a 1-byte mask.
+  p.model.dropout = true;
+  const LayerMemoryBytes d = layer_memory_bound_bytes(p);
+  CHECK(d.elementwise_forward == doctest::Approx(Tn * h * A * 2 * 2 + 2 * (3 * A + 1) * Tn * h + 2 * T * f * A));
+  CHECK(d.elementwise_backward == doctest::Approx(Tn * h * A * 2 * 3 + 2 * (5 * A + 1) * Tn * h + 3 * T * f * A));
+  // Unfused attention: softmax (read, write) and dropout over the b * heads/tp * s * s scores; backward 3 passes.
+  p.training.attention = AttentionKernel::unfused;
+  const double scores = 1.0 * (96 / 8) * T * T;
+  const LayerMemoryBytes u = layer_memory_bound_bytes(p);
+  CHECK(u.scores_forward == doctest::Approx(scores * (2 * A + 2 * A + 1)));
+  CHECK(u.scores_backward == doctest::Approx(scores * (3 * A + 2 * A + 1)));
+}
+
+// Korthikanti et al. 2022 Table 4 (22B, 8 A100, tp 8, one layer): full recompute without sequence parallelism
+// 7.7 + 19.5 = 27.2 ms, selective recompute with sequence parallelism 7.2 + 13.1 = 20.3 ms: ratio 1.34.
+TEST_CASE("Korthikanti 2022 Table 4: full recompute costs 1.34x selective + SP per layer (within 6%)") {
+  Plan sel = test::korthikanti_175b();
+  sel.model.hidden = 6144;
+  sel.model.heads = 64;
+  sel.model.kv_heads = 64;
+  sel.model.ffn_hidden = 4 * 6144;
+  sel.model.layers = 48;
+  sel.num_gpus = 8;
+  sel.parallel.pp = 1;
+  sel.parallel.micro_batch = 4;
+  sel.parallel.num_microbatches = 1;
+  sel.parallel.schedule = Schedule::one_f_one_b;
+  sel.parallel.vpp = 1;
+  sel.training.global_batch = 4;
+  Plan full = sel;
+  full.parallel.recompute = Recompute::full;
+  full.parallel.sequence_parallel = false;
+  auto per_layer = [](const Plan& p) {
+    const LayerCost lc = layer_cost(p);
+    return lc.forward_s + lc.backward_input_s + lc.backward_weight_s + lc.recompute_s + lc.exposed_forward_comm_s +
+           lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s;
+  };
+  const double ratio = per_layer(full) / per_layer(sel);
+  MESSAGE("full / selective+SP per layer: ", ratio, " (published 1.34)");
+  CHECK(ratio == doctest::Approx(27.2 / 20.3).epsilon(0.06));
+  // Sequence parallelism shortens the forward (Table 4: 7.2 vs 7.7 ms).
+  Plan nosp = sel;
+  nosp.parallel.sequence_parallel = false;
+  CHECK(layer_cost(sel).forward_s < layer_cost(nosp).forward_s);
+}
