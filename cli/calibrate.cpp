@@ -85,9 +85,16 @@ Runner setup(CLI::App& app) {
       cj["kind"] = "cluster";
       write_file_atomic(o->cluster_out, cj.dump(2) + "\n", "--cluster-out");
     }
+    const std::vector<runtime::GemmFit> fits = host ? std::vector<runtime::GemmFit>{} : runtime::fit_gemm_peak_fractions(r.gemm, g);
     if (o->json) {
       nlohmann::json j = {{"device", r.device}, {"ranks", r.ranks}, {"hbm_bandwidth_Bps", r.hbm_bandwidth_Bps},
-                          {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()}};
+                          {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()},
+                          {"gemm_fit", nlohmann::json::array()}, {"peak_fraction", g.gemm.peak_fraction}};
+      for (const auto& f : fits) {
+        j["gemm_fit"].push_back({{"dtype", std::string(to_string(f.dtype))}, {"points", f.points}, {"peak_fraction", f.peak_fraction},
+                                 {"mean_abs_error", f.mean_abs_error}, {"max_abs_error", f.max_abs_error},
+                                 {"best_fraction", f.best_fraction}});
+      }
       for (const auto& p : r.gemm) j["gemm"].push_back({{"dtype", std::string(to_string(p.dtype))}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"seconds", p.seconds}, {"flops_per_s", p.flops_per_s}});
       for (const auto& p : r.collectives) {
         j["collectives"].push_back({{"kind", std::string(runtime::to_string(p.kind))}, {"ranks", p.ranks}, {"bytes", p.bytes},
@@ -97,9 +104,19 @@ Runner setup(CLI::App& app) {
       return kOk;
     }
     fmt::print("parplan calibrate on {} ({} rank(s)); profile written to {}\n\n", r.device, r.ranks, o->out);
-    Table gt({"dtype", "m=n=k", "time", "TFLOP/s"}, 1);
-    for (const auto& p : r.gemm) gt.add({std::string(to_string(p.dtype)), std::to_string(p.m), fmt_seconds(p.seconds), fmt::format("{:.2f}", p.flops_per_s / 1e12)});
+    Table gt({"dtype", "m x n x k", "time", "TFLOP/s"}, 1);
+    for (const auto& p : r.gemm) {
+      gt.add({std::string(to_string(p.dtype)), fmt::format("{} x {} x {}", p.m, p.n, p.k), fmt_seconds(p.seconds),
+              fmt::format("{:.2f}", p.flops_per_s / 1e12)});
+    }
     fmt::print("{}\nmemory bandwidth (copy, read + write): {:.1f} GB/s\n\n", gt.render(), r.hbm_bandwidth_Bps / 1e9);
+    for (const auto& f : fits) {
+      fmt::print("gemm.peak_fraction fit, {}: {:.3f} over {} GEMMs (mean |error| {:.1f}%, max {:.1f}%; best measured "
+                 "{:.3f} of peak){}\n",
+                 to_string(f.dtype), f.peak_fraction, f.points, 100 * f.mean_abs_error, 100 * f.max_abs_error,
+                 f.best_fraction, runtime::profile_gemm_fit(fits) == &f ? ": written to the profile" : "");
+    }
+    if (!fits.empty()) fmt::print("\n");
     if (!r.collectives.empty()) {
       Table ct({"collective", "size", "time", "algbw GB/s", "busbw GB/s"}, 1);
       for (const auto& p : r.collectives) {
