@@ -230,8 +230,15 @@ LayerCost layer_cost(const Plan& plan) {
   // What stays on the critical path.
   auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
   const double tp_f = hide(lc.tp_comm_forward_s, gemm, pc.overlap_tp_comm);
+  // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
+  // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
+  // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
+  // the output gradients before the two row-parallel GEMMs (SP) block.
+  const double tp_in_grad = pc.sequence_parallel ? 2.0 * collective_time_s(Collective::reduce_scatter, lc.tp_bytes, tp, tpl)
+                                                 : 2.0 * collective_time_s(Collective::all_reduce, lc.tp_bytes, tp, tpl);
   const double tp_b = pc.overlap_tp_comm ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
-                                         : tp_pass + std::max(0.0, regather - column_gemm);
+                                         : (tp_pass - tp_in_grad) + std::max(0.0, tp_in_grad - column_gemm) +
+                                               std::max(0.0, regather - column_gemm);
   const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
   const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
   const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);

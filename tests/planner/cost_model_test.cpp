@@ -125,7 +125,7 @@ TEST_CASE("Korthikanti 2022 Table 4: full recompute costs 1.34x selective + SP p
   };
   const double ratio = per_layer(full) / per_layer(sel);
   MESSAGE("full / selective+SP per layer: ", ratio, " (published 1.34)");
-  CHECK(ratio == doctest::Approx(27.2 / 20.3).epsilon(0.06));
+  CHECK(ratio == doctest::Approx(27.2 / 20.3).epsilon(0.04));
   // Sequence parallelism shortens the forward (Table 4: 7.2 vs 7.7 ms).
   Plan nosp = sel;
   nosp.parallel.sequence_parallel = false;

