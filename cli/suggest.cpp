@@ -470,6 +470,25 @@ Runner setup(CLI::App& app) {
     };
     if (o->simulate > req.top_k) req.top_k = o->simulate;
     SearchResult res = search(req);
+    if (res.candidates == 0 && req.objective != Objective::fewest_gpus) {
+      // The pins admit no mesh at all (e.g. --tp 3 on 64 GPUs): a usage error, not a memory verdict.
+      std::string pins;
+      auto add = [&pins](const char* flag, const std::optional<int64_t>& v) {
+        if (v) pins += fmt::format("{}{} {}", pins.empty() ? "" : ", ", flag, *v);
+      };
+      add("--dp", o->dp);
+      add("--tp", o->tp);
+      add("--pp", o->pp);
+      add("--cp", o->cp);
+      add("--ep", o->ep);
+      add("--micro-batch", o->micro_batch);
+      if (!pins.empty()) {
+        throw InputError(fmt::format("{}: no configuration of {} GPUs has these sizes (dp x tp x pp x cp must equal "
+                                     "--gpus; tp divides the heads, pp the layers, the micro-batch the global batch per "
+                                     "replica)",
+                                     pins, req.gpus));
+      }
+    }
     std::vector<double> sim_step;
     if (o->simulate > 0) sim_step = simulate_top(req, res, o->simulate);
     if (res.top.size() > static_cast<size_t>(o->top)) res.top.resize(static_cast<size_t>(o->top));

@@ -278,6 +278,9 @@ TEST_CASE("bad input: suggest") {
       {{"--model", kBad + "model_truncated.json", "--gpus", "8"}, "malformed JSON"},
       {{"--model", kBad + "does-not-exist.json", "--gpus", "8"}, "--model"},
       {with(kModel, {"--gpus", "64", "--out", "/nonexistent-dir/plan.json"}), "-o"},
+      // Pins that admit no mesh at all are a usage error, not "nothing fits".
+      {with(kModel, {"--gpus", "64", "--tp", "3"}), "--tp 3"},
+      {with(kModel, {"--gpus", "64", "--tp", "128", "--pp", "2"}), "--tp 128, --pp 2"},
   };
   for (const auto& c : cases) {
     ScratchDir dir;
