@@ -91,7 +91,7 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(t[i - 1])))) continue;
     size_t j = i;
     int64_t v = 0;
-    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = v * 10 + (t[j++] - '0');
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = std::min<int64_t>(v * 10 + (t[j++] - '0'), 1'000'000'000);
     while (j < t.size() && t[j] == ' ') ++j;
     if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
   }
@@ -149,7 +149,9 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
       if (s < e) count = std::stod(t.substr(s, e - s));
     }
     const double total = count * v * unit;
-    const bool per_gpu = t.compare(k + 4, 8, " per gpu") == 0 || t.compare(k + 5, 8, "per gpu") == 0;
+    // A unit at the very end of the text leaves nothing after it (compare() past the end throws).
+    auto followed_by = [&t](size_t pos, std::string_view what) { return pos <= t.size() && t.compare(pos, what.size(), what) == 0; };
+    const bool per_gpu = followed_by(k + 4, " per gpu") || followed_by(k + 5, "per gpu");
     return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
   return 0;

@@ -172,6 +172,11 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
   CHECK(inter_node_Bps_per_gpu("1600 Gb/s node-node (RoCE)", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == 0.0);
+  // Fuzz finding (2026-11-22): a unit at the very end of the text ("= 1.6 Tb/s") read past the end.
+  CHECK(inter_node_Bps_per_gpu("4 x 200 Gb/non-s HDR InfiniBand = 1.6 Tb/s", 8) == doctest::Approx(25e9));
+  CHECK(inter_node_Bps_per_gpu("1.6 Tb/s", 8) == doctest::Approx(25e9));
+  // A digit run longer than int64 in a GPU name is capped, not overflowed (UBSan).
+  CHECK(map_gpu("A100 99999999999999999999999 GB", profiles(), &why).empty());
 
   CHECK(map_attention("Narayanan et al. 2021 (arXiv:2104.04473)", "") == AttentionKernel::unfused);
   CHECK(map_attention("Llama Team, AI@Meta 2024", "") == AttentionKernel::flash);
