@@ -146,7 +146,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
       while (e > 0 && t[e - 1] == ' ') --e;
       size_t s = e;
       while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
-      if (s < e) count = std::stod(t.substr(s, e - s));
+      if (s < e) count = e - s <= 9 ? std::stod(t.substr(s, e - s)) : 1e9;  // stod throws past the double range
     }
     const double total = count * v * unit;
     // A unit at the very end of the text leaves nothing after it (compare() past the end throws).

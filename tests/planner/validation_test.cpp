@@ -2,6 +2,8 @@
 // on the shared file (../shared/validation/published-runs.json).
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -175,6 +177,7 @@ TEST_CASE("validation: free-text rules") {
   // Fuzz finding (2026-11-22): a unit at the very end of the text ("= 1.6 Tb/s") read past the end.
   CHECK(inter_node_Bps_per_gpu("4 x 200 Gb/non-s HDR InfiniBand = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("1.6 Tb/s", 8) == doctest::Approx(25e9));
+  CHECK(std::isfinite(inter_node_Bps_per_gpu(std::string(400, '9') + " x 200 Gb/s", 8)));
   // A digit run longer than int64 in a GPU name is capped, not overflowed (UBSan).
   CHECK(map_gpu("A100 99999999999999999999999 GB", profiles(), &why).empty());
 
