@@ -99,28 +99,10 @@ void descend(const std::vector<const MappedRun*>& rows, GpuSpec& g, ClusterSpec&
     set_field(gg, cc, name, x);
     return objective(run_errors(rows, gg, cc, opt.fields), opt.worst_weight);
   };
-  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
   for (int sweep = 0; sweep < opt.sweeps; ++sweep) {
     for (const FitField& field : opt.fields) {
-      double a = field.lo, b = field.hi;
-      double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
-      double f1 = f(field.name, x1), f2 = f(field.name, x2);
-      for (int i = 0; i < opt.golden_steps; ++i) {
-        if (f1 <= f2) {
-          b = x2;
-          x2 = x1;
-          f2 = f1;
-          x1 = b - phi * (b - a);
-          f1 = f(field.name, x1);
-        } else {
-          a = x1;
-          x1 = x2;
-          f1 = f2;
-          x2 = a + phi * (b - a);
-          f2 = f(field.name, x2);
-        }
-      }
-      const double best = f1 <= f2 ? x1 : x2;
+      const double best =
+          golden_section_min([&](double x) { return f(field.name, x); }, field.lo, field.hi, opt.golden_steps).x;
       // Keep the current value unless the search found a strictly better one (the objective is not unimodal).
       const double current = get_field(g, c, field.name);
       if (f(field.name, best) < f(field.name, current)) set_field(g, c, field.name, best);
@@ -129,6 +111,29 @@ void descend(const std::vector<const MappedRun*>& rows, GpuSpec& g, ClusterSpec&
 }
 
 }  // namespace
+
+GoldenMin golden_section_min(const std::function<double(double)>& f, double lo, double hi, int steps, double tol) {
+  const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = lo, b = hi;
+  double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
+  double f1 = f(x1), f2 = f(x2);
+  for (int i = 0; i < steps && b - a > tol; ++i) {
+    if (f1 <= f2) {
+      b = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = b - phi * (b - a);
+      f1 = f(x1);
+    } else {
+      a = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = a + phi * (b - a);
+      f2 = f(x2);
+    }
+  }
+  return f1 <= f2 ? GoldenMin{x1, f1} : GoldenMin{x2, f2};
+}
 
 FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gpu_name, const FitOptions& opt) {
   std::vector<const MappedRun*> rows;

@@ -1,6 +1,7 @@
 // Fitting the named efficiency fields of a GPU profile (and its cluster's links) to measured runs: a deterministic
 // bounded coordinate descent (golden-section search per field), with a held-out check (fit on half, score the rest).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,13 @@ struct FitResult {
 // Fits `fields` of the GPU profile `gpu_name` (and of the cluster profile its runs map to) to the scored rows of
 // `runs` on that GPU. Throws InputError when fewer than 2 rows are scored for it.
 FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gpu_name, const FitOptions& opt = {});
+
+// Golden-section search for a minimum of `f` on [lo, hi]: `steps` narrowing steps at most, stopping early once the
+// bracket is no wider than `tol`. Returns the better of the two final probes and its value.
+struct GoldenMin {
+  double x = 0, f = 0;
+};
+GoldenMin golden_section_min(const std::function<double(double)>& f, double lo, double hi, int steps, double tol = 0);
 
 // Step-time errors of the scored rows of `gpu_name` with the GPU and cluster fields replaced.
 std::vector<double> run_errors(const std::vector<const MappedRun*>& runs, const GpuSpec& gpu, const ClusterSpec& cluster,

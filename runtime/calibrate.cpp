@@ -9,6 +9,7 @@
 
 #include "planner/collectives.hpp"
 #include "planner/error.hpp"
+#include "planner/fit.hpp"
 #include "planner/gemm.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/fill_pattern.hpp"
@@ -221,23 +222,8 @@ GemmFit fit_gemm_peak_fraction(const std::vector<GemmPoint>& points, const GpuSp
     if (f < best_f) best_x = x, best_f = f;
   }
   if (worst_f > best_f) {  // flat: no point depends on the fraction (all memory- or overhead-bound); keep gpu's
-    double a = std::max(lo, best_x - h), b = std::min(hi, best_x + h);
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-    double x1 = b - phi * (b - a), x2 = a + phi * (b - a);
-    double f1 = objective(x1), f2 = objective(x2);
-    for (int i = 0; i < 60 && b - a > 1e-9; ++i) {
-      if (f1 <= f2) {
-        b = x2, x2 = x1, f2 = f1;
-        x1 = b - phi * (b - a);
-        f1 = objective(x1);
-      } else {
-        a = x1, x1 = x2, f1 = f2;
-        x2 = a + phi * (b - a);
-        f2 = objective(x2);
-      }
-    }
-    const double x = f1 <= f2 ? x1 : x2;
-    fit.peak_fraction = std::min(f1, f2) < best_f ? x : best_x;
+    const GoldenMin m = golden_section_min(objective, std::max(lo, best_x - h), std::min(hi, best_x + h), 60, 1e-9);
+    fit.peak_fraction = m.f < best_f ? m.x : best_x;
   }
   g.gemm.peak_fraction = fit.peak_fraction;
   double sum = 0;
