@@ -194,15 +194,19 @@ LayerCost layer_cost(const Plan& plan) {
   const double A = d(dtype_bytes(ad));
   lc.tp_bytes = A * d(T) * d(h);
   const LinkSpec& tpl = group_link(plan, GroupKind::tp);
-  const double tp_pass = pc.sequence_parallel ? 2.0 * (collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) +
-                                                       collective_time_s(Collective::reduce_scatter, lc.tp_bytes, tp, tpl))
-                                              : 2.0 * collective_time_s(Collective::all_reduce, lc.tp_bytes, tp, tpl);
+  const bool sp = pc.sequence_parallel;
+  // Per layer and pass: two collectives that block (SP: the all-gathers before the column-parallel GEMMs in forward,
+  // of the output gradients before the row-parallel GEMMs in backward; else none in backward) and two that Megatron
+  // can overlap in backward (the input-gradient reduce-scatter / all-reduce of the column-parallel GEMMs).
+  const double tp_gather = sp ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
+  const double tp_reduce = 2.0 * collective_time_s(sp ? Collective::reduce_scatter : Collective::all_reduce, lc.tp_bytes, tp, tpl);
+  const double tp_pass = tp_gather + tp_reduce;
   lc.tp_comm_forward_s = tp_pass;
   // Sequence parallelism keeps only the sharded input of the two column-parallel GEMMs, so the backward all-gathers
   // it again for their weight gradients (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication.backward, Korthikanti
   // et al. 2022 Sec. 4.2.3). Megatron launches each re-gather asynchronously beside the GEMM that computes the input
   // gradient, so only what outlasts those GEMMs is exposed.
-  const double regather = pc.sequence_parallel ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
+  const double regather = tp_gather;
   lc.tp_comm_backward_s = tp_pass + regather;
   lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
 
@@ -234,10 +238,8 @@ LayerCost layer_cost(const Plan& plan) {
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
   // the output gradients before the two row-parallel GEMMs (SP) block.
-  const double tp_in_grad = pc.sequence_parallel ? 2.0 * collective_time_s(Collective::reduce_scatter, lc.tp_bytes, tp, tpl)
-                                                 : 2.0 * collective_time_s(Collective::all_reduce, lc.tp_bytes, tp, tpl);
   const double tp_b = pc.overlap_tp_comm ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
-                                         : (tp_pass - tp_in_grad) + std::max(0.0, tp_in_grad - column_gemm) +
+                                         : tp_gather + std::max(0.0, tp_reduce - column_gemm) +
                                                std::max(0.0, regather - column_gemm);
   const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
   const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
