@@ -76,7 +76,8 @@ Runner setup(CLI::App& app) {
     std::unique_ptr<runtime::World> world = host ? runtime::make_host_world(ranks) : runtime::make_cuda_world(ranks);
     const runtime::CalibrationResult r = runtime::calibrate(*world, runtime::default_calibrate_options(!host));
     const std::string name = o->name.empty() ? fmt::format("{}-measured-{}", host ? "host" : base.name, today()) : o->name;
-    const GpuSpec g = runtime::measured_gpu(base, r, host, name);
+    std::vector<runtime::GemmFit> fits;
+    const GpuSpec g = runtime::measured_gpu(base, r, host, name, &fits);
     nlohmann::json gj = to_json(g);
     gj["kind"] = "gpu";
     write_file_atomic(o->out, gj.dump(2) + "\n", "--out");
@@ -85,7 +86,6 @@ Runner setup(CLI::App& app) {
       cj["kind"] = "cluster";
       write_file_atomic(o->cluster_out, cj.dump(2) + "\n", "--cluster-out");
     }
-    const std::vector<runtime::GemmFit> fits = host ? std::vector<runtime::GemmFit>{} : runtime::fit_gemm_peak_fractions(r.gemm, g);
     if (o->json) {
       nlohmann::json j = {{"device", r.device}, {"ranks", r.ranks}, {"hbm_bandwidth_Bps", r.hbm_bandwidth_Bps},
                           {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()},

@@ -257,7 +257,8 @@ const GemmFit* profile_gemm_fit(const std::vector<GemmFit>& fits) {
   return nullptr;
 }
 
-GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host, const std::string& name) {
+GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host, const std::string& name,
+                     std::vector<GemmFit>* fits_out) {
   GpuSpec g = base;
   g.name = name;
   if (host) {
@@ -285,6 +286,7 @@ GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host,
                            f->peak_fraction, f->points, to_string(f->dtype), 100 * f->mean_abs_error, f->best_fraction);
     }
     g.source = fmt::format("parplan calibrate on {} ({} rank(s)); peaks from {}, {}", r.device, r.ranks, base.name, fitted);
+    if (fits_out) *fits_out = fits;
     return g;
   }
   g.source = fmt::format("parplan calibrate on {} ({} rank(s)); host backend: measured CPU rates as peaks", r.device, r.ranks);

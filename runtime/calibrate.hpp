@@ -84,8 +84,9 @@ const GemmFit* profile_gemm_fit(const std::vector<GemmFit>& fits);
 // A GPU profile from measurements. GPU backend: `base`'s datasheet peaks are kept and the calibration fields fitted
 // (hbm_efficiency = measured / datasheet; then gemm.peak_fraction = fit_gemm_peak_fraction of the bf16 points, fp16
 // where no bf16 was measured, under that hbm_efficiency). Host backend (`host` true): the measured rates become the
-// peaks, fractions 1.
-GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host, const std::string& name);
+// peaks, fractions 1. `fits`, when given, receives the per-dtype GEMM fits (none for the host backend).
+GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host, const std::string& name,
+                     std::vector<GemmFit>* fits = nullptr);
 
 // A cluster profile whose intra-node link efficiency and latency come from the all-reduce sweep (needs ranks > 1).
 ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r, const std::string& name,
