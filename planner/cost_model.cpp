@@ -238,9 +238,12 @@ LayerCost layer_cost(const Plan& plan) {
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
   // the output gradients before the two row-parallel GEMMs (SP) block.
-  const double tp_b = pc.overlap_tp_comm ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
-                                         : tp_gather + std::max(0.0, tp_reduce - column_gemm) +
-                                               std::max(0.0, regather - column_gemm);
+  // Without the asynchronous collectives (async_tp_backward false: Megatron-LM before them, Narayanan et al. 2021
+  // Fig. 5, whose f operator all-reduces in backward inside the autograd graph) every backward collective blocks.
+  const double tp_b = pc.overlap_tp_comm      ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
+                      : !pc.async_tp_backward ? lc.tp_comm_backward_s
+                                              : tp_gather + std::max(0.0, tp_reduce - column_gemm) +
+                                                    std::max(0.0, regather - column_gemm);
   const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
   const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
   const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
@@ -293,6 +296,13 @@ double p2p_bytes(const Plan& plan) {
 double p2p_time_s(const Plan& plan) {
   if (plan.parallel.pp <= 1) return 0.0;
   return collective_time_s(Collective::send_recv, p2p_bytes(plan), 2, group_link(plan, GroupKind::pp));
+}
+
+double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
+  const ParallelConfig& pc = plan.parallel;
+  if (!plan.model.tied_embeddings || pc.pp <= 1 || (stage != 0 && stage != pc.pp - 1)) return 0.0;
+  const double bytes = d(plan.model.vocab) * d(plan.model.hidden) / d(pc.tp) * (plan.training.grad_fp32 ? 4.0 : 2.0);
+  return collective_time_s(Collective::all_reduce, bytes, 2, group_link(plan, GroupKind::pp));
 }
 
 DpCost dp_cost(const Plan& plan, double params) {
@@ -479,8 +489,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     const double stage_p = stage_params(plan, i, params);
+    const double tied = embedding_grad_sync_s(plan, i);
     // A stage with the same parameters and times as the previous one has the same tail, which cannot beat it.
-    if (prev_t && stage_p == prev_params && t.forward_s == prev_t->forward_s &&
+    if (prev_t && tied == 0 && stage_p == prev_params && t.forward_s == prev_t->forward_s &&
         t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s) {
       continue;
     }
@@ -507,6 +518,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                       : total;
       }
     }
+    // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order).
+    total += tied;
+    exposed += tied;
     const double shard = sharded ? d(pc.dp * pc.cp) : 1.0;
     // Adam step over the local shard: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
     const double opt_bytes = stage_p / shard * (24.0 + 2.0 * grad_bytes_per_param + 2.0);

@@ -159,6 +159,11 @@ EdgeCost edge_cost(const Plan& plan);
 DpCost dp_cost(const Plan& plan, double stage_params);
 double p2p_bytes(const Plan& plan);
 double p2p_time_s(const Plan& plan);
+// Tied embeddings with pp > 1: the first and the last stage each hold the word embedding, and after the backward the
+// two copies' gradients are all-reduced between them before the optimizer (Megatron-LM training.py train_step
+// "All-reduce word_embeddings' grad across first and last stages", Megatron-Core finalize_model_grads; DeepSpeed
+// PipelineEngine ReduceTiedGrads). 0 for other stages and plans.
+double embedding_grad_sync_s(const Plan& plan, int64_t stage);
 
 // Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
 double stage_params(const Plan& plan, int64_t stage);

@@ -119,6 +119,10 @@ struct ParallelConfig {
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
   bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
   bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs
+  // Megatron-LM's asynchronous backward TP collectives (--async-tensor-model-parallel-allreduce): the input-gradient
+  // all-reduce / reduce-scatter of the column-parallel GEMMs runs beside their weight-gradient GEMMs and the SP
+  // re-gather beside the input-gradient GEMMs. false = the autograd f operator's blocking all-reduce (Megatron-LM 2021).
+  bool async_tp_backward = true;
   bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage

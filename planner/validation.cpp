@@ -282,6 +282,10 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   note.clear();
   tr.attention = map_attention(r.source, arch_notes + " " + top.text("notes") + " " + pnotes, &note);
   r.notes.push_back(note);
+  note.clear();
+  pc.async_tp_backward = map_async_tp_backward(r.source, arch_notes + " " + top.text("notes") + " " + pnotes, &note);
+  if (pc.tp > 1) r.notes.push_back(note);
+  map_comm_overlap(pnotes, top.text("notes"), pc, &r.notes);
   tr.global_batch = gbs.value_or(0);
   tr.seq_len = m.seq_len;
 

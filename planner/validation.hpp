@@ -46,6 +46,13 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
 double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node);
 // Attention kernel from the row's texts (source, notes): see docs/accuracy.md "Attention kernel rule".
 AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Whether the row's software runs the backward TP collectives asynchronously (ParallelConfig::async_tp_backward):
+// blocking for sources dated 2021 and for Megatron-DeepSpeed, asynchronous otherwise.
+bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
+// after the backward; "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
+void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
+                      std::vector<std::string>* out);
 std::string source_key(std::string_view source);
 
 // One scored or skipped row.

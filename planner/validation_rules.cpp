@@ -14,6 +14,19 @@ std::string lower(std::string_view s) {
   return r;
 }
 bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+// The first stand-alone 20xx year in the text, 0 if none.
+int first_year(std::string_view text) {
+  for (size_t i = 0; i + 4 <= text.size(); ++i) {
+    auto digit = [&](size_t k) { return std::isdigit(static_cast<unsigned char>(text[k])) != 0; };
+    if (text.compare(i, 2, "20") != 0 || !digit(i + 2) || !digit(i + 3)) continue;
+    if ((i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) ||
+        (i + 4 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 4]))))
+      continue;
+    return (text[i + 2] - '0') * 10 + (text[i + 3] - '0') + 2000;
+  }
+  return 0;
+}
 }  // namespace
 
 std::string source_key(std::string_view source) {
@@ -154,6 +167,19 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
     const bool per_gpu = followed_by(k + 4, " per gpu") || followed_by(k + 5, "per gpu");
     return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
+  // No figure, but Intel Omni-Path named: every Omni-Path adapter and switch shipped runs 100 Gb/s per port
+  // (the OPA 100 series; the 200 series was cancelled), so "<n> x Omni-Path" is n x 100 Gb/s per node.
+  const size_t opa = t.find("omni-path");
+  if (opa != std::string::npos) {
+    double count = 1;
+    size_t e = t.rfind(" x ", opa);
+    if (e != std::string::npos && e > 0) {
+      size_t s = e;
+      while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+      if (s < e && e - s <= 3) count = std::stod(t.substr(s, e - s));
+    }
+    return count * 100e9 / 8 / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+  }
   return 0;
 }
 
@@ -172,15 +198,7 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
   }
   // The first 20xx year in the source text: FlashAttention (2022-05) entered Megatron-LM and the other frameworks
   // in 2023; the 2021-2022 publications ran the unfused (softmax-fused) attention path.
-  const std::string s = lower(source);
-  for (size_t i = 0; i + 4 <= s.size(); ++i) {
-    if (s.compare(i, 2, "20") != 0 || !std::isdigit(static_cast<unsigned char>(s[i + 2])) ||
-        !std::isdigit(static_cast<unsigned char>(s[i + 3])))
-      continue;
-    if ((i > 0 && std::isalnum(static_cast<unsigned char>(s[i - 1]))) ||
-        (i + 4 < s.size() && std::isalnum(static_cast<unsigned char>(s[i + 4]))))
-      continue;
-    const int year = std::stoi(s.substr(i, 4));
+  if (const int year = first_year(source); year > 0) {
     if (year <= 2022) {
       say(fmt::format("attention: unfused (source year {} <= 2022)", year));
       return AttentionKernel::unfused;
@@ -196,4 +214,51 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
   return AttentionKernel::flash;
 }
 
+bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note) {
+  auto say = [&](std::string s) {
+    if (note) *note = std::move(s);
+  };
+  // Megatron-LM as Narayanan et al. 2021 describe it (Sec. 2.3, Fig. 5) all-reduces the input gradient of the
+  // column-parallel GEMMs in the backward of the autograd f operator, before the next GEMM starts; the asynchronous
+  // all-reduce beside the weight-gradient GEMM (--async-tensor-model-parallel-allreduce) came later, and the 2022+
+  // publications run it.
+  if (const int year = first_year(source); year > 0) {
+    const bool async = year >= 2022;
+    say(fmt::format("TP backward collectives: {} (source year {})", async ? "asynchronous" : "blocking", year));
+    return async;
+  }
+  if (has(lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
+    say("TP backward collectives: blocking (Megatron-DeepSpeed, forked from the 2021 Megatron-LM)");
+    return false;
+  }
+  say("TP backward collectives: asynchronous (no year stated)");
+  return true;
+}
+
+void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
+                      std::vector<std::string>* out) {
+  const std::string pn = lower(parallel_notes), all = pn + " " + lower(notes);
+  auto say = [&](std::string s) {
+    if (out) out->push_back(std::move(s));
+  };
+  // Megatron-LM's --DDP-impl local all-reduces the gradient buffer after the last backward (no bucket hooks);
+  // rows that state the gradient all-reduce is not overlapped say the same.
+  if (has(pn, "ddp impl=local") || has(pn, "ddp-impl local") || has(all, "all-reduce not overlapped") ||
+      has(all, "no dp grad all-reduce overlap")) {
+    pc.overlap_dp_comm = false;
+    say("DP gradient reduction: after the backward, not overlapped (stated)");
+  }
+  // DeepSpeed's PipelineEngine reduces the gradients after the pipeline flush (pipe/schedule.py TrainSchedule:
+  // ReduceTiedGrads, ReduceGrads, OptimizerStep at the last step), so with pp > 1 nothing overlaps them.
+  if (pc.overlap_dp_comm && pc.pp > 1 && has(all, "megatron-deepspeed")) {
+    pc.overlap_dp_comm = false;
+    say("DP gradient reduction: after the pipeline flush (Megatron-DeepSpeed PipelineEngine)");
+  }
+  if (has(pn, "--tp-comm-overlap")) {
+    pc.overlap_tp_comm = true;
+    say("TP collectives: overlapped with the GEMMs (--tp-comm-overlap stated)");
+  }
+}
+
 }  // namespace parplan
+

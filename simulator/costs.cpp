@@ -107,6 +107,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       st.param_gather_s = dc.param_gather_s;
     }
     st.optimizer_s = opt_s[static_cast<size_t>(i)];
+    st.embedding_grad_s = embedding_grad_sync_s(plan, i);
   }
   return sc;
 }

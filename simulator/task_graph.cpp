@@ -259,6 +259,13 @@ struct Builder {
         for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
       }
     }
+    if (sc.embedding_grad_s > 0) {
+      // After the stage's DP reduction (Megatron-Core finalize_model_grads order), on the same dp stream.
+      const int32_t t = task(sc.embedding_grad_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, pp_link);
+      if (prev_compute >= 0) out.graph.add_dep(prev_compute, t);
+      if (last_bucket >= 0) out.graph.add_dep(last_bucket, t);
+      last_bucket = t;
+    }
     const int32_t opt = task(sc.optimizer_s, i, StreamKind::compute, EventCategory::optimizer, -1, 0);
     if (last_bucket >= 0) out.graph.add_dep(last_bucket, opt);
     out.optimizer_task[static_cast<size_t>(i)] = opt;

@@ -31,6 +31,7 @@ struct StageCosts {
   int64_t dp_bucket_bytes = 0;
   bool dp_per_microbatch = false;  // ZeRO-2/3: buckets reduced after every microbatch's backward
   double param_gather_s = 0;       // all-gather of updated parameters after the optimizer (sharded optimizer)
+  double embedding_grad_s = 0;     // tied-embedding gradient all-reduce, first <-> last stage, before the optimizer
   double optimizer_s = 0;
   int32_t pp_tier = 0, dp_tier = 0;  // network tier of the stage's p2p sends and DP collectives (0 intra, 1 inter)
 };

@@ -131,3 +131,48 @@ TEST_CASE("Korthikanti 2022 Table 4: full recompute costs 1.34x selective + SP p
   nosp.parallel.sequence_parallel = false;
   CHECK(layer_cost(sel).forward_s < layer_cost(nosp).forward_s);
 }
+
+// Narayanan et al. 2021 Fig. 5: the f operator all-reduces the input gradient in backward, in the autograd graph, so
+// without Megatron's asynchronous all-reduce every backward TP collective is on the critical path.
+TEST_CASE("blocking backward TP collectives: the whole backward TP time is exposed") {
+  Plan p = test::korthikanti_175b();
+  const LayerCost async = layer_cost(p);
+  p.parallel.async_tp_backward = false;
+  const LayerCost blocking = layer_cost(p);
+  CHECK(blocking.tp_comm_backward_s == doctest::Approx(async.tp_comm_backward_s));
+  // Exposed backward TP = all of it; the asynchronous mode hides part of the reduce-scatter and the re-gather.
+  CHECK(blocking.exposed_tp_s - blocking.tp_comm_forward_s - blocking.tp_comm_recompute_s ==
+        doctest::Approx(blocking.tp_comm_backward_s));
+  CHECK(async.exposed_tp_s < blocking.exposed_tp_s);
+  CHECK(blocking.forward_s == doctest::Approx(async.forward_s));
+  CHECK(estimate(p).time.tp_comm_s > estimate(test::korthikanti_175b()).time.tp_comm_s);
+  // --overlap-tp hides against the GEMMs regardless.
+  p.parallel.overlap_tp_comm = true;
+  Plan q = p;
+  q.parallel.async_tp_backward = true;
+  CHECK(layer_cost(p).exposed_tp_s == doctest::Approx(layer_cost(q).exposed_tp_s));
+}
+
+// Tied embeddings with pp > 1: one all-reduce of the embedding gradient between the first and the last stage
+// (Megatron-LM train_step / finalize_model_grads). 175B, tp 8: 51200 x 12288 / 8 fp16 values = 157.3 MB between
+// two nodes (tp fills the node): 157.3 MB / (25 GB/s x 0.86) + 2 x 6 us = 7.33 ms.
+TEST_CASE("tied embedding gradient all-reduce between the first and last stage") {
+  Plan p = test::korthikanti_175b();
+  REQUIRE(p.model.tied_embeddings);
+  REQUIRE_FALSE(p.training.grad_fp32);
+  const double bytes = 51200.0 * 12288 / 8 * 2;
+  const double want = bytes / (25e9 * 0.86) + 2 * 6e-6;
+  CHECK(embedding_grad_sync_s(p, 0) == doctest::Approx(want).epsilon(1e-9));
+  CHECK(embedding_grad_sync_s(p, 7) == doctest::Approx(want).epsilon(1e-9));
+  for (int64_t s = 1; s < 7; ++s) CHECK(embedding_grad_sync_s(p, s) == 0.0);
+  // dp 1: the only gradient synchronisation of the step is this one, exposed in the tail.
+  const Estimate e = estimate(p);
+  CHECK(e.time.dp_comm_total_s == doctest::Approx(want).epsilon(1e-9));
+  CHECK(e.time.dp_comm_exposed_s == doctest::Approx(want).epsilon(1e-9));
+  Plan untied = p;
+  untied.model.tied_embeddings = false;
+  CHECK(embedding_grad_sync_s(untied, 0) == 0.0);
+  Plan one = test::korthikanti_175b();
+  one.parallel.pp = 1;
+  CHECK(embedding_grad_sync_s(one, 0) == 0.0);
+}

@@ -82,6 +82,9 @@ TEST_CASE("validation: every field of a Korthikanti row maps onto the plan") {
   CHECK(p.training.precision == Precision::fp16);
   CHECK_FALSE(p.training.grad_fp32);
   CHECK(p.training.attention == AttentionKernel::unfused);  // source year 2022
+  CHECK(p.parallel.async_tp_backward);                      // source year 2022: asynchronous TP all-reduce
+  CHECK(p.parallel.overlap_dp_comm);
+  CHECK_FALSE(p.parallel.overlap_tp_comm);
   CHECK(p.training.global_batch == 64);
   REQUIRE(r.measured_step_time_s);
   CHECK(*r.measured_step_time_s == doctest::Approx(13.75));
@@ -173,7 +176,10 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
   CHECK(inter_node_Bps_per_gpu("1600 Gb/s node-node (RoCE)", 8) == doctest::Approx(25e9));
-  CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == 0.0);
+  // Omni-Path without a figure: 100 Gb/s per link (the only generation shipped), 4 links per 8-GPU node.
+  CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == doctest::Approx(6.25e9));
+  CHECK(inter_node_Bps_per_gpu("Omni-Path", 8) == doctest::Approx(100e9 / 8 / 8));
+  CHECK(inter_node_Bps_per_gpu("Ethernet, speed not stated", 8) == 0.0);
   // Fuzz finding (2026-11-22): a unit at the very end of the text ("= 1.6 Tb/s") read past the end.
   CHECK(inter_node_Bps_per_gpu("4 x 200 Gb/non-s HDR InfiniBand = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("1.6 Tb/s", 8) == doctest::Approx(25e9));
@@ -185,6 +191,36 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_attention("Llama Team, AI@Meta 2024", "") == AttentionKernel::flash);
   CHECK(map_attention("mosaicml/llm-foundry", "ALiBi, FlashAttention") == AttentionKernel::flash);
   CHECK(map_attention("bigscience-workshop/bigscience", "Megatron-DeepSpeed; ZeRO-1") == AttentionKernel::unfused);
+  // Backward TP collectives: blocking before Megatron-LM's asynchronous all-reduce (2021 sources, Megatron-DeepSpeed).
+  std::string note;
+  CHECK_FALSE(map_async_tp_backward("Narayanan et al. 2021 (arXiv:2104.04473)", "", &note));
+  CHECK(note.find("blocking") != std::string::npos);
+  CHECK(map_async_tp_backward("Korthikanti et al. 2022 (arXiv:2205.05198)", ""));
+  CHECK_FALSE(map_async_tp_backward("bigscience-workshop/bigscience", "Megatron-DeepSpeed; BF16Optimizer"));
+  CHECK(map_async_tp_backward("mosaicml/llm-foundry", "FSDP"));
+
+  // Communication overlap stated in the notes.
+  std::vector<std::string> notes;
+  ParallelConfig pc;
+  map_comm_overlap("DDP impl=local; interleaved schedule", "", pc, &notes);
+  CHECK_FALSE(pc.overlap_dp_comm);
+  CHECK(notes.size() == 1);
+  pc = ParallelConfig{};
+  map_comm_overlap("DDP impl=torch; non-interleaved 1F1B", "", pc, nullptr);
+  CHECK(pc.overlap_dp_comm);
+  map_comm_overlap("batch kept at 280", "gradient all-reduce NOT overlapped.", pc, nullptr);
+  CHECK_FALSE(pc.overlap_dp_comm);
+  pc = ParallelConfig{};
+  pc.pp = 12;
+  map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
+  CHECK_FALSE(pc.overlap_dp_comm);  // DeepSpeed PipelineEngine reduces after the flush
+  pc = ParallelConfig{};
+  map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
+  CHECK(pc.overlap_dp_comm);  // pp 1: the DeepSpeed engine's bucketed reduction
+  map_comm_overlap("--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap", "", pc, nullptr);
+  CHECK(pc.overlap_tp_comm);
+  CHECK(pc.overlap_dp_comm);
+
   CHECK(source_key("Narayanan et al. 2021, 'Efficient Large-Scale'") == "Narayanan et al. 2021");
   CHECK(source_key("NVIDIA/Megatron-LM README 'Performance'") == "NVIDIA/Megatron-LM");
 }
@@ -288,7 +324,7 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(runs.size() >= 67);
   CHECK(rep.overall.count == 45);
   MESSAGE("all: mean ", rep.overall.mean_abs, " worst ", rep.overall.worst_abs, " (", rep.overall.worst_id, ")");
-  CHECK(rep.overall.mean_abs <= 0.071);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
+  CHECK(rep.overall.mean_abs <= 0.063);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
   CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: MPT H100 13B, ZeRO-3 micro-batch-4 rows)
   std::vector<double> errs;
   std::vector<std::string> ids;
@@ -306,7 +342,7 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(k.worst_abs <= 0.070); // target 0.08 (met)
   for (const auto& [gpu, s] : rep.by_gpu) {
     MESSAGE(gpu, ": mean ", s.mean_abs, " worst ", s.worst_abs);
-    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.056);
+    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.047);
     if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
   }
 }
