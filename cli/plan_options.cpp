@@ -68,6 +68,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");
+  app.add_flag("--no-async-tp", o.no_async_tp,
+               "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
@@ -192,6 +194,7 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   pc.overlap_dp_comm = !me.no_overlap_dp;
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
+  pc.async_tp_backward = !me.no_async_tp;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
 

@@ -117,3 +117,18 @@ TEST_CASE("profiles list / show / validate") {
   std::filesystem::remove(good);
   CHECK(run_parplan({"profiles", "show", "nope"}).exit_code == 2);
 }
+
+TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
+  auto args = kKorthikanti175b;
+  args.push_back("--json");
+  const auto a = run_parplan(args);
+  args.push_back("--no-async-tp");
+  const auto b = run_parplan(args);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["plan"]["parallel"]["async_tp_backward"] == true);
+  CHECK(jb["plan"]["parallel"]["async_tp_backward"] == false);
+  CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() > ja["time"]["seconds"]["tp_comm"].get<double>());
+  CHECK(jb["time"]["seconds"]["compute"].get<double>() == doctest::Approx(ja["time"]["seconds"]["compute"].get<double>()));
+}
