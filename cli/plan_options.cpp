@@ -70,6 +70,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");
   app.add_flag("--no-async-tp", o.no_async_tp,
                "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
+  app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,
+               "Each TP rank sends the whole activation between pipeline stages (DeepSpeed PipelineEngine)");
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
@@ -195,6 +197,7 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
   pc.async_tp_backward = !me.no_async_tp;
+  pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
 

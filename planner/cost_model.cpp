@@ -288,9 +288,12 @@ EdgeCost edge_cost(const Plan& plan) {
 
 double p2p_bytes(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  // Activation tensor b x s/cp x h; with tp > 1 each rank sends 1/tp of it (scatter-gather, Narayanan 2021 Sec. 4.1).
+  // Activation tensor b x s/cp x h; with tp > 1 each rank sends 1/tp of it (scatter-gather, Narayanan 2021 Sec. 4.1;
+  // with sequence parallelism the tensor is already split). Without either, each TP rank sends the whole tensor
+  // (DeepSpeed's PipelineEngine, Megatron-LM --no-scatter-gather-tensors-in-pipeline).
+  const bool split = pc.p2p_scatter_gather || pc.sequence_parallel;
   return d(dtype_bytes(plan.activation_dtype())) * d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp) *
-         d(plan.model.hidden) / d(pc.tp);
+         d(plan.model.hidden) / d(split ? pc.tp : 1);
 }
 
 double p2p_time_s(const Plan& plan) {

@@ -123,6 +123,7 @@ struct ParallelConfig {
   // all-reduce / reduce-scatter of the column-parallel GEMMs runs beside their weight-gradient GEMMs and the SP
   // re-gather beside the input-gradient GEMMs. false = the autograd f operator's blocking all-reduce (Megatron-LM 2021).
   bool async_tp_backward = true;
+  bool p2p_scatter_gather = true;   // pipeline sends split over the TP ranks (Narayanan et al. 2021 Sec. 4.1)
   bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage

@@ -134,6 +134,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.overlap_dp_comm = r.get_bool("overlap_dp_comm", true);
   p.overlap_tp_comm = r.get_bool("overlap_tp_comm", false);
   p.async_tp_backward = r.get_bool("async_tp_backward", true);
+  p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
@@ -223,6 +224,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"overlap_dp_comm", p.overlap_dp_comm},
           {"overlap_tp_comm", p.overlap_tp_comm},
           {"async_tp_backward", p.async_tp_backward},
+          {"p2p_scatter_gather", p.p2p_scatter_gather},
           {"overlap_cp_comm", p.overlap_cp_comm},
           {"first_stage_layers", p.first_stage_layers},
           {"last_stage_layers", p.last_stage_layers}};

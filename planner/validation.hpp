@@ -50,7 +50,8 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
 // blocking for sources dated 2021 and for Megatron-DeepSpeed, asynchronous otherwise.
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
 // Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
-// after the backward; "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
+// after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
+// (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out);
 std::string source_key(std::string_view source);

@@ -254,6 +254,11 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     pc.overlap_dp_comm = false;
     say("DP gradient reduction: after the pipeline flush (Megatron-DeepSpeed PipelineEngine)");
   }
+  // The same engine sends each TP rank's whole activation to the next stage (no scatter-gather).
+  if (pc.pp > 1 && pc.tp > 1 && has(all, "megatron-deepspeed")) {
+    pc.p2p_scatter_gather = false;
+    say("pipeline sends: the whole activation per TP rank (DeepSpeed PipelineEngine, no scatter-gather)");
+  }
   if (has(pn, "--tp-comm-overlap")) {
     pc.overlap_tp_comm = true;
     say("TP collectives: overlapped with the GEMMs (--tp-comm-overlap stated)");

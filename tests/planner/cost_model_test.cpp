@@ -176,3 +176,17 @@ TEST_CASE("tied embedding gradient all-reduce between the first and last stage")
   one.parallel.pp = 1;
   CHECK(embedding_grad_sync_s(one, 0) == 0.0);
 }
+
+// Narayanan et al. 2021 Sec. 4.1: with scatter-gather each TP rank sends b s h / tp elements; without it (DeepSpeed's
+// PipelineEngine) the whole b s h; sequence parallelism splits the tensor either way.
+TEST_CASE("pipeline send bytes: scatter-gather splits the activation over the TP ranks") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.sequence_parallel = false;
+  const double full = 2.0 * 1 * 2048 * 12288;  // fp16, micro-batch 1
+  CHECK(p2p_bytes(p) == doctest::Approx(full / 8));
+  p.parallel.p2p_scatter_gather = false;
+  CHECK(p2p_bytes(p) == doctest::Approx(full));
+  CHECK(p2p_time_s(p) > 7.0 * [&] { Plan q = p; q.parallel.p2p_scatter_gather = true; return p2p_time_s(q); }());
+  p.parallel.sequence_parallel = true;
+  CHECK(p2p_bytes(p) == doctest::Approx(full / 8));
+}

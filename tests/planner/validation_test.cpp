@@ -212,11 +212,14 @@ TEST_CASE("validation: free-text rules") {
   CHECK_FALSE(pc.overlap_dp_comm);
   pc = ParallelConfig{};
   pc.pp = 12;
+  pc.tp = 4;
   map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
   CHECK_FALSE(pc.overlap_dp_comm);  // DeepSpeed PipelineEngine reduces after the flush
+  CHECK_FALSE(pc.p2p_scatter_gather);  // and sends whole activations
   pc = ParallelConfig{};
   map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
   CHECK(pc.overlap_dp_comm);  // pp 1: the DeepSpeed engine's bucketed reduction
+  CHECK(pc.p2p_scatter_gather);
   map_comm_overlap("--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap", "", pc, nullptr);
   CHECK(pc.overlap_tp_comm);
   CHECK(pc.overlap_dp_comm);
@@ -324,7 +327,7 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(runs.size() >= 67);
   CHECK(rep.overall.count == 45);
   MESSAGE("all: mean ", rep.overall.mean_abs, " worst ", rep.overall.worst_abs, " (", rep.overall.worst_id, ")");
-  CHECK(rep.overall.mean_abs <= 0.063);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
+  CHECK(rep.overall.mean_abs <= 0.062);   // target 0.06 (not met: MosaicML H100 rows, docs/accuracy.md)
   CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: MPT H100 13B, ZeRO-3 micro-batch-4 rows)
   std::vector<double> errs;
   std::vector<std::string> ids;
@@ -342,7 +345,7 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(k.worst_abs <= 0.070); // target 0.08 (met)
   for (const auto& [gpu, s] : rep.by_gpu) {
     MESSAGE(gpu, ": mean ", s.mean_abs, " worst ", s.worst_abs);
-    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.047);
+    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.045);
     if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
   }
 }
