@@ -85,6 +85,8 @@ class PlanGen {
       pc.distributed_optimizer = coin();
       pc.overlap_dp_comm = coin();
       pc.overlap_tp_comm = coin();
+      pc.async_tp_backward = coin();
+      pc.p2p_scatter_gather = coin();
       p.training.precision = static_cast<Precision>(uniform(0, 2));
       p.training.attention = coin() ? AttentionKernel::flash : AttentionKernel::unfused;
       p.training.grad_fp32 = p.training.precision != Precision::fp16;
