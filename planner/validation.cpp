@@ -280,12 +280,14 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     skip.push_back(fmt::format("recompute '{}' is not none/selective/full", rc_text));
   }
   note.clear();
-  tr.attention = map_attention(r.source, arch_notes + " " + top.text("notes") + " " + pnotes, &note);
+  const std::string row_notes = top.text("notes");
+  const std::string row_texts = arch_notes + " " + row_notes + " " + pnotes;
+  tr.attention = map_attention(r.source, row_texts, &note);
   r.notes.push_back(note);
   note.clear();
-  pc.async_tp_backward = map_async_tp_backward(r.source, arch_notes + " " + top.text("notes") + " " + pnotes, &note);
+  pc.async_tp_backward = map_async_tp_backward(r.source, row_texts, &note);
   if (pc.tp > 1) r.notes.push_back(note);
-  map_comm_overlap(pnotes, top.text("notes"), pc, &r.notes);
+  map_comm_overlap(pnotes, row_notes, pc, &r.notes);
   tr.global_batch = gbs.value_or(0);
   tr.seq_len = m.seq_len;
 

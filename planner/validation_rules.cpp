@@ -27,6 +27,20 @@ int first_year(std::string_view text) {
   }
   return 0;
 }
+
+// The multiplier written just before position `pos` of a lower-cased text ("8 x 200 Gb/s", "4 x Omni-Path"): the
+// digit run before an 'x' or '*', spaces allowed around it; 1 when there is none.
+double multiplier_before(const std::string& t, size_t pos) {
+  size_t b = pos;
+  while (b > 0 && t[b - 1] == ' ') --b;
+  if (b == 0 || (t[b - 1] != 'x' && t[b - 1] != '*')) return 1;
+  size_t e = b - 1;
+  while (e > 0 && t[e - 1] == ' ') --e;
+  size_t s = e;
+  while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+  if (s == e) return 1;
+  return e - s <= 9 ? std::stod(t.substr(s, e - s)) : 1e9;  // stod throws past the double range
+}
 }  // namespace
 
 std::string source_key(std::string_view source) {
@@ -151,17 +165,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
     if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
     if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
     if (unit == 0) continue;
-    double count = 1;  // "8 x 200 Gb/s": look back for "<n> x "
-    size_t b = i;
-    while (b > 0 && t[b - 1] == ' ') --b;
-    if (b > 0 && (t[b - 1] == 'x' || t[b - 1] == '*')) {
-      size_t e = b - 1;
-      while (e > 0 && t[e - 1] == ' ') --e;
-      size_t s = e;
-      while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
-      if (s < e) count = e - s <= 9 ? std::stod(t.substr(s, e - s)) : 1e9;  // stod throws past the double range
-    }
-    const double total = count * v * unit;
+    const double total = multiplier_before(t, i) * v * unit;
     // A unit at the very end of the text leaves nothing after it (compare() past the end throws).
     auto followed_by = [&t](size_t pos, std::string_view what) { return pos <= t.size() && t.compare(pos, what.size(), what) == 0; };
     const bool per_gpu = followed_by(k + 4, " per gpu") || followed_by(k + 5, "per gpu");
@@ -169,16 +173,8 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
   }
   // No figure, but Intel Omni-Path named: every Omni-Path adapter and switch shipped runs 100 Gb/s per port
   // (the OPA 100 series; the 200 series was cancelled), so "<n> x Omni-Path" is n x 100 Gb/s per node.
-  const size_t opa = t.find("omni-path");
-  if (opa != std::string::npos) {
-    double count = 1;
-    size_t e = t.rfind(" x ", opa);
-    if (e != std::string::npos && e > 0) {
-      size_t s = e;
-      while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
-      if (s < e && e - s <= 3) count = std::stod(t.substr(s, e - s));
-    }
-    return count * 100e9 / 8 / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+  if (const size_t opa = t.find("omni-path"); opa != std::string::npos) {
+    return multiplier_before(t, opa) * 100e9 / 8 / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
   return 0;
 }
@@ -248,16 +244,18 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     pc.overlap_dp_comm = false;
     say("DP gradient reduction: after the backward, not overlapped (stated)");
   }
-  // DeepSpeed's PipelineEngine reduces the gradients after the pipeline flush (pipe/schedule.py TrainSchedule:
-  // ReduceTiedGrads, ReduceGrads, OptimizerStep at the last step), so with pp > 1 nothing overlaps them.
-  if (pc.overlap_dp_comm && pc.pp > 1 && has(all, "megatron-deepspeed")) {
-    pc.overlap_dp_comm = false;
-    say("DP gradient reduction: after the pipeline flush (Megatron-DeepSpeed PipelineEngine)");
-  }
-  // The same engine sends each TP rank's whole activation to the next stage (no scatter-gather).
-  if (pc.pp > 1 && pc.tp > 1 && has(all, "megatron-deepspeed")) {
-    pc.p2p_scatter_gather = false;
-    say("pipeline sends: the whole activation per TP rank (DeepSpeed PipelineEngine, no scatter-gather)");
+  if (pc.pp > 1 && has(all, "megatron-deepspeed")) {
+    // DeepSpeed's PipelineEngine reduces the gradients after the pipeline flush (pipe/schedule.py TrainSchedule:
+    // ReduceTiedGrads, ReduceGrads, OptimizerStep at the last step), so nothing overlaps them ...
+    if (pc.overlap_dp_comm) {
+      pc.overlap_dp_comm = false;
+      say("DP gradient reduction: after the pipeline flush (Megatron-DeepSpeed PipelineEngine)");
+    }
+    // ... and it sends each TP rank's whole activation to the next stage (no scatter-gather).
+    if (pc.tp > 1) {
+      pc.p2p_scatter_gather = false;
+      say("pipeline sends: the whole activation per TP rank (DeepSpeed PipelineEngine, no scatter-gather)");
+    }
   }
   if (has(pn, "--tp-comm-overlap")) {
     pc.overlap_tp_comm = true;
