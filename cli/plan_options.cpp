@@ -72,6 +72,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
   app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,
                "Each TP rank sends the whole activation between pipeline stages (DeepSpeed PipelineEngine)");
+  app.add_flag("--no-fused-grad-accumulation", o.no_fused_grad_accumulation,
+               "Weight gradients are added to the gradient buffer by a separate pass each microbatch (Megatron-LM 2021)");
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
@@ -205,6 +207,7 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   tr.precision = enum_flag<Precision>(mo.precision, "--precision", "bf16, fp16, fp8");
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
+  tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
   tr.seq_len = plan.model.seq_len;
   if (me.bucket_mb) {
     // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.

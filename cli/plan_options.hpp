@@ -29,7 +29,8 @@ struct MeshOptions {
   std::string schedule, recompute;
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;
-  bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false;
+  bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
+       no_fused_grad_accumulation = false;
   std::optional<double> bucket_mb;
 };
 

@@ -122,6 +122,21 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
   return p;
 }
 
+// Megatron-LM's --gradient-accumulation-fusion makes the weight-gradient GEMM accumulate into the fp32 main_grad
+// buffer (beta = 1: fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 in
+// LinearWithGradAccumulationAndAsyncCommunication), so accumulation costs nothing extra. Without it, autograd writes
+// each microbatch's weight gradient and a hook adds it to the buffer: Megatron-LM 2021's local DDP
+// (megatron/model/distributed.py _make_param_hook: param.main_grad.add_(param.grad.data), once per parameter and
+// microbatch), which read the buffer, read the new gradient (activation dtype) and write the buffer. With ZeRO-2/3
+// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard is accumulated.
+double grad_accumulation_bytes(const Plan& plan, double params) {
+  if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
+  const ParallelConfig& pc = plan.parallel;
+  const double g = plan.training.grad_fp32 ? 4.0 : 2.0;
+  const double shard = pc.zero_stage >= 2 ? d(pc.dp * pc.cp) : 1.0;
+  return params / shard * (2.0 * g + d(dtype_bytes(plan.activation_dtype())));
+}
+
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -167,7 +182,12 @@ LayerCost layer_cost(const Plan& plan) {
   lc.attention_forward_s = attn_fwd;
   lc.forward_s = gemm + attn_fwd + mem;
   lc.backward_input_s = gemm + attn_bwd + mem_bwd;
-  lc.backward_weight_s = gemm;
+  lc.params = layer_params(plan);
+  if (const double acc = grad_accumulation_bytes(plan, lc.params); acc > 0) {
+    // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
+    lc.grad_accumulation_s = memory_bound_time_s(gpu, acc) + 4.0 * gpu.gemm.kernel_overhead_s;
+  }
+  lc.backward_weight_s = gemm + lc.grad_accumulation_s;
   switch (pc.recompute) {
     case Recompute::none:
       lc.recompute_s = 0;
@@ -225,7 +245,6 @@ LayerCost layer_cost(const Plan& plan) {
     lc.ep_comm_backward_s = 2.0 * a2a;
   }
 
-  lc.params = layer_params(plan);
   if (pc.zero_stage >= 3) {
     lc.zero3_gather_s = collective_time_s(Collective::all_gather, 2.0 * lc.params, pc.dp * pc.cp,
                                           group_link(plan, GroupKind::dp));
@@ -277,6 +296,19 @@ EdgeCost edge_cost(const Plan& plan) {
   const double ce = memory_bound_time_s(gpu, 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0);
   e.output_forward_s = norm + logits + ce;
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
+  // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage: the
+  // untied head, or Megatron's copy of the tied embedding when pp > 1; with pp = 1 a tied weight is one parameter).
+  auto accumulate = [&](double params) {
+    const double bytes = grad_accumulation_bytes(plan, params);
+    return bytes > 0 ? memory_bound_time_s(gpu, bytes) + gpu.gemm.kernel_overhead_s : 0.0;
+  };
+  const ParamCounts c = count_params(m);
+  e.embedding_backward_s += accumulate(d(c.embedding) / d(pc.tp));
+  if (!m.tied_embeddings) {
+    e.output_backward_s += accumulate(d(c.lm_head) / d(pc.tp));
+  } else if (pc.pp > 1) {
+    e.output_backward_s += accumulate(d(m.vocab * m.hidden) / d(pc.tp));
+  }
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first.

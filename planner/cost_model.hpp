@@ -18,7 +18,8 @@ namespace parplan {
 struct LayerCost {
   double forward_s = 0;          // GEMMs + attention + memory-bound ops
   double backward_input_s = 0;   // input-gradient GEMMs + attention backward + memory-bound backward
-  double backward_weight_s = 0;  // weight-gradient GEMMs
+  double backward_weight_s = 0;  // weight-gradient GEMMs (+ grad_accumulation_s)
+  double grad_accumulation_s = 0;  // unfused gradient accumulation pass (part of backward_weight_s; 0 when fused)
   double recompute_s = 0;        // recomputed forward work (selective: attention core; full: whole forward)
   double tp_comm_forward_s = 0;  // TP/SP collectives in the forward (2 all-reduce, or 2 all-gather + 2 reduce-scatter)
   double tp_comm_backward_s = 0;
@@ -164,6 +165,11 @@ double p2p_time_s(const Plan& plan);
 // "All-reduce word_embeddings' grad across first and last stages", Megatron-Core finalize_model_grads; DeepSpeed
 // PipelineEngine ReduceTiedGrads). 0 for other stages and plans.
 double embedding_grad_sync_s(const Plan& plan, int64_t stage);
+
+// Unfused gradient accumulation (TrainingSpec::fused_grad_accumulation false): bytes moved by the separate pass
+// that adds one microbatch's weight gradients of `params` parameters to the gradient buffer (cost_model.cpp).
+// 0 when the weight-gradient GEMMs accumulate in place.
+double grad_accumulation_bytes(const Plan& plan, double params);
 
 // Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
 double stage_params(const Plan& plan, int64_t stage);

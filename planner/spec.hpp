@@ -137,6 +137,10 @@ struct TrainingSpec {
   int64_t seq_len = 0;       // tokens per sequence (0 = the model's)
   AttentionKernel attention = AttentionKernel::flash;
   bool grad_fp32 = true;     // gradients accumulated/reduced in fp32 (Megatron default for bf16)
+  // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
+  // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
+  // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().
+  bool fused_grad_accumulation = true;
   int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
 };
 

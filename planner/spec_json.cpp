@@ -154,6 +154,7 @@ TrainingSpec training_from_json(JsonReader& r) {
   t.seq_len = r.get_int("seq_len", 0, 0, 100'000'000);
   t.attention = r.get_enum("attention", AttentionKernel::flash);
   t.grad_fp32 = r.get_bool("grad_fp32", true);
+  t.fused_grad_accumulation = r.get_bool("fused_grad_accumulation", true);
   t.dp_bucket_bytes = static_cast<int64_t>(r.get_double("dp_bucket_MB", 40.0, 0.001, 1e6) * 1e6);
   return t;
 }
@@ -236,6 +237,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"seq_len", t.seq_len},
           {"attention", to_string(t.attention)},
           {"grad_fp32", t.grad_fp32},
+          {"fused_grad_accumulation", t.fused_grad_accumulation},
           {"dp_bucket_MB", static_cast<double>(t.dp_bucket_bytes) / 1e6}};
 }
 

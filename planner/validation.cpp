@@ -287,6 +287,9 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   note.clear();
   pc.async_tp_backward = map_async_tp_backward(r.source, row_texts, &note);
   if (pc.tp > 1) r.notes.push_back(note);
+  note.clear();
+  tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
+  r.notes.push_back(note);
   map_comm_overlap(pnotes, row_notes, pc, &r.notes);
   tr.global_batch = gbs.value_or(0);
   tr.seq_len = m.seq_len;

@@ -49,6 +49,9 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
 // Whether the row's software runs the backward TP collectives asynchronously (ParallelConfig::async_tp_backward):
 // blocking for sources dated 2021 and for Megatron-DeepSpeed, asynchronous otherwise.
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Whether the row's weight-gradient GEMMs accumulate in place (TrainingSpec::fused_grad_accumulation): the same
+// vintage rule (a separate accumulation pass for sources dated 2021 and for Megatron-DeepSpeed).
+bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note = nullptr);
 // Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
 // after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
 // (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.

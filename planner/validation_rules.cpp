@@ -210,25 +210,43 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
   return AttentionKernel::flash;
 }
 
+namespace {
+// Whether the row ran the 2022+ Megatron-LM backward (LinearWithGradAccumulationAndAsyncCommunication): the first year
+// in the source >= 2022, or no year and not Megatron-DeepSpeed. *why says which.
+bool modern_backward(std::string_view source, std::string_view other_text, std::string* why) {
+  if (const int year = first_year(source); year > 0) {
+    *why = fmt::format("source year {}", year);
+    return year >= 2022;
+  }
+  if (has(lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
+    *why = "Megatron-DeepSpeed, forked from the 2021 Megatron-LM";
+    return false;
+  }
+  *why = "no year stated";
+  return true;
+}
+}  // namespace
+
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note) {
-  auto say = [&](std::string s) {
-    if (note) *note = std::move(s);
-  };
   // Megatron-LM as Narayanan et al. 2021 describe it (Sec. 2.3, Fig. 5) all-reduces the input gradient of the
   // column-parallel GEMMs in the backward of the autograd f operator, before the next GEMM starts; the asynchronous
   // all-reduce beside the weight-gradient GEMM (--async-tensor-model-parallel-allreduce) came later, and the 2022+
   // publications run it.
-  if (const int year = first_year(source); year > 0) {
-    const bool async = year >= 2022;
-    say(fmt::format("TP backward collectives: {} (source year {})", async ? "asynchronous" : "blocking", year));
-    return async;
-  }
-  if (has(lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
-    say("TP backward collectives: blocking (Megatron-DeepSpeed, forked from the 2021 Megatron-LM)");
-    return false;
-  }
-  say("TP backward collectives: asynchronous (no year stated)");
-  return true;
+  std::string why;
+  const bool async = modern_backward(source, other_text, &why);
+  if (note) *note = fmt::format("TP backward collectives: {} ({})", async ? "asynchronous" : "blocking", why);
+  return async;
+}
+
+bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note) {
+  // Megatron-LM 2021 (local DDP) adds each microbatch's weight gradient to main_grad in a hook; the fused
+  // weight-gradient GEMM that accumulates in place (--gradient-accumulation-fusion) arrived with the asynchronous
+  // all-reduce's autograd function in 2022. Megatron-DeepSpeed's pipeline engine with BF16Optimizer also accumulates
+  // the fp32 gradients in a separate pass after every micro-step (DeepSpeed pipe/engine.py update_hp_grads).
+  std::string why;
+  const bool fused = modern_backward(source, other_text, &why);
+  if (note) *note = fmt::format("gradient accumulation: {} ({})", fused ? "fused into the weight-gradient GEMM" : "separate pass", why);
+  return fused;
 }
 
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,

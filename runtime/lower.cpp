@@ -372,6 +372,25 @@ class Lowerer {
       gemm(i == 3 ? "mlp.down.wgrad" : i == 2 ? "mlp.up.wgrad" : i == 1 ? "attn.out.wgrad" : "qkv.wgrad", Term::backward,
            lin[i].n, lin[i].k, T_, 1, gd_, false, false, false);
     }
+    accumulate_grads("grad.accumulate", lc_.params);
+  }
+
+  // Unfused gradient accumulation (TrainingSpec::fused_grad_accumulation false): this microbatch's weight gradients
+  // are added to the gradient buffer by a separate memory-bound pass (grad_accumulation_bytes; nothing when fused).
+  void accumulate_grads(const char* label, double params) {
+    memory(label, Term::backward, grad_accumulation_bytes(plan_, params), grads_);
+  }
+
+  // The output layer's weight gradient: the untied head, or Megatron's copy of the tied embedding when pp > 1 (with
+  // pp = 1 a tied weight is the embedding's parameter, accumulated with it).
+  void output_wgrad() {
+    gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
+    const ParamCounts c = count_params(m_);
+    if (!m_.tied_embeddings) {
+      accumulate_grads("lm_head.grad.accumulate", d(c.lm_head) / d(pc_.tp));
+    } else if (pc_.pp > 1) {
+      accumulate_grads("lm_head.grad.accumulate", d(m_.vocab * m_.hidden) / d(pc_.tp));
+    }
   }
 
   // ---- pipeline tasks ----------------------------------------------------------------------------------------
@@ -428,7 +447,7 @@ class Lowerer {
       const double A = d(dtype_bytes(ad_));
       memory("cross_entropy.bwd", Term::backward, 3.0 * d(T_) * d(m_.vocab) / d(pc_.tp) * 4.0, stash);
       gemm("lm_head.dgrad", Term::backward, T_, m_.hidden, m_.vocab / pc_.tp, 1, gd_, false);
-      if (!split_weight_) gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
+      if (!split_weight_) output_wgrad();
       memory("final_norm.bwd", Term::backward, 4.0 * d(Tn_) * d(m_.hidden) * A, stash);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
@@ -438,7 +457,10 @@ class Lowerer {
       if (!split_weight_) layer_backward_weight();
       dp_buckets_after_layer(mb, l);
     }
-    if (vs == 0) memory("embedding.bwd", Term::backward, 2.0 * d(Tn_) * d(m_.hidden) * 4.0, stash);
+    if (vs == 0) {
+      memory("embedding.bwd", Term::backward, 2.0 * d(Tn_) * d(m_.hidden) * 4.0, stash);
+      accumulate_grads("embedding.grad.accumulate", d(count_params(m_).embedding) / d(pc_.tp));
+    }
     if (!split_weight_) {  // freed before the send, so the send can pair with the next task's receive
       release(stash);
       stash_of(mb, chunk) = -1;
@@ -452,7 +474,7 @@ class Lowerer {
     chunk_ = chunk;
     int& stash = stash_of(mb, chunk);
     if (stash < 0) throw InputError(fmt::format("schedule: weight gradient of microbatch {} chunk {} without its forward", mb, chunk));
-    if (virtual_stage(chunk) == last_virtual()) gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
+    if (virtual_stage(chunk) == last_virtual()) output_wgrad();
     for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_backward_weight();
     release(stash);
     stash = -1;

@@ -189,6 +189,7 @@ TEST_CASE("bad input: plan documents") {
       {"plan_zero_stage_5.json", "/parallel/zero_stage"},
       {"plan_async_tp_not_bool.json", "/parallel/async_tp_backward: expected true or false"},
       {"plan_p2p_scatter_gather_not_bool.json", "/parallel/p2p_scatter_gather: expected true or false"},
+      {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
       {"plan_seq_negative.json", "/training/seq_len"},
   };

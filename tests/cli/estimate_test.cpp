@@ -118,6 +118,32 @@ TEST_CASE("profiles list / show / validate") {
   CHECK(run_parplan({"profiles", "show", "nope"}).exit_code == 2);
 }
 
+TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorded in the plan, read back from it") {
+  auto args = kKorthikanti175b;
+  args.push_back("--json");
+  const auto a = run_parplan(args);
+  args.push_back("--no-fused-grad-accumulation");
+  const auto b = run_parplan(args);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["plan"]["training"]["fused_grad_accumulation"] == true);
+  CHECK(jb["plan"]["training"]["fused_grad_accumulation"] == false);
+  CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
+  CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() == doctest::Approx(ja["time"]["seconds"]["tp_comm"].get<double>()));
+  // The written plan carries the field: estimating it again gives the same step time.
+  const std::string plan = temp_path("unfused_plan.json");
+  std::FILE* f = std::fopen(plan.c_str(), "w");
+  REQUIRE(f);
+  std::fputs(jb["plan"].dump().c_str(), f);
+  std::fclose(f);
+  const auto c = run_parplan({"estimate", "--plan", plan, "--json"});
+  REQUIRE(c.exit_code == 0);
+  CHECK(nlohmann::json::parse(c.out)["time"]["step_s"].get<double>() ==
+        doctest::Approx(jb["time"]["step_s"].get<double>()));
+  std::filesystem::remove(plan);
+}
+
 TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
   auto args = kKorthikanti175b;
   args.push_back("--json");

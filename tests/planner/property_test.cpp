@@ -90,6 +90,7 @@ class PlanGen {
       p.training.precision = static_cast<Precision>(uniform(0, 2));
       p.training.attention = coin() ? AttentionKernel::flash : AttentionKernel::unfused;
       p.training.grad_fp32 = p.training.precision != Precision::fp16;
+      p.training.fused_grad_accumulation = coin();
       p.training.seq_len = coin() ? 0 : int64_t{512} << uniform(0, 4);
       p.training.global_batch = pc.dp * pc.micro_batch * pc.num_microbatches;
       p.num_gpus = pc.gpus();

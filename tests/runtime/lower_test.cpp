@@ -125,6 +125,37 @@ TEST_CASE("sequence parallelism re-gathers the column-parallel GEMM inputs twice
   }
 }
 
+TEST_CASE("unfused gradient accumulation adds the planner's pass to the gradients after each weight gradient") {
+  Plan plan = small_plan();
+  for (const bool fused : {true, false}) {
+    plan.training.fused_grad_accumulation = fused;
+    const LayerCost lc = layer_cost(plan);
+    const double want = grad_accumulation_bytes(plan, lc.params);
+    CHECK((want > 0) == !fused);
+    for (const int64_t rank : {int64_t{0}, plan.num_gpus - 1}) {  // first stage (embedding), last stage (output)
+      const Program prog = lower_rank(plan, rank);
+      int layer_passes = 0, edge_passes = 0;
+      for (size_t i = 0; i < prog.ops.size(); ++i) {
+        const Op& op = prog.ops[i];
+        if (is(op, "grad.accumulate")) {
+          ++layer_passes;
+          CHECK(op.kind == OpKind::memory);
+          CHECK(op.term == Term::backward);
+          CHECK(prog.slots[static_cast<size_t>(op.slot)].kind == SlotKind::grads);
+          CHECK(std::llabs(op.bytes - std::llround(want)) <= 1);
+          CHECK(op.predicted_s == doctest::Approx(memory_bound_time_s(plan.gpu, want)).epsilon(1e-9));
+          REQUIRE(i > 0);
+          CHECK(is(prog.ops[i - 1], "qkv.wgrad"));  // after the layer's last weight-gradient GEMM
+        }
+        if (is(op, "embedding.grad.accumulate") || is(op, "lm_head.grad.accumulate")) ++edge_passes;
+      }
+      // 2 layers x 2 microbatches on each stage, plus the embedding or the output weight once per microbatch.
+      CHECK(layer_passes == (fused ? 0 : 2 * 2));
+      CHECK(edge_passes == (fused ? 0 : 2));
+    }
+  }
+}
+
 TEST_CASE("collective payloads come from the cost model") {
   const Plan plan = small_plan();
   const LayerCost lc = layer_cost(plan);
