@@ -118,15 +118,20 @@ TEST_CASE("profiles list / show / validate") {
   CHECK(run_parplan({"profiles", "show", "nope"}).exit_code == 2);
 }
 
-TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorded in the plan, read back from it") {
+// estimate --json of the Korthikanti 175B plan without and with one extra flag.
+static std::pair<nlohmann::json, nlohmann::json> korthikanti_json_with(const char* flag) {
   auto args = kKorthikanti175b;
   args.push_back("--json");
   const auto a = run_parplan(args);
-  args.push_back("--no-fused-grad-accumulation");
+  args.push_back(flag);
   const auto b = run_parplan(args);
   REQUIRE(a.exit_code == 0);
   REQUIRE(b.exit_code == 0);
-  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  return {nlohmann::json::parse(a.out), nlohmann::json::parse(b.out)};
+}
+
+TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorded in the plan, read back from it") {
+  const auto [ja, jb] = korthikanti_json_with("--no-fused-grad-accumulation");
   CHECK(ja["plan"]["training"]["fused_grad_accumulation"] == true);
   CHECK(jb["plan"]["training"]["fused_grad_accumulation"] == false);
   CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
@@ -145,14 +150,7 @@ TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorde
 }
 
 TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
-  auto args = kKorthikanti175b;
-  args.push_back("--json");
-  const auto a = run_parplan(args);
-  args.push_back("--no-async-tp");
-  const auto b = run_parplan(args);
-  REQUIRE(a.exit_code == 0);
-  REQUIRE(b.exit_code == 0);
-  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  const auto [ja, jb] = korthikanti_json_with("--no-async-tp");
   CHECK(ja["plan"]["parallel"]["async_tp_backward"] == true);
   CHECK(jb["plan"]["parallel"]["async_tp_backward"] == false);
   CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() > ja["time"]["seconds"]["tp_comm"].get<double>());
