@@ -105,20 +105,20 @@ PlanParamCounts plan_param_counts(const Plan& plan) {
 
 double stage_params(const Plan& plan, int64_t stage) { return stage_params(plan, stage, plan_param_counts(plan)); }
 
-double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+double output_weight_params(const Plan& plan, const ParamCounts& c) {
   const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  if (!m.tied_embeddings) return d(c.lm_head) / d(pc.tp);
+  // Megatron keeps a copy of the tied embedding on the last stage; with pp = 1 it is the embedding itself.
+  return pc.pp > 1 ? d(m.vocab * m.hidden) / d(pc.tp) : 0.0;
+}
+
+double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
   const ParallelConfig& pc = plan.parallel;
   const ParamCounts& c = counts.counts;
   double p = d(stage_layers(plan, stage)) * counts.layer_params;
   if (stage == 0) p += d(c.embedding) / d(pc.tp);
-  if (stage == pc.pp - 1) {
-    p += d(c.final_norm);
-    if (!m.tied_embeddings) {
-      p += d(c.lm_head) / d(pc.tp);
-    } else if (pc.pp > 1) {
-      p += d(m.vocab * m.hidden) / d(pc.tp);  // Megatron keeps a copy of the tied embedding on the last stage
-    }
-  }
+  if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c);
   return p;
 }
 
@@ -296,19 +296,14 @@ EdgeCost edge_cost(const Plan& plan) {
   const double ce = memory_bound_time_s(gpu, 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0);
   e.output_forward_s = norm + logits + ce;
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
-  // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage: the
-  // untied head, or Megatron's copy of the tied embedding when pp > 1; with pp = 1 a tied weight is one parameter).
+  // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
   auto accumulate = [&](double params) {
     const double bytes = grad_accumulation_bytes(plan, params);
     return bytes > 0 ? memory_bound_time_s(gpu, bytes) + gpu.gemm.kernel_overhead_s : 0.0;
   };
   const ParamCounts c = count_params(m);
   e.embedding_backward_s += accumulate(d(c.embedding) / d(pc.tp));
-  if (!m.tied_embeddings) {
-    e.output_backward_s += accumulate(d(c.lm_head) / d(pc.tp));
-  } else if (pc.pp > 1) {
-    e.output_backward_s += accumulate(d(m.vocab * m.hidden) / d(pc.tp));
-  }
+  e.output_backward_s += accumulate(output_weight_params(plan, c));
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first.

@@ -171,6 +171,10 @@ double embedding_grad_sync_s(const Plan& plan, int64_t stage);
 // 0 when the weight-gradient GEMMs accumulate in place.
 double grad_accumulation_bytes(const Plan& plan, double params);
 
+// Parameters of the output layer's own weight on the last stage, per GPU: the untied head / tp, Megatron's copy of
+// the tied embedding / tp when pp > 1, 0 for a tied weight with pp = 1 (it is the embedding's parameter).
+double output_weight_params(const Plan& plan, const ParamCounts& counts);
+
 // Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
 double stage_params(const Plan& plan, int64_t stage);
 

@@ -381,16 +381,11 @@ class Lowerer {
     memory(label, Term::backward, grad_accumulation_bytes(plan_, params), grads_);
   }
 
-  // The output layer's weight gradient: the untied head, or Megatron's copy of the tied embedding when pp > 1 (with
-  // pp = 1 a tied weight is the embedding's parameter, accumulated with it).
+  // The output layer's weight gradient, then its accumulation (output_weight_params: nothing for a tied weight at
+  // pp = 1, which is the embedding's parameter).
   void output_wgrad() {
     gemm("lm_head.wgrad", Term::backward, m_.vocab / pc_.tp, m_.hidden, T_, 1, gd_, false, false, false);
-    const ParamCounts c = count_params(m_);
-    if (!m_.tied_embeddings) {
-      accumulate_grads("lm_head.grad.accumulate", d(c.lm_head) / d(pc_.tp));
-    } else if (pc_.pp > 1) {
-      accumulate_grads("lm_head.grad.accumulate", d(m_.vocab * m_.hidden) / d(pc_.tp));
-    }
+    accumulate_grads("lm_head.grad.accumulate", output_weight_params(plan_, count_params(m_)));
   }
 
   // ---- pipeline tasks ----------------------------------------------------------------------------------------
