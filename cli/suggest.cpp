@@ -243,7 +243,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   s += fmt::format(
       "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
       "fully sharded over {} GPUs (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
-      fmt_count(f.params), f.bytes_per_param, req.training.grad_fp32 ? 4 : 2, f.total_bytes / 1e12,
+      fmt_count(f.params), f.bytes_per_param, req.training.grad_bytes(), f.total_bytes / 1e12,
       req.gpus, f.per_gpu_bytes / 1e9);
   s += fmt::format(" (with 16-bit gradients, {:.0f} bytes/param: {:.3g} TB, {:.2f} GB per GPU)", f.bytes_per_param_16bit_grads,
                    f.params * f.bytes_per_param_16bit_grads / 1e12, f.per_gpu_bytes_16bit_grads / 1e9);

@@ -132,10 +132,18 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
 double grad_accumulation_bytes(const Plan& plan, double params) {
   if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
   const ParallelConfig& pc = plan.parallel;
-  const double g = plan.training.grad_fp32 ? 4.0 : 2.0;
+  const double g = d(plan.training.grad_bytes());
   const double shard = pc.zero_stage >= 2 ? d(pc.dp * pc.cp) : 1.0;
   return params / shard * (2.0 * g + d(dtype_bytes(plan.activation_dtype())));
 }
+
+namespace {
+// Time of that pass: its bytes at achieved HBM bandwidth plus one kernel launch per weight tensor; 0 when fused.
+double grad_accumulation_s(const Plan& plan, double params, int tensors) {
+  const double bytes = grad_accumulation_bytes(plan, params);
+  return bytes > 0 ? memory_bound_time_s(plan.gpu, bytes) + tensors * plan.gpu.gemm.kernel_overhead_s : 0.0;
+}
+}  // namespace
 
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -183,10 +191,8 @@ LayerCost layer_cost(const Plan& plan) {
   lc.forward_s = gemm + attn_fwd + mem;
   lc.backward_input_s = gemm + attn_bwd + mem_bwd;
   lc.params = layer_params(plan);
-  if (const double acc = grad_accumulation_bytes(plan, lc.params); acc > 0) {
-    // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
-    lc.grad_accumulation_s = memory_bound_time_s(gpu, acc) + 4.0 * gpu.gemm.kernel_overhead_s;
-  }
+  // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
+  lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
   lc.backward_weight_s = gemm + lc.grad_accumulation_s;
   switch (pc.recompute) {
     case Recompute::none:
@@ -297,13 +303,9 @@ EdgeCost edge_cost(const Plan& plan) {
   e.output_forward_s = norm + logits + ce;
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
   // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
-  auto accumulate = [&](double params) {
-    const double bytes = grad_accumulation_bytes(plan, params);
-    return bytes > 0 ? memory_bound_time_s(gpu, bytes) + gpu.gemm.kernel_overhead_s : 0.0;
-  };
   const ParamCounts c = count_params(m);
-  e.embedding_backward_s += accumulate(d(c.embedding) / d(pc.tp));
-  e.output_backward_s += accumulate(output_weight_params(plan, c));
+  e.embedding_backward_s += grad_accumulation_s(plan, d(c.embedding) / d(pc.tp), 1);
+  e.output_backward_s += grad_accumulation_s(plan, output_weight_params(plan, c), 1);
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first.
@@ -331,7 +333,7 @@ double p2p_time_s(const Plan& plan) {
 double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
   const ParallelConfig& pc = plan.parallel;
   if (!plan.model.tied_embeddings || pc.pp <= 1 || (stage != 0 && stage != pc.pp - 1)) return 0.0;
-  const double bytes = d(plan.model.vocab) * d(plan.model.hidden) / d(pc.tp) * (plan.training.grad_fp32 ? 4.0 : 2.0);
+  const double bytes = d(plan.model.vocab) * d(plan.model.hidden) / d(pc.tp) * d(plan.training.grad_bytes());
   return collective_time_s(Collective::all_reduce, bytes, 2, group_link(plan, GroupKind::pp));
 }
 
@@ -341,7 +343,7 @@ DpCost dp_cost(const Plan& plan, double params) {
   dc.group = pc.dp * pc.cp;
   if (dc.group <= 1) return dc;
   const LinkSpec& l = group_link(plan, GroupKind::dp);
-  const double grad_bytes_per_param = plan.training.grad_fp32 ? 4.0 : 2.0;
+  const double grad_bytes_per_param = d(plan.training.grad_bytes());
   dc.grad_bytes = params * grad_bytes_per_param;
   const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
   dc.per_microbatch = pc.zero_stage >= 2;
@@ -512,7 +514,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
 
   // Data-parallel synchronisation and optimizer: the slowest stage after its pipeline work decides the step.
   const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
-  const double grad_bytes_per_param = plan.training.grad_fp32 ? 4.0 : 2.0;
+  const double grad_bytes_per_param = d(plan.training.grad_bytes());
   double tail = 0;
   double prev_params = -1;
   const StageMicrobatchTime* prev_t = nullptr;

@@ -20,7 +20,7 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.zero_stage = plan.parallel.zero_stage;
   o.distributed_optimizer = plan.parallel.distributed_optimizer;
   o.weight_bytes = 2;
-  o.grad_bytes = plan.training.grad_fp32 ? 4 : 2;
+  o.grad_bytes = plan.training.grad_bytes();
   o.optimizer_bytes = 12;
   o.extra_weight_bytes = plan.training.precision == Precision::fp8 ? 1 : 0;
   return o;

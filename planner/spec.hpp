@@ -142,6 +142,8 @@ struct TrainingSpec {
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().
   bool fused_grad_accumulation = true;
   int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
+
+  int64_t grad_bytes() const { return grad_fp32 ? 4 : 2; }  // bytes per gradient element
 };
 
 struct Plan {

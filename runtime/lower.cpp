@@ -514,7 +514,7 @@ class Lowerer {
     const DpCost dc = dp_cost(plan_, params);
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
     const double shard = sharded ? d(pc_.dp * pc_.cp) : 1.0;
-    const double grad_b = plan_.training.grad_fp32 ? 4.0 : 2.0;
+    const double grad_b = d(plan_.training.grad_bytes());
     // The planner's Adam traffic: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
     memory("optimizer.states", Term::optimizer, params / shard * 24.0, optimizer_);
     memory("optimizer.grads", Term::optimizer, params / shard * 2.0 * grad_b, grads_);
