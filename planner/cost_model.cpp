@@ -145,6 +145,13 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 }
 }  // namespace
 
+double optimizer_step_s(const Plan& plan, double stage_params) {
+  return memory_bound_time_s(plan.gpu,
+                             optimizer_step_bytes(stage_params, plan.parallel.dp * plan.parallel.cp,
+                                                  model_state_options(plan))
+                                 .total());
+}
+
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -513,8 +520,6 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   tb.bubble_s = pt.bubble_s;
 
   // Data-parallel synchronisation and optimizer: the slowest stage after its pipeline work decides the step.
-  const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
-  const double grad_bytes_per_param = d(plan.training.grad_bytes());
   double tail = 0;
   double prev_params = -1;
   const StageMicrobatchTime* prev_t = nullptr;
@@ -553,10 +558,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order).
     total += tied;
     exposed += tied;
-    const double shard = sharded ? d(pc.dp * pc.cp) : 1.0;
-    // Adam step over the local shard: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
-    const double opt_bytes = stage_p / shard * (24.0 + 2.0 * grad_bytes_per_param + 2.0);
-    const double opt = memory_bound_time_s(plan.gpu, opt_bytes);
+    const double opt = optimizer_step_s(plan, stage_p);
     if (exposed + opt > tail) {
       tail = exposed + opt;
       tb.dp_comm_exposed_s = exposed;

@@ -178,4 +178,9 @@ double output_weight_params(const Plan& plan, const ParamCounts& counts);
 // Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
 double stage_params(const Plan& plan, int64_t stage);
 
+// Time of the optimizer step of a stage whose GPUs hold `stage_params` parameters: optimizer_step_bytes()
+// (model_states.hpp) over the shard this GPU updates, at achieved HBM bandwidth. The estimate's optimizer_s is the
+// deciding stage's; the simulator and the runtime take every stage's from here.
+double optimizer_step_s(const Plan& plan, double stage_params);
+
 }  // namespace parplan

@@ -15,6 +15,16 @@ ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelState
   return b;
 }
 
+OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const ModelStateOptions& o) {
+  const bool sharded = o.zero_stage >= 1 || o.distributed_optimizer;
+  const double owned = sharded ? params / static_cast<double>(shard < 1 ? 1 : shard) : params;
+  OptimizerStepBytes b;
+  b.states = owned * 2.0 * static_cast<double>(o.optimizer_bytes);
+  b.grads = owned * 2.0 * static_cast<double>(o.grad_bytes);
+  b.weights = owned * static_cast<double>(o.weight_bytes);
+  return b;
+}
+
 ModelStateOptions model_state_options(const Plan& plan) {
   ModelStateOptions o;
   o.zero_stage = plan.parallel.zero_stage;

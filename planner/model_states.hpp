@@ -31,4 +31,15 @@ ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelState
 
 ModelStateOptions model_state_options(const Plan& plan);
 
+// Memory traffic of one mixed-precision Adam step over the `params` parameters a GPU holds, of which it updates the
+// 1/shard it owns when the optimizer is sharded (ZeRO >= 1, distributed optimizer). The fused Adam kernels (apex
+// multi_tensor_adam, used by Megatron-LM and DeepSpeed FusedAdam) read and write the K = 12 bytes of fp32 master
+// weight, momentum and variance (2K = 24 B, ZeRO's K above); the gradient is read twice, by the global-norm pass of
+// gradient clipping and by Adam; and the updated 16-bit model weight is written.
+struct OptimizerStepBytes {
+  double states = 0, grads = 0, weights = 0;
+  double total() const { return states + grads + weights; }
+};
+OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const ModelStateOptions& o);
+
 }  // namespace parplan

@@ -513,12 +513,11 @@ class Lowerer {
     const double params = stage_params(plan_, coord_.pp);
     const DpCost dc = dp_cost(plan_, params);
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
-    const double shard = sharded ? d(pc_.dp * pc_.cp) : 1.0;
-    const double grad_b = d(plan_.training.grad_bytes());
-    // The planner's Adam traffic: fp32 master/m/v read+write (24 B), gradient read (+ norm pass), 16-bit weight write.
-    memory("optimizer.states", Term::optimizer, params / shard * 24.0, optimizer_);
-    memory("optimizer.grads", Term::optimizer, params / shard * 2.0 * grad_b, grads_);
-    memory("optimizer.weights", Term::optimizer, params / shard * 2.0, weights_);
+    // The planner's Adam traffic (optimizer_step_bytes, model_states.hpp), each part on its own slot.
+    const OptimizerStepBytes ob = optimizer_step_bytes(params, pc_.dp * pc_.cp, model_state_options(plan_));
+    memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
+    memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
+    memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
     if (dc.group > 1 && sharded && pc_.zero_stage < 3) {
       collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather, 2.0 * params,
                  DType::bf16, weights_);

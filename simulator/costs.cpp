@@ -12,28 +12,6 @@ namespace {
 
 double d(int64_t x) { return static_cast<double>(x); }
 
-// Optimizer time per stage. The planner reports it only for the stage that decides the step tail
-// (TimeBreakdown::optimizer_s, with that stage's DpCost); its formula is linear in the stage's parameters
-// (a memory-bound pass over the local shard), so other stages scale by their parameter counts.
-// TODO(planner): expose optimizer_time_s(plan, stage_params) and call it here instead.
-std::vector<double> optimizer_times(const Plan& plan, const Estimate& e, const std::vector<double>& params) {
-  const size_t p = params.size();
-  size_t decider = 0;
-  bool found = false;
-  if (e.dp.grad_bytes > 0) {
-    for (size_t i = 0; i < p && !found; ++i) {
-      if (dp_cost(plan, params[i]).grad_bytes == e.dp.grad_bytes) {
-        decider = i;
-        found = true;
-      }
-    }
-  }
-  if (!found) decider = static_cast<size_t>(std::max_element(params.begin(), params.end()) - params.begin());
-  std::vector<double> out(p, 0.0);
-  for (size_t i = 0; i < p; ++i) out[i] = params[decider] > 0 ? e.time.optimizer_s * params[i] / params[decider] : 0.0;
-  return out;
-}
-
 }  // namespace
 
 StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
@@ -54,7 +32,6 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
 
   std::vector<double> params(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) params[static_cast<size_t>(i)] = stage_params(plan, i);
-  const std::vector<double> opt_s = optimizer_times(plan, e, params);
 
   sc.stages.resize(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) {
@@ -106,7 +83,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       st.dp_per_microbatch = dc.per_microbatch;
       st.param_gather_s = dc.param_gather_s;
     }
-    st.optimizer_s = opt_s[static_cast<size_t>(i)];
+    st.optimizer_s = optimizer_step_s(plan, params[static_cast<size_t>(i)]);
     st.embedding_grad_s = embedding_grad_sync_s(plan, i);
   }
   return sc;

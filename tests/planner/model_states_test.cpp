@@ -34,3 +34,23 @@ TEST_CASE("distributed optimizer shards only the optimizer state; fp32 grads tak
   CHECK(b.grads == doctest::Approx(4e9));
   CHECK(b.optimizer == doctest::Approx(12e9 / 8));
 }
+
+TEST_CASE("Adam step traffic: 2K bytes of fp32 states (ZeRO's K = 12), the gradient read twice, the 16-bit weight written") {
+  ModelStateOptions o;  // 16-bit grads
+  OptimizerStepBytes b = optimizer_step_bytes(1e9, 64, o);
+  CHECK(b.states == doctest::Approx(24e9));  // 2 x K with K = 12 (Rajbhandari et al. 2020 Sec. 3.1)
+  CHECK(b.grads == doctest::Approx(4e9));    // clip-norm pass + Adam, 2 bytes each
+  CHECK(b.weights == doctest::Approx(2e9));
+  CHECK(b.total() / 1e9 == doctest::Approx(30.0));
+  o.grad_bytes = 4;  // fp32 main_grad
+  CHECK(optimizer_step_bytes(1e9, 64, o).total() / 1e9 == doctest::Approx(34.0));
+  // A sharded optimizer (ZeRO-1..3, distributed optimizer) updates only this rank's 1/N; the state bytes stay
+  // 2 x the optimizer memory model_state_bytes() gives for the same shard.
+  o.distributed_optimizer = true;
+  b = optimizer_step_bytes(1e9, 64, o);
+  CHECK(b.total() / 1e9 == doctest::Approx(34.0 / 64));
+  CHECK(b.states == doctest::Approx(2.0 * model_state_bytes(1e9, 64, o).optimizer));
+  o.distributed_optimizer = false;
+  o.zero_stage = 3;
+  CHECK(optimizer_step_bytes(1e9, 8, o).total() == doctest::Approx(34e9 / 8));
+}

@@ -81,6 +81,18 @@ TEST_CASE("simulate: with DP gradient reduction and a sharded optimizer the tail
     CAPTURE(sharded);
     CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
     CHECK(r.summary.dp_comm_exposed * r.summary.step_s == doctest::Approx(e.time.dp_comm_exposed_s).epsilon(1e-3));
+    // Every stage runs its own optimizer step from the planner's one formula; the estimate's optimizer_s is the
+    // step of the stage that decides the tail, one of them.
+    REQUIRE(r.summary.stages.size() == 4);
+    bool estimate_stage_found = false;
+    for (int64_t i = 0; i < 4; ++i) {
+      CAPTURE(i);
+      const double expected = optimizer_step_s(plan, stage_params(plan, i));
+      CHECK(expected > 0);
+      CHECK(r.summary.stages[static_cast<size_t>(i)].optimizer_s == doctest::Approx(expected).epsilon(1e-9));
+      estimate_stage_found = estimate_stage_found || std::abs(e.time.optimizer_s / expected - 1.0) < 1e-9;
+    }
+    CHECK(estimate_stage_found);
   }
 }
 
