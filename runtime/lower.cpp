@@ -46,7 +46,7 @@ class Lowerer {
   Lowerer(const Plan& plan, int64_t rank)
       : plan_(plan), pc_(plan.parallel), m_(plan.model), rank_(rank), coord_(coord_of(pc_, rank)),
         lc_(layer_cost(plan)), mb_bytes_(layer_memory_bound_bytes(plan)), gd_(plan.gemm_dtype()),
-        ad_(plan.activation_dtype()) {
+        ad_(plan.activation_dtype()), wd_(plan.activation_dtype()) {
     prog_.rank = rank;
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
@@ -314,7 +314,7 @@ class Lowerer {
 
   void zero3_gather(Term term) {
     if (zero3_ < 0) return;
-    collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, DType::bf16, zero3_);
+    collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, wd_, zero3_);
   }
 
   void layer_forward(Term term, int stash) {
@@ -486,7 +486,7 @@ class Lowerer {
     const int64_t done = layer_index + 1;
     const int64_t due = dc.buckets * done / total_layers;  // buckets ready after `done` layers of this backward
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
-    const DType gdt = plan_.training.grad_fp32 ? DType::fp32 : DType::bf16;
+    const DType gdt = plan_.training.grad_fp32 ? DType::fp32 : wd_;
     // DpCost::grad_bytes split into DpCost::buckets whole-element buckets (sizes differ by at most one unit), so
     // the buckets add up to the planner's bytes exactly; sharded buckets are whole multiples of the group size.
     const int64_t es = dtype_bytes(gdt), unit = sharded ? dc.group : 1;
@@ -520,7 +520,7 @@ class Lowerer {
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
     if (dc.group > 1 && sharded && pc_.zero_stage < 3) {
       collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather, 2.0 * params,
-                 DType::bf16, weights_);
+                 wd_, weights_);
     }
   }
 
@@ -532,6 +532,7 @@ class Lowerer {
   LayerCost lc_;
   LayerMemoryBytes mb_bytes_;
   DType gd_, ad_;
+  DType wd_;  // the 16-bit model weights and gradients the DP / ZeRO collectives carry (fp16 plans: fp16)
   int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "planner/config.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/error.hpp"
 #include "planner/gemm.hpp"
@@ -183,6 +184,36 @@ TEST_CASE("collective payloads come from the cost model") {
   CHECK(dc.buckets > 1);
   CHECK(dp == dc.buckets);
   CHECK(dp_bytes == std::llround(dc.grad_bytes));  // the buckets add up to the planner's gradient bytes exactly
+}
+
+TEST_CASE("DP and ZeRO-3 collectives carry the plan's 16-bit dtype (fp16 plans reduce fp16), fp32 with main_grad") {
+  for (Precision prec : {Precision::bf16, Precision::fp16}) {
+    for (int zero : {0, 1, 3}) {
+      for (bool fp32_grads : {false, true}) {
+        Plan plan = small_plan(2, 2, zero >= 2 ? 1 : 2);  // ZeRO-2/3 run without a pipeline
+        plan.training.precision = prec;
+        plan.parallel.zero_stage = zero;
+        plan.training.grad_fp32 = fp32_grads;
+        REQUIRE(validate(plan).ok());
+        const DType sixteen = prec == Precision::fp16 ? DType::fp16 : DType::bf16;
+        CAPTURE(zero);
+        CAPTURE(fp32_grads);
+        int grads = 0, params = 0;
+        for (const Op& op : lower_rank(plan, 0).ops) {
+          if (is(op, "dp.all_reduce") || is(op, "dp.reduce_scatter")) {
+            ++grads;
+            CHECK(op.dtype == (fp32_grads ? DType::fp32 : sixteen));
+          }
+          if (is(op, "dp.param_all_gather") || is(op, "zero3.all_gather")) {
+            ++params;
+            CHECK(op.dtype == sixteen);
+          }
+        }
+        CHECK(grads > 0);
+        CHECK((params > 0) == (zero >= 1));
+      }
+    }
+  }
 }
 
 TEST_CASE("slots are StageMemory's states plus one activation stash per microbatch") {
