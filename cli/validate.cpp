@@ -1,5 +1,7 @@
 // `parplan validate --runs FILE [--json] [--profile FILE...]`: the cost model scored against published runs.
 #include <fmt/core.h>
+
+#include <array>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -17,6 +19,7 @@ struct ValidateOptions {
   std::vector<std::string> profiles;
   std::string plans_dir;
   bool json = false;
+  bool breakdown = false;
 };
 
 nlohmann::json summary_json(const ErrorSummary& s) {
@@ -33,6 +36,16 @@ nlohmann::json report_json(const ValidationReport& rep) {
     j["measured_step_time_s"] = m.measured_step_time_s ? nlohmann::json(*m.measured_step_time_s) : nlohmann::json(nullptr);
     j["error"] = m.scored() ? nlohmann::json(r.error) : nlohmann::json(nullptr);
     j["predicted_peak_memory_bytes"] = m.plan ? nlohmann::json(r.predicted_peak_memory_bytes) : nlohmann::json(nullptr);
+    if (m.plan) {
+      nlohmann::json terms = nlohmann::json::object();
+      const auto t = time_terms(r.time);
+      for (size_t k = 0; k < t.size(); ++k) terms[std::string(kTimeTerms[k])] = t[k];
+      j["predicted_time_s"] = terms;
+      j["predicted_mfu"] = r.time.mfu;
+    } else {
+      j["predicted_time_s"] = nullptr;
+      j["predicted_mfu"] = nullptr;
+    }
     j["measured_memory_bytes"] = m.measured_memory_bytes ? nlohmann::json(*m.measured_memory_bytes) : nlohmann::json(nullptr);
     j["skipped_reason"] = m.scored() ? nlohmann::json(nullptr) : nlohmann::json(m.skip_reason());
     j["notes"] = m.notes;
@@ -50,7 +63,25 @@ nlohmann::json report_json(const ValidationReport& rep) {
 
 std::string fmt_err(double e) { return fmt::format("{:+.1f}%", e * 100.0); }
 
-std::string render(const ValidationReport& rep, const std::string& file) {
+// Where each scored row's predicted step goes, as shares of the predicted step (the terms add up to it), beside its
+// error: a miss on a row whose step is mostly one term points at that term's profile fields.
+std::string render_breakdown(const ValidationReport& rep) {
+  static constexpr std::array<const char*, kNumTimeTerms> kHeads = {"compute", "bubble", "TP", "CP", "EP", "PP",
+                                                                      "ZeRO-3",  "DP",     "optim."};
+  std::vector<std::string> heads = {"id", "error", "pred. MFU"};
+  heads.insert(heads.end(), kHeads.begin(), kHeads.end());
+  Table t(heads, 3);
+  for (const RunResult& r : rep.rows) {
+    if (!r.run->scored()) continue;
+    std::vector<std::string> row = {r.run->id, fmt_err(r.error), fmt_percent(r.time.mfu)};
+    for (double x : time_terms(r.time)) row.push_back(r.time.step_s > 0 ? fmt_percent(x / r.time.step_s) : "-");
+    t.add(row);
+  }
+  return "Where the predicted step goes (share of the predicted step per term; exposed communication only)\n" +
+         t.render() + "\n";
+}
+
+std::string render(const ValidationReport& rep, const std::string& file, bool breakdown) {
   std::string s = fmt::format("parplan validate: {} runs from {} ({} scored, {} skipped)\n\n", rep.rows.size(), file,
                               rep.overall.count, rep.skipped);
   Table t({"id", "gpu", "predicted", "measured", "error", "pred. peak mem", "meas. mem"}, 2);
@@ -64,6 +95,7 @@ std::string render(const ValidationReport& rep, const std::string& file) {
   }
   s += t.render();
   s += "  (d) = derived.iter_time_s (from the printed throughput);  ! = predicted not to fit in GPU memory\n\n";
+  if (breakdown) s += render_breakdown(rep);
   if (rep.skipped > 0) {
     s += fmt::format("Skipped ({})\n", rep.skipped);
     for (const RunResult& r : rep.rows) {
@@ -96,6 +128,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--runs", o->runs, "Published-runs file (schema: shared/validation/README.md)");
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
+  app.add_flag("--breakdown", o->breakdown, "Also print where each row's predicted step goes, term by term");
   app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan)");
   return [o]() {
     if (o->runs.empty()) {
@@ -113,7 +146,7 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       fmt::print("{}\n", report_json(rep).dump(2));
     } else {
-      fmt::print("{}", render(rep, o->runs));
+      fmt::print("{}", render(rep, o->runs, o->breakdown));
     }
     return kOk;
   };

@@ -16,9 +16,6 @@ namespace parplan {
 const std::array<std::string_view, kNumMemoryTerms> kMemoryTerms = {
     "weights",   "grads",        "optimizer",    "activations", "recompute_working_set", "zero3_buffers",
     "workspace", "comm_buffers", "cuda_context", "fragmentation"};
-const std::array<std::string_view, kNumTimeTerms> kTimeTerms = {
-    "compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "zero3_comm_exposed", "dp_comm_exposed",
-    "optimizer"};
 
 namespace {
 
@@ -27,10 +24,6 @@ std::array<double, kNumMemoryTerms> memory_terms(const StageMemory& m) {
           m.workspace, m.comm_buffers, m.cuda_context, m.fragmentation};
 }
 
-std::array<double, kNumTimeTerms> time_terms(const TimeBreakdown& t) {
-  return {t.compute_s, t.bubble_s,          t.tp_comm_s,         t.cp_comm_s,  t.ep_comm_s,
-          t.pp_comm_s, t.zero3_exposed_s,   t.dp_comm_exposed_s, t.optimizer_s};
-}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }

@@ -35,11 +35,9 @@ struct CheckLimits {
 enum class Gate : uint8_t { memory, bubble, dp_comm, mfu, step_time, memory_regression, time_regression };
 std::string_view to_string(Gate g);  // "memory", "bubble", "dp_comm", "mfu", "step_time", ...
 
-// Per-GPU memory terms of one stage and step-time terms, in the order of kMemoryTerms / kTimeTerms.
+// Per-GPU memory terms of one stage, in the order of kMemoryTerms (step-time terms: kTimeTerms, cost_model.hpp).
 inline constexpr int kNumMemoryTerms = 10;
-inline constexpr int kNumTimeTerms = 9;
 extern const std::array<std::string_view, kNumMemoryTerms> kMemoryTerms;  // "weights", "grads", ... (bytes)
-extern const std::array<std::string_view, kNumTimeTerms> kTimeTerms;      // "compute", "bubble", ... (seconds)
 
 // What a baseline keeps of one plan's estimate.
 struct PlanSnapshot {

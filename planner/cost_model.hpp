@@ -2,7 +2,9 @@
 // It composes the formula modules (flops, activations, model_states, collectives, gemm, pipeline); the simulator
 // and runtime take their op durations and sizes from LayerCost / DpCost here, never from a second copy.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include <span>
@@ -93,6 +95,17 @@ struct TimeBreakdown {
   int64_t slowest_stage = 0;
   double bubble_fraction() const { return step_s > 0 ? bubble_s / step_s : 0; }
 };
+
+// The terms of TimeBreakdown that add up to step_s, in one order, with their names in the Estimate JSON
+// ("seconds" / "fractions"), the check baseline and validate --json.
+inline constexpr int kNumTimeTerms = 9;
+inline constexpr std::array<std::string_view, kNumTimeTerms> kTimeTerms = {
+    "compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "zero3_comm_exposed", "dp_comm_exposed",
+    "optimizer"};
+inline std::array<double, kNumTimeTerms> time_terms(const TimeBreakdown& t) {
+  return {t.compute_s, t.bubble_s,        t.tp_comm_s,         t.cp_comm_s,  t.ep_comm_s,
+          t.pp_comm_s, t.zero3_exposed_s, t.dp_comm_exposed_s, t.optimizer_s};
+}
 
 struct Estimate {
   std::vector<StageMemory> memory;  // per pipeline stage

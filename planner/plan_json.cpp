@@ -115,7 +115,13 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
                         {"total", t.per_microbatch_s}}}});
   }
   const TimeBreakdown& tb = e.time;
-  auto frac = [&](double x) { return tb.step_s > 0 ? x / tb.step_s : 0.0; };
+  nlohmann::json seconds = nlohmann::json::object(), fractions = nlohmann::json::object();
+  const auto terms = time_terms(tb);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    seconds[std::string(kTimeTerms[k])] = terms[k];
+    fractions[std::string(kTimeTerms[k])] = tb.step_s > 0 ? terms[k] / tb.step_s : 0.0;
+  }
+  seconds["dp_comm_total"] = tb.dp_comm_total_s;  // exposed + hidden: not a term of the step
   return {{"parplan_estimate", kPlanFormatVersion},
           {"plan", plan_to_json(plan)},
           {"memory",
@@ -132,27 +138,8 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
             {"model_flops_per_step", tb.model_flops},
             {"hardware_flops_per_step", tb.hardware_flops},
             {"slowest_stage", tb.slowest_stage},
-            {"seconds",
-             {{"compute", tb.compute_s},
-              {"bubble", tb.bubble_s},
-              {"tp_comm", tb.tp_comm_s},
-              {"cp_comm", tb.cp_comm_s},
-              {"ep_comm", tb.ep_comm_s},
-              {"pp_comm", tb.pp_comm_s},
-              {"zero3_comm_exposed", tb.zero3_exposed_s},
-              {"dp_comm_exposed", tb.dp_comm_exposed_s},
-              {"dp_comm_total", tb.dp_comm_total_s},
-              {"optimizer", tb.optimizer_s}}},
-            {"fractions",
-             {{"compute", frac(tb.compute_s)},
-              {"bubble", frac(tb.bubble_s)},
-              {"tp_comm", frac(tb.tp_comm_s)},
-              {"cp_comm", frac(tb.cp_comm_s)},
-              {"ep_comm", frac(tb.ep_comm_s)},
-              {"pp_comm", frac(tb.pp_comm_s)},
-              {"zero3_comm_exposed", frac(tb.zero3_exposed_s)},
-              {"dp_comm_exposed", frac(tb.dp_comm_exposed_s)},
-              {"optimizer", frac(tb.optimizer_s)}}}}},
+            {"seconds", seconds},
+            {"fractions", fractions}}},
           {"stages", stages}};
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/cost_model.hpp"
 #include "planner/profiles.hpp"
 #include "planner/spec.hpp"
 
@@ -66,6 +67,7 @@ struct RunResult {
   double predicted_peak_memory_bytes = 0;
   double error = 0;  // signed relative error of the step time, (predicted - measured) / measured
   bool fits = true;
+  TimeBreakdown time;  // the predicted step term by term (which terms a miss can come from)
 };
 
 struct ErrorSummary {

@@ -46,6 +46,7 @@ ValidationReport score_runs(const std::vector<MappedRun>& runs) {
       res.predicted_step_time_s = e.time.step_s;
       res.predicted_peak_memory_bytes = e.peak_memory_bytes;
       res.fits = e.fits;
+      res.time = e.time;
     }
     if (r.scored()) {
       res.error = (res.predicted_step_time_s - *r.measured_step_time_s) / *r.measured_step_time_s;
