@@ -16,6 +16,7 @@ char glyph(const TimelineEvent& e) {
     case EventCategory::backward_weight: return 'W';
     case EventCategory::recompute: return 'r';
     case EventCategory::layer_comm: return '~';
+    case EventCategory::zero3_gather: return 'g';
     case EventCategory::pp_comm: return '>';
     case EventCategory::optimizer: return 'O';
     default: return '?';

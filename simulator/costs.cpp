@@ -39,6 +39,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     st.pp_tier = pp_tier;
     st.dp_tier = dp_tier;
     const double Lc = d(stage_layers(plan, i)) / d(v);
+    st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
     st.chunks.resize(static_cast<size_t>(v));
     for (int64_t c = 0; c < v; ++c) {
       ChunkCosts& cc = st.chunks[static_cast<size_t>(c)];
@@ -61,6 +62,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.exposed_cp_s = Lc * lc.exposed_cp_s;
       cc.exposed_ep_s = Lc * lc.exposed_ep_s;
       cc.exposed_zero3_s = Lc * lc.exposed_zero3_s;
+      cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
+      cc.zero3_gather_recompute_s = pc.recompute == Recompute::full ? Lc * lc.zero3_gather_s : 0.0;
       // Embedding (first stage) and output layer (last stage): in the chunk that owns them, or spread evenly.
       const double share_first = opt.edges_in_owning_chunk ? (c == 0 ? 1.0 : 0.0) : 1.0 / d(v);
       const double share_last = opt.edges_in_owning_chunk ? (c == v - 1 ? 1.0 : 0.0) : 1.0 / d(v);

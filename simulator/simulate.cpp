@@ -66,6 +66,7 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
         break;
       case EventCategory::tp_comm:
       case EventCategory::cp_comm:
+      case EventCategory::zero3_gather:  // link occupancy; the exposed part is in the compute ops' layer_comm
         break;
     }
     if (on_compute && ti.category != EventCategory::optimizer) {

@@ -33,7 +33,8 @@ std::string fill_of(const TimelineEvent& e) {
     case EventCategory::tp_comm:
     case EventCategory::cp_comm: return "url(#hatch-tp)";
     case EventCategory::pp_comm: return "url(#hatch-pp)";
-    case EventCategory::dp_comm: return "url(#hatch-dp)";
+    case EventCategory::dp_comm:
+    case EventCategory::zero3_gather: return "url(#hatch-dp)";
     default: return colour(e);
   }
 }

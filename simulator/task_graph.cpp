@@ -148,6 +148,22 @@ struct Builder {
       return b / v + (ch < b % v ? 1 : 0);
     };
     std::vector<int32_t> mb_bucket_ready;  // ZeRO-2/3: per microbatch bucket triggers
+    int32_t last_bucket = -1;
+    auto bucket = [&](int32_t after) {
+      const int32_t b = task(sc.dp_bucket_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link);
+      out.info.back().bytes = sc.dp_bucket_bytes;
+      if (after >= 0) out.graph.add_dep(after, b);
+      last_bucket = b;
+    };
+    // ZeRO-3: a pass's parameter all-gathers occupy the DP link from the start of the pass (FSDP prefetches them a
+    // layer ahead), so the gradient reduce-scatters queue behind them on the ordered dp stream: the link the
+    // closed form shares between the two (cost_model.cpp). The compute stream does not wait for this task; the
+    // gathers' exposed part is already in the op's layer_comm.
+    auto gathers_on_link = [&](double s_link, int32_t mb, int32_t chunk) {
+      if (s_link <= 0) return;
+      const int32_t g = task(s_link, i, StreamKind::dp, EventCategory::zero3_gather, mb, chunk, dp_link);
+      if (prev_compute >= 0) out.graph.add_dep(prev_compute, g);
+    };
     for (size_t k = 0; k < o.size(); ++k) {
       const PipeOp& op = o[k];
       const ChunkCosts& cc = sc.chunks[static_cast<size_t>(op.chunk)];
@@ -191,6 +207,9 @@ struct Builder {
           break;
       }
       const bool is_bwd = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
+      const auto mb32 = static_cast<int32_t>(op.microbatch), chunk32 = static_cast<int32_t>(op.chunk);
+      if (op.kind == OpKind::forward) gathers_on_link(cc.zero3_gather_forward_s, mb32, chunk32);
+      if (is_bwd) gathers_on_link(cc.zero3_gather_recompute_s + cc.zero3_gather_backward_s, mb32, chunk32);
       if (is_bwd && (cc.recompute_s > 0 || cc.recompute_comm_s > 0)) {
         const int32_t r = add(cc.recompute_s, EventCategory::recompute);
         if (cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
@@ -199,22 +218,32 @@ struct Builder {
         if (cc.recompute_comm_s > 0) add(cc.recompute_comm_s, EventCategory::layer_comm);
       }
       // The op that completes a chunk's gradients releases its DP buckets as it produces them: split it.
+      const bool completes = op.kind == OpKind::backward || op.kind == OpKind::backward_weight;
       const bool releases = c.dp_overlap && sc.dp_buckets > 0 && !sc.dp_per_microbatch &&
                             fin[static_cast<size_t>(op.chunk)] == static_cast<int64_t>(k);
-      const int64_t pieces = releases ? std::max<int64_t>(1, buckets_of_chunk(op.chunk)) : 1;
+      // ZeRO-2/3 reduce-scatter every microbatch's gradients: its completing op releases them in up to one piece
+      // per layer (FSDP / DeepSpeed reduce each layer's gradients after its backward), issued here in link order.
+      const bool mb_releases = c.dp_overlap && sc.dp_buckets > 0 && sc.dp_per_microbatch && completes;
+      const int64_t pieces = releases      ? std::max<int64_t>(1, buckets_of_chunk(op.chunk))
+                             : mb_releases ? std::clamp<int64_t>(sc.layers_per_chunk, 1, sc.dp_buckets)
+                                           : 1;
       int32_t main_first = -1;
       for (int64_t piece = 0; piece < pieces; ++piece) {
         const int32_t t = add(main_s / static_cast<double>(pieces), cat);
         out.info.back().last_piece = piece == pieces - 1;
         if (main_first < 0) main_first = t;
         if (releases && buckets_of_chunk(op.chunk) > 0) bucket_ready.push_back(t);
+        if (mb_releases) {
+          // Buckets of this piece: the microbatch's dp_buckets spread over the pieces (the first take the rest).
+          const int64_t n = sc.dp_buckets / pieces + (piece < sc.dp_buckets % pieces ? 1 : 0);
+          for (int64_t b = 0; b < n; ++b) bucket(t);
+        }
       }
       if (tp_ov > 0) shadow(main_first, tp_ov, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
       if (cp_ov > 0) shadow(main_first, cp_ov, i, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
       if (comm_s > 0) add(comm_s, EventCategory::layer_comm);
-      // ZeRO-2/3: a microbatch's gradients are complete after its (weight-gradient) backward.
-      const bool completes = op.kind == OpKind::backward || op.kind == OpKind::backward_weight;
-      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes) mb_bucket_ready.push_back(last);
+      // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (below).
+      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes && !c.dp_overlap) mb_bucket_ready.push_back(last);
 
       // The result leaves the stage: activations to the next virtual stage, gradients to the previous one.
       int32_t result = last;
@@ -240,18 +269,14 @@ struct Builder {
       outp.push_back(result);
     }
 
-    // DP gradient buckets on the stage's ordered dp stream, then the optimizer on the compute stream.
-    int32_t last_bucket = -1;
-    auto bucket = [&](int32_t after) {
-      const int32_t b = task(sc.dp_bucket_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link);
-      out.info.back().bytes = sc.dp_bucket_bytes;
-      if (after >= 0) out.graph.add_dep(after, b);
-      last_bucket = b;
-    };
+    // DP gradient buckets on the stage's ordered dp stream (ZeRO-2/3 with overlap: issued in the loop above, as
+    // each microbatch's backward produces them), then the optimizer on the compute stream.
     if (sc.dp_buckets > 0) {
       if (sc.dp_per_microbatch) {
-        for (int32_t after : mb_bucket_ready) {
-          for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(c.dp_overlap ? after : prev_compute);
+        if (!c.dp_overlap) {
+          for (size_t mb = 0; mb < mb_bucket_ready.size(); ++mb) {
+            for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
+          }
         }
       } else if (c.dp_overlap) {
         for (int32_t after : bucket_ready) bucket(after);

@@ -22,6 +22,9 @@ struct ChunkCosts {
   double cp_overlapped_forward_s = 0, cp_overlapped_backward_s = 0;  // 0 when CP overlap is off
   // Exposed comm by kind over all passes of one microbatch (sums to forward+backward+recompute comm).
   double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;
+  // ZeRO-3: the chunk's parameter all-gathers of one pass, whole, as time on the DP link (0 without ZeRO-3). They
+  // occupy the link the gradient reduce-scatters use; what they add to the critical path is in *_comm_s above.
+  double zero3_gather_forward_s = 0, zero3_gather_backward_s = 0, zero3_gather_recompute_s = 0;
 };
 
 struct StageCosts {
@@ -30,6 +33,7 @@ struct StageCosts {
   double dp_bucket_s = 0;          // time of one bucket alone on the link
   int64_t dp_bucket_bytes = 0;
   bool dp_per_microbatch = false;  // ZeRO-2/3: buckets reduced after every microbatch's backward
+  int64_t layers_per_chunk = 1;    // ZeRO-2/3 with overlap: a microbatch's buckets leave in up to this many pieces
   double param_gather_s = 0;       // all-gather of updated parameters after the optimizer (sharded optimizer)
   double embedding_grad_s = 0;     // tied-embedding gradient all-reduce, first <-> last stage, before the optimizer
   double optimizer_s = 0;

@@ -15,6 +15,7 @@ std::string_view to_string(EventCategory c) {
     case EventCategory::cp_comm: return "cp_comm";
     case EventCategory::pp_comm: return "pp_comm";
     case EventCategory::dp_comm: return "dp_comm";
+    case EventCategory::zero3_gather: return "zero3_gather";
     case EventCategory::optimizer: return "optimizer";
   }
   return "?";

@@ -19,6 +19,7 @@ enum class EventCategory : uint8_t {
   cp_comm,           // a CP ring exchange (overlapped)
   pp_comm,           // a p2p activation / gradient transfer between stages
   dp_comm,           // a data-parallel gradient bucket reduction or parameter all-gather
+  zero3_gather,      // ZeRO-3 parameter all-gathers of one pass on the DP link (their exposed part is layer_comm)
   optimizer,         // the optimizer step
 };
 std::string_view to_string(EventCategory c);

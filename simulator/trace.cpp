@@ -19,6 +19,7 @@ const char* short_name(EventCategory c) {
     case EventCategory::cp_comm: return "CP";
     case EventCategory::pp_comm: return "p2p";
     case EventCategory::dp_comm: return "DP";
+    case EventCategory::zero3_gather: return "ZeRO-3 gather";
     case EventCategory::optimizer: return "optimizer";
   }
   return "?";
@@ -44,6 +45,7 @@ std::string event_name(const TimelineEvent& e, bool with_chunk) {
   std::string n = short_name(e.category);
   if (e.microbatch >= 0) {
     if (e.category == EventCategory::pp_comm || e.category == EventCategory::layer_comm ||
+        e.category == EventCategory::zero3_gather ||
         e.category == EventCategory::tp_comm || e.category == EventCategory::cp_comm) {
       n += ' ';
     }
