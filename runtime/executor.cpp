@@ -83,6 +83,11 @@ class RankExecutor {
     const auto& ops = prog_.ops;
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& op = ops[i];
+      if (op.wait_for >= 0 && !opt_.rank_local) {
+        // An overlapped collective this op consumes (Megatron's asynchronous TP backward): join it here.
+        dev_.wait(Stream::compute, spans[static_cast<size_t>(op.wait_for)].b);
+        cursor = dev_.record(Stream::compute);
+      }
       switch (op.kind) {
         case OpKind::alloc:
           // Per-microbatch stashes: not GEMM operands, and a fill inside the measured step would cost time that

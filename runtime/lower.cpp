@@ -109,8 +109,13 @@ class Lowerer {
     op.phase = phase_;
     op.microbatch = mb_;
     op.chunk = chunk_;
+    if (join_next_ >= 0 && op.kind != OpKind::alloc && op.kind != OpKind::free) {
+      op.wait_for = join_next_;
+      join_next_ = -1;
+    }
     prog_.ops.push_back(op);
   }
+  int32_t last_op() const { return static_cast<int32_t>(prog_.ops.size()) - 1; }
 
   // C[m,n] = A[m,k] op(B): A and C in scratch, B in the weights (or ZeRO-3 gather buffer) when it fits.
   void gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t batch, DType dt, bool b_transposed,
@@ -243,17 +248,21 @@ class Lowerer {
     return {{"qkv", (h + 2 * m_.kv_dim()) / tp, h}, {"attn.out", h, h / tp}, {"mlp.up", up, h}, {"mlp.down", h, f / tp}};
   }
 
-  void tp_collectives(Term term, bool before_block) {
-    if (pc_.tp <= 1) return;
+  // Returns the index of the op issued, -1 when none; `overlap`: the compute stream does not wait for it.
+  int32_t tp_collectives(Term term, bool before_block, bool overlap = false) {
+    if (pc_.tp <= 1) return -1;
+    const size_t before = prog_.ops.size();
     if (pc_.sequence_parallel) {
       if (before_block) {
-        collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_);
+        collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_, -1, 0, overlap);
       } else {
-        collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_);
+        collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_, -1, 0,
+                   overlap);
       }
     } else if (!before_block) {
-      collective("tp.all_reduce", term, Group::tp, CollectiveKind::all_reduce, lc_.tp_bytes, ad_);
+      collective("tp.all_reduce", term, Group::tp, CollectiveKind::all_reduce, lc_.tp_bytes, ad_, -1, 0, overlap);
     }
+    return prog_.ops.size() > before ? last_op() : -1;
   }
 
   void cp_exchange(Term term, int passes) {
@@ -336,41 +345,67 @@ class Lowerer {
   }
 
   // dgrad: dX[T,k] = dY[T,n] W[n,k]; wgrad: dW[n,k] += dY^T X (same FLOPs as the forward GEMM).
+  // With Megatron-LM's asynchronous backward (ParallelConfig::async_tp_backward, as the cost model prices it) the
+  // input-gradient reduction of each column-parallel GEMM (MLP up, QKV) runs beside that GEMM's weight gradient and
+  // the SP re-gather beside its input gradient. So, unless a split schedule defers the weight gradients, each of
+  // the two weight-gradient GEMMs is issued right after its input gradient, waits for its re-gather, and the op
+  // after it waits for the reduction. Without it (async_tp_backward false) every backward collective blocks.
+  bool async_backward() const { return pc_.async_tp_backward && pc_.tp > 1 && !split_weight_; }
+
   void layer_backward_input(int stash) {
     const auto lin = linears();
+    const bool async = async_backward();
     zero3_gather(Term::zero3_comm);
     tp_collectives(Term::tp_comm, true);
     for (int i = 3; i >= 0; --i) {
-      if (i == 2 || i == 0) sp_regather();
+      const int32_t regather = (i == 2 || i == 0) ? sp_regather() : -1;
       gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad", Term::backward,
            T_, lin[i].k, lin[i].n, 1, gd_, false);
-      if (i == 2) {
-        tp_collectives(Term::tp_comm, false);
-        tp_collectives(Term::tp_comm, true);
+      if (i == 2 || i == 0) {
+        if (async) {
+          const int32_t reduce = tp_collectives(Term::tp_comm, false, true);
+          weight_gradient(i, regather);
+          if (reduce >= 0) join_after(reduce);
+        } else {
+          tp_collectives(Term::tp_comm, false);
+        }
       }
+      if (i == 2) tp_collectives(Term::tp_comm, true);
       if (i == 1) {
         cp_exchange(Term::cp_comm, 2);
         attention_core(Term::backward, true);
       }
     }
-    tp_collectives(Term::tp_comm, false);
     memory("norm+act+residual.bwd", Term::backward, mb_bytes_.elementwise_backward, stash);
   }
+
+  // The next compute op waits for op `index` (an overlapped collective issued earlier).
+  void join_after(int32_t index) { join_next_ = index; }
 
   // Sequence parallelism keeps only the sharded input of the column-parallel GEMMs (QKV, MLP up), so their weight
   // gradients need it all-gathered again; Megatron launches that asynchronously beside the input-gradient GEMM, and
   // the cost model exposes only what outlasts it (LayerCost::tp_comm_backward_s has two of these per layer).
-  void sp_regather() {
-    if (!pc_.sequence_parallel || pc_.tp <= 1) return;
+  // Returns the op's index, -1 when there is none.
+  int32_t sp_regather() {
+    if (!pc_.sequence_parallel || pc_.tp <= 1) return -1;
     collective("tp.all_gather.regather", Term::backward, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_, -1, 0,
                true);
+    return last_op();
   }
 
-  void layer_backward_weight() {
+  // Weight gradient of linear i (3 = MLP down ... 0 = QKV); with `wait_for` >= 0 it first waits for that op.
+  void weight_gradient(int i, int32_t wait_for = -1) {
     const auto lin = linears();
+    if (wait_for >= 0) join_after(wait_for);
+    gemm(i == 3 ? "mlp.down.wgrad" : i == 2 ? "mlp.up.wgrad" : i == 1 ? "attn.out.wgrad" : "qkv.wgrad", Term::backward,
+         lin[static_cast<size_t>(i)].n, lin[static_cast<size_t>(i)].k, T_, 1, gd_, false, false, false);
+  }
+
+  // The weight gradients layer_backward_input has not issued (all four with a split weight pass or blocking TP).
+  void layer_backward_weight() {
+    const bool async = async_backward();
     for (int i = 3; i >= 0; --i) {
-      gemm(i == 3 ? "mlp.down.wgrad" : i == 2 ? "mlp.up.wgrad" : i == 1 ? "attn.out.wgrad" : "qkv.wgrad", Term::backward,
-           lin[i].n, lin[i].k, T_, 1, gd_, false, false, false);
+      if (!(async && (i == 2 || i == 0))) weight_gradient(i);
     }
     accumulate_grads("grad.accumulate", lc_.params);
   }
@@ -539,6 +574,7 @@ class Lowerer {
   double per_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;
   std::vector<int> stashes_;
   bool split_weight_ = false;
+  int32_t join_next_ = -1;  // >= 0: the next compute op waits for this op (an overlapped collective)
   int64_t buckets_issued_ = 0;
   Phase phase_ = Phase::forward;
   int64_t mb_ = -1, chunk_ = 0;

@@ -57,6 +57,7 @@ struct Op {
   int64_t bytes = 0;        // memory: bytes of traffic (read + write); collective/p2p: payload (nccl-tests S)
   int64_t offset = 0;       // collective: byte offset of the operand region inside `slot`
   bool overlap = false;     // collective: compute does not wait for it (DP buckets); the step's end does
+  int32_t wait_for = -1;    // >= 0: index of an earlier overlapped collective the compute stream waits for first
   Group group = Group::tp;
   CollectiveKind collective = CollectiveKind::all_reduce;
   int64_t count = 0;        // collective elements (per rank for all_gather / reduce_scatter / all_to_all)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <string>
 
 #include "planner/config.hpp"
 #include "planner/cost_model.hpp"
@@ -146,7 +147,14 @@ TEST_CASE("unfused gradient accumulation adds the planner's pass to the gradient
           CHECK(std::llabs(op.bytes - std::llround(want)) <= 1);
           CHECK(op.predicted_s == doctest::Approx(memory_bound_time_s(plan.gpu, want)).epsilon(1e-9));
           REQUIRE(i > 0);
-          CHECK(is(prog.ops[i - 1], "qkv.wgrad"));  // after the layer's last weight-gradient GEMM
+          // After the layer's four weight-gradient GEMMs (with the asynchronous TP backward the QKV and MLP-up ones
+          // run earlier, beside their input-gradient reductions).
+          CHECK(std::string(prog.ops[i - 1].label).ends_with(".wgrad"));
+          int wgrads = 0;
+          for (size_t k = i; k-- > 0 && !std::string(prog.ops[k].label).ends_with("grad.accumulate");) {
+            for (const char* w : {"mlp.down.wgrad", "mlp.up.wgrad", "attn.out.wgrad", "qkv.wgrad"}) wgrads += is(prog.ops[k], w);
+          }
+          CHECK(wgrads == 4);
         }
         if (is(op, "embedding.grad.accumulate") || is(op, "lm_head.grad.accumulate")) ++edge_passes;
       }
@@ -154,6 +162,65 @@ TEST_CASE("unfused gradient accumulation adds the planner's pass to the gradient
       CHECK(layer_passes == (fused ? 0 : 2 * 2));
       CHECK(edge_passes == (fused ? 0 : 2));
     }
+  }
+}
+
+TEST_CASE("asynchronous TP backward: the column-parallel input-gradient reductions run beside their weight gradients") {
+  for (bool sp : {false, true}) {
+    for (bool async : {true, false}) {
+      Plan plan = small_plan();  // tp 2
+      plan.parallel.sequence_parallel = sp;
+      plan.parallel.async_tp_backward = async;
+      REQUIRE(validate(plan).ok());
+      CAPTURE(sp);
+      CAPTURE(async);
+      const Program prog = lower_rank(plan, 0);
+      const char* reduce = sp ? "tp.reduce_scatter" : "tp.all_reduce";
+      int overlapped = 0, joined = 0;
+      for (size_t i = 0; i < prog.ops.size(); ++i) {
+        const Op& op = prog.ops[i];
+        if (op.wait_for >= 0) {
+          REQUIRE(static_cast<size_t>(op.wait_for) < i);
+          CHECK(prog.ops[static_cast<size_t>(op.wait_for)].overlap);
+          ++joined;
+        }
+        if (!(is(op, "mlp.up.dgrad") || is(op, "qkv.dgrad"))) continue;
+        const std::string wgrad = is(op, "mlp.up.dgrad") ? "mlp.up.wgrad" : "qkv.wgrad";
+        REQUIRE(i + 3 < prog.ops.size());
+        const Op& r = prog.ops[i + 1];
+        CHECK(is(r, reduce));
+        CHECK(r.phase == Phase::backward);
+        if (async) {
+          // dgrad, its reduction (not waited for), the same GEMM's weight gradient, then an op that waits for it.
+          ++overlapped;
+          CHECK(r.overlap);
+          CHECK(is(prog.ops[i + 2], wgrad.c_str()));
+          CHECK(prog.ops[i + 3].wait_for == static_cast<int32_t>(i + 1));
+          // With SP the weight gradient first waits for the re-gather of its input, issued before the dgrad.
+          if (sp) {
+            REQUIRE(prog.ops[i + 2].wait_for >= 0);
+            CHECK(is(prog.ops[static_cast<size_t>(prog.ops[i + 2].wait_for)], "tp.all_gather.regather"));
+          } else {
+            CHECK(prog.ops[i + 2].wait_for == -1);
+          }
+        } else {
+          CHECK_FALSE(r.overlap);
+          CHECK_FALSE(is(prog.ops[i + 2], wgrad.c_str()));
+        }
+      }
+      // 2 column-parallel GEMMs x 2 layers x 2 microbatches on stage 0.
+      CHECK(overlapped == (async ? 8 : 0));
+      CHECK(joined == (async ? (sp ? 16 : 8) : 0));
+    }
+  }
+  // A split weight pass (ZB-H1) defers the weight gradients, so the reductions block as before.
+  Plan zb = small_plan();
+  zb.parallel.schedule = Schedule::zero_bubble;
+  REQUIRE(validate(zb).ok());
+  const Program prog = lower(zb, 0, stage_schedule(zb, 0));
+  for (const Op& op : prog.ops) {
+    CHECK(op.wait_for == -1);
+    if (is(op, "tp.all_reduce")) CHECK_FALSE(op.overlap);
   }
 }
 
