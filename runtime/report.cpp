@@ -20,9 +20,20 @@ std::vector<TermRow> compare(const Estimate& e, const RunResult& r, const std::v
     by_term[i].fill(0.0);
     const auto& ops = programs[i].ops;
     for (size_t k = 0; k < ops.size(); ++k) {
+      const Op& op = ops[k];
+      // Joining an overlapped collective: the compute stream's wait for it (from the previous op's end to this
+      // op's start) is what it exposes, counted as TP comm for TP-group collectives as the cost model does.
+      if (op.wait_for >= 0 && k > 0 && !rank_local) {
+        const Op& awaited = ops[static_cast<size_t>(op.wait_for)];
+        const Term t_wait = awaited.group == Group::tp ? Term::tp_comm : awaited.term;
+        by_term[i][static_cast<size_t>(t_wait)] += std::max(0.0, times[k].start_s - times[k - 1].end_s);
+      }
+      // An overlapped collective other than the DP buckets (whose total is reported) runs beside compute: its
+      // exposed part is the wait above, not its duration.
+      if (op.kind == OpKind::collective && op.overlap && op.term != Term::dp_comm) continue;
       // Ops of one grouped p2p exchange share a span: count it once.
-      if (k > 0 && ops[k].kind == OpKind::p2p && ops[k - 1].kind == OpKind::p2p && times[k].start_s == times[k - 1].start_s) continue;
-      by_term[i][static_cast<size_t>(ops[k].term)] += times[k].duration_s();
+      if (k > 0 && op.kind == OpKind::p2p && ops[k - 1].kind == OpKind::p2p && times[k].start_s == times[k - 1].start_s) continue;
+      by_term[i][static_cast<size_t>(op.term)] += times[k].duration_s();
     }
     const double compute = by_term[i][static_cast<size_t>(Term::forward)] + by_term[i][static_cast<size_t>(Term::backward)] +
                            by_term[i][static_cast<size_t>(Term::recompute)];

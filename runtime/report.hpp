@@ -20,7 +20,9 @@ struct TermRow {
 };
 
 // Time terms use the rank whose compute is largest (the slowest stage); communication terms sum that rank's op
-// durations (raw, including any time spent waiting for peers); bubble = step - that rank's busy time. Memory rows
+// durations (raw, including any time spent waiting for peers), except that a collective overlapped with compute
+// (the asynchronous TP backward, SP re-gathers) counts only the compute stream's wait where it is joined; DP
+// buckets count whole, as the "dp comm (total)" row; bubble = step - that rank's busy time. Memory rows
 // compare the model's tensors (weights, grads, optimizer, activations, recompute and ZeRO-3 buffers) with the
 // exact peak of the same allocations on each stage's first measured rank.
 std::vector<TermRow> compare(const Estimate& e, const RunResult& r, const std::vector<Program>& programs, bool rank_local);

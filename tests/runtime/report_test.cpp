@@ -1,0 +1,61 @@
+// Tests for runtime/report: how measured op spans become the predicted-vs-measured rows.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "planner/cost_model.hpp"
+#include "runtime/report.hpp"
+#include "test_plan.hpp"
+
+using namespace parplan;
+using namespace parplan::runtime;
+using parplan::runtime::testing::small_plan;
+
+namespace {
+
+Op make(OpKind kind, Term term, Group g = Group::tp, bool overlap = false, int32_t wait_for = -1) {
+  Op op;
+  op.kind = kind;
+  op.term = term;
+  op.group = g;
+  op.overlap = overlap;
+  op.wait_for = wait_for;
+  return op;
+}
+
+double row(const std::vector<TermRow>& rows, const std::string& name) {
+  for (const TermRow& r : rows) {
+    if (r.term == name) return r.measured;
+  }
+  FAIL("no row " << name);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("compare: an overlapped TP reduction counts only the wait where it is joined; DP buckets count whole") {
+  const Plan plan = small_plan();
+  const Estimate e = estimate(plan);
+  // dgrad [0, 1], its reduction on the comm stream [1, 4] (overlapped), wgrad [1, 3], then an op that waits for the
+  // reduction and starts at 4 (1 s exposed), a blocking TP all-reduce [5, 5.5], an overlapped DP bucket [5.5, 7].
+  Program prog;
+  prog.ops = {make(OpKind::gemm, Term::backward),
+              make(OpKind::collective, Term::tp_comm, Group::tp, true),
+              make(OpKind::gemm, Term::backward),
+              make(OpKind::gemm, Term::backward, Group::tp, false, 1),
+              make(OpKind::collective, Term::tp_comm),
+              make(OpKind::collective, Term::dp_comm, Group::dp_cp, true)};
+  RunResult r;
+  RankRun rr;
+  rr.step_s = {7.0};
+  rr.step_ops = {{{0, 1}, {1, 4}, {1, 3}, {4, 5}, {5, 5.5}, {5.5, 7}}};
+  r.ranks = {rr};
+  r.step_s = {7.0};
+  const std::vector<TermRow> rows = compare(e, r, {prog}, false);
+  CHECK(row(rows, "compute") == doctest::Approx(4.0));          // three GEMMs: 1 + 2 + 1
+  CHECK(row(rows, "tp comm") == doctest::Approx(1.0 + 0.5));    // the wait for the overlapped one + the blocking one
+  CHECK(row(rows, "dp comm (total)") == doctest::Approx(1.5));  // buckets: their whole duration
+  // Rank-local runs measure no communication: no waits are counted.
+  const std::vector<TermRow> local = compare(e, r, {prog}, true);
+  CHECK(row(local, "tp comm") == doctest::Approx(0.5));
+}
