@@ -546,13 +546,23 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                                                         (pc.recompute == Recompute::full ? 2.0 : 1.0)
                                                   : 0.0;
         const double window = std::max(0.0, bwd - gathers);
-        exposed = pc.overlap_dp_comm ? md * std::max(dc.bucket_s, dc.grad_reduce_s - window) : total;
+        // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
+        // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
+        // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
+        // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
+        const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
+        const double backlog = md * (forward_gathers + gathers + dc.grad_reduce_s - t.total());
+        exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
       } else {
-        total = dc.grad_reduce_s + dc.param_gather_s;
-        exposed = pc.overlap_dp_comm
-                      ? std::max(dc.bucket_s, dc.grad_reduce_s - bwd) +
-                            (dc.param_gather_s > 0 ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s) : 0.0)
-                      : total;
+        total = dc.grad_reduce_s;
+        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - bwd) : total;
+      }
+      // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
+      // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
+      if (dc.param_gather_s > 0) {
+        total += dc.param_gather_s;
+        exposed += pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
+                                      : dc.param_gather_s;
       }
     }
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order).

@@ -210,13 +210,6 @@ struct Builder {
       const auto mb32 = static_cast<int32_t>(op.microbatch), chunk32 = static_cast<int32_t>(op.chunk);
       if (op.kind == OpKind::forward) gathers_on_link(cc.zero3_gather_forward_s, mb32, chunk32);
       if (is_bwd) gathers_on_link(cc.zero3_gather_recompute_s + cc.zero3_gather_backward_s, mb32, chunk32);
-      if (is_bwd && (cc.recompute_s > 0 || cc.recompute_comm_s > 0)) {
-        const int32_t r = add(cc.recompute_s, EventCategory::recompute);
-        if (cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
-          shadow(r, cc.tp_overlapped_forward_s, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
-        }
-        if (cc.recompute_comm_s > 0) add(cc.recompute_comm_s, EventCategory::layer_comm);
-      }
       // The op that completes a chunk's gradients releases its DP buckets as it produces them: split it.
       const bool completes = op.kind == OpKind::backward || op.kind == OpKind::backward_weight;
       const bool releases = c.dp_overlap && sc.dp_buckets > 0 && !sc.dp_per_microbatch &&
@@ -227,8 +220,20 @@ struct Builder {
       const int64_t pieces = releases      ? std::max<int64_t>(1, buckets_of_chunk(op.chunk))
                              : mb_releases ? std::clamp<int64_t>(sc.layers_per_chunk, 1, sc.dp_buckets)
                                            : 1;
+      // Recompute before the backward; in a split op, layer by layer with it (checkpointing recomputes each layer's
+      // forward just before that layer's backward), so the released reductions also run beside recompute.
+      const bool recomputes = is_bwd && (cc.recompute_s > 0 || cc.recompute_comm_s > 0);
+      auto recompute = [&](double share, bool first_part) {
+        const int32_t r = add(cc.recompute_s * share, EventCategory::recompute);
+        if (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
+          shadow(r, cc.tp_overlapped_forward_s, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
+        }
+        if (cc.recompute_comm_s > 0) add(cc.recompute_comm_s * share, EventCategory::layer_comm);
+      };
+      if (recomputes && pieces == 1) recompute(1.0, true);
       int32_t main_first = -1;
       for (int64_t piece = 0; piece < pieces; ++piece) {
+        if (recomputes && pieces > 1) recompute(1.0 / static_cast<double>(pieces), piece == 0);
         const int32_t t = add(main_s / static_cast<double>(pieces), cat);
         out.info.back().last_piece = piece == pieces - 1;
         if (main_first < 0) main_first = t;
