@@ -74,9 +74,11 @@ bool closest_before(const Candidate& a, const Candidate& b) {
 }
 
 // Reasons for which a rejected candidate cannot be estimated "as if allowed" (the numbers would be meaningless).
+// Whether a mesh rejected for `r` alone can still be estimated (for --explain's best rejected candidate). Not when
+// the rejection leaves stages without layers or with impossible layer counts: the cost model divides by them.
 bool estimable(Reject r) {
   return r != Reject::batch_not_divisible && r != Reject::ep_invalid && r != Reject::precision_unsupported &&
-         r != Reject::gpu_count_mismatch;
+         r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid;
 }
 
 struct Accumulator {

@@ -85,6 +85,27 @@ TEST_CASE("suggest: text output, pins, explain and objectives") {
   CHECK(j["plans"][0]["headroom_bytes"].get<double>() >= j["plans"][1]["headroom_bytes"].get<double>());
 }
 
+TEST_CASE("suggest --explain: meshes with more stages than layers are listed, not estimated") {
+  // 64 GPUs reach pp 32 and 64 for the 24 layers of GPT-3 1.3B: rejected for that reason alone, such a mesh has
+  // stages without layers, which the cost model cannot price (timing one overran its per-stage scratch).
+  const auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "64", "--explain", "--json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& rej : j["rejections"]) {
+    if (rej["reason"] != "pp_exceeds_layers") continue;
+    found = true;
+    CHECK(rej["count"].get<int64_t>() > 0);
+    REQUIRE(rej.contains("best"));
+    CHECK(rej["best"]["parallel"]["pp"].get<int64_t>() > 24);
+    CHECK_FALSE(rej["best"].contains("step_s"));
+    CHECK_FALSE(rej["best"].contains("peak_memory_bytes"));
+  }
+  CHECK(found);
+  const auto big = run_parplan({"suggest", "--model", "megatron-1t", "--gpus", "16384", "--explain"});
+  CHECK_MESSAGE(big.exit_code == 0, big.err);
+}
+
 TEST_CASE("suggest: bad input exits 2 with one line naming the flag") {
   struct Case {
     std::vector<std::string> args;
