@@ -12,6 +12,10 @@ if(NOT PARPLAN_WITH_CUDA STREQUAL "OFF")
   find_library(PARPLAN_NCCL_LIBRARY nccl HINTS ${_nccl_hints} PATH_SUFFIXES lib lib64)
   if(CUDAToolkit_FOUND AND PARPLAN_NCCL_INCLUDE_DIR AND PARPLAN_NCCL_LIBRARY)
     set(PARPLAN_HAVE_CUDA ON)
+    # The CUDA backend is a dlopen'ed module that links the runtime's static libraries: they must be PIC. Without
+    # semantic interposition the executable's code keeps the same inlining as a PIE build.
+    set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+    target_compile_options(parplan_flags INTERFACE -fno-semantic-interposition)
     set(PARPLAN_CUDA_SUMMARY "on (CUDA ${CUDAToolkit_VERSION}, NCCL ${PARPLAN_NCCL_LIBRARY})")
   elseif(PARPLAN_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "PARPLAN_WITH_CUDA=ON but CUDAToolkit (${CUDAToolkit_FOUND}) or NCCL "

@@ -27,9 +27,7 @@ void check_nccl(ncclResult_t r, ncclComm_t comm, const char* expr, const char* f
                                  last && *last ? ": " : "", last ? last : ""));
 }
 
-}  // namespace cuda
-
-CudaAvailability detect_cuda() {
+CudaAvailability detect() {
   CudaAvailability a;
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -46,5 +44,7 @@ CudaAvailability detect_cuda() {
   a.device_count = n;
   return a;
 }
+
+}  // namespace cuda
 
 }  // namespace parplan::runtime

@@ -15,6 +15,16 @@ void check_nccl(ncclResult_t r, ncclComm_t comm, const char* expr, const char* f
 
 }  // namespace parplan::runtime::cuda
 
+#include "runtime/backend.hpp"
+
+namespace parplan::runtime::cuda {
+
+// The plugin's entry points (runtime/backend.cpp loads them): GPU detection that never throws, and the world.
+CudaAvailability detect();
+std::unique_ptr<World> make_world(int ranks);
+
+}  // namespace parplan::runtime::cuda
+
 #define PARPLAN_CUDA_CHECK(expr) ::parplan::runtime::cuda::check_cuda((expr), #expr, __FILE__, __LINE__)
 #define PARPLAN_CUBLAS_CHECK(expr) ::parplan::runtime::cuda::check_cublas((expr), #expr, __FILE__, __LINE__)
 #define PARPLAN_NCCL_CHECK(comm, expr) ::parplan::runtime::cuda::check_nccl((expr), (comm), #expr, __FILE__, __LINE__)

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "planner/error.hpp"
+#include "runtime/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 
 #ifdef PARPLAN_HAVE_MPI
@@ -33,7 +34,7 @@ int launched_processes() {
 class CudaWorld final : public World {
  public:
   explicit CudaWorld(int ranks) {
-    CudaAvailability a = detect_cuda();
+    CudaAvailability a = detect();
     if (!a.available) throw BackendError(a.reason);
     if (launched_processes() > 1) {
 #ifdef PARPLAN_HAVE_MPI
@@ -137,8 +138,24 @@ class CudaWorld final : public World {
 };
 
 }  // namespace
+
+std::unique_ptr<World> make_world(int ranks) { return std::make_unique<CudaWorld>(ranks); }
+
 }  // namespace cuda
-
-std::unique_ptr<World> make_cuda_world(int ranks) { return std::make_unique<cuda::CudaWorld>(ranks); }
-
 }  // namespace parplan::runtime
+
+// The plugin's C entry points, looked up by runtime/backend.cpp with dlsym (same compiler and C++ library: the
+// plugin is built with parplan). `error` receives a BackendError's message; nullptr then comes back.
+extern "C" {
+__attribute__((visibility("default"))) void parplan_cuda_detect(parplan::runtime::CudaAvailability* out) {
+  *out = parplan::runtime::cuda::detect();
+}
+__attribute__((visibility("default"))) parplan::runtime::World* parplan_cuda_make_world(int ranks, std::string* error) {
+  try {
+    return parplan::runtime::cuda::make_world(ranks).release();
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+}
