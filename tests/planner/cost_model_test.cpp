@@ -262,42 +262,24 @@ TEST_CASE("pipeline send bytes: scatter-gather splits the activation over the TP
   CHECK(p2p_bytes(p) == doctest::Approx(full / 8));
 }
 
-namespace {
-// GPT-3 175B on tp 8 x dp 8, pp 1, micro-batch 1, m microbatches, ZeRO `zero`, full recompute.
-Plan sharded_dp_plan(int zero, int64_t m) {
-  Plan p = test::korthikanti_175b();
-  p.parallel.pp = 1;
-  p.parallel.vpp = 1;
-  p.parallel.schedule = Schedule::one_f_one_b;
-  p.parallel.sequence_parallel = false;
-  p.parallel.dp = 8;
-  p.parallel.zero_stage = zero;
-  p.parallel.recompute = Recompute::full;
-  p.parallel.num_microbatches = m;
-  p.num_gpus = 64;
-  p.training.global_batch = 8 * m;
-  return p;
-}
-}  // namespace
-
 TEST_CASE("ZeRO-2/3 data-parallel tail: the link's backlog, the last microbatch's reduce-scatter, ZeRO-2's gather") {
   for (int zero : {2, 3}) {
     CAPTURE(zero);
-    const Plan one = sharded_dp_plan(zero, 1);
+    const Plan one = test::korthikanti_175b_sharded_dp(zero, 1);
     REQUIRE(validate(one).ok());
     const Estimate e1 = estimate(one);
     const DpCost dc = dp_cost(one, stage_params(one, 0));
     REQUIRE(dc.per_microbatch);
     // The total: a reduce-scatter per microbatch, plus (ZeRO-2) the updated parameters' all-gather once per step.
     for (int64_t m : {1, 8}) {
-      const Estimate e = estimate(sharded_dp_plan(zero, m));
+      const Estimate e = estimate(test::korthikanti_175b_sharded_dp(zero, m));
       CHECK(e.time.dp_comm_total_s ==
             doctest::Approx(static_cast<double>(m) * dc.grad_reduce_s + (zero == 2 ? dc.param_gather_s : 0.0)));
     }
     CHECK((dc.param_gather_s > 0) == (zero == 2));
     // Exposed: the last microbatch's spill past its backward window, or the link's backlog when a microbatch's
     // link work (ZeRO-3: 3 gathers per layer with full recompute, and the reduce-scatter) outlasts its compute.
-    const Plan p32 = sharded_dp_plan(zero, 32);
+    const Plan p32 = test::korthikanti_175b_sharded_dp(zero, 32);
     const Estimate e32 = estimate(p32);
     const double link = (zero == 3 ? 3.0 * 96 * e32.layer.zero3_gather_s : 0.0) + dc.grad_reduce_s;
     const double cycle = e32.stages[0].per_microbatch_s;
@@ -311,13 +293,13 @@ TEST_CASE("ZeRO-2/3 data-parallel tail: the link's backlog, the last microbatch'
     if (zero == 2) CHECK(e32.time.dp_comm_exposed_s == doctest::Approx(e1.time.dp_comm_exposed_s).epsilon(1e-9));
   }
   // A link that cannot keep up (0.5 GB/s per GPU between nodes): the backlog grows by the excess every microbatch.
-  Plan slow1 = sharded_dp_plan(3, 1), slow8 = sharded_dp_plan(3, 8);
+  Plan slow1 = test::korthikanti_175b_sharded_dp(3, 1), slow8 = test::korthikanti_175b_sharded_dp(3, 8);
   for (Plan* p : {&slow1, &slow8}) p->cluster.inter_node.bandwidth_Bps = 0.5e9;
   const Estimate s1 = estimate(slow1), s8 = estimate(slow8);
   const double excess8 = s8.time.dp_comm_exposed_s - s1.time.dp_comm_exposed_s;
   CHECK(excess8 > 0);
   const Plan slow16 = [&] {
-    Plan p = sharded_dp_plan(3, 16);
+    Plan p = test::korthikanti_175b_sharded_dp(3, 16);
     p.cluster.inter_node.bandwidth_Bps = 0.5e9;
     return p;
   }();

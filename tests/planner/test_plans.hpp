@@ -35,4 +35,21 @@ inline Plan korthikanti_175b() {
   return p;
 }
 
+// The same model and cluster without a pipeline: tp 8 x dp 8, micro-batch 1, m microbatches, ZeRO `zero`, full
+// recompute (dp crosses nodes: the reduce-scatters and ZeRO-3 gathers run on InfiniBand).
+inline Plan korthikanti_175b_sharded_dp(int zero, int64_t m) {
+  Plan p = korthikanti_175b();
+  p.parallel.pp = 1;
+  p.parallel.vpp = 1;
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.sequence_parallel = false;
+  p.parallel.dp = 8;
+  p.parallel.zero_stage = zero;
+  p.parallel.recompute = Recompute::full;
+  p.parallel.num_microbatches = m;
+  p.num_gpus = 64;
+  p.training.global_batch = 8 * m;
+  return p;
+}
+
 }  // namespace parplan::test

@@ -101,17 +101,7 @@ TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP li
   // microbatch (gradients reduced behind its own backward) and several (reductions also meet the next forward).
   for (int zero : {2, 3}) {
     for (int64_t m : {1, 8, 32}) {
-      Plan plan = test::korthikanti_175b();
-      plan.parallel.pp = 1;
-      plan.parallel.vpp = 1;
-      plan.parallel.schedule = Schedule::one_f_one_b;
-      plan.parallel.sequence_parallel = false;
-      plan.parallel.dp = 8;
-      plan.parallel.zero_stage = zero;
-      plan.parallel.recompute = Recompute::full;
-      plan.parallel.num_microbatches = m;
-      plan.num_gpus = 64;
-      plan.training.global_batch = 8 * m;
+      const Plan plan = test::korthikanti_175b_sharded_dp(zero, m);
       REQUIRE(validate(plan).ok());
       const Estimate e = estimate(plan);
       CHECK((e.time.zero3_exposed_s > 0) == (zero == 3));
