@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "planner/error.hpp"
+#include "runtime/backend.hpp"
 
 namespace {
 // Error messages echo user input (file names, JSON strings); control characters are escaped so that every
@@ -33,7 +34,15 @@ int main(int argc, char** argv) {
   using namespace parplan::cli;
   CLI::App app{"parplan: plan, simulate and run parallelism strategies for large-model training"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "parplan 0.1.0");
+  // The version, and which CUDA backend `run` / `calibrate --backend cuda` would load (found, not loaded).
+  app.set_version_flag(
+      "--version",
+      [] {
+        std::string why;
+        const std::string plugin = parplan::runtime::find_cuda_plugin(&why);
+        return "parplan 0.1.0\nCUDA backend: " + (plugin.empty() ? "none: " + why : plugin);
+      },
+      "Print the version and the CUDA backend plugin run would load, and exit");
   auto commands = command_registry();
   std::sort(commands.begin(), commands.end(),
             [](const Command& a, const Command& b) { return a.order < b.order || (a.order == b.order && a.name < b.name); });

@@ -5,7 +5,11 @@
 #include <dlfcn.h>
 #endif
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "planner/error.hpp"
 
@@ -31,6 +35,52 @@ std::string_view to_string(CollectiveKind k) {
   return "?";
 }
 
+std::vector<std::string> cuda_plugin_candidates(const char* env_value, const std::string& exe) {
+  std::vector<std::string> out;
+#ifdef PARPLAN_CUDA_PLUGIN
+  namespace fs = std::filesystem;
+  if (env_value && *env_value) return {env_value};  // the user's choice: no silent fallback to another build
+  const auto add = [&](const fs::path& p) {
+    const std::string s = p.lexically_normal().string();
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  const fs::path built(PARPLAN_CUDA_PLUGIN);
+  const fs::path name = built.filename();
+  if (!exe.empty()) {
+    const fs::path dir = fs::path(exe).parent_path();
+    add(dir / name);
+    add(dir / PARPLAN_CUDA_PLUGIN_INSTALL_DIR / name);  // relative to bin/, or absolute
+  }
+  add(built);
+#else
+  (void)env_value;
+  (void)exe;
+#endif
+  return out;
+}
+
+std::string find_cuda_plugin(std::string* why) {
+#ifdef PARPLAN_CUDA_PLUGIN
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const char* env = std::getenv("PARPLAN_CUDA_PLUGIN");
+  const std::vector<std::string> c = cuda_plugin_candidates(env, ec ? std::string() : exe.string());
+  std::string looked;
+  for (const std::string& p : c) {
+    if (std::filesystem::is_regular_file(p, ec)) return p;
+    looked += (looked.empty() ? "" : ", ") + p;
+  }
+  if (why) {
+    *why = (env && *env) ? "PARPLAN_CUDA_PLUGIN=" + std::string(env) + " is not a file"
+                         : "the CUDA backend plugin is not installed (looked for " + looked +
+                               "; set PARPLAN_CUDA_PLUGIN to its path)";
+  }
+#else
+  if (why) *why = "parplan was built without the CUDA backend (PARPLAN_WITH_CUDA=OFF or CUDA/NCCL not found)";
+#endif
+  return {};
+}
+
 #ifdef PARPLAN_CUDA_PLUGIN
 // The CUDA backend is a plugin (runtime/cuda, linked with cuBLAS, cuBLASLt and NCCL), loaded on first use: a
 // binary linked with those libraries spends about 0.35 s in their loading and initialisers at every start, which
@@ -45,16 +95,21 @@ struct CudaPlugin {
 const CudaPlugin& cuda_plugin() {
   static const CudaPlugin plugin = [] {
     CudaPlugin p;
-    void* h = dlopen(PARPLAN_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    std::string why;
+    const std::string path = find_cuda_plugin(&why);
+    if (path.empty()) {
+      p.error = "no usable GPU: " + why;
+      return p;
+    }
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-      const char* why = dlerror();
-      p.error = std::string("no usable GPU: cannot load the CUDA backend ") + PARPLAN_CUDA_PLUGIN + ": " +
-                (why ? why : "dlopen failed");
+      const char* err = dlerror();
+      p.error = "no usable GPU: cannot load the CUDA backend " + path + ": " + (err ? err : "dlopen failed");
       return p;
     }
     p.detect = reinterpret_cast<void (*)(CudaAvailability*)>(dlsym(h, "parplan_cuda_detect"));
     p.make_world = reinterpret_cast<World* (*)(int, std::string*)>(dlsym(h, "parplan_cuda_make_world"));
-    if (!p.detect || !p.make_world) p.error = std::string("the CUDA backend ") + PARPLAN_CUDA_PLUGIN + " lacks its entry points";
+    if (!p.detect || !p.make_world) p.error = "no usable GPU: " + path + " is not a parplan CUDA backend (no entry points)";
     return p;
   }();
   return plugin;
@@ -83,7 +138,9 @@ std::unique_ptr<World> make_cuda_world(int ranks) {
 #else
 CudaAvailability detect_cuda() {
   CudaAvailability a;
-  a.reason = "no usable GPU: parplan was built without the CUDA backend (PARPLAN_WITH_CUDA=OFF or CUDA/NCCL not found)";
+  std::string why;
+  find_cuda_plugin(&why);
+  a.reason = "no usable GPU: " + why;
   return a;
 }
 

@@ -171,6 +171,14 @@ struct CudaAvailability {
 };
 CudaAvailability detect_cuda();
 
+// The CUDA backend is a plugin, libparplan_cuda.so, that detect_cuda() / make_cuda_world() load on first use. Where
+// it is looked for, in order: $PARPLAN_CUDA_PLUGIN when set (then nowhere else), beside the executable, the install
+// layout (<prefix>/bin/parplan -> <prefix>/<libdir>/parplan/), the build tree it was built in. Empty when parplan
+// was built without the CUDA backend. `exe` is the running executable (/proc/self/exe).
+std::vector<std::string> cuda_plugin_candidates(const char* env_value, const std::string& exe);
+// The first candidate that exists (what would be loaded), or "" with the reason in *why (one line, names the paths).
+std::string find_cuda_plugin(std::string* why);
+
 // The host backend: `ranks` CPU threads in this process with shared-memory collectives.
 std::unique_ptr<World> make_host_world(int ranks);
 

@@ -1,4 +1,5 @@
 // CLI tests of `parplan run`: host backend end to end, rank-local mode, JSON, trace, and exit 3 without a GPU.
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -66,6 +67,31 @@ TEST_CASE("run --backend cuda without a usable GPU exits 3 with the call and the
   if (r.exit_code == 0) return;  // a machine with a GPU
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("no usable GPU") != std::string::npos);
+}
+
+TEST_CASE("--version names the CUDA backend plugin run would load; PARPLAN_CUDA_PLUGIN chooses it, and a wrong one "
+          "is named in run's error (exit 3)") {
+  const auto v = run_parplan({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.find("parplan 0.1.0") != std::string::npos);
+  CHECK(v.out.find("CUDA backend: ") != std::string::npos);
+  const std::string missing = "/nonexistent/libparplan_cuda.so";
+  const auto vm = run_parplan({"--version"}, {"PARPLAN_CUDA_PLUGIN=" + missing});
+  CHECK(vm.exit_code == 0);
+  CHECK(vm.out.find("CUDA backend: none: ") != std::string::npos);
+  const std::string plan = make_plan("plugin");
+  const auto r = run_parplan({"run", "--plan", plan, "--backend", "cuda"}, {"PARPLAN_CUDA_PLUGIN=" + missing});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("no usable GPU") != std::string::npos);
+#ifdef PARPLAN_HAVE_CUDA
+  CHECK(vm.out.find("PARPLAN_CUDA_PLUGIN=" + missing + " is not a file") != std::string::npos);
+  CHECK(r.err.find(missing) != std::string::npos);
+  // A file that is not a parplan backend (the plan itself) is named too, with dlopen's reason.
+  const auto bad = run_parplan({"run", "--plan", plan, "--backend", "cuda"}, {"PARPLAN_CUDA_PLUGIN=" + plan});
+  CHECK(bad.exit_code == 3);
+  CHECK(bad.err.find("cannot load the CUDA backend " + plan) != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+#endif
 }
 
 TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and says which profile it predicted with") {

@@ -84,3 +84,31 @@ TEST_CASE("cuda detection reports a reason instead of failing when no GPU is usa
     CHECK(a.device_count > 0);
   }
 }
+
+TEST_CASE("the CUDA backend plugin is looked for: $PARPLAN_CUDA_PLUGIN alone, else beside the executable, the install "
+          "layout, the build tree") {
+#ifdef PARPLAN_HAVE_CUDA
+  // An explicit path is the only candidate: a user pointing at one build must not silently get another.
+  CHECK(cuda_plugin_candidates("/opt/x/libparplan_cuda.so", "/usr/bin/parplan") ==
+        std::vector<std::string>{"/opt/x/libparplan_cuda.so"});
+  const std::vector<std::string> c = cuda_plugin_candidates(nullptr, "/opt/pp/bin/parplan");
+  REQUIRE(c.size() == 3);
+  CHECK(c[0] == "/opt/pp/bin/libparplan_cuda.so");
+  CHECK(c[1].starts_with("/opt/pp/lib"));  // <prefix>/<libdir>/parplan/ (lib, lib64 or lib/<multiarch>)
+  CHECK(c[1].ends_with("/parplan/libparplan_cuda.so"));
+  CHECK(c[1].find("..") == std::string::npos);  // normalised
+  CHECK(c[2].ends_with("runtime/libparplan_cuda.so"));  // this build's own
+  CHECK(cuda_plugin_candidates("", "/opt/pp/bin/parplan") == c);  // an empty variable counts as unset
+  // Without an executable path (no /proc): the build tree only.
+  CHECK(cuda_plugin_candidates(nullptr, "").size() == 1);
+  // This test binary is not beside a plugin, but the build tree has one.
+  std::string why;
+  CHECK(find_cuda_plugin(&why) == c[2]);
+  CHECK(why.empty());
+#else
+  CHECK(cuda_plugin_candidates(nullptr, "/opt/pp/bin/parplan").empty());
+  std::string why;
+  CHECK(find_cuda_plugin(&why).empty());
+  CHECK(why.find("built without the CUDA backend") != std::string::npos);
+#endif
+}
