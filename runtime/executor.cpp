@@ -29,6 +29,15 @@ void touch(Device& dev, Buffer b, int64_t traffic) {
   }
 }
 
+// The ops [i, j) that execute() issues as one exchange: consecutive p2p ops on one group.
+size_t exchange_end(const std::vector<Op>& ops, size_t i) {
+  size_t j = i + 1;
+  if (ops[i].kind == OpKind::p2p) {
+    while (j < ops.size() && ops[j].kind == OpKind::p2p && ops[j].group == ops[i].group) ++j;
+  }
+  return j;
+}
+
 class RankExecutor {
  public:
   RankExecutor(Device& dev, const Program& prog, const ExecOptions& opt, RankRun& out)
@@ -74,9 +83,8 @@ class RankExecutor {
     struct Span {
       Event a, b;
       bool measured;
-      double predicted;
     };
-    std::vector<Span> spans(prog_.ops.size(), Span{{}, {}, false, 0.0});
+    std::vector<Span> spans(prog_.ops.size(), Span{{}, {}, false});
     std::vector<Event> overlapped;
     const Event start = dev_.record(Stream::compute);
     Event cursor = start;  // the latest event on the compute stream, for bookkeeping ops
@@ -94,13 +102,13 @@ class RankExecutor {
           // training does not spend (a framework's allocator does not initialise memory).
           bufs_[static_cast<size_t>(op.slot)] = dev_.allocate(prog_.slots[static_cast<size_t>(op.slot)].bytes, Fill::none);
           cursor = dev_.record(Stream::compute);
-          spans[i] = {cursor, cursor, false, 0.0};
+          spans[i] = {cursor, cursor, false};
           break;
         case OpKind::free:
           dev_.free(slot(op.slot));
           bufs_[static_cast<size_t>(op.slot)] = {};
           cursor = dev_.record(Stream::compute);
-          spans[i] = {cursor, cursor, false, 0.0};
+          spans[i] = {cursor, cursor, false};
           break;
         case OpKind::gemm: {
           const GemmShape g = fill_scaled(op.gemm);  // keeps reused outputs finite (fill_pattern.hpp)
@@ -110,25 +118,22 @@ class RankExecutor {
           const Event e0 = dev_.record(Stream::compute);
           dev_.gemm(g, a, b, c);
           cursor = dev_.record(Stream::compute);
-          spans[i] = {e0, cursor, true, 0.0};
+          spans[i] = {e0, cursor, true};
           break;
         }
         case OpKind::memory: {
           const Event e0 = dev_.record(Stream::compute);
           touch(dev_, slot(op.slot), op.bytes);
           cursor = dev_.record(Stream::compute);
-          spans[i] = {e0, cursor, true, 0.0};
+          spans[i] = {e0, cursor, true};
           break;
         }
         case OpKind::collective:
         case OpKind::p2p: {
           // Consecutive p2p ops on one group form one grouped exchange (send_forward_recv_backward).
-          size_t j = i + 1;
-          if (op.kind == OpKind::p2p) {
-            while (j < ops.size() && ops[j].kind == OpKind::p2p && ops[j].group == op.group) ++j;
-          }
+          const size_t j = exchange_end(ops, i);
           if (opt_.rank_local) {
-            for (size_t k = i; k < j; ++k) spans[k] = {cursor, cursor, false, ops[k].predicted_s};
+            for (size_t k = i; k < j; ++k) spans[k] = {cursor, cursor, false};
             i = j - 1;
             break;
           }
@@ -152,7 +157,7 @@ class RankExecutor {
             dev_.wait(Stream::compute, e1);
             cursor = dev_.record(Stream::compute);
           }
-          for (size_t k = i; k < j; ++k) spans[k] = {e0, e1, true, 0.0};
+          for (size_t k = i; k < j; ++k) spans[k] = {e0, e1, true};
           i = j - 1;
           break;
         }
@@ -161,21 +166,16 @@ class RankExecutor {
     for (Event e : overlapped) dev_.wait(Stream::compute, e);
     const Event end = dev_.record(Stream::compute);
     dev_.synchronize();
-    double predicted_shift = 0;  // rank-local: predicted communication time is added to the step
-    if (times) {
-      for (size_t i = 0; i < spans.size(); ++i) {
-        const Span& s = spans[i];
-        OpTime t;
-        t.start_s = dev_.elapsed_s(start, s.a) + predicted_shift;
-        t.measured = s.measured;
-        predicted_shift += s.predicted;
-        t.end_s = dev_.elapsed_s(start, s.b) + predicted_shift;
-        (*times)[i] = t;
-      }
-    } else {
-      for (const Span& s : spans) predicted_shift += s.predicted;
+    std::vector<OpTime> local;
+    std::vector<OpTime>& t = times ? *times : local;
+    t.resize(spans.size());
+    for (size_t i = 0; i < spans.size(); ++i) {
+      t[i].start_s = dev_.elapsed_s(start, spans[i].a);
+      t[i].end_s = dev_.elapsed_s(start, spans[i].b);
+      t[i].measured = spans[i].measured;
     }
-    return dev_.elapsed_s(start, end) + predicted_shift;
+    const double compute_end = dev_.elapsed_s(start, end);
+    return opt_.rank_local ? place_predicted_communication(ops, t, compute_end) : compute_end;
   }
 
   void collective(Communicator& comm, const Op& op) {
@@ -214,6 +214,38 @@ class RankExecutor {
 };
 
 }  // namespace
+
+double place_predicted_communication(const std::vector<Op>& ops, std::vector<OpTime>& times, double compute_end_s) {
+  if (times.size() != ops.size()) throw BackendError("place_predicted_communication: one time per op");
+  double shift = 0;       // predicted waiting added to the compute stream so far
+  double comm_free = 0;   // when the virtual communication stream is next free
+  double step_end = 0;    // the latest overlapped collective's end (the step's end waits for it)
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.wait_for >= 0) {  // this op joins an earlier overlapped collective
+      const double now = times[i].start_s + shift, ready = times[static_cast<size_t>(op.wait_for)].end_s;
+      if (ready > now) shift += ready - now;
+    }
+    if (op.kind != OpKind::collective && op.kind != OpKind::p2p) {
+      times[i].start_s += shift;
+      times[i].end_s += shift;
+      continue;
+    }
+    const size_t j = exchange_end(ops, i);
+    double duration = 0;
+    for (size_t k = i; k < j; ++k) duration = std::max(duration, ops[k].predicted_s);
+    const double now = times[i].start_s + shift, begin = std::max(now, comm_free), finish = begin + duration;
+    comm_free = finish;
+    for (size_t k = i; k < j; ++k) times[k] = OpTime{begin, finish, false};
+    if (op.overlap) {
+      step_end = std::max(step_end, finish);
+    } else {
+      shift += finish - now;  // the compute stream waits for it
+    }
+    i = j - 1;
+  }
+  return std::max(compute_end_s + shift, step_end);
+}
 
 RunResult execute(World& world, const std::vector<Program>& programs, const ExecOptions& opt) {
   if (opt.steps < 1 || opt.warmup < 0) throw InputError(fmt::format("--steps must be >= 1 and --warmup >= 0 (got {} and {})", opt.steps, opt.warmup));

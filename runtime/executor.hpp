@@ -13,7 +13,7 @@ struct ExecOptions {
   int warmup = 1;
   int steps = 3;
   // Rank-local mode: the world has one rank that runs programs[0] (any plan rank); collectives and p2p are not
-  // executed, their time is the op's predicted_s and is marked not measured.
+  // executed, their time is the op's predicted_s, marked not measured and placed by place_predicted_communication.
   bool rank_local = false;
 };
 
@@ -41,6 +41,15 @@ struct RunResult {
   int median_step = 0;         // index into step_s of the median step
   double median_step_s() const { return step_s.empty() ? 0.0 : step_s[static_cast<size_t>(median_step)]; }
 };
+
+// Rank-local mode's step: places each collective's predicted time on a virtual communication stream, as execute()
+// issues collectives on a real one. A collective starts when the compute stream reaches it and the communication
+// stream is free (a grouped p2p exchange, both directions at once, takes its longest op); compute waits for it at
+// once when it blocks, at the op that joins it (Op::wait_for), or at the step's end when it overlaps (DP buckets).
+// `times` holds each op's measured start/end on the compute stream (communication ops: start == end == the compute
+// time they were issued at) and is shifted in place; `compute_end_s` is the compute stream's measured end. Returns
+// the step time. The cost model hides overlapped communication the same way, so the step is comparable with it.
+double place_predicted_communication(const std::vector<Op>& ops, std::vector<OpTime>& times, double compute_end_s);
 
 // Runs programs[world rank] on every rank of `world` (or programs[0] alone in rank-local mode).
 RunResult execute(World& world, const std::vector<Program>& programs, const ExecOptions& opt);

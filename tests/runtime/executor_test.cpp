@@ -107,8 +107,75 @@ TEST_CASE("rank-local mode runs one rank's program with communication predicted,
     if (op.kind == OpKind::gemm) CHECK(t.measured);
   }
   CHECK(predicted > 0);
+  // One virtual communication stream: predicted collectives do not overlap each other, and the step ends after
+  // every op.
+  double comm_free = 0;
+  for (size_t i = 0; i < all[5].ops.size(); ++i) {
+    const OpTime& t = rr.step_ops[0][i];
+    CHECK(t.end_s <= rr.step_s[0] + 1e-12);
+    if (t.measured || (all[5].ops[i].kind != OpKind::collective && all[5].ops[i].kind != OpKind::p2p)) continue;
+    if (i > 0 && all[5].ops[i - 1].kind == OpKind::p2p && all[5].ops[i].kind == OpKind::p2p &&
+        all[5].ops[i - 1].group == all[5].ops[i].group) {
+      continue;  // the same grouped exchange
+    }
+    CHECK(t.start_s >= comm_free - 1e-12);
+    comm_free = t.end_s;
+  }
   const StageMemory sm = stage_memory(plan, 1);
   CHECK(std::llabs(rr.model_peak_bytes() - std::llround(sm.weights + sm.grads + sm.optimizer + sm.activations)) <= 4);
+}
+
+TEST_CASE("rank-local mode places predicted communication on a virtual stream: blocking waits, overlapped hides") {
+  const auto gemm = [](int32_t wait_for = -1) {
+    Op o;
+    o.kind = OpKind::gemm;
+    o.wait_for = wait_for;
+    return o;
+  };
+  const auto comm = [](OpKind kind, double predicted, bool overlap, Group g = Group::dp_cp) {
+    Op o;
+    o.kind = kind;
+    o.predicted_s = predicted;
+    o.overlap = overlap;
+    o.group = g;
+    return o;
+  };
+  const auto m = [](double a, double b) { return OpTime{a, b, true}; };
+  const auto c = [](double at) { return OpTime{at, at, false}; };
+  // Measured compute 0..4.5 s with communication issued between the GEMMs.
+  const std::vector<Op> ops = {
+      gemm(),                                           // 0: 0-1
+      comm(OpKind::collective, 2.5, true),              // 1: overlapped bucket, 1-3.5 on the comm stream
+      gemm(),                                           // 2: 1-2, beside it
+      comm(OpKind::collective, 0.5, false, Group::tp),  // 3: blocking, queued behind op 1: 3.5-4.0, compute waits 2.0
+      gemm(),                                           // 4: 4-5
+      gemm(1),                                          // 5: joins op 1 (done at 3.5): no wait, 5-6
+      comm(OpKind::p2p, 0.3, false, Group::pp),         // 6-7: one exchange of both directions, 6-6.3
+      comm(OpKind::p2p, 0.2, false, Group::pp),
+      comm(OpKind::collective, 1.0, true),              // 8: overlapped, 6.3-7.3: the step's end waits for it
+      gemm(),                                           // 9: 6.3-6.8
+  };
+  std::vector<OpTime> t = {m(0, 1), c(1), m(1, 2), c(2), m(2, 3), m(3, 4), c(4), c(4), c(4), m(4, 4.5)};
+  CHECK(place_predicted_communication(ops, t, 4.5) == doctest::Approx(7.3));
+  const std::vector<std::pair<double, double>> want = {{0, 1}, {1, 3.5}, {1, 2}, {3.5, 4}, {4, 5}, {5, 6}, {6, 6.3},
+                                                       {6, 6.3}, {6.3, 7.3}, {6.3, 6.8}};
+  for (size_t i = 0; i < t.size(); ++i) {
+    CAPTURE(i);
+    CHECK(t[i].start_s == doctest::Approx(want[i].first));
+    CHECK(t[i].end_s == doctest::Approx(want[i].second));
+    CHECK(t[i].measured == (ops[i].kind == OpKind::gemm));
+  }
+  // A join that comes before the collective is done waits for it.
+  const std::vector<Op> early = {gemm(), comm(OpKind::collective, 3.0, true), gemm(1)};
+  std::vector<OpTime> te = {m(0, 1), c(1), m(1, 2)};
+  CHECK(place_predicted_communication(early, te, 2.0) == doctest::Approx(5.0));
+  CHECK(te[2].start_s == doctest::Approx(4.0));
+  // Without overlap every collective adds its time.
+  std::vector<Op> blocking = ops;
+  for (Op& o : blocking) o.overlap = false;
+  std::vector<OpTime> tb = {m(0, 1), c(1), m(1, 2), c(2), m(2, 3), m(3, 4), c(4), c(4), c(4), m(4, 4.5)};
+  CHECK(place_predicted_communication(blocking, tb, 4.5) == doctest::Approx(4.5 + 2.5 + 0.5 + 0.3 + 1.0));
+  CHECK_THROWS_AS(place_predicted_communication(ops, te, 1.0), BackendError);
 }
 
 TEST_CASE("execute checks its inputs") {
