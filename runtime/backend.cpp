@@ -67,7 +67,8 @@ std::string find_cuda_plugin(std::string* why) {
   const std::vector<std::string> c = cuda_plugin_candidates(env, ec ? std::string() : exe.string());
   std::string looked;
   for (const std::string& p : c) {
-    if (std::filesystem::is_regular_file(p, ec)) return p;
+    // Absolute: dlopen searches the library path, not the working directory, for a name without a slash.
+    if (std::filesystem::is_regular_file(p, ec)) return std::filesystem::absolute(p, ec).lexically_normal().string();
     looked += (looked.empty() ? "" : ", ") + p;
   }
   if (why) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -91,6 +92,10 @@ TEST_CASE("--version names the CUDA backend plugin run would load; PARPLAN_CUDA_
   CHECK(bad.exit_code == 3);
   CHECK(bad.err.find("cannot load the CUDA backend " + plan) != std::string::npos);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+  // A relative path is taken from the working directory (dlopen alone would search the library path for it).
+  const std::filesystem::path rel = std::filesystem::relative(std::filesystem::path(plan));
+  const auto vr = run_parplan({"--version"}, {"PARPLAN_CUDA_PLUGIN=" + rel.string()});
+  CHECK(vr.out.find("CUDA backend: " + std::filesystem::absolute(rel).lexically_normal().string()) != std::string::npos);
 #endif
 }
 
