@@ -3,6 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <string>
+
 namespace parplan {
 
 int64_t stage_layers(const Plan& plan, int64_t stage) {
@@ -35,6 +38,29 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
   return rest / free_stages + (idx < rest % free_stages ? 1 : 0);
 }
 
+bool stage_layers_divisible(const Plan& plan, int64_t v) {
+  const ParallelConfig& pc = plan.parallel;
+  if (v <= 0) return false;
+  if (pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && plan.model.layers % pc.pp == 0) {
+    return plan.model.layers / pc.pp % v == 0;  // an even split: one layer count
+  }
+  for (int64_t i = 0; i < pc.pp; ++i) {
+    const int64_t n = stage_layers(plan, i);
+    if (n <= 0 || n % v != 0) return false;
+  }
+  return true;
+}
+
+int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v) {
+  if (pp < 2 || v < 1) return 0;
+  int64_t best = 0;
+  for (int64_t l = v; l <= layers / pp; l += v) {
+    const int64_t rest = layers - l;
+    if (rest % (pp - 1) == 0 && rest / (pp - 1) % v == 0 && rest / (pp - 1) > l) best = l;
+  }
+  return best;
+}
+
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;
   const ParallelConfig& pc = plan.parallel;
@@ -52,8 +78,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     if (bad) v.add(Reject::uneven_stages_invalid);
   }
   if (pc.schedule == Schedule::interleaved) {
-    if (pc.vpp < 2 || pc.pp < 2 || m.layers % (pc.pp * pc.vpp) != 0 || pc.num_microbatches % pc.pp != 0 ||
-        pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
+    if (pc.vpp < 2 || pc.pp < 2 || pc.num_microbatches % pc.pp != 0 || !stage_layers_divisible(plan, pc.vpp)) {
       v.add(Reject::vpp_invalid);
     }
   } else if (pc.vpp != 1) {
@@ -127,10 +152,24 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::uneven_stages_invalid:
       return fmt::format("first/last stage layers {}/{} cannot be placed on {} stages of {} layers",
                          pc.first_stage_layers, pc.last_stage_layers, pc.pp, m.layers);
-    case Reject::vpp_invalid:
-      return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, layers ({}) divisible by pp*vpp "
-                         "({}) and microbatches ({}) divisible by pp; other schedules need vpp 1",
-                         to_string(pc.schedule), pc.vpp, m.layers, pc.pp * pc.vpp, pc.num_microbatches);
+    case Reject::vpp_invalid: {
+      int64_t lo = m.layers, hi = 0;
+      for (int64_t i = 0; i < pc.pp; ++i) {
+        lo = std::min(lo, stage_layers(plan, i));
+        hi = std::max(hi, stage_layers(plan, i));
+      }
+      const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
+      const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&
+                                   pc.last_stage_layers == 0 && m.layers % (pc.pp * pc.vpp) != 0
+                               ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
+                               : 0;
+      return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
+                         "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
+                         "schedules need vpp 1{}",
+                         to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches,
+                         last > 0 ? fmt::format(" (a last stage of {} layers would do: --last-stage-layers {})", last, last)
+                                  : "");
+    }
     case Reject::cp_not_dividing_seq:
       return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());
     case Reject::ep_invalid:

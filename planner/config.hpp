@@ -46,5 +46,10 @@ std::string describe(Reject r, const Plan& plan);  // one sentence with the numb
 // Layers held by pipeline stage `stage` (even split; the first/last stage counts when set; any remainder goes to the
 // middle stages, which carry no embedding or output layer).
 int64_t stage_layers(const Plan& plan, int64_t stage);
+// Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
+bool stage_layers_divisible(const Plan& plan, int64_t v);
+// The largest last-stage layer count, a multiple of v, that leaves the other pp - 1 stages an equal multiple of v
+// layers, each more than the last stage's; 0 when there is none. 126 layers, pp 16, v 2: 6 (15 x 8 + 6).
+int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v);
 
 }  // namespace parplan

@@ -41,6 +41,26 @@ TEST_CASE("every rejection reason fires on its own") {
   p = test::korthikanti_175b();
   p.parallel.vpp = 5;  // 96 % 40 != 0
   expect_only(p, Reject::vpp_invalid);
+  // Interleaving with uneven stages: every stage's layers must split into vpp chunks.
+  p = test::korthikanti_175b();  // 96 layers, pp 8, interleaved
+  p.parallel.vpp = 2;
+  p.parallel.last_stage_layers = 12;  // 7 x 12 + 12: valid (the even split spelled out)
+  CHECK(validate(p).ok());
+  p.parallel.last_stage_layers = 5;  // 7 x 13 + 5 -> 13 layers do not split into 2 chunks
+  expect_only(p, Reject::vpp_invalid);
+  CHECK(describe(Reject::vpp_invalid, p).find("hold 5..13 of 96 layers") != std::string::npos);
+  p.parallel.last_stage_layers = 0;
+  p.model.layers = 94;  // 94 = 6 x 12 + 2 x 11: no even split interleaves; the message names one that does
+  expect_only(p, Reject::vpp_invalid);
+  CHECK(describe(Reject::vpp_invalid, p).find("--last-stage-layers 10") != std::string::npos);
+  p.parallel.last_stage_layers = 10;  // 7 x 12 + 10
+  CHECK(validate(p).ok());
+  CHECK(stage_layers_divisible(p, 2));
+  CHECK_FALSE(stage_layers_divisible(p, 4));
+  CHECK(interleaved_last_stage_layers(126, 16, 2) == 6);  // Llama 3 405B on 16 stages: 15 x 8 + 6
+  CHECK(interleaved_last_stage_layers(96, 8, 2) == 0);    // only the even split (12) exists, not lighter
+  CHECK(interleaved_last_stage_layers(94, 8, 2) == 10);
+  CHECK(interleaved_last_stage_layers(10, 1, 2) == 0);
   p = test::korthikanti_175b();
   p.parallel.schedule = Schedule::one_f_one_b;
   p.parallel.first_stage_layers = 95;

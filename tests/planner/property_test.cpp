@@ -79,6 +79,18 @@ class PlanGen {
         pc.vpp = pick(divisors(p.model.layers / pc.pp, 4));
         if (pc.vpp < 2 || pc.pp < 2) pc.schedule = Schedule::one_f_one_b, pc.vpp = 1;
       }
+      // Uneven stages: a lighter last stage (interleaved: the split the search tries, on a pp that need not divide
+      // the layers).
+      if (pc.pp > 1 && uniform(0, 3) == 0) {
+        if (pc.schedule == Schedule::interleaved) {
+          const int64_t pp = uniform(2, 16);
+          const int64_t last = interleaved_last_stage_layers(p.model.layers, pp, pc.vpp);
+          if (last > 0 && p.model.layers >= pp) pc.pp = pp, pc.last_stage_layers = last;
+        } else if (p.model.layers / pc.pp >= 2) {
+          pc.last_stage_layers = p.model.layers / pc.pp - 1;
+        }
+        pc.num_microbatches = pc.pp * uniform(1, 8);
+      }
       pc.recompute = static_cast<Recompute>(uniform(0, 2));
       pc.sequence_parallel = pc.tp > 1 && coin();
       pc.zero_stage = static_cast<int>(pc.pp > 1 ? uniform(0, 1) : uniform(0, 3));

@@ -97,7 +97,12 @@ Brute brute_force(const SearchRequest& req) {
                   if (s == Schedule::interleaved) {
                     for (int64_t v : req.space.vpp) {
                       c.vpp = v;
+                      c.last_stage_layers = 0;
                       eval();
+                      if (pp > 1 && req.model.layers % (pp * v) != 0) {  // the search's one uneven interleaved split
+                        c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
+                        if (c.last_stage_layers > 0) eval();
+                      }
                     }
                     continue;
                   }
