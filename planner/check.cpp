@@ -24,7 +24,6 @@ std::array<double, kNumMemoryTerms> memory_terms(const StageMemory& m) {
           m.workspace, m.comm_buffers, m.cuda_context, m.fragmentation};
 }
 
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
 std::string signed_gib(double bytes) { return fmt::format("{:+.2f} GiB", bytes / kGiB); }

@@ -155,8 +155,9 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::vpp_invalid: {
       int64_t lo = m.layers, hi = 0;
       for (int64_t i = 0; i < pc.pp; ++i) {
-        lo = std::min(lo, stage_layers(plan, i));
-        hi = std::max(hi, stage_layers(plan, i));
+        const int64_t n = stage_layers(plan, i);
+        lo = std::min(lo, n);
+        hi = std::max(hi, n);
       }
       const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
       const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&

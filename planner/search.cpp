@@ -73,9 +73,9 @@ bool closest_before(const Candidate& a, const Candidate& b) {
   return key(a) < key(b);
 }
 
-// Reasons for which a rejected candidate cannot be estimated "as if allowed" (the numbers would be meaningless).
-// Whether a mesh rejected for `r` alone can still be estimated (for --explain's best rejected candidate). Not when
-// the rejection leaves stages without layers or with impossible layer counts: the cost model divides by them.
+// Whether a mesh rejected for `r` alone can still be estimated "as if allowed" (for --explain's best rejected
+// candidate). Not when the numbers would be meaningless, nor when the rejection leaves stages without layers or with
+// impossible layer counts: the cost model divides by them.
 bool estimable(Reject r) {
   return r != Reject::batch_not_divisible && r != Reject::ep_invalid && r != Reject::precision_unsupported &&
          r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid;
@@ -185,7 +185,7 @@ class Evaluator {
             if (pc.last_stage_layers > 0) consider();
           }
         }
-        pc.last_stage_layers = 0;
+        pc.last_stage_layers = 0;  // as the other schedules leave it
         continue;
       }
       pc.vpp = 1;

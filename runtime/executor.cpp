@@ -166,6 +166,8 @@ class RankExecutor {
     for (Event e : overlapped) dev_.wait(Stream::compute, e);
     const Event end = dev_.record(Stream::compute);
     dev_.synchronize();
+    const double compute_end = dev_.elapsed_s(start, end);
+    if (!times && !opt_.rank_local) return compute_end;  // a warm-up step: only its time
     std::vector<OpTime> local;
     std::vector<OpTime>& t = times ? *times : local;
     t.resize(spans.size());
@@ -174,7 +176,6 @@ class RankExecutor {
       t[i].end_s = dev_.elapsed_s(start, spans[i].b);
       t[i].measured = spans[i].measured;
     }
-    const double compute_end = dev_.elapsed_s(start, end);
     return opt_.rank_local ? place_predicted_communication(ops, t, compute_end) : compute_end;
   }
 
