@@ -403,9 +403,11 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
   const double per_layer = in.layer_activation_bytes;
   const double layers_per_chunk = d(sm.layers) / d(v);
-  const double microbatches_held = d(sm.in_flight_chunks) / d(v);
   sm.activations = d(sm.in_flight_chunks) * layers_per_chunk * per_layer;
-  if (stage == 0) sm.activations += microbatches_held * in.embedding_activation_bytes;
+  if (stage == 0) {
+    sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
+                      in.embedding_activation_bytes;
+  }
   if (stage == pc.pp - 1) {
     const double held = pc.schedule == Schedule::gpipe ? d(pc.num_microbatches) : 1.0;
     sm.activations += held * in.output_activation_bytes;

@@ -18,6 +18,21 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
   return m * v;
 }
 
+int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
+  if (s != Schedule::interleaved || v <= 1) return in_flight_chunks(s, p, m, v, stage) / std::max<int64_t>(v, 1);
+  const int64_t total = m * v, group = p * v;
+  const int64_t warm = std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  if (warm >= total) return m;  // every forward runs before the first backward
+  // Chunk-0 forwards among the first n, chunk-0 backwards (chunk v - 1 - (k mod pv) / p == 0) among the first n.
+  const auto fwd0 = [&](int64_t n) { return (n / group) * p + std::min(n % group, p); };
+  const auto bwd0 = [&](int64_t n) { return (n / group) * p + std::max<int64_t>(0, n % group - (v - 1) * p); };
+  // Steady state j: forward warm + j, then backward j. Both counts advance by p every pv steps, so one period holds
+  // the maximum.
+  int64_t held = 0;
+  for (int64_t j = 0; j < std::min(group, total - warm); ++j) held = std::max(held, fwd0(warm + j + 1) - bwd0(j));
+  return held;
+}
+
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
   PipelineTime r;
   double t_max = 0, sum = 0, u_max = 0, u_sum = 0;

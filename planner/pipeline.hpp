@@ -16,6 +16,13 @@ namespace parplan {
 // Chunk-microbatches whose activations stage `stage` holds at its peak (a chunk is 1/v of the stage's layers).
 int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
 
+// Microbatches whose first chunk stage `stage` holds at that same peak: the count of embedding outputs the first stage
+// stores. One chunk per stage: in_flight_chunks. Interleaved: Megatron-LM's order (the k-th forward runs chunk
+// (k mod pv) / p, the k-th backward chunk v - 1 - (k mod pv) / p) runs chunk 0's forwards ahead and its backwards last,
+// so it holds more than in_flight_chunks / v of them: p = 2, v = 2, m = 4, stage 0 holds 5 chunk-microbatches of which
+// 4 are chunk 0 (not 2.5). Every steady-state forward reaches the chunk peak, so both maxima coincide.
+int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
+
 // Per-stage, per-microbatch time (all v chunks of the stage), split as the schedules need it.
 struct StageMicrobatchTime {
   double forward_s = 0;         // forward compute + exposed in-layer comm

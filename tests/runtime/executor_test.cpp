@@ -235,11 +235,12 @@ TEST_CASE("interleaving with uneven stages (4 + 2 layers, 2 chunks each) runs; t
     return out;
   };
   const auto uneven = run(6, 2), even = run(4, 0);
-  // The last stage is exact; the first differs by the same bytes as with an even split (the model counts the
-  // embedding output as in-flight chunks / v microbatches, the interleaved order holds more chunk-0 ones).
-  CHECK(std::llabs(uneven[1].first) <= 4);
-  CHECK(std::llabs(even[1].first) <= 4);
-  CHECK(uneven[0].first == even[0].first);
+  // Both stages allocate exactly what the model says, the first stage's embedding outputs included (at its peak the
+  // interleaved order holds 4 chunk-0 microbatches of 5 chunk-microbatches, in_flight_first_chunks).
+  for (const auto* x : {&uneven, &even}) {
+    CHECK(std::llabs((*x)[0].first) <= 4);
+    CHECK(std::llabs((*x)[1].first) <= 4);
+  }
   // Twice the layers on stage 0: twice its forward GEMMs of the even split; the last stage's are unchanged.
   CHECK(uneven[0].second == 2 * even[0].second);
   CHECK(uneven[1].second == even[1].second);

@@ -120,6 +120,46 @@ TEST_CASE("schedule: peak live activations equal the memory model's in-flight co
   }
 }
 
+TEST_CASE("schedule: at the peak, the first chunk's microbatches (the embedding outputs stage 0 stores) equal the "
+          "memory model's count") {
+  // Walk each stage's order: a forward adds a chunk-microbatch, its backward frees it; at every instant the stage
+  // holds its peak, count the chunk-0 ones held. The largest such count is what the memory model must charge.
+  const auto first_chunks_at_peak = [](const PipelineSchedule& s, int64_t stage) {
+    int64_t held = 0, held0 = 0, peak = 0, peak0 = 0;
+    for (const PipeOp& x : s.order[static_cast<size_t>(stage)]) {
+      const int64_t step = x.kind == OpKind::forward ? 1 : -1;
+      held += step;
+      if (x.chunk == 0) held0 += step;
+      if (held > peak) peak = held, peak0 = held0;
+      else if (held == peak) peak0 = std::max(peak0, held0);
+    }
+    return peak0;
+  };
+  for (int64_t p : {1, 2, 3, 4, 8}) {
+    for (int64_t m : {1, 2, 3, 4, 8, 16, 24, 32}) {
+      for (Schedule sc : {Schedule::gpipe, Schedule::one_f_one_b}) {
+        const PipelineSchedule s = make_schedule(sc, p, m);
+        for (int64_t i = 0; i < p; ++i) CHECK(first_chunks_at_peak(s, i) == in_flight_first_chunks(sc, p, m, 1, i));
+      }
+      if (m % p != 0) continue;
+      for (int64_t v : {2, 3, 4, 6}) {
+        const PipelineSchedule s = make_schedule(Schedule::interleaved, p, m, v);
+        for (int64_t i = 0; i < p; ++i) {
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CAPTURE(i);
+          CHECK(first_chunks_at_peak(s, i) == in_flight_first_chunks(Schedule::interleaved, p, m, v, i));
+        }
+      }
+    }
+  }
+  // More than in-flight / v: p = 2, v = 2, m = 4 holds 5 chunk-microbatches on stage 0, 4 of them chunk 0; p = 8,
+  // v = 3, m = 64: 31, of which 16 chunk 0 (in-flight / v would say 10.3).
+  CHECK(in_flight_first_chunks(Schedule::interleaved, 2, 4, 2, 0) == 4);
+  CHECK(in_flight_first_chunks(Schedule::interleaved, 8, 64, 3, 0) == 16);
+}
+
 TEST_CASE("schedule: explicit peaks: GPipe m, 1F1B min(p - stage, m), ZB-H1 keeps W inputs for min(p, m)") {
   const int64_t p = 4, m = 8;
   const LiveActivations g = live_activations(make_schedule(Schedule::gpipe, p, m));
