@@ -52,7 +52,7 @@ bool stage_layers_divisible(const Plan& plan, int64_t v) {
 }
 
 int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v) {
-  if (pp < 2 || v < 1) return 0;
+  if (pp < 2 || v < 1 || layers % (pp * v) == 0) return 0;
   int64_t best = 0;
   for (int64_t l = v; l <= layers / pp; l += v) {
     const int64_t rest = layers - l;
@@ -160,8 +160,7 @@ std::string describe(Reject r, const Plan& plan) {
         hi = std::max(hi, n);
       }
       const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
-      const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&
-                                   pc.last_stage_layers == 0 && m.layers % (pc.pp * pc.vpp) != 0
+      const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 && pc.last_stage_layers == 0
                                ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
                                : 0;
       return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "

@@ -48,8 +48,9 @@ std::string describe(Reject r, const Plan& plan);  // one sentence with the numb
 int64_t stage_layers(const Plan& plan, int64_t stage);
 // Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
 bool stage_layers_divisible(const Plan& plan, int64_t v);
-// The largest last-stage layer count, a multiple of v, that leaves the other pp - 1 stages an equal multiple of v
-// layers, each more than the last stage's; 0 when there is none. 126 layers, pp 16, v 2: 6 (15 x 8 + 6).
+// Layers that no even split interleaves (layers % (pp v) != 0): the largest last-stage layer count, a multiple of v,
+// that leaves the other pp - 1 stages an equal multiple of v layers, each more than the last stage's. 0 when an even
+// split interleaves or there is no such count. 126 layers, pp 16, v 2: 6 (15 x 8 + 6); 96, pp 8, v 2: 0 (12 each).
 int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v);
 
 }  // namespace parplan

@@ -180,7 +180,7 @@ class Evaluator {
           consider();
           // Layers that no even split interleaves (Llama 3 405B: 126 on 16 stages): a lighter last stage (it also
           // holds the output layer) with v-divisible stages, e.g. 15 x 8 + 6 for v = 2.
-          if (req_.space.uneven_stages && pc.pp > 1 && plan_.model.layers % (pc.pp * v) != 0) {
+          if (req_.space.uneven_stages) {
             pc.last_stage_layers = interleaved_last_stage_layers(plan_.model.layers, pc.pp, v);
             if (pc.last_stage_layers > 0) consider();
           }

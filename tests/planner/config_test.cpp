@@ -58,7 +58,9 @@ TEST_CASE("every rejection reason fires on its own") {
   CHECK(stage_layers_divisible(p, 2));
   CHECK_FALSE(stage_layers_divisible(p, 4));
   CHECK(interleaved_last_stage_layers(126, 16, 2) == 6);  // Llama 3 405B on 16 stages: 15 x 8 + 6
-  CHECK(interleaved_last_stage_layers(96, 8, 2) == 0);    // only the even split (12) exists, not lighter
+  CHECK(interleaved_last_stage_layers(96, 8, 2) == 0);    // an even split (12) interleaves
+  CHECK(interleaved_last_stage_layers(48, 4, 2) == 0);    // 12 each interleaves; 3 x 14 + 6 would too but is not needed
+  CHECK(interleaved_last_stage_layers(50, 4, 2) == 8);    // 3 x 14 + 8
   CHECK(interleaved_last_stage_layers(94, 8, 2) == 10);
   CHECK(interleaved_last_stage_layers(10, 1, 2) == 0);
   p = test::korthikanti_175b();

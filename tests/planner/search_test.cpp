@@ -99,10 +99,9 @@ Brute brute_force(const SearchRequest& req) {
                       c.vpp = v;
                       c.last_stage_layers = 0;
                       eval();
-                      if (pp > 1 && req.model.layers % (pp * v) != 0) {  // the search's one uneven interleaved split
-                        c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
-                        if (c.last_stage_layers > 0) eval();
-                      }
+                      // The search's one uneven interleaved split, where no even split interleaves.
+                      c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
+                      if (c.last_stage_layers > 0) eval();
                     }
                     continue;
                   }
