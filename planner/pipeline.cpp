@@ -26,11 +26,12 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   // Chunk-0 forwards among the first n, chunk-0 backwards (chunk v - 1 - (k mod pv) / p == 0) among the first n.
   const auto fwd0 = [&](int64_t n) { return (n / group) * p + std::min(n % group, p); };
   const auto bwd0 = [&](int64_t n) { return (n / group) * p + std::max<int64_t>(0, n % group - (v - 1) * p); };
-  // Steady state j: forward warm + j, then backward j. Both counts advance by p every pv steps, so one period holds
-  // the maximum.
-  int64_t held = 0;
-  for (int64_t j = 0; j < std::min(group, total - warm); ++j) held = std::max(held, fwd0(warm + j + 1) - bwd0(j));
-  return held;
+  // Steady state j: forward warm + j, then backward j; held after that forward: fwd0(warm + j + 1) - bwd0(j). The
+  // backwards run chunk 0 only at j mod pv >= (v - 1) p, so the count cannot fall before j = (v - 1) p, and from there
+  // each step frees one and runs at most one more; both counts advance by p per period of pv steps. The maximum is at
+  // j = (v - 1) p, or at the last steady step when the schedule ends first.
+  const int64_t j = std::min((v - 1) * p, total - warm - 1);
+  return fwd0(warm + j + 1) - bwd0(j);
 }
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
