@@ -147,7 +147,7 @@ struct Builder {
       const int64_t b = sc.dp_buckets, v = s.chunks;
       return b / v + (ch < b % v ? 1 : 0);
     };
-    std::vector<int32_t> mb_bucket_ready;  // ZeRO-2/3: per microbatch bucket triggers
+    int64_t mb_completed = 0;  // ZeRO-2/3 without overlap: microbatches whose gradients await reduction
     int32_t last_bucket = -1;
     auto bucket = [&](int32_t after) {
       const int32_t b = task(sc.dp_bucket_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link);
@@ -248,7 +248,7 @@ struct Builder {
       if (cp_ov > 0) shadow(main_first, cp_ov, i, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
       if (comm_s > 0) add(comm_s, EventCategory::layer_comm);
       // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (below).
-      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes && !c.dp_overlap) mb_bucket_ready.push_back(last);
+      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes && !c.dp_overlap) ++mb_completed;
 
       // The result leaves the stage: activations to the next virtual stage, gradients to the previous one.
       int32_t result = last;
@@ -279,7 +279,7 @@ struct Builder {
     if (sc.dp_buckets > 0) {
       if (sc.dp_per_microbatch) {
         if (!c.dp_overlap) {
-          for (size_t mb = 0; mb < mb_bucket_ready.size(); ++mb) {
+          for (int64_t mb = 0; mb < mb_completed; ++mb) {
             for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
           }
         }
