@@ -62,7 +62,7 @@ std::string render_text(const Plan& plan, const sim::SimResult& r, const TimeBre
   for (const sim::StageSummary& x : s.stages) {
     st.add({std::to_string(x.stage), fmt_seconds(x.busy_s), fmt_seconds(x.bubble_s), fmt_seconds(x.exposed_comm_s),
             fmt_seconds(x.dp_exposed_s), fmt_seconds(x.pp_total_s),
-            fmt::format("{}/{}", x.peak_live_chunks, x.planner_in_flight_chunks), fmt_bytes(x.peak_activation_bytes)});
+            fmt::format("{}/{}", x.peak_live_until_weight_grad, x.planner_in_flight_chunks), fmt_bytes(x.peak_activation_bytes)});
   }
   o += st.render();
   return o;

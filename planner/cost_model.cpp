@@ -409,7 +409,10 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
                       in.embedding_activation_bytes;
   }
   if (stage == pc.pp - 1) {
-    const double held = pc.schedule == Schedule::gpipe ? d(pc.num_microbatches) : 1.0;
+    // Each microbatch's output layer lives as long as its last chunk: the in-flight count (GPipe m, 1F1B 1, ZB-H1
+    // min(p, m) until W); interleaved: 1 (on the last stage Megatron's order runs each last-chunk forward right before
+    // its backward).
+    const double held = v == 1 ? d(sm.in_flight_chunks) : 1.0;
     sm.activations += held * in.output_activation_bytes;
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;

@@ -10,8 +10,9 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
     case Schedule::gpipe:
       return m * v;
     case Schedule::one_f_one_b:
-    case Schedule::zero_bubble:
       return std::min(p - stage, m) * v;
+    case Schedule::zero_bubble:
+      return std::min(p, m) * v;  // p - i awaiting B, up to i more awaiting W (stage i defers its W by i)
     case Schedule::interleaved:
       return std::min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m);
   }

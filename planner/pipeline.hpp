@@ -4,7 +4,9 @@
 // ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"): bubble (p-1)(T_F + T_B - T_W) vs 1F1B's
 // (p-1)(T_F + T_B + T_W). In-flight activations: GPipe m; 1F1B min(p - i, m); interleaved stage i holds
 // min(2(p-i-1) + (v-1)p + 1, v m) chunk-microbatches (Megatron-LM warm-up + 1; stage 0: p + (p-1)/v microbatches,
-// Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 keeps 1F1B's peak.
+// Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 min(p, m) on every stage: stage i defers its W passes by i
+// microbatches, so it holds p - i microbatches awaiting B and up to i awaiting W, each kept whole until its W (as the
+// runtime keeps it): Qi et al.'s memory bound for ZB-H1, p M_B (1F1B's stage-0 peak), reached on every stage.
 #pragma once
 #include <cstdint>
 #include <span>

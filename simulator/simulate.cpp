@@ -99,13 +99,14 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
     st.dp_exposed_s = (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) + gather_exposed;
     st.peak_live_chunks = live.peak[iz];
     st.peak_live_until_weight_grad = live.peak_until_weight_grad[iz];
-    st.planner_in_flight_chunks = mem.in_flight.empty() ? live.peak[iz] : mem.in_flight[iz];
+    // Memory holds a stash until its W (ZB-H1) or full backward: the until-W count is what the model charges.
+    st.planner_in_flight_chunks = mem.in_flight.empty() ? live.peak_until_weight_grad[iz] : mem.in_flight[iz];
     const double per_chunk = mem.bytes.empty() ? 1.0
                              : st.planner_in_flight_chunks > 0
                                  ? mem.bytes[iz] / static_cast<double>(st.planner_in_flight_chunks)
                                  : 0.0;
     st.planner_activation_bytes = mem.bytes.empty() ? static_cast<double>(st.planner_in_flight_chunks) : mem.bytes[iz];
-    st.peak_activation_bytes = per_chunk * static_cast<double>(st.peak_live_chunks);
+    st.peak_activation_bytes = per_chunk * static_cast<double>(st.peak_live_until_weight_grad);
     sum.step_s = std::max(sum.step_s, end);
   }
   for (StageSummary& st : sum.stages) {

@@ -30,10 +30,10 @@ struct StageSummary {
   double pp_exposed_s = 0, pp_total_s = 0;
   double dp_exposed_s = 0, dp_total_s = 0;
   double optimizer_s = 0;
-  int64_t peak_live_chunks = 0;         // simulated: max chunk-microbatches with stored activations
-  int64_t peak_live_until_weight_grad = 0;  // ZB-H1: until W
+  int64_t peak_live_chunks = 0;             // simulated: max chunk-microbatches between F and B (B_input)
+  int64_t peak_live_until_weight_grad = 0;  // ... between F and W (ZB-H1), else equal: what memory holds
   int64_t planner_in_flight_chunks = 0;     // the memory model's count
-  double peak_activation_bytes = 0;     // simulated peak x the planner's bytes per chunk-microbatch
+  double peak_activation_bytes = 0;         // simulated peak (until W) x the planner's bytes per chunk-microbatch
   double planner_activation_bytes = 0;
 };
 

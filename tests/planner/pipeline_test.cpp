@@ -47,7 +47,7 @@ TEST_CASE("uneven stages: the slowest stage sets the steady state") {
   CHECK(t.step_s == doctest::Approx(10 * 4.0 + 3 * 3.0));
 }
 
-TEST_CASE("in-flight microbatches: GPipe m, 1F1B min(p-i, m), interleaved Megatron warm-up + 1") {
+TEST_CASE("in-flight microbatches: GPipe m, 1F1B min(p-i, m), interleaved Megatron warm-up + 1, ZB-H1 min(p, m)") {
   CHECK(in_flight_chunks(Schedule::gpipe, 8, 32, 1, 3) == 32);
   CHECK(in_flight_chunks(Schedule::one_f_one_b, 8, 32, 1, 0) == 8);
   CHECK(in_flight_chunks(Schedule::one_f_one_b, 8, 32, 1, 7) == 1);
@@ -56,5 +56,9 @@ TEST_CASE("in-flight microbatches: GPipe m, 1F1B min(p-i, m), interleaved Megatr
   CHECK(in_flight_chunks(Schedule::interleaved, 8, 64, 3, 0) == 31);
   CHECK(31.0 / 3.0 == doctest::Approx(8 + 7.0 / 3.0));
   CHECK(in_flight_chunks(Schedule::interleaved, 8, 64, 3, 7) == 17);
-  CHECK(in_flight_chunks(Schedule::zero_bubble, 8, 32, 1, 0) == 8);
+  // ZB-H1: stage i holds p - i awaiting B and i awaiting W, so every stage reaches Qi et al.'s bound p M_B (1F1B's
+  // stage 0); with m < p, all m.
+  for (int64_t i : {0, 3, 7}) CHECK(in_flight_chunks(Schedule::zero_bubble, 8, 32, 1, i) == 8);
+  CHECK(in_flight_chunks(Schedule::zero_bubble, 8, 32, 1, 0) == in_flight_chunks(Schedule::one_f_one_b, 8, 32, 1, 0));
+  CHECK(in_flight_chunks(Schedule::zero_bubble, 8, 4, 1, 7) == 4);
 }
