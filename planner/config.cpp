@@ -94,6 +94,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
   if (pc.zero_stage >= 2 && pc.pp > 1) v.add(Reject::zero_with_pipeline);
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
+  if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   return v;
 }
 
@@ -125,6 +126,8 @@ std::string_view reject_name(Reject r) {
       return "zero_with_pipeline";
     case Reject::precision_unsupported:
       return "precision_unsupported";
+    case Reject::zb_full_recompute:
+      return "zb_full_recompute";
     case Reject::out_of_memory:
       return "out_of_memory";
     case Reject::count:
@@ -184,6 +187,10 @@ std::string describe(Reject r, const Plan& plan) {
                          pc.zero_stage, pc.pp);
     case Reject::precision_unsupported:
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
+    case Reject::zb_full_recompute:
+      return "schedule zb-h1 with full recompute: a weight-gradient pass (W) runs after its input-gradient pass and "
+             "needs the layer activations that full recompute rebuilds only for that pass (keeping or rebuilding them "
+             "again is not modelled); use selective recompute or another schedule";
     case Reject::out_of_memory:
       return "does not fit in GPU memory";
     case Reject::count:

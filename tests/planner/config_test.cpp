@@ -92,6 +92,13 @@ TEST_CASE("every rejection reason fires on its own") {
   p = test::korthikanti_175b();
   p.training.precision = Precision::fp8;
   expect_only(p, Reject::precision_unsupported);
+  p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::zero_bubble;
+  p.parallel.vpp = 1;
+  p.parallel.recompute = Recompute::full;
+  expect_only(p, Reject::zb_full_recompute);
+  p.parallel.recompute = Recompute::selective;
+  CHECK(validate(p).ok());
 }
 
 TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
