@@ -158,6 +158,12 @@ class Evaluator {
   Accumulator acc;
 
  private:
+  // With one stage ZB-H1 is 1F1B (no bubble to fill: each B_input is followed by its W; same step, same memory), so
+  // it is tried once, as 1F1B, when 1F1B is in the space.
+  bool in_space(Schedule s) const {
+    return std::find(req_.space.schedules.begin(), req_.space.schedules.end(), s) != req_.space.schedules.end();
+  }
+
   // With one data-parallel rank (dp x cp == 1) every sharding option costs what plain replication costs; it is
   // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space.
   bool redundant(const Sharding& sh) const {
@@ -171,6 +177,7 @@ class Evaluator {
   void run_schedules() {
     ParallelConfig& pc = plan_.parallel;
     for (Schedule s : req_.space.schedules) {
+      if (s == Schedule::zero_bubble && pc.pp == 1 && in_space(Schedule::one_f_one_b)) continue;
       pc.schedule = s;
       pc.first_stage_layers = pc.last_stage_layers = 0;
       if (s == Schedule::interleaved) {

@@ -2,6 +2,7 @@
 // thread counts; rejection counts per reason; objectives; the model-state floor (175B on A100-40GB).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "planner/config.hpp"
@@ -88,6 +89,12 @@ Brute brute_force(const SearchRequest& req) {
               for (Sharding sh : req.space.sharding) {
                 if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer)) continue;
                 for (Schedule s : req.space.schedules) {
+                  // One stage: ZB-H1 is 1F1B, tried once (docs/suggest.md).
+                  if (s == Schedule::zero_bubble && pp == 1 &&
+                      std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::one_f_one_b) !=
+                          req.space.schedules.end()) {
+                    continue;
+                  }
                   ParallelConfig& c = p.parallel;
                   c = ParallelConfig{};
                   c.dp = dp, c.tp = tp, c.pp = pp, c.cp = cp, c.micro_batch = mb;
@@ -171,6 +178,34 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
     REQUIRE(res.closest);
     CHECK(res.closest->peak_bytes == b.min_oom_peak);
   }
+}
+
+TEST_CASE("search: with one stage ZB-H1 is 1F1B (same step, same memory), tried once unless pinned") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  const SearchResult all = search(req);
+  int64_t zb_pp1 = 0, f1b_pp1 = 0;
+  for (const Candidate& c : all.top) {
+    if (c.parallel.pp != 1) continue;
+    zb_pp1 += c.parallel.schedule == Schedule::zero_bubble;
+    f1b_pp1 += c.parallel.schedule == Schedule::one_f_one_b;
+  }
+  CHECK(zb_pp1 == 0);
+  REQUIRE(f1b_pp1 > 0);
+  for (const Candidate& c : all.top) {
+    if (c.parallel.pp != 1 || c.parallel.schedule != Schedule::one_f_one_b) continue;
+    Plan f = candidate_plan(req, c), z = f;
+    z.parallel.schedule = Schedule::zero_bubble;
+    if (!validate(z).ok()) continue;  // full recompute
+    const Estimate ef = estimate(f), ez = estimate(z);
+    CHECK(ez.time.step_s == ef.time.step_s);
+    CHECK(ez.peak_memory_bytes == ef.peak_memory_bytes);
+  }
+  req.space.schedules = {Schedule::zero_bubble};
+  const SearchResult pinned = search(req);
+  int64_t pinned_pp1 = 0;
+  for (const Candidate& c : pinned.top) pinned_pp1 += c.parallel.pp == 1 && c.parallel.schedule == Schedule::zero_bubble;
+  CHECK(pinned_pp1 > 0);
 }
 
 TEST_CASE("search: peak memory from stages 0, 1 and p-1 equals peak_memory_bytes over deep pipelines") {
