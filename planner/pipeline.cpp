@@ -37,7 +37,7 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
   PipelineTime r;
-  double t_max = 0, sum = 0, u_max = 0, u_sum = 0;
+  double t_max = 0, sum = 0, u_max = 0, u_sum = 0, fb_max = 0, fb_sum = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     const double t = stages[i].total();
     sum += t;
@@ -49,7 +49,11 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
                      stages[i].p2p_s;
     u_sum += u;
     u_max = std::max(u_max, u);
+    const double fb = stages[i].forward_s + stages[i].backward_input_s + stages[i].p2p_s;
+    fb_sum += fb;
+    fb_max = std::max(fb_max, fb);
   }
+  const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
   r.busy_s = md * t_max;
   switch (s) {
@@ -61,7 +65,9 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       r.step_s = r.busy_s + (sum - t_max) / static_cast<double>(v);
       break;
     case Schedule::zero_bubble:
-      r.step_s = r.busy_s + (u_sum - u_max);
+      // m < p: every W but the first stage's last fills an idle slot, so the step is 1F1B's over F + B, then one W.
+      r.step_s = m >= p || stages.empty() ? r.busy_s + (u_sum - u_max)
+                                          : md * fb_max + (fb_sum - fb_max) + stages[0].backward_weight_s;
       break;
   }
   r.bubble_s = r.step_s - r.busy_s;

@@ -44,7 +44,12 @@ struct PipelineTime {
 // Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
 //   GPipe / 1F1B:  m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
 //   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
-//   ZB-H1:         m t_max + (sum_i u_i - u_max), u_i = F + B_input - B_weight + p2p   (uniform: m t + (p-1) u)
+//   ZB-H1, m >= p: m t_max + (sum_i u_i - u_max), u_i = F + B_input - B_weight + p2p   (uniform: m t + (p-1) u)
+//   ZB-H1, m < p:  m g_max + (sum_i g_i - g_max) + W_0, g_i = F + B_input + p2p   (uniform: (m + p - 1)(F + B) + W)
+// The m < p form is derived from the schedule (stage i defers its W by i microbatches; Qi et al. state only the
+// m >= p bubble): the warm-up never reaches steady state, every W except the first stage's last one runs in an idle
+// slot, so the critical path is 1F1B's over F + B_input followed by one W. It equals the simulator for uniform stages
+// with W <= F (tests/simulator/task_graph_test.cpp) and is 1F1B's (m + p - 1)(F + B + W) less (m + p - 2) W.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages);
 
 }  // namespace parplan

@@ -39,6 +39,22 @@ TEST_CASE("ZB-H1 bubble (p-1)(F + B - W) is below 1F1B's (p-1)(F + B + W)") {
   CHECK(zb.bubble_s < ofob.bubble_s);
 }
 
+TEST_CASE("ZB-H1 with fewer microbatches than stages: 1F1B's critical path over F + B, then one W") {
+  const auto st = uniform(8, 1.0, 1.2, 0.8);  // F, B_input, B_weight
+  for (int64_t m : {1, 3, 7}) {
+    CAPTURE(m);
+    const PipelineTime zb = pipeline_time(Schedule::zero_bubble, m, 1, st);
+    CHECK(zb.step_s == doctest::Approx(static_cast<double>(m + 7) * 2.2 + 0.8));
+    // 1F1B pays every W on the critical path: (m + p - 1)(F + B + W).
+    const PipelineTime ofob = pipeline_time(Schedule::one_f_one_b, m, 1, st);
+    CHECK(ofob.step_s - zb.step_s == doctest::Approx(static_cast<double>(m + 6) * 0.8));
+  }
+  // m = p - 1 and m = p differ by one steady-state F + B (the two forms meet).
+  const double below = pipeline_time(Schedule::zero_bubble, 7, 1, st).step_s;
+  const double at = pipeline_time(Schedule::zero_bubble, 8, 1, st).step_s;
+  CHECK(at - below == doctest::Approx(2.2));
+}
+
 TEST_CASE("uneven stages: the slowest stage sets the steady state") {
   std::vector<StageMicrobatchTime> st = uniform(4, 1.0, 1.0, 1.0);
   st[2].forward_s = 2.0;  // stage 2 takes 4 per microbatch

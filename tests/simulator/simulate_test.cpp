@@ -61,6 +61,26 @@ TEST_CASE("simulate: equals the closed-form estimate within 0.1% with overlap an
   CHECK(checked >= 30);
 }
 
+TEST_CASE("simulate: ZB-H1 with fewer microbatches than stages equals the closed form's m < p branch") {
+  SimOptions o;
+  o.overlap = false;
+  o.contention = false;
+  o.edges_in_owning_chunk = false;
+  for (int64_t p : {4, 8}) {
+    for (int64_t m = 1; m < p; ++m) {
+      Plan plan = grid_plan(Schedule::zero_bubble, p, m, 1, true);
+      plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
+      REQUIRE(validate(plan).ok());
+      const double closed = estimate(plan).time.step_s;
+      const double simulated = simulate(plan, o).summary.step_s;
+      CAPTURE(p);
+      CAPTURE(m);
+      // Before the m < p branch the closed form priced the m >= p bubble (p - 1)(F + B - W) here too, far too low.
+      CHECK(std::abs(simulated / closed - 1.0) < 1e-3);
+    }
+  }
+}
+
 TEST_CASE("simulate: with DP gradient reduction and a sharded optimizer the tail matches the closed form too") {
   for (bool sharded : {false, true}) {
     // tp 4 x dp 2 fill a node: DP runs on NVLink (priced), the pipeline crosses nodes on the free link.

@@ -1,6 +1,9 @@
 // Tests for simulator/task_graph via simulate_costs: pipeline bubbles against the closed forms, p2p, DP buckets.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include "planner/pipeline.hpp"
 #include "simulator/simulate.hpp"
 
 using namespace parplan;
@@ -64,20 +67,31 @@ TEST_CASE("task graph: interleaved 1F1B bubble is (p-1)/(v m + p - 1) with unifo
   }
 }
 
-TEST_CASE("task graph: ZB-H1 bubble is (p-1)(F + B - W) for m >= p, below 1F1B's (p-1)(F + B + W) for every m") {
+TEST_CASE("task graph: ZB-H1 step is the closed form's for every m: (p-1)(F + B - W) bubble for m >= p, (m+p-1)(F + B) + W below") {
   for (int64_t p : {2, 4, 8}) {
-    for (int64_t m : {4, 8, 32}) {
-      for (double w : {0.5, 1.0}) {
-        const double f = 1.0, b = 1.0;
+    for (int64_t m : {1, 2, 3, 4, 7, 8, 32}) {
+      for (double w : {0.5, 0.8, 1.0}) {
+        const double f = 1.0, b = 1.2;
         const SimResult zb = simulate_costs(make_schedule(Schedule::zero_bubble, p, m), uniform(p, 1, f, b, w));
         const SimResult fb = simulate_costs(make_schedule(Schedule::one_f_one_b, p, m), uniform(p, 1, f, b, w));
         CAPTURE(p);
         CAPTURE(m);
-        if (m >= p) {  // with fewer microbatches than stages the warm-up is cut short and the closed form does not hold
-          CHECK(zb.summary.step_s == doctest::Approx(static_cast<double>(m) * (f + b + w) + static_cast<double>(p - 1) * (f + b - w)));
-        }
+        CAPTURE(w);
+        const double md = static_cast<double>(m), pd = static_cast<double>(p);
+        // planner/pipeline.hpp's two forms (m < p: every W but the first stage's last fills an idle slot).
+        const double closed = m >= p ? md * (f + b + w) + (pd - 1) * (f + b - w) : (md + pd - 1) * (f + b) + w;
+        CHECK(zb.summary.step_s == doctest::Approx(closed));
+        const std::vector<StageMicrobatchTime> st(static_cast<size_t>(p), StageMicrobatchTime{f, b, w, 0.0});
+        CHECK(pipeline_time(Schedule::zero_bubble, m, 1, st).step_s == doctest::Approx(closed));
         if (p > 1) CHECK(bubble_fraction(zb) < bubble_fraction(fb));
       }
+      // W > F (rare: a layer's W is its forward GEMMs without attention and element-wise work): both forms assume
+      // W <= F, and the simulator is slower by min(m - 1, p - 1)(W - F) (docs/simulator.md).
+      const double f = 1.0, b = 1.2, w = 1.5;
+      const double md = static_cast<double>(m), pd = static_cast<double>(p);
+      const double closed = m >= p ? md * (f + b + w) + (pd - 1) * (f + b - w) : (md + pd - 1) * (f + b) + w;
+      const SimResult zb = simulate_costs(make_schedule(Schedule::zero_bubble, p, m), uniform(p, 1, f, b, w));
+      CHECK(zb.summary.step_s - closed == doctest::Approx(static_cast<double>(std::min(m, p) - 1) * (w - f)));
     }
   }
 }
