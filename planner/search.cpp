@@ -158,8 +158,7 @@ class Evaluator {
   Accumulator acc;
 
  private:
-  // With one stage ZB-H1 is 1F1B (no bubble to fill: each B_input is followed by its W; same step, same memory), so
-  // it is tried once, as 1F1B, when 1F1B is in the space.
+  // Schedules another one in the space dominates are not tried (dominated()).
   bool in_space(Schedule s) const {
     return std::find(req_.space.schedules.begin(), req_.space.schedules.end(), s) != req_.space.schedules.end();
   }
@@ -174,10 +173,19 @@ class Evaluator {
     return false;
   }
 
+  // GPipe has 1F1B's step (the same closed form) and holds at least its activations on every stage (m microbatches
+  // against min(p - i, m)), so it never ranks above 1F1B on any objective; with one stage ZB-H1 is 1F1B (no bubble to
+  // fill: each B_input is followed by its W; same step, same memory). Either is tried, as 1F1B, when 1F1B is in the
+  // space; pinned (the space without 1F1B) they are searched.
+  bool dominated(Schedule s, int64_t pp) const {
+    if (!in_space(Schedule::one_f_one_b)) return false;
+    return s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1);
+  }
+
   void run_schedules() {
     ParallelConfig& pc = plan_.parallel;
     for (Schedule s : req_.space.schedules) {
-      if (s == Schedule::zero_bubble && pc.pp == 1 && in_space(Schedule::one_f_one_b)) continue;
+      if (dominated(s, pc.pp)) continue;
       pc.schedule = s;
       pc.first_stage_layers = pc.last_stage_layers = 0;
       if (s == Schedule::interleaved) {

@@ -89,8 +89,9 @@ Brute brute_force(const SearchRequest& req) {
               for (Sharding sh : req.space.sharding) {
                 if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer)) continue;
                 for (Schedule s : req.space.schedules) {
-                  // One stage: ZB-H1 is 1F1B, tried once (docs/suggest.md).
-                  if (s == Schedule::zero_bubble && pp == 1 &&
+                  // 1F1B in the space: GPipe (never better) and, with one stage, ZB-H1 (the same plan) are not
+                  // tried (docs/suggest.md).
+                  if ((s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1)) &&
                       std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::one_f_one_b) !=
                           req.space.schedules.end()) {
                     continue;
@@ -141,7 +142,8 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
 TEST_CASE("search: the winner and every fitting plan equal a brute-force loop over all candidates with estimate()") {
   for (int64_t gpus : {8, 16}) {
     SearchRequest req = small_request(gpus);
-    req.top_k = 1'000'000;  // keep every fitting plan
+    req.top_k = 1'000'000;            // keep every fitting plan
+    req.training.global_batch = 256;  // micro-batch 8 at dp 16 (tp 1, pp 1) does not fit: a closest rejected plan
     const SearchResult res = search(req);
     const Brute b = brute_force(req);
     CAPTURE(gpus);
@@ -208,6 +210,33 @@ TEST_CASE("search: with one stage ZB-H1 is 1F1B (same step, same memory), tried 
   CHECK(pinned_pp1 > 0);
 }
 
+TEST_CASE("search: GPipe never ranks above 1F1B (same step, at least its memory), so it is tried only when pinned") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  REQUIRE(std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::gpipe) != req.space.schedules.end());
+  const SearchResult all = search(req);
+  int64_t gpipe = 0, checked = 0, more_memory = 0;
+  for (const Candidate& c : all.top) gpipe += c.parallel.schedule == Schedule::gpipe;
+  CHECK(gpipe == 0);
+  for (const Candidate& c : all.top) {
+    if (c.parallel.schedule != Schedule::one_f_one_b) continue;
+    Plan f = candidate_plan(req, c), g = f;
+    g.parallel.schedule = Schedule::gpipe;
+    REQUIRE(validate(g).ok());
+    const Estimate ef = estimate(f), eg = estimate(g);
+    CHECK(eg.time.step_s == ef.time.step_s);
+    CHECK(eg.peak_memory_bytes >= ef.peak_memory_bytes);
+    more_memory += eg.peak_memory_bytes > ef.peak_memory_bytes;
+    ++checked;
+  }
+  CHECK(checked > 0);
+  CHECK(more_memory > 0);  // with m > 1 GPipe holds more
+  req.space.schedules = {Schedule::gpipe};
+  const SearchResult pinned = search(req);
+  REQUIRE_FALSE(pinned.top.empty());
+  for (const Candidate& c : pinned.top) CHECK(c.parallel.schedule == Schedule::gpipe);
+}
+
 TEST_CASE("search: peak memory from stages 0, 1 and p-1 equals peak_memory_bytes over deep pipelines") {
   SearchRequest req;
   req.model = test::profiles().model("gpt3-175b", "test");
@@ -237,6 +266,7 @@ TEST_CASE("search: same input gives the same ranking; 1, 2 and 3 threads give id
   SearchRequest req = small_request(16);
   req.top_k = 20;
   req.explain = true;
+  req.training.global_batch = 256;  // so that some plans do not fit (closest)
   const SearchResult a = search(req);
   for (int threads : {1, 2, 3}) {
     req.threads = threads;
