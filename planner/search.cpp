@@ -158,7 +158,7 @@ class Evaluator {
   Accumulator acc;
 
  private:
-  // Schedules another one in the space dominates are not tried (dominated()).
+  // Whether the search space lists schedule s (dominated() asks it for 1F1B).
   bool in_space(Schedule s) const {
     return std::find(req_.space.schedules.begin(), req_.space.schedules.end(), s) != req_.space.schedules.end();
   }

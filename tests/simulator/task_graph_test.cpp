@@ -70,6 +70,12 @@ TEST_CASE("task graph: interleaved 1F1B bubble is (p-1)/(v m + p - 1) with unifo
 TEST_CASE("task graph: ZB-H1 step is the closed form's for every m: (p-1)(F + B - W) bubble for m >= p, (m+p-1)(F + B) + W below") {
   for (int64_t p : {2, 4, 8}) {
     for (int64_t m : {1, 2, 3, 4, 7, 8, 32}) {
+      // planner/pipeline.hpp's two forms for uniform stages (m < p: every W but the first stage's last fills an idle
+      // slot), written out here independently of pipeline_time().
+      const double md = static_cast<double>(m), pd = static_cast<double>(p);
+      const auto closed_form = [&](double f, double b, double w) {
+        return m >= p ? md * (f + b + w) + (pd - 1) * (f + b - w) : (md + pd - 1) * (f + b) + w;
+      };
       for (double w : {0.5, 0.8, 1.0}) {
         const double f = 1.0, b = 1.2;
         const SimResult zb = simulate_costs(make_schedule(Schedule::zero_bubble, p, m), uniform(p, 1, f, b, w));
@@ -77,9 +83,7 @@ TEST_CASE("task graph: ZB-H1 step is the closed form's for every m: (p-1)(F + B 
         CAPTURE(p);
         CAPTURE(m);
         CAPTURE(w);
-        const double md = static_cast<double>(m), pd = static_cast<double>(p);
-        // planner/pipeline.hpp's two forms (m < p: every W but the first stage's last fills an idle slot).
-        const double closed = m >= p ? md * (f + b + w) + (pd - 1) * (f + b - w) : (md + pd - 1) * (f + b) + w;
+        const double closed = closed_form(f, b, w);
         CHECK(zb.summary.step_s == doctest::Approx(closed));
         const std::vector<StageMicrobatchTime> st(static_cast<size_t>(p), StageMicrobatchTime{f, b, w, 0.0});
         CHECK(pipeline_time(Schedule::zero_bubble, m, 1, st).step_s == doctest::Approx(closed));
@@ -88,10 +92,8 @@ TEST_CASE("task graph: ZB-H1 step is the closed form's for every m: (p-1)(F + B 
       // W > F (rare: a layer's W is its forward GEMMs without attention and element-wise work): both forms assume
       // W <= F, and the simulator is slower by min(m - 1, p - 1)(W - F) (docs/simulator.md).
       const double f = 1.0, b = 1.2, w = 1.5;
-      const double md = static_cast<double>(m), pd = static_cast<double>(p);
-      const double closed = m >= p ? md * (f + b + w) + (pd - 1) * (f + b - w) : (md + pd - 1) * (f + b) + w;
       const SimResult zb = simulate_costs(make_schedule(Schedule::zero_bubble, p, m), uniform(p, 1, f, b, w));
-      CHECK(zb.summary.step_s - closed == doctest::Approx(static_cast<double>(std::min(m, p) - 1) * (w - f)));
+      CHECK(zb.summary.step_s - closed_form(f, b, w) == doctest::Approx(static_cast<double>(std::min(m, p) - 1) * (w - f)));
     }
   }
 }
