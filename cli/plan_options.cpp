@@ -64,6 +64,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--recompute", o.recompute, "none | selective | full");
   app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
   app.add_option("--zero", o.zero, "ZeRO stage 0..3 (3 = FSDP)")->check(CLI::Range(0, 3));
+  app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
+                 "layer | linear: ZeRO-3 gathers and prefetches one layer (PyTorch FSDP, default) or one linear "
+                 "(DeepSpeed ZeRO-3) at a time");
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
@@ -194,6 +197,9 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
                                       : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, full");
   pc.sequence_parallel = me.sequence_parallel;
   pc.zero_stage = me.zero;
+  pc.zero3_gather_unit = me.zero3_gather_unit.empty()
+                             ? Zero3GatherUnit::layer
+                             : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   pc.distributed_optimizer = me.distributed_optimizer;
   pc.overlap_dp_comm = !me.no_overlap_dp;
   pc.overlap_tp_comm = me.overlap_tp;

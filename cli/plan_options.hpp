@@ -26,7 +26,7 @@ struct ModelOptions {
 struct MeshOptions {
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch;
   std::optional<int64_t> first_stage_layers, last_stage_layers;
-  std::string schedule, recompute;
+  std::string schedule, recompute, zero3_gather_unit;
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
@@ -37,7 +37,7 @@ struct MeshOptions {
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
 void add_model_options(CLI::App& app, ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --schedule --recompute
-// --sequence-parallel --zero --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --bucket-mb
+// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --bucket-mb
 // --first-stage-layers --last-stage-layers.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
 

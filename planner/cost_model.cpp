@@ -1,4 +1,5 @@
 // The cost model: composes the cited formula modules into per-stage memory and step time (see cost_model.hpp).
+#include "planner/zero3.hpp"
 #include "planner/cost_model.hpp"
 
 #include <algorithm>
@@ -279,9 +280,45 @@ LayerCost layer_cost(const Plan& plan) {
   const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
   const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
   const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
-  const double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
-  const double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
   const bool full = pc.recompute == Recompute::full;
+  double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
+  double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
+  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
+    // One linear at a time, the next one prefetched (planner/zero3.hpp). Each linear's compute runs from its start to
+    // the next linear's: attention core after QKV in forward, before QKV in backward (so after the attention output
+    // in backward order); the memory-bound work is spread evenly. In the backward (with full recompute: after the
+    // layer's recomputed forward, which gathers again) each linear's gradient reduce-scatter follows it on the link
+    // when the reduction overlaps the backward.
+    const auto share = zero3_linear_shares(plan);
+    const double g_proj = gemm_time_s(gpu, gd, T, h, h / tp);
+    const double g_mlp = gemm - qkv_gemm - g_proj;  // MLP up + down (+ MoE router), split by parameter share
+    const double mlp_share = share[2] + share[3];
+    const std::array<double, kZero3Linears> g = {qkv_gemm, g_proj, g_mlp * share[2] / mlp_share,
+                                                 g_mlp * share[3] / mlp_share};
+    const double ga = lc.grad_accumulation_s / kZero3Linears;
+    const double reduce = pc.overlap_dp_comm ? collective_time_s(Collective::reduce_scatter,
+                                                                 d(plan.training.grad_bytes()) * lc.params,
+                                                                 pc.dp * pc.cp, group_link(plan, GroupKind::dp))
+                                             : 0.0;
+    std::array<Zero3Step, kZero3Linears> fwd{};
+    std::vector<Zero3Step> bwd;
+    double fwd_compute = 0, bwd_compute = 0;
+    for (size_t k = 0; k < share.size(); ++k) {
+      fwd[k] = {g[k] + (k == 0 ? attn_fwd : 0.0) + mem / kZero3Linears, share[k] * lc.zero3_gather_s, 0.0};
+      fwd_compute += fwd[k].compute_s;
+    }
+    if (full) bwd.assign(fwd.begin(), fwd.end());
+    for (size_t k = share.size(); k-- > 0;) {
+      const double extra = k == 1 ? attn_bwd + (full ? 0.0 : lc.recompute_s) : 0.0;
+      bwd.push_back({2.0 * g[k] + ga + extra + mem_bwd / kZero3Linears, share[k] * lc.zero3_gather_s,
+                     share[k] * reduce});
+    }
+    for (const Zero3Step& st : bwd) bwd_compute += st.compute_s;
+    z_f = std::max(0.0, zero3_prefetch_layer_s(fwd) - fwd_compute);
+    // The recomputed forward's own stalls are the forward's; the rest of the backward phase's is the backward's.
+    const double z_phase = std::max(0.0, zero3_prefetch_layer_s(bwd) - bwd_compute);
+    z_b = std::max(0.0, z_phase - (full ? z_f : 0.0));
+  }
   lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
   lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
   lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
@@ -416,7 +453,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.activations += held * in.output_activation_bytes;
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;
-  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * 2.0 * in.params.layer_params;  // current + prefetched layer, 16-bit
+  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * zero3_gathered_params(plan, in.params.layer_params);  // 16-bit
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
   for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;

@@ -17,6 +17,9 @@ enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, every
 enum class Recompute : uint8_t { none, selective, full };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
 enum class AttentionKernel : uint8_t { flash, unfused };
+// What ZeRO-3 all-gathers at a time (and prefetches one ahead): one transformer layer (PyTorch FSDP wrapping each
+// block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see zero3_units() in planner/cost_model.hpp.
+enum class Zero3GatherUnit : uint8_t { layer, linear };
 
 std::string_view to_string(DType);
 std::string_view to_string(FfnType);
@@ -26,6 +29,7 @@ std::string_view to_string(Precision);
 std::string_view to_string(Recompute);
 std::string_view to_string(Schedule);
 std::string_view to_string(AttentionKernel);
+std::string_view to_string(Zero3GatherUnit);
 // Parsers return false on an unknown name (callers build the error message with the flag or JSON path).
 bool parse_enum(std::string_view s, DType& out);
 bool parse_enum(std::string_view s, FfnType& out);
@@ -35,6 +39,7 @@ bool parse_enum(std::string_view s, Precision& out);
 bool parse_enum(std::string_view s, Recompute& out);
 bool parse_enum(std::string_view s, Schedule& out);
 bool parse_enum(std::string_view s, AttentionKernel& out);
+bool parse_enum(std::string_view s, Zero3GatherUnit& out);
 
 // A decoder-only transformer.
 struct ModelSpec {
@@ -116,6 +121,7 @@ struct ParallelConfig {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   int zero_stage = 0;               // 0..3 (3 = FSDP)
+  Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
   bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
   bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs

@@ -130,6 +130,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.recompute = r.get_enum("recompute", Recompute::none);
   p.sequence_parallel = r.get_bool("sequence_parallel", false);
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
+  p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
   p.distributed_optimizer = r.get_bool("distributed_optimizer", false);
   p.overlap_dp_comm = r.get_bool("overlap_dp_comm", true);
   p.overlap_tp_comm = r.get_bool("overlap_tp_comm", false);
@@ -221,6 +222,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"recompute", to_string(p.recompute)},
           {"sequence_parallel", p.sequence_parallel},
           {"zero_stage", p.zero_stage},
+          {"zero3_gather_unit", to_string(p.zero3_gather_unit)},
           {"distributed_optimizer", p.distributed_optimizer},
           {"overlap_dp_comm", p.overlap_dp_comm},
           {"overlap_tp_comm", p.overlap_tp_comm},

@@ -275,6 +275,14 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
       say("pipeline sends: the whole activation per TP rank (DeepSpeed PipelineEngine, no scatter-gather)");
     }
   }
+  // DeepSpeed's ZeRO-3 fetches parameters per submodule from its module hooks (one linear at a time, the next one
+  // prefetched); FSDP (PyTorch's, FairScale's) gathers the wrapped transformer block (planner/zero3.hpp). "ZeRO-3"
+  // is DeepSpeed's name for the stage: a row that names it and no FSDP ran DeepSpeed.
+  const bool names_fsdp = has(all, "fsdp") || has(all, "fully sharded");
+  if (pc.zero_stage >= 3 && !names_fsdp && (has(all, "deepspeed") || has(pn, "zero-3"))) {
+    pc.zero3_gather_unit = Zero3GatherUnit::linear;
+    say("ZeRO-3 gathers: one linear at a time, the next prefetched (DeepSpeed ZeRO-3 per-submodule fetch)");
+  }
   if (has(pn, "--tp-comm-overlap")) {
     pc.overlap_tp_comm = true;
     say("TP collectives: overlapped with the GEMMs (--tp-comm-overlap stated)");

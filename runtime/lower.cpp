@@ -15,6 +15,7 @@
 #include "planner/model_shape.hpp"
 #include "planner/model_states.hpp"
 #include "planner/pipeline.hpp"
+#include "planner/zero3.hpp"
 
 namespace parplan::runtime {
 namespace {
@@ -46,7 +47,7 @@ class Lowerer {
   Lowerer(const Plan& plan, int64_t rank)
       : plan_(plan), pc_(plan.parallel), m_(plan.model), rank_(rank), coord_(coord_of(pc_, rank)),
         lc_(layer_cost(plan)), mb_bytes_(layer_memory_bound_bytes(plan)), gd_(plan.gemm_dtype()),
-        ad_(plan.activation_dtype()), wd_(plan.activation_dtype()) {
+        ad_(plan.activation_dtype()), wd_(plan.activation_dtype()), zero3_shares_(zero3_linear_shares(plan)) {
     prog_.rank = rank;
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
@@ -321,9 +322,26 @@ class Lowerer {
     }
   }
 
-  void zero3_gather(Term term) {
+  // ZeRO-3 all-gather of one gather unit (planner/zero3.hpp). With whole-layer units (`linear` < 0 calls) the layer
+  // is gathered once per pass; with linear units each linear (0 QKV .. 3 MLP down) just before its GEMM, into the
+  // start of the buffer slot for even linears and its end for odd ones, so consecutive linears never overlap in a
+  // slot sized for the largest consecutive pair.
+  void zero3_gather(Term term, int linear = -1) {
     if (zero3_ < 0) return;
-    collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, wd_, zero3_);
+    const bool per_linear = pc_.zero3_gather_unit == Zero3GatherUnit::linear;
+    if (per_linear != (linear >= 0)) return;
+    if (!per_linear) {
+      collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, wd_, zero3_);
+      return;
+    }
+    const double payload = 2.0 * lc_.params * zero3_shares_[static_cast<size_t>(linear)];
+    const int64_t n = static_cast<int64_t>(group_members(pc_, Group::dp_cp, rank_).size());
+    const int64_t es = dtype_bytes(wd_);
+    const int64_t bytes = bytes_of(payload) / es / std::max<int64_t>(1, n) * std::max<int64_t>(1, n) * es;
+    const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, prog_.slots[zero3_].bytes - bytes);
+    static constexpr const char* kLabels[] = {"zero3.all_gather.qkv", "zero3.all_gather.attn.out",
+                                              "zero3.all_gather.mlp.up", "zero3.all_gather.mlp.down"};
+    collective(kLabels[linear], term, Group::dp_cp, CollectiveKind::all_gather, payload, wd_, zero3_, offset);
   }
 
   void layer_forward(Term term, int stash) {
@@ -332,14 +350,18 @@ class Lowerer {
     zero3_gather(term);
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true);
+    zero3_gather(term, 0);
     gemm(lin[0].label, term, T_, lin[0].n, lin[0].k, 1, gd_, true);
     cp_exchange(Term::cp_comm, 1);
     attention_core(term, false);
+    zero3_gather(term, 1);
     gemm(lin[1].label, term, T_, lin[1].n, lin[1].k, 1, gd_, true);
     tp_collectives(Term::tp_comm, false);
     memory("norm+act+residual", term, mem / 2, stash);
     tp_collectives(Term::tp_comm, true);
+    zero3_gather(term, 2);
     gemm(lin[2].label, term, T_, lin[2].n, lin[2].k, 1, gd_, true);
+    zero3_gather(term, 3);
     gemm(lin[3].label, term, T_, lin[3].n, lin[3].k, 1, gd_, true);
     tp_collectives(Term::tp_comm, false);
   }
@@ -359,6 +381,7 @@ class Lowerer {
     tp_collectives(Term::tp_comm, true);
     for (int i = 3; i >= 0; --i) {
       const int32_t regather = (i == 2 || i == 0) ? sp_regather() : -1;
+      zero3_gather(Term::zero3_comm, i);
       gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad", Term::backward,
            T_, lin[i].k, lin[i].n, 1, gd_, false);
       if (i == 2 || i == 0) {
@@ -568,6 +591,7 @@ class Lowerer {
   LayerMemoryBytes mb_bytes_;
   DType gd_, ad_;
   DType wd_;  // the 16-bit model weights and gradients the DP / ZeRO collectives carry (fp16 plans: fp16)
+  std::array<double, kZero3Linears> zero3_shares_;
   int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;

@@ -1,0 +1,45 @@
+// ZeRO-3 parameter gathering at its two granularities: what each gather unit holds, and the time a pass over one
+// layer takes when each unit's all-gather is prefetched one unit ahead on the data-parallel link.
+//
+// PyTorch FSDP (FULL_SHARD with each transformer block wrapped, as Megatron-style and llm-foundry configs do) gathers
+// a whole layer and prefetches the next one (Zhao et al. 2023, "PyTorch FSDP", Sec. 3.3-3.4: backward and forward
+// prefetching of the next FlatParameter). DeepSpeed ZeRO-3 fetches per submodule from its module hooks and
+// prefetches the next submodule of the traced order (Rajbhandari et al. 2021, "ZeRO-Infinity", Sec. 6.2
+// "overlap-centric design", and DeepSpeed's PartitionedParameterCoordinator.fetch_sub_module): in a transformer
+// layer those units are its four linears. At the finer unit the link idles whenever a linear computes for longer
+// than the next one takes to gather, and the compute stalls whenever the next gather (queued behind earlier
+// gradient reduce-scatters on the same link) outlasts it: with compute and communication about equal, a layer takes
+// up to 25% longer than max(compute, communication), where whole-layer units of equal layers lose nothing.
+#pragma once
+#include <array>
+#include <span>
+
+#include "planner/spec.hpp"
+
+namespace parplan {
+
+// The linears of one layer in forward order (QKV, attention output, MLP up, MLP down) and each one's share of the
+// layer's parameters on one GPU (norms and biases spread in proportion; for MoE the up / down shares are the local
+// experts' and the router's). Shares add up to 1.
+inline constexpr int kZero3Linears = 4;
+std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan);
+
+// Gathered 16-bit parameters held at once, in parameters of the layer's shard: the unit in use plus the prefetched
+// one. layer: 2 layers; linear: the largest pair of consecutive linears (MLP up + down, 16 h^2 bytes for a 4h GeLU
+// MLP: ZeRO-Infinity's model-state working memory of the largest operator, Sec. 4.1).
+double zero3_gathered_params(const Plan& plan, double layer_params);
+
+// One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
+// parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
+struct Zero3Step {
+  double compute_s = 0, gather_s = 0, reduce_s = 0;
+};
+
+// Steady-state time per layer of `per_layer` repeated layer after layer: unit j's gather is issued when unit j-1
+// starts computing (one ahead), gathers and reduce-scatters share one FIFO link, and unit j computes once its
+// gather is done and unit j-1 has finished. Without reduce-scatters this is exactly sum_j max(compute_j,
+// gather_{j+1}) (the gather issued at a unit's start is never queued); with them the link's backlog is followed
+// until the rate per layer settles.
+double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer);
+
+}  // namespace parplan
