@@ -95,6 +95,7 @@ class PlanGen {
       pc.sequence_parallel = pc.tp > 1 && coin();
       pc.zero_stage = static_cast<int>(pc.pp > 1 ? uniform(0, 1) : uniform(0, 3));
       pc.distributed_optimizer = coin();
+      pc.zero3_gather_unit = coin() ? Zero3GatherUnit::linear : Zero3GatherUnit::layer;
       pc.overlap_dp_comm = coin();
       pc.overlap_tp_comm = coin();
       pc.async_tp_backward = coin();

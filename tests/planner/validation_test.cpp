@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "planner/cost_model.hpp"
 #include "planner/error.hpp"
@@ -255,6 +256,27 @@ TEST_CASE("validation: free-text rules") {
   CHECK(pc.overlap_tp_comm);
   CHECK(pc.overlap_dp_comm);
 
+  // ZeRO-3 gather unit: DeepSpeed's per-linear fetch where the row names DeepSpeed or "ZeRO-3" without FSDP.
+  for (const auto& [pn, notes_text, unit] : std::vector<std::tuple<std::string, std::string, Zero3GatherUnit>>{
+           {"ZeRO-3, no model parallelism", "Pure ZeRO-3 data parallel (DeepSpeed)", Zero3GatherUnit::linear},
+           {"ZeRO-3, no model parallelism", "", Zero3GatherUnit::linear},
+           {"PyTorch FSDP FULL_SHARD (ZeRO-3 equivalent)", "", Zero3GatherUnit::layer},
+           {"Fully Sharded Data Parallel + Megatron-LM tensor parallelism", "", Zero3GatherUnit::layer},
+           {"sharded", "DeepSpeed stage 3", Zero3GatherUnit::linear},
+           {"sharded", "", Zero3GatherUnit::layer}}) {
+    pc = ParallelConfig{};
+    pc.zero_stage = 3;
+    notes.clear();
+    map_comm_overlap(pn, notes_text, pc, &notes);
+    CAPTURE(pn);
+    CHECK(pc.zero3_gather_unit == unit);
+    CHECK(notes.size() == (unit == Zero3GatherUnit::linear ? 1u : 0u));
+  }
+  pc = ParallelConfig{};
+  pc.zero_stage = 1;
+  map_comm_overlap("ZeRO-1", "DeepSpeed", pc, nullptr);
+  CHECK(pc.zero3_gather_unit == Zero3GatherUnit::layer);  // only ZeRO-3 gathers parameters
+
   CHECK(source_key("Narayanan et al. 2021, 'Efficient Large-Scale'") == "Narayanan et al. 2021");
   CHECK(source_key("NVIDIA/Megatron-LM README 'Performance'") == "NVIDIA/Megatron-LM");
 }
@@ -358,8 +380,8 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(runs.size() >= 67);
   CHECK(rep.overall.count == 45);
   MESSAGE("all: mean ", rep.overall.mean_abs, " worst ", rep.overall.worst_abs, " (", rep.overall.worst_id, ")");
-  CHECK(rep.overall.mean_abs <= 0.060);   // target 0.06 (met: 0.058; the MosaicML H100 rows dominate, docs/accuracy.md)
-  CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: MPT H100 13B, ZeRO-3 micro-batch-4 rows)
+  CHECK(rep.overall.mean_abs <= 0.056);   // target 0.06 (met: 0.055; the MosaicML H100 rows dominate, docs/accuracy.md)
+  CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: the MosaicML H100 rows, 13B 0.372)
   std::vector<double> errs;
   std::vector<std::string> ids;
   for (const RunResult& r : rep.rows) {
@@ -376,7 +398,10 @@ TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
   CHECK(k.worst_abs <= 0.040); // target 0.08 (met: 0.037)
   for (const auto& [gpu, s] : rep.by_gpu) {
     MESSAGE(gpu, ": mean ", s.mean_abs, " worst ", s.worst_abs);
-    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.042);
+    // The A100 rows (both profiles fitted to these rows) are all within the worst-row target; the H100 rows are not.
+    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.037);
+    if (gpu == "A100-SXM4-80GB") CHECK(s.worst_abs <= 0.15);  // 0.148, 529.6B ZeRO-3 micro-batch 4
+    if (gpu == "A100-SXM4-40GB") CHECK(s.worst_abs <= 0.15);  // 0.106
     if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
   }
 }

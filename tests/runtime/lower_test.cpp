@@ -328,3 +328,53 @@ TEST_CASE("lowering rejects what it cannot run") {
   std::vector<ScheduleStep> bad{{Phase::backward, 0, 0}};
   CHECK_THROWS_AS(lower(small_plan(), 0, bad), InputError);
 }
+
+TEST_CASE("ZeRO-3 per-linear gathers: four per layer and pass, the layer's bytes, inside the model's buffer slot") {
+  Plan plan = small_plan(4, 1, 1, 2);
+  plan.parallel.zero_stage = 3;
+  plan.parallel.recompute = Recompute::full;
+  plan.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+  REQUIRE(validate(plan).ok());
+  const LayerCost lc = layer_cost(plan);
+  const Program prog = lower_rank(plan, 0);
+  const StageMemory sm = stage_memory(plan, 0);
+  int slot = -1;
+  for (size_t i = 0; i < prog.slots.size(); ++i) {
+    if (prog.slots[i].kind == SlotKind::zero3_buffers) slot = static_cast<int>(i);
+  }
+  REQUIRE(slot >= 0);
+  const int64_t slot_bytes = prog.slots[static_cast<size_t>(slot)].bytes;
+  CHECK(slot_bytes == std::llround(sm.zero3_buffers));
+  int gathers = 0, whole = 0;
+  int64_t bytes = 0;
+  int64_t prev_begin = -1, prev_end = -1;
+  const char* prev_label = "";
+  for (const Op& op : prog.ops) {
+    if (is(op, "zero3.all_gather")) ++whole;
+    if (std::strncmp(op.label, "zero3.all_gather.", 17) != 0) continue;
+    ++gathers;
+    bytes += op.bytes;
+    CHECK(op.slot == slot);
+    CHECK(op.offset + op.bytes <= slot_bytes);
+    // The linear in use and a different one gathered after it occupy disjoint parts of the slot (the same linear
+    // gathered again, recompute then backward, lands where it was).
+    if (prev_begin >= 0 && std::strcmp(op.label, prev_label) != 0) {
+      CHECK((op.offset >= prev_end || op.offset + op.bytes <= prev_begin));
+    }
+    prev_begin = op.offset;
+    prev_end = op.offset + op.bytes;
+    prev_label = op.label;
+  }
+  CHECK(whole == 0);
+  const int passes = 3 * 2;  // forward, recompute, backward x 2 microbatches
+  CHECK(gathers == 4 * passes * static_cast<int>(plan.model.layers));
+  // Per pass the linears add up to the layer's gather (each rounded down to whole elements per rank).
+  const double per_layer = bytes / static_cast<double>(passes * plan.model.layers);
+  CHECK(per_layer <= 2.0 * lc.params + 1e-9);
+  CHECK(per_layer >= 2.0 * lc.params - 4 * 2 * 4);
+  // Whole-layer units: one gather per layer and pass.
+  plan.parallel.zero3_gather_unit = Zero3GatherUnit::layer;
+  whole = 0;
+  for (const Op& op : lower_rank(plan, 0).ops) whole += is(op, "zero3.all_gather") ? 1 : 0;
+  CHECK(whole == passes * static_cast<int>(plan.model.layers));
+}

@@ -119,12 +119,13 @@ TEST_CASE("simulate: with DP gradient reduction and a sharded optimizer the tail
 TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP link, as in the closed form") {
   // GPT-3 175B on tp 8 x dp 8 (one node per TP group, dp over InfiniBand), micro-batch 1, full recompute: one
   // microbatch (gradients reduced behind its own backward) and several (reductions also meet the next forward).
-  for (int zero : {2, 3}) {
+  for (int zero : {2, 3, 4}) {  // 4: ZeRO-3 gathering one linear at a time (DeepSpeed)
     for (int64_t m : {1, 8, 32}) {
-      const Plan plan = test::korthikanti_175b_sharded_dp(zero, m);
+      Plan plan = test::korthikanti_175b_sharded_dp(std::min(zero, 3), m);
+      if (zero == 4) plan.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
       REQUIRE(validate(plan).ok());
       const Estimate e = estimate(plan);
-      CHECK((e.time.zero3_exposed_s > 0) == (zero == 3));
+      CHECK((e.time.zero3_exposed_s > 0) == (zero >= 3));
       const SimResult r = simulate(plan);
       CAPTURE(zero);
       CAPTURE(m);
@@ -143,7 +144,9 @@ TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP li
       }
       CHECK(gathers == doctest::Approx(3.0 * static_cast<double>(m) * 96 * e.layer.zero3_gather_s).epsilon(1e-9));
       CHECK(reduce == doctest::Approx(e.time.dp_comm_total_s).epsilon(1e-6));
-      CHECK(r.summary.dp_comm_exposed > 0);
+      // Per-linear prefetch queues each linear's reduce-scatter before the next gathers, so the backward already
+      // waits for them (zero3 exposure) and the simulator may find none left after it; the step still agrees.
+      if (zero <= 3) CHECK(r.summary.dp_comm_exposed > 0);
       CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 5e-3);
     }
   }
