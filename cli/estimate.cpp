@@ -34,7 +34,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}  | {} ({} attention)\n\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                    to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage,
-                   pc.distributed_optimizer ? " + distributed optimizer" : "", to_string(plan.training.precision),
+                   pc.distributed_optimizer                                                     ? " + distributed optimizer"
+                   : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear ? " (per-linear gathers)"
+                                                                                                : "", to_string(plan.training.precision),
                    to_string(plan.training.attention));
 
   s += "Memory per GPU by pipeline stage (* = peak)\n";
