@@ -24,7 +24,7 @@ namespace {
 struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, tokens_per_step, zero;
-  std::string schedule, recompute, objective = "fastest";
+  std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, even_stages = false;
   int64_t max_micro_batch = 16;
   int top = 5;
@@ -102,6 +102,9 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   } else if (o.distributed_optimizer) {
     s.sharding = {{0, true}};
   }
+  if (!o.zero3_gather_unit.empty()) {
+    s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
+  }
   s.uneven_stages = !o.even_stages;
   s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
   r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
@@ -134,6 +137,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.recompute != Recompute::none) s += fmt::format(" rc-{}", to_string(p.recompute));
   if (p.sequence_parallel) s += " sp";
   if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
+  if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
   if (p.distributed_optimizer) s += " dist-opt";
   return s;
 }
@@ -446,6 +450,8 @@ Runner setup(CLI::App& app) {
   app.add_flag("--no-sp", o->no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o->zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
   app.add_flag("--distributed-optimizer", o->distributed_optimizer, "Pin the distributed optimizer on");
+  app.add_option("--zero3-gather-unit", o->zero3_gather_unit,
+                 "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
   app.add_flag("--even-stages", o->even_stages, "Only even pipeline splits (no lighter last stage)");
   app.add_option("--objective", o->objective, "fastest (default) | fewest-gpus | headroom");
   app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));

@@ -146,6 +146,7 @@ class Evaluator {
           for (const Sharding& sh : req_.space.sharding) {
             if (redundant(sh)) continue;
             pc.zero_stage = sh.zero_stage;
+            pc.zero3_gather_unit = sh.zero_stage >= 3 ? req_.space.zero3_gather_unit : Zero3GatherUnit::layer;
             pc.distributed_optimizer = sh.distributed_optimizer;
             have_inputs_ = have_layer_ = false;
             run_schedules();

@@ -38,6 +38,9 @@ struct SearchSpace {
   std::vector<Sharding> sharding{{0, false}, {0, true}, {2, false}, {3, false}};
   bool uneven_stages = true;  // besides the even split, try a last stage one layer lighter (non-interleaved, pp > 1)
   bool allow_tp_across_nodes = false;
+  // How ZeRO-3 candidates gather their parameters: a property of the user's framework (PyTorch FSDP: layer,
+  // DeepSpeed: linear), not a knob the search tries.
+  Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;
 };
 
 struct SearchRequest {

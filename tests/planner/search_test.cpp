@@ -102,6 +102,7 @@ Brute brute_force(const SearchRequest& req) {
                   c.num_microbatches = (B + dp * mb - 1) / (dp * mb);
                   c.sequence_parallel = sp, c.recompute = rc, c.zero_stage = sh.zero_stage;
                   c.distributed_optimizer = sh.distributed_optimizer, c.schedule = s;
+                  c.zero3_gather_unit = sh.zero_stage >= 3 ? req.space.zero3_gather_unit : Zero3GatherUnit::layer;
                   if (s == Schedule::interleaved) {
                     for (int64_t v : req.space.vpp) {
                       c.vpp = v;
@@ -133,20 +134,25 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
   return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp && a.ep == b.ep && a.vpp == b.vpp &&
          a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.schedule == b.schedule &&
          a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel && a.zero_stage == b.zero_stage &&
-         a.distributed_optimizer == b.distributed_optimizer && a.last_stage_layers == b.last_stage_layers &&
+         a.distributed_optimizer == b.distributed_optimizer && a.zero3_gather_unit == b.zero3_gather_unit &&
+         a.last_stage_layers == b.last_stage_layers &&
          a.first_stage_layers == b.first_stage_layers;
 }
 
 }  // namespace
 
 TEST_CASE("search: the winner and every fitting plan equal a brute-force loop over all candidates with estimate()") {
-  for (int64_t gpus : {8, 16}) {
+  // Both ZeRO-3 gather units (the framework's, set for the whole search; docs/suggest.md).
+  for (const auto& [gpus, unit] : {std::pair{int64_t{8}, Zero3GatherUnit::layer}, std::pair{int64_t{16}, Zero3GatherUnit::layer},
+                                   std::pair{int64_t{16}, Zero3GatherUnit::linear}}) {
     SearchRequest req = small_request(gpus);
+    req.space.zero3_gather_unit = unit;
     req.top_k = 1'000'000;            // keep every fitting plan
     req.training.global_batch = 256;  // micro-batch 8 at dp 16 (tp 1, pp 1) does not fit: a closest rejected plan
     const SearchResult res = search(req);
     const Brute b = brute_force(req);
     CAPTURE(gpus);
+    CAPTURE(static_cast<int>(unit));
     CHECK(res.candidates == b.candidates);
     CHECK(res.rejected == b.rejected);
     CHECK(res.evaluated == b.fit);
@@ -177,6 +183,14 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
       CHECK(c.peak_stage == e.peak_stage);
     }
     for (size_t i = 1; i < res.top.size(); ++i) CHECK(ranks_before(res.top[i - 1], res.top[i], Objective::fastest));
+    int zero3 = 0;
+    for (const Candidate& c : res.top) {
+      if (c.parallel.zero_stage < 3) CHECK(c.parallel.zero3_gather_unit == Zero3GatherUnit::layer);
+      if (c.parallel.zero_stage < 3) continue;
+      ++zero3;
+      CHECK(c.parallel.zero3_gather_unit == unit);
+    }
+    CHECK(zero3 > 0);
     REQUIRE(res.closest);
     CHECK(res.closest->peak_bytes == b.min_oom_peak);
   }
