@@ -453,7 +453,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.activations += held * in.output_activation_bytes;
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;
-  if (pc.zero_stage >= 3) sm.zero3_buffers = 2.0 * zero3_gathered_params(plan, in.params.layer_params);  // 16-bit
+  sm.zero3_buffers = zero3_buffer_bytes(plan, in.params.layer_params);
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
   for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;

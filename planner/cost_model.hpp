@@ -70,7 +70,7 @@ struct StageMemory {
   double weights = 0, grads = 0, optimizer = 0;
   double activations = 0;           // stored activations at peak (layers + embedding / output layer)
   double recompute_working_set = 0;
-  double zero3_buffers = 0;
+  double zero3_buffers = 0;  // gathered parameters + one unit's unsharded gradient (zero3_buffer_bytes, zero3.hpp)
   double workspace = 0, comm_buffers = 0, cuda_context = 0, fragmentation = 0;
   double total = 0;
 };

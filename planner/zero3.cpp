@@ -32,6 +32,18 @@ double zero3_gathered_params(const Plan& plan, double layer_params) {
   return pair * layer_params;
 }
 
+double zero3_unsharded_grad_params(const Plan& plan, double layer_params) {
+  if (plan.parallel.zero3_gather_unit == Zero3GatherUnit::layer) return layer_params;
+  const auto s = zero3_linear_shares(plan);
+  return *std::max_element(s.begin(), s.end()) * layer_params;
+}
+
+double zero3_buffer_bytes(const Plan& plan, double layer_params) {
+  if (plan.parallel.zero_stage < 3) return 0.0;
+  return 2.0 * zero3_gathered_params(plan, layer_params) +
+         d(plan.training.grad_bytes()) * zero3_unsharded_grad_params(plan, layer_params);
+}
+
 double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {
   const size_t n = per_layer.size();
   if (n == 0) return 0.0;

@@ -29,6 +29,16 @@ std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan);
 // MLP: ZeRO-Infinity's model-state working memory of the largest operator, Sec. 4.1).
 double zero3_gathered_params(const Plan& plan, double layer_params);
 
+// Parameters whose unsharded gradient exists at once: the unit being back-propagated writes its whole gradient before
+// its reduce-scatter leaves (FSDP's post-backward hook reduce-scatters the unit's unsharded FlatParameter gradient,
+// Zhao et al. 2023 Sec. 3.3; DeepSpeed reduces the submodule's gradients it just produced). layer: one layer; linear:
+// the largest linear (ZeRO-Infinity's model-state working memory counts the largest operator's parameters and
+// gradients, Rajbhandari et al. 2021 Sec. 4.1).
+double zero3_unsharded_grad_params(const Plan& plan, double layer_params);
+
+// StageMemory::zero3_buffers: the gathered 16-bit parameters plus the unsharded gradient in the reduction's dtype.
+double zero3_buffer_bytes(const Plan& plan, double layer_params);
+
 // One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
 // parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
 struct Zero3Step {

@@ -92,7 +92,7 @@ class Lowerer {
     grads_ = add_slot(SlotKind::grads, bytes_of(sm.grads), true, "gradients");
     optimizer_ = add_slot(SlotKind::optimizer, bytes_of(sm.optimizer), true, "optimizer state");
     if (sm.recompute_working_set > 0) working_ = add_slot(SlotKind::recompute_working_set, bytes_of(sm.recompute_working_set), true, "recompute working set");
-    if (sm.zero3_buffers > 0) zero3_ = add_slot(SlotKind::zero3_buffers, bytes_of(sm.zero3_buffers), true, "zero3 gather buffers");
+    if (sm.zero3_buffers > 0) zero3_ = add_slot(SlotKind::zero3_buffers, bytes_of(sm.zero3_buffers), true, "zero3 gathered parameters + unsharded gradient");
     const ActivationShape a = activation_shape_of(plan_);
     per_layer_stash_ = layer_activation_bytes(m_, a).total;
     embedding_stash_ = embedding_activation_bytes(m_, a);
@@ -324,8 +324,8 @@ class Lowerer {
 
   // ZeRO-3 all-gather of one gather unit (planner/zero3.hpp). With whole-layer units (`linear` < 0 calls) the layer
   // is gathered once per pass; with linear units each linear (0 QKV .. 3 MLP down) just before its GEMM, into the
-  // start of the buffer slot for even linears and its end for odd ones, so consecutive linears never overlap in a
-  // slot sized for the largest consecutive pair.
+  // start of the slot's parameter region for even linears and its end for odd ones, so consecutive linears never
+  // overlap in a region sized for the largest consecutive pair (the unsharded gradient follows it).
   void zero3_gather(Term term, int linear = -1) {
     if (zero3_ < 0) return;
     const bool per_linear = pc_.zero3_gather_unit == Zero3GatherUnit::linear;
@@ -338,7 +338,10 @@ class Lowerer {
     const int64_t n = static_cast<int64_t>(group_members(pc_, Group::dp_cp, rank_).size());
     const int64_t es = dtype_bytes(wd_);
     const int64_t bytes = bytes_of(payload) / es / std::max<int64_t>(1, n) * std::max<int64_t>(1, n) * es;
-    const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, prog_.slots[zero3_].bytes - bytes);
+    // The slot holds the gathered parameters first, then the unsharded gradient (zero3_buffer_bytes).
+    const int64_t params_end = std::min(prog_.slots[zero3_].bytes,
+                                        bytes_of(2.0 * zero3_gathered_params(plan_, lc_.params)));
+    const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, params_end - bytes);
     static constexpr const char* kLabels[] = {"zero3.all_gather.qkv", "zero3.all_gather.attn.out",
                                               "zero3.all_gather.mlp.up", "zero3.all_gather.mlp.down"};
     collective(kLabels[linear], term, Group::dp_cp, CollectiveKind::all_gather, payload, wd_, zero3_, offset);

@@ -69,6 +69,19 @@ TEST_CASE("zero3 gathered parameters: two layers, or the largest consecutive pai
   CHECK(2.0 * zero3_gathered_params(p, layer_params) / (1 << 30) == doctest::Approx(6.25));
   p.parallel.zero3_gather_unit = Zero3GatherUnit::layer;
   CHECK(2.0 * zero3_gathered_params(p, layer_params) / (1 << 30) == doctest::Approx(18.75));
+  // The unsharded gradient of the unit in use: a layer, or the largest linear (4 h^2: 8 h^2 bytes in 16 bits, so with
+  // the pair of gathered linears 24 h^2 bytes).
+  p.parallel.zero_stage = 3;
+  p.training.grad_fp32 = false;
+  CHECK(zero3_unsharded_grad_params(p, layer_params) == doctest::Approx(layer_params));
+  CHECK(zero3_buffer_bytes(p, layer_params) == doctest::Approx(6.0 * layer_params));
+  p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+  CHECK(zero3_unsharded_grad_params(p, layer_params) == doctest::Approx(4 * h * h));
+  CHECK(zero3_buffer_bytes(p, layer_params) == doctest::Approx(24 * h * h));
+  p.training.grad_fp32 = true;  // reduced in fp32: the unsharded gradient in 4 bytes
+  CHECK(zero3_buffer_bytes(p, layer_params) == doctest::Approx(32 * h * h));
+  p.parallel.zero_stage = 2;
+  CHECK(zero3_buffer_bytes(p, layer_params) == 0.0);
   // SwiGLU with grouped-query attention: the shares still add up to 1.
   Plan l = test::korthikanti_175b();
   l.model = test::profiles().model("llama3-70b", "test");
