@@ -31,12 +31,14 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
       "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} microbatches = global batch {} x seq {}\n", pc.dp,
       pc.tp, pc.pp, pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
       pc.num_microbatches, plan.training.global_batch, plan.seq_len());
+  const char* sharding_note = pc.distributed_optimizer ? " + distributed optimizer"
+                              : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
+                                  ? " (per-linear gathers)"
+                                  : "";
   s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}  | {} ({} attention)\n\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                    to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage,
-                   pc.distributed_optimizer                                                     ? " + distributed optimizer"
-                   : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear ? " (per-linear gathers)"
-                                                                                                : "", to_string(plan.training.precision),
+                   sharding_note, to_string(plan.training.precision),
                    to_string(plan.training.attention));
 
   s += "Memory per GPU by pipeline stage (* = peak)\n";

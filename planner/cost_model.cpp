@@ -1,5 +1,4 @@
 // The cost model: composes the cited formula modules into per-stage memory and step time (see cost_model.hpp).
-#include "planner/zero3.hpp"
 #include "planner/cost_model.hpp"
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "planner/model_shape.hpp"
 #include "planner/model_states.hpp"
 #include "planner/pipeline.hpp"
+#include "planner/zero3.hpp"
 
 namespace parplan {
 namespace {

@@ -18,7 +18,7 @@ enum class Recompute : uint8_t { none, selective, full };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
 enum class AttentionKernel : uint8_t { flash, unfused };
 // What ZeRO-3 all-gathers at a time (and prefetches one ahead): one transformer layer (PyTorch FSDP wrapping each
-// block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see zero3_units() in planner/cost_model.hpp.
+// block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see planner/zero3.hpp.
 enum class Zero3GatherUnit : uint8_t { layer, linear };
 
 std::string_view to_string(DType);

@@ -1,7 +1,7 @@
+// ZeRO-3 gather units: parameter shares, buffer memory and the one-ahead prefetch recurrence (see zero3.hpp).
 #include "planner/zero3.hpp"
 
 #include <algorithm>
-#include <vector>
 
 namespace parplan {
 
@@ -56,7 +56,7 @@ double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {
   if (!reduces) return no_queue;
   // Follow the link and the compute stream for enough layers that the rate settles (the state is the link's
   // backlog, which either stays bounded or grows by a fixed amount per layer), then take the last layers' mean.
-  constexpr int kLayers = 16, kMeasured = 8;
+  constexpr int kLayers = 48, kMeasured = 24;
   double link = 0, compute = 0, gather_done = per_layer[0].gather_s, start = 0, at_measure = 0;
   link = gather_done;
   for (int l = 0; l < kLayers; ++l) {
