@@ -87,6 +87,41 @@ TEST_CASE("dp x tp x pp = 2 x 2 x 2 on 8 host ranks: runs, bytes equal the cost 
   }
 }
 
+TEST_CASE("ZeRO-3 on 4 host ranks, whole-layer and per-linear gathers: runs, gathers the layer's bytes, allocates the "
+          "memory model's bytes") {
+  for (Zero3GatherUnit unit : {Zero3GatherUnit::layer, Zero3GatherUnit::linear}) {
+    Plan plan = small_plan(4, 1, 1, 2);
+    plan.parallel.zero_stage = 3;
+    plan.parallel.recompute = Recompute::full;
+    plan.parallel.zero3_gather_unit = unit;
+    REQUIRE(validate(plan).ok());
+    const auto progs = lower_all(plan);
+    auto world = make_host_world(4);
+    const RunResult r = execute(*world, progs, ExecOptions{.warmup = 1, .steps = 2});
+    REQUIRE(r.ranks.size() == 4);
+    CAPTURE(static_cast<int>(unit));
+    const LayerCost lc = layer_cost(plan);
+    for (const RankRun& rr : r.ranks) {
+      int gathers = 0;
+      int64_t gathered = 0;
+      for (const CollectiveRecord& c : rr.collectives) {
+        if (c.kind != CollectiveKind::all_gather) continue;
+        ++gathers;
+        gathered += c.payload_bytes;
+      }
+      // Per step: forward, recompute and backward of 4 layers x 2 microbatches, one gather per layer or per linear.
+      const int passes = 3 * 4 * 2;
+      CHECK(gathers == passes * (unit == Zero3GatherUnit::linear ? 4 : 1));
+      // Each gather's size is rounded down to whole elements per rank: within 4 ranks x 2 bytes per gather.
+      CHECK(static_cast<double>(gathered) <= passes * 2.0 * lc.params + 1e-9);
+      CHECK(static_cast<double>(gathered) >= passes * 2.0 * lc.params - gathers * 4.0 * 2.0);
+      const StageMemory sm = stage_memory(plan, rr.stage);
+      CHECK(std::llabs(rr.model_peak_bytes() - std::llround(sm.weights + sm.grads + sm.optimizer + sm.activations +
+                                                            sm.recompute_working_set + sm.zero3_buffers)) <= 4);
+    }
+  }
+}
+
 TEST_CASE("rank-local mode runs one rank's program with communication predicted, not measured") {
   const Plan plan = small_plan();
   const auto all = lower_all(plan);
