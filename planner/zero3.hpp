@@ -1,15 +1,16 @@
 // ZeRO-3 parameter gathering at its two granularities: what each gather unit holds, and the time a pass over one
 // layer takes when each unit's all-gather is prefetched one unit ahead on the data-parallel link.
 //
-// PyTorch FSDP (FULL_SHARD with each transformer block wrapped, as Megatron-style and llm-foundry configs do) gathers
-// a whole layer and prefetches the next one (Zhao et al. 2023, "PyTorch FSDP", Sec. 3.3-3.4: backward and forward
+// PyTorch FSDP (FULL_SHARD with each transformer block wrapped, as llm-foundry configures it) gathers
+// a whole layer and prefetches the next one (Zhao et al. 2023, "PyTorch FSDP": backward and forward
 // prefetching of the next FlatParameter). DeepSpeed ZeRO-3 fetches per submodule from its module hooks and
-// prefetches the next submodule of the traced order (Rajbhandari et al. 2021, "ZeRO-Infinity", Sec. 6.2
+// prefetches the next submodule of the traced order (Rajbhandari et al. 2021, "ZeRO-Infinity":
 // "overlap-centric design", and DeepSpeed's PartitionedParameterCoordinator.fetch_sub_module): in a transformer
 // layer those units are its four linears. At the finer unit the link idles whenever a linear computes for longer
 // than the next one takes to gather, and the compute stalls whenever the next gather (queued behind earlier
-// gradient reduce-scatters on the same link) outlasts it: with compute and communication about equal, a layer takes
-// up to 25% longer than max(compute, communication), where whole-layer units of equal layers lose nothing.
+// gradient reduce-scatters on the same link) outlasts it: with compute equal to communication, a GeLU layer's pass
+// (linears of 3 : 1 : 4 : 4 parameters) takes 25% longer than max(compute, communication), where whole-layer units of
+// equal layers lose nothing.
 #pragma once
 #include <array>
 #include <span>
@@ -25,15 +26,15 @@ inline constexpr int kZero3Linears = 4;
 std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan);
 
 // Gathered 16-bit parameters held at once, in parameters of the layer's shard: the unit in use plus the prefetched
-// one. layer: 2 layers; linear: the largest pair of consecutive linears (MLP up + down, 16 h^2 bytes for a 4h GeLU
-// MLP: ZeRO-Infinity's model-state working memory of the largest operator, Sec. 4.1).
+// one. layer: 2 layers; linear: the largest pair of consecutive linears (MLP up + down, 16 h^2 bytes in 16 bits for a
+// 4h GeLU MLP).
 double zero3_gathered_params(const Plan& plan, double layer_params);
 
 // Parameters whose unsharded gradient exists at once: the unit being back-propagated writes its whole gradient before
 // its reduce-scatter leaves (FSDP's post-backward hook reduce-scatters the unit's unsharded FlatParameter gradient,
-// Zhao et al. 2023 Sec. 3.3; DeepSpeed reduces the submodule's gradients it just produced). layer: one layer; linear:
+// Zhao et al. 2023; DeepSpeed reduces the submodule's gradients it just produced). layer: one layer; linear:
 // the largest linear (ZeRO-Infinity's model-state working memory counts the largest operator's parameters and
-// gradients, Rajbhandari et al. 2021 Sec. 4.1).
+// gradients, Rajbhandari et al. 2021).
 double zero3_unsharded_grad_params(const Plan& plan, double layer_params);
 
 // StageMemory::zero3_buffers: the gathered 16-bit parameters plus the unsharded gradient in the reduction's dtype.

@@ -62,8 +62,7 @@ TEST_CASE("zero3 gathered parameters: two layers, or the largest consecutive pai
   CHECK(zero3_gathered_params(p, layer) == doctest::Approx(2.0 * layer));
   p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
   CHECK(zero3_gathered_params(p, layer) == doctest::Approx(layer * 8.0 / 12.0));
-  // In bytes for the 529.6B model (h 20480): MLP up + down in 16 bits = 16 h^2 = 6.25 GiB, the model-state working
-  // memory ZeRO-Infinity (Rajbhandari et al. 2021, Sec. 4.1) gives for its largest operator, against 18.75 GiB for
+  // In bytes for the 529.6B model (h 20480): MLP up + down in 16 bits = 16 h^2 = 6.25 GiB, against 18.75 GiB for
   // two whole layers.
   const double h = 20480, layer_params = 12 * h * h;
   CHECK(2.0 * zero3_gathered_params(p, layer_params) / (1 << 30) == doctest::Approx(6.25));
