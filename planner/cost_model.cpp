@@ -165,7 +165,8 @@ LayerCost layer_cost(const Plan& plan) {
 
   // GEMMs (forward); backward = dgrad + wgrad of the same shapes.
   const double qkv_gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h);
-  double gemm = qkv_gemm + gemm_time_s(gpu, gd, T, h, h / tp);
+  const double proj_gemm = gemm_time_s(gpu, gd, T, h, h / tp);
+  double gemm = qkv_gemm + proj_gemm;
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
   // The two column-parallel GEMMs (QKV and MLP up); their input gradients run beside the sequence-parallel re-gather.
   const double column_gemm = qkv_gemm + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
@@ -290,10 +291,9 @@ LayerCost layer_cost(const Plan& plan) {
     // layer's recomputed forward, which gathers again) each linear's gradient reduce-scatter follows it on the link
     // when the reduction overlaps the backward.
     const auto share = zero3_linear_shares(plan);
-    const double g_proj = gemm_time_s(gpu, gd, T, h, h / tp);
-    const double g_mlp = gemm - qkv_gemm - g_proj;  // MLP up + down (+ MoE router), split by parameter share
+    const double g_mlp = gemm - qkv_gemm - proj_gemm;  // MLP up + down (+ MoE router), split by parameter share
     const double mlp_share = share[2] + share[3];
-    const std::array<double, kZero3Linears> g = {qkv_gemm, g_proj, g_mlp * share[2] / mlp_share,
+    const std::array<double, kZero3Linears> g = {qkv_gemm, proj_gemm, g_mlp * share[2] / mlp_share,
                                                  g_mlp * share[3] / mlp_share};
     const double ga = lc.grad_accumulation_s / kZero3Linears;
     const double reduce = pc.overlap_dp_comm ? collective_time_s(Collective::reduce_scatter,

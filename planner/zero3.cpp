@@ -57,12 +57,11 @@ double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {
   // Follow the link and the compute stream for enough layers that the rate settles (the state is the link's
   // backlog, which either stays bounded or grows by a fixed amount per layer), then take the last layers' mean.
   constexpr int kLayers = 48, kMeasured = 24;
-  double link = 0, compute = 0, gather_done = per_layer[0].gather_s, start = 0, at_measure = 0;
-  link = gather_done;
+  double gather_done = per_layer[0].gather_s, link = gather_done, compute = 0, at_measure = 0;
   for (int l = 0; l < kLayers; ++l) {
     if (l == kLayers - kMeasured) at_measure = compute;
     for (size_t j = 0; j < n; ++j) {
-      start = std::max(compute, gather_done);
+      const double start = std::max(compute, gather_done);
       const Zero3Step& next = per_layer[(j + 1) % n];
       const double next_done = std::max(link, start) + next.gather_s;  // one ahead, issued as this unit starts
       link = next_done;
