@@ -21,6 +21,17 @@ namespace parplan::runtime {
 namespace {
 
 int64_t bytes_of(double b) { return static_cast<int64_t>(std::llround(b)); }
+
+// Elements (per rank for the sharded kinds) and bytes a collective of nccl-tests size `payload` moves over `n` ranks
+// in elements of `es` bytes: whole elements, and for all-gather / reduce-scatter a whole number per rank.
+struct CollectiveSize {
+  int64_t count = 0, bytes = 0;
+};
+CollectiveSize collective_size(CollectiveKind kind, double payload, int64_t n, int64_t es) {
+  const int64_t elems = bytes_of(payload) / es;
+  const int64_t count = kind == CollectiveKind::all_reduce ? elems : elems / n;
+  return {count, kind == CollectiveKind::all_reduce ? count * es : count * n * es};
+}
 double d(int64_t x) { return static_cast<double>(x); }
 
 // The planner's activation shape of this plan (the same fields cost_model.cpp fills; a test checks that the
@@ -92,7 +103,12 @@ class Lowerer {
     grads_ = add_slot(SlotKind::grads, bytes_of(sm.grads), true, "gradients");
     optimizer_ = add_slot(SlotKind::optimizer, bytes_of(sm.optimizer), true, "optimizer state");
     if (sm.recompute_working_set > 0) working_ = add_slot(SlotKind::recompute_working_set, bytes_of(sm.recompute_working_set), true, "recompute working set");
-    if (sm.zero3_buffers > 0) zero3_ = add_slot(SlotKind::zero3_buffers, bytes_of(sm.zero3_buffers), true, "zero3 gathered parameters + unsharded gradient");
+    if (sm.zero3_buffers > 0) {
+      zero3_ = add_slot(SlotKind::zero3_buffers, bytes_of(sm.zero3_buffers), true,
+                        "zero3 gathered parameters + unsharded gradient");
+      // The slot holds the gathered parameters first, then the unsharded gradient (zero3_buffer_bytes).
+      zero3_params_end_ = std::min(bytes_of(sm.zero3_buffers), bytes_of(2.0 * zero3_gathered_params(plan_, lc_.params)));
+    }
     const ActivationShape a = activation_shape_of(plan_);
     per_layer_stash_ = layer_activation_bytes(m_, a).total;
     embedding_stash_ = embedding_activation_bytes(m_, a);
@@ -165,9 +181,9 @@ class Lowerer {
     op.slot = slot >= 0 ? slot : scratch_;
     op.offset = offset;
     op.overlap = overlap;
-    const int64_t elems = bytes_of(payload) / es;
-    op.count = kind == CollectiveKind::all_reduce ? elems : elems / n;  // per-rank count for the sharded kinds
-    op.bytes = kind == CollectiveKind::all_reduce ? op.count * es : op.count * n * es;
+    const CollectiveSize size = collective_size(kind, payload, n, es);
+    op.count = size.count;
+    op.bytes = size.bytes;
     if (op.slot == scratch_ || prog_.slots[op.slot].bytes < offset + op.bytes) {
       op.slot = scratch_;
       op.offset = 0;
@@ -336,12 +352,8 @@ class Lowerer {
     }
     const double payload = 2.0 * lc_.params * zero3_shares_[static_cast<size_t>(linear)];
     const int64_t n = static_cast<int64_t>(group_members(pc_, Group::dp_cp, rank_).size());
-    const int64_t es = dtype_bytes(wd_);
-    const int64_t bytes = bytes_of(payload) / es / std::max<int64_t>(1, n) * std::max<int64_t>(1, n) * es;
-    // The slot holds the gathered parameters first, then the unsharded gradient (zero3_buffer_bytes).
-    const int64_t params_end = std::min(prog_.slots[zero3_].bytes,
-                                        bytes_of(2.0 * zero3_gathered_params(plan_, lc_.params)));
-    const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, params_end - bytes);
+    const int64_t bytes = collective_size(CollectiveKind::all_gather, payload, n, dtype_bytes(wd_)).bytes;
+    const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, zero3_params_end_ - bytes);
     static constexpr const char* kLabels[] = {"zero3.all_gather.qkv", "zero3.all_gather.attn.out",
                                               "zero3.all_gather.mlp.up", "zero3.all_gather.mlp.down"};
     collective(kLabels[linear], term, Group::dp_cp, CollectiveKind::all_gather, payload, wd_, zero3_, offset);
@@ -595,6 +607,7 @@ class Lowerer {
   DType gd_, ad_;
   DType wd_;  // the 16-bit model weights and gradients the DP / ZeRO collectives carry (fp16 plans: fp16)
   std::array<double, kZero3Linears> zero3_shares_;
+  int64_t zero3_params_end_ = 0;  // bytes of the ZeRO-3 slot's parameter region
   int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
