@@ -21,13 +21,6 @@ bool looks_like_file(const std::string& s) {
   return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
 }
 
-template <typename E>
-E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
-  E out{};
-  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
-  return out;
-}
-
 // Loads one profile file named by `flag` and returns the profile set's view of it.
 std::string add_profile_file(ProfileSet& set, const std::string& path, std::string_view flag) {
   const std::string text = read_file(path, flag);

@@ -2,14 +2,25 @@
 // and their translation into a validated Plan.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <fmt/core.h>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "planner/error.hpp"
 #include "planner/profiles.hpp"
 #include "planner/spec.hpp"
 
 namespace parplan::cli {
+
+// The enum value a flag names (parse_enum), or an InputError naming the flag, the value and the choices.
+template <typename E>
+E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
+  E out{};
+  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
+  return out;
+}
 
 struct ModelOptions {
   std::string model;              // profile name or JSON file

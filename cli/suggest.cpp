@@ -42,13 +42,6 @@ bool precision_supported(const GpuSpec& gpu, const TrainingSpec& tr) {
   return gpu.peak(p.gemm_dtype()) > 0;
 }
 
-template <typename E>
-E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
-  E out{};
-  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
-  return out;
-}
-
 // The search request from the flags: target, global batch and the pinned knobs.
 SearchRequest build_request(const SuggestOptions& o, const Target& t, std::string& batch_note) {
   SearchRequest r;
