@@ -262,7 +262,7 @@ LayerCost layer_cost(const Plan& plan) {
 
   if (pc.zero_stage >= 3) {
     lc.zero3_gather_s = collective_time_s(Collective::all_gather, 2.0 * lc.params, pc.dp * pc.cp,
-                                          group_link(plan, GroupKind::dp));
+                                          group_link(plan, GroupKind::dp_cp));
   }
 
   // What stays on the critical path.
@@ -298,7 +298,7 @@ LayerCost layer_cost(const Plan& plan) {
     const double ga = lc.grad_accumulation_s / kZero3Linears;
     const double reduce = pc.overlap_dp_comm ? collective_time_s(Collective::reduce_scatter,
                                                                  d(plan.training.grad_bytes()) * lc.params,
-                                                                 pc.dp * pc.cp, group_link(plan, GroupKind::dp))
+                                                                 pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp))
                                              : 0.0;
     std::array<Zero3Step, kZero3Linears> fwd{};
     std::vector<Zero3Step> bwd;
@@ -386,7 +386,7 @@ DpCost dp_cost(const Plan& plan, double params) {
   DpCost dc;
   dc.group = pc.dp * pc.cp;
   if (dc.group <= 1) return dc;
-  const LinkSpec& l = group_link(plan, GroupKind::dp);
+  const LinkSpec& l = group_link(plan, GroupKind::dp_cp);
   const double grad_bytes_per_param = d(plan.training.grad_bytes());
   dc.grad_bytes = params * grad_bytes_per_param;
   const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;

@@ -30,6 +30,8 @@ int64_t group_size(const ParallelConfig& pc, GroupKind g) {
       return pc.pp;
     case GroupKind::ep:
       return pc.ep;
+    case GroupKind::dp_cp:
+      return pc.dp * pc.cp;
   }
   return 1;
 }
@@ -39,6 +41,7 @@ int64_t group_stride(const ParallelConfig& pc, GroupKind g) {
     case GroupKind::tp:
       return 1;
     case GroupKind::cp:
+    case GroupKind::dp_cp:
       return pc.tp;
     case GroupKind::dp:
     case GroupKind::ep:
@@ -68,6 +71,9 @@ std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t 
       break;
     case GroupKind::pp:
       index = c.pp;
+      break;
+    case GroupKind::dp_cp:
+      index = c.cp + pc.cp * c.dp;
       break;
   }
   const int64_t first = rank - index * stride;

@@ -9,7 +9,9 @@
 
 namespace parplan {
 
-enum class GroupKind : uint8_t { tp, cp, dp, pp, ep };
+// dp_cp: the gradient-reduction group (data and context parallel ranks together, stride tp), over which the
+// gradient all-reduce / reduce-scatter and the ZeRO gathers run; with dp 1 it is the cp group, with cp 1 the dp group.
+enum class GroupKind : uint8_t { tp, cp, dp, pp, ep, dp_cp };
 
 struct RankCoord {
   int64_t tp = 0, cp = 0, dp = 0, pp = 0;

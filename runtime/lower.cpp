@@ -245,7 +245,7 @@ class Lowerer {
       case Group::cp:
         return group_link(plan_, GroupKind::cp);
       case Group::dp_cp:
-        return group_link(plan_, GroupKind::dp);
+        return group_link(plan_, GroupKind::dp_cp);
       case Group::pp:
         return group_link(plan_, GroupKind::pp);
     }

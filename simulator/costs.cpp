@@ -28,7 +28,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   sc.p2p_blocking = opt.blocking_p2p;
   sc.dp_overlap = pc.overlap_dp_comm;
   const int32_t pp_tier = group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ? 1 : 0;
-  const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp, plan.cluster.gpus_per_node) ? 1 : 0;
+  const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node) ? 1 : 0;
 
   std::vector<double> params(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) params[static_cast<size_t>(i)] = stage_params(plan, i);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "planner/config.hpp"
+#include "planner/collectives.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/gemm.hpp"
 #include "planner/model_states.hpp"
@@ -305,4 +306,30 @@ TEST_CASE("ZeRO-2/3 data-parallel tail: the link's backlog, the last microbatch'
   }();
   const double excess16 = estimate(slow16).time.dp_comm_exposed_s - s1.time.dp_comm_exposed_s;
   CHECK(excess16 > 1.9 * excess8);  // linear in m once the backlog dominates
+}
+
+TEST_CASE("dp x cp collectives take the link of the whole dp x cp group, also with dp 1") {
+  // tp 8 on 8-GPU nodes, 16 GPUs: dp 2 x cp 1 and dp 1 x cp 2 reduce the same gradients over the same two ranks
+  // (stride 8, one per node), so both run on the inter-node link; dp 1 used to take the dp group (one rank) as
+  // intra-node and priced the cross-node reduction at NVLink speed.
+  Plan a = test::korthikanti_175b_sharded_dp(1, 4);
+  a.parallel.dp = 2;
+  a.num_gpus = 16;
+  a.training.global_batch = 8;
+  Plan b = a;
+  b.parallel.dp = 1;
+  b.parallel.cp = 2;
+  b.training.global_batch = 4;
+  const double params = 1e9;
+  const DpCost da = dp_cost(a, params), db = dp_cost(b, params);
+  CHECK(da.group == 2);
+  CHECK(db.group == 2);
+  CHECK(db.grad_reduce_s == doctest::Approx(da.grad_reduce_s).epsilon(1e-12));
+  CHECK(db.param_gather_s == doctest::Approx(da.param_gather_s).epsilon(1e-12));
+  CHECK(db.grad_reduce_s == doctest::Approx(collective_time_s(Collective::reduce_scatter, 2.0 * params, 2,
+                                                              a.cluster.inter_node)));
+  // ZeRO-3 gathers: the same.
+  a.parallel.zero_stage = 3;
+  b.parallel.zero_stage = 3;
+  CHECK(estimate(b).layer.zero3_gather_s == doctest::Approx(estimate(a).layer.zero3_gather_s).epsilon(1e-12));
 }

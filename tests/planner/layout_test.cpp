@@ -47,3 +47,22 @@ TEST_CASE("cp and ep groups") {
   CHECK(group_ranks(pc, GroupKind::dp, 0) == std::vector<int64_t>{0, 4, 8, 12});
   CHECK(group_ranks(pc, GroupKind::ep, 8) == std::vector<int64_t>{8, 12});
 }
+
+TEST_CASE("the gradient-reduction group is dp x cp: it crosses nodes with dp 1 when cp does") {
+  ParallelConfig pc;
+  pc.tp = 2;
+  pc.cp = 2;
+  pc.dp = 4;
+  // Ranks with the same tp and pp coordinates, stride tp, in (cp, dp) order.
+  CHECK(group_ranks(pc, GroupKind::dp_cp, 0) == std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14});
+  CHECK(group_ranks(pc, GroupKind::dp_cp, 13) == std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13, 15});
+  // tp 8, cp 2, dp 1 on 8-GPU nodes: the dp group has one rank, the dp x cp group spans two nodes.
+  pc.tp = 8;
+  pc.cp = 2;
+  pc.dp = 1;
+  CHECK_FALSE(group_crosses_nodes(pc, GroupKind::dp, 8));
+  CHECK(group_crosses_nodes(pc, GroupKind::dp_cp, 8));
+  CHECK(group_ranks(pc, GroupKind::dp_cp, 3) == std::vector<int64_t>{3, 11});
+  pc.tp = 4;
+  CHECK_FALSE(group_crosses_nodes(pc, GroupKind::dp_cp, 8));
+}
