@@ -34,8 +34,18 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
   if (stage == p - 1 && l > 0) return l;
   if (free_stages <= 0) return 0;
   const int64_t rest = L - fixed;
-  const int64_t idx = stage - (f > 0 ? 1 : 0);  // index among the free stages
-  return rest / free_stages + (idx < rest % free_stages ? 1 : 0);
+  // Remainder to the middle stages first, then to a free last stage, then to a free first stage (as above: the
+  // first and last stages carry the embedding and the output layer, stage 0 also the most in-flight microbatches).
+  const int64_t middles = std::max<int64_t>(0, p - 2);
+  int64_t order;  // position of `stage` among the free stages in the order they receive an extra layer
+  if (stage == 0) {
+    order = middles + (l > 0 ? 0 : 1);
+  } else if (stage == p - 1) {
+    order = middles;
+  } else {
+    order = stage - 1;
+  }
+  return rest / free_stages + (order < rest % free_stages ? 1 : 0);
 }
 
 bool stage_layers_divisible(const Plan& plan, int64_t v) {

@@ -121,4 +121,29 @@ TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/
   CHECK(stage_layers(p, 0) == 10);
   CHECK(stage_layers(p, 7) == 8);
   CHECK(validate(p).ok());
+  // Only the last stage set: the free stages' remainder goes to the middle stages, not to stage 0 (which holds the
+  // embedding and the most in-flight microbatches). Llama 3 70B's 80 layers on 4 stages with a 19-layer last stage.
+  auto split = [&](int64_t pp) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < pp; ++i) v.push_back(stage_layers(p, i));
+    return v;
+  };
+  p.parallel.pp = 4;
+  p.model.layers = 80;
+  p.parallel.first_stage_layers = 0;
+  p.parallel.last_stage_layers = 19;
+  CHECK(split(4) == std::vector<int64_t>{20, 21, 20, 19});
+  p.parallel.last_stage_layers = 17;  // 63 over 3 free stages: even
+  CHECK(split(4) == std::vector<int64_t>{21, 21, 21, 17});
+  p.parallel.last_stage_layers = 15;  // 65: two extra layers, both to the middle
+  CHECK(split(4) == std::vector<int64_t>{21, 22, 22, 15});
+  p.model.layers = 82;  // 67 over 3: 22 each, the one extra to stage 1 (stage 0 is last in line: never extra)
+  CHECK(split(4) == std::vector<int64_t>{22, 23, 22, 15});
+  // Only the first stage set: middle stages, then the last stage.
+  p.model.layers = 80;
+  p.parallel.first_stage_layers = 19;
+  p.parallel.last_stage_layers = 0;
+  CHECK(split(4) == std::vector<int64_t>{19, 21, 20, 20});
+  p.parallel.first_stage_layers = 16;  // 64 over 3: middle, middle, last
+  CHECK(split(4) == std::vector<int64_t>{16, 22, 21, 21});
 }
