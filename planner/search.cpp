@@ -422,7 +422,7 @@ std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node)
   std::vector<int64_t> c;
   for (int64_t n = 1; n < gpus_per_node; n *= 2) c.push_back(n);
   for (int64_t k = 1; k <= 16; ++k) c.push_back(k * gpus_per_node);
-  for (int64_t j = 3; j < 40; ++j) {
+  for (int64_t j = 2; j < 40; ++j) {  // from 20, 24, 28 nodes (4 x 2^2 = 16 is already listed)
     for (int64_t f : {4, 5, 6, 7}) {
       const int64_t k = f << j;
       if (k > 16 && k * gpus_per_node <= max_gpus) c.push_back(k * gpus_per_node);

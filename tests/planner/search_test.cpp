@@ -412,7 +412,11 @@ TEST_CASE("search: objectives (headroom order, pins, fewest GPUs reaching a thro
   REQUIRE(res.gpu_counts.size() >= 3);  // stops once top_k plans reach the throughput
   CHECK(std::vector<int64_t>(res.gpu_counts.begin(), res.gpu_counts.begin() + 3) == std::vector<int64_t>{1, 2, 4});
   CHECK(fewest_gpus_counts(200, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104,
-                                                            112, 120, 128, 200});
+                                                            112, 120, 128, 160, 192, 200});
+  // After 16 nodes: 20, 24, 28, 32, 40, 48, 56, 64, 80 ... nodes ({4,5,6,7} x 2^k).
+  CHECK(fewest_gpus_counts(1024, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
+                                                             104, 112, 120, 128, 160, 192, 224, 256, 320, 384, 448,
+                                                             512, 640, 768, 896, 1024});
 }
 
 TEST_CASE("state floor: 175B with Adam is 16 bytes/param with 16-bit gradients, 43.6 GB per GPU on 64: over 40 GiB") {
