@@ -118,7 +118,7 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
   const ParallelConfig& pc = plan.parallel;
   const ParamCounts& c = counts.counts;
   double p = d(stage_layers(plan, stage)) * counts.layer_params;
-  if (stage == 0) p += d(c.embedding) / d(pc.tp);
+  if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
   if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c);
   return p;
 }
@@ -348,7 +348,7 @@ EdgeCost edge_cost(const Plan& plan) {
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
   // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
   const ParamCounts c = count_params(m);
-  e.embedding_backward_s += grad_accumulation_s(plan, d(c.embedding) / d(pc.tp), 1);
+  e.embedding_backward_s += grad_accumulation_s(plan, c.embedding_per_tp_rank(pc.tp), 1);
   e.output_backward_s += grad_accumulation_s(plan, output_weight_params(plan, c), 1);
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);

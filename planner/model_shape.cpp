@@ -26,19 +26,22 @@ ParamCounts count_params(const ModelSpec& m) {
   const int64_t norm_params = m.norm == NormType::layernorm ? 2 * h : h;
   c.norms = 2 * norm_params;
   c.final_norm = norm_params;
-  c.embedding = m.vocab * h + (m.position == PositionEmbedding::learned ? m.seq_len * h : 0);
+  c.embedding = m.vocab * h;
+  c.positions = m.position == PositionEmbedding::learned ? m.seq_len * h : 0;
   c.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
   return c;
 }
 
 int64_t total_params(const ModelSpec& m) {
   ParamCounts c = count_params(m);
-  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.experts)) + c.embedding + c.lm_head + c.final_norm;
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.experts)) + c.embedding + c.positions + c.lm_head +
+         c.final_norm;
 }
 
 int64_t active_params(const ModelSpec& m) {
   ParamCounts c = count_params(m);
-  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.top_k)) + c.embedding + c.lm_head + c.final_norm;
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.top_k)) + c.embedding + c.positions + c.lm_head +
+         c.final_norm;
 }
 
 ModelSpec infer_gpt_shape(double params) {

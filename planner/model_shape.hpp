@@ -14,11 +14,16 @@ struct ParamCounts {
   int64_t mlp_per_expert = 0;  // per layer, per expert: MLP weights (+ biases)
   int64_t router = 0;          // per layer: MoE router
   int64_t norms = 0;           // per layer: the two norms
-  int64_t embedding = 0;       // word embedding (+ learned positions)
+  int64_t embedding = 0;       // word embedding (vocab-parallel: split over tp)
+  int64_t positions = 0;       // learned position embedding (Megatron: a plain nn.Embedding, whole on every tp rank)
   int64_t lm_head = 0;         // 0 when tied to the embedding
   int64_t final_norm = 0;
 
   int64_t per_layer_dense() const { return attention + router + norms; }  // replicated over ep
+  // Input-embedding parameters held by one tensor-parallel rank of the first stage.
+  double embedding_per_tp_rank(int64_t tp) const {
+    return static_cast<double>(embedding) / static_cast<double>(tp) + static_cast<double>(positions);
+  }
   int64_t per_layer_experts(int64_t experts) const { return mlp_per_expert * experts; }
 };
 

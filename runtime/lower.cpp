@@ -527,7 +527,7 @@ class Lowerer {
     }
     if (vs == 0) {
       memory("embedding.bwd", Term::backward, 2.0 * d(Tn_) * d(m_.hidden) * 4.0, stash);
-      accumulate_grads("embedding.grad.accumulate", d(count_params(m_).embedding) / d(pc_.tp));
+      accumulate_grads("embedding.grad.accumulate", count_params(m_).embedding_per_tp_rank(pc_.tp));
     }
     if (!split_weight_) {  // freed before the send, so the send can pair with the next task's receive
       release(stash);

@@ -333,3 +333,14 @@ TEST_CASE("dp x cp collectives take the link of the whole dp x cp group, also wi
   b.parallel.zero_stage = 3;
   CHECK(estimate(b).layer.zero3_gather_s == doctest::Approx(estimate(a).layer.zero3_gather_s).epsilon(1e-12));
 }
+
+TEST_CASE("first stage: the word embedding is split over tp, learned positions are whole on every tp rank") {
+  // Megatron-LM: VocabParallelEmbedding splits the vocabulary over tp; the position embedding is a plain
+  // torch.nn.Embedding(max_sequence_length, hidden), replicated. GPT-3 175B at tp 8: 51200 x 12288 / 8 + 2048 x 12288.
+  Plan p = test::korthikanti_175b();
+  const double layers = static_cast<double>(stage_layers(p, 0));
+  const double layer = stage_params(p, 1) / static_cast<double>(stage_layers(p, 1));  // a middle stage: layers only
+  CHECK(stage_params(p, 0) - layers * layer == doctest::Approx(78643200.0 + 25165824.0));
+  CHECK(count_params(p.model).embedding_per_tp_rank(8) == 78643200.0 + 25165824.0);
+  CHECK(total_params(p.model) == 174615846912);  // unchanged: positions counted once
+}
