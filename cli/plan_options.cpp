@@ -1,6 +1,7 @@
 // Shared plan flags -> Plan (see plan_options.hpp).
 #include "cli/plan_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
@@ -27,9 +28,16 @@ std::string add_profile_file(ProfileSet& set, const std::string& path, std::stri
   return set.add(text, path);
 }
 
+// The options added to `app` after the first `before` (CLI11 keeps them in the order they were added).
+std::vector<const CLI::Option*> options_since(CLI::App& app, size_t before) {
+  const auto all = app.get_options();
+  return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
+}
+
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
+  const size_t before = app.get_options().size();
   app.add_option("--model", o.model, "Model profile name or JSON file (see `parplan profiles list`)");
   app.add_option("--params", o.params, "Parameter count (175e9, 175B, 1.3T): infers a GPT-style shape");
   app.add_option("--gpu", o.gpu, "GPU profile name or JSON file (default: the cluster's GPU)");
@@ -40,9 +48,11 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--precision", o.precision, "bf16 | fp16 | fp8 (fp8: GEMMs in fp8)");
   app.add_option("--attention", o.attention, "flash | unfused attention kernel");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
+  o.options = options_since(app, before);
 }
 
 void add_mesh_options(CLI::App& app, MeshOptions& o) {
+  const size_t before = app.get_options().size();
   const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
   app.add_option("--dp", o.dp, "Data-parallel size (default: gpus / (tp pp cp))")->check(pos);
   app.add_option("--tp", o.tp, "Tensor-parallel size")->check(pos);
@@ -73,6 +83,19 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
+  o.options = options_since(app, before);
+}
+
+void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::initializer_list<std::string_view> allowed) {
+  for (const auto* set : {&mo.options, &me.options}) {
+    for (const CLI::Option* op : *set) {
+      const std::string name = op->get_name();
+      if (op->count() == 0 || std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+      throw InputError(fmt::format("{}: cannot be combined with --plan (the Plan document fixes the plan: edit it, or "
+                                   "give the whole plan as flags)",
+                                   name));
+    }
+  }
 }
 
 ProfileSet load_profiles(const ModelOptions& o) {

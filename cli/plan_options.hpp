@@ -32,6 +32,7 @@ struct ModelOptions {
   std::string precision = "bf16";
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
+  std::vector<const CLI::Option*> options;  // the flags above, as added by add_model_options
 };
 
 struct MeshOptions {
@@ -43,6 +44,7 @@ struct MeshOptions {
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
        no_fused_grad_accumulation = false;
   std::optional<double> bucket_mb;
+  std::vector<const CLI::Option*> options;  // the flags above, as added by add_mesh_options
 };
 
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
@@ -51,6 +53,10 @@ void add_model_options(CLI::App& app, ModelOptions& o);
 // --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --bucket-mb
 // --first-stage-layers --last-stage-layers.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
+
+// With --plan FILE the plan comes from the document: any model or mesh flag given beside it (other than `allowed`)
+// is an InputError naming it, not silently ignored.
+void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::initializer_list<std::string_view> allowed);
 
 // Embedded profiles plus the user's --profile files.
 ProfileSet load_profiles(const ModelOptions& o);

@@ -121,6 +121,7 @@ Runner setup(CLI::App& app) {
   return [o]() {
     require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
     require_writable(o->svg, "--svg");
+    if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;
     const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)

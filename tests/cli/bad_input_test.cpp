@@ -298,6 +298,19 @@ TEST_CASE("bad input: suggest") {
   }
 }
 
+TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored") {
+  const std::string ok = kBad + "plan_ok.json";
+  expect_bad_estimate({"--plan", ok, "--tp", "4"}, "--tp: cannot be combined with --plan");
+  expect_bad_estimate({"--plan", ok, "--gpus", "32"}, "--gpus: cannot be combined with --plan");
+  expect_bad_estimate({"--plan", ok, "--sp"}, "--sequence-parallel: cannot be combined with --plan");
+  expect_bad_estimate({"--plan", ok, "--no-overlap-cp"}, "--no-overlap-cp: cannot be combined with --plan");
+  expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
+  expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
+  // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.
+  CHECK(run_parplan({"estimate", "--plan", ok, "--profile", kBad + "gpu_ok.json"}, {}, 60).exit_code != 2);
+  CHECK(run_parplan({"simulate", "--plan", ok, "--bucket-mb", "80"}, {}, 60).exit_code != 2);
+}
+
 TEST_CASE("bad input: check") {
   const std::string ok = kBad + "plan_ok.json";
   const std::vector<BadCase> cases = {
