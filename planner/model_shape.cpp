@@ -50,11 +50,18 @@ ModelSpec infer_gpt_shape(double params) {
   }
   constexpr double kRatio = 128.0;  // hidden / layers, as in GPT-3 175B
   constexpr int64_t kHeadDim = 128, kVocab = 51200, kSeq = 2048;
-  const int64_t layers = std::max<int64_t>(2, std::llround(std::cbrt(params / (12.0 * kRatio * kRatio))));
+  const int64_t l0 = std::max<int64_t>(2, std::llround(std::cbrt(params / (12.0 * kRatio * kRatio))));
   // 12 l h^2 + (13 l + V + s) h - N = 0
-  const double a = 12.0 * layers, b = 13.0 * layers + kVocab + kSeq;
+  const double a = 12.0 * l0, b = 13.0 * l0 + kVocab + kSeq;
   const double h_exact = (-b + std::sqrt(b * b + 4 * a * params)) / (2 * a);
-  const int64_t hidden = std::max<int64_t>(kHeadDim, std::llround(h_exact / kHeadDim) * kHeadDim);
+  // Heads in multiples of 8 (hidden in multiples of 1024) from 16 heads up, as published models of that size have,
+  // so that tensor parallelism up to a node of 8 can split them; smaller models in multiples of one head.
+  const int64_t step = h_exact >= 16 * kHeadDim ? 8 * kHeadDim : kHeadDim;
+  const int64_t hidden = std::max<int64_t>(kHeadDim, std::llround(h_exact / static_cast<double>(step)) * step);
+  // The layer count that brings the total nearest to N for that hidden size.
+  const double hd = static_cast<double>(hidden);
+  const int64_t layers = std::max<int64_t>(
+      2, std::llround((params - static_cast<double>(kVocab + kSeq) * hd) / (12.0 * hd * hd + 13.0 * hd)));
   ModelSpec m;
   m.name = fmt::format("gpt-{:.3g}B-inferred", params / 1e9);
   m.layers = layers;

@@ -33,8 +33,9 @@ int64_t total_params(const ModelSpec& m);
 int64_t active_params(const ModelSpec& m);
 
 // GPT-style shape for a parameter count (the documented rule, docs/cost-model.md):
-// head_dim 128, h/l = 128 (GPT-3 175B: l=96, h=12288), l = round(cbrt(N / (12 * 128^2))),
-// h = the multiple of 128 nearest to the root of 12 l h^2 + 13 l h + (V + s) h = N; V = 51200, s = 2048, GeLU 4h.
+// head_dim 128, h/l about 128 (GPT-3 175B: l=96, h=12288): l0 = round(cbrt(N / (12 * 128^2))), h0 the root of
+// 12 l0 h^2 + 13 l0 h + (V + s) h = N, h = h0 rounded to a multiple of 1024 (heads in 8s) from h0 >= 2048, else of 128,
+// then l re-solved for h; V = 51200, s = 2048, GeLU 4h.
 ModelSpec infer_gpt_shape(double params);
 
 }  // namespace parplan

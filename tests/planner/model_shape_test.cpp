@@ -44,4 +44,28 @@ TEST_CASE("infer_gpt_shape reproduces GPT-3 175B and scales monotonically") {
   CHECK(t.hidden % t.heads == 0);
   CHECK_THROWS_AS(infer_gpt_shape(1e30), InputError);
   CHECK_THROWS_AS(infer_gpt_shape(-5), InputError);
+  // GPT-3 family sizes (Brown et al. 2020, Table 2.1): 1.3B is 24 x 2048, 13B is 40 x 5120.
+  CHECK(infer_gpt_shape(1.3e9).layers == 24);
+  CHECK(infer_gpt_shape(1.3e9).hidden == 2048);
+  CHECK(infer_gpt_shape(13e9).layers == 40);
+  CHECK(infer_gpt_shape(13e9).hidden == 5120);
+}
+
+TEST_CASE("infer_gpt_shape: from 16 heads up the head count splits over a node's 8 GPUs; the total stays near N") {
+  // 70e9 used to give 71 heads (prime: tp 1 only). Log-spaced sizes from 1e9 to 1e14.
+  int n = 0;
+  for (double p = 1e9; p <= 1e14 * 1.0001; p *= std::pow(10.0, 0.05), ++n) {
+    CAPTURE(p);
+    const ModelSpec m = infer_gpt_shape(p);
+    CHECK(m.hidden == 128 * m.heads);
+    if (m.heads >= 16) CHECK(m.heads % 8 == 0);
+    CHECK(m.layers >= 2);
+    // Hidden steps of 1024 leave the layer count to absorb the rest: within half a layer's parameters of N.
+    const double layer = 12.0 * static_cast<double>(m.hidden) * static_cast<double>(m.hidden);
+    CHECK(std::fabs(static_cast<double>(total_params(m)) - p) <= 0.5 * layer + 13.0 * static_cast<double>(m.hidden));
+  }
+  CHECK(n == 101);
+  const ModelSpec s = infer_gpt_shape(70e9);
+  CHECK(s.heads == 72);
+  CHECK(s.layers == 68);
 }
