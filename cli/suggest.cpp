@@ -25,7 +25,7 @@ struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, tokens_per_step, zero;
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
-  bool sp = false, no_sp = false, distributed_optimizer = false, even_stages = false;
+  bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -89,11 +89,17 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
   if (o.sp) s.sequence_parallel = {true};
   if (o.no_sp) s.sequence_parallel = {false};
+  if (o.distributed_optimizer && o.no_distributed_optimizer) {
+    throw InputError("--distributed-optimizer and --no-distributed-optimizer: give one, not both");
+  }
   if (o.zero) {
     s.sharding = {{static_cast<int>(*o.zero), o.distributed_optimizer}};
-    if (*o.zero == 0 && !o.distributed_optimizer) s.sharding.push_back({0, true});
+    // --zero 0 pins ZeRO off; the distributed optimizer is a knob of its own, still tried unless pinned off.
+    if (*o.zero == 0 && !o.distributed_optimizer && !o.no_distributed_optimizer) s.sharding.push_back({0, true});
   } else if (o.distributed_optimizer) {
     s.sharding = {{0, true}};
+  } else if (o.no_distributed_optimizer) {
+    std::erase_if(s.sharding, [](const auto& sh) { return sh.distributed_optimizer; });
   }
   if (!o.zero3_gather_unit.empty()) {
     s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
@@ -443,6 +449,8 @@ Runner setup(CLI::App& app) {
   app.add_flag("--no-sp", o->no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o->zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
   app.add_flag("--distributed-optimizer", o->distributed_optimizer, "Pin the distributed optimizer on");
+  app.add_flag("--no-distributed-optimizer", o->no_distributed_optimizer,
+               "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
   app.add_option("--zero3-gather-unit", o->zero3_gather_unit,
                  "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
   app.add_flag("--even-stages", o->even_stages, "Only even pipeline splits (no lighter last stage)");
@@ -494,7 +502,8 @@ Runner setup(CLI::App& app) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress_shown) fmt::print(stderr, "\n");
     const bool pinned = o->dp || o->tp || o->pp || o->cp || o->ep || o->vpp || o->micro_batch || o->zero ||
-                        !o->schedule.empty() || !o->recompute.empty() || o->sp || o->no_sp || o->distributed_optimizer;
+                        !o->schedule.empty() || !o->recompute.empty() || o->sp || o->no_sp || o->distributed_optimizer ||
+                        o->no_distributed_optimizer;
     std::optional<Advice> advice;
     if (res.top.empty() && req.objective != Objective::fewest_gpus) advice = advise(req, profiles, pinned);
     if (!o->out.empty() && !res.top.empty()) {

@@ -141,3 +141,27 @@ TEST_CASE("suggest --simulate K re-ranks the top K by the simulator's step time"
     if (i > 0) CHECK(j["plans"][i - 1]["simulated_step_s"].get<double>() <= j["plans"][i]["simulated_step_s"].get<double>());
   }
 }
+
+TEST_CASE("suggest: --no-distributed-optimizer pins it off; with --zero 0 no plan shards the optimizer") {
+  auto plans = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"suggest", "--model", "llama3-70b", "--gpus", "64", "--zero", "0", "--json",
+                                     "--top", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["plans"];
+  };
+  int dist = 0;
+  for (const auto& p : plans({})) dist += p["parallel"]["distributed_optimizer"].get<bool>() ? 1 : 0;
+  CHECK(dist > 0);  // --zero 0 alone still tries the distributed optimizer (a knob of its own)
+  const auto off = plans({"--no-distributed-optimizer"});
+  REQUIRE(!off.empty());
+  for (const auto& p : off) {
+    CHECK(p["parallel"]["zero_stage"] == 0);
+    CHECK(p["parallel"]["distributed_optimizer"] == false);
+  }
+  const auto both = run_parplan({"suggest", "--model", "llama3-70b", "--gpus", "64", "--distributed-optimizer",
+                                 "--no-distributed-optimizer"});
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--no-distributed-optimizer") != std::string::npos);
+}
