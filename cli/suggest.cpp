@@ -340,8 +340,10 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
   return j;
 }
 
+// `sim_step` (suggest --simulate): the simulated step of each ranked plan (NaN past the simulated ones), which set
+// their order; empty when nothing was simulated.
 std::string render(const SearchRequest& req, const SearchResult& res, const std::string& note, const std::string& batch_note,
-                   double seconds) {
+                   double seconds, const std::vector<double>& sim_step) {
   const bool moe = req.model.is_moe();
   std::string s = note + "\n";
   s += fmt::format("Search: {} x {} ({}, {} GPUs/node) | global batch {} x seq {} = {} tokens/step ({}) | objective {}{}\n\n",
@@ -350,13 +352,26 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
                    batch_note, to_string(req.objective),
                    req.objective == Objective::fewest_gpus ? fmt::format(" (>= {:.0f} tokens/s)", req.min_tokens_per_s) : "");
   if (!res.top.empty()) {
-    Table t({"#", "dp x tp x pp x cp", "knobs", "peak mem", "headroom", "step", "tokens/s", "MFU", "bubble", "comm", "why"}, 3);
+    const bool sim = !sim_step.empty();
+    std::vector<std::string> head = {"#", "dp x tp x pp x cp", "knobs", "peak mem", "headroom", "step"};
+    if (sim) head.push_back("simulated");
+    for (const char* h : {"tokens/s", "MFU", "bubble", "comm", "why"}) head.push_back(h);
+    Table t(head, 3);
     for (size_t i = 0; i < res.top.size(); ++i) {
       const Candidate& c = res.top[i];
-      t.add({std::to_string(i + 1), (req.objective == Objective::fewest_gpus ? fmt::format("{} GPUs: ", c.num_gpus) : "") + mesh_text(c, moe),
-             knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s),
-             fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu), fmt_percent(c.time.bubble_fraction()),
-             fmt_percent(comm_fraction(c.time)), rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective)});
+      const bool simulated = i < sim_step.size() && !std::isnan(sim_step[i]);
+      std::vector<std::string> row = {
+          std::to_string(i + 1),
+          (req.objective == Objective::fewest_gpus ? fmt::format("{} GPUs: ", c.num_gpus) : "") + mesh_text(c, moe),
+          knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
+      if (sim) row.push_back(simulated && std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "-");
+      for (std::string x : {fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu),
+                            fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {
+        row.push_back(std::move(x));
+      }
+      row.push_back(simulated ? simulated_rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0])
+                              : rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective));
+      t.add(row);
     }
     s += t.render() + "\n";
   }
@@ -475,6 +490,9 @@ Runner setup(CLI::App& app) {
       fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
       progress_shown = true;
     };
+    if (o->simulate > 0 && req.objective != Objective::fastest) {
+      throw InputError("--simulate: re-ranks by step time, so it goes with --objective fastest only");
+    }
     if (o->simulate > req.top_k) req.top_k = o->simulate;
     SearchResult res = search(req);
     if (res.candidates == 0 && req.objective != Objective::fewest_gpus) {
@@ -512,12 +530,15 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = result_json(req, res, target.model_note, batch_note, advice);
       for (size_t i = 0; i < sim_step.size() && i < j["plans"].size(); ++i) {
+        if (std::isnan(sim_step[i])) continue;
         if (std::isfinite(sim_step[i])) j["plans"][i]["simulated_step_s"] = sim_step[i];
+        j["plans"][i]["reason"] =
+            simulated_rank_reason(res.top[i], res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0]);
       }
       if (o->simulate > 0) j["simulated_top"] = o->simulate;
       fmt::print("{}\n", j.dump(2));
     } else {
-      std::string text = render(req, res, target.model_note, batch_note, seconds);
+      std::string text = render(req, res, target.model_note, batch_note, seconds, sim_step);
       if (advice) text += "\n" + advice_text(req, res, *advice);
       if (o->simulate > 0 && !res.top.empty()) {
         text += fmt::format("\nRe-ranked the top {} by simulated step time (event simulation of the schedule):\n", o->simulate);

@@ -80,6 +80,15 @@ std::string rank_reason(const Candidate& c, const Candidate& w, int64_t rank, Ob
   return "";
 }
 
+std::string simulated_rank_reason(const Candidate& c, const Candidate& w, int64_t rank, double sim_c, double sim_w) {
+  if (rank == 1) return "fastest simulated step that fits";
+  if (!(sim_c > 0) || !(sim_w > 0) || !std::isfinite(sim_c)) return "the simulator could not order its schedule";
+  const double slower = sim_c / sim_w - 1.0;
+  const double analytical = w.time.step_s > 0 ? c.time.step_s / w.time.step_s - 1.0 : 0.0;
+  return fmt::format("{:+.1f}% simulated step ({:+.1f}% analytical); {}", slower * 100.0, analytical * 100.0,
+                     memory_delta(c, w));
+}
+
 StateFloor state_floor(const SearchRequest& req, int64_t gpus) {
   Plan p;
   p.model = req.model;

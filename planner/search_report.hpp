@@ -10,6 +10,9 @@ namespace parplan {
 
 // Why `c` ranks at `rank` (1-based) under `o`, against the winner `first`.
 std::string rank_reason(const Candidate& c, const Candidate& first, int64_t rank, Objective o);
+// The same after `suggest --simulate` re-ranked the plans by simulated step time (`sim_c`, `sim_first`, seconds).
+std::string simulated_rank_reason(const Candidate& c, const Candidate& first, int64_t rank, double sim_c,
+                                  double sim_first);
 
 // Model-state memory with the states sharded over every GPU (ZeRO-3 x tp x pp: the least any mesh can hold).
 struct StateFloor {

@@ -140,6 +140,19 @@ TEST_CASE("suggest --simulate K re-ranks the top K by the simulator's step time"
     CHECK(j["plans"][i]["simulated_step_s"].get<double>() > 0);
     if (i > 0) CHECK(j["plans"][i - 1]["simulated_step_s"].get<double>() <= j["plans"][i]["simulated_step_s"].get<double>());
   }
+  // The reasons follow the order that was used: the simulated step, with the analytical one beside it.
+  CHECK(j["plans"][0]["reason"] == "fastest simulated step that fits");
+  CHECK(j["plans"][1]["reason"].get<std::string>().find("simulated step (") != std::string::npos);
+  const auto t = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "64", "--simulate",
+                              "3", "--top", "3"});
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("simulated") != std::string::npos);
+  CHECK(t.out.find("fastest simulated step that fits") != std::string::npos);
+  // Other objectives do not rank by step time: --simulate with them is a usage error.
+  const auto h = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--simulate", "3", "--objective",
+                              "headroom"});
+  CHECK(h.exit_code == 2);
+  CHECK(h.err.find("--simulate") != std::string::npos);
 }
 
 TEST_CASE("suggest: --no-distributed-optimizer pins it off; with --zero 0 no plan shards the optimizer") {
