@@ -33,6 +33,13 @@ std::string line(const char* what, const ErrorSummary& s) {
 
 int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
   if (o.out.empty()) throw InputError("--out: required (the fitted GPU profile to write)");
+  require_writable(o.out, "--out");  // both outputs checked before fitting: no half-written pair
+  require_writable(o.cluster_out, "--cluster-out");
+  for (const auto& f : o.fields) {
+    if (o.cluster_out.empty() && (f.starts_with("intra_node.") || f.starts_with("inter_node."))) {
+      throw InputError(fmt::format("--fit-fields: {} is a cluster field; give --cluster-out to write it", f));
+    }
+  }
   ProfileSet profiles = ProfileSet::embedded();
   for (const auto& f : o.profiles) profiles.add(read_file(f, "--profile"), f);
   const std::vector<MappedRun> runs = load_published_runs(read_file(o.runs, "--from-runs"), o.runs, profiles);

@@ -21,9 +21,29 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
     return;
   }
   if (path.empty()) throw InputError(fmt::format("{}: empty output path", flag));
-  std::filesystem::path p(path);
-  if (std::filesystem::is_directory(p)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A symbolic link is followed: the file it names is replaced, not the link.
+  fs::path p(path);
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec || hops == 40) throw InputError(fmt::format("{}: cannot resolve the link '{}'", flag, path));
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  const fs::file_status st = fs::status(p, ec);
+  if (fs::is_directory(st)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  if (fs::is_character_file(st)) {
+    // A device such as /dev/null or /dev/stdout: written in place (renaming a file onto it would replace the node).
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
+    const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+    if (std::fclose(f) != 0 || !ok) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
+    return;
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    throw InputError(fmt::format("{}: '{}' exists and is not a regular file", flag, path));
+  }
+  std::string tmp = p.string() + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
   size_t written = std::fwrite(content.data(), 1, content.size(), f);
@@ -33,7 +53,7 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
     std::remove(tmp.c_str());
     throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), p.c_str()) != 0) {
     int err = errno;
     std::remove(tmp.c_str());
     throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(err)));
@@ -43,7 +63,11 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
 void require_writable(const std::string& path, std::string_view flag) {
   if (path.empty() || path == "-") return;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) && !std::filesystem::is_character_file(st)) {
+    throw InputError(fmt::format("{}: '{}' exists and is not a regular file", flag, path));
+  }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
     throw InputError(fmt::format("{}: cannot write '{}': directory '{}' does not exist", flag, path, dir.string()));

@@ -28,6 +28,13 @@ std::string one_line(std::string_view s) {
   }
   return r;
 }
+
+// One error line on stderr. std::fputs, not fmt::print: when stderr cannot be written (closed, /dev/full) the error
+// must still end in its exit code, and fmt::print would throw from inside the handler.
+void report(const std::string& line) {
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +63,7 @@ int main(int argc, char** argv) {
       std::none_of(commands.begin(), commands.end(), [&](const Command& c) { return c.name == argv[1]; })) {
     std::string known;
     for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c.name;
-    fmt::print(stderr, "parplan: error: unknown subcommand '{}' (known: {})\n", one_line(argv[1]), known);
+    report(fmt::format("parplan: error: unknown subcommand '{}' (known: {})\n", one_line(argv[1]), known));
     return kBadInput;
   }
   try {
@@ -68,10 +75,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
+    report(fmt::format("parplan: error: {}\n", one_line(e.what())));
     return kBadInput;
   } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
-    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
+    report(fmt::format("parplan: error: {}\n", one_line(e.what())));
     return kBadInput;
   }
   try {
@@ -80,16 +87,16 @@ int main(int argc, char** argv) {
     }
     return kBadInput;
   } catch (const parplan::InputError& e) {
-    fmt::print(stderr, "parplan: error: {}\n", one_line(e.what()));
+    report(fmt::format("parplan: error: {}\n", one_line(e.what())));
     return kBadInput;
   } catch (const parplan::BackendError& e) {
-    fmt::print(stderr, "parplan: backend error: {}\n", one_line(e.what()));
+    report(fmt::format("parplan: backend error: {}\n", one_line(e.what())));
     return kBackendFailure;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "parplan: error: out of host memory\n");
+    report("parplan: error: out of host memory\n");
     return kBackendFailure;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "parplan: internal error: {}\n", one_line(e.what()));
+    report(fmt::format("parplan: internal error: {}\n", one_line(e.what())));
     return kBackendFailure;
   }
 }

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <limits>
 #include <thread>
+#include <unistd.h>
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
@@ -85,6 +86,9 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
     if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
   }
   if (!o.schedule.empty()) s.schedules = {enum_flag<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1")};
+  if (o.vpp && s.schedules.front() != Schedule::interleaved) {
+    throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
+  }
   if (!o.recompute.empty()) s.recompute = {enum_flag<Recompute>(o.recompute, "--recompute", "none, selective, full")};
   if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
   if (o.sp) s.sequence_parallel = {true};
@@ -473,7 +477,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
   app.add_option("--top", o->top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));
   app.add_option("--threads", o->threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
-  app.add_option("--simulate", o->simulate, "Re-rank the top K plans by simulated step time (simulator/)")->check(CLI::Range(1, 1000));
+  app.add_option("--simulate", o->simulate, "Re-rank the top K plans by simulated step time (simulator/; at most 100)")->check(CLI::Range(1, 100));
   app.add_flag("--explain", o->explain, "Show the best rejected candidate for each reason");
   app.add_flag("--json", o->json, "Print the result as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o->out, "Write the winner's Plan document (JSON) for simulate, check and run");
@@ -483,10 +487,15 @@ Runner setup(CLI::App& app) {
     std::string batch_note;
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
+    require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
     bool progress_shown = false;
+    double last_shown = 0;
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;  // a log file gets no progress meter
     req.progress = [&](int64_t done, int64_t total) {
+      if (!terminal) return;
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (t < 1.0) return;
+      if (t < 1.0 || (done < total && t - last_shown < 0.1)) return;
+      last_shown = t;
       fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
       progress_shown = true;
     };

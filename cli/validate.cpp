@@ -2,6 +2,9 @@
 #include <fmt/core.h>
 
 #include <array>
+#include <cctype>
+#include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -129,7 +132,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
   app.add_flag("--breakdown", o->breakdown, "Also print where each row's predicted step goes, term by term");
-  app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan)");
+  app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
   return [o]() {
     if (o->runs.empty()) {
       throw InputError("--runs: required (a published-runs file, e.g. ../shared/validation/published-runs.json)");
@@ -139,9 +142,29 @@ Runner setup(CLI::App& app) {
     const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);
     const ValidationReport rep = score_runs(runs);
     if (!o->plans_dir.empty()) {
-      for (const MappedRun& m : runs) {
-        if (m.plan) write_file_atomic(o->plans_dir + "/" + m.id + ".json", plan_to_json(*m.plan).dump(2) + "\n", "--plans");
+      // File names from the ids with anything but letters, digits, '.', '-' and '_' replaced by '_' (an id is input:
+      // "../x" or "a/b" must not leave the directory). Every target is checked before the first is written.
+      std::error_code ec;
+      if (!std::filesystem::is_directory(o->plans_dir, ec)) {
+        throw InputError(fmt::format("--plans: '{}' is not a directory", o->plans_dir));
       }
+      std::vector<std::pair<std::string, const Plan*>> files;
+      std::set<std::string> names;
+      for (const MappedRun& m : runs) {
+        if (!m.plan) continue;
+        std::string name = m.id;
+        for (char& c : name) {
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+        }
+        if (name.empty() || name[0] == '.') name.insert(0, "_");
+        if (!names.insert(name).second) {
+          throw InputError(fmt::format("--plans: two runs map to the same file name '{}.json'", name));
+        }
+        const std::string path = o->plans_dir + "/" + name + ".json";
+        require_writable(path, "--plans");
+        files.emplace_back(path, &*m.plan);
+      }
+      for (const auto& [path, plan] : files) write_file_atomic(path, plan_to_json(*plan).dump(2) + "\n", "--plans");
     }
     if (o->json) {
       fmt::print("{}\n", report_json(rep).dump(2));

@@ -1,6 +1,7 @@
 // Bad-input suite (issue 9): every malformed file, flag or value gets exactly one stderr line naming the flag or
 // JSON path, exit 2, no crash, no hang, no output file (partial or not). Fixtures: tests/cli/data/bad/.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -439,6 +440,51 @@ TEST_CASE("bad input: an output path that cannot be written leaves nothing behin
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(sub / "plan.json"));
   CHECK(std::distance(fs::directory_iterator(sub), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("bad input: outputs that are not plain files, and checks made before any output is written") {
+  ScratchDir dir;
+  const std::vector<std::string> good = {"estimate", "--model", "gpt3-1.3b", "--gpus", "8"};
+  // A FIFO (or any existing non-regular file but a device) is refused; renaming onto it would replace it.
+  const fs::path fifo = dir.path / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+  expect_bad({with(good, {"-o", fifo.string()}), "is not a regular file"});
+  CHECK(fs::is_fifo(fifo));
+  // A symbolic link is followed: its target gets the plan, the link stays a link.
+  const fs::path target = dir.path / "target.json", link = dir.path / "link.json";
+  fs::create_symlink(target, link);
+  CHECK(run_parplan(with(good, {"-o", link.string()})).exit_code == 0);
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::file_size(target) > 0);
+  // A character device is written in place, not replaced: /dev/null stays a device.
+  CHECK(run_parplan(with(good, {"-o", "/dev/null"})).exit_code == 0);
+  CHECK(fs::is_character_file("/dev/null"));
+  // suggest checks -o before searching; contradictory pins are usage errors.
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "-o", "/nonexistent-dir/plan.json"}, "-o"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--vpp", "2", "--schedule", "gpipe"},
+              "--vpp: 2 chunks per stage need --schedule interleaved"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--simulate", "101"}, "--simulate"});
+  // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
+  ScratchDir out;
+  const std::string runs = kBad + "runs_ok.json";
+  expect_bad({{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", (out.path / "gpu.json").string(),
+               "--cluster-out", "/nonexistent-dir/cluster.json"},
+              "--cluster-out"},
+             &out);
+  expect_bad({{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", (out.path / "gpu.json").string(),
+               "--fit-fields", "inter_node.efficiency"},
+              "--fit-fields: inter_node.efficiency is a cluster field"},
+             &out);
+}
+
+TEST_CASE("validate --plans: file names from run ids stay inside the directory") {
+  ScratchDir dir;
+  const auto r = run_parplan({"validate", "--runs", kBad + "runs_id_path.json", "--plans", dir.path.string()});
+  CHECK(r.exit_code == 0);
+  auto names = dir.entries();
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"_.._.._escape.json", "sub_dir.json"});
+  CHECK_FALSE(fs::exists(dir.path.parent_path() / "escape.json"));
 }
 
 TEST_CASE("extreme scale: 10^7 GPUs and 1T+ parameters give finite numbers or a clean error") {
