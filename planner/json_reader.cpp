@@ -1,6 +1,7 @@
 // Strict JSON object reader (see json_reader.hpp).
 #include "planner/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/core.h>
 
@@ -97,8 +98,60 @@ void JsonReader::finish() const {
 }
 
 nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
+  // nlohmann keeps the last of two equal keys; a document that says "tp": 8 and "tp": 4 is an error here, reported
+  // with its JSON path. Nesting is capped (no parplan document nests deeper than a few levels).
+  constexpr int kMaxDepth = 256;
+  struct Frame {
+    bool array = false;
+    size_t index = 0;
+    std::string key;
+    std::vector<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  auto path = [&](const std::string& last) {
+    std::string out;
+    for (size_t i = 0; i + 1 < stack.size(); ++i) {
+      out.push_back('/');
+      out.append(stack[i].array ? std::to_string(stack[i].index) : stack[i].key);
+    }
+    out.push_back('/');
+    out.append(last);
+    return out;
+  };
+  auto element_done = [&] {
+    if (!stack.empty() && stack.back().array) ++stack.back().index;
+  };
+  const nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t event,
+                                                   nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (depth > kMaxDepth) throw InputError(fmt::format("{}: JSON nested deeper than {} levels", where, kMaxDepth));
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        stack.push_back(Frame{event == E::array_start, 0, {}, {}});
+        break;
+      case E::key: {
+        Frame& f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (std::find(f.keys.begin(), f.keys.end(), f.key) != f.keys.end()) {
+          throw InputError(fmt::format("{}: {}: duplicate key", where, path(f.key)));
+        }
+        f.keys.push_back(f.key);
+        break;
+      }
+      case E::object_end:
+      case E::array_end:
+        stack.pop_back();
+        element_done();
+        break;
+      case E::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), cb);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
   } catch (const nlohmann::json::exception&) {  // out_of_range: a number such as 1e309 overflows a double

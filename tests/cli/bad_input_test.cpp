@@ -195,6 +195,8 @@ TEST_CASE("bad input: plan documents") {
       {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
       {"plan_seq_negative.json", "/training/seq_len"},
+      {"plan_duplicate_key.json", "/parallel/tp: duplicate key"},
+      {"plan_deep_nesting.json", "JSON nested deeper than 256 levels"},
   };
   for (const auto& [file, names] : cases) expect_bad_estimate({"--plan", kBad + file}, kBad + file + ": " + names);
 }
@@ -202,6 +204,7 @@ TEST_CASE("bad input: plan documents") {
 TEST_CASE("bad input: profile files (profiles validate and --profile)") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"model_truncated.json", "malformed JSON at byte"},
+      {"gpu_duplicate_key.json", "/memory_GiB: duplicate key"},
       {"model_empty.json", "malformed JSON at byte"},
       {"model_trailing_garbage.json", "malformed JSON at byte"},
       {"model_not_object.json", "/: expected a JSON object"},
@@ -419,6 +422,7 @@ TEST_CASE("bad input: validate (published-run files)") {
       {{"validate", "--runs", kBad + "runs_wrong_type.json"}, "runs_wrong_type.json: /0/hardware/num_gpus"},
       {{"validate", "--runs", kBad + "runs_duplicate_id.json"}, "runs_duplicate_id.json: /1/id: duplicate"},
       {{"validate", "--runs", kBad + "runs_unknown_key.json"}, "runs_unknown_key.json: /0/parallel/tpp: unknown key"},
+      {{"validate", "--runs", kBad + "runs_duplicate_key.json"}, "runs_duplicate_key.json: /0/parallel/tp: duplicate key"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", "/nonexistent-dir/plans"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", kBad + "runs_ok.json"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
