@@ -124,6 +124,11 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
   r.capacity_bytes = e.capacity_bytes > 0 ? e.capacity_bytes : static_cast<double>(plan.gpu.memory_bytes);
   r.budget_bytes = lim.memory_bytes ? std::min(static_cast<double>(*lim.memory_bytes), r.capacity_bytes) : r.capacity_bytes;
   const double headroom_bytes = r.budget_bytes * lim.headroom.fraction + static_cast<double>(lim.headroom.bytes);
+  if (headroom_bytes >= r.budget_bytes) {
+    throw InputError(fmt::format("--headroom: {} leaves nothing of the {} {} of {}", gib(headroom_bytes),
+                                 gib(r.budget_bytes), r.budget_bytes < r.capacity_bytes ? "budget" : "memory",
+                                 plan.gpu.name));
+  }
   r.limit_bytes = r.budget_bytes - headroom_bytes;
   r.peak_bytes = e.peak_memory_bytes;
   r.peak_stage = e.peak_stage;
@@ -274,9 +279,10 @@ constexpr double kMaxValue = 1e30;
 PlanSnapshot snapshot_from_json(const nlohmann::json& j, const std::string& where, const std::string& path) {
   JsonReader r(j, where, path);
   PlanSnapshot s;
-  s.peak_memory_bytes = r.get_double("peak_memory_bytes", 0, kMaxValue);
+  // A plan always holds some memory and takes some time: zero would make every regression ratio infinite.
+  s.peak_memory_bytes = r.get_double("peak_memory_bytes", 1.0, kMaxValue);
   s.peak_stage = r.get_int("peak_stage", 0, 1'000'000);
-  s.step_s = r.get_double("step_s", 0, kMaxValue);
+  s.step_s = r.get_double("step_s", 1e-12, kMaxValue);
   s.slowest_stage = r.get_int("slowest_stage", 0, 1'000'000);
   const nlohmann::json& stages = r.raw("stage_memory_bytes");
   if (!stages.is_array()) r.fail("stage_memory_bytes", "expected an array of objects");

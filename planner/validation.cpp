@@ -136,8 +136,9 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     if (d) {
       auto it = d->find("iter_time_s");
       if (it != d->end() && !it->is_null()) {
-        if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>())) {
-          top.fail("derived/iter_time_s", "expected a positive number or null");
+        // The same range as measured.iter_time_s: 1 ns .. 1e9 s.
+        if (!it->is_number() || !(it->get<double>() >= 1e-9) || !(it->get<double>() <= 1e9)) {
+          top.fail("derived/iter_time_s", "expected a number from 1e-9 to 1e9 (seconds) or null");
         }
         r.measured_step_time_s = it->get<double>();
         r.step_time_derived = true;

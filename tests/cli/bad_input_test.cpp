@@ -423,6 +423,7 @@ TEST_CASE("bad input: validate (published-run files)") {
       {{"validate", "--runs", kBad + "runs_duplicate_id.json"}, "runs_duplicate_id.json: /1/id: duplicate"},
       {{"validate", "--runs", kBad + "runs_unknown_key.json"}, "runs_unknown_key.json: /0/parallel/tpp: unknown key"},
       {{"validate", "--runs", kBad + "runs_duplicate_key.json"}, "runs_duplicate_key.json: /0/parallel/tp: duplicate key"},
+      {{"validate", "--runs", kBad + "runs_derived_time_tiny.json"}, "/0/derived/iter_time_s: expected a number from 1e-9"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", "/nonexistent-dir/plans"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", kBad + "runs_ok.json"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
@@ -479,6 +480,21 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
                "--fit-fields", "inter_node.efficiency"},
               "--fit-fields: inter_node.efficiency is a cluster field"},
              &out);
+}
+
+TEST_CASE("bad input: check --headroom beyond the GPU, a baseline with zero time or memory") {
+  const std::string ok = kBad + "plan_ok.json";
+  expect_bad({{"check", "--plan", ok, "--headroom", "100GiB"}, "--headroom: 100.00 GiB leaves nothing"});
+  ScratchDir dir;
+  const std::string base = (dir.path / "baseline.json").string();
+  REQUIRE(run_parplan({"check", "--plan", ok, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  for (const char* key : {"step_s", "peak_memory_bytes"}) {
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(base));
+    for (auto& [name, snap] : j["plans"].items()) snap[key] = 0.0;
+    const std::string bad = (dir.path / (std::string(key) + ".json")).string();
+    parplan::test::write_text(bad, j.dump(2));
+    expect_bad({{"check", "--plan", ok, "--baseline", bad}, std::string(key) + ": 0 is out of range"});
+  }
 }
 
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {

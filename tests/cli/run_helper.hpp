@@ -98,6 +98,11 @@ inline std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
 // Compares `actual` with tests/cli/golden/<name>; with PARPLAN_UPDATE_GOLDEN=1 rewrites the golden file instead.
 inline void check_golden(const std::string& name, const std::string& actual) {
   const std::string path = std::string(PARPLAN_TEST_DIR) + "/cli/golden/" + name;
