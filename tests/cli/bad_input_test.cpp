@@ -397,6 +397,13 @@ TEST_CASE("bad input: simulate") {
       {{"simulate", "--plan", ok, "--bucket-mb", "nan"}, "--bucket-mb"},
       {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "8", "--pp", "8", "--microbatches", "100000000"},
        "too large to simulate"},
+      // Within the schedule limit but too many tasks: refused before the graph is built (these ran out of memory).
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "768", "--tp", "8", "--pp", "96", "--microbatches", "100000",
+        "--global-batch", "100000"},
+       "simulate: more than 16777216 tasks"},
+      {{"simulate", "--model", "gpt3-175b", "--gpus", "512", "--tp", "8", "--pp", "8", "--zero", "1", "--bucket-mb",
+        "0.001"},
+       "a larger --bucket-mb makes fewer"},
       {{"simulate", "--model", "gpt3-175b", "--gpus", "64", "--gpu", kBad + "gpu_zero_bandwidth.json"},
        "/hbm_bandwidth_GBps"},
   };
