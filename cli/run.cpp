@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
@@ -122,6 +123,22 @@ Runner setup(CLI::App& app) {
     const bool local = o->rank >= 0;
     if (local && o->rank >= ranks) throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", o->rank, ranks));
     const int64_t per_stage = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;
+    if (o->backend == "host") {
+      // The host backend allocates every rank's tensors in this process: refuse what cannot fit in RAM (it would be
+      // killed for memory) before allocating anything. The model's per-stage bytes, less what only a GPU holds.
+      const Estimate pre = estimate(plan);
+      double need = 0;
+      for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {
+        const StageMemory& sm = pre.memory[static_cast<size_t>(r / per_stage)];
+        need += sm.total - sm.cuda_context - sm.fragmentation;
+      }
+      const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+      if (ram > 0 && need > 0.8 * ram) {
+        throw InputError(fmt::format("--backend host: the plan's {} ranks need about {} of tensors, more than 80% of "
+                                     "this machine's {} (the host backend is for small plans; --rank R runs one rank)",
+                                     local ? 1 : ranks, fmt_bytes(need), fmt_bytes(ram)));
+      }
+    }
     std::vector<runtime::Program> programs;
     for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {
       programs.push_back(runtime::lower(plan, r, runtime::stage_schedule(plan, r / per_stage)));

@@ -504,6 +504,15 @@ TEST_CASE("bad input: check --headroom beyond the GPU, a baseline with zero time
   }
 }
 
+TEST_CASE("bad input: run --backend host refuses a plan whose tensors cannot fit in this machine's memory") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "175b.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "gpt3-175b", "--gpus", "64", "--tp", "8", "--pp", "8", "-o", plan})
+              .exit_code <= 1);
+  // 64 ranks of GPT-3 175B: terabytes of tensors, refused before anything is allocated (it was killed for memory).
+  expect_bad({{"run", "--backend", "host", "--plan", plan}, "--backend host: the plan's 64 ranks need about"});
+}
+
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {
   ScratchDir dir;
   const auto r = run_parplan({"validate", "--runs", kBad + "runs_id_path.json", "--plans", dir.path.string()});
