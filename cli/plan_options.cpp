@@ -34,6 +34,42 @@ std::vector<const CLI::Option*> options_since(CLI::App& app, size_t before) {
   return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
 }
 
+// The flag that sets what a validity rule refused (the error line names it).
+std::string_view reject_flag(Reject r) {
+  switch (r) {
+    case Reject::gpu_count_mismatch:
+      return "--gpus";
+    case Reject::tp_crosses_node:
+    case Reject::tp_not_dividing_heads:
+    case Reject::tp_not_dividing_ffn:
+      return "--tp";
+    case Reject::pp_exceeds_layers:
+      return "--pp";
+    case Reject::uneven_stages_invalid:
+      return "--first-stage-layers/--last-stage-layers";
+    case Reject::vpp_invalid:
+      return "--vpp";
+    case Reject::cp_not_dividing_seq:
+      return "--cp";
+    case Reject::ep_invalid:
+      return "--ep";
+    case Reject::batch_not_divisible:
+      return "--global-batch";
+    case Reject::sp_without_tp:
+      return "--sequence-parallel";
+    case Reject::zero_with_pipeline:
+      return "--zero";
+    case Reject::precision_unsupported:
+      return "--precision";
+    case Reject::zb_full_recompute:
+      return "--schedule";
+    case Reject::out_of_memory:
+    case Reject::count:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
@@ -258,7 +294,11 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   const Validity v = validate(plan, vo);
   if (!v.ok()) {
     for (int i = 0; i < kNumRejects; ++i) {
-      if (v.has(static_cast<Reject>(i))) throw InputError(describe(static_cast<Reject>(i), plan));
+      const auto r = static_cast<Reject>(i);
+      if (!v.has(r)) continue;
+      const std::string what = describe(r, plan);
+      const std::string_view flag = reject_flag(r);
+      throw InputError(flag.empty() || what.starts_with("--") ? what : fmt::format("{}: {}", flag, what));
     }
   }
   return plan;

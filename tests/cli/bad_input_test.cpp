@@ -118,9 +118,9 @@ TEST_CASE("bad input: estimate flags") {
       {{"--model", "gpt3-1.3b", "--gpus", "32", "--pp", "32"}, "pp 32 exceeds the 24 layers"},
       {with(kModel, {"--gpus", "64", "--tp", "16"}), "--allow-tp-across-nodes"},
       {with(kModel, {"--gpus", "64", "--cp", "3"}), "--gpus"},
-      {with(kModel, {"--gpus", "64", "--ep", "2"}), "ep 2"},
+      {with(kModel, {"--gpus", "64", "--ep", "2"}), "--ep: ep 2"},
       {with(kModel, {"--gpus", "64", "--vpp", "0"}), "--vpp"},
-      {with(kModel, {"--gpus", "64", "--pp", "8", "--vpp", "5"}), "vpp 5"},  // 96 % 40
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--vpp", "5"}), "--vpp: "},  // 96 % 40
       {with(kModel, {"--gpus", "64", "--micro-batch", "0"}), "--micro-batch"},
       {with(kModel, {"--gpus", "64", "--global-batch", "0"}), "--global-batch"},
       {with(kModel, {"--gpus", "64", "--global-batch", "100"}), "--global-batch"},  // 100 % 64
@@ -134,10 +134,10 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--zero", "3", "--zero3-gather-unit", "block"}), "--zero3-gather-unit"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "0"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "nan"}), "--bucket-mb"},
-      {with(kModel, {"--gpus", "64", "--sp"}), "sequence parallelism needs tp > 1"},
-      {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "2"}), "ZeRO stage 2 with pp 2"},
+      {with(kModel, {"--gpus", "64", "--sp"}), "--sequence-parallel: sequence parallelism needs tp > 1"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "2"}), "--zero: ZeRO stage 2 with pp 2"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--first-stage-layers", "95"}), "first/last stage layers"},
-      {{"--model", "gpt3-175b", "--gpus", "64", "--gpu", "a100-80gb", "--precision", "fp8"}, "fp8"},
+      {{"--model", "gpt3-175b", "--gpus", "64", "--gpu", "a100-80gb", "--precision", "fp8"}, "--precision: "},
       {with(kModel, {"--gpus", "64", "--gpu", "no-such-gpu"}), "--gpu"},
       {with(kModel, {"--gpus", "64", "--cluster", "no-such-cluster"}), "--cluster"},
       {with(kModel, {"--gpus", "64", "--no-such-flag"}), "--no-such-flag"},
