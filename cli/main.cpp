@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <fmt/core.h>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -79,6 +80,22 @@ int main(int argc, char** argv) {
     return kBadInput;
   } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
     report(fmt::format("parplan: error: {}\n", one_line(e.what())));
+    return kBadInput;
+  }
+  // An option given an empty value (-o '', --schedule '') is bad input, not "not given"; nested subcommands too.
+  std::string empty_flag;
+  std::function<void(const CLI::App*)> find_empty = [&](const CLI::App* a) {
+    for (const CLI::Option* op : a->get_options()) {
+      if (op->count() == 0 || op->get_type_size() == 0) continue;  // not given, or a flag
+      for (const std::string& v : op->results()) {
+        if (v.empty() && empty_flag.empty()) empty_flag = op->get_name();
+      }
+    }
+    for (const CLI::App* sub : a->get_subcommands()) find_empty(sub);
+  };
+  find_empty(&app);
+  if (!empty_flag.empty()) {
+    report(fmt::format("parplan: error: {}: empty value\n", empty_flag));
     return kBadInput;
   }
   try {

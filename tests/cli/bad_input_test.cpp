@@ -513,6 +513,18 @@ TEST_CASE("bad input: run --backend host refuses a plan whose tensors cannot fit
   expect_bad({{"run", "--backend", "host", "--plan", plan}, "--backend host: the plan's 64 ranks need about"});
 }
 
+TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
+  const std::string ok = kBad + "plan_ok.json";
+  const std::vector<BadCase> cases = {
+      {{"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "-o", ""}, "--out: empty value"},
+      {{"simulate", "--plan", ok, "--trace", ""}, "--trace: empty value"},
+      {{"suggest", "--params", "13e9", "--gpus", "8", "--schedule", ""}, "--schedule: empty value"},
+      {{"check", "--plan", ok, "--headroom", ""}, "--headroom: empty value"},
+      {{"profiles", "list", "--kind", ""}, "--kind: empty value"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+}
+
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {
   ScratchDir dir;
   const auto r = run_parplan({"validate", "--runs", kBad + "runs_id_path.json", "--plans", dir.path.string()});
