@@ -67,6 +67,31 @@ int main(int argc, char** argv) {
     report(fmt::format("parplan: error: unknown subcommand '{}' (known: {})\n", one_line(argv[1]), known));
     return kBadInput;
   }
+  // The same for the first word after a command that has subcommands (profiles frobnicate), and for an unknown
+  // option before any command (--helpx); CLI11 reports both as "A subcommand is required".
+  if (argc > 1 && argv[1][0] == '-') {
+    const std::string_view a = argv[1];
+    if (a != "-h" && a != "--help" && a != "--version" && !a.starts_with("--help=")) {
+      report(fmt::format("parplan: error: unknown option '{}' (use --help, --version or a subcommand)\n", one_line(a)));
+      return kBadInput;
+    }
+  }
+  if (argc > 2 && argv[2][0] != '-') {
+    for (const auto& [sub, run] : runners) {
+      if (sub->get_name() != argv[1] || sub->get_subcommands({}).empty()) continue;
+      std::string known;
+      bool found = false;
+      for (const CLI::App* s2 : sub->get_subcommands({})) {
+        known += (known.empty() ? "" : ", ") + s2->get_name();
+        found = found || s2->get_name() == argv[2];
+      }
+      if (!found) {
+        report(fmt::format("parplan: error: {}: unknown subcommand '{}' (known: {})\n", argv[1], one_line(argv[2]),
+                           known));
+        return kBadInput;
+      }
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -259,6 +259,8 @@ TEST_CASE("bad input: profiles subcommand") {
   expect_bad({{"profiles", "validate", kBad + "a_directory.json"}, "is a directory"});
   expect_bad({{"profiles", "--profile", kBad + "does-not-exist.json", "list"}, "--profile"});
   expect_bad({{"no-such-subcommand"}, "unknown subcommand 'no-such-subcommand'"});
+  expect_bad({{"profiles", "frobnicate"}, "profiles: unknown subcommand 'frobnicate' (known: list, show, validate)"});
+  expect_bad({{"--helpx"}, "unknown option '--helpx'"});
 }
 
 TEST_CASE("bad input: suggest") {
