@@ -597,7 +597,11 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
       } else {
         total = dc.grad_reduce_s;
-        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - bwd) : total;
+        // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits
+        // the backward: the weight gradients complete in its W pass only, so only that pass hides them (with one
+        // stage ZB-H1 is 1F1B, search.cpp relies on it).
+        const double window = pc.schedule == Schedule::zero_bubble && pc.pp > 1 ? t.backward_weight_s : bwd;
+        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - window) : total;
       }
       // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
       // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
