@@ -196,6 +196,7 @@ TEST_CASE("bad input: plan documents") {
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
       {"plan_seq_negative.json", "/training/seq_len"},
       {"plan_duplicate_key.json", "/parallel/tp: duplicate key"},
+      {"plan_nul_key.json", "/parallel/d\\x00q: unknown key"},  // a JSON \u0000 does not end the line early
       {"plan_deep_nesting.json", "JSON nested deeper than 256 levels"},
   };
   for (const auto& [file, names] : cases) expect_bad_estimate({"--plan", kBad + file}, kBad + file + ": " + names);
