@@ -40,11 +40,18 @@ Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const s
   }
   plan.num_gpus = r.get_int("num_gpus", 1, 100'000'000);
   JsonReader par = r.object("parallel");
+  const bool microbatches_given = par.has("num_microbatches");
   plan.parallel = parallel_from_json(par);
   par.finish();
   JsonReader tr = r.object("training");
   plan.training = training_from_json(tr);
   tr.finish();
+  // Without num_microbatches: the global batch over dp x micro_batch, as the flags derive it (when that divides;
+  // otherwise the batch check names the mismatch).
+  const int64_t unit = plan.parallel.dp * plan.parallel.micro_batch;
+  if (!microbatches_given && unit > 0 && plan.training.global_batch % unit == 0 && plan.training.global_batch >= unit) {
+    plan.parallel.num_microbatches = plan.training.global_batch / unit;
+  }
   r.finish();
   check_plan_inputs(plan, where);
   return plan;

@@ -26,6 +26,17 @@ TEST_CASE("a hand-written plan may name profiles; the GPU comes from the cluster
   CHECK(p.seq_len() == 2048);
 }
 
+TEST_CASE("without num_microbatches a plan derives it from the global batch, as the flags do") {
+  const char* text = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":2,"tp":8,"pp":4,"micro_batch":2},"training":{"global_batch":64}})";
+  const Plan p = plan_from_text(text, test::profiles(), "plan.json");
+  CHECK(p.parallel.num_microbatches == 16);  // 64 / (dp 2 x micro-batch 2); it was 1
+  // Not divisible: left to the batch check, which names the mismatch.
+  const char* odd = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":2,"tp":8,"pp":4,"micro_batch":2},"training":{"global_batch":66}})";
+  CHECK(plan_from_text(odd, test::profiles(), "plan.json").parallel.num_microbatches == 1);
+}
+
 TEST_CASE("plan errors name the file and JSON path") {
   auto err = [](const char* text) {
     try {
