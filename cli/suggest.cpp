@@ -488,6 +488,7 @@ Runner setup(CLI::App& app) {
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
+    if (o->out == "-" && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
     bool progress_shown = false;
     double last_shown = 0;
     const bool terminal = ::isatty(STDERR_FILENO) != 0;  // a log file gets no progress meter

@@ -524,6 +524,9 @@ TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
       {{"suggest", "--params", "13e9", "--gpus", "8", "--schedule", ""}, "--schedule: empty value"},
       {{"check", "--plan", ok, "--headroom", ""}, "--headroom: empty value"},
       {{"profiles", "list", "--kind", ""}, "--kind: empty value"},
+      // -o - and --json would print two documents on stdout
+      {{"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "-o", "-", "--json"}, "-o: '-' (stdout) and --json"},
+      {{"suggest", "--params", "13e9", "--gpus", "8", "-o", "-", "--json"}, "-o: '-' (stdout) and --json"},
   };
   for (const auto& c : cases) expect_bad(c);
 }
