@@ -1,9 +1,9 @@
 // Strict JSON object reader (see json_reader.hpp).
 #include "planner/json_reader.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <fmt/core.h>
+#include <unordered_set>
 
 namespace parplan {
 
@@ -103,9 +103,9 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
   constexpr int kMaxDepth = 256;
   struct Frame {
     bool array = false;
-    size_t index = 0;
-    std::string key;
-    std::vector<std::string> keys;
+    size_t index = 0;                     // arrays: the element being parsed
+    std::string key;                      // objects: the key being parsed (for the path)
+    std::unordered_set<std::string> keys;  // objects: the keys seen (a set: wide objects stay linear)
   };
   std::vector<Frame> stack;
   auto path = [&](const std::string& last) {
@@ -133,10 +133,7 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
       case E::key: {
         Frame& f = stack.back();
         f.key = parsed.get<std::string>();
-        if (std::find(f.keys.begin(), f.keys.end(), f.key) != f.keys.end()) {
-          throw InputError(fmt::format("{}: {}: duplicate key", where, path(f.key)));
-        }
-        f.keys.push_back(f.key);
+        if (!f.keys.insert(f.key).second) throw InputError(fmt::format("{}: {}: duplicate key", where, path(f.key)));
         break;
       }
       case E::object_end:
