@@ -123,13 +123,13 @@ Runner setup(CLI::App& app) {
     const bool local = o->rank >= 0;
     if (local && o->rank >= ranks) throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", o->rank, ranks));
     const int64_t per_stage = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;
+    const Estimate e = estimate(plan);  // the prediction, also sizing the host guard below
     if (o->backend == "host") {
       // The host backend allocates every rank's tensors in this process: refuse what cannot fit in RAM (it would be
       // killed for memory) before allocating anything. The model's per-stage bytes, less what only a GPU holds.
-      const Estimate pre = estimate(plan);
       double need = 0;
       for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {
-        const StageMemory& sm = pre.memory[static_cast<size_t>(r / per_stage)];
+        const StageMemory& sm = e.memory[static_cast<size_t>(r / per_stage)];
         need += sm.total - sm.cuda_context - sm.fragmentation;
       }
       const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
@@ -147,7 +147,6 @@ Runner setup(CLI::App& app) {
     std::unique_ptr<runtime::World> world =
         o->backend == "host" ? runtime::make_host_world(world_ranks) : runtime::make_cuda_world(world_ranks);
     const runtime::RunResult result = runtime::execute(*world, programs, {o->warmup, o->steps, local});
-    const Estimate e = estimate(plan);
     const auto rows = runtime::compare(e, result, programs, local);
     if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(runtime::measured_timeline(result, programs, local)), "--trace");
     if (o->json) {
