@@ -14,6 +14,16 @@
 
 namespace parplan::cli {
 
+namespace {
+// Writes all of `content` to `path` (created or truncated); false on failure, with errno set by the failing call.
+bool write_all(const char* path, std::string_view content) {
+  std::FILE* f = std::fopen(path, "wb");
+  if (!f) return false;
+  const bool written = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  return std::fclose(f) == 0 && written;
+}
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view content, std::string_view flag) {
   if (path == "-") {
     std::fwrite(content.data(), 1, content.size(), stdout);
@@ -30,33 +40,20 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
     if (ec || hops == 40) throw InputError(fmt::format("{}: cannot resolve the link '{}'", flag, path));
     p = target.is_absolute() ? target : p.parent_path() / target;
   }
-  const fs::file_status st = fs::status(p, ec);
-  if (fs::is_directory(st)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
-  if (fs::is_character_file(st)) {
+  require_writable(p.string(), flag);  // not a directory, not a FIFO or other special file, its directory exists
+  auto fail = [&](int err) {
+    throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(err)));
+  };
+  if (fs::is_character_file(fs::status(p, ec))) {
     // A device such as /dev/null or /dev/stdout: written in place (renaming a file onto it would replace the node).
-    std::FILE* f = std::fopen(p.c_str(), "wb");
-    if (!f) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
-    const bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
-    if (std::fclose(f) != 0 || !ok) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
+    if (!write_all(p.c_str(), content)) fail(errno);
     return;
   }
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    throw InputError(fmt::format("{}: '{}' exists and is not a regular file", flag, path));
-  }
-  std::string tmp = p.string() + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
-  size_t written = std::fwrite(content.data(), 1, content.size(), f);
-  bool ok = written == content.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
+  const std::string tmp = p.string() + ".tmp." + std::to_string(::getpid());
+  if (!write_all(tmp.c_str(), content) || std::rename(tmp.c_str(), p.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp.c_str());
-    throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), p.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(err)));
+    fail(err);
   }
 }
 
