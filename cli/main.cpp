@@ -59,16 +59,8 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     runners.emplace_back(sub, c.setup(*sub));
   }
-  // CLI11 reports an unknown first word only as "A subcommand is required"; name the word instead.
-  if (argc > 1 && argv[1][0] != '-' &&
-      std::none_of(commands.begin(), commands.end(), [&](const Command& c) { return c.name == argv[1]; })) {
-    std::string known;
-    for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c.name;
-    report(fmt::format("parplan: error: unknown subcommand '{}' (known: {})\n", one_line(argv[1]), known));
-    return kBadInput;
-  }
-  // The same for the first word after a command that has subcommands (profiles frobnicate), and for an unknown
-  // option before any command (--helpx); CLI11 reports both as "A subcommand is required".
+  // CLI11 reports an unknown first word, an unknown word after a command that has subcommands (profiles frobnicate)
+  // and an unknown option before any command (--helpx) all as "A subcommand is required"; name the word instead.
   if (argc > 1 && argv[1][0] == '-') {
     const std::string_view a = argv[1];
     if (a != "-h" && a != "--help" && a != "--version" && !a.starts_with("--help=")) {
@@ -76,21 +68,23 @@ int main(int argc, char** argv) {
       return kBadInput;
     }
   }
-  if (argc > 2 && argv[2][0] != '-') {
-    for (const auto& [sub, run] : runners) {
-      if (sub->get_name() != argv[1] || sub->get_subcommands({}).empty()) continue;
-      std::string known;
-      bool found = false;
-      for (const CLI::App* s2 : sub->get_subcommands({})) {
-        known += (known.empty() ? "" : ", ") + s2->get_name();
-        found = found || s2->get_name() == argv[2];
-      }
-      if (!found) {
-        report(fmt::format("parplan: error: {}: unknown subcommand '{}' (known: {})\n", argv[1], one_line(argv[2]),
-                           known));
-        return kBadInput;
-      }
+  // argv[1] among the commands, then argv[2] among that command's subcommands (when it has any).
+  CLI::App* parent = &app;
+  for (int i = 1; i <= 2 && i < argc && argv[i][0] != '-' && parent != nullptr; ++i) {
+    const auto subs = parent->get_subcommands({});
+    if (subs.empty()) break;
+    CLI::App* next = nullptr;
+    std::string known;
+    for (CLI::App* sub : subs) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == argv[i]) next = sub;
     }
+    if (next == nullptr) {
+      report(fmt::format("parplan: error: {}unknown subcommand '{}' (known: {})\n",
+                         i == 1 ? "" : std::string(argv[1]) + ": ", one_line(argv[i]), known));
+      return kBadInput;
+    }
+    parent = next;
   }
   try {
     app.parse(argc, argv);
