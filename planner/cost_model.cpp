@@ -436,7 +436,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   sm.optimizer = dense.optimizer + experts.optimizer;
 
   // Activations held at the schedule's peak.
-  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  const int64_t v = pc.chunks_per_stage();
   sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
   const double per_layer = in.layer_activation_bytes;
   const double layers_per_chunk = d(sm.layers) / d(v);
@@ -513,7 +513,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                         DpCost* dp_out) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp, m = pc.num_microbatches;
-  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  const int64_t v = pc.chunks_per_stage();
 
   // Time per stage and microbatch.
   auto stage_time = [&](int64_t i) {

@@ -135,6 +135,8 @@ struct ParallelConfig {
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
 
   int64_t gpus() const { return dp * tp * pp * cp; }
+  // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
+  int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
 };
 
 struct TrainingSpec {

@@ -64,7 +64,7 @@ class Lowerer {
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
     T_ = pc_.micro_batch * plan.seq_len() / pc_.cp;
     Tn_ = pc_.sequence_parallel ? T_ / pc_.tp : T_;
-    v_ = pc_.schedule == Schedule::interleaved ? pc_.vpp : 1;
+    v_ = pc_.chunks_per_stage();
     layers_ = stage_layers(plan, coord_.pp);
   }
 

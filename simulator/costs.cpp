@@ -17,7 +17,7 @@ double d(int64_t x) { return static_cast<double>(x); }
 StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
-  const int64_t v = pc.schedule == Schedule::interleaved ? pc.vpp : 1;
+  const int64_t v = pc.chunks_per_stage();
   const Estimate e = estimate(plan);
   const LayerCost& lc = e.layer;
   const EdgeCost& edge = e.edge;

@@ -122,7 +122,7 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
 
 PipelineSchedule make_schedule(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  return make_schedule(pc.schedule, pc.pp, pc.num_microbatches, pc.schedule == Schedule::interleaved ? pc.vpp : 1);
+  return make_schedule(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage());
 }
 
 CrossDep cross_stage_dependency(const PipelineSchedule& s, int64_t stage, const PipeOp& o) {

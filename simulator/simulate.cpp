@@ -241,7 +241,7 @@ SimResult simulate(const Plan& input, const SimOptions& opt) {
   co.blocking_p2p = !opt.overlap;
   const StepCosts costs = step_costs(plan, co);
   const ParallelConfig& pc = plan.parallel;
-  check_graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.schedule == Schedule::interleaved ? pc.vpp : 1, costs);
+  check_graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), costs);
   const PipelineSchedule s = make_schedule(plan);
   MemoryModel mem;
   const StageMemoryInputs in = stage_memory_inputs(plan);
