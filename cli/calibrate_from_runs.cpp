@@ -7,6 +7,7 @@
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
+#include "cli/plan_options.hpp"
 #include "cli/render.hpp"
 #include "planner/error.hpp"
 #include "planner/fit.hpp"
@@ -40,8 +41,7 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
       throw InputError(fmt::format("--fit-fields: {} is a cluster field; give --cluster-out to write it", f));
     }
   }
-  ProfileSet profiles = ProfileSet::embedded();
-  for (const auto& f : o.profiles) profiles.add(read_file(f, "--profile"), f);
+  const ProfileSet profiles = load_profiles(o.profiles);
   const std::vector<MappedRun> runs = load_published_runs(read_file(o.runs, "--from-runs"), o.runs, profiles);
   std::string gpu = o.gpu.empty() ? "" : profiles.gpu(o.gpu, "--gpu").name;
   if (gpu.empty()) {

@@ -8,6 +8,7 @@
 #include "cli/check_report.hpp"
 #include "cli/command.hpp"
 #include "cli/io.hpp"
+#include "cli/plan_options.hpp"
 #include "planner/check.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/error.hpp"
@@ -64,8 +65,7 @@ Runner setup(CLI::App& app) {
     if (paths.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
 
     // Read every input before evaluating or writing anything: bad input exits 2 with no output files.
-    ProfileSet profiles = ProfileSet::embedded();
-    for (const std::string& f : o->profiles) profiles.add(read_file(f, "--profile"), f);
+    const ProfileSet profiles = load_profiles(o->profiles);
     std::vector<Plan> plans;
     plans.reserve(paths.size());
     for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));

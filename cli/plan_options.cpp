@@ -134,11 +134,39 @@ void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::i
   }
 }
 
-ProfileSet load_profiles(const ModelOptions& o) {
+ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
   ProfileSet set = ProfileSet::embedded();
-  for (const auto& f : o.profile_files) add_profile_file(set, f, "--profile");
+  const size_t first_user = set.entries().size();
+  auto keys = [](const ProfileSet::Entry& e) {
+    std::vector<std::string> k{e.name};
+    k.insert(k.end(), e.aliases.begin(), e.aliases.end());
+    for (std::string& s : k) {
+      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+    return k;
+  };
+  for (const auto& f : profile_files) {
+    add_profile_file(set, f, "--profile");
+    const std::vector<ProfileSet::Entry>& all = set.entries();
+    const ProfileSet::Entry& added = all.back();
+    const std::vector<std::string> mine = keys(added);
+    for (size_t i = first_user; i + 1 < all.size(); ++i) {
+      if (all[i].kind != added.kind || all[i].where == added.where) continue;
+      for (const std::string& k : keys(all[i])) {
+        if (std::find(mine.begin(), mine.end(), k) == mine.end()) continue;
+        if (k == mine.front() && k == keys(all[i]).front()) {
+          throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", all[i].where,
+                                       added.where, added.kind, added.name));
+        }
+        throw InputError(fmt::format("--profile: {} '{}' in '{}' and {} '{}' in '{}' both answer to '{}' (give one)",
+                                     all[i].kind, all[i].name, all[i].where, added.kind, added.name, added.where, k));
+      }
+    }
+  }
   return set;
 }
+
+ProfileSet load_profiles(const ModelOptions& o) { return load_profiles(o.profile_files); }
 
 Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   ProfileSet profiles = base;

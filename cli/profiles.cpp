@@ -3,6 +3,7 @@
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
+#include "cli/plan_options.hpp"
 #include "cli/render.hpp"
 #include "planner/error.hpp"
 #include "planner/model_shape.hpp"
@@ -17,11 +18,7 @@ struct ProfilesOptions {
   std::string show_name, validate_file, kind;
 };
 
-ProfileSet load(const ProfilesOptions& o) {
-  ProfileSet set = ProfileSet::embedded();
-  for (const auto& f : o.user) set.add(read_file(f, "--profile"), f);
-  return set;
-}
+ProfileSet load(const ProfilesOptions& o) { return load_profiles(o.user); }
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<ProfilesOptions>();

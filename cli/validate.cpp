@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
+#include "cli/plan_options.hpp"
 #include "cli/render.hpp"
 #include "planner/error.hpp"
 #include "planner/plan_json.hpp"
@@ -137,8 +138,7 @@ Runner setup(CLI::App& app) {
     if (o->runs.empty()) {
       throw InputError("--runs: required (a published-runs file, e.g. ../shared/validation/published-runs.json)");
     }
-    ProfileSet profiles = ProfileSet::embedded();
-    for (const auto& f : o->profiles) profiles.add(read_file(f, "--profile"), f);
+    const ProfileSet profiles = load_profiles(o->profiles);
     const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);
     const ValidationReport rep = score_runs(runs);
     if (!o->plans_dir.empty()) {

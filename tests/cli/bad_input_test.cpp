@@ -250,6 +250,33 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
   expect_bad_estimate(with(kModel, {"--gpus", "8", "--profile", kBad + "gpu_zero_memory.json"}), "/memory_GiB");
 }
 
+TEST_CASE("bad input: two --profile files defining one name") {
+  // A file may override an embedded profile, but two files answering to one name would leave the choice to their
+  // order on the command line; every command that takes --profile refuses it, naming both files.
+  const std::string a = kBad + "gpu_ok.json", same = kBad + "gpu_ok_same_name.json";
+  const std::string other = kBad + "gpu_ok_other.json", alias = kBad + "gpu_ok_alias_clash.json";
+  const std::string both = "--profile: '" + a + "' and '" + same + "' both define gpu 'BAD-GPU' (give one)";
+  const std::string plan = kBad + "plan_ok.json";
+  ScratchDir dir;
+  const std::string out = (dir.path / "fitted.json").string();
+  const std::vector<BadCase> cases = {
+      {with({"estimate", "--model", "gpt3-175b"}, {"--gpus", "8", "--profile", a, "--profile", same}), both},
+      {{"suggest", "--params", "1e9", "--gpus", "8", "--profile", a, "--profile", same}, both},
+      {{"simulate", "--plan", plan, "--profile", a, "--profile", same}, both},
+      {{"check", "--plan", plan, "--profile", a, "--profile", same}, both},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--profile", a, "--profile", same}, both},
+      {{"profiles", "--profile", a, "--profile", same, "list"}, both},
+      {{"calibrate", "--from-runs", kBad + "runs_ok.json", "--profile", a, "--profile", same, "--out", out}, both},
+      {{"profiles", "--profile", other, "--profile", alias, "list"},
+       "--profile: gpu 'other-gpu' in '" + other + "' and gpu 'third-gpu' in '" + alias +
+           "' both answer to 'other-gpu' (give one)"},
+  };
+  for (const BadCase& c : cases) expect_bad(c, &dir);
+  // The same file twice is one definition; different names are two.
+  CHECK(run_parplan({"profiles", "--profile", a, "--profile", a, "list"}, {}, 60).exit_code == 0);
+  CHECK(run_parplan({"profiles", "--profile", a, "--profile", other, "list"}, {}, 60).exit_code == 0);
+}
+
 TEST_CASE("bad input: profiles subcommand") {
   expect_bad({{"profiles"}, "subcommand"});
   expect_bad({{"profiles", "show"}, "name"});
