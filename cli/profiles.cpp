@@ -1,5 +1,8 @@
 // `parplan profiles list|show NAME|validate FILE`: the embedded (and user) GPU, cluster and model profiles.
+#include <algorithm>
+#include <cctype>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
@@ -17,6 +20,11 @@ struct ProfilesOptions {
   std::vector<std::string> user;
   std::string show_name, validate_file, kind;
 };
+
+bool same_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
+}
 
 ProfileSet load(const ProfilesOptions& o) { return load_profiles(o.user); }
 
@@ -37,24 +45,40 @@ Runner setup(CLI::App& app) {
       return kOk;
     }
     const ProfileSet set = load(*o);
+    const std::vector<ProfileSet::Entry>& entries = set.entries();
+    // The entry in effect for a kind and name: the last one (a --profile file overrides an embedded profile).
+    auto shadowed = [&entries](size_t i) {
+      for (size_t j = i + 1; j < entries.size(); ++j) {
+        if (entries[j].kind == entries[i].kind && same_name(entries[j].name, entries[i].name)) return true;
+      }
+      return false;
+    };
     if (show->parsed()) {
+      nlohmann::json doc;
       if (const GpuSpec* g = set.find_gpu(o->show_name)) {
-        fmt::print("{}\n", to_json(*g).dump(2));
+        doc = to_json(*g);
       } else if (const ClusterSpec* c = set.find_cluster(o->show_name)) {
-        fmt::print("{}\n", to_json(*c).dump(2));
+        doc = to_json(*c);
       } else if (const ModelSpec* m = set.find_model(o->show_name)) {
-        fmt::print("{}\n", to_json(*m).dump(2));
+        doc = to_json(*m);
       } else {
         throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", o->show_name));
       }
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const ProfileSet::Entry& e = entries[i];
+        if (e.kind == doc["kind"] && e.name == doc["name"] && !shadowed(i) && !e.aliases.empty()) doc["aliases"] = e.aliases;
+      }
+      fmt::print("{}\n", doc.dump(2));
       return kOk;
     }
     if (!o->kind.empty() && o->kind != "gpu" && o->kind != "cluster" && o->kind != "model") {
       throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", o->kind));
     }
+    const size_t embedded = ProfileSet::embedded().entries().size();  // the entries before the --profile files
     Table t({"kind", "name", "aliases", "summary"}, 4);
-    for (const auto& e : set.entries()) {
-      if (!o->kind.empty() && e.kind != o->kind) continue;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ProfileSet::Entry& e = entries[i];
+      if ((!o->kind.empty() && e.kind != o->kind) || shadowed(i)) continue;
       std::string aliases;
       for (const auto& a : e.aliases) aliases += (aliases.empty() ? "" : ",") + a;
       std::string summary;
@@ -72,6 +96,7 @@ Runner setup(CLI::App& app) {
                               m.layers, m.hidden, m.heads,
                               m.is_moe() ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
       }
+      if (i >= embedded) summary += fmt::format(" (from {})", e.where);
       t.add({e.kind, e.name, aliases, summary});
     }
     fmt::print("{}", t.render());

@@ -2,6 +2,7 @@
 #include "planner/spec_json.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fmt/core.h>
 
 namespace parplan {
@@ -173,6 +174,19 @@ nlohmann::json to_json(const ModelSpec& m) {
           {"source", m.source}};
 }
 
+namespace {
+// The shortest decimal that the parser reads back (value * unit, truncated) as the same byte count: a profile's
+// 79.65 GiB is written as 79.65, not as 79.6499999994412.
+double shortest_units(int64_t bytes, double unit) {
+  const double exact = static_cast<double>(bytes) / unit;
+  for (int digits = 1; digits <= 17; ++digits) {
+    const double v = std::strtod(fmt::format("{:.{}g}", exact, digits).c_str(), nullptr);
+    if (static_cast<int64_t>(v * unit) == bytes) return v;
+  }
+  return exact;
+}
+}  // namespace
+
 nlohmann::json to_json(const GpuSpec& g) {
   nlohmann::json peak = nlohmann::json::object();
   for (int i = 0; i < kNumDTypes; ++i) {
@@ -182,7 +196,7 @@ nlohmann::json to_json(const GpuSpec& g) {
   return {{"kind", "gpu"},
           {"name", g.name},
           {"peak_tflops", peak},
-          {"memory_GiB", static_cast<double>(g.memory_bytes) / kGiB},
+          {"memory_GiB", shortest_units(g.memory_bytes, kGiB)},
           {"hbm_bandwidth_GBps", g.hbm_bandwidth_Bps / 1e9},
           {"hbm_efficiency", g.hbm_efficiency},
           {"gemm",
@@ -192,9 +206,9 @@ nlohmann::json to_json(const GpuSpec& g) {
             {"tile_n", g.gemm.tile_n},
             {"kernel_overhead_us", g.gemm.kernel_overhead_s * 1e6},
             {"attention_fraction", g.gemm.attention_fraction}}},
-          {"cuda_context_MiB", static_cast<double>(g.cuda_context_bytes) / kMiB},
-          {"workspace_MiB", static_cast<double>(g.workspace_bytes) / kMiB},
-          {"comm_buffer_MiB_per_group", static_cast<double>(g.comm_buffer_bytes_per_group) / kMiB},
+          {"cuda_context_MiB", shortest_units(g.cuda_context_bytes, kMiB)},
+          {"workspace_MiB", shortest_units(g.workspace_bytes, kMiB)},
+          {"comm_buffer_MiB_per_group", shortest_units(g.comm_buffer_bytes_per_group, kMiB)},
           {"fragmentation_fraction", g.fragmentation_fraction},
           {"source", g.source}};
 }
@@ -240,7 +254,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"attention", to_string(t.attention)},
           {"grad_fp32", t.grad_fp32},
           {"fused_grad_accumulation", t.fused_grad_accumulation},
-          {"dp_bucket_MB", static_cast<double>(t.dp_bucket_bytes) / 1e6}};
+          {"dp_bucket_MB", shortest_units(t.dp_bucket_bytes, 1e6)}};
 }
 
 }  // namespace parplan

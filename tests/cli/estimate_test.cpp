@@ -118,6 +118,30 @@ TEST_CASE("profiles list / show / validate") {
   CHECK(run_parplan({"profiles", "show", "nope"}).exit_code == 2);
 }
 
+TEST_CASE("profiles show writes what the file says; list shows an overridden profile once, from its file") {
+  const auto s = run_parplan({"profiles", "show", "h100"});
+  REQUIRE(s.exit_code == 0);
+  const auto doc = nlohmann::json::parse(s.out);
+  CHECK(doc["memory_GiB"].get<double>() == 79.65);  // the file's value, not 79.6499999994412 from the byte count
+  CHECK(doc["aliases"].size() == 4);
+  CHECK(doc["aliases"][0] == "h100");
+  // The shown document is a valid profile; with 100 GiB it overrides the embedded H100.
+  auto big = doc;
+  big["memory_GiB"] = 100;
+  const std::string path = temp_path("h100-big.json");
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(big.dump().c_str(), f);
+  std::fclose(f);
+  const auto l = run_parplan({"profiles", "--profile", path, "list", "--kind", "gpu"});
+  REQUIRE(l.exit_code == 0);
+  size_t rows = 0;
+  for (size_t at = l.out.find("H100-SXM5-80GB"); at != std::string::npos; at = l.out.find("H100-SXM5-80GB", at + 1)) ++rows;
+  CHECK(rows == 1);  // was listed twice, both rows showing the override
+  CHECK(l.out.find("100.00 GiB HBM") != std::string::npos);
+  CHECK(l.out.find("(from " + path + ")") != std::string::npos);
+  std::filesystem::remove(path);
+}
+
 // estimate --json of the Korthikanti 175B plan without and with one extra flag.
 static std::pair<nlohmann::json, nlohmann::json> korthikanti_json_with(const char* flag) {
   auto args = kKorthikanti175b;

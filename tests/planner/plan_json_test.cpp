@@ -1,9 +1,12 @@
 // Tests for planner/plan_json: the Plan document round-trips; names and inline specs both work; errors name paths.
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 
 #include "planner/cost_model.hpp"
 #include "planner/error.hpp"
 #include "planner/plan_json.hpp"
+#include "planner/profiles.hpp"
+#include "planner/spec_json.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -55,4 +58,24 @@ TEST_CASE("plan errors name the file and JSON path") {
   CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":100000000,"tp":100000000,"pp":1},"training":{"global_batch":8}})")
             .find("/parallel/dp") != std::string::npos);
   CHECK(err(R"({"parplan_plan":2})") == "plan.json: /parplan_plan: 2 is out of range [1, 1]");
+}
+
+TEST_CASE("GPU profiles written back read as the same bytes, in the file's units") {
+  const ProfileSet set = test::profiles();
+  for (const auto& e : set.entries()) {
+    if (e.kind != "gpu") continue;
+    CAPTURE(e.name);
+    const GpuSpec& g = *set.find_gpu(e.name);
+    nlohmann::json j = to_json(g);
+    j["aliases"] = e.aliases;
+    ProfileSet again;
+    again.add(j.dump(), "again.json");
+    const GpuSpec& h = *again.find_gpu(e.name);
+    CHECK(h.memory_bytes == g.memory_bytes);
+    CHECK(h.cuda_context_bytes == g.cuda_context_bytes);
+    CHECK(h.workspace_bytes == g.workspace_bytes);
+    CHECK(h.comm_buffer_bytes_per_group == g.comm_buffer_bytes_per_group);
+    // the shortest decimal that reads back as those bytes: at most 6 significant digits for the shipped profiles
+    CHECK(fmt::format("{}", j["memory_GiB"].get<double>()).size() <= 7);
+  }
 }
