@@ -580,6 +580,10 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     double total = 0, exposed = 0;
     if (dc.group > 1) {
       const double bwd = t.backward_input_s + t.backward_weight_s;
+      // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
+      // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
+      // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
+      const double backward_window = pc.schedule == Schedule::zero_bubble ? t.backward_weight_s : bwd;
       if (dc.per_microbatch) {
         total = md * dc.grad_reduce_s;
         // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
@@ -587,21 +591,22 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
                                                         (pc.recompute == Recompute::full ? 2.0 : 1.0)
                                                   : 0.0;
-        const double window = std::max(0.0, bwd - gathers);
+        const double window = std::max(0.0, backward_window - gathers);
         // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
         // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
         // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
         // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
+        // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
+        // phase (backward and recompute) to run beside.
         const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
-        const double backlog = md * (forward_gathers + gathers + dc.grad_reduce_s - t.total());
+        const double backlog =
+            pc.schedule == Schedule::gpipe
+                ? md * (gathers + dc.grad_reduce_s - bwd)
+                : md * (forward_gathers + gathers + dc.grad_reduce_s - t.total());
         exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
       } else {
         total = dc.grad_reduce_s;
-        // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits
-        // the backward: the weight gradients complete in its W pass only, so only that pass hides them (with one
-        // stage ZB-H1 is 1F1B, search.cpp relies on it).
-        const double window = pc.schedule == Schedule::zero_bubble && pc.pp > 1 ? t.backward_weight_s : bwd;
-        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - window) : total;
+        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - backward_window) : total;
       }
       // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
       // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.

@@ -196,11 +196,11 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
   }
 }
 
-TEST_CASE("search: with one stage ZB-H1 is 1F1B (same step, same memory), tried once unless pinned") {
+TEST_CASE("search: with one stage ZB-H1 is never better than 1F1B (same memory, W alone hides DP), tried unless pinned") {
   SearchRequest req = small_request(8);
   req.top_k = 1'000'000;
   const SearchResult all = search(req);
-  int64_t zb_pp1 = 0, f1b_pp1 = 0;
+  int64_t zb_pp1 = 0, f1b_pp1 = 0, zb_slower = 0;
   for (const Candidate& c : all.top) {
     if (c.parallel.pp != 1) continue;
     zb_pp1 += c.parallel.schedule == Schedule::zero_bubble;
@@ -214,9 +214,11 @@ TEST_CASE("search: with one stage ZB-H1 is 1F1B (same step, same memory), tried 
     z.parallel.schedule = Schedule::zero_bubble;
     if (!validate(z).ok()) continue;  // full recompute
     const Estimate ef = estimate(f), ez = estimate(z);
-    CHECK(ez.time.step_s == ef.time.step_s);
+    CHECK(ez.time.step_s >= ef.time.step_s);
     CHECK(ez.peak_memory_bytes == ef.peak_memory_bytes);
+    zb_slower += ez.time.step_s > ef.time.step_s;
   }
+  CHECK(zb_slower > 0);  // where the DP reduction outlasts W
   req.space.schedules = {Schedule::zero_bubble};
   const SearchResult pinned = search(req);
   int64_t pinned_pp1 = 0;
@@ -224,7 +226,7 @@ TEST_CASE("search: with one stage ZB-H1 is 1F1B (same step, same memory), tried 
   CHECK(pinned_pp1 > 0);
 }
 
-TEST_CASE("search: GPipe never ranks above 1F1B (same step, at least its memory), so it is tried only when pinned") {
+TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
   SearchRequest req = small_request(8);
   req.top_k = 1'000'000;
   REQUIRE(std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::gpipe) != req.space.schedules.end());
@@ -238,7 +240,7 @@ TEST_CASE("search: GPipe never ranks above 1F1B (same step, at least its memory)
     g.parallel.schedule = Schedule::gpipe;
     REQUIRE(validate(g).ok());
     const Estimate ef = estimate(f), eg = estimate(g);
-    CHECK(eg.time.step_s == ef.time.step_s);
+    CHECK(eg.time.step_s >= ef.time.step_s);  // equal unless ZeRO-2/3 reduce-scatters outlast the backward phase
     CHECK(eg.peak_memory_bytes >= ef.peak_memory_bytes);
     more_memory += eg.peak_memory_bytes > ef.peak_memory_bytes;
     ++checked;
