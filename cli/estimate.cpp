@@ -105,7 +105,7 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       fmt::print("{}\n", estimate_to_json(plan, e).dump(2));
     } else {
-      fmt::print("{}", render_estimate(plan, e, note));
+      fmt::print(o->out == "-" ? stderr : stdout, "{}", render_estimate(plan, e, note));  // plan on stdout: report to stderr
     }
     return e.fits ? kOk : kCheckFailed;
   };

@@ -88,4 +88,14 @@ std::string read_file(const std::string& path, std::string_view flag) {
   return text;
 }
 
+bool same_output(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  if (a == "-" || b == "-") return a == b;
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  const fs::path pa = fs::weakly_canonical(fs::absolute(a, ea), ea), pb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  if (ea || eb) return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+  return pa == pb;
+}
+
 }  // namespace parplan::cli

@@ -12,6 +12,10 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
 // Commands that work for a while call it first, so a bad output path fails before the work, with nothing written.
 void require_writable(const std::string& path, std::string_view flag);
 
+// Whether two output paths name the same destination: both "-" (stdout), or the same file (after resolving links
+// and relative parts; a file not yet there compares by its normalised absolute path).
+bool same_output(const std::string& a, const std::string& b);
+
 // Reads a whole file; throws InputError naming `flag` and the path when it cannot be read.
 std::string read_file(const std::string& path, std::string_view flag);
 

@@ -121,6 +121,17 @@ Runner setup(CLI::App& app) {
   return [o]() {
     require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
     require_writable(o->svg, "--svg");
+    if (!o->trace.empty() && same_output(o->trace, o->svg)) {
+      throw InputError(o->trace == "-" ? std::string("--trace and --svg: both name stdout ('-'); give one of them a file")
+                                       : fmt::format("--trace and --svg: both name '{}' (one would replace the other); "
+                                                     "give two paths",
+                                                     o->trace));
+    }
+    const bool document_on_stdout = o->trace == "-" || o->svg == "-";
+    if (document_on_stdout && o->json) {
+      throw InputError(fmt::format("{}: '-' (stdout) and --json would both print a document; give it a file",
+                                   o->trace == "-" ? "--trace" : "--svg"));
+    }
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;
@@ -144,8 +155,9 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       fmt::print("{}\n", to_json(priced, r, closed, so).dump(2));
     } else {
-      fmt::print("{}", render_text(plan, r, closed, note));
-      if (o->ascii) fmt::print("\n{}", sim::render_ascii(r.timeline, 100));
+      std::FILE* report = document_on_stdout ? stderr : stdout;  // a trace or SVG on stdout: the report to stderr
+      fmt::print(report, "{}", render_text(plan, r, closed, note));
+      if (o->ascii) fmt::print(report, "\n{}", sim::render_ascii(r.timeline, 100));
     }
     return kOk;
   };

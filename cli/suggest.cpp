@@ -561,8 +561,10 @@ Runner setup(CLI::App& app) {
       if (res.top.empty() && req.objective == Objective::fewest_gpus) {
         text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", req.min_tokens_per_s, req.gpus);
       }
-      if (!o->out.empty() && !res.top.empty()) text += fmt::format("\nWrote the #1 plan to {}\n", o->out);
-      fmt::print("{}", text);
+      if (!o->out.empty() && !res.top.empty()) {
+        text += o->out == "-" ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", o->out);
+      }
+      fmt::print(o->out == "-" ? stderr : stdout, "{}", text);  // with the plan on stdout, the report goes to stderr
     }
     return res.top.empty() ? kCheckFailed : kOk;
   };

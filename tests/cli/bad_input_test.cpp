@@ -554,8 +554,16 @@ TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
       // -o - and --json would print two documents on stdout
       {{"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "-o", "-", "--json"}, "-o: '-' (stdout) and --json"},
       {{"suggest", "--params", "13e9", "--gpus", "8", "-o", "-", "--json"}, "-o: '-' (stdout) and --json"},
+      {{"simulate", "--plan", ok, "--trace", "-", "--json"}, "--trace: '-' (stdout) and --json"},
+      {{"simulate", "--plan", ok, "--svg", "-", "--json"}, "--svg: '-' (stdout) and --json"},
+      {{"simulate", "--plan", ok, "--trace", "-", "--svg", "-"}, "--trace and --svg: both name stdout"},
   };
   for (const auto& c : cases) expect_bad(c);
+  // The same file for both outputs: the SVG replaced the trace. Nothing is written.
+  ScratchDir dir;
+  const std::string a = (dir.path / "step.out").string();
+  const std::string b = (dir.path / "." / "step.out").string();
+  expect_bad({{"simulate", "--plan", ok, "--trace", a, "--svg", b}, "--trace and --svg: both name '" + a + "'"}, &dir);
 }
 
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {

@@ -180,3 +180,30 @@ TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it
   CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() > ja["time"]["seconds"]["tp_comm"].get<double>());
   CHECK(jb["time"]["seconds"]["compute"].get<double>() == doctest::Approx(ja["time"]["seconds"]["compute"].get<double>()));
 }
+
+TEST_CASE("a document written to stdout ('-') is all of stdout; the human report goes to stderr") {
+  // estimate -o -, suggest -o -, simulate --trace - / --svg -: the report was printed after the document on stdout.
+  const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--recompute", "full", "-o", "-"});
+  REQUIRE(e.exit_code == 0);
+  CHECK(nlohmann::json::parse(e.out)["num_gpus"] == 8);
+  CHECK(e.err.find("Step time") != std::string::npos);
+  const auto s = run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "8", "--top", "1", "-o", "-"});
+  REQUIRE(s.exit_code == 0);
+  CHECK(nlohmann::json::parse(s.out)["num_gpus"] == 8);
+  CHECK(s.err.find("Wrote the #1 plan to stdout") != std::string::npos);
+  const std::vector<std::string> sim = {"simulate", "--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--pp", "4",
+                                        "--microbatches", "6"};
+  auto with = [&sim](std::vector<std::string> more) {
+    more.insert(more.begin(), sim.begin(), sim.end());
+    return more;
+  };
+  const auto t = run_parplan(with({"--trace", "-"}));
+  REQUIRE(t.exit_code == 0);
+  CHECK(nlohmann::json::parse(t.out)["traceEvents"].size() > 100);
+  CHECK(t.err.find("Simulated step") != std::string::npos);
+  const auto g = run_parplan(with({"--svg", "-", "--ascii"}));
+  REQUIRE(g.exit_code == 0);
+  CHECK(g.out.rfind("<svg", 0) == 0);
+  CHECK(g.out.find("</svg>\n") == g.out.size() - 7);
+  CHECK(g.err.find("Simulated step") != std::string::npos);
+}
