@@ -90,6 +90,8 @@ nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const TimeBrea
                       {"exposed_comm_s", x.exposed_comm_s},
                       {"tp_exposed_s", x.tp_exposed_s},
                       {"cp_exposed_s", x.cp_exposed_s},
+                      {"ep_exposed_s", x.ep_exposed_s},
+                      {"zero3_exposed_s", x.zero3_exposed_s},
                       {"pp_exposed_s", x.pp_exposed_s},
                       {"pp_total_s", x.pp_total_s},
                       {"dp_exposed_s", x.dp_exposed_s},

@@ -118,6 +118,7 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
                         {"tp_comm", t.tp_comm_s},
                         {"cp_comm", t.cp_comm_s},
                         {"ep_comm", t.ep_comm_s},
+                        {"zero3_comm", t.zero3_comm_s},
                         {"pp_comm", t.p2p_s},
                         {"total", t.per_microbatch_s}}}});
   }

@@ -207,3 +207,25 @@ TEST_CASE("a document written to stdout ('-') is all of stdout; the human report
   CHECK(g.out.find("</svg>\n") == g.out.size() - 7);
   CHECK(g.err.find("Simulated step") != std::string::npos);
 }
+
+TEST_CASE("--json per-stage terms add up: estimate's per-microbatch time, simulate's busy time (EP and ZeRO-3 included)") {
+  // estimate left out the ZeRO-3 term and simulate the EP and ZeRO-3 terms, so the listed terms fell short of total.
+  const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "16", "--dp", "16", "--microbatches", "2",
+                              "--zero", "3", "--zero3-gather-unit", "linear", "--json"});
+  REQUIRE(e.exit_code == 0);
+  const auto t = nlohmann::json::parse(e.out)["stages"][0]["time_per_microbatch_s"];
+  double sum = 0;
+  for (const auto& [k, v] : t.items()) sum += k == "total" ? 0.0 : v.get<double>();
+  CHECK(t["zero3_comm"].get<double>() > 0.1 * t["total"].get<double>());
+  CHECK(sum == doctest::Approx(t["total"].get<double>()).epsilon(1e-9));
+  const auto s = run_parplan({"simulate", "--model", "mixtral-8x7b", "--gpus", "64", "--tp", "2", "--pp", "4", "--dp",
+                              "8", "--ep", "8", "--microbatches", "8", "--json"});
+  REQUIRE(s.exit_code == 0);
+  for (const auto& st : nlohmann::json::parse(s.out)["stages"]) {
+    const double parts = st["compute_s"].get<double>() + st["tp_exposed_s"].get<double>() +
+                         st["cp_exposed_s"].get<double>() + st["ep_exposed_s"].get<double>() +
+                         st["zero3_exposed_s"].get<double>() + st["pp_exposed_s"].get<double>();
+    CHECK(st["ep_exposed_s"].get<double>() > 0);
+    CHECK(parts == doctest::Approx(st["busy_s"].get<double>()).epsilon(1e-6));
+  }
+}
