@@ -67,7 +67,13 @@ std::string escape(const std::string& s) {
 
 std::string render_svg(const Timeline& t, const std::string& title) {
   const double step = t.step_s > 0 ? t.step_s : 1.0;
-  const double sx = kPlot / step;
+  // The axis spans the step and anything drawn after it (with a sharded optimizer the parameter all-gather runs on
+  // into the next step's first forward), so no bar leaves the picture; a dashed line marks the step's end.
+  double span = step;
+  for (const auto& tr : t.tracks)
+    for (const auto& st : tr.streams)
+      for (const auto& e : st.events) span = std::max(span, e.end_s);
+  const double sx = kPlot / span;
   const double row = kRowCompute + kRowComm + kGap;
   const double height = kTop + row * static_cast<double>(t.tracks.size()) + 80;
   const double width = kLeft + kPlot + kRight;
@@ -108,9 +114,12 @@ std::string render_svg(const Timeline& t, const std::string& title) {
                          "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
                          x, ry, w, rh, fill_of(e), tr.streams[k].name, event_name(e, chunks), e.start_s * 1e3,
                          e.end_s * 1e3);
-        if (compute && e.microbatch >= 0 && w >= 14 && !(e.category == EventCategory::layer_comm)) {
+        const std::string label = event_name(e, chunks);
+        // Only where the label fits its bar (about 6 px per character at font-size 9, digits and capitals).
+        if (compute && e.microbatch >= 0 && w >= 6.0 * static_cast<double>(label.size()) + 2 &&
+            !(e.category == EventCategory::layer_comm)) {
           o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
-                           x + w / 2, ry + rh * 0.65, event_name(e, chunks));
+                           x + w / 2, ry + rh * 0.65, label);
         }
       }
     }
@@ -119,12 +128,21 @@ std::string render_svg(const Timeline& t, const std::string& title) {
   const double ay = kTop + row * static_cast<double>(t.tracks.size()) + 4;
   o += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.2f}\" x2=\"{:.0f}\" y2=\"{:.2f}\" stroke=\"black\"/>\n", kLeft, ay,
                    kLeft + kPlot, ay);
-  const double ts = tick_step(step);
-  for (int k = 0; k * ts <= step * (1 + 1e-9); ++k) {
+  const double ts = tick_step(span);
+  // Tick labels in ms as plain decimals (no exponents): as many decimals as the tick spacing needs.
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(ts * 1e3) + 1e-9)));
+  for (int k = 0; k * ts <= span * (1 + 1e-9); ++k) {
     const double x = kLeft + k * ts * sx;
     o += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"black\"/>"
-                     "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{:.4g}</text>\n",
-                     x, ay, x, ay + 5, x, ay + 17, k * ts * 1e3);
+                     "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{:.{}f}</text>\n",
+                     x, ay, x, ay + 5, x, ay + 17, k * ts * 1e3, decimals);
+  }
+  if (span > step * (1 + 1e-9)) {
+    const double x = kLeft + step * sx;
+    o += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.0f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"black\" "
+                     "stroke-dasharray=\"4 3\"/><text x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"end\" font-size=\"9\">"
+                     "step end (later bars overlap the next step)</text>\n",
+                     x, kTop - 6, x, ay, x - 3, kTop - 8);
   }
   o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">ms</text>\n", kLeft - 8, ay + 17);
   // Legend.

@@ -1,9 +1,12 @@
 // Tests for simulator/svg: well-formed picture with a bar per event, hatched comm, axis and legend; deterministic.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "planner/test_plans.hpp"
 #include "simulator/fixture.hpp"
+#include "simulator/simulate.hpp"
 #include "simulator/svg.hpp"
 
 using namespace parplan::sim;
@@ -33,4 +36,52 @@ TEST_CASE("svg: stages down, one bar per event, comm hatched, axis and legend") 
   CHECK(svg.find("backward") != std::string::npos);    // legend
   CHECK(svg.find(">ms</text>") != std::string::npos);  // axis unit
   CHECK(svg == render_svg(test::small_step().timeline, "p2 m3 <test>"));
+}
+
+TEST_CASE("svg: bars after the step's end stay in the picture; plain tick labels; labels only where they fit") {
+  // With the distributed optimizer the parameter all-gather runs past the step (into the next step's forward): the
+  // axis spans it and a dashed line marks the step's end. Bars used to be drawn beyond the SVG's width.
+  parplan::Plan plan = parplan::test::korthikanti_175b();
+  plan.parallel.pp = 4;
+  plan.parallel.dp = 2;
+  plan.parallel.vpp = 2;
+  plan.parallel.num_microbatches = 8;
+  plan.parallel.distributed_optimizer = true;
+  plan.training.global_batch = 16;
+  SimOptions o;
+  o.record_timeline = true;
+  const SimResult r = simulate(plan, o);
+  double last = 0;
+  for (const auto& tr : r.timeline.tracks)
+    for (const auto& st : tr.streams)
+      for (const auto& e : st.events) last = std::max(last, e.end_s);
+  REQUIRE(last > r.timeline.step_s * 1.01);
+  const std::string svg = render_svg(r.timeline, "t");
+  CHECK(svg.find("step end") != std::string::npos);
+  const double width = 1310;
+  REQUIRE(svg.find("width=\"1310\"") != std::string::npos);
+  for (size_t p = svg.find("<rect x=\""); p != std::string::npos; p = svg.find("<rect x=\"", p + 1)) {
+    const double x = std::stod(svg.substr(p + 9));
+    const size_t wp = svg.find("width=\"", p) + 7;
+    CHECK(x + std::stod(svg.substr(wp)) <= width - 20 + 1e-6);
+  }
+  CHECK(svg.find("e+") == std::string::npos);
+  // A ten-second step: ticks read 10000, not 1e+04.
+  parplan::Timeline t = r.timeline;
+  const double k = 12.0 / t.step_s;
+  t.step_s *= k;
+  for (auto& tr : t.tracks)
+    for (auto& st : tr.streams)
+      for (auto& e : st.events) e.start_s *= k, e.end_s *= k;
+  const std::string long_svg = render_svg(t, "t");
+  CHECK(long_svg.find(">10000</text>") != std::string::npos);
+  CHECK(long_svg.find("e+") == std::string::npos);
+  // Interleaved labels ("B3.1") are drawn only on bars wide enough for them.
+  for (size_t p = svg.find("font-size=\"9\">B"); p != std::string::npos; p = svg.find("font-size=\"9\">B", p + 1)) {
+    const size_t rect = svg.rfind("<rect x=\"", p);
+    const double w = std::stod(svg.substr(svg.find("width=\"", rect) + 7));
+    const size_t end = svg.find('<', p);
+    const size_t chars = end - (p + 14);
+    CHECK(w >= 6.0 * static_cast<double>(chars) + 2);
+  }
 }
