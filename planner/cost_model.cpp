@@ -49,6 +49,20 @@ double layer_params(const Plan& plan) {
 
 }  // namespace
 
+double dp_reduction_tail_s(double reduce_s, double backward_s, double bucket_s, int64_t chunks, int64_t pp) {
+  const double v = d(chunks), share = reduce_s / v, b = backward_s / v;
+  // Chunk c's last backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs
+  // the last p microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the
+  // one DP link behind the previous chunk's.
+  double link = -1e300, finish = 0;
+  for (int64_t c = chunks - 1; c >= 0; --c) {
+    const double start = -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b;  // relative to the end of the backward
+    finish = std::max(std::max(link, start) + share, start + b + bucket_s);
+    link = finish;
+  }
+  return std::max(finish, bucket_s);
+}
+
 // Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,
 // unfused softmax), forward and backward, counted pass by pass: a forward op reads its inputs and writes its output;
 // its backward reads what the forward saved plus the incoming gradient and writes the input gradient. So LayerNorm,
@@ -606,7 +620,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
       } else {
         total = dc.grad_reduce_s;
-        exposed = pc.overlap_dp_comm ? std::max(dc.bucket_s, dc.grad_reduce_s - backward_window) : total;
+        exposed = pc.overlap_dp_comm ? dp_reduction_tail_s(dc.grad_reduce_s, backward_window, dc.bucket_s,
+                                                            pc.chunks_per_stage(), pc.pp)
+                                     : total;
       }
       // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
       // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.

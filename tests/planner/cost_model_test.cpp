@@ -344,3 +344,20 @@ TEST_CASE("first stage: the word embedding is split over tp, learned positions a
   CHECK(count_params(p.model).embedding_per_tp_rank(8) == 78643200.0 + 25165824.0);
   CHECK(total_params(p.model) == 174615846912);  // unchanged: positions counted once
 }
+
+TEST_CASE("dp_reduction_tail_s: one chunk is max(bucket, reduce - backward); interleaved chunks queue from their own "
+          "last backward") {
+  // One chunk: the buckets leave during the last backward.
+  CHECK(dp_reduction_tail_s(3.0, 1.0, 0.1, 1, 8) == doctest::Approx(2.0));
+  CHECK(dp_reduction_tail_s(0.5, 1.0, 0.1, 1, 8) == doctest::Approx(0.1));
+  // v = 2, p = 4, backward 1.0 (0.5 per chunk), reduce 3.0 (1.5 per chunk). Chunk 1's last backward starts
+  // (1 x 4 + 1) x 0.5 = 2.5 before the end and its share is done at -1.0; chunk 0's starts at -0.5, its share ends at
+  // max(-0.5, -1.0) + 1.5 = 1.0: exposed 1.0 (one chunk over the same backward: 2.0).
+  CHECK(dp_reduction_tail_s(3.0, 1.0, 0.1, 2, 4) == doctest::Approx(1.0));
+  // A long reduction queues: v = 3, p = 2, backward 0.3 (0.1 per chunk), reduce 3.0 (1.0 per chunk): chunk 2 starts
+  // at -0.5, ends 0.5; chunk 1 at 1.5; chunk 0 at 2.5 (the link never idles once chunk 2 starts: 3.0 - 0.5).
+  CHECK(dp_reduction_tail_s(3.0, 0.3, 0.01, 3, 2) == doctest::Approx(2.5));
+  // Never below one bucket, never above the unoverlapped reduction.
+  CHECK(dp_reduction_tail_s(0.001, 1.0, 0.05, 4, 8) == doctest::Approx(0.05));
+  CHECK(dp_reduction_tail_s(5.0, 1.0, 0.05, 4, 8) <= 5.0);
+}

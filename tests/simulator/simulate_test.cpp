@@ -182,6 +182,32 @@ TEST_CASE("simulate: with one stage the closed form follows the schedule: GPipe'
   }
 }
 
+TEST_CASE("simulate: interleaved with overlapped DP reduction: each chunk's share leaves after its own last backward") {
+  // The closed form hid the whole reduction behind the stage's last backward only, where the simulator (and
+  // Megatron-Core's per-chunk buckets) start chunk c's share p backward chunks earlier: GPT-3 175B on 256 GPUs
+  // (tp 8, pp 8, dp 4, v 4, 16 microbatches) simulated 14.3% faster than the closed form, now within 1%.
+  for (int64_t v : {2, 4}) {
+    Plan plan = grid_plan(Schedule::interleaved, 8, 16, v, false);
+    plan.parallel.dp = 4;
+    plan.num_gpus = 8 * 8 * 4;
+    plan.training.global_batch = 4 * 16;
+    plan.gpu = test::profiles().gpu("h100", "test");
+    plan.cluster = test::profiles().cluster("dgx-h100", "test");
+    plan.training.precision = Precision::bf16;
+    REQUIRE(validate(plan).ok());
+    const Estimate e = estimate(plan);
+    Plan blocking = plan;
+    blocking.parallel.overlap_dp_comm = false;
+    REQUIRE(estimate(blocking).time.dp_comm_exposed_s > 0.1 * e.time.step_s);  // a reduction worth hiding
+    const SimResult with = simulate(plan), without = simulate(blocking);
+    const double gap = with.summary.step_s / e.time.step_s - 1.0;
+    const double gap_without = without.summary.step_s / estimate(blocking).time.step_s - 1.0;
+    CAPTURE(v);
+    CHECK(std::abs(gap) < 0.01);
+    CHECK(std::abs(gap - gap_without) < 0.005);  // the overlap adds no gap of its own
+  }
+}
+
 TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP link, as in the closed form") {
   // GPT-3 175B on tp 8 x dp 8 (one node per TP group, dp over InfiniBand), micro-batch 1, full recompute: one
   // microbatch (gradients reduced behind its own backward) and several (reductions also meet the next forward).
