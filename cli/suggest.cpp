@@ -245,8 +245,14 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
 
 std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
   const StateFloor& f = a.floor;
-  std::string s = fmt::format("NOTHING FITS: no configuration of {} on {} x {} ({}) fits in memory.\n", req.model.name,
-                              req.gpus, req.gpu.name, fmt_bytes(f.capacity_bytes));
+  const bool memory_decided = res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0;
+  // When every configuration broke a mesh or batch rule, memory never came into it: say so, not "fits in memory".
+  std::string s = memory_decided
+                      ? fmt::format("NOTHING FITS: no configuration of {} on {} x {} ({}) fits in memory.\n",
+                                    req.model.name, req.gpus, req.gpu.name, fmt_bytes(f.capacity_bytes))
+                      : fmt::format("NOTHING VALID: every configuration of {} on {} x {} breaks a mesh, batch or "
+                                    "schedule rule (reasons above); none reached the memory check.\n",
+                                    req.model.name, req.gpus, req.gpu.name);
   s += fmt::format(
       "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
       "fully sharded over {} GPUs (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",

@@ -56,6 +56,26 @@ TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would 
   CHECK(doc["closest"]["rejected_for"][0] == "out_of_memory");
 }
 
+TEST_CASE("suggest: when every configuration breaks a rule, it says so, not that nothing fits in memory") {
+  // pp 3 with vpp 2: 40 layers do not split into 3 x 2 equal chunks and 128 microbatches are not a multiple of 3.
+  const auto r = run_parplan({"suggest", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--explain"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("NOTHING FITS") == std::string::npos);
+  CHECK(r.out.find("NOTHING VALID: every configuration of") != std::string::npos);
+  CHECK(r.out.find("none reached the memory check") != std::string::npos);
+  // The --explain line must not offer an uneven split that would still fail on the microbatch count.
+  CHECK(r.out.find("vpp_invalid: ") != std::string::npos);
+  CHECK(r.out.find("--last-stage-layers 12") == std::string::npos);
+  // With 6 microbatches (divisible by pp 3) the split is offered, and it works.
+  const auto e = run_parplan({"estimate", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--dp", "8",
+                              "--micro-batch", "2", "--global-batch", "96"});
+  CHECK(e.exit_code == 2);
+  CHECK(e.err.find("--last-stage-layers 12") != std::string::npos);
+  const auto fixed = run_parplan({"estimate", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--dp",
+                                  "8", "--micro-batch", "2", "--global-batch", "96", "--last-stage-layers", "12"});
+  CHECK(fixed.exit_code != 2);
+}
+
 TEST_CASE("suggest -o writes the winner's plan; estimate --plan reproduces its step time") {
   const std::string path = temp_path("plan.json");
   const auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--gpu", "a100-40gb", "--json", "-o", path});
