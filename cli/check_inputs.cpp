@@ -66,7 +66,12 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
   for (const CLI::ConfigItem& item : items) {
     const std::string key = item.fullname();
     if (!item.parents.empty()) {
-      if (item.name == "--" || item.name == "++") continue;  // section markers; their keys are reported below
+      if (item.name == "--") continue;  // leaving a section
+      if (item.name == "++") {           // entering one (even an empty one, which has no key to report)
+        std::string section;
+        for (const std::string& p : item.parents) section += (section.empty() ? "" : ".") + p;
+        throw InputError(fmt::format("{}: section [{}] (sections are not supported; use top-level keys)", path, section));
+      }
       throw InputError(fmt::format("{}: unknown key '{}' (sections are not supported; use top-level keys)", path, key));
     }
     const CLI::Option* op = item.name.empty() ? nullptr : app.get_option_no_throw("--" + item.name);

@@ -431,7 +431,16 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   write(d.file("section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\ntp = 2\n");
   const auto sec = run_parplan({"check", "--plan", d.file("section.toml")});
   CHECK(sec.exit_code == 2);
-  CHECK(has(sec.err, d.file("section.toml") + ": unknown key 'mesh.tp'"));
+  CHECK(has(sec.err, d.file("section.toml") + ": section [mesh] (sections are not supported"));
+  // An empty section header was accepted (no key inside it to report), in plans and in --config.
+  write(d.file("empty_section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\n");
+  const auto empty = run_parplan({"check", "--plan", d.file("empty_section.toml")});
+  CHECK(empty.exit_code == 2);
+  CHECK(has(empty.err, d.file("empty_section.toml") + ": section [mesh]"));
+  write(d.file("empty_section_cfg.toml"), "plan = [\"empty_section.toml\"]\n[gates]\n");
+  const auto empty_cfg = run_parplan({"check", "--config", d.file("empty_section_cfg.toml")});
+  CHECK(empty_cfg.exit_code == 2);
+  CHECK(has(empty_cfg.err, d.file("empty_section_cfg.toml") + ": section [gates]"));
   write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
   CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml: key 'gpus' is given more than once"));
   write(d.file("badcfg.toml"), "plan = [\"a.toml\"]\nmax-bubbles = 0.2\n");
