@@ -51,12 +51,12 @@ std::string today() {
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
-  app.add_option("--backend", o->backend, "cuda or host")->check(CLI::IsMember({"cuda", "host"}));
+  app.add_option("--backend", o->backend, "cuda or host")->check(CLI::IsMember({"cuda", "host"}))->capture_default_str();
   app.add_option("--out", o->out, "Write the measured GPU profile (JSON, the planner's profile schema)");
   app.add_option("--cluster-out", o->cluster_out, "Also write a cluster profile fitted from the all-reduce sweep (needs >= 2 ranks)");
   app.add_option("--gpu", o->gpu, "GPU profile whose datasheet peaks the fitted fractions refer to");
   app.add_option("--cluster", o->cluster, "Cluster profile the measured cluster profile starts from");
-  app.add_option("--name", o->name, "Name of the written profile (default: <gpu>-measured-<date>)");
+  app.add_option("--name", o->name, "Name of the written profile (default: <gpu>-measured-<date>; with --from-runs the base GPU profile's name)");
   app.add_option("--ranks", o->ranks, "Ranks for the collective sweep (default: all local GPUs; host: 2)")->check(CLI::Range(1, 1024));
   app.add_flag("--json", o->json, "Print the measurements as JSON");
   std::vector<std::function<std::optional<int>()>> hooks;

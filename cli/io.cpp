@@ -1,6 +1,8 @@
 // Atomic file output and checked file input for the CLI.
 #include "cli/io.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -96,6 +98,12 @@ bool same_output(const std::string& a, const std::string& b) {
   const fs::path pa = fs::weakly_canonical(fs::absolute(a, ea), ea), pb = fs::weakly_canonical(fs::absolute(b, eb), eb);
   if (ea || eb) return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
   return pa == pb;
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](unsigned char x, unsigned char y) {
+    return std::tolower(x) == std::tolower(y);
+  });
 }
 
 }  // namespace parplan::cli

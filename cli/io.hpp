@@ -16,6 +16,9 @@ void require_writable(const std::string& path, std::string_view flag);
 // and relative parts; a file not yet there compares by its normalised absolute path).
 bool same_output(const std::string& a, const std::string& b);
 
+// Profile names and aliases compare without regard to case ("h100" names "H100-SXM5-80GB"'s alias).
+bool same_name(std::string_view a, std::string_view b);
+
 // Reads a whole file; throws InputError naming `flag` and the path when it cannot be read.
 std::string read_file(const std::string& path, std::string_view flag);
 

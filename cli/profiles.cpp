@@ -1,6 +1,5 @@
 // `parplan profiles list|show NAME|validate FILE`: the embedded (and user) GPU, cluster and model profiles.
 #include <algorithm>
-#include <cctype>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -20,11 +19,6 @@ struct ProfilesOptions {
   std::vector<std::string> user;
   std::string show_name, validate_file, kind;
 };
-
-bool same_name(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
-}
 
 ProfileSet load(const ProfilesOptions& o) { return load_profiles(o.user); }
 

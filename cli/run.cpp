@@ -34,10 +34,6 @@ struct RunOptions {
   std::string trace;
 };
 
-bool same_name(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](char x, char y) { return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y)); });
-}
 
 bool looks_like_file(const std::string& s) { return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json")); }
 
@@ -97,11 +93,12 @@ Runner setup(CLI::App& app) {
                  "GPU profile (name or JSON file) the prediction uses instead of the plan's, e.g. calibrate's measured "
                  "profile (default: a --profile GPU profile if one is given, else the plan's GPU)");
   app.add_option("--backend", o->backend, "cuda (cuBLAS + NCCL, one thread per GPU or one process per GPU under mpirun) or host (CPU threads)")
-      ->check(CLI::IsMember({"cuda", "host"}));
+      ->check(CLI::IsMember({"cuda", "host"}))
+      ->capture_default_str();
   app.add_option("--rank", o->rank, "Rank-local mode: run only this rank's program on one device; communication is predicted, not measured")
       ->check(CLI::Range(int64_t{0}, int64_t{100'000'000}));
-  app.add_option("--steps", o->steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000));
-  app.add_option("--warmup", o->warmup, "Warm-up steps before measuring")->check(CLI::Range(0, 1000));
+  app.add_option("--steps", o->steps, "Measured steps (the median is reported)")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--warmup", o->warmup, "Warm-up steps before measuring")->check(CLI::Range(0, 1000))->capture_default_str();
   app.add_flag("--json", o->json, "Print predicted vs measured as JSON");
   app.add_option("--trace", o->trace, "Write the measured timeline (median step) as a Chrome/Perfetto trace, laid out like simulate's");
   return [o]() {
