@@ -191,19 +191,24 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
       std::stable_sort(st.events.begin(), st.events.end(),
                        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
-    // Stored activations: a chunk-microbatch is allocated when its forward starts and freed when its backward
-    // (input-gradient half for split schedules) ends.
+    // Stored activations: a chunk-microbatch is allocated when its forward starts and freed when its backward ends;
+    // with split schedules (ZB-H1) the W pass still reads what the forward stored, so it is freed when W ends, as the
+    // memory model counts it. Bytes per chunk-microbatch are the memory model's (peak_activation_bytes is the
+    // until-W peak count times them).
     const StageSummary& st = sum.stages[static_cast<size_t>(tr.stage)];
-    const double per_chunk = st.peak_live_chunks > 0 ? st.peak_activation_bytes / static_cast<double>(st.peak_live_chunks) : 0.0;
+    const double per_chunk = st.peak_live_until_weight_grad > 0
+                                 ? st.peak_activation_bytes / static_cast<double>(st.peak_live_until_weight_grad)
+                                 : 0.0;
+    const bool split = std::any_of(tr.streams[0].events.begin(), tr.streams[0].events.end(),
+                                   [](const TimelineEvent& ev) { return ev.category == EventCategory::backward_weight; });
+    const EventCategory frees = split ? EventCategory::backward_weight : EventCategory::backward;
     std::vector<std::pair<double, int>> deltas;
-    std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // a backward split into
+    std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // an op split into
     for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end
       if (ev.microbatch < 0) continue;
       const auto key = static_cast<size_t>(ev.microbatch * s.chunks + ev.chunk);
       if (ev.category == EventCategory::forward) deltas.emplace_back(ev.start_s, +1);
-      if (ev.category == EventCategory::backward || ev.category == EventCategory::backward_input) {
-        freed[key] = std::max(freed[key], ev.end_s);
-      }
+      if (ev.category == frees) freed[key] = std::max(freed[key], ev.end_s);
     }
     for (double t : freed) {
       if (t >= 0) deltas.emplace_back(t, -1);

@@ -257,6 +257,31 @@ TEST_CASE("simulate: peak activations per stage equal the memory model's") {
   }
 }
 
+TEST_CASE("simulate: the activation counter holds ZB-H1 stashes until W, in the memory model's bytes per chunk") {
+  // It freed each chunk at B (input gradient) and scaled one live chunk by the stage's whole peak, so the last stage
+  // drew one microbatch as 8 x its bytes and never showed the stash the W passes keep.
+  Plan plan = grid_plan(Schedule::zero_bubble, 8, 16, 1, false);
+  SimOptions o;
+  o.record_timeline = true;
+  const SimResult r = simulate(plan, o);
+  for (const auto& tr : r.timeline.tracks) {
+    const StageSummary& st = r.summary.stages[static_cast<size_t>(tr.stage)];
+    REQUIRE(st.peak_live_until_weight_grad > 0);
+    const double per_chunk = st.planner_activation_bytes / static_cast<double>(st.planner_in_flight_chunks);
+    double peak = 0;
+    int64_t levels_between = 0;
+    for (const MemorySample& m : tr.memory) {
+      peak = std::max(peak, m.activation_bytes);
+      const double n = m.activation_bytes / per_chunk;
+      CHECK(std::abs(n - std::round(n)) < 1e-6);  // whole chunk-microbatches of the model's size
+      levels_between += m.activation_bytes > 0.5 * per_chunk && m.activation_bytes < st.peak_activation_bytes - 0.5 * per_chunk;
+    }
+    CAPTURE(tr.stage);
+    CHECK(peak == doctest::Approx(st.peak_activation_bytes));
+    CHECK(levels_between > 0);  // the stash builds up and drains, not all-or-nothing
+  }
+}
+
 TEST_CASE("simulate: interleaving with uneven stages (the last stage lighter): memory equals the model's, the step is "
           "near the closed form") {
   // 94 layers on 8 stages with 2 chunks: no even split interleaves (12 and 11 layers); the search's split, 7 x 12 + 10.
