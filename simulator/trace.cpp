@@ -1,10 +1,13 @@
 // Chrome trace event JSON writer (see trace.hpp). Written by hand with fmt: 10^5 events, fixed formatting.
 #include "simulator/trace.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
 #include <iterator>
+#include <map>
+#include <vector>
 
 namespace parplan::sim {
 namespace {
@@ -64,8 +67,46 @@ std::string event_name(const TimelineEvent& e, bool with_chunk) {
   return n;
 }
 
+namespace {
+
+// Where a p2p flow arrow ends: the receiving stage's first compute op of the same microbatch that starts at or after
+// the transfer arrives. That op consumes it: a forward's input has arrived only after the microbatch's earlier
+// chunks ran, and a gradient after all of its forwards, so no other op of the microbatch starts in between. (The
+// arrival time itself often falls inside an unrelated op, which the arrow then pointed at.)
+class FlowTargets {
+ public:
+  explicit FlowTargets(const Timeline& t) {
+    for (const TimelineTrack& tr : t.tracks) {
+      auto& by_mb = starts_[tr.stage];
+      if (tr.streams.empty()) continue;
+      for (const TimelineEvent& e : tr.streams[0].events) {
+        if (e.microbatch < 0) continue;
+        if (e.category == EventCategory::forward || e.category == EventCategory::backward ||
+            e.category == EventCategory::backward_input || e.category == EventCategory::recompute) {
+          by_mb[e.microbatch].push_back(e.start_s);
+        }
+      }
+      for (auto& [mb, v] : by_mb) std::sort(v.begin(), v.end());
+    }
+  }
+  double end_of(int64_t stage, int64_t microbatch, double arrival_s) const {
+    const auto st = starts_.find(stage);
+    if (st == starts_.end()) return arrival_s;
+    const auto mb = st->second.find(microbatch);
+    if (mb == st->second.end()) return arrival_s;
+    const auto it = std::lower_bound(mb->second.begin(), mb->second.end(), arrival_s - 1e-12);
+    return it == mb->second.end() ? arrival_s : *it;
+  }
+
+ private:
+  std::map<int64_t, std::map<int64_t, std::vector<double>>> starts_;
+};
+
+}  // namespace
+
 std::string chrome_trace_json(const Timeline& t) {
   const bool chunks = has_chunks(t);
+  const FlowTargets targets(t);
   std::string out;
   out.reserve(1 << 20);
   auto it = std::back_inserter(out);
@@ -109,13 +150,13 @@ std::string chrome_trace_json(const Timeline& t) {
         }
         out += '}';
         if (e.flow >= 0 && e.peer_stage >= 0) {
-          // Flow arrow: from the send on this stage to the receiving stage's compute thread at arrival.
+          // Flow arrow: from the send on this stage to the op on the receiving stage's compute thread that uses it.
           sep();
           fmt::format_to(it, "{{\"name\":\"p2p\",\"cat\":\"pp_comm\",\"ph\":\"s\",\"id\":{},\"ts\":{},\"pid\":{},\"tid\":{}}}",
                          e.flow, us(e.start_s), tr.stage, k);
           sep();
           fmt::format_to(it, "{{\"name\":\"p2p\",\"cat\":\"pp_comm\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"ts\":{},\"pid\":{},\"tid\":0}}",
-                         e.flow, us(e.end_s), e.peer_stage);
+                         e.flow, us(targets.end_of(e.peer_stage, e.microbatch, e.end_s)), e.peer_stage);
         }
       }
     }

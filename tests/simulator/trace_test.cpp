@@ -70,6 +70,38 @@ TEST_CASE("trace: slices on one thread never overlap, to the nanosecond (GPT-3 1
   CHECK(overlaps == 0);
 }
 
+TEST_CASE("trace: every p2p flow arrow ends on the receiving op (same microbatch, at its start), for all schedules") {
+  // Arrows ended at the arrival time, inside whatever op was running then (35-60% of them bound to another op).
+  for (Schedule sched : {Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved, Schedule::gpipe}) {
+    Plan plan = parplan::test::korthikanti_175b();
+    plan.parallel.num_microbatches = 16;
+    plan.parallel.schedule = sched;
+    plan.parallel.vpp = sched == Schedule::interleaved ? 2 : 1;
+    plan.training.global_batch = 16;
+    SimOptions o;
+    o.record_timeline = true;
+    const nlohmann::json j = nlohmann::json::parse(chrome_trace_json(simulate(plan, o).timeline));
+    std::map<std::pair<int, int64_t>, int> slice_starts;  // (pid, ts ns) of compute-thread slices -> microbatch
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] == "X" && e["tid"] == 0 && e.contains("args") && e["args"].contains("microbatch") &&
+          e["cat"] != "layer_comm") {
+        slice_starts[{e["pid"].get<int>(), std::llround(e["ts"].get<double>() * 1000)}] = e["args"]["microbatch"];
+      }
+    }
+    int sent_mb = -1, ends = 0, on_consumer = 0;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] == "X" && e["cat"] == "pp_comm") sent_mb = e["args"]["microbatch"];
+      if (e["ph"] != "f") continue;
+      ++ends;
+      const auto at = slice_starts.find({e["pid"].get<int>(), std::llround(e["ts"].get<double>() * 1000)});
+      on_consumer += at != slice_starts.end() && at->second == sent_mb;
+    }
+    CAPTURE(to_string(sched));
+    CHECK(ends >= 2 * 7 * 16);
+    CHECK(on_consumer == ends);
+  }
+}
+
 TEST_CASE("trace: same input, byte-identical trace (golden file)") {
   const std::string a = chrome_trace_json(sim::test::small_step().timeline);
   CHECK(a == chrome_trace_json(sim::test::small_step().timeline));
