@@ -118,7 +118,8 @@ Runner setup(CLI::App& app) {
   app.add_option("--svg", o->svg, "Write an SVG picture of the schedule");
   app.add_flag("--ascii", o->ascii, "Print the schedule as text (small cases)");
   app.add_flag("--json", o->json, "Print the summary as JSON");
-  app.add_flag("--no-overlap", o->no_overlap, "Serialise TP/CP/DP communication and p2p sends with compute");
+  app.add_flag("--no-overlap", o->no_overlap,
+               "Serialise TP/CP/DP communication and p2p sends with compute (ZeRO-3 parameter prefetch stays on)");
   app.add_flag("--no-contention", o->no_contention, "Give every transfer the full link bandwidth");
   return [o]() {
     require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
