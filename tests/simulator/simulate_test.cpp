@@ -349,3 +349,20 @@ TEST_CASE("simulate: same plan, identical timeline; interleaved with m % p != 0 
   bad.training.global_batch = 6;
   CHECK_THROWS_AS(simulate(bad), InputError);
 }
+
+TEST_CASE("simulate: per-stage p2p total is what the timeline draws (contended durations)") {
+  // GPT-3 175B pp 8 with one microbatch: the last stage's send shares its link with the tied-embedding all-reduce,
+  // so its transfer takes longer than its bandwidth-alone time, which the summary used to report.
+  Plan plan = grid_plan(Schedule::one_f_one_b, 8, 1, 1, false);
+  SimOptions o;
+  o.record_timeline = true;
+  const SimResult r = simulate(plan, o);
+  for (const auto& tr : r.timeline.tracks) {
+    double drawn = 0;
+    for (const auto& st : tr.streams)
+      for (const auto& e : st.events)
+        if (e.category == EventCategory::pp_comm) drawn += e.duration_s();
+    CAPTURE(tr.stage);
+    CHECK(r.summary.stages[static_cast<size_t>(tr.stage)].pp_total_s == doctest::Approx(drawn).epsilon(1e-9));
+  }
+}
