@@ -142,10 +142,11 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
     st.exposed_comm_s = (st.busy_s - st.compute_s) + st.dp_exposed_s;
     st.bubble_s = sum.step_s - st.busy_s - st.dp_exposed_s - st.optimizer_s;
   }
-  // Whole-step fractions: those of the busiest stage (the one the closed form calls slowest).
+  // Whole-step fractions: those of the busiest stage (the one the closed form calls slowest). Stages that tie (equal
+  // layers) differ in the last bits of their summed durations; like the closed form, the first of them is taken.
   size_t crit = 0;
   for (size_t i = 1; i < sum.stages.size(); ++i) {
-    if (sum.stages[i].busy_s > sum.stages[crit].busy_s) crit = i;
+    if (sum.stages[i].busy_s > sum.stages[crit].busy_s * (1 + 1e-9)) crit = i;
   }
   sum.critical_stage = static_cast<int64_t>(crit);
   const StageSummary& c = sum.stages[crit];

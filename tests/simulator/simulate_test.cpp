@@ -366,3 +366,13 @@ TEST_CASE("simulate: per-stage p2p total is what the timeline draws (contended d
     CHECK(r.summary.stages[static_cast<size_t>(tr.stage)].pp_total_s == doctest::Approx(drawn).epsilon(1e-9));
   }
 }
+
+TEST_CASE("simulate: among stages that tie, the critical stage is the first, as the closed form's slowest") {
+  // GPT-3 175B, pp 8, first stage 10 layers and last 8: stages 1..6 hold 13 layers each; their summed busy times
+  // differ in the last bits, and the simulator picked stage 6 where the closed form says 1.
+  Plan plan = grid_plan(Schedule::one_f_one_b, 8, 16, 1, false);
+  plan.parallel.first_stage_layers = 10;
+  plan.parallel.last_stage_layers = 8;
+  REQUIRE(validate(plan).ok());
+  CHECK(simulate(plan).summary.critical_stage == estimate(plan).time.slowest_stage);
+}
