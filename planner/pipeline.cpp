@@ -35,6 +35,24 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   return fwd0(warm + j + 1) - bwd0(j);
 }
 
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m);
+  double down = 0;
+  for (const StageMicrobatchTime& t : stages) down += t.total();
+  double up = 0, step = 0;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    const double tk = t.total();
+    down -= tk;
+    const double n = static_cast<double>(p - 1 - k);
+    const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
+    step = std::max(step, up + md * tk + std::max(0.0, down - n * f) + std::max(0.0, down - n * b));
+    up += tk;
+  }
+  return step;
+}
+
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
   PipelineTime r;
   double t_max = 0, sum = 0, u_max = 0, u_sum = 0, fb_max = 0, fb_sum = 0;
@@ -58,8 +76,10 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   r.busy_s = md * t_max;
   switch (s) {
     case Schedule::gpipe:
-    case Schedule::one_f_one_b:
       r.step_s = r.busy_s + (sum - t_max);
+      break;
+    case Schedule::one_f_one_b:
+      r.step_s = m >= p ? one_f_one_b_step_s(m, stages) : r.busy_s + (sum - t_max);
       break;
     case Schedule::interleaved:
       r.step_s = r.busy_s + (sum - t_max) / static_cast<double>(v);

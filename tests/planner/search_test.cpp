@@ -240,7 +240,9 @@ TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), 
     g.parallel.schedule = Schedule::gpipe;
     REQUIRE(validate(g).ok());
     const Estimate ef = estimate(f), eg = estimate(g);
-    CHECK(eg.time.step_s >= ef.time.step_s);  // equal unless ZeRO-2/3 reduce-scatters outlast the backward phase
+    // Equal for uniform stages (to rounding: the two forms add in different orders), more with uneven stages or
+    // ZeRO-2/3 reduce-scatters outlasting the backward phase.
+    CHECK(eg.time.step_s >= ef.time.step_s * (1 - 1e-12));
     CHECK(eg.peak_memory_bytes >= ef.peak_memory_bytes);
     more_memory += eg.peak_memory_bytes > ef.peak_memory_bytes;
     ++checked;
