@@ -30,6 +30,13 @@ Plan grid_plan(Schedule s, int64_t p, int64_t m, int64_t v, bool free_pp_link) {
   }
   return plan;
 }
+
+// Simulates `plan` with default options and the timeline recorded.
+SimResult simulate_with_timeline(const Plan& plan) {
+  SimOptions o;
+  o.record_timeline = true;
+  return simulate(plan, o);
+}
 }  // namespace
 
 TEST_CASE("simulate: equals the closed-form estimate within 0.1% with overlap and contention off (grid of p, m, v)") {
@@ -260,10 +267,8 @@ TEST_CASE("simulate: peak activations per stage equal the memory model's") {
 TEST_CASE("simulate: the activation counter holds ZB-H1 stashes until W, in the memory model's bytes per chunk") {
   // It freed each chunk at B (input gradient) and scaled one live chunk by the stage's whole peak, so the last stage
   // drew one microbatch as 8 x its bytes and never showed the stash the W passes keep.
-  Plan plan = grid_plan(Schedule::zero_bubble, 8, 16, 1, false);
-  SimOptions o;
-  o.record_timeline = true;
-  const SimResult r = simulate(plan, o);
+  const Plan plan = grid_plan(Schedule::zero_bubble, 8, 16, 1, false);
+  const SimResult r = simulate_with_timeline(plan);
   for (const auto& tr : r.timeline.tracks) {
     const StageSummary& st = r.summary.stages[static_cast<size_t>(tr.stage)];
     REQUIRE(st.peak_live_until_weight_grad > 0);
@@ -353,10 +358,8 @@ TEST_CASE("simulate: same plan, identical timeline; interleaved with m % p != 0 
 TEST_CASE("simulate: per-stage p2p total is what the timeline draws (contended durations)") {
   // GPT-3 175B pp 8 with one microbatch: the last stage's send shares its link with the tied-embedding all-reduce,
   // so its transfer takes longer than its bandwidth-alone time, which the summary used to report.
-  Plan plan = grid_plan(Schedule::one_f_one_b, 8, 1, 1, false);
-  SimOptions o;
-  o.record_timeline = true;
-  const SimResult r = simulate(plan, o);
+  const Plan plan = grid_plan(Schedule::one_f_one_b, 8, 1, 1, false);
+  const SimResult r = simulate_with_timeline(plan);
   for (const auto& tr : r.timeline.tracks) {
     double drawn = 0;
     for (const auto& st : tr.streams)
