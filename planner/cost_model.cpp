@@ -49,18 +49,21 @@ double layer_params(const Plan& plan) {
 
 }  // namespace
 
-double dp_reduction_tail_s(double reduce_s, double backward_s, double bucket_s, int64_t chunks, int64_t pp) {
-  const double v = d(chunks), share = reduce_s / v, b = backward_s / v;
-  // Chunk c's last backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs
-  // the last p microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the
-  // one DP link behind the previous chunk's.
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp) {
+  const double b = backward_s / d(chunks);
+  // Chunk c holds buckets / v buckets, the first buckets % v chunks one more (the simulator's split); its last
+  // backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs the last p
+  // microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the one DP link
+  // behind the previous chunk's. Chunk 0 always holds one, so the last bucket is never hidden.
   double link = -1e300, finish = 0;
   for (int64_t c = chunks - 1; c >= 0; --c) {
+    const int64_t n = buckets / chunks + (c < buckets % chunks ? 1 : 0);
+    if (n == 0) continue;
     const double start = -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b;  // relative to the end of the backward
-    finish = std::max(std::max(link, start) + share, start + b + bucket_s);
+    finish = std::max(std::max(link, start) + d(n) * bucket_s, start + b + bucket_s);
     link = finish;
   }
-  return std::max(finish, bucket_s);
+  return std::max(finish, 0.0);
 }
 
 // Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,
@@ -605,7 +608,11 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
                                                         (pc.recompute == Recompute::full ? 2.0 : 1.0)
                                                   : 0.0;
-        const double window = std::max(0.0, backward_window - gathers);
+        // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
+        // where they outlast B_input.
+        const bool zb = pc.schedule == Schedule::zero_bubble;
+        const double window =
+            std::max(0.0, backward_window - (zb ? std::max(0.0, gathers - t.backward_input_s) : gathers));
         // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
         // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
         // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
@@ -613,16 +620,20 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
         // phase (backward and recompute) to run beside.
         const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
+        // No reduce-scatter leaves before the first microbatch's forward (and, under ZB-H1, its B_input) is done, and
+        // the link can do only that microbatch's gathers by then: all the rest of the link work follows.
+        const double first_release = t.forward_s + (zb ? t.backward_input_s : 0.0);
+        const double before_release = std::min(first_release, forward_gathers + (zb ? gathers : 0.0));
         const double backlog =
             pc.schedule == Schedule::gpipe
                 ? md * (gathers + dc.grad_reduce_s - bwd)
-                : md * (forward_gathers + gathers + dc.grad_reduce_s - t.total());
+                : first_release + md * (forward_gathers + gathers + dc.grad_reduce_s) - before_release - md * t.total();
         exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
       } else {
         total = dc.grad_reduce_s;
-        exposed = pc.overlap_dp_comm ? dp_reduction_tail_s(dc.grad_reduce_s, backward_window, dc.bucket_s,
-                                                            pc.chunks_per_stage(), pc.pp)
-                                     : total;
+        exposed = pc.overlap_dp_comm
+                      ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
+                      : total;
       }
       // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
       // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.

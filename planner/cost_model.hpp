@@ -191,12 +191,14 @@ double output_weight_params(const Plan& plan, const ParamCounts& counts);
 // Parameters held by one GPU of stage `stage` (after tp / pp / ep splits).
 double stage_params(const Plan& plan, int64_t stage);
 
-// Exposed time of a stage's overlapped DP gradient reduction (`reduce_s` on its link) after its last backward, which
-// takes `backward_s` for one microbatch over all of the stage's `chunks`. One chunk: the buckets leave as that
-// backward produces them, so max(bucket, reduce - backward) stays exposed. Interleaved (chunks v > 1): each chunk's
-// gradients are final after its own last backward, which Megatron's order runs (c p + 1) backward/v before the end
-// for chunk c (pp = p), so the v shares queue on the link from there (the simulator's per-chunk release).
-double dp_reduction_tail_s(double reduce_s, double backward_s, double bucket_s, int64_t chunks, int64_t pp);
+// Exposed time of a stage's overlapped DP gradient reduction (`buckets` buckets of `bucket_s` on its link) after its
+// last backward, which takes `backward_s` for one microbatch over all of the stage's `chunks`. One chunk: the buckets
+// leave as that backward produces them, so max(bucket, reduce - backward) stays exposed. Interleaved (chunks v > 1):
+// each chunk's buckets (the simulator's split of whole buckets) are final after that chunk's own last backward,
+// which Megatron's order runs (c p + 1) backward/v before the end for chunk c (pp = p), so they queue on the link from
+// there (Megatron-Core gives every model chunk its own gradient buffer and bucket hooks). Never above the
+// unoverlapped buckets x bucket_s.
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp);
 
 // Time of the optimizer step of a stage whose GPUs hold `stage_params` parameters: optimizer_step_bytes()
 // (model_states.hpp) over the shard this GPU updates, at achieved HBM bandwidth. The estimate's optimizer_s is the

@@ -288,8 +288,13 @@ TEST_CASE("ZeRO-2/3 data-parallel tail: the link's backlog, the last microbatch'
                                                 dc.param_gather_s - e32.stages[0].forward_s - e32.layer.exposed_forward_comm_s * 96)
                                      : 0.0;
     const double last = e1.time.dp_comm_exposed_s - (zero == 2 ? gather2 : 0.0);
+    // No reduce-scatter leaves before the first forward is done, by when the link has done that forward's gathers.
+    const double first = e32.stages[0].forward_s + e32.layer.exposed_forward_comm_s * 96;
+    const double forward_gathers = zero == 3 ? 96 * e32.layer.zero3_gather_s : 0.0;
+    const double backlog = first + 32.0 * (link - cycle) - std::min(first, forward_gathers);
     CHECK(e1.time.dp_comm_exposed_s > 0);
-    CHECK(e32.time.dp_comm_exposed_s == doctest::Approx(std::max(last, 32.0 * (link - cycle)) + gather2).epsilon(1e-9));
+    // (to 1e-5: `first` rebuilds the forward from the per-layer terms; the lead is seconds here)
+    CHECK(e32.time.dp_comm_exposed_s == doctest::Approx(std::max(last, backlog) + gather2).epsilon(1e-5));
     // ZeRO-2 keeps up with the link here: 32 microbatches expose what one does, not 32 spills.
     if (zero == 2) CHECK(e32.time.dp_comm_exposed_s == doctest::Approx(e1.time.dp_comm_exposed_s).epsilon(1e-9));
   }
@@ -347,17 +352,27 @@ TEST_CASE("first stage: the word embedding is split over tp, learned positions a
 
 TEST_CASE("dp_reduction_tail_s: one chunk is max(bucket, reduce - backward); interleaved chunks queue from their own "
           "last backward") {
-  // One chunk: the buckets leave during the last backward.
-  CHECK(dp_reduction_tail_s(3.0, 1.0, 0.1, 1, 8) == doctest::Approx(2.0));
-  CHECK(dp_reduction_tail_s(0.5, 1.0, 0.1, 1, 8) == doctest::Approx(0.1));
-  // v = 2, p = 4, backward 1.0 (0.5 per chunk), reduce 3.0 (1.5 per chunk). Chunk 1's last backward starts
-  // (1 x 4 + 1) x 0.5 = 2.5 before the end and its share is done at -1.0; chunk 0's starts at -0.5, its share ends at
-  // max(-0.5, -1.0) + 1.5 = 1.0: exposed 1.0 (one chunk over the same backward: 2.0).
-  CHECK(dp_reduction_tail_s(3.0, 1.0, 0.1, 2, 4) == doctest::Approx(1.0));
-  // A long reduction queues: v = 3, p = 2, backward 0.3 (0.1 per chunk), reduce 3.0 (1.0 per chunk): chunk 2 starts
-  // at -0.5, ends 0.5; chunk 1 at 1.5; chunk 0 at 2.5 (the link never idles once chunk 2 starts: 3.0 - 0.5).
-  CHECK(dp_reduction_tail_s(3.0, 0.3, 0.01, 3, 2) == doctest::Approx(2.5));
-  // Never below one bucket, never above the unoverlapped reduction.
-  CHECK(dp_reduction_tail_s(0.001, 1.0, 0.05, 4, 8) == doctest::Approx(0.05));
-  CHECK(dp_reduction_tail_s(5.0, 1.0, 0.05, 4, 8) <= 5.0);
+  // One chunk: the buckets leave during the last backward (30 x 0.1 = 3.0 over a backward of 1.0).
+  CHECK(dp_reduction_tail_s(0.1, 30, 1.0, 1, 8) == doctest::Approx(2.0));
+  CHECK(dp_reduction_tail_s(0.1, 5, 1.0, 1, 8) == doctest::Approx(0.1));
+  // v = 2, p = 4, backward 1.0 (0.5 per chunk), 30 buckets of 0.1 (15 per chunk). Chunk 1's last backward starts
+  // (1 x 4 + 1) x 0.5 = 2.5 before the end and its buckets are done at -1.0; chunk 0's starts at -0.5, its buckets end
+  // at max(-0.5, -1.0) + 1.5 = 1.0: exposed 1.0 (one chunk over the same backward: 2.0).
+  CHECK(dp_reduction_tail_s(0.1, 30, 1.0, 2, 4) == doctest::Approx(1.0));
+  // A long reduction queues: v = 3, p = 2, backward 0.3 (0.1 per chunk), 300 buckets of 0.01 (1.0 per chunk): chunk 2
+  // starts at -0.5, ends 0.5; chunk 1 at 1.5; chunk 0 at 2.5 (the link never idles once chunk 2 starts: 3.0 - 0.5).
+  CHECK(dp_reduction_tail_s(0.01, 300, 0.3, 3, 2) == doctest::Approx(2.5));
+  // Fewer buckets than chunks: whole buckets go to the first chunks (one bucket, v = 2: chunk 0 holds it), and the
+  // result never exceeds the unoverlapped buckets x bucket_s (a per-chunk bucket term gave 1.3 for 1.0 here).
+  CHECK(dp_reduction_tail_s(1.0, 1, 0.2, 2, 2) == doctest::Approx(1.0));
+  CHECK(dp_reduction_tail_s(1.0, 3, 0.2, 4, 2) <= 3.0);
+  for (int64_t buckets : {1, 2, 3, 5, 8, 40}) {
+    for (int64_t v : {1, 2, 3, 4, 6}) {
+      for (double bwd : {0.01, 0.5, 2.0, 50.0}) {
+        const double tail = dp_reduction_tail_s(0.2, buckets, bwd, v, 4);
+        CHECK(tail <= 0.2 * static_cast<double>(buckets) + 1e-12);
+        CHECK(tail >= 0.2 - 1e-12);  // chunk 0 always holds a bucket, and the last one cannot hide
+      }
+    }
+  }
 }
