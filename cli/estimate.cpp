@@ -94,7 +94,7 @@ Runner setup(CLI::App& app) {
   app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
   return [o]() {
-    if (o->out == "-" && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
+    if (is_stdout(o->out) && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;
@@ -105,7 +105,7 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       fmt::print("{}\n", estimate_to_json(plan, e).dump(2));
     } else {
-      fmt::print(o->out == "-" ? stderr : stdout, "{}", render_estimate(plan, e, note));  // plan on stdout: report to stderr
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", render_estimate(plan, e, note));  // plan on stdout: report to stderr
     }
     return e.fits ? kOk : kCheckFailed;
   };

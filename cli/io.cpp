@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fmt/core.h>
 #include <fstream>
 #include <sstream>
@@ -36,12 +37,9 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
   namespace fs = std::filesystem;
   std::error_code ec;
   // A symbolic link is followed: the file it names is replaced, not the link.
-  fs::path p(path);
-  for (int hops = 0; fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
-    const fs::path target = fs::read_symlink(p, ec);
-    if (ec || hops == 40) throw InputError(fmt::format("{}: cannot resolve the link '{}'", flag, path));
-    p = target.is_absolute() ? target : p.parent_path() / target;
-  }
+  const std::optional<fs::path> resolved = follow_links(path);
+  if (!resolved) throw InputError(fmt::format("{}: cannot resolve the link '{}'", flag, path));
+  const fs::path& p = *resolved;
   require_writable(p.string(), flag);  // not a directory, not a FIFO or other special file, its directory exists
   auto fail = [&](int err) {
     throw InputError(fmt::format("{}: cannot write '{}': {}", flag, path, std::strerror(err)));
@@ -90,14 +88,46 @@ std::string read_file(const std::string& path, std::string_view flag) {
   return text;
 }
 
+namespace {
+// The file a name ends up writing: links followed (a dangling one names its target), then made absolute and
+// normalised.
+std::filesystem::path output_target(const std::string& p) {
+  namespace fs = std::filesystem;
+  const std::optional<fs::path> r = follow_links(p);
+  std::error_code ec;
+  const fs::path q = fs::weakly_canonical(fs::absolute(r ? *r : fs::path(p), ec), ec);
+  return ec ? fs::path(p).lexically_normal() : q.lexically_normal();
+}
+}  // namespace
+
+bool is_stdout(const std::string& path) {
+  return path == "-" || (!path.empty() && output_target(path) == output_target("/dev/stdout"));
+}
+
 bool same_output(const std::string& a, const std::string& b) {
   if (a.empty() || b.empty()) return false;
-  if (a == "-" || b == "-") return a == b;
+  if (is_stdout(a) || is_stdout(b)) return is_stdout(a) && is_stdout(b);
+  const std::filesystem::path ta = output_target(a), tb = output_target(b);
+  std::error_code ec;
+  return ta == tb || std::filesystem::equivalent(ta, tb, ec);
+}
+
+std::optional<std::filesystem::path> follow_links(const std::string& path) {
   namespace fs = std::filesystem;
-  std::error_code ea, eb;
-  const fs::path pa = fs::weakly_canonical(fs::absolute(a, ea), ea), pb = fs::weakly_canonical(fs::absolute(b, eb), eb);
-  if (ea || eb) return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
-  return pa == pb;
+  std::error_code ec;
+  fs::path p(path);
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(p, ec)); ++hops) {
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec || hops == 40) return std::nullopt;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec);
 }
 
 bool same_name(std::string_view a, std::string_view b) {

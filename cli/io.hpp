@@ -1,5 +1,7 @@
 // Output helpers: atomic file writes (temp file + rename) so no half-written file is ever left behind.
 #pragma once
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,9 +14,19 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
 // Commands that work for a while call it first, so a bad output path fails before the work, with nothing written.
 void require_writable(const std::string& path, std::string_view flag);
 
-// Whether two output paths name the same destination: both "-" (stdout), or the same file (after resolving links
-// and relative parts; a file not yet there compares by its normalised absolute path).
+// Whether two output paths name the same destination: both stdout ("-", /dev/stdout, /dev/fd/1...), or the same file
+// (after following links, dangling ones too, and resolving relative parts).
 bool same_output(const std::string& a, const std::string& b);
+
+// Whether an output path writes to stdout: "-", or a name that resolves where /dev/stdout does.
+bool is_stdout(const std::string& path);
+
+// `path` with its symbolic links followed by hand (a dangling link gives the file it would create); nullopt for a
+// loop or an unreadable link.
+std::optional<std::filesystem::path> follow_links(const std::string& path);
+
+// Whether two existing files are one (the same spelling, or the same inode under two names).
+bool same_file(const std::string& a, const std::string& b);
 
 // Profile names and aliases compare without regard to case ("h100" names "H100-SXM5-80GB"'s alias).
 bool same_name(std::string_view a, std::string_view b);

@@ -151,7 +151,7 @@ ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
     const ProfileSet::Entry& added = all.back();
     const std::vector<std::string> mine = keys(added);
     for (size_t i = first_user; i + 1 < all.size(); ++i) {
-      if (all[i].kind != added.kind || all[i].where == added.where) continue;
+      if (all[i].kind != added.kind || same_file(all[i].where, added.where)) continue;
       for (const std::string& k : keys(all[i])) {
         if (std::find(mine.begin(), mine.end(), k) == mine.end()) continue;
         if (k == mine.front() && k == keys(all[i]).front()) {

@@ -125,15 +125,15 @@ Runner setup(CLI::App& app) {
     require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
     require_writable(o->svg, "--svg");
     if (!o->trace.empty() && same_output(o->trace, o->svg)) {
-      throw InputError(o->trace == "-" ? std::string("--trace and --svg: both name stdout ('-'); give one of them a file")
+      throw InputError(is_stdout(o->trace) ? std::string("--trace and --svg: both name stdout ('-'); give one of them a file")
                                        : fmt::format("--trace and --svg: both name '{}' (one would replace the other); "
                                                      "give two paths",
                                                      o->trace));
     }
-    const bool document_on_stdout = o->trace == "-" || o->svg == "-";
+    const bool document_on_stdout = is_stdout(o->trace) || is_stdout(o->svg);
     if (document_on_stdout && o->json) {
       throw InputError(fmt::format("{}: '-' (stdout) and --json would both print a document; give it a file",
-                                   o->trace == "-" ? "--trace" : "--svg"));
+                                   is_stdout(o->trace) ? "--trace" : "--svg"));
     }
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);

@@ -494,7 +494,7 @@ Runner setup(CLI::App& app) {
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
-    if (o->out == "-" && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
+    if (is_stdout(o->out) && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
     bool progress_shown = false;
     double last_shown = 0;
     const bool terminal = ::isatty(STDERR_FILENO) != 0;  // a log file gets no progress meter
@@ -568,9 +568,9 @@ Runner setup(CLI::App& app) {
         text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", req.min_tokens_per_s, req.gpus);
       }
       if (!o->out.empty() && !res.top.empty()) {
-        text += o->out == "-" ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", o->out);
+        text += is_stdout(o->out) ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", o->out);
       }
-      fmt::print(o->out == "-" ? stderr : stdout, "{}", text);  // with the plan on stdout, the report goes to stderr
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", text);  // with the plan on stdout, the report goes to stderr
     }
     return res.top.empty() ? kCheckFailed : kOk;
   };

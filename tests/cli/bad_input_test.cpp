@@ -272,8 +272,13 @@ TEST_CASE("bad input: two --profile files defining one name") {
            "' both answer to 'other-gpu' (give one)"},
   };
   for (const BadCase& c : cases) expect_bad(c, &dir);
-  // The same file twice is one definition; different names are two.
+  // The same file twice is one definition, however it is spelled; different names are two.
   CHECK(run_parplan({"profiles", "--profile", a, "--profile", a, "list"}, {}, 60).exit_code == 0);
+  const std::string dotted = (fs::path(kBad) / "." / "gpu_ok.json").string();
+  const std::string linked = (dir.path / "gpu_ok_link.json").string();
+  fs::create_symlink(a, linked);
+  CHECK(run_parplan({"profiles", "--profile", a, "--profile", dotted, "--profile", linked, "list"}, {}, 60).exit_code == 0);
+  fs::remove(linked);
   CHECK(run_parplan({"profiles", "--profile", a, "--profile", other, "list"}, {}, 60).exit_code == 0);
 }
 
@@ -564,6 +569,15 @@ TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
   const std::string a = (dir.path / "step.out").string();
   const std::string b = (dir.path / "." / "step.out").string();
   expect_bad({{"simulate", "--plan", ok, "--trace", a, "--svg", b}, "--trace and --svg: both name '" + a + "'"}, &dir);
+  // ... or through a link to a file not there yet (the link is followed when writing), and /dev/stdout is stdout.
+  const std::string target = (dir.path / "target.out").string(), link = (dir.path / "link.out").string();
+  fs::create_symlink("target.out", link);
+  expect_bad({{"simulate", "--plan", ok, "--trace", link, "--svg", target}, "--trace and --svg: both name"});
+  fs::remove(link);
+  // (Here stdout is a pipe, which outputs refuse before that check: either way the flag is named, nothing written.)
+  expect_bad({{"simulate", "--plan", ok, "--svg", "/dev/stdout", "--json"}, "--svg: "}, &dir);
+  expect_bad({{"simulate", "--plan", ok, "--trace", "-", "--svg", "/dev/stdout"}, "--svg"}, &dir);
+  expect_bad({{"estimate", "--plan", ok, "-o", "/dev/stdout", "--json"}, "-o: "}, &dir);
 }
 
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {
