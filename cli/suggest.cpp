@@ -253,6 +253,17 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
                       : fmt::format("NOTHING VALID: every configuration of {} on {} x {} breaks a mesh, batch or "
                                     "schedule rule (reasons above); none reached the memory check.\n",
                                     req.model.name, req.gpus, req.gpu.name);
+  if (!memory_decided) {
+    // Memory never came into it: the model-state floor and other GPUs' memory say nothing here.
+    s += "  What it would need: sizes the rules admit (the rejection table names each rule; --explain shows the best "
+         "candidate each one refused).\n";
+    if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
+    if (a.fits_at_gpus > 0) {
+      s += fmt::format("  - another GPU count: a plan fits on {} GPUs (parplan suggest ... --gpus {})\n", a.fits_at_gpus,
+                       a.fits_at_gpus);
+    }
+    return s;
+  }
   s += fmt::format(
       "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
       "fully sharded over {} GPUs (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
@@ -346,7 +357,13 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
       {"rejections", rejections},
       {"closest", res.closest ? candidate_json(req, *res.closest) : nlohmann::json(nullptr)}};
   if (req.objective == Objective::fewest_gpus) j["min_tokens_per_s"] = req.min_tokens_per_s;
-  if (advice) j["advice"] = advice_json(*advice);
+  if (advice) {
+    j["advice"] = advice_json(*advice);
+    // "nothing_fits": some configuration failed the memory check; "nothing_valid": every one broke a mesh, batch or
+    // schedule rule first.
+    j["advice"]["headline"] =
+        res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0 ? "nothing_fits" : "nothing_valid";
+  }
   return j;
 }
 

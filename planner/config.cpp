@@ -175,7 +175,8 @@ std::string describe(Reject r, const Plan& plan) {
       const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
       // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
       const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&
-                                   pc.last_stage_layers == 0 && pc.pp > 0 && pc.num_microbatches % pc.pp == 0
+                                   pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
+                                   pc.num_microbatches % pc.pp == 0
                                ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
                                : 0;
       return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "

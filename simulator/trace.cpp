@@ -33,7 +33,9 @@ const char* short_name(EventCategory c) {
 // Microseconds with nanosecond resolution, the trace format's unit. Start and end are rounded to the nanosecond and
 // the duration is their difference, so back-to-back events on a track end exactly where the next begins (rounding ts
 // and dur separately let a slice overrun its successor by 1 ns, which Chrome and Perfetto read as mis-nested).
-int64_t ns(double s) { return std::llround(s * 1e9); }
+// Times are non-negative; beyond 9e18 ns (285 years, reachable only with absurdly slow profiles) they saturate rather
+// than overflow.
+int64_t ns(double s) { return s <= 0 ? 0 : s >= 9e9 ? int64_t{9'000'000'000'000'000'000} : std::llround(s * 1e9); }
 std::string us_ns(int64_t n) { return fmt::format("{}.{:03d}", n / 1000, n % 1000); }
 std::string us(double s) { return us_ns(ns(s)); }
 

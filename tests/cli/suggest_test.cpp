@@ -54,6 +54,7 @@ TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would 
   CHECK(doc["advice"]["model_states_fit_sharded"] == false);
   CHECK(doc["advice"]["min_gpus_for_model_states"].get<int64_t>() > 64);
   CHECK(doc["closest"]["rejected_for"][0] == "out_of_memory");
+  CHECK(doc["advice"]["headline"] == "nothing_fits");
 }
 
 TEST_CASE("suggest: when every configuration breaks a rule, it says so, not that nothing fits in memory") {
@@ -63,6 +64,10 @@ TEST_CASE("suggest: when every configuration breaks a rule, it says so, not that
   CHECK(r.out.find("NOTHING FITS") == std::string::npos);
   CHECK(r.out.find("NOTHING VALID: every configuration of") != std::string::npos);
   CHECK(r.out.find("none reached the memory check") != std::string::npos);
+  CHECK(r.out.find("Model states:") == std::string::npos);  // the memory floor says nothing about broken rules
+  CHECK(r.out.find("fewer pinned knobs") != std::string::npos);
+  const auto j = run_parplan({"suggest", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--json"});
+  CHECK(nlohmann::json::parse(j.out)["advice"]["headline"] == "nothing_valid");
   // The --explain line must not offer an uneven split that would still fail on the microbatch count.
   CHECK(r.out.find("vpp_invalid: ") != std::string::npos);
   CHECK(r.out.find("--last-stage-layers 12") == std::string::npos);
@@ -74,6 +79,11 @@ TEST_CASE("suggest: when every configuration breaks a rule, it says so, not that
   const auto fixed = run_parplan({"estimate", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--dp",
                                   "8", "--micro-batch", "2", "--global-batch", "96", "--last-stage-layers", "12"});
   CHECK(fixed.exit_code != 2);
+  // vpp 1 with the interleaved schedule: no split helps, so none is offered.
+  const auto v1 = run_parplan({"estimate", "--params", "13e9", "--gpus", "24", "--pp", "3", "--schedule", "interleaved",
+                               "--vpp", "1", "--global-batch", "192"});
+  CHECK(v1.exit_code == 2);
+  CHECK(v1.err.find("--last-stage-layers") == std::string::npos);
 }
 
 TEST_CASE("suggest -o writes the winner's plan; estimate --plan reproduces its step time") {

@@ -70,6 +70,21 @@ TEST_CASE("trace: slices on one thread never overlap, to the nanosecond (GPT-3 1
   CHECK(overlaps == 0);
 }
 
+TEST_CASE("trace: times beyond 9e18 ns saturate: the trace stays valid JSON with non-negative numbers") {
+  // A step of 1e12 s (a profile with a near-zero peak) overflowed the nanosecond conversion: "-9223372036854775.-808".
+  Timeline t = sim::test::small_step().timeline;
+  for (auto& tr : t.tracks)
+    for (auto& st : tr.streams)
+      for (auto& e : st.events) e.start_s *= 1e13, e.end_s *= 1e13;
+  t.step_s *= 1e13;
+  const nlohmann::json j = nlohmann::json::parse(chrome_trace_json(t));
+  for (const auto& e : j["traceEvents"]) {
+    if (e.contains("ts")) CHECK(e["ts"].get<double>() >= 0);
+    if (e.contains("dur")) CHECK(e["dur"].get<double>() >= 0);
+  }
+  CHECK(j["otherData"]["step_us"].get<double>() > 1e15);
+}
+
 TEST_CASE("trace: every p2p flow arrow ends on the receiving op (same microbatch, at its start), for all schedules") {
   // Arrows ended at the arrival time, inside whatever op was running then (35-60% of them bound to another op).
   for (Schedule sched : {Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::interleaved, Schedule::gpipe}) {
