@@ -55,6 +55,19 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
 }
 
 void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
+  // Section headers are refused from the text itself: the TOML reader maps [default] (any case) to the top level and
+  // skips a bare [], so neither would reach the check on its items below.
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && line[first] == '[') {
+      const size_t close = line.find(']', first);
+      throw InputError(fmt::format("{}: section {} (sections are not supported; use top-level keys)", path,
+                                   line.substr(first, close == std::string_view::npos ? line.size() : close - first + 1)));
+    }
+    at = end + 1;
+  }
   std::vector<CLI::ConfigItem> items;
   try {
     std::istringstream in{std::string(text)};

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <fmt/core.h>
 
 namespace parplan {
@@ -183,7 +184,13 @@ double shortest_units(int64_t bytes, double unit) {
     const double v = std::strtod(fmt::format("{:.{}g}", exact, digits).c_str(), nullptr);
     if (static_cast<int64_t>(v * unit) == bytes) return v;
   }
-  return exact;
+  // With a unit that is not a power of two no decimal may read back exactly (0.001001 MB x 1e6 = 1000.99...): the
+  // next doubles up do.
+  double v = exact;
+  for (int step = 0; step < 64 && static_cast<int64_t>(v * unit) < bytes; ++step) {
+    v = std::nextafter(v, std::numeric_limits<double>::infinity());
+  }
+  return v;
 }
 }  // namespace
 

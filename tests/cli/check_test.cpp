@@ -441,6 +441,13 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   const auto empty_cfg = run_parplan({"check", "--config", d.file("empty_section_cfg.toml")});
   CHECK(empty_cfg.exit_code == 2);
   CHECK(has(empty_cfg.err, d.file("empty_section_cfg.toml") + ": section [gates]"));
+  // [default] (which the TOML reader folds into the top level) and a bare [] are sections too.
+  for (const char* header : {"[DEFAULT]", "[default]", "[]"}) {
+    write(d.file("default.toml"), std::string(header) + "\nmodel = \"llama2-7b\"\ngpus = 8\n");
+    const auto r = run_parplan({"check", "--plan", d.file("default.toml")});
+    CHECK(r.exit_code == 2);
+    CHECK(has(r.err, d.file("default.toml") + ": section " + header));
+  }
   write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
   CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml: key 'gpus' is given more than once"));
   write(d.file("badcfg.toml"), "plan = [\"a.toml\"]\nmax-bubbles = 0.2\n");

@@ -79,3 +79,21 @@ TEST_CASE("GPU profiles written back read as the same bytes, in the file's units
     CHECK(fmt::format("{}", j["memory_GiB"].get<double>()).size() <= 7);
   }
 }
+
+TEST_CASE("plan documents are a fixed point for DP bucket sizes in MB (a unit that is not a power of two)") {
+  // 1001 bytes (--bucket-mb 0.0010011) was written as 0.001001 MB, read back as 1000 bytes.
+  for (int64_t bytes : {int64_t{1001}, int64_t{1000001}, int64_t{40000000}, int64_t{123456789}, int64_t{1000}}) {
+    Plan p = test::korthikanti_175b();
+    p.training.dp_bucket_bytes = bytes;
+    const Plan q = plan_from_json(plan_to_json(p), test::profiles(), "plan.json");
+    CAPTURE(bytes);
+    CHECK(q.training.dp_bucket_bytes == bytes);
+  }
+  int64_t failures = 0;
+  for (int64_t bytes = 1000; bytes < 200000; bytes += 7) {  // 0.001 MB is the smallest bucket
+    Plan p = test::korthikanti_175b();
+    p.training.dp_bucket_bytes = bytes;
+    failures += plan_from_json(plan_to_json(p), test::profiles(), "plan.json").training.dp_bucket_bytes != bytes;
+  }
+  CHECK(failures == 0);
+}
