@@ -96,20 +96,39 @@ TEST_CASE("trace: every p2p flow arrow ends on the receiving op (same microbatch
     SimOptions o;
     o.record_timeline = true;
     const nlohmann::json j = nlohmann::json::parse(chrome_trace_json(simulate(plan, o).timeline));
-    std::map<std::pair<int, int64_t>, int> slice_starts;  // (pid, ts ns) of compute-thread slices -> microbatch
+    struct Slice {
+      int mb, chunk;
+      std::string cat;
+    };
+    std::map<std::pair<int, int64_t>, Slice> slice_starts;  // (pid, ts ns) of compute-thread slices
     for (const auto& e : j["traceEvents"]) {
       if (e["ph"] == "X" && e["tid"] == 0 && e.contains("args") && e["args"].contains("microbatch") &&
           e["cat"] != "layer_comm") {
-        slice_starts[{e["pid"].get<int>(), std::llround(e["ts"].get<double>() * 1000)}] = e["args"]["microbatch"];
+        slice_starts[{e["pid"].get<int>(), std::llround(e["ts"].get<double>() * 1000)}] = {
+            e["args"]["microbatch"].get<int>(), e["args"]["chunk"].get<int>(), e["cat"].get<std::string>()};
       }
     }
-    int sent_mb = -1, ends = 0, on_consumer = 0;
+    const int p = 8;
+    int sent_mb = -1, sent_chunk = -1, from = -1, to = -1, ends = 0, on_consumer = 0;
     for (const auto& e : j["traceEvents"]) {
-      if (e["ph"] == "X" && e["cat"] == "pp_comm") sent_mb = e["args"]["microbatch"];
+      if (e["ph"] == "X" && e["cat"] == "pp_comm") {
+        sent_mb = e["args"]["microbatch"];
+        sent_chunk = e["args"]["chunk"];
+        from = e["pid"];
+        to = e["args"]["to_stage"];
+      }
       if (e["ph"] != "f") continue;
       ++ends;
+      // An activation goes to the next stage (the next chunk when it wraps to stage 0), a gradient to the previous
+      // stage (the previous chunk when it wraps to the last stage); its consumer is a forward, resp. a backward.
+      const bool forward = to == from + 1 || (from == p - 1 && to == 0 && p > 2);
+      const int chunk = forward ? sent_chunk + (from == p - 1 ? 1 : 0) : sent_chunk - (from == 0 ? 1 : 0);
       const auto at = slice_starts.find({e["pid"].get<int>(), std::llround(e["ts"].get<double>() * 1000)});
-      on_consumer += at != slice_starts.end() && at->second == sent_mb;
+      const bool kind_ok = at != slice_starts.end() &&
+                           (forward ? at->second.cat == "forward"
+                                    : at->second.cat == "backward" || at->second.cat == "backward_input" ||
+                                          at->second.cat == "recompute");
+      on_consumer += kind_ok && at->second.mb == sent_mb && at->second.chunk == chunk;
     }
     CAPTURE(to_string(sched));
     CHECK(ends >= 2 * 7 * 16);
