@@ -136,30 +136,28 @@ void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::i
 
 ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
   ProfileSet set = ProfileSet::embedded();
-  const size_t first_user = set.entries().size();
-  auto keys = [](const ProfileSet::Entry& e) {
-    std::vector<std::string> k{e.name};
-    k.insert(k.end(), e.aliases.begin(), e.aliases.end());
-    for (std::string& s : k) {
-      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    }
-    return k;
-  };
   for (const auto& f : profile_files) {
+    // The names each earlier --profile file answers to (its own and those it took over), before this one is added.
+    std::vector<std::pair<size_t, std::vector<std::string>>> owned;
+    for (size_t i = 0; i < set.entries().size(); ++i) {
+      if (!set.entries()[i].embedded) owned.emplace_back(i, set.live_keys(set.entries()[i]));
+    }
     add_profile_file(set, f, "--profile");
-    const std::vector<ProfileSet::Entry>& all = set.entries();
-    const ProfileSet::Entry& added = all.back();
-    const std::vector<std::string> mine = keys(added);
-    for (size_t i = first_user; i + 1 < all.size(); ++i) {
-      if (all[i].kind != added.kind || same_file(all[i].where, added.where)) continue;
-      for (const std::string& k : keys(all[i])) {
-        if (std::find(mine.begin(), mine.end(), k) == mine.end()) continue;
-        if (k == mine.front() && k == keys(all[i]).front()) {
-          throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", all[i].where,
-                                       added.where, added.kind, added.name));
+    const ProfileSet::Entry& added = set.entries().back();
+    std::vector<std::string> mine{added.name};
+    mine.insert(mine.end(), added.aliases.begin(), added.aliases.end());
+    for (const auto& [i, keys] : owned) {
+      const ProfileSet::Entry& e = set.entries()[i];
+      if (e.kind != added.kind || same_file(e.where, added.where)) continue;
+      for (const std::string& k : keys) {
+        const bool clash = std::any_of(mine.begin(), mine.end(), [&](const std::string& m) { return same_name(m, k); });
+        if (!clash) continue;
+        if (same_name(k, e.name) && same_name(k, added.name)) {
+          throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", e.where, added.where,
+                                       added.kind, added.name));
         }
         throw InputError(fmt::format("--profile: {} '{}' in '{}' and {} '{}' in '{}' both answer to '{}' (give one)",
-                                     all[i].kind, all[i].name, all[i].where, added.kind, added.name, added.where, k));
+                                     e.kind, e.name, e.where, added.kind, added.name, added.where, k));
       }
     }
   }

@@ -39,59 +39,53 @@ Runner setup(CLI::App& app) {
       return kOk;
     }
     const ProfileSet set = load(*o);
-    const std::vector<ProfileSet::Entry>& entries = set.entries();
-    // The entry in effect for a kind and name: the last one (a --profile file overrides an embedded profile).
-    auto shadowed = [&entries](size_t i) {
-      for (size_t j = i + 1; j < entries.size(); ++j) {
-        if (entries[j].kind == entries[i].kind && same_name(entries[j].name, entries[i].name)) return true;
-      }
-      return false;
-    };
+    // A --profile file overrides the names and aliases it lists (lookups take the latest entry holding a key); an
+    // entry is listed while any of its keys still resolves to it, with the aliases that do, and shown with them.
     if (show->parsed()) {
       nlohmann::json doc;
-      if (const GpuSpec* g = set.find_gpu(o->show_name)) {
-        doc = to_json(*g);
-      } else if (const ClusterSpec* c = set.find_cluster(o->show_name)) {
-        doc = to_json(*c);
-      } else if (const ModelSpec* m = set.find_model(o->show_name)) {
-        doc = to_json(*m);
-      } else {
-        throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", o->show_name));
+      const ProfileSet::Entry* owner = nullptr;
+      for (const ProfileSet::Entry& e : set.entries()) {
+        for (const std::string& k : set.live_keys(e)) owner = same_name(k, o->show_name) ? &e : owner;
       }
-      for (size_t i = 0; i < entries.size(); ++i) {
-        const ProfileSet::Entry& e = entries[i];
-        if (e.kind == doc["kind"] && e.name == doc["name"] && !shadowed(i) && !e.aliases.empty()) doc["aliases"] = e.aliases;
-      }
+      if (!owner) throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", o->show_name));
+      doc = owner->kind == "gpu"       ? to_json(set.gpu_of(*owner))
+            : owner->kind == "cluster" ? to_json(set.cluster_of(*owner))
+                                       : to_json(set.model_of(*owner));
+      std::vector<std::string> aliases = set.live_keys(*owner);
+      std::erase_if(aliases, [&](const std::string& k) { return same_name(k, owner->name); });
+      if (!aliases.empty()) doc["aliases"] = aliases;
       fmt::print("{}\n", doc.dump(2));
       return kOk;
     }
     if (!o->kind.empty() && o->kind != "gpu" && o->kind != "cluster" && o->kind != "model") {
       throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", o->kind));
     }
-    const size_t embedded = ProfileSet::embedded().entries().size();  // the entries before the --profile files
     Table t({"kind", "name", "aliases", "summary"}, 4);
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const ProfileSet::Entry& e = entries[i];
-      if ((!o->kind.empty() && e.kind != o->kind) || shadowed(i)) continue;
+    for (const ProfileSet::Entry& e : set.entries()) {
+      if (!o->kind.empty() && e.kind != o->kind) continue;
+      const std::vector<std::string> live = set.live_keys(e);
+      if (live.empty()) continue;  // every name and alias overridden by a later file
       std::string aliases;
-      for (const auto& a : e.aliases) aliases += (aliases.empty() ? "" : ",") + a;
+      for (const auto& a : live) {
+        if (!same_name(a, e.name)) aliases += (aliases.empty() ? "" : ",") + a;
+      }
       std::string summary;
       if (e.kind == "gpu") {
-        const GpuSpec& g = *set.find_gpu(e.name);
+        const GpuSpec& g = set.gpu_of(e);
         summary = fmt::format("{} HBM, {:.0f} GB/s, bf16 {:.0f} TFLOP/s", fmt_bytes(static_cast<double>(g.memory_bytes)),
                               g.hbm_bandwidth_Bps / 1e9, g.peak(DType::bf16) / 1e12);
       } else if (e.kind == "cluster") {
-        const ClusterSpec& c = *set.find_cluster(e.name);
+        const ClusterSpec& c = set.cluster_of(e);
         summary = fmt::format("{} x {}/node, intra {:.0f} GB/s, inter {:.0f} GB/s per GPU", c.gpus_per_node, c.gpu,
                               c.intra_node.bandwidth_Bps / 1e9, c.inter_node.bandwidth_Bps / 1e9);
       } else {
-        const ModelSpec& m = *set.find_model(e.name);
+        const ModelSpec& m = set.model_of(e);
         summary = fmt::format("{} params, {} layers, hidden {}, {} heads{}", fmt_count(static_cast<double>(total_params(m))),
                               m.layers, m.hidden, m.heads,
                               m.is_moe() ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
       }
-      if (i >= embedded) summary += fmt::format(" (from {})", e.where);
-      t.add({e.kind, e.name, aliases, summary});
+      if (!e.embedded) summary += fmt::format(" (from {})", e.where);
+      t.add({e.kind, same_name(live.front(), e.name) ? e.name : e.name + " (overridden)", aliases, summary});
     }
     fmt::print("{}", t.render());
     return kOk;

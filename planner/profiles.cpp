@@ -27,6 +27,21 @@ auto lookup(const V& v, std::string_view name) -> decltype(&v.front().spec) {
   return nullptr;
 }
 
+// A profile that shares a name or alias with an earlier one of its kind replaces it: it answers to all of the earlier
+// profile's names and aliases too (overriding "H100-SXM5-80GB" also takes "h100").
+template <typename V>
+void inherit_keys(const V& earlier, std::vector<std::string>& keys) {
+  for (const auto& n : earlier) {
+    const bool shares = std::any_of(n.keys.begin(), n.keys.end(), [&](const std::string& k) {
+      return std::find(keys.begin(), keys.end(), k) != keys.end();
+    });
+    if (!shares) continue;
+    for (const std::string& k : n.keys) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+  }
+}
+
 template <typename V>
 std::string known_names(const V& v) {
   std::vector<std::string> names;
@@ -43,6 +58,7 @@ std::string known_names(const V& v) {
 ProfileSet ProfileSet::embedded() {
   ProfileSet set;
   for (const auto& f : embedded_profiles()) set.add(f.content, "profiles/" + std::string(f.path));
+  for (Entry& e : set.entries_) e.embedded = true;
   return set;
 }
 
@@ -67,6 +83,7 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
     r.finish();
     keys.push_back(lower(name));
     for (auto& a : aliases) keys.push_back(lower(a));
+    inherit_keys(gpus_, keys);
     gpus_.push_back({std::move(g), keys});
   } else if (kind == "cluster") {
     ClusterSpec c = cluster_from_json(r);
@@ -74,6 +91,7 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
     r.finish();
     keys.push_back(lower(name));
     for (auto& a : aliases) keys.push_back(lower(a));
+    inherit_keys(clusters_, keys);
     clusters_.push_back({std::move(c), keys});
   } else if (kind == "model") {
     ModelSpec m = model_from_json(r);
@@ -81,12 +99,28 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
     r.finish();
     keys.push_back(lower(name));
     for (auto& a : aliases) keys.push_back(lower(a));
+    inherit_keys(models_, keys);
     models_.push_back({std::move(m), keys});
   } else {
     r.fail("kind", fmt::format("unknown kind '{}' (expected gpu, cluster or model)", kind));
   }
-  entries_.push_back({kind, name, where, aliases});
+  const size_t index = kind == "gpu" ? gpus_.size() - 1 : kind == "cluster" ? clusters_.size() - 1 : models_.size() - 1;
+  entries_.push_back({kind, name, where, aliases, index, false});
   return kind;
+}
+
+std::vector<std::string> ProfileSet::live_keys(const Entry& e) const {
+  const std::vector<std::string>& names = e.kind == "gpu"       ? gpus_.at(e.index).keys
+                                          : e.kind == "cluster" ? clusters_.at(e.index).keys
+                                                                : models_.at(e.index).keys;
+  std::vector<std::string> live;
+  for (const std::string& n : names) {
+    const bool mine = e.kind == "gpu"       ? find_gpu(n) == &gpu_of(e)
+                      : e.kind == "cluster" ? find_cluster(n) == &cluster_of(e)
+                                            : find_model(n) == &model_of(e);
+    if (mine) live.push_back(n);
+  }
+  return live;
 }
 
 const GpuSpec* ProfileSet::find_gpu(std::string_view name) const { return lookup(gpus_, name); }

@@ -15,7 +15,8 @@ class ProfileSet {
   // The profiles compiled into the binary.
   static ProfileSet embedded();
 
-  // Adds (or overrides) one profile from JSON text; `where` names the file in errors. Returns the kind.
+  // Adds one profile from JSON text; `where` names the file in errors. Returns the kind. A profile sharing a name or
+  // alias with an earlier one of its kind replaces it, taking over all of its names and aliases.
   std::string add(std::string_view text, const std::string& where);
 
   const GpuSpec* find_gpu(std::string_view name) const;
@@ -29,8 +30,17 @@ class ProfileSet {
   struct Entry {
     std::string kind, name, where;
     std::vector<std::string> aliases;
+    size_t index = 0;       // position among the profiles of its kind
+    bool embedded = false;  // compiled in (else a --profile file)
   };
   const std::vector<Entry>& entries() const { return entries_; }
+  // The spec an entry added (whatever a later entry overrides).
+  const GpuSpec& gpu_of(const Entry& e) const { return gpus_.at(e.index).spec; }
+  const ClusterSpec& cluster_of(const Entry& e) const { return clusters_.at(e.index).spec; }
+  const ModelSpec& model_of(const Entry& e) const { return models_.at(e.index).spec; }
+  // The entry's names (lower case: its name first, its aliases, and those it took over from a profile it replaced)
+  // that still resolve to it.
+  std::vector<std::string> live_keys(const Entry& e) const;
 
  private:
   template <typename T>

@@ -139,6 +139,21 @@ TEST_CASE("profiles show writes what the file says; list shows an overridden pro
   CHECK(rows == 1);  // was listed twice, both rows showing the override
   CHECK(l.out.find("100.00 GiB HBM") != std::string::npos);
   CHECK(l.out.find("(from " + path + ")") != std::string::npos);
+  // Overriding by name alone takes over the aliases too: "h100" is the file's profile, not the embedded one (it
+  // still was, while the list showed only the file's).
+  auto no_aliases = big;
+  no_aliases.erase("aliases");
+  std::FILE* g = std::fopen(path.c_str(), "w");
+  std::fputs(no_aliases.dump().c_str(), g);
+  std::fclose(g);
+  const auto shown = run_parplan({"profiles", "--profile", path, "show", "h100"});
+  REQUIRE(shown.exit_code == 0);
+  CHECK(nlohmann::json::parse(shown.out)["memory_GiB"].get<double>() == 100.0);
+  CHECK(nlohmann::json::parse(shown.out)["aliases"].size() == 4);
+  const auto listed = run_parplan({"profiles", "--profile", path, "list", "--kind", "gpu"});
+  CHECK(listed.out.find("79.65 GiB") == std::string::npos);
+  const auto used = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--gpu", "h100", "--profile", path});
+  CHECK(used.out.find("exceeds 100.00 GiB") != std::string::npos);
   std::filesystem::remove(path);
 }
 
