@@ -31,7 +31,7 @@ struct TimelineEvent {
   int32_t chunk = 0;
   double start_s = 0, end_s = 0;
   int64_t bytes = 0;        // payload of a transfer
-  int64_t flow = -1;        // >= 0: a transfer; the event on the receiving stage with the same flow id consumes it
+  int64_t flow = -1;        // >= 0: a p2p transfer (the trace draws an arrow to the op on peer_stage that uses it)
   int32_t peer_stage = -1;  // transfers: the other stage
   double duration_s() const { return end_s - start_s; }
 };
