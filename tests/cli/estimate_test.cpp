@@ -236,7 +236,8 @@ TEST_CASE("--json per-stage terms add up: estimate's per-microbatch time, simula
   const auto s = run_parplan({"simulate", "--model", "mixtral-8x7b", "--gpus", "64", "--tp", "2", "--pp", "4", "--dp",
                               "8", "--ep", "8", "--microbatches", "8", "--json"});
   REQUIRE(s.exit_code == 0);
-  for (const auto& st : nlohmann::json::parse(s.out)["stages"]) {
+  const nlohmann::json sim = nlohmann::json::parse(s.out);  // named: a range-for over a temporary's member dangles
+  for (const auto& st : sim["stages"]) {
     const double parts = st["compute_s"].get<double>() + st["tp_exposed_s"].get<double>() +
                          st["cp_exposed_s"].get<double>() + st["ep_exposed_s"].get<double>() +
                          st["zero3_exposed_s"].get<double>() + st["pp_exposed_s"].get<double>();
