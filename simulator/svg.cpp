@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/core.h>
+#include <vector>
 
 #include "simulator/trace.hpp"
 
@@ -11,7 +12,7 @@ namespace parplan::sim {
 namespace {
 
 constexpr double kLeft = 90, kRight = 20, kTop = 40, kPlot = 1200;
-constexpr double kRowCompute = 26, kRowComm = 10, kGap = 8;
+constexpr double kRowCompute = 26, kRowComm = 7, kGap = 8;  // kRowComm: one sub-row per communication stream
 
 // Hue per microbatch spread by the golden angle so neighbours differ; forward light, backward dark.
 std::string colour(const TimelineEvent& e) {
@@ -74,8 +75,19 @@ std::string render_svg(const Timeline& t, const std::string& title) {
     for (const auto& st : tr.streams)
       for (const auto& e : st.events) span = std::max(span, e.end_s);
   const double sx = kPlot / span;
-  const double row = kRowCompute + kRowComm + kGap;
-  const double height = kTop + row * static_cast<double>(t.tracks.size()) + 80;
+  // Each stage: the compute row, then one thin row per communication stream that carries events (tp, cp, pp, dp),
+  // so concurrent transfers on different streams do not overprint.
+  std::vector<std::vector<size_t>> comm_rows(t.tracks.size());
+  std::vector<double> track_y(t.tracks.size());
+  double y_next = kTop;
+  for (size_t i = 0; i < t.tracks.size(); ++i) {
+    for (size_t k = 1; k < t.tracks[i].streams.size(); ++k) {
+      if (!t.tracks[i].streams[k].events.empty()) comm_rows[i].push_back(k);
+    }
+    track_y[i] = y_next;
+    y_next += kRowCompute + kRowComm * static_cast<double>(std::max<size_t>(1, comm_rows[i].size())) + kGap;
+  }
+  const double height = y_next + 80;
   const double width = kLeft + kPlot + kRight;
   std::string o;
   o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
@@ -98,14 +110,19 @@ std::string render_svg(const Timeline& t, const std::string& title) {
   }();
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     const TimelineTrack& tr = t.tracks[i];
-    const double y = kTop + row * static_cast<double>(i);
+    const double y = track_y[i];
     o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">stage {}</text>\n", kLeft - 8,
                      y + kRowCompute * 0.7, tr.stage);
     o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.2f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n", kLeft, y,
                      kPlot, kRowCompute);
+    for (size_t r = 0; r < comm_rows[i].size(); ++r) {
+      o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\" font-size=\"7\">{}</text>\n", kLeft - 3,
+                       y + kRowCompute + kRowComm * (static_cast<double>(r) + 0.85), tr.streams[comm_rows[i][r]].name);
+    }
     for (size_t k = 0; k < tr.streams.size(); ++k) {
       const bool compute = k == 0;
-      const double ry = compute ? y : y + kRowCompute;
+      const auto sub = std::find(comm_rows[i].begin(), comm_rows[i].end(), k) - comm_rows[i].begin();
+      const double ry = compute ? y : y + kRowCompute + kRowComm * static_cast<double>(sub);
       const double rh = compute ? kRowCompute : kRowComm;
       for (const TimelineEvent& e : tr.streams[k].events) {
         const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
@@ -125,7 +142,7 @@ std::string render_svg(const Timeline& t, const std::string& title) {
     }
   }
   // Time axis.
-  const double ay = kTop + row * static_cast<double>(t.tracks.size()) + 4;
+  const double ay = y_next + 4;
   o += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.2f}\" x2=\"{:.0f}\" y2=\"{:.2f}\" stroke=\"black\"/>\n", kLeft, ay,
                    kLeft + kPlot, ay);
   const double ts = tick_step(span);
@@ -157,7 +174,7 @@ std::string render_svg(const Timeline& t, const std::string& title) {
   w.category = EventCategory::backward_weight;
   const Item items[] = {{"forward (hue = microbatch)", colour(f)}, {"backward", colour(b)}, {"weight grad (W)", colour(w)},
                         {"recompute", "#bdbdbd"},           {"TP/CP comm", "url(#hatch-tp)"}, {"p2p", "url(#hatch-pp)"},
-                        {"DP comm", "url(#hatch-dp)"},       {"optimizer", "#555555"}};
+                        {"DP comm, ZeRO-3 gathers", "url(#hatch-dp)"}, {"optimizer", "#555555"}};
   double lx = kLeft;
   for (const Item& it : items) {
     o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#333\" "
