@@ -94,7 +94,7 @@ Runner setup(CLI::App& app) {
   app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
   return [o]() {
-    if (is_stdout(o->out) && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
+    refuse_second_stdout_document(o->out, o->json, "-o");
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;

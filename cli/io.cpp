@@ -104,6 +104,12 @@ bool is_stdout(const std::string& path) {
   return path == "-" || (!path.empty() && output_target(path) == output_target("/dev/stdout"));
 }
 
+void refuse_second_stdout_document(const std::string& path, bool json, std::string_view flag) {
+  if (json && is_stdout(path)) {
+    throw InputError(fmt::format("{}: '-' (stdout) and --json would both print a document; give {} a file", flag, flag));
+  }
+}
+
 bool same_output(const std::string& a, const std::string& b) {
   if (a.empty() || b.empty()) return false;
   if (is_stdout(a) || is_stdout(b)) return is_stdout(a) && is_stdout(b);

@@ -21,6 +21,9 @@ bool same_output(const std::string& a, const std::string& b);
 // Whether an output path writes to stdout: "-", or a name that resolves where /dev/stdout does.
 bool is_stdout(const std::string& path);
 
+// Throws InputError naming `flag` when `path` writes to stdout and --json (`json`) prints a document there too.
+void refuse_second_stdout_document(const std::string& path, bool json, std::string_view flag);
+
 // `path` with its symbolic links followed by hand (a dangling link gives the file it would create); nullopt for a
 // loop or an unreadable link.
 std::optional<std::filesystem::path> follow_links(const std::string& path);

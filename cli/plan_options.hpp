@@ -58,7 +58,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o);
 // is an InputError naming it, not silently ignored.
 void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::initializer_list<std::string_view> allowed);
 
-// Embedded profiles plus the user's --profile files, in order (a file overrides an embedded profile of the same name).
+// Embedded profiles plus the user's --profile files, in order (a file sharing a name or alias with an embedded
+// profile replaces it).
 // Two different files defining the same GPU, cluster or model name (or alias) are an InputError naming both.
 ProfileSet load_profiles(const std::vector<std::string>& profile_files);
 ProfileSet load_profiles(const ModelOptions& o);

@@ -39,8 +39,8 @@ Runner setup(CLI::App& app) {
       return kOk;
     }
     const ProfileSet set = load(*o);
-    // A --profile file overrides the names and aliases it lists (lookups take the latest entry holding a key); an
-    // entry is listed while any of its keys still resolves to it, with the aliases that do, and shown with them.
+    // A --profile file sharing a name or alias with a profile replaces it whole (ProfileSet::add): an entry is listed
+    // while its names still resolve to it, with the aliases it holds (its own and those it took over).
     if (show->parsed()) {
       nlohmann::json doc;
       const ProfileSet::Entry* owner = nullptr;
@@ -64,7 +64,7 @@ Runner setup(CLI::App& app) {
     for (const ProfileSet::Entry& e : set.entries()) {
       if (!o->kind.empty() && e.kind != o->kind) continue;
       const std::vector<std::string> live = set.live_keys(e);
-      if (live.empty()) continue;  // every name and alias overridden by a later file
+      if (live.empty()) continue;  // replaced by a later file
       std::string aliases;
       for (const auto& a : live) {
         if (!same_name(a, e.name)) aliases += (aliases.empty() ? "" : ",") + a;
@@ -85,7 +85,7 @@ Runner setup(CLI::App& app) {
                               m.is_moe() ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
       }
       if (!e.embedded) summary += fmt::format(" (from {})", e.where);
-      t.add({e.kind, same_name(live.front(), e.name) ? e.name : e.name + " (overridden)", aliases, summary});
+      t.add({e.kind, e.name, aliases, summary});
     }
     fmt::print("{}", t.render());
     return kOk;

@@ -34,7 +34,6 @@ struct RunOptions {
   std::string trace;
 };
 
-
 bool looks_like_file(const std::string& s) { return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json")); }
 
 // The GPU profile the prediction uses, and where it came from. A written plan carries its GPU inline, so a measured

@@ -130,11 +130,9 @@ Runner setup(CLI::App& app) {
                                                      "give two paths",
                                                      o->trace));
     }
+    refuse_second_stdout_document(o->trace, o->json, "--trace");
+    refuse_second_stdout_document(o->svg, o->json, "--svg");
     const bool document_on_stdout = is_stdout(o->trace) || is_stdout(o->svg);
-    if (document_on_stdout && o->json) {
-      throw InputError(fmt::format("{}: '-' (stdout) and --json would both print a document; give it a file",
-                                   is_stdout(o->trace) ? "--trace" : "--svg"));
-    }
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;

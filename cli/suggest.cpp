@@ -243,17 +243,22 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
   return a;
 }
 
+// Whether some configuration failed the memory check ("NOTHING FITS"); else every one broke a mesh, batch or schedule
+// rule first ("NOTHING VALID").
+bool memory_decided(const SearchResult& res) {
+  return res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0;
+}
+
 std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
   const StateFloor& f = a.floor;
-  const bool memory_decided = res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0;
   // When every configuration broke a mesh or batch rule, memory never came into it: say so, not "fits in memory".
-  std::string s = memory_decided
+  std::string s = memory_decided(res)
                       ? fmt::format("NOTHING FITS: no configuration of {} on {} x {} ({}) fits in memory.\n",
                                     req.model.name, req.gpus, req.gpu.name, fmt_bytes(f.capacity_bytes))
                       : fmt::format("NOTHING VALID: every configuration of {} on {} x {} breaks a mesh, batch or "
                                     "schedule rule (reasons above); none reached the memory check.\n",
                                     req.model.name, req.gpus, req.gpu.name);
-  if (!memory_decided) {
+  if (!memory_decided(res)) {
     // Memory never came into it: the model-state floor and other GPUs' memory say nothing here.
     s += "  What it would need: sizes the rules admit (the rejection table names each rule; --explain shows the best "
          "candidate each one refused).\n";
@@ -359,10 +364,7 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
   if (req.objective == Objective::fewest_gpus) j["min_tokens_per_s"] = req.min_tokens_per_s;
   if (advice) {
     j["advice"] = advice_json(*advice);
-    // "nothing_fits": some configuration failed the memory check; "nothing_valid": every one broke a mesh, batch or
-    // schedule rule first.
-    j["advice"]["headline"] =
-        res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0 ? "nothing_fits" : "nothing_valid";
+    j["advice"]["headline"] = memory_decided(res) ? "nothing_fits" : "nothing_valid";
   }
   return j;
 }
@@ -511,7 +513,7 @@ Runner setup(CLI::App& app) {
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
-    if (is_stdout(o->out) && o->json) throw InputError("-o: '-' (stdout) and --json would both print a document; give -o a file");
+    refuse_second_stdout_document(o->out, o->json, "-o");
     bool progress_shown = false;
     double last_shown = 0;
     const bool terminal = ::isatty(STDERR_FILENO) != 0;  // a log file gets no progress meter

@@ -600,7 +600,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
       // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
       // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
-      const double backward_window = pc.schedule == Schedule::zero_bubble ? t.backward_weight_s : bwd;
+      const bool zb = pc.schedule == Schedule::zero_bubble;
+      const double backward_window = zb ? t.backward_weight_s : bwd;
       if (dc.per_microbatch) {
         total = md * dc.grad_reduce_s;
         // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
@@ -610,7 +611,6 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                                                   : 0.0;
         // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
         // where they outlast B_input.
-        const bool zb = pc.schedule == Schedule::zero_bubble;
         const double window =
             std::max(0.0, backward_window - (zb ? std::max(0.0, gathers - t.backward_input_s) : gathers));
         // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next

@@ -200,9 +200,8 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
     const double per_chunk = st.peak_live_until_weight_grad > 0
                                  ? st.peak_activation_bytes / static_cast<double>(st.peak_live_until_weight_grad)
                                  : 0.0;
-    const bool split = std::any_of(tr.streams[0].events.begin(), tr.streams[0].events.end(),
-                                   [](const TimelineEvent& ev) { return ev.category == EventCategory::backward_weight; });
-    const EventCategory frees = split ? EventCategory::backward_weight : EventCategory::backward;
+    const EventCategory frees =
+        s.schedule == Schedule::zero_bubble ? EventCategory::backward_weight : EventCategory::backward;
     std::vector<std::pair<double, int>> deltas;
     std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // an op split into
     for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end

@@ -101,13 +101,7 @@ std::string render_svg(const Timeline& t, const std::string& title) {
   }
   o += "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o += fmt::format("<text x=\"{:.0f}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", kLeft, escape(title));
-  const bool chunks = [&] {
-    for (const auto& tr : t.tracks)
-      for (const auto& st : tr.streams)
-        for (const auto& e : st.events)
-          if (e.chunk > 0) return true;
-    return false;
-  }();
+  const bool chunks = has_chunks(t);
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     const TimelineTrack& tr = t.tracks[i];
     const double y = track_y[i];

@@ -39,6 +39,8 @@ int64_t ns(double s) { return s <= 0 ? 0 : s >= 9e9 ? int64_t{9'000'000'000'000'
 std::string us_ns(int64_t n) { return fmt::format("{}.{:03d}", n / 1000, n % 1000); }
 std::string us(double s) { return us_ns(ns(s)); }
 
+}  // namespace
+
 bool has_chunks(const Timeline& t) {
   for (const auto& tr : t.tracks) {
     for (const auto& st : tr.streams) {
@@ -49,8 +51,6 @@ bool has_chunks(const Timeline& t) {
   }
   return false;
 }
-
-}  // namespace
 
 std::string event_name(const TimelineEvent& e, bool with_chunk) {
   std::string n = short_name(e.category);
