@@ -21,12 +21,6 @@ std::string relative_to(const std::string& p, const fs::path& base_dir) {
   return (base_dir / p).lexically_normal().generic_string();
 }
 
-// The same rule plan_options.cpp applies to --model / --gpu / --cluster: a value with a '/' or a .json suffix is a
-// file, anything else a profile name.
-bool names_a_file(const std::string& s) {
-  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
-}
-
 bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
 
 }  // namespace

@@ -18,9 +18,6 @@
 namespace parplan::cli {
 namespace {
 
-bool looks_like_file(const std::string& s) {
-  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
-}
 
 // Loads one profile file named by `flag` and returns the profile set's view of it.
 std::string add_profile_file(ProfileSet& set, const std::string& path, std::string_view flag) {
@@ -134,6 +131,10 @@ void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::i
   }
 }
 
+bool names_a_file(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json"));
+}
+
 ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
   ProfileSet set = ProfileSet::embedded();
   for (const auto& f : profile_files) {
@@ -171,7 +172,7 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   Target t;
   if (!o.model.empty() && !o.params.empty()) throw InputError("--model and --params: give one, not both");
   if (!o.model.empty()) {
-    if (looks_like_file(o.model)) {
+    if (names_a_file(o.model)) {
       if (add_profile_file(profiles, o.model, "--model") != "model") {
         throw InputError(fmt::format("--model: '{}' is not a model profile", o.model));
       }
@@ -194,7 +195,7 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
 
   std::string gpu_name;
   if (!o.gpu.empty()) {
-    if (looks_like_file(o.gpu)) {
+    if (names_a_file(o.gpu)) {
       if (add_profile_file(profiles, o.gpu, "--gpu") != "gpu") throw InputError(fmt::format("--gpu: '{}' is not a GPU profile", o.gpu));
       gpu_name = profiles.entries().back().name;
     } else {
@@ -204,7 +205,7 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   }
   if (!o.cluster.empty()) {
     std::string name = o.cluster;
-    if (looks_like_file(o.cluster)) {
+    if (names_a_file(o.cluster)) {
       if (add_profile_file(profiles, o.cluster, "--cluster") != "cluster") {
         throw InputError(fmt::format("--cluster: '{}' is not a cluster profile", o.cluster));
       }

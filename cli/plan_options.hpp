@@ -58,6 +58,10 @@ void add_mesh_options(CLI::App& app, MeshOptions& o);
 // is an InputError naming it, not silently ignored.
 void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::initializer_list<std::string_view> allowed);
 
+// How --model / --gpu / --cluster (and run's --gpu, a TOML plan's references) tell a file from a profile name: a value
+// with a '/' or a .json suffix is a file.
+bool names_a_file(const std::string& s);
+
 // Embedded profiles plus the user's --profile files, in order (a file sharing a name or alias with an embedded
 // profile replaces it).
 // Two different files defining the same GPU, cluster or model name (or alias) are an InputError naming both.

@@ -34,8 +34,6 @@ struct RunOptions {
   std::string trace;
 };
 
-bool looks_like_file(const std::string& s) { return s.find('/') != std::string::npos || (s.size() > 5 && s.ends_with(".json")); }
-
 // The GPU profile the prediction uses, and where it came from. A written plan carries its GPU inline, so a measured
 // profile (calibrate --out, named <gpu>-measured-<date>) or a --profile file overriding the plan's GPU is only used
 // when chosen here:
@@ -52,7 +50,7 @@ struct GpuChoice {
 
 GpuChoice choose_gpu(const Plan& plan, const ProfileSet& profiles, const std::vector<std::string>& files, const std::string& flag) {
   if (!flag.empty()) {
-    if (looks_like_file(flag)) {
+    if (names_a_file(flag)) {
       ProfileSet one;
       if (one.add(read_file(flag, "--gpu"), flag) != "gpu") throw InputError(fmt::format("--gpu: '{}' is not a GPU profile", flag));
       return {*one.find_gpu(one.entries().back().name), "--gpu " + flag};
