@@ -132,6 +132,17 @@ Runner setup(CLI::App& app) {
                                      "this machine's {} (the host backend is for small plans; --rank R runs one rank)",
                                      local ? 1 : ranks, fmt_bytes(need), fmt_bytes(ram)));
       }
+      // And what would run for hours: the host GEMM runs at tens of GFLOP/s (docs/runtime.md), so a plan whose
+      // ranks execute more than kMaxHostFlop in all (warm-up and measured steps) is refused before it starts.
+      constexpr double kMaxHostFlop = 1e14;
+      const double per_step = e.time.hardware_flops / static_cast<double>(local ? ranks : 1);
+      const double total = per_step * static_cast<double>(o->steps + o->warmup);
+      if (total > kMaxHostFlop) {
+        throw InputError(fmt::format("--backend host: {} step(s) of this plan execute about {:.1f} TFLOP on the CPU "
+                                     "(limit {:.0f}; hours at host speed): lower --steps/--warmup, the plan's batch or "
+                                     "sequence, or use --backend cuda",
+                                     o->steps + o->warmup, total / 1e12, kMaxHostFlop / 1e12));
+      }
     }
     std::vector<runtime::Program> programs;
     for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {

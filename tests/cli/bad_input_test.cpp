@@ -548,6 +548,17 @@ TEST_CASE("bad input: run --backend host refuses a plan whose tensors cannot fit
   expect_bad({{"run", "--backend", "host", "--plan", plan}, "--backend host: the plan's 64 ranks need about"});
 }
 
+TEST_CASE("bad input: run --backend host refuses a plan that would compute for hours on the CPU") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "0.1b.json").string();
+  // 0.1B parameters at the default batch (2,048 x 2,048 tokens): small in memory, ~3,000 TFLOP a step (it ran for
+  // hours). Refused for the whole run and for one step; a rank-local run of one rank is the same plan here.
+  REQUIRE(run_parplan({"estimate", "--params", "0.1e9", "--gpus", "1", "-o", plan}).exit_code <= 1);
+  expect_bad({{"run", "--backend", "host", "--plan", plan}, "--backend host: 7 step(s) of this plan execute about"});
+  expect_bad({{"run", "--backend", "host", "--plan", plan, "--steps", "1", "--warmup", "0", "--rank", "0"},
+              "--backend host: 1 step(s) of this plan execute about"});
+}
+
 TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
   const std::string ok = kBad + "plan_ok.json";
   const std::vector<BadCase> cases = {
