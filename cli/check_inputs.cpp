@@ -2,6 +2,8 @@
 #include "cli/check_inputs.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/core.h>
 #include <set>
@@ -22,6 +24,65 @@ std::string relative_to(const std::string& p, const fs::path& base_dir) {
 }
 
 bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
+
+// CLI11's TOML reader strips quotes and reads any word, so `tp = "2"` read as 2 and `sp = "yes"` or
+// `recompute = full` passed. Each top-level `key = value` line's raw value must be of the option's kind: a TOML
+// number for a numeric option, true / false for a flag, a quoted string (or a number, for values such as
+// max-bubble = 0.2) for a text option, a string or an array for a repeatable one.
+void check_toml_value_kinds(const CLI::App& app, std::string_view text, const std::string& path) {
+  auto trim = [](std::string_view v) {
+    const size_t a = v.find_first_not_of(" \t\r");
+    if (a == std::string_view::npos) return std::string_view{};
+    return v.substr(a, v.find_last_not_of(" \t\r") - a + 1);
+  };
+  auto is_number = [](std::string_view v) {  // TOML's digit separators (1_000) are not read
+    const std::string t(v);
+    char* end = nullptr;
+    std::strtod(t.c_str(), &end);
+    return !t.empty() && end == t.c_str() + t.size();
+  };
+  auto is_integer = [](std::string_view v) {
+    int64_t x = 0;
+    const char* first = v.data() + (!v.empty() && v.front() == '+');
+    const auto [ptr, ec] = std::from_chars(first, v.data() + v.size(), x);
+    return !v.empty() && ec == std::errc{} && ptr == v.data() + v.size();
+  };
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = trim(line.substr(0, eq));
+    if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                           std::string_view::npos) {
+      continue;  // a comment, or a line inside a multi-line array
+    }
+    const CLI::Option* op = app.get_option_no_throw("--" + std::string(key));
+    if (op == nullptr) continue;  // reported by the caller
+    std::string_view value = trim(line.substr(eq + 1));
+    const bool quoted = !value.empty() && (value.front() == '"' || value.front() == '\'');
+    if (!quoted) value = trim(value.substr(0, value.find('#')));
+    const bool array = !value.empty() && value.front() == '[';
+    const bool boolean = value == "true" || value == "false";
+    const std::string type = op->get_type_name();
+    std::string_view want;
+    if (op->get_expected_max() == 0) {
+      if (!boolean) want = "true or false";
+    } else if (type.starts_with("INT") || type.starts_with("UINT")) {
+      if (quoted || !is_integer(value)) want = "an integer";
+    } else if (type.starts_with("FLOAT")) {
+      if (quoted || !is_number(value)) want = "a number";
+    } else if (op->get_expected_max() > 1) {
+      if (!quoted && !array) want = "a quoted string or an array of them";
+    } else if (!quoted && (array || boolean || !is_number(value))) {
+      want = "a quoted string";
+    }
+    if (!want.empty()) {
+      throw InputError(fmt::format("{}: key '{}' takes {}, not {}", path, key, want, value.empty() ? "nothing" : value));
+    }
+  }
+}
 
 }  // namespace
 
@@ -88,6 +149,7 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
       throw InputError(fmt::format("{}: key '{}' is given more than once (or as a list)", path, key));
     }
   }
+  check_toml_value_kinds(app, text, path);
   try {
     std::istringstream in{std::string(text)};
     app.parse_from_stream(in);

@@ -448,6 +448,33 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
     CHECK(r.exit_code == 2);
     CHECK(has(r.err, d.file("default.toml") + ": section " + header));
   }
+  // Values of the wrong TOML kind: the reader stripped quotes and read any word, so tp = "2" read as 2.
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"tp = \"2\"", "key 'tp' takes an integer, not \"2\""},
+      {"tp = 2.5", "key 'tp' takes an integer, not 2.5"},
+      {"tp = true", "key 'tp' takes an integer, not true"},
+      {"tp =", "key 'tp' takes an integer, not nothing"},
+      {"bucket-mb = \"40\"", "key 'bucket-mb' takes a number, not \"40\""},
+      {"sequence-parallel = 1", "key 'sequence-parallel' takes true or false, not 1"},
+      {"sequence-parallel = \"true\"", "key 'sequence-parallel' takes true or false, not \"true\""},
+      {"recompute = full", "key 'recompute' takes a quoted string, not full"},
+      {"recompute = [\"full\"]", "key 'recompute' takes a quoted string, not [\"full\"]"},
+      {"profile = x.json", "key 'profile' takes a quoted string or an array of them, not x.json"},
+  };
+  for (const auto& [line, needle] : kinds) {
+    CAPTURE(line);
+    write(d.file("kind.toml"), "model = \"llama2-7b\"\ngpus = 8\n" + line + "\n");
+    const auto r = run_parplan({"check", "--plan", d.file("kind.toml")});
+    CHECK(r.exit_code == 2);
+    CHECK(parplan::test::line_count(r.err) == 1);
+    CHECK(has(r.err, d.file("kind.toml") + ": " + needle));
+  }
+  // The right kinds still read, comments after a value included; a number is a value for a text option.
+  write(d.file("kinds_ok.toml"), "model = \"llama2-7b\"  # 7B\ngpus = 8\ntp = 2 # two\nbucket-mb = 25.5\n"
+                                 "sequence-parallel = true\n");
+  CHECK(run_parplan({"check", "--plan", d.file("kinds_ok.toml")}).exit_code == 0);
+  write(d.file("cfg_ok.toml"), "plan = [\"kinds_ok.toml\"]\nmax-bubble = 0.2\nmin-mfu = \"1%\"\n");
+  CHECK(run_parplan({"check", "--config", d.file("cfg_ok.toml")}).exit_code == 0);
   write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
   CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml: key 'gpus' is given more than once"));
   write(d.file("badcfg.toml"), "plan = [\"a.toml\"]\nmax-bubbles = 0.2\n");
