@@ -107,6 +107,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");
+  app.add_flag("--overlap-p2p", o.overlap_p2p,
+               "Overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication; default: the sender waits)");
   app.add_flag("--no-async-tp", o.no_async_tp,
                "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
   app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,
@@ -283,6 +285,11 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   pc.overlap_dp_comm = !me.no_overlap_dp;
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
+  pc.overlap_p2p_comm = me.overlap_p2p;
+  if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) {
+    throw InputError(fmt::format("--overlap-p2p: schedule {} waits for its pipeline sends; only the interleaved "
+                                 "schedule overlaps them (give --vpp 2 or more)", to_string(pc.schedule)));
+  }
   pc.async_tp_backward = !me.no_async_tp;
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);

@@ -42,7 +42,7 @@ struct MeshOptions {
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
-       no_fused_grad_accumulation = false;
+       no_fused_grad_accumulation = false, overlap_p2p = false;
   std::optional<double> bucket_mb;
   std::vector<const CLI::Option*> options;  // the flags above, as added by add_mesh_options
 };
@@ -50,7 +50,7 @@ struct MeshOptions {
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
 void add_model_options(CLI::App& app, ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --schedule --recompute
-// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --bucket-mb
+// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
 

@@ -26,7 +26,8 @@ struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, tokens_per_step, zero;
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
-  bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false;
+  bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
+       overlap_p2p = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -105,6 +106,7 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   } else if (o.no_distributed_optimizer) {
     std::erase_if(s.sharding, [](const auto& sh) { return sh.distributed_optimizer; });
   }
+  s.overlap_p2p = o.overlap_p2p;
   if (!o.zero3_gather_unit.empty()) {
     s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   }
@@ -136,6 +138,7 @@ std::string mesh_text(const Candidate& c, bool moe) {
 std::string knobs_text(const ParallelConfig& p) {
   std::string s = fmt::format("mb {}x{} {}", p.micro_batch, p.num_microbatches, to_string(p.schedule));
   if (p.schedule == Schedule::interleaved) s += fmt::format(" v{}", p.vpp);
+  if (p.overlaps_p2p()) s += " p2p-overlap";
   if (p.last_stage_layers > 0) s += fmt::format(" last{}L", p.last_stage_layers);
   if (p.recompute != Recompute::none) s += fmt::format(" rc-{}", to_string(p.recompute));
   if (p.sequence_parallel) s += " sp";
@@ -497,6 +500,8 @@ Runner setup(CLI::App& app) {
                "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
   app.add_option("--zero3-gather-unit", o->zero3_gather_unit,
                  "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
+  app.add_flag("--overlap-p2p", o->overlap_p2p,
+               "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o->even_stages, "Only even pipeline splits (no lighter last stage)");
   app.add_option("--objective", o->objective, "fastest (default) | fewest-gpus | headroom");
   app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));

@@ -531,6 +531,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp, m = pc.num_microbatches;
   const int64_t v = pc.chunks_per_stage();
+  // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
+  // what remains is the fill / drain path's transfers, charged below.
+  const bool p2p_overlap = p > 1 && pc.overlaps_p2p();
 
   // Time per stage and microbatch.
   auto stage_time = [&](int64_t i) {
@@ -547,7 +550,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     st.cp_comm_s = L * lc.exposed_cp_s;
     st.ep_comm_s = L * lc.exposed_ep_s;
     st.zero3_comm_s = L * lc.exposed_zero3_s;
-    st.p2p_s = p > 1 ? 2.0 * d(v) * p2p_s : 0.0;
+    st.p2p_s = p > 1 && !p2p_overlap ? (2.0 * d(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0)) * p2p_s : 0.0;
     StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
     t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
@@ -574,7 +577,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   tb.tp_comm_s = md * slow.tp_comm_s;
   tb.cp_comm_s = md * slow.cp_comm_s;
   tb.ep_comm_s = md * slow.ep_comm_s;
-  tb.pp_comm_s = md * slow.p2p_s;
+  tb.pp_comm_s = p2p_overlap ? p2p_fill_drain_s(p, v, p2p_s) : md * slow.p2p_s;
+  tb.pipeline_s += p2p_overlap ? tb.pp_comm_s : 0.0;
   tb.zero3_exposed_s = md * slow.zero3_comm_s;
   tb.bubble_s = pt.bubble_s;
 

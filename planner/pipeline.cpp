@@ -53,6 +53,8 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   return step;
 }
 
+double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
+
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
   PipelineTime r;
   double t_max = 0, sum = 0, u_max = 0, u_sum = 0, fb_max = 0, fb_sum = 0;

@@ -55,6 +55,12 @@ struct PipelineTime {
 // m t_max + (sum - t_max), which charged every other stage whole, was up to 25.2% above. GPipe keeps that form.
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages);
 
+// Overlapped pipeline sends (interleaved, Megatron-Core --overlap-p2p-communication): a transfer delays only the op
+// that consumes it, so the step pays the transfers on the fill and drain path: the first microbatch's forward
+// through all p v virtual stages and the last microbatch's backward back, 2 (p v - 1) transfers of p2p_s each (the
+// v - 1 wraps from the last stage to the first stall the warm-up and the cool-down, which have no other work).
+double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
+
 // Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
 //   GPipe:         m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
 //   1F1B:          m < p as GPipe; m >= p one_f_one_b_step_s() (uniform: (m + p - 1) t)

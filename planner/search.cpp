@@ -189,6 +189,7 @@ class Evaluator {
     for (Schedule s : req_.space.schedules) {
       if (dominated(s, pc.pp)) continue;
       pc.schedule = s;
+      pc.overlap_p2p_comm = s == Schedule::interleaved && req_.space.overlap_p2p;
       pc.first_stage_layers = pc.last_stage_layers = 0;
       if (s == Schedule::interleaved) {
         for (int64_t v : req_.space.vpp) {

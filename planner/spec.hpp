@@ -131,12 +131,18 @@ struct ParallelConfig {
   bool async_tp_backward = true;
   bool p2p_scatter_gather = true;   // pipeline sends split over the TP ranks (Narayanan et al. 2021 Sec. 4.1)
   bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
+  // Pipeline sends overlapped with compute (Megatron-Core's --overlap-p2p-communication, interleaved schedule).
+  // false = the sender waits for its send before its next op: Megatron-LM's batched, waited p2p (1F1B and GPipe
+  // always; interleaved without the option).
+  bool overlap_p2p_comm = false;
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
   int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
+  // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.
+  bool overlaps_p2p() const { return overlap_p2p_comm && schedule == Schedule::interleaved; }
 };
 
 struct TrainingSpec {

@@ -139,6 +139,11 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.async_tp_backward = r.get_bool("async_tp_backward", true);
   p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
+  p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
+  if (p.overlap_p2p_comm && p.schedule != Schedule::interleaved) {
+    r.fail("overlap_p2p_comm", fmt::format("true needs schedule interleaved (schedule {} waits for its pipeline sends)",
+                                           to_string(p.schedule)));
+  }
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
   int64_t gpus = 1;
@@ -250,6 +255,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"async_tp_backward", p.async_tp_backward},
           {"p2p_scatter_gather", p.p2p_scatter_gather},
           {"overlap_cp_comm", p.overlap_cp_comm},
+          {"overlap_p2p_comm", p.overlap_p2p_comm},
           {"first_stage_layers", p.first_stage_layers},
           {"last_stage_layers", p.last_stage_layers}};
 }

@@ -25,7 +25,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   StepCosts sc;
   sc.p2p_s = p > 1 ? e.p2p_s : 0.0;
   sc.p2p_bytes = static_cast<int64_t>(e.p2p_bytes);
-  sc.p2p_blocking = opt.blocking_p2p;
+  sc.p2p_blocking = opt.blocking_p2p || !pc.overlaps_p2p();
   sc.dp_overlap = pc.overlap_dp_comm;
   const int32_t pp_tier = group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ? 1 : 0;
   const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node) ? 1 : 0;

@@ -343,6 +343,12 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
   expect_bad_estimate({"--plan", ok, "--gpus", "32"}, "--gpus: cannot be combined with --plan");
   expect_bad_estimate({"--plan", ok, "--sp"}, "--sequence-parallel: cannot be combined with --plan");
   expect_bad_estimate({"--plan", ok, "--no-overlap-cp"}, "--no-overlap-cp: cannot be combined with --plan");
+  expect_bad_estimate({"--plan", ok, "--overlap-p2p"}, "--overlap-p2p: cannot be combined with --plan");
+  // Only the interleaved schedule overlaps its sends: elsewhere the flag would be silently ignored.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--pp", "4", "--overlap-p2p"},
+                      "--overlap-p2p: schedule 1f1b waits for its pipeline sends");
+  expect_bad({{"simulate", "--model", "gpt3-13b", "--gpus", "8", "--pp", "4", "--schedule", "zb-h1", "--overlap-p2p"},
+              "--overlap-p2p: schedule zb-h1 waits for its pipeline sends"});
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

@@ -185,6 +185,28 @@ TEST_CASE("suggest --simulate K re-ranks the top K by the simulator's step time"
   CHECK(h.err.find("--simulate") != std::string::npos);
 }
 
+TEST_CASE("suggest --overlap-p2p: interleaved plans overlap their sends, the others wait for them") {
+  auto plans = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["plans"];
+  };
+  const auto waited = plans({}), overlapped = plans({"--overlap-p2p"});
+  int interleaved = 0;
+  for (const auto& p : overlapped) {
+    const bool il = p["parallel"]["schedule"] == "interleaved";
+    interleaved += il ? 1 : 0;
+    CHECK(p["parallel"]["overlap_p2p_comm"].get<bool>() == il);
+  }
+  CHECK(interleaved > 0);
+  for (const auto& p : waited) CHECK_FALSE(p["parallel"]["overlap_p2p_comm"].get<bool>());
+  // With overlapped sends the interleaved plans lose their per-microbatch transfers and lead.
+  CHECK(overlapped[0]["parallel"]["schedule"] == "interleaved");
+  CHECK(overlapped[0]["step_s"].get<double>() < waited[0]["step_s"].get<double>());
+}
+
 TEST_CASE("suggest: --no-distributed-optimizer pins it off; with --zero 0 no plan shards the optimizer") {
   auto plans = [](std::vector<std::string> extra) {
     std::vector<std::string> args = {"suggest", "--model", "llama3-70b", "--gpus", "64", "--zero", "0", "--json",

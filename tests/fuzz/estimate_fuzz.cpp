@@ -101,6 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pc.p2p_scatter_gather = in.ConsumeBool();
   pc.zero3_gather_unit = in.ConsumeBool() ? parplan::Zero3GatherUnit::linear : parplan::Zero3GatherUnit::layer;
   plan.training.fused_grad_accumulation = in.ConsumeBool();
+  pc.overlap_p2p_comm = in.ConsumeBool();  // the models read it only for the interleaved schedule
   if (in.ConsumeBool()) {
     pc.first_stage_layers = pick(in, 0, kMax);
     pc.last_stage_layers = pick(in, 0, kMax);

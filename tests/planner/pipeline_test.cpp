@@ -32,6 +32,11 @@ TEST_CASE("interleaved bubble: (p-1)/(v m) of ideal (Narayanan 2021 Sec. 2.2.2)"
   CHECK(t.bubble_s / t.busy_s == doctest::Approx(7.0 / (3.0 * 64.0)));
 }
 
+TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {
+  CHECK(p2p_fill_drain_s(16, 3, 1.0) == 94.0);
+  CHECK(p2p_fill_drain_s(8, 2, 0.5) == 15.0);
+}
+
 TEST_CASE("ZB-H1 bubble (p-1)(F + B - W) is below 1F1B's (p-1)(F + B + W)") {
   const auto st = uniform(8, 1.0, 1.0, 1.0);
   const PipelineTime zb = pipeline_time(Schedule::zero_bubble, 16, 1, st);

@@ -58,6 +58,34 @@ TEST_CASE("plan errors name the file and JSON path") {
   CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":100000000,"tp":100000000,"pp":1},"training":{"global_batch":8}})")
             .find("/parallel/dp") != std::string::npos);
   CHECK(err(R"({"parplan_plan":2})") == "plan.json: /parplan_plan: 2 is out of range [1, 1]");
+  // Only the interleaved schedule overlaps its pipeline sends (Megatron-Core); elsewhere the key would be ignored.
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,"parallel":{"dp":1,"tp":8,"pp":8,"overlap_p2p_comm":true},"training":{"global_batch":8}})") ==
+        "plan.json: /parallel/overlap_p2p_comm: true needs schedule interleaved (schedule 1f1b waits for its pipeline sends)");
+}
+
+TEST_CASE("overlap_p2p_comm round-trips and moves the interleaved plan's p2p from every microbatch to the fill/drain path") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.vpp = 3;
+  REQUIRE(p.parallel.num_microbatches % p.parallel.pp == 0);
+  const Estimate waited = estimate(p);
+  p.parallel.overlap_p2p_comm = true;
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["overlap_p2p_comm"] == true);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.overlap_p2p_comm);
+  const Estimate overlapped = estimate(q);
+  const double pv = static_cast<double>(p.parallel.pp * 3), m = static_cast<double>(p.parallel.num_microbatches);
+  // Waited sends: 2 v transfers per microbatch on a middle stage, one fewer on the first (it sends no gradient
+  // back) and the last (no activation on); the slowest stage here is the last (the output layer).
+  const size_t last = waited.stages.size() - 1;
+  CHECK(waited.stages[0].p2p_s == doctest::Approx(5.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(waited.stages[1].p2p_s == doctest::Approx(6.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(waited.stages[last].p2p_s == doctest::Approx(5.0 * waited.p2p_s).epsilon(1e-12));
+  REQUIRE(waited.time.slowest_stage == static_cast<int64_t>(last));
+  CHECK(waited.time.pp_comm_s == doctest::Approx(m * 5.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(overlapped.time.pp_comm_s == doctest::Approx(2.0 * (pv - 1.0) * waited.p2p_s).epsilon(1e-12));
+  CHECK(overlapped.time.step_s < waited.time.step_s);
 }
 
 TEST_CASE("GPU profiles written back read as the same bytes, in the file's units") {
