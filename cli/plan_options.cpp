@@ -60,6 +60,8 @@ std::string_view reject_flag(Reject r) {
       return "--precision";
     case Reject::zb_full_recompute:
       return "--schedule";
+    case Reject::overlap_p2p_not_interleaved:
+      return "--overlap-p2p";
     case Reject::out_of_memory:
     case Reject::count:
       break;
@@ -286,10 +288,6 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
   pc.overlap_p2p_comm = me.overlap_p2p;
-  if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) {
-    throw InputError(fmt::format("--overlap-p2p: schedule {} waits for its pipeline sends; only the interleaved "
-                                 "schedule overlaps them (give --vpp 2 or more)", to_string(pc.schedule)));
-  }
   pc.async_tp_backward = !me.no_async_tp;
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);

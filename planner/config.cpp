@@ -105,6 +105,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.zero_stage >= 2 && pc.pp > 1) v.add(Reject::zero_with_pipeline);
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
   if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
+  if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
   return v;
 }
 
@@ -138,6 +139,8 @@ std::string_view reject_name(Reject r) {
       return "precision_unsupported";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
+    case Reject::overlap_p2p_not_interleaved:
+      return "overlap_p2p_not_interleaved";
     case Reject::out_of_memory:
       return "out_of_memory";
     case Reject::count:
@@ -204,6 +207,10 @@ std::string describe(Reject r, const Plan& plan) {
       return "schedule zb-h1 with full recompute: a weight-gradient pass (W) runs after its input-gradient pass and "
              "needs the layer activations that full recompute rebuilds only for that pass (keeping or rebuilding them "
              "again is not modelled); use selective recompute or another schedule";
+    case Reject::overlap_p2p_not_interleaved:
+      return fmt::format("schedule {} waits for its pipeline sends; only the interleaved schedule overlaps them (give "
+                         "--vpp 2 or more)",
+                         to_string(pc.schedule));
     case Reject::out_of_memory:
       return "does not fit in GPU memory";
     case Reject::count:

@@ -140,10 +140,6 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
-  if (p.overlap_p2p_comm && p.schedule != Schedule::interleaved) {
-    r.fail("overlap_p2p_comm", fmt::format("true needs schedule interleaved (schedule {} waits for its pipeline sends)",
-                                           to_string(p.schedule)));
-  }
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
   int64_t gpus = 1;

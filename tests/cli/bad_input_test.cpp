@@ -349,6 +349,15 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
                       "--overlap-p2p: schedule 1f1b waits for its pipeline sends");
   expect_bad({{"simulate", "--model", "gpt3-13b", "--gpus", "8", "--pp", "4", "--schedule", "zb-h1", "--overlap-p2p"},
               "--overlap-p2p: schedule zb-h1 waits for its pipeline sends"});
+  {  // and in a plan document, naming it and the path
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["overlap_p2p_comm"] = true;
+    j["parallel"]["schedule"] = "1f1b";
+    const std::string plan = (dir.path / "overlap.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: schedule 1f1b waits for its pipeline sends");
+  }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

@@ -99,6 +99,14 @@ TEST_CASE("every rejection reason fires on its own") {
   expect_only(p, Reject::zb_full_recompute);
   p.parallel.recompute = Recompute::selective;
   CHECK(validate(p).ok());
+  // Only the interleaved schedule overlaps its pipeline sends (Megatron-Core); elsewhere the field would be ignored.
+  p.parallel.overlap_p2p_comm = true;
+  expect_only(p, Reject::overlap_p2p_not_interleaved);
+  CHECK(describe(Reject::overlap_p2p_not_interleaved, p) ==
+        "schedule zb-h1 waits for its pipeline sends; only the interleaved schedule overlaps them (give --vpp 2 or more)");
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.vpp = 2;
+  CHECK(validate(p).ok());
 }
 
 TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
