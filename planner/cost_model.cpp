@@ -550,7 +550,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     st.cp_comm_s = L * lc.exposed_cp_s;
     st.ep_comm_s = L * lc.exposed_ep_s;
     st.zero3_comm_s = L * lc.exposed_zero3_s;
-    st.p2p_s = p > 1 && !p2p_overlap ? (2.0 * d(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0)) * p2p_s : 0.0;
+    st.p2p_s = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v) * p2p_s;
     StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
     t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);

@@ -53,6 +53,11 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   return step;
 }
 
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
+  if (p <= 1) return 0.0;
+  return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
+}
+
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {

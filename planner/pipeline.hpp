@@ -55,6 +55,12 @@ struct PipelineTime {
 // m t_max + (sum - t_max), which charged every other stage whole, was up to 25.2% above. GPipe keeps that form.
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages);
 
+// Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
+// siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
+// forward chunk and a gradient back after every backward chunk, 2 v, less the activation the last stage does not
+// send and the gradient the first does not: 2 v - 1 on either edge (0 with one stage).
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v);
+
 // Overlapped pipeline sends (interleaved, Megatron-Core --overlap-p2p-communication): a transfer delays only the op
 // that consumes it, so the step pays the transfers on the fill and drain path: the first microbatch's forward
 // through all p v virtual stages and the last microbatch's backward back, 2 (p v - 1) transfers of p2p_s each (the

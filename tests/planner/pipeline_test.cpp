@@ -32,6 +32,13 @@ TEST_CASE("interleaved bubble: (p-1)/(v m) of ideal (Narayanan 2021 Sec. 2.2.2)"
   CHECK(t.bubble_s / t.busy_s == doctest::Approx(7.0 / (3.0 * 64.0)));
 }
 
+TEST_CASE("waited sends per microbatch: 2 v on a middle stage, 2 v - 1 on the first and last, none with one stage") {
+  CHECK(p2p_sends_per_microbatch(0, 8, 1) == 1.0);
+  CHECK(p2p_sends_per_microbatch(3, 8, 1) == 2.0);
+  CHECK(p2p_sends_per_microbatch(7, 8, 3) == 5.0);
+  CHECK(p2p_sends_per_microbatch(0, 1, 1) == 0.0);
+}
+
 TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {
   CHECK(p2p_fill_drain_s(16, 3, 1.0) == 94.0);
   CHECK(p2p_fill_drain_s(8, 2, 0.5) == 15.0);
