@@ -25,16 +25,28 @@ std::string relative_to(const std::string& p, const fs::path& base_dir) {
 
 bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
 
+std::string_view trim(std::string_view v) {
+  const size_t a = v.find_first_not_of(" \t\r");
+  if (a == std::string_view::npos) return {};
+  return v.substr(a, v.find_last_not_of(" \t\r") - a + 1);
+}
+
+// The TOML text's lines, trimmed of blanks, one at a time (the checks below read the raw text: the reader loses what
+// they look for).
+template <class F>
+void for_each_trimmed_line(std::string_view text, F&& f) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    f(trim(text.substr(at, end - at)));
+    at = end + 1;
+  }
+}
+
 // CLI11's TOML reader strips quotes and reads any word, so `tp = "2"` read as 2 and `sp = "yes"` or
 // `recompute = full` passed. Each top-level `key = value` line's raw value must be of the option's kind: a TOML
 // number for a numeric option, true / false for a flag, a quoted string (or a number, for values such as
 // max-bubble = 0.2) for a text option, a string or an array for a repeatable one.
 void check_toml_value_kinds(const CLI::App& app, std::string_view text, const std::string& path) {
-  auto trim = [](std::string_view v) {
-    const size_t a = v.find_first_not_of(" \t\r");
-    if (a == std::string_view::npos) return std::string_view{};
-    return v.substr(a, v.find_last_not_of(" \t\r") - a + 1);
-  };
   auto is_number = [](std::string_view v) {  // TOML's digit separators (1_000) are not read
     const std::string t(v);
     char* end = nullptr;
@@ -47,19 +59,16 @@ void check_toml_value_kinds(const CLI::App& app, std::string_view text, const st
     const auto [ptr, ec] = std::from_chars(first, v.data() + v.size(), x);
     return !v.empty() && ec == std::errc{} && ptr == v.data() + v.size();
   };
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line = text.substr(at, end - at);
-    at = end + 1;
+  for_each_trimmed_line(text, [&](std::string_view line) {
     const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
+    if (eq == std::string_view::npos) return;
     const std::string_view key = trim(line.substr(0, eq));
     if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
                            std::string_view::npos) {
-      continue;  // a comment, or a line inside a multi-line array
+      return;  // a comment, or a line inside a multi-line array
     }
     const CLI::Option* op = app.get_option_no_throw("--" + std::string(key));
-    if (op == nullptr) continue;  // reported by the caller
+    if (op == nullptr) return;  // reported by the caller
     std::string_view value = trim(line.substr(eq + 1));
     const bool quoted = !value.empty() && (value.front() == '"' || value.front() == '\'');
     if (!quoted) value = trim(value.substr(0, value.find('#')));
@@ -81,7 +90,7 @@ void check_toml_value_kinds(const CLI::App& app, std::string_view text, const st
     if (!want.empty()) {
       throw InputError(fmt::format("{}: key '{}' takes {}, not {}", path, key, want, value.empty() ? "nothing" : value));
     }
-  }
+  });
 }
 
 }  // namespace
@@ -112,17 +121,13 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
 void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
   // Section headers are refused from the text itself: the TOML reader maps [default] (any case) to the top level and
   // skips a bare [], so neither would reach the check on its items below.
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line = text.substr(at, end - at);
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first != std::string_view::npos && line[first] == '[') {
-      const size_t close = line.find(']', first);
+  for_each_trimmed_line(text, [&](std::string_view line) {
+    if (line.starts_with('[')) {
+      const size_t close = line.find(']');
       throw InputError(fmt::format("{}: section {} (sections are not supported; use top-level keys)", path,
-                                   line.substr(first, close == std::string_view::npos ? line.size() : close - first + 1)));
+                                   line.substr(0, close == std::string_view::npos ? line.size() : close + 1)));
     }
-    at = end + 1;
-  }
+  });
   std::vector<CLI::ConfigItem> items;
   try {
     std::istringstream in{std::string(text)};
