@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "planner/error.hpp"
@@ -53,16 +54,13 @@ void check_toml_value_kinds(const CLI::App& app, std::string_view text, const st
     std::strtod(t.c_str(), &end);
     return !t.empty() && end == t.c_str() + t.size();
   };
-  auto is_integer = [](std::string_view v) {
-    int64_t x = 0;
-    const char* first = v.data() + (!v.empty() && v.front() == '+');
-    const auto [ptr, ec] = std::from_chars(first, v.data() + v.size(), x);
-    return !v.empty() && ec == std::errc{} && ptr == v.data() + v.size();
-  };
   for_each_trimmed_line(text, [&](std::string_view line) {
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) return;
-    const std::string_view key = trim(line.substr(0, eq));
+    std::string_view key = trim(line.substr(0, eq));
+    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front()) {
+      key = key.substr(1, key.size() - 2);  // a quoted key ("tp" = 2) names the same option
+    }
     if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
                            std::string_view::npos) {
       return;  // a comment, or a line inside a multi-line array
@@ -79,7 +77,7 @@ void check_toml_value_kinds(const CLI::App& app, std::string_view text, const st
     if (op->get_expected_max() == 0) {
       if (!boolean) want = "true or false";
     } else if (type.starts_with("INT") || type.starts_with("UINT")) {
-      if (quoted || !is_integer(value)) want = "an integer";
+      if (quoted || !is_decimal_integer(value)) want = "a decimal integer";
     } else if (type.starts_with("FLOAT")) {
       if (quoted || !is_number(value)) want = "a number";
     } else if (op->get_expected_max() > 1) {

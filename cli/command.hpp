@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace parplan::cli {
@@ -20,6 +21,13 @@ struct Command {
 };
 
 std::vector<Command>& command_registry();
+
+// An integer written in decimal: an optional sign, then 0 or digits without a leading zero (surrounding blanks
+// allowed). CLI11 reads 010 as octal (8) and 0x10 as hex (16); parplan's integers are decimal.
+bool is_decimal_integer(std::string_view v);
+// The first integer option of `app` or its subcommands given a value that is not decimal, as an error message
+// ("--gpus: 010 is not a decimal integer ..."), or empty.
+std::string non_decimal_integer_option(const CLI::App& app);
 
 struct RegisterCommand {
   explicit RegisterCommand(Command c) { command_registry().push_back(std::move(c)); }

@@ -11,6 +11,8 @@
 #include <fmt/core.h>
 #include <fstream>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "planner/error.hpp"
@@ -72,19 +74,46 @@ void require_writable(const std::string& path, std::string_view flag) {
 }
 
 std::string read_file(const std::string& path, std::string_view flag) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+  // Opened without blocking: a named FIFO with no writer would block open() (and read()) forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
+  if (S_ISFIFO(st.st_mode)) {
+    // An anonymous pipe (a shell's <(...), /dev/stdin from a pipe) was made with its writer and ends; a named FIFO
+    // may never get one. /proc names an anonymous pipe "pipe:[inode]".
+    char target[64] = {};
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(self.c_str(), target, sizeof target - 1);
+    if (n <= 0 || std::string_view(target, static_cast<size_t>(n)).rfind("pipe:", 0) != 0) {
+      throw InputError(fmt::format("{}: '{}' is a named pipe (FIFO), which may never be written; give a regular file "
+                                   "or a shell pipe such as <(...)",
+                                   flag, path));
+    }
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+  }
   // Bounded read: an input such as /dev/zero or a runaway pipe must end in an error, not exhaust memory.
   constexpr size_t kMaxInputBytes = size_t{64} << 20;
   std::string text;
   char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
+    }
+    text.append(buf, static_cast<size_t>(got));
     if (text.size() > kMaxInputBytes) throw InputError(fmt::format("{}: '{}' is larger than 64 MiB", flag, path));
   }
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read '{}'", flag, path));
   return text;
 }
 

@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
     report(fmt::format("parplan: error: {}: empty value\n", empty_flag));
     return kBadInput;
   }
+  if (const std::string e = parplan::cli::non_decimal_integer_option(app); !e.empty()) {
+    report(fmt::format("parplan: error: {}\n", one_line(e)));
+    return kBadInput;
+  }
   try {
     for (auto& [sub, run] : runners) {
       if (sub->parsed()) return run();

@@ -78,7 +78,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--gpu", o.gpu, "GPU profile name or JSON file (default: the cluster's GPU)");
   app.add_option("--cluster", o.cluster, "Cluster profile name or JSON file (default: dgx-h100)");
   app.add_option("--profile", o.profile_files, "User profile JSON file overriding embedded ones (repeatable)");
-  app.add_option("--gpus", o.gpus, "Number of GPUs")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  app.add_option("--gpus", o.gpus, "Number of GPUs")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--seq", o.seq, "Sequence length in tokens (default: the model's)")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   app.add_option("--precision", o.precision, "bf16 | fp16 | fp8 (fp8: GEMMs in fp8)");
   app.add_option("--attention", o.attention, "flash | unfused attention kernel");
@@ -88,7 +88,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
 
 void add_mesh_options(CLI::App& app, MeshOptions& o) {
   const size_t before = app.get_options().size();
-  const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
+  const auto pos = CLI::Range(int64_t{1}, kMaxMeshGpus);
   app.add_option("--dp", o.dp, "Data-parallel size (default: gpus / (tp pp cp))")->check(pos);
   app.add_option("--tp", o.tp, "Tensor-parallel size")->check(pos);
   app.add_option("--pp", o.pp, "Pipeline-parallel stages")->check(pos);
@@ -258,9 +258,16 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   pc.ep = me.ep.value_or(1);
   pc.vpp = me.vpp.value_or(1);
   pc.micro_batch = me.micro_batch.value_or(1);
-  const int64_t tpc = pc.tp * pc.pp * pc.cp;
+  const int64_t tpc = saturating_product({pc.tp, pc.pp, pc.cp});
+  if (tpc > kMaxMeshGpus) {
+    throw InputError(fmt::format("--tp: tp*pp*cp = {}*{}*{} exceeds {} GPUs", pc.tp, pc.pp, pc.cp, kMaxMeshGpus));
+  }
   if (me.dp) {
     pc.dp = *me.dp;
+    if (saturating_product({pc.dp, tpc}) > kMaxMeshGpus) {
+      throw InputError(fmt::format("--dp: dp*tp*pp*cp = {}*{}*{}*{} exceeds {} GPUs", pc.dp, pc.tp, pc.pp, pc.cp,
+                                   kMaxMeshGpus));
+    }
     plan.num_gpus = mo.gpus.value_or(pc.dp * tpc);
   } else {
     if (!mo.gpus) throw InputError("--gpus (or --dp) is required");

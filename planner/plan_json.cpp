@@ -38,7 +38,7 @@ Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const s
   } else {
     plan.gpu = profiles.gpu(plan.cluster.gpu, fmt::format("{}: /cluster/gpu", where));
   }
-  plan.num_gpus = r.get_int("num_gpus", 1, 100'000'000);
+  plan.num_gpus = r.get_int("num_gpus", 1, kMaxMeshGpus);
   JsonReader par = r.object("parallel");
   const bool microbatches_given = par.has("num_microbatches");
   plan.parallel = parallel_from_json(par);
@@ -78,8 +78,8 @@ void check_plan_inputs(const Plan& plan, const std::string& where) {
   if (plan.gpu.memory_bytes <= 0) bad("/gpu/memory_GiB", "the GPU has no memory");
   if (!(plan.gpu.hbm_bandwidth_Bps > 0)) bad("/gpu/hbm_bandwidth_GBps", "must be positive");
   if (plan.training.seq_len == 0 && plan.model.seq_len <= 0) bad("/training/seq_len", "must be positive");
-  if (plan.parallel.gpus() > 1'000'000'000) {
-    bad("/parallel", fmt::format("dp*tp*pp*cp = {} GPUs is absurd", plan.parallel.gpus()));
+  if (plan.parallel.gpus() > kMaxMeshGpus) {
+    bad("/parallel", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMaxMeshGpus));
   }
   // Tokens per microbatch bound the cost model's 64-bit token counts (x top_k x ep for MoE routing).
   const double tokens = static_cast<double>(plan.parallel.micro_batch) * static_cast<double>(plan.seq_len());

@@ -3,10 +3,17 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
 namespace parplan {
+
+// A product of mesh sizes that saturates at INT64_MAX instead of wrapping (a wrapped product can be 0 or a small
+// number that passes the GPU-count check: tp = pp = 2^26, cp = 2^12 is 2^64).
+int64_t saturating_product(std::initializer_list<int64_t> factors);
+// The most GPUs a mesh may span: the --gpus flag's and the plan document's limit.
+inline constexpr int64_t kMaxMeshGpus = 100'000'000;
 
 enum class DType : uint8_t { fp32, tf32, bf16, fp16, fp8 };
 inline constexpr int kNumDTypes = 5;
@@ -138,7 +145,7 @@ struct ParallelConfig {
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
 
-  int64_t gpus() const { return dp * tp * pp * cp; }
+  int64_t gpus() const { return saturating_product({dp, tp, pp, cp}); }  // INT64_MAX on overflow
   // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
   int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
   // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.

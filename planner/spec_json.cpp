@@ -142,12 +142,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
-  int64_t gpus = 1;
-  for (int64_t x : {p.dp, p.tp, p.pp, p.cp}) {
-    if (__builtin_mul_overflow(gpus, x, &gpus) || gpus > kMax) {
-      r.fail("dp", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMax));
-    }
-  }
+  if (p.gpus() > kMaxMeshGpus) r.fail("dp", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMaxMeshGpus));
   return p;
 }
 

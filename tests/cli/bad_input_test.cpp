@@ -105,6 +105,9 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "-8"}), "--gpus"},
       {with(kModel, {"--gpus", "abc"}), "--gpus"},
       {with(kModel, {"--gpus", "8.5"}), "--gpus"},
+      {with(kModel, {"--gpus", "010"}), "--gpus: 010 is not a decimal integer"},  // CLI11 reads octal 8
+      {with(kModel, {"--gpus", "0x40"}), "--gpus: 0x40 is not a decimal integer"},
+      {with(kModel, {"--gpus", "64", "--tp", "08"}), "--tp"},
       {with(kModel, {"--gpus", "nan"}), "--gpus"},
       {with(kModel, {"--gpus", "1000000000"}), "--gpus"},
       {with(kModel, {"--gpus", "99999999999999999999999"}), "--gpus"},
@@ -143,6 +146,11 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--no-such-flag"}), "--no-such-flag"},
       {with(kModel, {"--gpus", "64", "--tp"}), "--tp"},
       {with(kModel, {"--gpus", "64", "--gpus", "32"}), "--gpus"},
+      // A mesh product past 64 bits wrapped to 0 (a division by zero) or to a small count that passed the check.
+      {with(kModel, {"--gpus", "64", "--tp", "67108864", "--pp", "67108864", "--cp", "4096"}),
+       "--tp: tp*pp*cp = 67108864*67108864*4096 exceeds 100000000 GPUs"},
+      {with(kModel, {"--dp", "4", "--tp", "67108864", "--pp", "67108864", "--cp", "4096"}), "--tp: tp*pp*cp"},
+      {with(kModel, {"--dp", "4", "--tp", "8192", "--pp", "8192"}), "--dp: dp*tp*pp*cp = 4*8192*8192*1 exceeds"},
   };
   for (const auto& c : cases) expect_bad_estimate(c.args, c.names);
 }
@@ -512,6 +520,26 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
   REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
   expect_bad({with(good, {"-o", fifo.string()}), "is not a regular file"});
   CHECK(fs::is_fifo(fifo));
+  // ... and as an input a named FIFO is refused at once (with no writer, opening it blocked forever).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"estimate", "--plan", fifo.string()}, {"estimate", "--model", fifo.string(), "--gpus", "8"},
+        {"validate", "--runs", fifo.string()}, {"check", "--plan", fifo.string()}, {"profiles", "validate", fifo.string()},
+        {"check", "--plan", kBad + "plan_ok.json", "--baseline", fifo.string()}}) {
+    expect_bad({args, "is a named pipe (FIFO)"});
+  }
+  {  // an anonymous pipe (a shell's <(...)) is still read: it was made with its writer
+    const std::string runs = parplan::test::read_text(kBad + "runs_ok.json");
+    REQUIRE(runs.size() < 65536);  // fits in the pipe's buffer, so the write below cannot block
+    int p[2];
+    REQUIRE(pipe(p) == 0);
+    REQUIRE(write(p[1], runs.data(), runs.size()) == static_cast<ssize_t>(runs.size()));
+    close(p[1]);
+    const auto r = run_parplan({"validate", "--runs", "/dev/fd/" + std::to_string(p[0])});
+    close(p[0]);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("1 scored") != std::string::npos);
+  }
   // A symbolic link is followed: its target gets the plan, the link stays a link.
   const fs::path target = dir.path / "target.json", link = dir.path / "link.json";
   fs::create_symlink(target, link);

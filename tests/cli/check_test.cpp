@@ -450,10 +450,14 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   }
   // Values of the wrong TOML kind: the reader stripped quotes and read any word, so tp = "2" read as 2.
   const std::vector<std::pair<std::string, std::string>> kinds = {
-      {"tp = \"2\"", "key 'tp' takes an integer, not \"2\""},
-      {"tp = 2.5", "key 'tp' takes an integer, not 2.5"},
-      {"tp = true", "key 'tp' takes an integer, not true"},
-      {"tp =", "key 'tp' takes an integer, not nothing"},
+      {"tp = \"2\"", "key 'tp' takes a decimal integer, not \"2\""},
+      {"tp = 2.5", "key 'tp' takes a decimal integer, not 2.5"},
+      {"tp = true", "key 'tp' takes a decimal integer, not true"},
+      {"\"tp\" = \"2\"", "key 'tp' takes a decimal integer, not \"2\""},  // a quoted key names the same option
+      {"'tp' = 2.5", "key 'tp' takes a decimal integer, not 2.5"},
+      {"tp = 010", "key 'tp' takes a decimal integer, not 010"},  // CLI11 would read 8
+      {"tp = 0x2", "key 'tp' takes a decimal integer, not 0x2"},
+      {"tp =", "key 'tp' takes a decimal integer, not nothing"},
       {"bucket-mb = \"40\"", "key 'bucket-mb' takes a number, not \"40\""},
       {"sequence-parallel = 1", "key 'sequence-parallel' takes true or false, not 1"},
       {"sequence-parallel = \"true\"", "key 'sequence-parallel' takes true or false, not \"true\""},
@@ -473,6 +477,8 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   write(d.file("kinds_ok.toml"), "model = \"llama2-7b\"  # 7B\ngpus = 8\ntp = 2 # two\nbucket-mb = 25.5\n"
                                  "sequence-parallel = true\n");
   CHECK(run_parplan({"check", "--plan", d.file("kinds_ok.toml")}).exit_code == 0);
+  write(d.file("quoted_ok.toml"), "model = \"llama2-7b\"\ngpus = 8\n\"tp\" = 2\n");  // read as tp = 2: it fits
+  CHECK(run_parplan({"check", "--plan", d.file("quoted_ok.toml")}).exit_code == 0);
   write(d.file("cfg_ok.toml"), "plan = [\"kinds_ok.toml\"]\nmax-bubble = 0.2\nmin-mfu = \"1%\"\n");
   CHECK(run_parplan({"check", "--config", d.file("cfg_ok.toml")}).exit_code == 0);
   write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
