@@ -43,6 +43,8 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
   }
   const ProfileSet profiles = load_profiles(o.profiles);
   const std::vector<MappedRun> runs = load_published_runs(read_file(o.runs, "--from-runs"), o.runs, profiles);
+  refuse_replacing_input(o.out, "--out");  // both before fitting
+  refuse_replacing_input(o.cluster_out, "--cluster-out");
   std::string gpu = o.gpu.empty() ? "" : profiles.gpu(o.gpu, "--gpu").name;
   if (gpu.empty()) {
     std::vector<std::string> types;

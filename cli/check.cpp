@@ -61,6 +61,15 @@ Runner setup(CLI::App& app) {
     if (o->update_baseline && o->baseline.empty()) throw InputError("--update-baseline: needs --baseline FILE");
     require_writable(o->junit, "--junit");
     if (o->update_baseline) require_writable(o->baseline, "--baseline");
+    // A document on stdout is all of stdout: the text report then goes to stderr, and a second document is refused.
+    const bool junit_on_stdout = !o->junit.empty() && is_stdout(o->junit);
+    const bool baseline_on_stdout = o->update_baseline && is_stdout(o->baseline);
+    if (junit_on_stdout && baseline_on_stdout) {
+      throw InputError("--junit and --baseline: both name stdout with --update-baseline; give one of them a file");
+    }
+    refuse_second_stdout_document(o->junit, o->json, "--junit");
+    if (o->update_baseline) refuse_second_stdout_document(o->baseline, o->json, "--baseline");
+    std::FILE* report = junit_on_stdout || baseline_on_stdout ? stderr : stdout;
     const std::vector<std::string> paths = expand_plan_paths(o->plans);
     if (paths.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
 
@@ -92,6 +101,8 @@ Runner setup(CLI::App& app) {
     bool all_pass = true;
     for (const PlanCheck& c : checks) all_pass = all_pass && c.result.pass;
 
+    refuse_replacing_input(o->junit, "--junit");  // both before either is written
+    if (o->update_baseline) refuse_replacing_input(o->baseline, "--baseline");
     if (!o->junit.empty()) write_file_atomic(o->junit, render_junit(checks), "--junit");
     if (o->update_baseline) {
       for (const PlanCheck& c : checks) baseline[c.path] = c.result.now;
@@ -103,12 +114,14 @@ Runner setup(CLI::App& app) {
       if (!out) fmt::print(stderr, "parplan: warning: cannot append to GITHUB_STEP_SUMMARY '{}'\n", summary);
     }
     // Workflow commands on stdout; with --json on stderr, so stdout stays one JSON document (the runner reads both).
-    if (env_is("GITHUB_ACTIONS", "true")) fmt::print(o->json ? stderr : stdout, "{}", render_github_annotations(checks));
+    if (env_is("GITHUB_ACTIONS", "true")) {
+      fmt::print(o->json ? stderr : report, "{}", render_github_annotations(checks));
+    }
     if (o->json) {
       fmt::print("{}\n", check_to_json(checks).dump(2));
     } else {
-      fmt::print("{}", render_check_text(checks));
-      if (o->update_baseline) fmt::print("baseline written to {} ({} plans)\n", o->baseline, checks.size());
+      fmt::print(report, "{}", render_check_text(checks));
+      if (o->update_baseline) fmt::print(report, "baseline written to {} ({} plans)\n", o->baseline, checks.size());
     }
     return all_pass ? kOk : kCheckFailed;
   };

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <vector>
 #include <fmt/core.h>
 #include <fstream>
 #include <sstream>
@@ -20,6 +22,12 @@
 namespace parplan::cli {
 
 namespace {
+struct InputRead {
+  std::string path, flag;
+};
+std::mutex g_inputs_mutex;
+std::vector<InputRead> g_inputs;  // every file read_file has read, with the flag that named it
+
 // Writes all of `content` to `path` (created or truncated); false on failure, with errno set by the failing call.
 bool write_all(const char* path, std::string_view content) {
   std::FILE* f = std::fopen(path, "wb");
@@ -30,6 +38,7 @@ bool write_all(const char* path, std::string_view content) {
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content, std::string_view flag) {
+  refuse_replacing_input(path, flag);
   if (path == "-") {
     std::fwrite(content.data(), 1, content.size(), stdout);
     std::fflush(stdout);
@@ -51,7 +60,9 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
     if (!write_all(p.c_str(), content)) fail(errno);
     return;
   }
-  const std::string tmp = p.string() + ".tmp." + std::to_string(::getpid());
+  // The temporary file sits beside the target (rename stays within one file system) under a short name of its own:
+  // the target's name plus a suffix could pass the file system's 255-byte limit.
+  const std::string tmp = (p.parent_path() / (".parplan-" + std::to_string(::getpid()) + ".tmp")).string();
   if (!write_all(tmp.c_str(), content) || std::rename(tmp.c_str(), p.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
@@ -100,6 +111,10 @@ std::string read_file(const std::string& path, std::string_view flag) {
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     throw InputError(fmt::format("{}: cannot read '{}': {}", flag, path, std::strerror(errno)));
   }
+  {
+    const std::lock_guard<std::mutex> lock(g_inputs_mutex);
+    g_inputs.push_back({path, std::string(flag)});
+  }
   // Bounded read: an input such as /dev/zero or a runaway pipe must end in an error, not exhaust memory.
   constexpr size_t kMaxInputBytes = size_t{64} << 20;
   std::string text;
@@ -128,6 +143,22 @@ std::filesystem::path output_target(const std::string& p) {
   return ec ? fs::path(p).lexically_normal() : q.lexically_normal();
 }
 }  // namespace
+
+void refuse_replacing_input(const std::string& path, std::string_view flag) {
+  if (path.empty() || is_stdout(path)) return;
+  std::error_code ec;
+  if (std::filesystem::is_character_file(path, ec)) return;  // written in place (/dev/null), nothing is replaced
+  std::vector<InputRead> inputs;
+  {
+    const std::lock_guard<std::mutex> lock(g_inputs_mutex);
+    inputs = g_inputs;
+  }
+  for (const InputRead& in : inputs) {
+    if (in.flag != flag && same_output(path, in.path)) {
+      throw InputError(fmt::format("{}: '{}' is the {} input; writing it would replace that file", flag, path, in.flag));
+    }
+  }
+}
 
 bool is_stdout(const std::string& path) {
   return path == "-" || (!path.empty() && output_target(path) == output_target("/dev/stdout"));

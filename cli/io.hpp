@@ -34,7 +34,14 @@ bool same_file(const std::string& a, const std::string& b);
 // Profile names and aliases compare without regard to case ("h100" names "H100-SXM5-80GB"'s alias).
 bool same_name(std::string_view a, std::string_view b);
 
-// Reads a whole file; throws InputError naming `flag` and the path when it cannot be read.
+// Reads a whole file; throws InputError naming `flag` and the path when it cannot be read. The path is remembered
+// as an input of this process (see refuse_replacing_input).
 std::string read_file(const std::string& path, std::string_view flag);
+
+// Throws InputError naming `flag` when `path` is a file this process read as the input of another flag (writing it
+// would replace that input: --trace onto the --plan, --out onto --from-runs). An output may replace the input of its
+// own flag (check --baseline --update-baseline). write_file_atomic checks it; commands writing several outputs call
+// it for all of them first, so that none is written when one is refused.
+void refuse_replacing_input(const std::string& path, std::string_view flag);
 
 }  // namespace parplan::cli

@@ -138,6 +138,8 @@ Runner setup(CLI::App& app) {
     std::string note;
     const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
                                            : load_plan_file(o->plan_file, profiles);
+    refuse_replacing_input(o->trace, "--trace");  // before simulating, and both before either is written
+    refuse_replacing_input(o->svg, "--svg");
     sim::SimOptions so;
     so.overlap = !o->no_overlap;
     so.contention = !o->no_contention;

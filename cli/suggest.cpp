@@ -518,6 +518,7 @@ Runner setup(CLI::App& app) {
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
+    refuse_replacing_input(o->out, "-o");
     refuse_second_stdout_document(o->out, o->json, "-o");
     bool progress_shown = false;
     double last_shown = 0;

@@ -162,6 +162,7 @@ Runner setup(CLI::App& app) {
         }
         const std::string path = o->plans_dir + "/" + name + ".json";
         require_writable(path, "--plans");
+        refuse_replacing_input(path, "--plans");
         files.emplace_back(path, &*m.plan);
       }
       for (const auto& [path, plan] : files) write_file_atomic(path, plan_to_json(*plan).dump(2) + "\n", "--plans");

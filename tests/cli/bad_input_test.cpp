@@ -510,6 +510,10 @@ TEST_CASE("bad input: an output path that cannot be written leaves nothing behin
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(sub / "plan.json"));
   CHECK(std::distance(fs::directory_iterator(sub), fs::directory_iterator{}) == 1);
+  // A name at the file system's 255-byte limit is written (its temporary file once took the name plus a suffix).
+  const fs::path longest = dir.path / (std::string(250, 'a') + ".json");
+  CHECK(run_parplan(with(good, {"-o", longest.string()})).exit_code == 0);
+  CHECK(fs::file_size(longest) > 0);
 }
 
 TEST_CASE("bad input: outputs that are not plain files, and checks made before any output is written") {
@@ -616,6 +620,10 @@ TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
       {{"simulate", "--plan", ok, "--trace", "-", "--json"}, "--trace: '-' (stdout) and --json"},
       {{"simulate", "--plan", ok, "--svg", "-", "--json"}, "--svg: '-' (stdout) and --json"},
       {{"simulate", "--plan", ok, "--trace", "-", "--svg", "-"}, "--trace and --svg: both name stdout"},
+      {{"check", "--plan", ok, "--junit", "-", "--json"}, "--junit: '-' (stdout) and --json"},
+      {{"check", "--plan", ok, "--baseline", "-", "--update-baseline", "--json"}, "--baseline: '-' (stdout) and --json"},
+      {{"check", "--plan", ok, "--baseline", "-", "--update-baseline", "--junit", "-"},
+       "--junit and --baseline: both name stdout"},
   };
   for (const auto& c : cases) expect_bad(c);
   // The same file for both outputs: the SVG replaced the trace. Nothing is written.
@@ -632,6 +640,52 @@ TEST_CASE("bad input: an empty option value is an error, not 'not given'") {
   expect_bad({{"simulate", "--plan", ok, "--svg", "/dev/stdout", "--json"}, "--svg: "}, &dir);
   expect_bad({{"simulate", "--plan", ok, "--trace", "-", "--svg", "/dev/stdout"}, "--svg"}, &dir);
   expect_bad({{"estimate", "--plan", ok, "-o", "/dev/stdout", "--json"}, "-o: "}, &dir);
+}
+
+TEST_CASE("bad input: an output naming one of the command's inputs is refused, and no output is written") {
+  ScratchDir dir;
+  auto file = [&](const std::string& name) { return (dir.path / name).string(); };
+  const std::string plan = file("plan.json"), runs = file("runs.json"), gpu = file("gpu.json");
+  fs::copy_file(kBad + "plan_ok.json", plan);
+  fs::copy_file(kBad + "runs_ok.json", runs);
+  fs::copy_file(kBad + "gpu_ok.json", gpu);
+  fs::create_symlink("plan.json", file("link.json"));
+  const auto before = [&] {
+    std::vector<std::string> texts;
+    for (const std::string& f : {plan, runs, gpu}) texts.push_back(parplan::test::read_text(f));
+    return texts;
+  }();
+  const std::vector<BadCase> cases = {
+      {{"simulate", "--plan", plan, "--trace", plan}, "--trace: '" + plan + "' is the --plan input"},
+      {{"simulate", "--plan", plan, "--trace", file("t.json"), "--svg", file("./plan.json")}, "--svg: "},
+      {{"simulate", "--plan", file("link.json"), "--svg", plan}, "is the --plan input"},  // one file, two names
+      {{"estimate", "--plan", plan, "-o", plan}, "-o: '" + plan + "' is the --plan input"},
+      {{"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "--profile", gpu, "-o", gpu}, "is the --profile input"},
+      {{"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--profile", gpu, "-o", gpu}, "is the --profile input"},
+      {{"check", "--plan", plan, "--junit", plan}, "--junit: '" + plan + "' is the --plan input"},
+      {{"check", "--plan", plan, "--profile", gpu, "--baseline", file("b.json"), "--update-baseline", "--junit", gpu},
+       "--junit: '" + gpu + "' is the --profile input"},
+      {{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", runs}, "--out: '" + runs + "' is the --from-runs"},
+      {{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", file("fit.json"), "--cluster-out", runs,
+        "--fit-fields", "inter_node.efficiency"},
+       "--cluster-out: '" + runs + "' is the --from-runs input"},
+  };
+  for (const auto& c : cases) expect_bad(c);
+  // Nothing was replaced, and no other output was written.
+  CHECK(before == std::vector<std::string>{parplan::test::read_text(plan), parplan::test::read_text(runs),
+                                           parplan::test::read_text(gpu)});
+  auto names = dir.entries();
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"gpu.json", "link.json", "plan.json", "runs.json"});
+  // validate --plans: a run whose file name is the --runs file (runs_ok.json holds narayanan21_t1_1.7B).
+  const std::string named = file("narayanan21_t1_1.7B.json");
+  fs::copy_file(kBad + "runs_ok.json", named);
+  expect_bad({{"validate", "--runs", named, "--plans", dir.path.string()}, "--plans: '" + named + "' is the --runs"});
+  CHECK(parplan::test::read_text(named) == before[1]);
+  // An output may replace the input of its own flag: check --baseline B --update-baseline reads and rewrites B.
+  const std::string base = file("baseline.json");
+  REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  CHECK(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
 }
 
 TEST_CASE("validate --plans: file names from run ids stay inside the directory") {

@@ -367,6 +367,16 @@ TEST_CASE("check: --junit writes well-formed XML with one test case per plan and
   CHECK(failures[0]->attrs.at("type") == "memory");
   CHECK(has(failures[0]->attrs.at("message"), "GiB over the limit"));
   CHECK(has(failures[0]->text, "on stage 0"));
+  // --junit - : the XML is all of stdout (it parses as one document); the text report goes to stderr.
+  const auto out = run_parplan({"check", "--plan", odd, "--plan", kBig, "--junit", "-"});
+  CHECK(out.exit_code == 1);
+  CHECK(XmlParser(out.out).parse()->attrs["tests"] == "2");
+  CHECK(has(out.err, "1 passed, 1 failed"));
+  // likewise the baseline written to stdout: one JSON document
+  const auto base = run_parplan({"check", "--plan", odd, "--baseline", "-", "--update-baseline"});
+  CHECK(base.exit_code == 0);
+  CHECK(nlohmann::json::parse(base.out).contains("parplan_check_baseline"));
+  CHECK(has(base.err, "baseline written to -"));
 }
 
 TEST_CASE("check: GitHub Actions annotations are escaped and the Markdown summary is appended") {
