@@ -33,6 +33,8 @@ bool same_file(const std::string& a, const std::string& b);
 
 // Profile names and aliases compare without regard to case ("h100" names "H100-SXM5-80GB"'s alias).
 bool same_name(std::string_view a, std::string_view b);
+// The spelling same_name compares: lower case.
+std::string lower_name(std::string_view s);
 
 // Reads a whole file; throws InputError naming `flag` and the path when it cannot be read. The path is remembered
 // as an input of this process (see refuse_replacing_input).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
+#include <unordered_set>
 
 #include "cli/io.hpp"
 #include "planner/config.hpp"
@@ -149,14 +150,13 @@ ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
     }
     add_profile_file(set, f, "--profile");
     const ProfileSet::Entry& added = set.entries().back();
-    std::vector<std::string> mine{added.name};
-    mine.insert(mine.end(), added.aliases.begin(), added.aliases.end());
+    std::unordered_set<std::string> mine{lower_name(added.name)};  // names compare without regard to case
+    for (const std::string& a : added.aliases) mine.insert(lower_name(a));
     for (const auto& [i, keys] : owned) {
       const ProfileSet::Entry& e = set.entries()[i];
       if (e.kind != added.kind || same_file(e.where, added.where)) continue;
       for (const std::string& k : keys) {
-        const bool clash = std::any_of(mine.begin(), mine.end(), [&](const std::string& m) { return same_name(m, k); });
-        if (!clash) continue;
+        if (mine.count(lower_name(k)) == 0) continue;
         if (same_name(k, e.name) && same_name(k, added.name)) {
           throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", e.where, added.where,
                                        added.kind, added.name));

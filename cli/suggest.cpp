@@ -67,6 +67,10 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
     batch_note = *o.tokens_per_step % seq == 0
                      ? "--tokens-per-step"
                      : fmt::format("--tokens-per-step {} rounded up to whole sequences of {}", *o.tokens_per_step, seq);
+    if (tr.global_batch > kMaxGlobalBatch) {
+      throw InputError(fmt::format("--tokens-per-step: {} tokens are {} sequences of {}, more than a plan's {} per step",
+                                   *o.tokens_per_step, tr.global_batch, seq, kMaxGlobalBatch));
+    }
   } else {
     tr.global_batch = default_global_batch(seq, 1, 1);
     batch_note = "default: ~4Mi tokens, see docs/suggest.md";

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fmt/core.h>
+#include <unordered_set>
 
 #include "planner/embedded_profiles.hpp"
 #include "planner/json_reader.hpp"
@@ -31,16 +32,25 @@ auto lookup(const V& v, std::string_view name) -> decltype(&v.front().spec) {
 // profile's names and aliases too (overriding "H100-SXM5-80GB" also takes "h100").
 template <typename V>
 void inherit_keys(const V& earlier, std::vector<std::string>& keys) {
+  std::unordered_set<std::string> have(keys.begin(), keys.end());
   for (const auto& n : earlier) {
-    const bool shares = std::any_of(n.keys.begin(), n.keys.end(), [&](const std::string& k) {
-      return std::find(keys.begin(), keys.end(), k) != keys.end();
-    });
+    const bool shares = std::any_of(n.keys.begin(), n.keys.end(), [&](const std::string& k) { return have.count(k) > 0; });
     if (!shares) continue;
     for (const std::string& k : n.keys) {
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      if (have.insert(k).second) keys.push_back(k);
     }
   }
 }
+
+// A profile name or alias: printable text of reasonable length (it is echoed in tables and one-line errors).
+void check_profile_name(const JsonReader& r, std::string_view key, std::string_view name) {
+  if (name.empty()) r.fail(key, "empty name");
+  if (name.size() > 200) r.fail(key, fmt::format("a name of {} bytes (at most 200)", name.size()));
+  for (const char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) r.fail(key, "a control character in a name");
+  }
+}
+constexpr size_t kMaxAliases = 1000;
 
 template <typename V>
 std::string known_names(const V& v) {
@@ -71,9 +81,11 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
   if (r.has("aliases")) {
     const nlohmann::json& a = r.raw("aliases");
     if (!a.is_array()) r.fail("aliases", "expected an array of strings");
+    if (a.size() > kMaxAliases) r.fail("aliases", fmt::format("{} aliases (at most {})", a.size(), kMaxAliases));
     for (const auto& x : a) {
       if (!x.is_string()) r.fail("aliases", "expected an array of strings");
       aliases.push_back(x.get<std::string>());
+      check_profile_name(r, "aliases", aliases.back());
     }
   }
   std::string name;
@@ -104,6 +116,7 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
   } else {
     r.fail("kind", fmt::format("unknown kind '{}' (expected gpu, cluster or model)", kind));
   }
+  check_profile_name(r, "name", name);
   const size_t index = kind == "gpu" ? gpus_.size() - 1 : kind == "cluster" ? clusters_.size() - 1 : models_.size() - 1;
   entries_.push_back({kind, name, where, aliases, index, false});
   return kind;

@@ -14,6 +14,8 @@ namespace parplan {
 int64_t saturating_product(std::initializer_list<int64_t> factors);
 // The most GPUs a mesh may span: the --gpus flag's and the plan document's limit.
 inline constexpr int64_t kMaxMeshGpus = 100'000'000;
+// The most sequences one step may hold: the plan document's limit on training.global_batch.
+inline constexpr int64_t kMaxGlobalBatch = 1'000'000'000;
 
 enum class DType : uint8_t { fp32, tf32, bf16, fp16, fp8 };
 inline constexpr int kNumDTypes = 5;

@@ -65,7 +65,10 @@ GpuSpec gpu_from_json(JsonReader& r) {
   JsonReader peak = r.object("peak_tflops");
   for (int i = 0; i < kNumDTypes; ++i) {
     const auto dt = static_cast<DType>(i);
-    g.peak_flops[static_cast<size_t>(i)] = peak.get_double(to_string(dt), 0.0, 0.0, 1e6) * 1e12;
+    const double tflops = peak.get_double(to_string(dt), 0.0, 0.0, 1e6);
+    // 0 = not supported; a positive peak below 1 GFLOP/s (5e-324 was read) would price steps at infinity.
+    if (tflops > 0 && tflops < 1e-3) peak.fail(to_string(dt), "expected 0 (not supported) or 0.001 to 1e6 TFLOP/s");
+    g.peak_flops[static_cast<size_t>(i)] = tflops * 1e12;
   }
   peak.finish();
   if (!(g.peak(DType::bf16) > 0) && !(g.peak(DType::fp16) > 0)) {
@@ -149,7 +152,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
 TrainingSpec training_from_json(JsonReader& r) {
   TrainingSpec t;
   t.precision = r.get_enum("precision", Precision::bf16);
-  t.global_batch = r.get_int("global_batch", 1, 1'000'000'000);
+  t.global_batch = r.get_int("global_batch", 1, kMaxGlobalBatch);
   t.seq_len = r.get_int("seq_len", 0, 0, 100'000'000);
   t.attention = r.get_enum("attention", AttentionKernel::flash);
   t.grad_fp32 = r.get_bool("grad_fp32", true);

@@ -220,7 +220,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), dp = p.integer("dp", 1, kMaxCount),
              cp = p.integer("cp", 1, kMaxCount), ep = p.integer("ep", 1, kMaxCount),
              vpp = p.integer("vpp_chunks_per_stage", 1, 1024), zero = p.integer("zero_stage", 0, 3),
-             mb = p.integer("micro_batch", 1, kMaxCount), gbs = p.integer("global_batch_seqs", 1, 1'000'000'000);
+             mb = p.integer("micro_batch", 1, kMaxCount), gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
   p.integer("grad_accum", 1, kMaxCount);
   const auto sp = p.boolean("sequence_parallel"), fsdp = p.boolean("fsdp");
   const std::string pnotes = p.text("parallel_notes");

@@ -290,6 +290,41 @@ TEST_CASE("bad input: two --profile files defining one name") {
   CHECK(run_parplan({"profiles", "--profile", a, "--profile", other, "list"}, {}, 60).exit_code == 0);
 }
 
+TEST_CASE("bad input: profile names and aliases are bounded, printable text") {
+  ScratchDir dir;
+  const nlohmann::json gpu = nlohmann::json::parse(parplan::test::read_text(kBad + "gpu_ok.json"));
+  auto write_gpu = [&](const std::string& file, const std::string& name, const nlohmann::json& aliases) {
+    nlohmann::json j = gpu;
+    j["name"] = name;
+    j["aliases"] = aliases;
+    const std::string path = (dir.path / file).string();
+    parplan::test::write_text(path, j.dump());
+    return path;
+  };
+  auto many = [](const std::string& prefix, int n) {
+    nlohmann::json a = nlohmann::json::array();
+    for (int i = 0; i < n; ++i) a.push_back(prefix + std::to_string(i));
+    return a;
+  };
+  expect_bad({{"profiles", "--profile", write_gpu("many.json", "G", many("g-", 1001)), "list"},
+              "many.json: /aliases: 1001 aliases (at most 1000)"});
+  expect_bad({{"profiles", "--profile", write_gpu("bell.json", "G", {"ok", "a\u0007b"}), "list"},
+              "bell.json: /aliases: a control character in a name"});
+  expect_bad({{"profiles", "--profile", write_gpu("newline.json", "x\ny", nlohmann::json::array()), "list"},
+              "newline.json: /name: a control character in a name"});
+  expect_bad({{"profiles", "--profile", write_gpu("empty.json", "G", {""}), "list"}, "empty.json: /aliases: empty name"});
+  expect_bad({{"profiles", "--profile", write_gpu("long.json", std::string(201, 'n'), nlohmann::json::array()), "list"},
+              "long.json: /name: a name of 201 bytes (at most 200)"});
+  // At the limit, two files load and answer to every alias (the name-clash check was quadratic: 100k aliases each
+  // took over a minute).
+  const std::string a = write_gpu("a.json", "GA", many("a-", 1000)), b = write_gpu("b.json", "GB", many("b-", 1000));
+  const auto r = run_parplan({"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "--profile", a, "--profile", b, "--gpu",
+                              "B-999", "--json"},
+                             {}, 60);
+  CHECK((r.exit_code == 0 || r.exit_code == 1));  // a 16 GiB GPU: fits or not, but estimated
+  CHECK(nlohmann::json::parse(r.out)["plan"]["gpu"]["name"] == "GB");
+}
+
 TEST_CASE("bad input: profiles subcommand") {
   expect_bad({{"profiles"}, "subcommand"});
   expect_bad({{"profiles", "show"}, "name"});
@@ -320,6 +355,11 @@ TEST_CASE("bad input: suggest") {
       {with(kModel, {"--gpus", "64", "--threads", "0"}), "--threads"},
       {with(kModel, {"--gpus", "64", "--max-micro-batch", "0"}), "--max-micro-batch"},
       {with(kModel, {"--gpus", "64", "--tokens-per-step", "0"}), "--tokens-per-step"},
+      // 2^50 tokens of 2,048: more sequences than a plan document holds (estimate --plan refused the plan written)
+      {with(kModel, {"--gpus", "64", "--tokens-per-step", "1125899906842624"}),
+       "--tokens-per-step: 1125899906842624 tokens are 549755813888 sequences"},
+      {with(kModel, {"--gpus", "64", "--gpu", kBad + "gpu_peak_denormal.json"}),
+       "/peak_tflops/bf16: expected 0 (not supported) or 0.001 to 1e6 TFLOP/s"},
       {with(kModel, {"--gpus", "64", "--vpp", "1"}), "--vpp"},
       {with(kModel, {"--gpus", "64", "--schedule", "3f1b"}), "--schedule"},
       {with(kModel, {"--gpus", "64", "--recompute", "most"}), "--recompute"},
