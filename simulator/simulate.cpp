@@ -19,31 +19,37 @@ struct MemoryModel {
 // The task graph takes about 230 bytes per task (measured: 175B, pp 96, 100,000 microbatches: 6.4 GB). Above this
 // many tasks a step is refused before anything is built, rather than exhausting memory.
 constexpr int64_t kMaxTasks = int64_t{1} << 24;
+// A recorded timeline (trace, SVG, ASCII chart) is kept to about a million tasks: its Chrome trace takes some 260
+// bytes per task (measured: gpt3-1.3b pp 4, 20,000 microbatches, 280,292 tasks, 74 MB), so at most ~280 MB here;
+// 200,000 microbatches wrote 1.8 GB, past what a trace viewer loads.
+constexpr int64_t kMaxTimelineTasks = int64_t{1} << 20;
 
-// Counted from the schedule's shape, so a step too large is refused before its schedule is built (that alone took
-// 6 GB and 26 s for pp 16 x 16,000,000 microbatches): every pass of every microbatch chunk (F and B, ZB-H1 also W)
-// with its comm and p2p tasks, and the DP buckets.
-void check_graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs) {
-  const int64_t ops_per_stage = m * v * (kind == Schedule::zero_bubble ? 3 : 2);
-  int64_t tasks = 0, buckets = 0;
-  for (int64_t i = 0; i < p && i < static_cast<int64_t>(costs.stages.size()); ++i) {
-    const StageCosts& sc = costs.stages[static_cast<size_t>(i)];
-    const int64_t per_step = sc.dp_per_microbatch ? (sc.dp_buckets + sc.layers_per_chunk) * m : sc.dp_buckets;
-    buckets = std::max(buckets, sc.dp_buckets);
-    // a pipeline op is one compute task plus, at most, its comm and p2p tasks
-    tasks += 3 * ops_per_stage + per_step;
-    if (tasks > kMaxTasks) {
-      throw InputError(fmt::format(
-          "simulate: more than {} tasks ({} stages x {} microbatches x {} chunks{}) is too large to simulate; "
-          "estimate gives the closed form",
-          kMaxTasks, p, m, v,
-          buckets > 0 ? fmt::format(", {} gradient buckets per stage: a larger --bucket-mb makes fewer", buckets) : ""));
-    }
+// Counted from the costs (count_step_tasks), so a step too large is refused before its schedule is built (that
+// alone took 6 GB and 26 s for pp 16 x 16,000,000 microbatches). Counting stops once past `limit`.
+struct GraphSize {
+  int64_t tasks = 0, buckets = 0;  // buckets: the most DP gradient buckets of a stage
+};
+GraphSize graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs, int64_t limit) {
+  GraphSize g;
+  g.tasks = count_step_tasks(p, m, v, kind == Schedule::zero_bubble, costs, limit);
+  for (const StageCosts& sc : costs.stages) g.buckets = std::max(g.buckets, sc.dp_buckets);
+  return g;
+}
+
+void check_graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs, bool timeline) {
+  const int64_t limit = timeline ? kMaxTimelineTasks : kMaxTasks;
+  const GraphSize g = graph_size(kind, p, m, v, costs, limit);
+  if (g.tasks > limit) {
+    throw InputError(fmt::format(
+        "simulate: more than {} tasks ({} stages x {} microbatches x {} chunks{}) is too large to {}", limit, p, m, v,
+        g.buckets > 0 ? fmt::format(", {} gradient buckets per stage: a larger --bucket-mb makes fewer", g.buckets) : "",
+        timeline ? "record as a timeline (--trace, --svg, --ascii); without them the summary is computed"
+                 : "simulate; estimate gives the closed form"));
   }
 }
 
 SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt, const MemoryModel& mem) {
-  check_graph_size(s.schedule, s.stages, s.microbatches, s.chunks, costs);
+  check_graph_size(s.schedule, s.stages, s.microbatches, s.chunks, costs, opt.record_timeline);
   const StepGraph sg = build_step_graph(s, costs);
   EngineOptions eo;
   eo.contention = opt.contention;
@@ -233,20 +239,40 @@ SimResult simulate_costs(const PipelineSchedule& s, const StepCosts& costs, cons
   return run_graph(s, costs, opt, {});
 }
 
-SimResult simulate(const Plan& input, const SimOptions& opt) {
-  Plan plan = input;
-  if (opt.bucket_bytes > 0) plan.training.dp_bucket_bytes = opt.bucket_bytes;
+namespace {
+// The plan as simulate() prices it under `opt`, and its step costs.
+struct Priced {
+  Plan plan;
+  StepCosts costs;
+};
+Priced priced(const Plan& input, const SimOptions& opt) {
+  Priced p{input, {}};
+  if (opt.bucket_bytes > 0) p.plan.training.dp_bucket_bytes = opt.bucket_bytes;
   if (!opt.overlap) {
-    plan.parallel.overlap_dp_comm = false;
-    plan.parallel.overlap_tp_comm = false;
-    plan.parallel.overlap_cp_comm = false;
+    p.plan.parallel.overlap_dp_comm = false;
+    p.plan.parallel.overlap_tp_comm = false;
+    p.plan.parallel.overlap_cp_comm = false;
   }
   CostOptions co;
   co.edges_in_owning_chunk = opt.edges_in_owning_chunk;
   co.blocking_p2p = !opt.overlap;
-  const StepCosts costs = step_costs(plan, co);
+  p.costs = step_costs(p.plan, co);
+  return p;
+}
+}  // namespace
+
+int64_t step_graph_tasks(const Plan& plan, const SimOptions& opt, int64_t limit) {
+  const Priced p = priced(plan, opt);
+  const ParallelConfig& pc = p.plan.parallel;
+  return graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), p.costs, limit).tasks;
+}
+
+SimResult simulate(const Plan& input, const SimOptions& opt) {
+  const Priced pr = priced(input, opt);
+  const Plan& plan = pr.plan;
+  const StepCosts& costs = pr.costs;
   const ParallelConfig& pc = plan.parallel;
-  check_graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), costs);
+  check_graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), costs, opt.record_timeline);
   const PipelineSchedule s = make_schedule(plan);
   MemoryModel mem;
   const StageMemoryInputs in = stage_memory_inputs(plan);

@@ -55,6 +55,11 @@ struct SimResult {
 // order (interleaved with m % pp != 0).
 SimResult simulate(const Plan& plan, const SimOptions& opt = {});
 
+// The tasks simulate() would build for `plan` under `opt`, counted from the schedule's shape without building
+// anything; counting stops once past `limit` (the result is then some number above it). Callers simulating many
+// plans (suggest --simulate) budget their work with it.
+int64_t step_graph_tasks(const Plan& plan, const SimOptions& opt, int64_t limit);
+
 // The engine part on its own: a schedule with explicit costs (tests, benchmarks). Memory fields use 1 byte per
 // chunk-microbatch.
 SimResult simulate_costs(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt = {});

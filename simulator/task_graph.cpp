@@ -19,6 +19,65 @@ const char* to_string(StreamKind k) {
 
 namespace {
 
+// What a pipeline op of `kind` costs on a chunk: its compute, exposed comm and overlapped (shadow) comm.
+struct OpShape {
+  EventCategory cat = EventCategory::forward;
+  double main_s = 0, comm_s = 0, tp_ov = 0, cp_ov = 0;
+};
+OpShape op_shape(const ChunkCosts& cc, OpKind kind) {
+  switch (kind) {
+    case OpKind::forward:
+      return {EventCategory::forward, cc.forward_s, cc.forward_comm_s, cc.tp_overlapped_forward_s,
+              cc.cp_overlapped_forward_s};
+    case OpKind::backward:
+      return {EventCategory::backward, cc.backward_input_s + cc.backward_weight_s, cc.backward_comm_s,
+              cc.tp_overlapped_backward_s, cc.cp_overlapped_backward_s};
+    case OpKind::backward_input:
+      return {EventCategory::backward_input, cc.backward_input_s, cc.backward_comm_s, cc.tp_overlapped_backward_s,
+              cc.cp_overlapped_backward_s};
+    case OpKind::backward_weight:
+      return {EventCategory::backward_weight, cc.backward_weight_s, 0, 0, 0};
+  }
+  return {};
+}
+bool is_backward_pass(OpKind k) { return k == OpKind::backward || k == OpKind::backward_input; }
+// A backward pass recomputes its forward first (full or selective recompute).
+bool recomputes_before(const ChunkCosts& cc, OpKind k) {
+  return is_backward_pass(k) && (cc.recompute_s > 0 || cc.recompute_comm_s > 0);
+}
+// Tasks of one recompute part (Builder::emit_stage's recompute()): the recompute, its TP shadow (first part only),
+// its exposed comm.
+int64_t recompute_tasks(const ChunkCosts& cc, bool first_part) {
+  return 1 + (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0 ? 1 : 0) +
+         (cc.recompute_comm_s > 0 ? 1 : 0);
+}
+// A pass after which a microbatch's gradients of the chunk are complete.
+bool completes_gradients(OpKind k) { return k == OpKind::backward || k == OpKind::backward_weight; }
+
+// How an op releases DP gradient buckets, and the pieces its main task is split into. The op that makes a chunk's
+// gradients final releases the chunk's buckets as it produces them (one piece per bucket). ZeRO-2/3 reduce-scatter
+// every microbatch's gradients: each completing op releases them in up to one piece per layer (FSDP / DeepSpeed
+// reduce each layer's gradients after its backward), issued in link order.
+struct Release {
+  bool chunk_final = false, microbatch = false;
+  int64_t pieces = 1;
+};
+Release release_of(const StageCosts& sc, bool dp_overlap, bool completes, bool final_of_chunk, int64_t chunk_buckets) {
+  Release r;
+  r.chunk_final = dp_overlap && sc.dp_buckets > 0 && !sc.dp_per_microbatch && final_of_chunk;
+  r.microbatch = dp_overlap && sc.dp_buckets > 0 && sc.dp_per_microbatch && completes;
+  r.pieces = r.chunk_final ? std::max<int64_t>(1, chunk_buckets)
+             : r.microbatch ? std::clamp<int64_t>(sc.layers_per_chunk, 1, sc.dp_buckets)
+                            : 1;
+  return r;
+}
+
+// The ZeRO-3 gathers task a pass puts on the DP link (0 or 1).
+double zero3_gather_s(const ChunkCosts& cc, OpKind k) {
+  if (k == OpKind::forward) return cc.zero3_gather_forward_s;
+  return is_backward_pass(k) ? cc.zero3_gather_recompute_s + cc.zero3_gather_backward_s : 0.0;
+}
+
 struct Builder {
   const PipelineSchedule& s;
   const StepCosts& c;
@@ -177,52 +236,19 @@ struct Builder {
         prev_compute = t;
         return t;
       };
-      double main_s = 0;
-      EventCategory cat = EventCategory::forward;
-      double comm_s = 0, tp_ov = 0, cp_ov = 0;
-      switch (op.kind) {
-        case OpKind::forward:
-          main_s = cc.forward_s;
-          comm_s = cc.forward_comm_s;
-          tp_ov = cc.tp_overlapped_forward_s;
-          cp_ov = cc.cp_overlapped_forward_s;
-          break;
-        case OpKind::backward:
-          cat = EventCategory::backward;
-          main_s = cc.backward_input_s + cc.backward_weight_s;
-          comm_s = cc.backward_comm_s;
-          tp_ov = cc.tp_overlapped_backward_s;
-          cp_ov = cc.cp_overlapped_backward_s;
-          break;
-        case OpKind::backward_input:
-          cat = EventCategory::backward_input;
-          main_s = cc.backward_input_s;
-          comm_s = cc.backward_comm_s;
-          tp_ov = cc.tp_overlapped_backward_s;
-          cp_ov = cc.cp_overlapped_backward_s;
-          break;
-        case OpKind::backward_weight:
-          cat = EventCategory::backward_weight;
-          main_s = cc.backward_weight_s;
-          break;
-      }
-      const bool is_bwd = op.kind == OpKind::backward || op.kind == OpKind::backward_input;
-      const auto mb32 = static_cast<int32_t>(op.microbatch), chunk32 = static_cast<int32_t>(op.chunk);
-      if (op.kind == OpKind::forward) gathers_on_link(cc.zero3_gather_forward_s, mb32, chunk32);
-      if (is_bwd) gathers_on_link(cc.zero3_gather_recompute_s + cc.zero3_gather_backward_s, mb32, chunk32);
-      // The op that completes a chunk's gradients releases its DP buckets as it produces them: split it.
-      const bool completes = op.kind == OpKind::backward || op.kind == OpKind::backward_weight;
-      const bool releases = c.dp_overlap && sc.dp_buckets > 0 && !sc.dp_per_microbatch &&
-                            fin[static_cast<size_t>(op.chunk)] == static_cast<int64_t>(k);
-      // ZeRO-2/3 reduce-scatter every microbatch's gradients: its completing op releases them in up to one piece
-      // per layer (FSDP / DeepSpeed reduce each layer's gradients after its backward), issued here in link order.
-      const bool mb_releases = c.dp_overlap && sc.dp_buckets > 0 && sc.dp_per_microbatch && completes;
-      const int64_t pieces = releases      ? std::max<int64_t>(1, buckets_of_chunk(op.chunk))
-                             : mb_releases ? std::clamp<int64_t>(sc.layers_per_chunk, 1, sc.dp_buckets)
-                                           : 1;
+      const OpShape sh = op_shape(cc, op.kind);
+      const double main_s = sh.main_s, comm_s = sh.comm_s, tp_ov = sh.tp_ov, cp_ov = sh.cp_ov;
+      const EventCategory cat = sh.cat;
+      const bool is_bwd = is_backward_pass(op.kind);
+      gathers_on_link(zero3_gather_s(cc, op.kind), static_cast<int32_t>(op.microbatch), static_cast<int32_t>(op.chunk));
+      const bool completes = completes_gradients(op.kind);
+      const Release rel = release_of(sc, c.dp_overlap, completes, fin[static_cast<size_t>(op.chunk)] == static_cast<int64_t>(k),
+                                     buckets_of_chunk(op.chunk));
+      const bool releases = rel.chunk_final, mb_releases = rel.microbatch;
+      const int64_t pieces = rel.pieces;
       // Recompute before the backward; in a split op, layer by layer with it (checkpointing recomputes each layer's
       // forward just before that layer's backward), so the released reductions also run beside recompute.
-      const bool recomputes = is_bwd && (cc.recompute_s > 0 || cc.recompute_comm_s > 0);
+      const bool recomputes = recomputes_before(cc, op.kind);
       auto recompute = [&](double share, bool first_part) {
         const int32_t r = add(cc.recompute_s * share, EventCategory::recompute);
         if (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
@@ -313,6 +339,57 @@ struct Builder {
 };
 
 }  // namespace
+
+int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, const StepCosts& c, int64_t limit) {
+  const std::vector<OpKind> kinds = split_backward
+                                        ? std::vector<OpKind>{OpKind::forward, OpKind::backward_input, OpKind::backward_weight}
+                                        : std::vector<OpKind>{OpKind::forward, OpKind::backward};
+  const OpKind final_kind = split_backward ? OpKind::backward_weight : OpKind::backward;
+  const int64_t V = p * v;
+  // Summed in double: m x buckets can pass 64 bits for absurd plans; exact below 2^53, far above any limit.
+  double tasks = 0;
+  const auto lim = static_cast<double>(limit);
+  for (int64_t i = 0; i < p && i < static_cast<int64_t>(c.stages.size()) && tasks <= lim; ++i) {
+    const StageCosts& sc = c.stages[static_cast<size_t>(i)];
+    for (int64_t ch = 0; ch < v && ch < static_cast<int64_t>(sc.chunks.size()); ++ch) {
+      const ChunkCosts& cc = sc.chunks[static_cast<size_t>(ch)];
+      const int64_t vs = ch * p + i;
+      const int64_t b = sc.dp_buckets, chunk_buckets = b / v + (ch < b % v ? 1 : 0);
+      for (const OpKind k : kinds) {
+        // Tasks of one op of this kind, as Builder::emit_stage adds them, with `final_of_chunk` for the op after
+        // which the chunk's gradients are final.
+        auto op_tasks = [&](bool final_of_chunk) -> double {
+          const OpShape sh = op_shape(cc, k);
+          const Release rel = release_of(sc, c.dp_overlap, completes_gradients(k), final_of_chunk, chunk_buckets);
+          const auto pieces = static_cast<double>(rel.pieces);
+          double n = (zero3_gather_s(cc, k) > 0 ? 1 : 0) + pieces;
+          if (recomputes_before(cc, k)) {
+            n += static_cast<double>(recompute_tasks(cc, true)) + (pieces - 1) * static_cast<double>(recompute_tasks(cc, false));
+          }
+          if (rel.microbatch) n += static_cast<double>(sc.dp_buckets);
+          n += (sh.tp_ov > 0 ? 1 : 0) + (sh.cp_ov > 0 ? 1 : 0) + (sh.comm_s > 0 ? 1 : 0);
+          const bool sends = (k == OpKind::forward && vs < V - 1) || (is_backward_pass(k) && vs > 0);
+          return n + (sends ? 1 : 0);
+        };
+        const auto md = static_cast<double>(m);
+        tasks += k == final_kind && m > 0 ? (md - 1) * op_tasks(false) + op_tasks(true) : md * op_tasks(false);
+      }
+    }
+    const auto buckets = static_cast<double>(sc.dp_buckets);
+    if (sc.dp_buckets > 0) {
+      // ZeRO-2/3 without overlap: every microbatch's buckets after the stage's last compute (with overlap they are
+      // the ops' own, above); otherwise the step's buckets once.
+      if (sc.dp_per_microbatch) {
+        if (!c.dp_overlap) tasks += static_cast<double>(m) * static_cast<double>(v) * buckets;
+      } else {
+        tasks += buckets;
+      }
+      if (sc.param_gather_s > 0) tasks += buckets;
+    }
+    tasks += (sc.embedding_grad_s > 0 ? 1 : 0) + 1;  // the embedding all-reduce, the optimizer
+  }
+  return tasks > 9e18 ? INT64_MAX : static_cast<int64_t>(tasks);
+}
 
 StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs) {
   Builder b(s, costs);

@@ -76,4 +76,9 @@ struct StepGraph {
 // Expands schedule x costs. costs.stages.size() must equal s.stages and each stage must have s.chunks chunk entries.
 StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs);
 
+// The tasks build_step_graph() makes for p stages, m microbatches, v chunks per stage (`split_backward`: ZB-H1's
+// separate input- and weight-gradient passes), counted from the costs alone: nothing is built, not even the schedule.
+// Counting stops once past `limit` (the result is then some number above it).
+int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, const StepCosts& costs, int64_t limit);
+
 }  // namespace parplan::sim

@@ -499,6 +499,11 @@ TEST_CASE("bad input: simulate") {
       {{"simulate", "--model", "gpt3-175b", "--gpus", "768", "--tp", "8", "--pp", "96", "--microbatches", "100000",
         "--global-batch", "100000"},
        "simulate: more than 16777216 tasks"},
+      // Simulated in 2 s, but its 2.8 M tasks would write a trace of about 0.7 GB: a timeline is kept to 2^20 tasks.
+      {{"simulate", "--model", "gpt3-1.3b", "--gpus", "8", "--pp", "4", "--microbatches", "200000", "--global-batch",
+        "400000", "--trace", "/dev/null"},
+       "simulate: more than 1048576 tasks (4 stages x 200000 microbatches x 1 chunks, 42 gradient buckets per stage: a "
+       "larger --bucket-mb makes fewer) is too large to record as a timeline"},
       {{"simulate", "--model", "gpt3-175b", "--gpus", "512", "--tp", "8", "--pp", "8", "--zero", "1", "--bucket-mb",
         "0.001"},
        "a larger --bucket-mb makes fewer"},

@@ -183,6 +183,26 @@ TEST_CASE("suggest --simulate K re-ranks the top K by the simulator's step time"
                               "headroom"});
   CHECK(h.exit_code == 2);
   CHECK(h.err.find("--simulate") != std::string::npos);
+  CHECK(j["simulated_plans"] == 3);
+  CHECK(j["simulated_over_budget"] == 0);
+}
+
+TEST_CASE("suggest --simulate shares a task budget: plans past it are not simulated and keep the analytical order") {
+  // pp 8, one sequence per microbatch, 600,000 microbatches: each step graph has 19.2 M tasks (8 stages x 600,000 x
+  // a forward and a backward with their sends), past the 2^24 budget on its own (a large batch made 100 simulations
+  // run for minutes). None is simulated; the search result stands.
+  const auto r = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--pp", "8", "--micro-batch", "1",
+                              "--global-batch", "600000", "--simulate", "3", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["simulated_top"] == 3);
+  CHECK(j["simulated_plans"] == 0);
+  CHECK(j["simulated_over_budget"] == 3);
+  for (const auto& p : j["plans"]) CHECK_FALSE(p.contains("simulated_step_s"));
+  CHECK(j["plans"][0]["reason"] == "fastest step that fits");
+  const auto t = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "8", "--pp", "8", "--micro-batch", "1",
+                              "--global-batch", "600000", "--simulate", "3"});
+  CHECK(t.out.find("3 of them not simulated") != std::string::npos);
 }
 
 TEST_CASE("suggest --overlap-p2p: interleaved plans overlap their sends, the others wait for them") {
