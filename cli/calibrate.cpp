@@ -73,6 +73,14 @@ Runner setup(CLI::App& app) {
     const bool host = o->backend == "host";
     int ranks = o->ranks;
     if (ranks == 0) ranks = host ? 2 : std::max(1, runtime::detect_cuda().device_count);
+    // The host backend runs every rank as a thread of this process over in-memory collectives: measured on 2 cores,
+    // 16 ranks 1.1 s, 64 ranks 5.6 s and 0.56 GB, 256 ranks past a minute. Its sweep is for tests and examples.
+    constexpr int kMaxHostRanks = 64;
+    if (host && ranks > kMaxHostRanks) {
+      throw InputError(fmt::format("--ranks: {} ranks on --backend host (at most {}: every rank is a thread of this "
+                                   "process)",
+                                   ranks, kMaxHostRanks));
+    }
     std::unique_ptr<runtime::World> world = host ? runtime::make_host_world(ranks) : runtime::make_cuda_world(ranks);
     const runtime::CalibrationResult r = runtime::calibrate(*world, runtime::default_calibrate_options(!host));
     const std::string name = o->name.empty() ? fmt::format("{}-measured-{}", host ? "host" : base.name, today()) : o->name;

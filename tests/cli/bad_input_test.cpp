@@ -467,6 +467,8 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"calibrate", "--backend", "foo"}, "--backend"},
       {{"calibrate", "--backend", "host"}, "--out"},
       {{"calibrate", "--backend", "host", "--ranks", "0"}, "--ranks"},
+      {{"calibrate", "--backend", "host", "--ranks", "256", "--out", "/tmp/parplan-never-written.json"},
+       "--ranks: 256 ranks on --backend host (at most 64"},
       {{"calibrate", "--backend", "host", "--out", "/nonexistent-dir/gpu.json"}, "--out"},
       {{"calibrate", "--backend", "host", "--out", kBad + "a_directory.json"}, "--out"},
   };
