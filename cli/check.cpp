@@ -36,17 +36,6 @@ CheckLimits parse_limits(const CheckOptions& o) {
   return lim;
 }
 
-// An output path must be writable before any work is done, so a bad path fails with nothing written.
-void require_writable(const std::string& path, std::string_view flag) {
-  if (path.empty()) return;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: '{}' is a directory", flag, path));
-  const fs::path dir = fs::path(path).parent_path();
-  if (!dir.empty() && !fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("{}: directory '{}' of '{}' does not exist", flag, dir.string(), path));
-  }
-}
-
 bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
   return v && std::string_view(v) == value;
