@@ -1,19 +1,9 @@
 // Enum names and small Plan helpers.
 #include "planner/spec.hpp"
 
-#include <cstdint>
-#include <limits>
 #include <utility>
 
 namespace parplan {
-
-int64_t saturating_product(std::initializer_list<int64_t> factors) {
-  int64_t out = 1;
-  for (int64_t x : factors) {
-    if (__builtin_mul_overflow(out, x, &out)) return std::numeric_limits<int64_t>::max();
-  }
-  return out;
-}
 
 namespace {
 

@@ -11,7 +11,13 @@ namespace parplan {
 
 // A product of mesh sizes that saturates at INT64_MAX instead of wrapping (a wrapped product can be 0 or a small
 // number that passes the GPU-count check: tp = pp = 2^26, cp = 2^12 is 2^64).
-int64_t saturating_product(std::initializer_list<int64_t> factors);
+inline int64_t saturating_product(std::initializer_list<int64_t> factors) {
+  int64_t out = 1;
+  for (int64_t x : factors) {
+    if (__builtin_mul_overflow(out, x, &out)) return INT64_MAX;
+  }
+  return out;
+}
 // The most GPUs a mesh may span: the --gpus flag's and the plan document's limit.
 inline constexpr int64_t kMaxMeshGpus = 100'000'000;
 // The most sequences one step may hold: the plan document's limit on training.global_batch.

@@ -131,7 +131,14 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
       gather_exposed = end - opt_end;
     }
     st.end_s = end;
-    st.dp_exposed_s = (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) + gather_exposed;
+    // Waiting for the other side of the tied-embedding all-reduce is idle time (bubble), not DP communication.
+    double embedding_wait = 0;
+    if (const int32_t emb = sg.embedding_task[iz]; emb >= 0) {
+      double ready = pipeline_end[iz];
+      if (const int32_t b = sg.embedding_after_bucket[iz]; b >= 0) ready = std::max(ready, tt.end_s[static_cast<size_t>(b)]);
+      embedding_wait = std::max(0.0, tt.start_s[static_cast<size_t>(emb)] - ready);
+    }
+    st.dp_exposed_s = (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) - embedding_wait + gather_exposed;
     st.peak_live_chunks = live.peak[iz];
     st.peak_live_until_weight_grad = live.peak_until_weight_grad[iz];
     // Memory holds a stash until its W (ZB-H1) or full backward: the until-W count is what the model charges.

@@ -154,10 +154,22 @@ struct Builder {
     out.optimizer_task.assign(static_cast<size_t>(p), -1);
     out.first_gather_task.assign(static_cast<size_t>(p), -1);
     out.last_gather_task.assign(static_cast<size_t>(p), -1);
+    out.embedding_task.assign(static_cast<size_t>(p), -1);
+    out.embedding_after_bucket.assign(static_cast<size_t>(p), -1);
 
     // Pass 1: every stage's ops in order (tasks on ordered streams are appended in execution order).
     std::vector<std::vector<int32_t>> op_begin(static_cast<size_t>(p));
+    embedding_.assign(static_cast<size_t>(p), {});
     for (int64_t i = 0; i < p; ++i) emit_stage(i, op_begin[static_cast<size_t>(i)]);
+    // The tied-embedding all-reduce joins the first and the last stage: each side waits for the other's predecessors.
+    const EmbeddingReduce& first = embedding_.front();
+    const EmbeddingReduce& last_stage = embedding_.back();
+    if (p > 1 && first.task >= 0 && last_stage.task >= 0) {
+      for (const auto& [side, other] : {std::pair{first, last_stage}, std::pair{last_stage, first}}) {
+        if (other.after_compute >= 0) out.graph.add_dep(other.after_compute, side.task);
+        if (other.after_bucket >= 0) out.graph.add_dep(other.after_bucket, side.task);
+      }
+    }
 
     // Pass 2: cross-stage dependencies (producer output -> consumer's first task), via a dense
     // (kind, microbatch, chunk) -> op index table per stage.
@@ -182,6 +194,11 @@ struct Builder {
   }
 
   std::vector<std::vector<int32_t>> lookups_;
+  // Per stage: its tied-embedding all-reduce task and the two tasks it waits for on its own stage (-1: none).
+  struct EmbeddingReduce {
+    int32_t task = -1, after_compute = -1, after_bucket = -1;
+  };
+  std::vector<EmbeddingReduce> embedding_;
   size_t key(const PipeOp& x) const {
     return static_cast<size_t>((static_cast<int64_t>(x.kind) * s.microbatches + x.microbatch) * s.chunks + x.chunk);
   }
@@ -316,10 +333,15 @@ struct Builder {
       }
     }
     if (sc.embedding_grad_s > 0) {
-      // After the stage's DP reduction (Megatron-Core finalize_model_grads order), on the same dp stream.
+      // After the stage's DP reduction (Megatron-Core finalize_model_grads order), on the same dp stream. It is one
+      // all-reduce between the first and the last stage: build() makes each side also wait for the other's
+      // predecessors, so both start when the later one is ready.
       const int32_t t = task(sc.embedding_grad_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, pp_link);
       if (prev_compute >= 0) out.graph.add_dep(prev_compute, t);
       if (last_bucket >= 0) out.graph.add_dep(last_bucket, t);
+      embedding_[static_cast<size_t>(i)] = {t, prev_compute, last_bucket};
+      out.embedding_task[static_cast<size_t>(i)] = t;
+      out.embedding_after_bucket[static_cast<size_t>(i)] = last_bucket;
       last_bucket = t;
     }
     const int32_t opt = task(sc.optimizer_s, i, StreamKind::compute, EventCategory::optimizer, -1, 0);

@@ -71,6 +71,10 @@ struct StepGraph {
   std::vector<int32_t> stage_stream;  // stage * kNumStreamKinds + kind -> stream id
   std::vector<int32_t> optimizer_task;  // per stage
   std::vector<int32_t> first_gather_task, last_gather_task;  // per stage, -1 without a parameter gather
+  // Per stage: the tied-embedding all-reduce (-1: none) and the stage's last DP bucket before it (-1: none); it also
+  // waits for the stage's last compute. The all-reduce joins the first and last stage, so it may wait for the other
+  // stage too: that wait is idle time, not DP communication.
+  std::vector<int32_t> embedding_task, embedding_after_bucket;
 };
 
 // Expands schedule x costs. costs.stages.size() must equal s.stages and each stage must have s.chunks chunk entries.

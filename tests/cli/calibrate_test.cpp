@@ -30,6 +30,7 @@ TEST_CASE("calibrate --backend host writes profiles that estimate accepts") {
   CHECK(prof["name"] == "host-test");
   auto e = run_parplan({"estimate", "--params", "1.3B", "--profile", gpu, "--profile", cluster, "--cluster", "host-test-cluster",
                         "--gpus", "8", "--tp", "2", "--json"});
+  CAPTURE(e.err);
   CHECK(e.exit_code != 2);  // the profiles parse and are usable (the 1.3B model may or may not fit: 0 or 1)
   CHECK(run_parplan({"calibrate", "--backend", "host"}).exit_code == 2);  // --out is required
   std::remove(gpu.c_str());
