@@ -2,7 +2,6 @@
 #include "cli/check_inputs.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/core.h>
@@ -76,7 +75,7 @@ void check_toml_value_kinds(const CLI::App& app, std::string_view text, const st
     std::string_view want;
     if (op->get_expected_max() == 0) {
       if (!boolean) want = "true or false";
-    } else if (type.starts_with("INT") || type.starts_with("UINT")) {
+    } else if (is_integer_option(*op)) {
       if (quoted || !is_decimal_integer(value)) want = "a decimal integer";
     } else if (type.starts_with("FLOAT")) {
       if (quoted || !is_number(value)) want = "a number";

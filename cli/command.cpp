@@ -19,10 +19,14 @@ bool is_decimal_integer(std::string_view v) {
   return v.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+bool is_integer_option(const CLI::Option& op) {
+  const std::string type = op.get_type_name();
+  return type.starts_with("INT") || type.starts_with("UINT");
+}
+
 std::string non_decimal_integer_option(const CLI::App& app) {
   for (const CLI::Option* op : app.get_options()) {
-    const std::string type = op->get_type_name();
-    if (op->count() == 0 || !(type.starts_with("INT") || type.starts_with("UINT"))) continue;
+    if (op->count() == 0 || !is_integer_option(*op)) continue;
     for (const std::string& v : op->results()) {
       if (!is_decimal_integer(v)) {
         return fmt::format("{}: {} is not a decimal integer (leading zeros, 0x and 0b are not read)", op->get_name(), v);

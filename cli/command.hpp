@@ -25,6 +25,8 @@ std::vector<Command>& command_registry();
 // An integer written in decimal: an optional sign, then 0 or digits without a leading zero (surrounding blanks
 // allowed). CLI11 reads 010 as octal (8) and 0x10 as hex (16); parplan's integers are decimal.
 bool is_decimal_integer(std::string_view v);
+// Whether an option takes an integer (CLI11's type name INT / UINT ...).
+bool is_integer_option(const CLI::Option& op);
 // The first integer option of `app` or its subcommands given a value that is not decimal, as an error message
 // ("--gpus: 010 is not a decimal integer ..."), or empty.
 std::string non_decimal_integer_option(const CLI::App& app);

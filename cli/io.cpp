@@ -11,7 +11,6 @@
 #include <optional>
 #include <vector>
 #include <fmt/core.h>
-#include <fstream>
 #include <sstream>
 #include <fcntl.h>
 #include <sys/stat.h>

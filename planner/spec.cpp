@@ -4,7 +4,6 @@
 #include <utility>
 
 namespace parplan {
-
 namespace {
 
 template <typename E, size_t N>

@@ -25,31 +25,22 @@ constexpr int64_t kMaxTasks = int64_t{1} << 24;
 constexpr int64_t kMaxTimelineTasks = int64_t{1} << 20;
 
 // Counted from the costs (count_step_tasks), so a step too large is refused before its schedule is built (that
-// alone took 6 GB and 26 s for pp 16 x 16,000,000 microbatches). Counting stops once past `limit`.
-struct GraphSize {
-  int64_t tasks = 0, buckets = 0;  // buckets: the most DP gradient buckets of a stage
-};
-GraphSize graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs, int64_t limit) {
-  GraphSize g;
-  g.tasks = count_step_tasks(p, m, v, kind == Schedule::zero_bubble, costs, limit);
-  for (const StageCosts& sc : costs.stages) g.buckets = std::max(g.buckets, sc.dp_buckets);
-  return g;
-}
-
+// alone took 6 GB and 26 s for pp 16 x 16,000,000 microbatches).
 void check_graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs, bool timeline) {
   const int64_t limit = timeline ? kMaxTimelineTasks : kMaxTasks;
-  const GraphSize g = graph_size(kind, p, m, v, costs, limit);
-  if (g.tasks > limit) {
+  if (count_step_tasks(p, m, v, kind == Schedule::zero_bubble, costs, limit) > limit) {
+    int64_t buckets = 0;  // the most DP gradient buckets of a stage, for the advice
+    for (const StageCosts& sc : costs.stages) buckets = std::max(buckets, sc.dp_buckets);
     throw InputError(fmt::format(
         "simulate: more than {} tasks ({} stages x {} microbatches x {} chunks{}) is too large to {}", limit, p, m, v,
-        g.buckets > 0 ? fmt::format(", {} gradient buckets per stage: a larger --bucket-mb makes fewer", g.buckets) : "",
+        buckets > 0 ? fmt::format(", {} gradient buckets per stage: a larger --bucket-mb makes fewer", buckets) : "",
         timeline ? "record as a timeline (--trace, --svg, --ascii); without them the summary is computed"
                  : "simulate; estimate gives the closed form"));
   }
 }
 
+// The graph's size is checked by the callers: simulate() before it builds the schedule, simulate_costs() here.
 SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt, const MemoryModel& mem) {
-  check_graph_size(s.schedule, s.stages, s.microbatches, s.chunks, costs, opt.record_timeline);
   const StepGraph sg = build_step_graph(s, costs);
   EngineOptions eo;
   eo.contention = opt.contention;
@@ -243,6 +234,7 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
 }  // namespace
 
 SimResult simulate_costs(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt) {
+  check_graph_size(s.schedule, s.stages, s.microbatches, s.chunks, costs, opt.record_timeline);
   return run_graph(s, costs, opt, {});
 }
 
@@ -271,7 +263,8 @@ Priced priced(const Plan& input, const SimOptions& opt) {
 int64_t step_graph_tasks(const Plan& plan, const SimOptions& opt, int64_t limit) {
   const Priced p = priced(plan, opt);
   const ParallelConfig& pc = p.plan.parallel;
-  return graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), p.costs, limit).tasks;
+  return count_step_tasks(pc.pp, pc.num_microbatches, pc.chunks_per_stage(), pc.schedule == Schedule::zero_bubble,
+                          p.costs, limit);
 }
 
 SimResult simulate(const Plan& input, const SimOptions& opt) {

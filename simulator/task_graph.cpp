@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace parplan::sim {
 
@@ -159,15 +160,15 @@ struct Builder {
 
     // Pass 1: every stage's ops in order (tasks on ordered streams are appended in execution order).
     std::vector<std::vector<int32_t>> op_begin(static_cast<size_t>(p));
-    embedding_.assign(static_cast<size_t>(p), {});
+    embedding_after_compute_.assign(static_cast<size_t>(p), -1);
     for (int64_t i = 0; i < p; ++i) emit_stage(i, op_begin[static_cast<size_t>(i)]);
     // The tied-embedding all-reduce joins the first and the last stage: each side waits for the other's predecessors.
-    const EmbeddingReduce& first = embedding_.front();
-    const EmbeddingReduce& last_stage = embedding_.back();
-    if (p > 1 && first.task >= 0 && last_stage.task >= 0) {
-      for (const auto& [side, other] : {std::pair{first, last_stage}, std::pair{last_stage, first}}) {
-        if (other.after_compute >= 0) out.graph.add_dep(other.after_compute, side.task);
-        if (other.after_bucket >= 0) out.graph.add_dep(other.after_bucket, side.task);
+    const size_t last_stage = static_cast<size_t>(p - 1);
+    if (p > 1 && out.embedding_task[0] >= 0 && out.embedding_task[last_stage] >= 0) {
+      for (const auto& [side, other] : {std::pair{size_t{0}, last_stage}, std::pair{last_stage, size_t{0}}}) {
+        for (const int32_t after : {embedding_after_compute_[other], out.embedding_after_bucket[other]}) {
+          if (after >= 0) out.graph.add_dep(after, out.embedding_task[side]);
+        }
       }
     }
 
@@ -194,11 +195,9 @@ struct Builder {
   }
 
   std::vector<std::vector<int32_t>> lookups_;
-  // Per stage: its tied-embedding all-reduce task and the two tasks it waits for on its own stage (-1: none).
-  struct EmbeddingReduce {
-    int32_t task = -1, after_compute = -1, after_bucket = -1;
-  };
-  std::vector<EmbeddingReduce> embedding_;
+  // Per stage: the last compute task its tied-embedding all-reduce waits for (-1: none; the task and its last bucket
+  // are in out.embedding_task / embedding_after_bucket).
+  std::vector<int32_t> embedding_after_compute_;
   size_t key(const PipeOp& x) const {
     return static_cast<size_t>((static_cast<int64_t>(x.kind) * s.microbatches + x.microbatch) * s.chunks + x.chunk);
   }
@@ -339,7 +338,7 @@ struct Builder {
       const int32_t t = task(sc.embedding_grad_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, pp_link);
       if (prev_compute >= 0) out.graph.add_dep(prev_compute, t);
       if (last_bucket >= 0) out.graph.add_dep(last_bucket, t);
-      embedding_[static_cast<size_t>(i)] = {t, prev_compute, last_bucket};
+      embedding_after_compute_[static_cast<size_t>(i)] = prev_compute;
       out.embedding_task[static_cast<size_t>(i)] = t;
       out.embedding_after_bucket[static_cast<size_t>(i)] = last_bucket;
       last_bucket = t;
