@@ -520,16 +520,19 @@ Estimate estimate(const Plan& plan) {
   e.capacity_bytes = d(plan.gpu.memory_bytes);
   e.fits = e.peak_memory_bytes <= e.capacity_bytes;
 
-  std::vector<StageMicrobatchTime> mb(static_cast<size_t>(p));
-  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, mb, &e.stages, &e.dp);
+  StepScratch scratch;
+  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp);
   return e;
 }
 
 TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
-                        const PlanParamCounts& params, std::span<StageMicrobatchTime> mb, std::vector<StageTime>* stages,
+                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
                         DpCost* dp_out) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp, m = pc.num_microbatches;
+  scratch.resize(static_cast<size_t>(p));
+  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
+  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
   const int64_t v = pc.chunks_per_stage();
   // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
   // what remains is the fill / drain path's transfers, charged below.
@@ -567,7 +570,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const StageTime st = stage_time(i);
     if (stages) stages->push_back(st);
   }
-  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb.first(static_cast<size_t>(p)));
+  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
+  stage_end_leads(pc.schedule, m, v, mb, p2p_s, lead);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
@@ -582,23 +586,42 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   tb.zero3_exposed_s = md * slow.zero3_comm_s;
   tb.bubble_s = pt.bubble_s;
 
-  // Data-parallel synchronisation and optimizer: the slowest stage after its pipeline work decides the step.
-  double tail = 0;
-  double prev_params = -1;
+  // Data-parallel synchronisation and optimizer: each stage starts them after its last pipeline op, lead_i before the
+  // pipeline's end (stage_end_leads); the stage that finishes last decides the step.
+  struct Tail {
+    double ready = 0;    // the stage's gradient reduction done
+    double tied = 0;     // the tied-embedding all-reduce, after the reduction
+    double after = 0;    // optimizer step and exposed parameter gather, after both
+    double exposed = 0, total = 0, opt = 0, lead = 0;
+    DpCost dc;
+  };
+  Tail best, tied_side[2];
+  double best_finish = -1, wait = 0;
+  const auto consider = [&](const Tail& x, double finish, double idle) {
+    if (finish > best_finish) {
+      best_finish = finish;
+      best = x;
+      wait = idle;
+    }
+  };
+  double prev_params = -1, prev_lead = 0;
   const StageMicrobatchTime* prev_t = nullptr;
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     const double stage_p = stage_params(plan, i, params);
     const double tied = embedding_grad_sync_s(plan, i);
-    // A stage with the same parameters and times as the previous one has the same tail, which cannot beat it.
-    if (prev_t && tied == 0 && stage_p == prev_params && t.forward_s == prev_t->forward_s &&
+    const double stage_lead = lead[static_cast<size_t>(i)];
+    // A stage with the same parameters and times as the previous one has the same tail; ending no later, it cannot
+    // beat it.
+    if (prev_t && tied == 0 && stage_p == prev_params && stage_lead >= prev_lead && t.forward_s == prev_t->forward_s &&
         t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s) {
       continue;
     }
     prev_params = stage_p;
+    prev_lead = stage_lead;
     prev_t = &t;
     const DpCost dc = dp_cost(plan, stage_p);
-    double total = 0, exposed = 0;
+    double total = 0, exposed = 0, gather = 0;
     if (dc.group > 1) {
       const double bwd = t.backward_input_s + t.backward_weight_s;
       // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
@@ -643,23 +666,37 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
       if (dc.param_gather_s > 0) {
         total += dc.param_gather_s;
-        exposed += pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
-                                      : dc.param_gather_s;
+        gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
+                                    : dc.param_gather_s;
       }
     }
-    // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order).
-    total += tied;
-    exposed += tied;
+    // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
+    // joins the first and the last stage, so it starts when both have reduced.
     const double opt = optimizer_step_s(plan, stage_p);
-    if (exposed + opt > tail) {
-      tail = exposed + opt;
-      tb.dp_comm_exposed_s = exposed;
-      tb.dp_comm_total_s = total;
-      tb.optimizer_s = opt;
-      if (dp_out) *dp_out = dc;
+    const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
+                 stage_lead, dc};
+    if (tied > 0) {
+      tied_side[i == 0 ? 0 : 1] = x;
+    } else {
+      consider(x, x.ready + x.after, 0.0);
     }
   }
-  tb.step_s = tb.pipeline_s + tb.dp_comm_exposed_s + tb.optimizer_s;
+  if (tied_side[0].tied > 0) {  // then the last stage's too (pp > 1)
+    const double start = std::max(tied_side[0].ready, tied_side[1].ready);
+    for (const Tail& x : tied_side) consider(x, start + x.tied + x.after, start - x.ready);
+  }
+  // Its terms: the deciding stage's own DP exposure and optimizer; the lead it ends its pipeline work with comes off
+  // the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure.
+  tb.dp_comm_exposed_s = best.exposed;
+  tb.dp_comm_total_s = best.total;
+  tb.optimizer_s = best.opt;
+  if (dp_out) *dp_out = best.dc;
+  tb.bubble_s += wait - best.lead;
+  if (tb.bubble_s < 0) {
+    tb.dp_comm_exposed_s += tb.bubble_s;
+    tb.bubble_s = 0;
+  }
+  tb.step_s = best_finish;
 
   const int64_t s = plan.seq_len();
   const double gpus = d(plan.num_gpus);

@@ -149,10 +149,22 @@ struct StageMemoryInputs {
 StageMemoryInputs stage_memory_inputs(const Plan& plan);
 StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in);
 
-// The step-time composition of estimate() from its per-plan parts (layer, edge and p2p costs). `scratch` holds
-// pp entries; `stages` (optional) receives the per-stage times; `dp` (optional) the deciding stage's DpCost.
+// Per-stage working space of step_time(), kept by callers that evaluate many plans.
+struct StepScratch {
+  std::vector<StageMicrobatchTime> microbatch;  // per stage
+  std::vector<double> lead;                     // per stage: stage_end_leads()
+  void resize(size_t stages) {
+    if (microbatch.size() < stages) {
+      microbatch.resize(stages);
+      lead.resize(stages);
+    }
+  }
+};
+
+// The step-time composition of estimate() from its per-plan parts (layer, edge and p2p costs). `scratch` is resized
+// to pp stages; `stages` (optional) receives the per-stage times; `dp` (optional) the deciding stage's DpCost.
 TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
-                        const PlanParamCounts& params, std::span<StageMicrobatchTime> scratch,
+                        const PlanParamCounts& params, StepScratch& scratch,
                         std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr);
 
 // Bytes of memory-bound traffic of one layer for one microbatch on one GPU, counted pass by pass (cost_model.cpp):

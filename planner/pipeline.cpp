@@ -35,7 +35,7 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   return fwd0(warm + j + 1) - bwd0(j);
 }
 
-double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages) {
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
   double down = 0;
@@ -45,10 +45,40 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     const double tk = t.total();
     down -= tk;
+    const int64_t warm = p - 1 - k;  // forwards before the first backward, when m allows
+    const double n = static_cast<double>(std::min(warm, m - 1));
+    const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
+    // warm >= m - 1: the last forward precedes the first backward, so both waits fall into one gap.
+    const double stall = warm >= m - 1 ? std::max(0.0, down - n * std::min(f, b))
+                                       : std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+    const double path = up + md * tk + stall;
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    up += tk;
+  }
+  return step;
+}
+
+double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m);
+  const auto round = [](const StageMicrobatchTime& t) { return t.forward_s + t.backward_input_s + t.p2p_s; };
+  double down = 0;
+  for (const StageMicrobatchTime& t : stages) down += round(t);
+  double up = 0, step = 0;
+  const double w0 = stages.empty() ? 0.0 : stages[0].backward_weight_s;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    down -= round(t);
     const double n = static_cast<double>(p - 1 - k);
     const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
-    step = std::max(step, up + md * tk + std::max(0.0, down - n * f) + std::max(0.0, down - n * b));
-    up += tk;
+    // Stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at pp 1 is
+    // exactly m t, as 1F1B).
+    const double trailing = w0 - static_cast<double>(std::min(k + 1, m)) * t.backward_weight_s;
+    const double path = up + md * t.total() + trailing + std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    up += round(t);
   }
   return step;
 }
@@ -60,45 +90,60 @@ double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
 
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
 
-PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages) {
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                           std::span<double> paths) {
   PipelineTime r;
-  double t_max = 0, sum = 0, u_max = 0, u_sum = 0, fb_max = 0, fb_sum = 0;
-  for (size_t i = 0; i < stages.size(); ++i) {
+  const size_t p = stages.size();
+  const double md = static_cast<double>(m);
+  const bool zb = s == Schedule::zero_bubble, many = m >= static_cast<int64_t>(p);
+  // The max-over-paths forms (P_k: stage k busy for m microbatches, the others fill and drain): per stage g_k,
+  // P_k = m g_k + (sum_i g_i - g_k) / w + c. GPipe g = t, w = 1; interleaved g = t, w = v; ZB-H1 with m < p
+  // g = F + B_input + p2p, w = 1, c = W_0.
+  const auto g = [&](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
+  const double w = s == Schedule::interleaved ? static_cast<double>(v) : 1.0;
+  const double c = zb && !stages.empty() ? stages[0].backward_weight_s : 0.0;
+  double t_max = 0, g_max = 0, g_sum = 0;
+  for (size_t i = 0; i < p; ++i) {
     const double t = stages[i].total();
-    sum += t;
     if (t > t_max) {
       t_max = t;
       r.slowest_stage = static_cast<int64_t>(i);
     }
-    const double u = std::max(0.0, stages[i].forward_s + stages[i].backward_input_s - stages[i].backward_weight_s) +
-                     stages[i].p2p_s;
-    u_sum += u;
-    u_max = std::max(u_max, u);
-    const double fb = stages[i].forward_s + stages[i].backward_input_s + stages[i].p2p_s;
-    fb_sum += fb;
-    fb_max = std::max(fb_max, fb);
+    g_sum += g(stages[i]);
+    g_max = std::max(g_max, g(stages[i]));
   }
-  const auto p = static_cast<int64_t>(stages.size());
-  const double md = static_cast<double>(m);
   r.busy_s = md * t_max;
-  switch (s) {
-    case Schedule::gpipe:
-      r.step_s = r.busy_s + (sum - t_max);
-      break;
-    case Schedule::one_f_one_b:
-      r.step_s = m >= p ? one_f_one_b_step_s(m, stages) : r.busy_s + (sum - t_max);
-      break;
-    case Schedule::interleaved:
-      r.step_s = r.busy_s + (sum - t_max) / static_cast<double>(v);
-      break;
-    case Schedule::zero_bubble:
-      // m < p: every W but the first stage's last fills an idle slot, so the step is 1F1B's over F + B, then one W.
-      r.step_s = m >= p || stages.empty() ? r.busy_s + (u_sum - u_max)
-                                          : md * fb_max + (fb_sum - fb_max) + stages[0].backward_weight_s;
-      break;
+  if (s == Schedule::one_f_one_b) {
+    r.step_s = one_f_one_b_step_s(m, stages, paths);
+  } else if (zb && many) {
+    r.step_s = zero_bubble_step_s(m, stages, paths);
+  } else {
+    r.step_s = md * g_max + (g_sum - g_max) / w + c;
+    if (!paths.empty()) {
+      for (size_t k = 0; k < p; ++k) paths[k] = md * g(stages[k]) + (g_sum - g(stages[k])) / w + c;
+    }
   }
   r.bubble_s = r.step_s - r.busy_s;
   return r;
+}
+
+void stage_end_leads(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, double hop_s,
+                     std::span<double> paths) {
+  const size_t p = stages.size();
+  if (p == 0) return;
+  const bool zb = s == Schedule::zero_bubble;
+  const double w0 = stages[0].backward_weight_s, chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
+  for (size_t k = p - 1; k-- > 0;) paths[k] = std::max(paths[k], paths[k + 1]);  // suffix maxima
+  const double end = paths[0];
+  double before = 0;  // S_j
+  for (size_t j = 0; j < p; ++j) {
+    const StageMicrobatchTime& t = stages[j];
+    const double trailing = zb ? w0 - static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) *
+                                          t.backward_weight_s
+                               : 0.0;
+    paths[j] = std::max(0.0, end - paths[j] + before + trailing);
+    before += (zb ? t.backward_input_s : (t.backward_input_s + t.backward_weight_s) / chunks) + hop_s;
+  }
 }
 
 }  // namespace parplan

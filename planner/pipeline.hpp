@@ -41,19 +41,35 @@ struct PipelineTime {
   int64_t slowest_stage = 0;
 };
 
-// 1F1B step with m >= p microbatches over stages of different times t_i = f_i + b_i (f: forward and half the p2p,
-// b: backward and the other half): the longest of the paths that keep one stage k busy from its first forward to its
-// last backward. The stages before k fill and drain (their whole t_i); k runs m microbatches; a microbatch's round
-// trip through the stages after it, D_k = sum_{j>k} t_j, stalls k only by what its p-1-k warm-up forwards (before its
-// first backward) and cool-down backwards (after its last forward) do not cover:
-//   max_k [ sum_{i<k} t_i + m t_k + max(0, D_k - (p-1-k) f_k) + max(0, D_k - (p-1-k) b_k) ]
-// Uniform stages: (m + p - 1) t, the textbook value; a heavier last stage: m t_max + (sum - t_max) as before. A lighter
-// stage after the bottleneck costs less than its t. Derived here from the 1F1B order (Narayanan et al. 2021,
-// Sec. 2.2); against a list schedule of that order over 3,000 seeded stage-time sets (tests/planner/pipeline_test.cpp:
-// first/last stages scaled as uneven splits make them, and arbitrary times) it is never above, exact on 2,440, at
-// most 5.2% below (the stages after k can themselves be busy when the round trip reaches them), where
-// m t_max + (sum - t_max), which charged every other stage whole, was up to 25.2% above. GPipe keeps that form.
-double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages);
+// 1F1B step over stages of different times t_i = f_i + b_i (f: forward and half the p2p, b: backward and the other
+// half): the longest of the paths that keep one stage k busy from its first forward to its last backward. The stages
+// before k fill and drain (their whole t_i); k runs m microbatches; a microbatch's round trip through the stages after
+// it, D_k = sum_{j>k} t_j, stalls k only by what its n = min(p-1-k, m-1) forwards between a microbatch's forward and
+// its backward (warm-up) and its n backwards between the last forward and the last backward (cool-down) do not cover:
+//   max_k [ sum_{i<k} t_i + m t_k + max(0, D_k - n f_k) + max(0, D_k - n b_k) ]
+// Where the warm-up p-1-k reaches m-1 (always when m < p, at stage 0 when m = p) the last forward precedes the first
+// backward and the two waits are one gap: max(0, D_k - n min(f_k, b_k)) in place of the two terms.
+// Uniform stages: (m + p - 1) t, the textbook value, for every m. A lighter stage after the bottleneck costs less
+// than its t. Derived here from the 1F1B order (Narayanan et al. 2021, Sec. 2.2); against a list schedule of that
+// order over 3,000 seeded stage-time sets with m >= p (tests/planner/pipeline_test.cpp: first/last stages scaled as
+// uneven splits make them, and arbitrary times) it is never above, exact on 2,440, at most 5.2% below (the stages
+// after k can themselves be busy when the round trip reaches them), where m t_max + (sum - t_max), which charged
+// every other stage whole, was up to 25.2% above. With m < p that GPipe form was up to 16% above the simulator on
+// uneven splits (the 1F1B order lets the stages after the bottleneck run their first round trips beside its
+// forwards); this form is within -0.2%..0.0% of it on the m < p plans of the closed-form audit (docs/simulator.md).
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+
+// ZB-H1 step with m >= p over stages of different times, the same path construction over its order (stage k defers
+// its W passes by k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain
+// with B_input only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes
+// follow its last B_input, off the path, which ends with stage 0's one W after its last B_input; the round trip
+// D_k = sum_{j>k} u_j stalls k as in 1F1B:
+//   max_k [ sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + max(0, D_k - (p-1-k) f_k) + max(0, D_k - (p-1-k) b_k) ]
+// with b_k = B_input_k + W_k + p2p_k / 2. Uniform stages: m t + (p - 1)(F + B_input - W + p2p), Qi et al.'s bubble.
+// m t_max + (sum_i u_i - u_max) (u_i less W_i), which it replaces, charged every stage after the bottleneck whole and
+// was up to 8% above the simulator with a light last stage; this is within -2.0%..+0.1% of it on the uneven m >= p
+// plans of the closed-form audit (docs/simulator.md).
+double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
 // siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
@@ -69,14 +85,30 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 
 // Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
 //   GPipe:         m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
-//   1F1B:          m < p as GPipe; m >= p one_f_one_b_step_s() (uniform: (m + p - 1) t)
+//   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
 //   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
-//   ZB-H1, m >= p: m t_max + (sum_i u_i - u_max), u_i = F + B_input - B_weight + p2p   (uniform: m t + (p-1) u)
+//   ZB-H1, m >= p: zero_bubble_step_s()                      (uniform: m t + (p-1) u, u = F + B_input - B_weight + p2p)
 //   ZB-H1, m < p:  m g_max + (sum_i g_i - g_max) + W_0, g_i = F + B_input + p2p   (uniform: (m + p - 1)(F + B) + W)
 // The m < p form is derived from the schedule (stage i defers its W by i microbatches; Qi et al. state only the
 // m >= p bubble): the warm-up never reaches steady state, every W except the first stage's last one runs in an idle
 // slot, so the critical path is 1F1B's over F + B_input followed by one W. It equals the simulator for uniform stages
 // with W <= F (tests/simulator/task_graph_test.cpp) and is 1F1B's (m + p - 1)(F + B + W) less (m + p - 2) W.
-PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages);
+// Each form is the longest of p paths, P_k with stage k the busy one; `paths`, when not empty (p entries), receives
+// them (for stage_end_leads).
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                           std::span<double> paths = {});
+
+// How long before the end of pipeline_time()'s step each stage runs its last pipeline op: its DP reduction, optimizer
+// and parameter gather start there, not at the pipeline's end. `paths` holds pipeline_time()'s paths on entry and
+// each stage's lead on return (stage 0's is 0); hop_s is one pipeline transfer.
+//   Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same (microbatch, chunk), which runs
+//   from stage p-1 down to stage 0, so stage j reaches it at least S_j = sum_{i<j} (b_i / v + hop) before stage 0
+//   does (b_i: stage i's backward per microbatch; ZB-H1 its B_input, v = 1). The paths through a stage k >= j pass
+//   that op S_j before their end, the others after it: stage j reaches it at max_{k>=j} P_k - S_j, and its lead is
+//   max_k P_k - max_{k>=j} P_k + S_j, so a lighter stage after the bottleneck finishes earlier still (GPipe: by
+//   (m - 1)(t_max - t_j) more). ZB-H1 (simulator/schedule.cpp's order): stage j runs min(j + 1, m) W passes after
+//   its last B_input, stage 0 one: its lead is max(0, that + W_0 - min(j + 1, m) W_j).
+void stage_end_leads(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, double hop_s,
+                     std::span<double> paths);
 
 }  // namespace parplan

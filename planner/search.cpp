@@ -118,11 +118,6 @@ class Evaluator {
     pc.pp = mesh.pp;
     pc.cp = mesh.cp;
     pc.ep = mesh.ep;
-    // Only meshes that can pass validate() (pp <= layers) reach time(); sizing for the others allocated up to
-    // pp = --gpus entries (gigabytes at 10^8 GPUs).
-    if (pc.pp <= plan_.model.layers && scratch_.size() < static_cast<size_t>(pc.pp)) {
-      scratch_.resize(static_cast<size_t>(pc.pp));
-    }
     const int64_t B = plan_.training.global_batch;
     std::vector<int64_t> mbs = req_.space.micro_batch;
     if (mbs.empty()) {
@@ -331,7 +326,7 @@ class Evaluator {
   double capacity_;
   Plan plan_;
   ValidateOptions vo_;
-  std::vector<StageMicrobatchTime> scratch_;
+  StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach
   bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false;
   StageMemoryInputs inputs_;
   LayerCost layer_;
