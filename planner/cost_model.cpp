@@ -571,7 +571,6 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     if (stages) stages->push_back(st);
   }
   const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
-  stage_end_leads(pc.schedule, m, v, mb, p2p_s, lead);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
@@ -587,7 +586,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   tb.bubble_s = pt.bubble_s;
 
   // Data-parallel synchronisation and optimizer: each stage starts them after its last pipeline op, lead_i before the
-  // pipeline's end (stage_end_leads); the stage that finishes last decides the step.
+  // pipeline's end (pipeline_time); the stage that finishes last decides the step.
   struct Tail {
     double ready = 0;    // the stage's gradient reduction done
     double tied = 0;     // the tied-embedding all-reduce, after the reduction

@@ -152,7 +152,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
 // Per-stage working space of step_time(), kept by callers that evaluate many plans.
 struct StepScratch {
   std::vector<StageMicrobatchTime> microbatch;  // per stage
-  std::vector<double> lead;                     // per stage: stage_end_leads()
+  std::vector<double> lead;                     // per stage: pipeline_time()'s
   void resize(size_t stages) {
     if (microbatch.size() < stages) {
       microbatch.resize(stages);

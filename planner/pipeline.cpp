@@ -2,6 +2,7 @@
 #include "planner/pipeline.hpp"
 
 #include <algorithm>
+#include <vector>
 
 namespace parplan {
 
@@ -91,59 +92,56 @@ double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> paths) {
+                           std::span<double> lead) {
   PipelineTime r;
   const size_t p = stages.size();
+  if (p == 0) return r;
+  std::vector<double> own;  // callers that want no leads (tests) still need the paths
+  if (lead.empty()) {
+    own.resize(p);
+    lead = own;
+  }
   const double md = static_cast<double>(m);
-  const bool zb = s == Schedule::zero_bubble, many = m >= static_cast<int64_t>(p);
-  // The max-over-paths forms (P_k: stage k busy for m microbatches, the others fill and drain): per stage g_k,
-  // P_k = m g_k + (sum_i g_i - g_k) / w + c. GPipe g = t, w = 1; interleaved g = t, w = v; ZB-H1 with m < p
-  // g = F + B_input + p2p, w = 1, c = W_0.
-  const auto g = [&](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
-  const double w = s == Schedule::interleaved ? static_cast<double>(v) : 1.0;
-  const double c = zb && !stages.empty() ? stages[0].backward_weight_s : 0.0;
-  double t_max = 0, g_max = 0, g_sum = 0;
+  const bool zb = s == Schedule::zero_bubble;
+  const double w0 = stages[0].backward_weight_s;
+  double t_max = 0;
   for (size_t i = 0; i < p; ++i) {
-    const double t = stages[i].total();
-    if (t > t_max) {
-      t_max = t;
+    if (stages[i].total() > t_max) {
+      t_max = stages[i].total();
       r.slowest_stage = static_cast<int64_t>(i);
     }
-    g_sum += g(stages[i]);
-    g_max = std::max(g_max, g(stages[i]));
   }
   r.busy_s = md * t_max;
+  // Each path's end at stage 0 into lead.
   if (s == Schedule::one_f_one_b) {
-    r.step_s = one_f_one_b_step_s(m, stages, paths);
-  } else if (zb && many) {
-    r.step_s = zero_bubble_step_s(m, stages, paths);
+    one_f_one_b_step_s(m, stages, lead);
+  } else if (zb && m >= static_cast<int64_t>(p)) {
+    zero_bubble_step_s(m, stages, lead);
   } else {
-    r.step_s = md * g_max + (g_sum - g_max) / w + c;
-    if (!paths.empty()) {
-      for (size_t k = 0; k < p; ++k) paths[k] = md * g(stages[k]) + (g_sum - g(stages[k])) / w + c;
-    }
+    // P_k = m g_k + (sum_i g_i - g_k) / w + c: GPipe g = t, w = 1; interleaved g = t, w = v; ZB-H1 with m < p
+    // g = F + B_input + p2p, w = 1, c = W_0.
+    const auto g = [&](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
+    const double w = s == Schedule::interleaved ? static_cast<double>(v) : 1.0;
+    double g_sum = 0;
+    for (const StageMicrobatchTime& t : stages) g_sum += g(t);
+    for (size_t k = 0; k < p; ++k) lead[k] = md * g(stages[k]) + (g_sum - g(stages[k])) / w + (zb ? w0 : 0.0);
   }
-  r.bubble_s = r.step_s - r.busy_s;
-  return r;
-}
-
-void stage_end_leads(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, double hop_s,
-                     std::span<double> paths) {
-  const size_t p = stages.size();
-  if (p == 0) return;
-  const bool zb = s == Schedule::zero_bubble;
-  const double w0 = stages[0].backward_weight_s, chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
-  for (size_t k = p - 1; k-- > 0;) paths[k] = std::max(paths[k], paths[k + 1]);  // suffix maxima
-  const double end = paths[0];
-  double before = 0;  // S_j
+  // Stage j's end: the latest path through a stage k >= j, less the chain from j to 0, plus (ZB-H1) its trailing W
+  // passes against stage 0's one (a difference, exactly 0 at j = 0).
+  for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
+  const double chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
+  double chain = 0;  // S_j
   for (size_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[j];
-    const double trailing = zb ? w0 - static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) *
-                                          t.backward_weight_s
-                               : 0.0;
-    paths[j] = std::max(0.0, end - paths[j] + before + trailing);
-    before += (zb ? t.backward_input_s : (t.backward_input_s + t.backward_weight_s) / chunks) + hop_s;
+    const double trailing =
+        zb ? static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) * t.backward_weight_s - w0 : 0.0;
+    lead[j] = lead[j] - chain + trailing;
+    r.step_s = std::max(r.step_s, lead[j]);
+    chain += (zb ? t.backward_input_s : t.backward_input_s + t.backward_weight_s) / chunks + 0.5 * t.p2p_s;
   }
+  for (size_t j = 0; j < p; ++j) lead[j] = r.step_s - lead[j];
+  r.bubble_s = r.step_s - r.busy_s;
+  return r;
 }
 
 }  // namespace parplan

@@ -59,16 +59,14 @@ struct PipelineTime {
 // forwards); this form is within -0.2%..0.0% of it on the m < p plans of the closed-form audit (docs/simulator.md).
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
-// ZB-H1 step with m >= p over stages of different times, the same path construction over its order (stage k defers
-// its W passes by k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain
-// with B_input only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes
-// follow its last B_input, off the path, which ends with stage 0's one W after its last B_input; the round trip
-// D_k = sum_{j>k} u_j stalls k as in 1F1B:
-//   max_k [ sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + max(0, D_k - (p-1-k) f_k) + max(0, D_k - (p-1-k) b_k) ]
-// with b_k = B_input_k + W_k + p2p_k / 2. Uniform stages: m t + (p - 1)(F + B_input - W + p2p), Qi et al.'s bubble.
-// m t_max + (sum_i u_i - u_max) (u_i less W_i), which it replaces, charged every stage after the bottleneck whole and
-// was up to 8% above the simulator with a light last stage; this is within -2.0%..+0.1% of it on the uneven m >= p
-// plans of the closed-form audit (docs/simulator.md).
+// ZB-H1 with m >= p over stages of different times, the same path construction over its order (stage k defers its
+// W passes by k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with
+// B_input only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow
+// its last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the
+// round trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = B_input_k + W_k + p2p_k / 2):
+//   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + max(0, D_k - (p-1-k) f_k) + max(0, D_k - (p-1-k) b_k)
+// Returns max_k P_k, stage 0's end; pipeline_time() also takes the stages whose trailing W passes end later. Uniform
+// stages: m t + (p - 1)(F + B_input - W + p2p), Qi et al.'s bubble.
 double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
@@ -87,28 +85,24 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 //   GPipe:         m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
 //   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
 //   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
-//   ZB-H1, m >= p: zero_bubble_step_s()                      (uniform: m t + (p-1) u, u = F + B_input - B_weight + p2p)
+//   ZB-H1, m >= p: zero_bubble_step_s() paths                (uniform: m t + (p-1) u, u = F + B_input - B_weight + p2p)
 //   ZB-H1, m < p:  m g_max + (sum_i g_i - g_max) + W_0, g_i = F + B_input + p2p   (uniform: (m + p - 1)(F + B) + W)
 // The m < p form is derived from the schedule (stage i defers its W by i microbatches; Qi et al. state only the
 // m >= p bubble): the warm-up never reaches steady state, every W except the first stage's last one runs in an idle
 // slot, so the critical path is 1F1B's over F + B_input followed by one W. It equals the simulator for uniform stages
 // with W <= F (tests/simulator/task_graph_test.cpp) and is 1F1B's (m + p - 1)(F + B + W) less (m + p - 2) W.
-// Each form is the longest of p paths, P_k with stage k the busy one; `paths`, when not empty (p entries), receives
-// them (for stage_end_leads).
+// Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
+//
+// Per-stage ends, for the DP reduction, optimizer and parameter gather, which start after a stage's last pipeline op,
+// not at the pipeline's end. Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same
+// (microbatch, chunk), which runs from stage p-1 down to stage 0: stage j reaches it S_j = sum_{i<j} (b_i + p2p_i / 2)
+// / v before stage 0 (b_i: stage i's backward per microbatch; ZB-H1 its B_input, v = 1). The paths through a stage
+// k >= j pass that op S_j before they reach stage 0, the others after it, so stage j ends at max_{k>=j} P_k - S_j:
+// a lighter stage after the bottleneck finishes earlier still (GPipe: by (m - 1)(t_max - t_j) more). Under ZB-H1
+// stage j then runs min(j + 1, m) W passes where stage 0 runs one: it ends at max_{k>=j} P_k - S_j +
+// min(j + 1, m) W_j - W_0, and a heavy middle stage can end after stage 0 (the step is the latest end).
+// `lead`, when not empty (p entries), receives how long before the step's end each stage ends.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> paths = {});
-
-// How long before the end of pipeline_time()'s step each stage runs its last pipeline op: its DP reduction, optimizer
-// and parameter gather start there, not at the pipeline's end. `paths` holds pipeline_time()'s paths on entry and
-// each stage's lead on return (stage 0's is 0); hop_s is one pipeline transfer.
-//   Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same (microbatch, chunk), which runs
-//   from stage p-1 down to stage 0, so stage j reaches it at least S_j = sum_{i<j} (b_i / v + hop) before stage 0
-//   does (b_i: stage i's backward per microbatch; ZB-H1 its B_input, v = 1). The paths through a stage k >= j pass
-//   that op S_j before their end, the others after it: stage j reaches it at max_{k>=j} P_k - S_j, and its lead is
-//   max_k P_k - max_{k>=j} P_k + S_j, so a lighter stage after the bottleneck finishes earlier still (GPipe: by
-//   (m - 1)(t_max - t_j) more). ZB-H1 (simulator/schedule.cpp's order): stage j runs min(j + 1, m) W passes after
-//   its last B_input, stage 0 one: its lead is max(0, that + W_0 - min(j + 1, m) W_j).
-void stage_end_leads(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, double hop_s,
-                     std::span<double> paths);
+                           std::span<double> lead = {});
 
 }  // namespace parplan
