@@ -36,6 +36,18 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   return fwd0(warm + j + 1) - bwd0(j);
 }
 
+namespace {
+// Idle time of a stage busy from its first forward to its last backward, waiting for its microbatches' round trip
+// `down` through the stages after it (one_f_one_b_step_s's derivation): `warm` forwards before the first backward
+// (p-1-k), f and b the per-microbatch forward and backward slots.
+double round_trip_stall(double down, int64_t warm, int64_t m, double f, double b) {
+  const double n = static_cast<double>(std::min(warm, m - 1));
+  // warm >= m - 1: the last forward precedes the first backward, so both waits fall into one gap.
+  return warm >= m - 1 ? std::max(0.0, down - n * std::min(f, b))
+                       : std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+}
+}  // namespace
+
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
@@ -46,13 +58,8 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     const double tk = t.total();
     down -= tk;
-    const int64_t warm = p - 1 - k;  // forwards before the first backward, when m allows
-    const double n = static_cast<double>(std::min(warm, m - 1));
     const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
-    // warm >= m - 1: the last forward precedes the first backward, so both waits fall into one gap.
-    const double stall = warm >= m - 1 ? std::max(0.0, down - n * std::min(f, b))
-                                       : std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
-    const double path = up + md * tk + stall;
+    const double path = up + md * tk + round_trip_stall(down, p - 1 - k, m, f, b);
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += tk;
@@ -71,12 +78,11 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     down -= round(t);
-    const double n = static_cast<double>(p - 1 - k);
     const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
     // Stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at pp 1 is
     // exactly m t, as 1F1B).
     const double trailing = w0 - static_cast<double>(std::min(k + 1, m)) * t.backward_weight_s;
-    const double path = up + md * t.total() + trailing + std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+    const double path = up + md * t.total() + trailing + round_trip_stall(down, p - 1 - k, m, f, b);
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += round(t);
@@ -104,40 +110,75 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   const double md = static_cast<double>(m);
   const bool zb = s == Schedule::zero_bubble;
   const double w0 = stages[0].backward_weight_s;
-  double t_max = 0;
+  // Forward slot of a stage (F and half its sends) and its op on the backward chain (B, ZB-H1: B_input, and the
+  // other half).
+  const auto fwd = [](const StageMicrobatchTime& t) { return t.forward_s + 0.5 * t.p2p_s; };
+  const auto chain_op = [zb, fwd](const StageMicrobatchTime& t) {
+    return t.total() - fwd(t) - (zb ? t.backward_weight_s : 0.0);
+  };
+  double t_max = 0, round_total = 0;
   for (size_t i = 0; i < p; ++i) {
     if (stages[i].total() > t_max) {
       t_max = stages[i].total();
       r.slowest_stage = static_cast<int64_t>(i);
     }
+    round_total += fwd(stages[i]) + chain_op(stages[i]);
   }
   r.busy_s = md * t_max;
   // Each path's end at stage 0 into lead.
   if (s == Schedule::one_f_one_b) {
     one_f_one_b_step_s(m, stages, lead);
-  } else if (zb && m >= static_cast<int64_t>(p)) {
+  } else if (zb) {
     zero_bubble_step_s(m, stages, lead);
+  } else if (s == Schedule::gpipe) {
+    // Two flow shops: every forward, then every backward (stage p-1's first backward waits for its last forward).
+    double f_sum = 0, f_max = 0, b_sum = 0;
+    for (const StageMicrobatchTime& t : stages) {
+      f_sum += fwd(t);
+      f_max = std::max(f_max, fwd(t));
+      b_sum += chain_op(t);
+    }
+    const double forwards = md * f_max + (f_sum - f_max);
+    for (size_t k = 0; k < p; ++k) lead[k] = forwards + md * chain_op(stages[k]) + (b_sum - chain_op(stages[k]));
   } else {
-    // P_k = m g_k + (sum_i g_i - g_k) / w + c: GPipe g = t, w = 1; interleaved g = t, w = v; ZB-H1 with m < p
-    // g = F + B_input + p2p, w = 1, c = W_0.
-    const auto g = [&](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
-    const double w = s == Schedule::interleaved ? static_cast<double>(v) : 1.0;
-    double g_sum = 0;
-    for (const StageMicrobatchTime& t : stages) g_sum += g(t);
-    for (size_t k = 0; k < p; ++k) lead[k] = md * g(stages[k]) + (g_sum - g(stages[k])) / w + (zb ? w0 : 0.0);
+    const double w = static_cast<double>(v);
+    double sum = 0;
+    for (const StageMicrobatchTime& t : stages) sum += t.total();
+    for (size_t k = 0; k < p; ++k) lead[k] = md * stages[k].total() + (sum - stages[k].total()) / w;
   }
   // Stage j's end: the latest path through a stage k >= j, less the chain from j to 0, plus (ZB-H1) its trailing W
   // passes against stage 0's one (a difference, exactly 0 at j = 0).
+  // 1F1B, ZB-H1: and no earlier than the last microbatch's forward reaching stage j, its round trip through the
+  // stages after j, stage j's own chain op and trailing W passes: the forward leaves a stage k <= j once k has run all
+  // its forwards and the backwards its order puts before the last one. (One stage: its path is exact already.)
   for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
   const double chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
-  double chain = 0;  // S_j
+  const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
+  double chain = 0, round = round_total, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
   for (size_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[j];
-    const double trailing =
-        zb ? static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) * t.backward_weight_s - w0 : 0.0;
-    lead[j] = lead[j] - chain + trailing;
-    r.step_s = std::max(r.step_s, lead[j]);
-    chain += (zb ? t.backward_input_s : t.backward_input_s + t.backward_weight_s) / chunks + 0.5 * t.p2p_s;
+    const double f = fwd(t), b = chain_op(t);
+    const double weights =  // ZB-H1: the W passes after its last B_input
+        zb ? static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) * t.backward_weight_s : 0.0;
+    double end = lead[j] - chain + (weights - (zb ? w0 : 0.0));
+    chain += b / chunks;
+    round -= f + b;
+    if (forward_bound) {
+      // Stage j's forwards, then (the warm-up ends before its last forward) the backwards before it (ZB-H1: B_input,
+      // and the W passes past its defer of j) and the first backward's wait.
+      const int64_t warm = static_cast<int64_t>(p - 1 - j), before = m - 1 - std::min(warm, m - 1);
+      double done = fill + md * f;
+      if (before > 0) {
+        const int64_t deferred = zb ? std::max<int64_t>(0, before - static_cast<int64_t>(j)) : 0;
+        done += static_cast<double>(before) * b + static_cast<double>(deferred) * t.backward_weight_s +
+                std::max(0.0, round - static_cast<double>(warm) * f);
+      }
+      arrive = j == 0 ? done : std::max(done, arrive + f);
+      end = std::max(end, arrive + round + b + weights);
+      fill += f;
+    }
+    lead[j] = end;
+    r.step_s = std::max(r.step_s, end);
   }
   for (size_t j = 0; j < p; ++j) lead[j] = r.step_s - lead[j];
   r.bubble_s = r.step_s - r.busy_s;

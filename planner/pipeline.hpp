@@ -54,19 +54,23 @@ struct PipelineTime {
 // order over 3,000 seeded stage-time sets with m >= p (tests/planner/pipeline_test.cpp: first/last stages scaled as
 // uneven splits make them, and arbitrary times) it is never above, exact on 2,440, at most 5.2% below (the stages
 // after k can themselves be busy when the round trip reaches them), where m t_max + (sum - t_max), which charged
-// every other stage whole, was up to 25.2% above. With m < p that GPipe form was up to 16% above the simulator on
-// uneven splits (the 1F1B order lets the stages after the bottleneck run their first round trips beside its
-// forwards); this form is within -0.2%..0.0% of it on the m < p plans of the closed-form audit (docs/simulator.md).
+// every other stage whole, was up to 25.2% above. With m < p (3,000 more sets) it is never above and at most 4.2%
+// below, where that GPipe form, which 1F1B used there, was up to 24.1% above (the 1F1B order lets the stages after
+// the bottleneck run their first round trips beside its forwards).
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
-// ZB-H1 with m >= p over stages of different times, the same path construction over its order (stage k defers its
-// W passes by k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with
-// B_input only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow
-// its last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the
-// round trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = B_input_k + W_k + p2p_k / 2):
-//   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + max(0, D_k - (p-1-k) f_k) + max(0, D_k - (p-1-k) b_k)
+// ZB-H1 over stages of different times, the same path construction over its order (stage k defers its W passes by
+// k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with B_input
+// only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow its
+// last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the round
+// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = B_input_k + W_k + p2p_k / 2, one gap where p-1-k >= m-1):
+//   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + stall_k
 // Returns max_k P_k, stage 0's end; pipeline_time() also takes the stages whose trailing W passes end later. Uniform
-// stages: m t + (p - 1)(F + B_input - W + p2p), Qi et al.'s bubble.
+// stages: m t + (p - 1)(F + B_input - W + p2p) for m >= p, Qi et al.'s bubble; (m + p - 1)(F + B_input + p2p) + W for
+// m < p (every W but stage 0's last one fills an idle slot; Qi et al. state only the m >= p bubble). Both equal the
+// simulator for uniform stages with W <= F (tests/simulator/task_graph_test.cpp). It replaces m t_max +
+// (sum u - u_max) for m >= p, up to 8% above the simulator with a light last stage, and a GPipe-like form over
+// F + B_input for m < p, up to 15% above on uneven sets.
 double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
@@ -82,25 +86,27 @@ double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v);
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 
 // Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
-//   GPipe:         m t_max + (sum_i t_i - t_max)             (uniform: (m + p - 1) t)
+//   GPipe:         two flow shops, every forward then every backward (stage p-1's first backward waits for its last
+//                  forward): m f_max + (sum_i f_i - f_max) + m b_max + (sum_i b_i - b_max)   (uniform: (m + p - 1) t)
 //   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
 //   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
-//   ZB-H1, m >= p: zero_bubble_step_s() paths                (uniform: m t + (p-1) u, u = F + B_input - B_weight + p2p)
-//   ZB-H1, m < p:  m g_max + (sum_i g_i - g_max) + W_0, g_i = F + B_input + p2p   (uniform: (m + p - 1)(F + B) + W)
-// The m < p form is derived from the schedule (stage i defers its W by i microbatches; Qi et al. state only the
-// m >= p bubble): the warm-up never reaches steady state, every W except the first stage's last one runs in an idle
-// slot, so the critical path is 1F1B's over F + B_input followed by one W. It equals the simulator for uniform stages
-// with W <= F (tests/simulator/task_graph_test.cpp) and is 1F1B's (m + p - 1)(F + B + W) less (m + p - 2) W.
-// Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
+//   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W + p2p)
+// GPipe's form is exact for its order without contention (a flow shop of m identical jobs takes one job's time plus
+// m - 1 of its slowest stage's); the
+// former m t_max + (sum - t_max) was up to 14.4% below it where forward and backward bottlenecks are different
+// stages. Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
 //
 // Per-stage ends, for the DP reduction, optimizer and parameter gather, which start after a stage's last pipeline op,
 // not at the pipeline's end. Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same
 // (microbatch, chunk), which runs from stage p-1 down to stage 0: stage j reaches it S_j = sum_{i<j} (b_i + p2p_i / 2)
 // / v before stage 0 (b_i: stage i's backward per microbatch; ZB-H1 its B_input, v = 1). The paths through a stage
-// k >= j pass that op S_j before they reach stage 0, the others after it, so stage j ends at max_{k>=j} P_k - S_j:
-// a lighter stage after the bottleneck finishes earlier still (GPipe: by (m - 1)(t_max - t_j) more). Under ZB-H1
-// stage j then runs min(j + 1, m) W passes where stage 0 runs one: it ends at max_{k>=j} P_k - S_j +
-// min(j + 1, m) W_j - W_0, and a heavy middle stage can end after stage 0 (the step is the latest end).
+// k >= j pass that op S_j before they reach stage 0, the others after it, so stage j ends no earlier than
+// max_{k>=j} P_k - S_j. 1F1B and ZB-H1: nor before the last microbatch's forward has reached stage j (it leaves a
+// stage k <= j once k has run its m forwards and the backwards its order puts before the last one), made its round
+// trip through the stages after j, and stage j has run its own last chain op. Under ZB-H1 stage j then runs
+// min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
+// latest end. Against the simulator on 600 seeded uneven stage sets (tests/simulator/task_graph_test.cpp) GPipe's
+// step and stage ends are exact, 1F1B's and ZB-H1's never late and at most 3.0% / 4.9% of the step early.
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {});

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "planner/pipeline.hpp"
@@ -145,6 +146,80 @@ double list_scheduled_1f1b(const std::vector<double>& f, const std::vector<doubl
   return *std::max_element(free.begin(), free.end());
 }
 }  // namespace
+
+TEST_CASE("1F1B with fewer microbatches than stages: never above the list-scheduled order; GPipe's form far above") {
+  // The 1F1B order lets the stages after a bottleneck run their first round trips beside its forwards, which
+  // GPipe's form (the one 1F1B used for m < p) charged whole. 3,000 seeded sets, m = 1..p-1.
+  uint64_t state = 777;
+  auto uniform01 = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  double worst_below = 0, worst_above_gpipe_form = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int64_t p = 2 + static_cast<int64_t>(uniform01() * 11);
+    const int64_t m = 1 + static_cast<int64_t>(uniform01() * static_cast<double>(p - 1));
+    std::vector<double> f(static_cast<size_t>(p), 1.0), b;
+    if (trial % 2 == 0) {
+      f.front() *= 0.5 + 0.75 * uniform01();
+      f.back() *= 0.5 + 0.75 * uniform01();
+      for (double x : f) b.push_back(2 * x);
+    } else {
+      for (double& x : f) x = 0.5 + uniform01();
+      for (double x : f) b.push_back((1.5 + uniform01()) * x);
+    }
+    std::vector<StageMicrobatchTime> st;
+    for (size_t i = 0; i < f.size(); ++i) st.push_back({f[i], b[i], 0, 0});
+    const double truth = list_scheduled_1f1b(f, b, m), closed = pipeline_time(Schedule::one_f_one_b, m, 1, st).step_s;
+    CAPTURE(trial);
+    CHECK(closed <= truth * (1 + 1e-9));
+    worst_below = std::max(worst_below, 1 - closed / truth);
+    std::vector<double> tf(f.size());
+    for (size_t i = 0; i < f.size(); ++i) tf[i] = f[i] + b[i];
+    const double gpipe_form = static_cast<double>(m) * *std::max_element(tf.begin(), tf.end()) +
+                              (std::accumulate(tf.begin(), tf.end(), 0.0) - *std::max_element(tf.begin(), tf.end()));
+    CHECK(gpipe_form >= truth * (1 - 1e-9));
+    worst_above_gpipe_form = std::max(worst_above_gpipe_form, gpipe_form / truth - 1);
+  }
+  MESSAGE("1F1B m < p vs list schedule: worst " << worst_below * 100 << "% below; GPipe's form up to "
+                                                 << worst_above_gpipe_form * 100 << "% above");
+  CHECK(worst_below < 0.05);
+  CHECK(worst_above_gpipe_form > 0.2);
+  for (int64_t p : {3, 8}) {
+    for (int64_t m : {int64_t{1}, int64_t{2}, p - 1}) {
+      CHECK(pipeline_time(Schedule::one_f_one_b, m, 1, uniform(p, 1.0, 2.5, 0.0)).step_s ==
+            doctest::Approx(static_cast<double>(m + p - 1) * 3.5));
+    }
+  }
+}
+
+TEST_CASE("per-stage ends: stage j ends its chain S_j before stage 0; a light stage after the bottleneck earlier") {
+  std::vector<double> lead(4);
+  // 1F1B, uniform: the last microbatch's backward leaves stage j b = 2 before stage j-1 ends.
+  pipeline_time(Schedule::one_f_one_b, 8, 1, uniform(4, 1.0, 1.5, 0.5), lead);
+  for (size_t j = 0; j < 4; ++j) CHECK(lead[j] == doctest::Approx(2.0 * static_cast<double>(j)));
+  // GPipe, the last stage lighter (F 0.5, B 1), m 10: forwards 10 + 2.5 = 12.5, backwards through stages 0..2
+  // 20 + 5 = 25: 37.5; stage 3 runs its 10 backwards from 12.5 + 0 and ends at 22.5, 15 before stage 0 (its chain
+  // alone, 6, put it at 31.5).
+  std::vector<StageMicrobatchTime> st = uniform(4, 1.0, 2.0, 0.0);
+  st[3] = {0.5, 1.0, 0.0, 0.0};
+  const PipelineTime g = pipeline_time(Schedule::gpipe, 10, 1, st, lead);
+  CHECK(g.step_s == doctest::Approx(37.5));
+  CHECK(lead[1] == doctest::Approx(2.0));
+  CHECK(lead[2] == doctest::Approx(4.0));
+  CHECK(lead[3] == doctest::Approx(15.0));
+  // ZB-H1, uniform (F 1, B_input 1.4, W 0.6), m 8: stage j's last B_input is 1.4 j before stage 0's, then j + 1 W
+  // passes against stage 0's one: it ends 1.4 j - 0.6 j = 0.8 j earlier.
+  pipeline_time(Schedule::zero_bubble, 8, 1, uniform(4, 1.0, 1.4, 0.6), lead);
+  for (size_t j = 0; j < 4; ++j) CHECK(lead[j] == doctest::Approx(0.8 * static_cast<double>(j)));
+  // ZB-H1, a middle stage with a W pass longer than its B_input ends after stage 0: the step is its end.
+  st = uniform(4, 1.0, 1.4, 0.6);
+  st[2] = {1.0, 0.8, 1.6, 0.0};
+  const PipelineTime z = pipeline_time(Schedule::zero_bubble, 8, 1, st, lead);
+  CHECK(lead[2] == 0.0);
+  CHECK(lead[0] > 0.0);
+  CHECK(z.step_s > zero_bubble_step_s(8, st));  // stage 0's end
+}
 
 TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at most 4% below, exact when uniform") {
   // 3,000 stage-time sets (fixed seed): first/last stages scaled as uneven splits make them, and arbitrary times.
