@@ -92,9 +92,8 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 //   interleaved:   m t_max + (sum_i t_i - t_max) / v         (uniform: (m + (p-1)/v) t)
 //   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W + p2p)
 // GPipe's form is exact for its order without contention (a flow shop of m identical jobs takes one job's time plus
-// m - 1 of its slowest stage's); the
-// former m t_max + (sum - t_max) was up to 14.4% below it where forward and backward bottlenecks are different
-// stages. Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
+// m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4% below it where the forward and
+// the backward bottleneck are different stages. Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
 //
 // Per-stage ends, for the DP reduction, optimizer and parameter gather, which start after a stage's last pipeline op,
 // not at the pipeline's end. Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same
