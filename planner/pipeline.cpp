@@ -151,6 +151,26 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   // 1F1B, ZB-H1: and no earlier than the last microbatch's forward reaching stage j, its round trip through the
   // stages after j, stage j's own chain op and trailing W passes: the forward leaves a stage k <= j once k has run all
   // its forwards and the backwards its order puts before the last one. (One stage: its path is exact already.)
+  // Interleaved: a floor for every stage's end (its form is no path): stage k's m v forward chunks and the backward
+  // chunks its order runs before its last forward (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p), after the first
+  // microbatch's forwards reach it; then the last microbatch's last chunk forward through the stages after k and its
+  // backward through all p v virtual stages to stage 0. Uniform stages: m t + (p-1) t / v, the form itself.
+  double end_floor = 0;
+  if (s == Schedule::interleaved) {
+    const double w = static_cast<double>(v);
+    double f_sum = 0, b_sum = 0;
+    for (const StageMicrobatchTime& t : stages) {
+      f_sum += fwd(t);
+      b_sum += chain_op(t);
+    }
+    const int64_t chunk_ops = m * v;
+    for (size_t k = 0; k < p; ++k) {
+      const int64_t warm = 2 * static_cast<int64_t>(p - k - 1) + (v - 1) * static_cast<int64_t>(p);
+      const int64_t before = chunk_ops - 1 - std::min(warm, chunk_ops - 1);
+      const double f = fwd(stages[k]), b = chain_op(stages[k]);
+      end_floor = std::max(end_floor, (f_sum - f) / w + md * f + static_cast<double>(before) * b / w + b_sum);
+    }
+  }
   for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
   const double chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
   const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
@@ -160,7 +180,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     const double f = fwd(t), b = chain_op(t);
     const double weights =  // ZB-H1: the W passes after its last B_input
         zb ? static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) * t.backward_weight_s : 0.0;
-    double end = lead[j] - chain + (weights - (zb ? w0 : 0.0));
+    double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
     chain += b / chunks;
     round -= f + b;
     if (forward_bound) {

@@ -106,6 +106,11 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
 // latest end. Against the simulator on 600 seeded uneven stage sets (tests/simulator/task_graph_test.cpp) GPipe's
 // step and stage ends are exact, 1F1B's and ZB-H1's never late and at most 3.0% / 4.9% of the step early.
+// Interleaved's form is no path (it charges the stages after the bottleneck whole: up to 8.4% above the simulator
+// with light edge stages), so its ends also take a floor, the longest of: stage k's m v forward chunks and the
+// backward chunks its order puts before its last forward, after the first microbatch reaches it, then the last
+// microbatch's last-chunk forward through the stages after k and its backward through all p v virtual stages; the
+// ends are then at most 18.5% of the step early (64.7% without the floor), never later than the step's own error.
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {});
