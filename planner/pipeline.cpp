@@ -90,6 +90,27 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   return step;
 }
 
+double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m), w = static_cast<double>(v);
+  // Forward chunks after F(0, v-1) until B(0, v-1) (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p, less the (v-1) p
+  // before it); the chunk-op count round_trip_stall's "m" stands for: m v less those same (v-1) p.
+  const int64_t chunk_ops = std::max<int64_t>(1, m * v - (v - 1) * p);
+  double down = 0;
+  for (const StageMicrobatchTime& t : stages) down += t.total() / w;
+  double up = 0, step = 0;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    down -= t.total() / w;
+    const double f = (t.forward_s + 0.5 * t.p2p_s) / w, b = (t.total() - t.forward_s - 0.5 * t.p2p_s) / w;
+    const double path = up + md * t.total() + round_trip_stall(down, 2 * (p - 1 - k), chunk_ops, f, b);
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    up += t.total() / w;
+  }
+  return step;
+}
+
 double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
   if (p <= 1) return 0.0;
   return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
@@ -141,18 +162,15 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     const double forwards = md * f_max + (f_sum - f_max);
     for (size_t k = 0; k < p; ++k) lead[k] = forwards + md * chain_op(stages[k]) + (b_sum - chain_op(stages[k]));
   } else {
-    const double w = static_cast<double>(v);
-    double sum = 0;
-    for (const StageMicrobatchTime& t : stages) sum += t.total();
-    for (size_t k = 0; k < p; ++k) lead[k] = md * stages[k].total() + (sum - stages[k].total()) / w;
+    interleaved_step_s(m, v, stages, lead);
   }
   // Stage j's end: the latest path through a stage k >= j, less the chain from j to 0, plus (ZB-H1) its trailing W
   // passes against stage 0's one (a difference, exactly 0 at j = 0).
   // 1F1B, ZB-H1: and no earlier than the last microbatch's forward reaching stage j, its round trip through the
   // stages after j, stage j's own chain op and trailing W passes: the forward leaves a stage k <= j once k has run all
   // its forwards and the backwards its order puts before the last one. (One stage: its path is exact already.)
-  // Interleaved: a floor for every stage's end (its form is no path): stage k's m v forward chunks and the backward
-  // chunks its order runs before its last forward (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p), after the first
+  // Interleaved: a floor for every stage's end (its paths only pass stage j through the chain of chunk 0): stage k's
+  // m v forward chunks and the backward chunks its order runs before its last forward (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p), after the first
   // microbatch's forwards reach it; then the last microbatch's last chunk forward through the stages after k and its
   // backward through all p v virtual stages to stage 0. Uniform stages: m t + (p-1) t / v, the form itself.
   double end_floor = 0;

@@ -333,12 +333,11 @@ TEST_CASE("simulate: interleaving with uneven stages (the last stage lighter): m
     CHECK(st.peak_live_chunks == st.planner_in_flight_chunks);
     CHECK(st.peak_activation_bytes == doctest::Approx(st.planner_activation_bytes));
   }
-  // The closed form charges the bubble as (sum of the other stages) / v; the event simulation lets the lighter stage
-  // catch up, so it is a little shorter.
+  // The closed form's paths (interleaved_step_s) let the lighter last stage catch up as the event simulation does:
+  // 3.8256 s vs 3.8258 s simulated; (sum of the other stages) / v, used until stop 24, gave 3.895 s (+1.8%).
   const double closed = estimate(plan).time.step_s;
   MESSAGE("uneven interleaved: simulated " << r.summary.step_s << " s, closed form " << closed << " s");
-  CHECK(r.summary.step_s <= closed * (1 + 1e-3));
-  CHECK(r.summary.step_s >= closed * 0.97);
+  CHECK(std::abs(r.summary.step_s / closed - 1.0) < 1e-3);
 }
 
 TEST_CASE("simulate: p2p transfers sit on the critical path; overlap hides in-layer TP comm") {

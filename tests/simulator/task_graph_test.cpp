@@ -169,11 +169,10 @@ TEST_CASE("task graph: uneven stages: pipeline_time's step and per-stage ends ag
   CHECK(exact[2] >= 400);
 }
 
-TEST_CASE("task graph: interleaved with uneven edge stages: the form is never below the simulator, ends not late") {
+TEST_CASE("task graph: interleaved with uneven edge stages: paths never above the simulator, ends never late") {
   // 200 seeded sets (p 2..8, m a multiple of p up to 4p, v 2 or 3), the first and last stage scaled by 0.3..1.2 as
-  // uneven splits make them. m t_max + (sum - t_max) / v charges the stages after the bottleneck whole: up to 8.4%
-  // above the simulator. Stage ends: the paths' alone were up to 64.7% of the step early; the floor of the last
-  // microbatch's trip through all p v virtual stages brings that to 18.5%.
+  // uneven splits make them. m t_max + (sum - t_max) / v, which charged the stages after the bottleneck whole, was
+  // 0..8.4% above the simulator on them, and its stage ends up to 64.7% of the step early (18.5% with the floor).
   uint64_t state = 99;
   auto u01 = [&state] {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -206,16 +205,15 @@ TEST_CASE("task graph: interleaved with uneven edge stages: the form is never be
     for (int64_t j = 0; j < p; ++j) {
       const double e = (closed - lead[static_cast<size_t>(j)] - r.summary.stages[static_cast<size_t>(j)].end_s);
       end_lo = std::min(end_lo, e / r.summary.step_s);
-      end_hi = std::max(end_hi, (e - (closed - r.summary.step_s)) / r.summary.step_s);  // late beyond the step's error
+      end_hi = std::max(end_hi, e / r.summary.step_s);
     }
   }
   MESSAGE("interleaved, uneven edges: step " << lo * 100 << "%.." << hi * 100 << "%, stage ends " << end_lo * 100
-                                             << "% of the step early at most, " << end_hi * 100
-                                             << "% later than the step's own error at most");
-  CHECK(lo > -1e-9);
-  CHECK(hi < 0.09);
-  CHECK(end_lo > -0.19);
+                                             << "%.." << end_hi * 100 << "% of the step");
+  CHECK(hi < 1e-9);
+  CHECK(lo > -0.06);
   CHECK(end_hi < 1e-9);
+  CHECK(end_lo > -0.19);
 }
 
 TEST_CASE("task graph: async p2p adds 2 (p-1) transfers to the GPipe critical path; blocking sends cost the sender") {
