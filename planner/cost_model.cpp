@@ -553,12 +553,15 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     st.cp_comm_s = L * lc.exposed_cp_s;
     st.ep_comm_s = L * lc.exposed_ep_s;
     st.zero3_comm_s = L * lc.exposed_zero3_s;
-    st.p2p_s = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v) * p2p_s;
+    const double sends = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
+    const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
+    st.p2p_s = sends * p2p_s;
     StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
     t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
     t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
     t.backward_weight_s = st.backward_weight_s;
-    t.p2p_s = st.p2p_s;
+    t.p2p_forward_s = forward_sends * p2p_s;
+    t.p2p_backward_s = (sends - forward_sends) * p2p_s;
     st.per_microbatch_s = t.total();
     return st;
   };
@@ -613,7 +616,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     // A stage with the same parameters and times as the previous one has the same tail; ending no later, it cannot
     // beat it.
     if (prev_t && tied == 0 && stage_p == prev_params && stage_lead >= prev_lead && t.forward_s == prev_t->forward_s &&
-        t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s) {
+        t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s &&
+        t.p2p_s() == prev_t->p2p_s()) {
       continue;
     }
     prev_params = stage_p;

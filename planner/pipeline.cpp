@@ -15,7 +15,7 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
     case Schedule::zero_bubble:
       return std::min(p, m) * v;  // p - i awaiting B, up to i more awaiting W (stage i defers its W by i)
     case Schedule::interleaved:
-      return std::min(2 * (p - stage - 1) + (v - 1) * p + 1, v * m);
+      return std::min(interleaved_warmup(p, v, stage) + 1, v * m);
   }
   return m * v;
 }
@@ -23,7 +23,7 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
 int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
   if (s != Schedule::interleaved || v <= 1) return in_flight_chunks(s, p, m, v, stage) / std::max<int64_t>(v, 1);
   const int64_t total = m * v, group = p * v;
-  const int64_t warm = std::min(2 * (p - stage - 1) + (v - 1) * p, total);
+  const int64_t warm = std::min(interleaved_warmup(p, v, stage), total);
   if (warm >= total) return m;  // every forward runs before the first backward
   // Chunk-0 forwards among the first n, chunk-0 backwards (chunk v - 1 - (k mod pv) / p == 0) among the first n.
   const auto fwd0 = [&](int64_t n) { return (n / group) * p + std::min(n % group, p); };
@@ -36,6 +36,8 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   return fwd0(warm + j + 1) - bwd0(j);
 }
 
+int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage) { return 2 * (p - stage - 1) + (v - 1) * p; }
+
 namespace {
 // Idle time of a stage busy from its first forward to its last backward, waiting for its microbatches' round trip
 // `down` through the stages after it (one_f_one_b_step_s's derivation): `warm` forwards before the first backward
@@ -45,6 +47,24 @@ double round_trip_stall(double down, int64_t warm, int64_t m, double f, double b
   // warm >= m - 1: the last forward precedes the first backward, so both waits fall into one gap.
   return warm >= m - 1 ? std::max(0.0, down - n * std::min(f, b))
                        : std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+}
+// ZB-H1: stage k defers its W passes by k microbatches, so its last min(k + 1, m) follow its last B_input.
+double trailing_weights_s(int64_t k, int64_t m, const StageMicrobatchTime& t) {
+  return static_cast<double>(std::min(k + 1, m)) * t.backward_weight_s;
+}
+// Interleaved: one chunk of stage i of p (v chunks) with the send after it, for the first chunk (0) and the last
+// (v - 1) of a microbatch. A forward sends unless it is the last virtual stage, a backward unless it is the first;
+// the per-microbatch slots spread the stage's sends over its chunks, these place them (x: one transfer).
+struct ChunkOps {
+  double forward_first = 0, backward_first = 0, forward_last = 0, backward_last = 0;
+};
+ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t v) {
+  const double sends = p2p_sends_per_microbatch(i, p, v), w = static_cast<double>(v);
+  const double x = sends > 0 ? t.p2p_s() / sends : 0.0;
+  const double f = t.forward_s / w, b = (t.backward_input_s + t.backward_weight_s) / w;
+  const int64_t last_vs = p * v - 1, vs_last_chunk = (v - 1) * p + i;
+  return {f + (i < last_vs ? x : 0.0), b + (i > 0 ? x : 0.0), f + (vs_last_chunk < last_vs ? x : 0.0),
+          b + (vs_last_chunk > 0 ? x : 0.0)};
 }
 }  // namespace
 
@@ -58,8 +78,7 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     const double tk = t.total();
     down -= tk;
-    const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
-    const double path = up + md * tk + round_trip_stall(down, p - 1 - k, m, f, b);
+    const double path = up + md * tk + round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot());
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += tk;
@@ -70,7 +89,7 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
-  const auto round = [](const StageMicrobatchTime& t) { return t.forward_s + t.backward_input_s + t.p2p_s; };
+  const auto round = [](const StageMicrobatchTime& t) { return t.total() - t.backward_weight_s; };
   double down = 0;
   for (const StageMicrobatchTime& t : stages) down += round(t);
   double up = 0, step = 0;
@@ -78,11 +97,11 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     down -= round(t);
-    const double f = t.forward_s + 0.5 * t.p2p_s, b = t.backward_input_s + t.backward_weight_s + 0.5 * t.p2p_s;
     // Stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at pp 1 is
     // exactly m t, as 1F1B).
-    const double trailing = w0 - static_cast<double>(std::min(k + 1, m)) * t.backward_weight_s;
-    const double path = up + md * t.total() + trailing + round_trip_stall(down, p - 1 - k, m, f, b);
+    const double trailing = w0 - trailing_weights_s(k, m, t);
+    const double path =
+        up + md * t.total() + trailing + round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot());
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += round(t);
@@ -93,20 +112,28 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m), w = static_cast<double>(v);
-  // Forward chunks after F(0, v-1) until B(0, v-1) (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p, less the (v-1) p
-  // before it); the chunk-op count round_trip_stall's "m" stands for: m v less those same (v-1) p.
-  const int64_t chunk_ops = std::max<int64_t>(1, m * v - (v - 1) * p);
+  // Forward chunks after F(0, v-1) until B(0, v-1): the warm-up less the (v-1) p before F(0, v-1); the chunk-op count
+  // round_trip_stall's "m" stands for: m v less those same (v-1) p (at least p, as m is a multiple of p).
+  const int64_t chunk_ops = m * v - (v - 1) * p;
+  // Microbatch 0's last chunk makes the round trip through the stages after k; the stages before k fill and drain
+  // with chunk 0.
+  const auto round_trip = [&](int64_t i) {
+    const ChunkOps c = chunk_sends(stages[static_cast<size_t>(i)], i, p, v);
+    return c.forward_last + c.backward_last;
+  };
   double down = 0;
-  for (const StageMicrobatchTime& t : stages) down += t.total() / w;
+  for (int64_t i = 0; i < p; ++i) down += round_trip(i);
   double up = 0, step = 0;
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
-    down -= t.total() / w;
-    const double f = (t.forward_s + 0.5 * t.p2p_s) / w, b = (t.total() - t.forward_s - 0.5 * t.p2p_s) / w;
-    const double path = up + md * t.total() + round_trip_stall(down, 2 * (p - 1 - k), chunk_ops, f, b);
+    down -= round_trip(k);
+    const double path = up + md * t.total() +
+                        round_trip_stall(down, interleaved_warmup(p, v, k) - (v - 1) * p, chunk_ops,
+                                         t.forward_slot() / w, t.backward_slot() / w);
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
-    up += t.total() / w;
+    const ChunkOps c = chunk_sends(t, k, p, v);
+    up += c.forward_first + c.backward_first;
   }
   return step;
 }
@@ -114,6 +141,10 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
 double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
   if (p <= 1) return 0.0;
   return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
+}
+
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v) {
+  return p <= 1 ? 0.0 : static_cast<double>(v) - (i == p - 1 ? 1.0 : 0.0);
 }
 
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
@@ -131,19 +162,20 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   const double md = static_cast<double>(m);
   const bool zb = s == Schedule::zero_bubble;
   const double w0 = stages[0].backward_weight_s;
-  // Forward slot of a stage (F and half its sends) and its op on the backward chain (B, ZB-H1: B_input, and the
-  // other half).
-  const auto fwd = [](const StageMicrobatchTime& t) { return t.forward_s + 0.5 * t.p2p_s; };
-  const auto chain_op = [zb, fwd](const StageMicrobatchTime& t) {
-    return t.total() - fwd(t) - (zb ? t.backward_weight_s : 0.0);
+  // A stage's forward slot and its op on the backward chain (B, ZB-H1: B_input), each with the sends after it.
+  const auto fwd = [](const StageMicrobatchTime& t) { return t.forward_slot(); };
+  const auto chain_op = [zb](const StageMicrobatchTime& t) {
+    return t.backward_slot() - (zb ? t.backward_weight_s : 0.0);
   };
-  double t_max = 0, round_total = 0;
+  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0;
   for (size_t i = 0; i < p; ++i) {
     if (stages[i].total() > t_max) {
       t_max = stages[i].total();
       r.slowest_stage = static_cast<int64_t>(i);
     }
-    round_total += fwd(stages[i]) + chain_op(stages[i]);
+    f_sum += fwd(stages[i]);
+    f_max = std::max(f_max, fwd(stages[i]));
+    b_sum += chain_op(stages[i]);
   }
   r.busy_s = md * t_max;
   // Each path's end at stage 0 into lead.
@@ -153,12 +185,6 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     zero_bubble_step_s(m, stages, lead);
   } else if (s == Schedule::gpipe) {
     // Two flow shops: every forward, then every backward (stage p-1's first backward waits for its last forward).
-    double f_sum = 0, f_max = 0, b_sum = 0;
-    for (const StageMicrobatchTime& t : stages) {
-      f_sum += fwd(t);
-      f_max = std::max(f_max, fwd(t));
-      b_sum += chain_op(t);
-    }
     const double forwards = md * f_max + (f_sum - f_max);
     for (size_t k = 0; k < p; ++k) lead[k] = forwards + md * chain_op(stages[k]) + (b_sum - chain_op(stages[k]));
   } else {
@@ -170,36 +196,35 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   // stages after j, stage j's own chain op and trailing W passes: the forward leaves a stage k <= j once k has run all
   // its forwards and the backwards its order puts before the last one. (One stage: its path is exact already.)
   // Interleaved: a floor for every stage's end (its paths only pass stage j through the chain of chunk 0): stage k's
-  // m v forward chunks and the backward chunks its order runs before its last forward (Megatron-LM's warm-up 2 (p-k-1) + (v-1) p), after the first
-  // microbatch's forwards reach it; then the last microbatch's last chunk forward through the stages after k and its
-  // backward through all p v virtual stages to stage 0. Uniform stages: m t + (p-1) t / v, the form itself.
+  // m v forward chunks and the backward chunks its order runs before its last forward (all but the warm-up's), after
+  // the first microbatch's chunk-0 forwards reach it; then the last microbatch's last chunk forward through the
+  // stages after k and its backward through all p v virtual stages to stage 0. Uniform stages without sends:
+  // m t + (p-1) t / v, the form itself.
+  const bool interleaved = s == Schedule::interleaved;
+  const auto pi = static_cast<int64_t>(p);
   double end_floor = 0;
-  if (s == Schedule::interleaved) {
+  if (interleaved) {
     const double w = static_cast<double>(v);
-    double f_sum = 0, b_sum = 0;
-    for (const StageMicrobatchTime& t : stages) {
-      f_sum += fwd(t);
-      b_sum += chain_op(t);
-    }
-    const int64_t chunk_ops = m * v;
+    double first = 0, last = 0;  // chunk-0 forwards before k, last-chunk forwards after k
+    for (size_t k = 0; k < p; ++k) last += chunk_sends(stages[k], static_cast<int64_t>(k), pi, v).forward_last;
     for (size_t k = 0; k < p; ++k) {
-      const int64_t warm = 2 * static_cast<int64_t>(p - k - 1) + (v - 1) * static_cast<int64_t>(p);
-      const int64_t before = chunk_ops - 1 - std::min(warm, chunk_ops - 1);
-      const double f = fwd(stages[k]), b = chain_op(stages[k]);
-      end_floor = std::max(end_floor, (f_sum - f) / w + md * f + static_cast<double>(before) * b / w + b_sum);
+      const ChunkOps c = chunk_sends(stages[k], static_cast<int64_t>(k), pi, v);
+      last -= c.forward_last;
+      const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
+      const double before = static_cast<double>(m * v - 1 - warm);
+      end_floor = std::max(end_floor, first + md * fwd(stages[k]) + before * chain_op(stages[k]) / w + last + b_sum);
+      first += c.forward_first;
     }
   }
   for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
-  const double chunks = static_cast<double>(s == Schedule::interleaved ? v : 1);
   const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
-  double chain = 0, round = round_total, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
+  double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
   for (size_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[j];
     const double f = fwd(t), b = chain_op(t);
-    const double weights =  // ZB-H1: the W passes after its last B_input
-        zb ? static_cast<double>(std::min<int64_t>(static_cast<int64_t>(j) + 1, m)) * t.backward_weight_s : 0.0;
+    const double weights = zb ? trailing_weights_s(static_cast<int64_t>(j), m, t) : 0.0;
     double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
-    chain += b / chunks;
+    chain += interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b;
     round -= f + b;
     if (forward_bound) {
       // Stage j's forwards, then (the warm-up ends before its last forward) the backwards before it (ZB-H1: B_input,

@@ -26,13 +26,23 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
 int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
 
 // Per-stage, per-microbatch time (all v chunks of the stage), split as the schedules need it.
+// Blocking sends wait after the op they follow: activations after forwards, gradients after backwards (ZB-H1: after
+// B_input), so the first stage sends only after forwards and the last only after backwards.
 struct StageMicrobatchTime {
-  double forward_s = 0;         // forward compute + exposed in-layer comm
-  double backward_input_s = 0;  // input-gradient backward (+ recompute)
-  double backward_weight_s = 0; // weight-gradient backward
-  double p2p_s = 0;             // blocking p2p sends/receives of this stage per microbatch
-  double total() const { return forward_s + backward_input_s + backward_weight_s + p2p_s; }
+  double forward_s = 0;          // forward compute + exposed in-layer comm
+  double backward_input_s = 0;   // input-gradient backward (+ recompute)
+  double backward_weight_s = 0;  // weight-gradient backward
+  double p2p_forward_s = 0;      // blocking sends after this stage's forwards, per microbatch
+  double p2p_backward_s = 0;     // blocking sends after its backwards
+  double p2p_s() const { return p2p_forward_s + p2p_backward_s; }
+  double forward_slot() const { return forward_s + p2p_forward_s; }
+  double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
+  double total() const { return forward_slot() + backward_slot(); }
 };
+
+// Megatron-LM's interleaved warm-up: the forward chunks stage `stage` runs before its first backward,
+// 2 (p - stage - 1) + (v - 1) p (capped by the schedule's m v chunk-microbatches where it is used).
+int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage);
 
 struct PipelineTime {
   double step_s = 0;    // from the first forward to the last backward
@@ -41,14 +51,15 @@ struct PipelineTime {
   int64_t slowest_stage = 0;
 };
 
-// 1F1B step over stages of different times t_i = f_i + b_i (f: forward and half the p2p, b: backward and the other
-// half): the longest of the paths that keep one stage k busy from its first forward to its last backward. The stages
-// before k fill and drain (their whole t_i); k runs m microbatches; a microbatch's round trip through the stages after
-// it, D_k = sum_{j>k} t_j, stalls k only by what its n = min(p-1-k, m-1) forwards between a microbatch's forward and
-// its backward (warm-up) and its n backwards between the last forward and the last backward (cool-down) do not cover:
+// 1F1B step over stages of different times t_i = f_i + b_i (f: forward_slot, b: backward_slot, each with the sends
+// after it): the longest of the paths that keep one stage k busy from its first forward to its last backward. The
+// stages before k fill and drain (their whole t_i); k runs m microbatches; a microbatch's round trip through the
+// stages after it, D_k = sum_{j>k} t_j, stalls k only by what its n = min(p-1-k, m-1) forwards between a
+// microbatch's forward and its backward (warm-up) and its n backwards between the last forward and the last backward
+// (cool-down) do not cover:
 //   max_k [ sum_{i<k} t_i + m t_k + max(0, D_k - n f_k) + max(0, D_k - n b_k) ]
-// Where the warm-up p-1-k reaches m-1 (always when m < p, at stage 0 when m = p) the last forward precedes the first
-// backward and the two waits are one gap: max(0, D_k - n min(f_k, b_k)) in place of the two terms.
+// Where the warm-up p-1-k reaches m-1 (the stages k <= p - m: every stage at m = 1, none at m > p) the last forward
+// precedes the first backward and the two waits are one gap: max(0, D_k - n min(f_k, b_k)) in place of the two terms.
 // Uniform stages: (m + p - 1) t, the textbook value, for every m. A lighter stage after the bottleneck costs less
 // than its t. Derived here from the 1F1B order (Narayanan et al. 2021, Sec. 2.2); against a list schedule of that
 // order over 3,000 seeded stage-time sets with m >= p (tests/planner/pipeline_test.cpp: first/last stages scaled as
@@ -63,35 +74,38 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with B_input
 // only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow its
 // last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the round
-// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = B_input_k + W_k + p2p_k / 2, one gap where p-1-k >= m-1):
+// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = backward_slot, one gap where p-1-k >= m-1):
 //   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + stall_k
 // Returns max_k P_k, stage 0's end; pipeline_time() also takes the stages whose trailing W passes end later. Uniform
 // stages: m t + (p - 1)(F + B_input - W + p2p) for m >= p, Qi et al.'s bubble; (m + p - 1)(F + B_input + p2p) + W for
 // m < p (every W but stage 0's last one fills an idle slot; Qi et al. state only the m >= p bubble). Both equal the
 // simulator for uniform stages with W <= F (tests/simulator/task_graph_test.cpp). It replaces m t_max +
-// (sum u - u_max) for m >= p, up to 8% above the simulator with a light last stage, and a GPipe-like form over
-// F + B_input for m < p, up to 15% above on uneven sets.
+// (sum u - u_max) for m >= p and a GPipe-like form over F + B_input for m < p: on that test's 600 seeded uneven sets
+// (no sends) -8.5..+12.2% and -3.4..+13.6% against the simulator.
 double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
 // k runs its m microbatches (m t_k); its first backward (microbatch 0's last chunk) waits for the round trip of that
-// chunk through the stages after k, D_k = sum_{j>k} t_j / v, less the 2 (p-1-k) forward chunks its order runs
+// chunk through the stages after k, D_k = sum_{j>k} t_j / v (with the sends that chunk makes: the last stage's last
+// chunk sends no activation, stage 0's chunk 0 no gradient), less the 2 (p-1-k) forward chunks its order runs
 // between that chunk's forward and backward, and the last microbatch's last chunk likewise, less the 2 (p-1-k)
 // backward chunks before its backward (one gap where the warm-up 2 (p-1-k) + (v-1) p reaches m v - 1):
 //   max_k [ sum_{i<k} t_i / v + m t_k + max(0, D_k - n f_k / v) + max(0, D_k - n b_k / v) ],  n = 2 (p-1-k)
-// Uniform stages: m t + (p - 1) t / v, Narayanan et al.'s bubble. It replaces m t_max + (sum_i t_i - t_max) / v,
-// which charged the stages after the bottleneck whole: on 200 seeded sets with light first and last stages that was
-// 0..8.4% above the simulator, this is 0..5.3% below (tests/simulator/task_graph_test.cpp), the most with m = p, where
-// the warm-up is the whole schedule.
+// Uniform stages without sends: m t + (p - 1) t / v, Narayanan et al.'s bubble. It replaces m t_max +
+// (sum_i t_i - t_max) / v, which charged the stages after the bottleneck whole: on 200 seeded sets with light first
+// and last stages that was 0..8.4% above the simulator, this is 0..5.3% below (4.9% with blocking sends;
+// tests/simulator/task_graph_test.cpp), the most with m = p, where the warm-up is the whole schedule.
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                           std::span<double> paths = {});
 
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
 // siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
 // forward chunk and a gradient back after every backward chunk, 2 v, less the activation the last stage does not
-// send and the gradient the first does not: 2 v - 1 on either edge (0 with one stage).
+// send and the gradient the first does not: 2 v - 1 on either edge (0 with one stage). p2p_forward_sends: those after
+// forward chunks, v less the last stage's one.
 double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v);
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v);
 
 // Overlapped pipeline sends (interleaved, Megatron-Core --overlap-p2p-communication): a transfer delays only the op
 // that consumes it, so the step pays the transfers on the fill and drain path: the first microbatch's forward
@@ -104,22 +118,24 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 //                  forward): m f_max + (sum_i f_i - f_max) + m b_max + (sum_i b_i - b_max)   (uniform: (m + p - 1) t)
 //   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
 //   interleaved:   interleaved_step_s()                      (uniform: (m + (p-1)/v) t)
-//   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W + p2p)
-// GPipe's form is exact for its order without contention (a flow shop of m identical jobs takes one job's time plus
-// m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4% below it where the forward and
-// the backward bottleneck are different stages. Each form is the longest of p paths P_k (stage k busy, the others fill and drain), each ending at stage 0.
+//   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W)
+// GPipe's form is exact for its order, blocking sends included, without link contention (a flow shop of m identical
+// jobs takes one job's time plus m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4%
+// below it where the forward and the backward bottleneck are different stages. Each form is the longest of p paths
+// P_k (stage k busy, the others fill and drain), each ending at stage 0.
 //
 // Per-stage ends, for the DP reduction, optimizer and parameter gather, which start after a stage's last pipeline op,
 // not at the pipeline's end. Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same
-// (microbatch, chunk), which runs from stage p-1 down to stage 0: stage j reaches it S_j = sum_{i<j} (b_i + p2p_i / 2)
-// / v before stage 0 (b_i: stage i's backward per microbatch; ZB-H1 its B_input, v = 1). The paths through a stage
+// (microbatch, chunk), which runs from stage p-1 down to stage 0: stage j reaches it S_j = sum_{i<j} b_i before
+// stage 0 (b_i: stage i's backward of that chunk and the gradient it sends; ZB-H1: B_input). The paths through a stage
 // k >= j pass that op S_j before they reach stage 0, the others after it, so stage j ends no earlier than
 // max_{k>=j} P_k - S_j. 1F1B and ZB-H1: nor before the last microbatch's forward has reached stage j (it leaves a
 // stage k <= j once k has run its m forwards and the backwards its order puts before the last one), made its round
 // trip through the stages after j, and stage j has run its own last chain op. Under ZB-H1 stage j then runs
 // min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
-// latest end. Against the simulator on 600 seeded uneven stage sets (tests/simulator/task_graph_test.cpp) GPipe's
-// step and stage ends are exact, 1F1B's and ZB-H1's never late and at most 3.0% / 4.9% of the step early.
+// latest end. Against the simulator on 600 seeded uneven stage sets, each without communication and with blocking
+// sends (tests/simulator/task_graph_test.cpp), GPipe's step and stage ends are exact, 1F1B's and ZB-H1's never late
+// and at most 3.0% / 5.3% of the step early.
 // Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
 // forward through the stages after k and its backward through all p v virtual stages.

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "planner/error.hpp"
+#include "planner/pipeline.hpp"
 
 namespace parplan::sim {
 namespace {
@@ -62,7 +63,7 @@ Order zb_h1(int64_t p, int64_t m, int64_t i) {
 // activations).
 Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) {
   const int64_t total = m * v, group = p * v;
-  const int64_t warm = std::min(2 * (p - i - 1) + (v - 1) * p, total);
+  const int64_t warm = std::min(interleaved_warmup(p, v, i), total);
   auto fwd = [&](int64_t k) { return op(OpKind::forward, (k / group) * p + k % p, (k % group) / p); };
   auto bwd = [&](int64_t k) { return op(OpKind::backward, (k / group) * p + k % p, v - 1 - (k % group) / p); };
   Order o;
