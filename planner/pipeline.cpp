@@ -190,16 +190,10 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   } else {
     interleaved_step_s(m, v, stages, lead);
   }
-  // Stage j's end: the latest path through a stage k >= j, less the chain from j to 0, plus (ZB-H1) its trailing W
-  // passes against stage 0's one (a difference, exactly 0 at j = 0).
-  // 1F1B, ZB-H1: and no earlier than the last microbatch's forward reaching stage j, its round trip through the
-  // stages after j, stage j's own chain op and trailing W passes: the forward leaves a stage k <= j once k has run all
-  // its forwards and the backwards its order puts before the last one. (One stage: its path is exact already.)
-  // Interleaved: a floor for every stage's end (its paths only pass stage j through the chain of chunk 0): stage k's
-  // m v forward chunks and the backward chunks its order runs before its last forward (all but the warm-up's), after
-  // the first microbatch's chunk-0 forwards reach it; then the last microbatch's last chunk forward through the
-  // stages after k and its backward through all p v virtual stages to stage 0. Uniform stages without sends:
-  // m t + (p-1) t / v, the form itself.
+  // Stage ends (pipeline.hpp): the latest path through a stage k >= j less the chain S_j, with ZB-H1's trailing W
+  // passes against stage 0's one; 1F1B and ZB-H1 no earlier than the last forward's round trip past j; interleaved
+  // no earlier than end_floor (stage k's forward chunks and the backwards before its last forward, between the
+  // first microbatch's chunk-0 fill and the last microbatch's last-chunk trip).
   const bool interleaved = s == Schedule::interleaved;
   const auto pi = static_cast<int64_t>(p);
   double end_floor = 0;
