@@ -59,9 +59,10 @@ struct ChunkOps {
   double forward_first = 0, backward_first = 0, forward_last = 0, backward_last = 0;
 };
 ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t v) {
-  const double sends = p2p_sends_per_microbatch(i, p, v), w = static_cast<double>(v);
-  const double x = sends > 0 ? t.p2p_s() / sends : 0.0;
-  const double f = t.forward_s / w, b = (t.backward_input_s + t.backward_weight_s) / w;
+  // Every stage but the last sends v activations per microbatch, the last v gradients (p2p_sends_per_microbatch).
+  const double inv = 1.0 / static_cast<double>(v);
+  const double x = (i < p - 1 ? t.p2p_forward_s : t.p2p_backward_s) * inv;
+  const double f = t.forward_s * inv, b = (t.backward_input_s + t.backward_weight_s) * inv;
   const int64_t last_vs = p * v - 1, vs_last_chunk = (v - 1) * p + i;
   return {f + (i < last_vs ? x : 0.0), b + (i > 0 ? x : 0.0), f + (vs_last_chunk < last_vs ? x : 0.0),
           b + (vs_last_chunk > 0 ? x : 0.0)};
