@@ -562,6 +562,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     t.backward_weight_s = st.backward_weight_s;
     t.p2p_forward_s = forward_sends * p2p_s;
     t.p2p_backward_s = (sends - forward_sends) * p2p_s;
+    t.last_send_delay_s = 0;
     st.per_microbatch_s = t.total();
     return st;
   };
@@ -573,12 +574,108 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const StageTime st = stage_time(i);
     if (stages) stages->push_back(st);
   }
+  const double md = d(m);
+  // A stage's DP gradient reduction: its total, the part exposed after the stage's last pipeline op, and the exposed
+  // parameter gather after the optimizer step.
+  struct StageDp {
+    DpCost dc;
+    double total = 0, exposed = 0, gather = 0;
+  };
+  const auto stage_dp = [&](int64_t i, const StageMicrobatchTime& t, double stage_p) {
+    StageDp r;
+    r.dc = dp_cost(plan, stage_p);
+    const DpCost& dc = r.dc;
+    double& total = r.total;
+    double& exposed = r.exposed;
+    double& gather = r.gather;
+  if (dc.group > 1) {
+    const double bwd = t.backward_input_s + t.backward_weight_s;
+    // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
+    // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
+    // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
+    const bool zb = pc.schedule == Schedule::zero_bubble;
+    const double backward_window = zb ? t.backward_weight_s : bwd;
+    if (dc.per_microbatch) {
+      total = md * dc.grad_reduce_s;
+      // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
+      // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
+      const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
+                                                      (pc.recompute == Recompute::full ? 2.0 : 1.0)
+                                                : 0.0;
+      // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
+      // where they outlast B_input.
+      const double window =
+          std::max(0.0, backward_window - (zb ? std::max(0.0, gathers - t.backward_input_s) : gathers));
+      // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
+      // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
+      // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
+      // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
+      // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
+      // phase (backward and recompute) to run beside.
+      const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
+      // No reduce-scatter leaves before the first microbatch's forward (and, under ZB-H1, its B_input) is done, and
+      // the link can do only that microbatch's gathers by then: all the rest of the link work follows.
+      const double first_release = t.forward_s + (zb ? t.backward_input_s : 0.0);
+      const double before_release = std::min(first_release, forward_gathers + (zb ? gathers : 0.0));
+      const double backlog =
+          pc.schedule == Schedule::gpipe
+              ? md * (gathers + dc.grad_reduce_s - bwd)
+              : first_release + md * (forward_gathers + gathers + dc.grad_reduce_s) - before_release - md * t.total();
+      exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
+    } else {
+      total = dc.grad_reduce_s;
+      exposed = pc.overlap_dp_comm
+                    ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
+                    : total;
+    }
+    // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
+    // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
+    if (dc.param_gather_s > 0) {
+      total += dc.param_gather_s;
+      gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
+                                  : dc.param_gather_s;
+    }
+  }
+    return r;
+  };
+  // A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
+  // both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
+  // left. Where the pipeline neighbours and the DP group are on one tier, the reduction overlaps the backward and
+  // runs once per step; ZB-H1's last send precedes the W passes that release the buckets.
+  if (p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
+      group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
+          group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
+    double prev_params = -1, prev_delay = 0;
+    int64_t prev_layers = -1;
+    for (int64_t i = 1; i < p; ++i) {
+      StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+      const StageMicrobatchTime& before = mb[static_cast<size_t>(i - 1)];
+      const double stage_p = stage_params(plan, i, params);
+      const int64_t layers = stage_layers(plan, i);
+      // A stage like the previous one (the middle of the pipeline) has its delay.
+      if (stage_p == prev_params && layers == prev_layers && t.forward_s == before.forward_s &&
+          t.backward_input_s == before.backward_input_s && t.backward_weight_s == before.backward_weight_s &&
+          t.p2p_s() == before.p2p_s()) {
+        t.last_send_delay_s = prev_delay;
+        continue;
+      }
+      const StageDp sd = stage_dp(i, t, stage_p);
+      // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
+      // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
+      const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
+      if (sd.dc.group > 1 && !sd.dc.per_microbatch) {
+        t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
+      }
+      prev_params = stage_p;
+      prev_layers = layers;
+      prev_delay = t.last_send_delay_s;
+    }
+  }
   const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
   const StageTime slow = stage_time(pt.slowest_stage);  // recomputed: the same numbers as in the loop
-  const double md = d(m);
   tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
   tb.tp_comm_s = md * slow.tp_comm_s;
   tb.cp_comm_s = md * slow.cp_comm_s;
@@ -623,56 +720,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     prev_params = stage_p;
     prev_lead = stage_lead;
     prev_t = &t;
-    const DpCost dc = dp_cost(plan, stage_p);
-    double total = 0, exposed = 0, gather = 0;
-    if (dc.group > 1) {
-      const double bwd = t.backward_input_s + t.backward_weight_s;
-      // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
-      // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
-      // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
-      const bool zb = pc.schedule == Schedule::zero_bubble;
-      const double backward_window = zb ? t.backward_weight_s : bwd;
-      if (dc.per_microbatch) {
-        total = md * dc.grad_reduce_s;
-        // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
-        // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
-        const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
-                                                        (pc.recompute == Recompute::full ? 2.0 : 1.0)
-                                                  : 0.0;
-        // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
-        // where they outlast B_input.
-        const double window =
-            std::max(0.0, backward_window - (zb ? std::max(0.0, gathers - t.backward_input_s) : gathers));
-        // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
-        // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
-        // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
-        // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
-        // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
-        // phase (backward and recompute) to run beside.
-        const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
-        // No reduce-scatter leaves before the first microbatch's forward (and, under ZB-H1, its B_input) is done, and
-        // the link can do only that microbatch's gathers by then: all the rest of the link work follows.
-        const double first_release = t.forward_s + (zb ? t.backward_input_s : 0.0);
-        const double before_release = std::min(first_release, forward_gathers + (zb ? gathers : 0.0));
-        const double backlog =
-            pc.schedule == Schedule::gpipe
-                ? md * (gathers + dc.grad_reduce_s - bwd)
-                : first_release + md * (forward_gathers + gathers + dc.grad_reduce_s) - before_release - md * t.total();
-        exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
-      } else {
-        total = dc.grad_reduce_s;
-        exposed = pc.overlap_dp_comm
-                      ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
-                      : total;
-      }
-      // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
-      // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
-      if (dc.param_gather_s > 0) {
-        total += dc.param_gather_s;
-        gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
-                                    : dc.param_gather_s;
-      }
-    }
+    const StageDp sd = stage_dp(i, t, stage_p);
+    const DpCost& dc = sd.dc;
+    const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
     // joins the first and the last stage, so it starts when both have reduced.
     const double opt = optimizer_step_s(plan, stage_p);

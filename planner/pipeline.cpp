@@ -211,6 +211,13 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       first += c.forward_first;
     }
   }
+  // The final chain's send delays: a path through stage k runs the chain from k down to 0.
+  double delays = 0;
+  for (size_t k = 0; k < p; ++k) {
+    delays += stages[k].last_send_delay_s;
+    lead[k] += delays;
+  }
+  end_floor += delays;
   for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
   const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
   double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
@@ -219,7 +226,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     const double f = fwd(t), b = chain_op(t);
     const double weights = zb ? trailing_weights_s(static_cast<int64_t>(j), m, t) : 0.0;
     double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
-    chain += interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b;
+    chain += (interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b) + t.last_send_delay_s;
     round -= f + b;
     if (forward_bound) {
       // Stage j's forwards, then (the warm-up ends before its last forward) the backwards before it (ZB-H1: B_input,
@@ -232,11 +239,12 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
                 std::max(0.0, round - static_cast<double>(warm) * f);
       }
       arrive = j == 0 ? done : std::max(done, arrive + f);
-      end = std::max(end, arrive + round + b + weights);
+      end = std::max(end, arrive + round + b + weights + delays);
       fill += f;
     }
     lead[j] = end;
     r.step_s = std::max(r.step_s, end);
+    delays -= t.last_send_delay_s;  // the chain from stage j + 1 on
   }
   for (size_t j = 0; j < p; ++j) lead[j] = r.step_s - lead[j];
   r.bubble_s = r.step_s - r.busy_s;

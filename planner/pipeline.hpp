@@ -34,6 +34,9 @@ struct StageMicrobatchTime {
   double backward_weight_s = 0;  // weight-gradient backward
   double p2p_forward_s = 0;      // blocking sends after this stage's forwards, per microbatch
   double p2p_backward_s = 0;     // blocking sends after its backwards
+  // The last microbatch's gradient send takes this much longer: it shares the stage's link with the stage's DP
+  // reduction, running by then (cost_model.cpp step_time). Once per step, on the final backward chain.
+  double last_send_delay_s = 0;
   double p2p_s() const { return p2p_forward_s + p2p_backward_s; }
   double forward_slot() const { return forward_s + p2p_forward_s; }
   double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
@@ -135,7 +138,8 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
 // latest end. Against the simulator on 600 seeded uneven stage sets, each without communication and with blocking
 // sends (tests/simulator/task_graph_test.cpp), GPipe's step and stage ends are exact, 1F1B's and ZB-H1's never late
-// and at most 3.0% / 5.3% of the step early.
+// and at most 3.0% / 5.3% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
+// every path through it or a later stage, its own end and the ends of the stages before it.
 // Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
 // forward through the stages after k and its backward through all p v virtual stages.

@@ -235,6 +235,21 @@ TEST_CASE("per-stage ends: stage j ends its chain S_j before stage 0; a light st
   CHECK(z.step_s > zero_bubble_step_s(8, st));  // stage 0's end
 }
 
+TEST_CASE("per-stage ends: a delayed last send lengthens the final chain at that stage") {
+  // Uniform 1F1B and GPipe (F 1, B 2), p 4, m 8: the last microbatch's gradient sends of stages 1..3 take 0.1, 0.2
+  // and 0.3 longer (their links busy with the DP reduction). The step grows by the sum, 0.6; stage j ends the chain
+  // below it, sum_{i<j} (2 + d_i), before stage 0: 0, 2, 4.1, 6.3.
+  for (Schedule s : {Schedule::one_f_one_b, Schedule::gpipe}) {
+    std::vector<StageMicrobatchTime> st = uniform(4, 1.0, 2.0, 0.0);
+    for (size_t j = 1; j < 4; ++j) st[j].last_send_delay_s = 0.1 * static_cast<double>(j);
+    std::vector<double> lead(4);
+    CAPTURE(to_string(s));
+    CHECK(pipeline_time(s, 8, 1, st, lead).step_s == doctest::Approx(11 * 3.0 + 0.6));
+    const double expected[4] = {0.0, 2.0, 4.1, 6.3};
+    for (size_t j = 0; j < 4; ++j) CHECK(lead[j] == doctest::Approx(expected[j]));
+  }
+}
+
 TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at most 6% below, exact when uniform") {
   const ListCheck r = check_against_list_schedule(12345, false);
   MESSAGE("1F1B closed form vs list schedule: worst " << r.worst_below * 100 << "% below, " << r.exact

@@ -488,6 +488,37 @@ TEST_CASE("simulate: each stage's DP tail starts after its own last op, as in th
   }
 }
 
+TEST_CASE("simulate: a last send sharing its link with the DP reduction, in the closed form too") {
+  // Llama 2 7B on 512 A100 (DGX A100): tp 4, pp 16, dp 8, 3 microbatches, ZeRO-1, whole activations sent between
+  // stages (DeepSpeed's PipelineEngine). Pipeline neighbours and the DP group both cross nodes, so each stage's last
+  // gradient send runs beside its DP reduction on the one InfiniBand link, at half bandwidth: the simulator's step is
+  // 5.7% longer than without contention; the closed form without the delayed sends was 5.6% below it.
+  Plan plan = test::korthikanti_175b();
+  plan.model = test::profiles().model("llama2-7b", "test");
+  plan.parallel = {};
+  plan.parallel.tp = 4;
+  plan.parallel.pp = 16;
+  plan.parallel.dp = 8;
+  plan.parallel.micro_batch = 1;
+  plan.parallel.num_microbatches = 3;
+  plan.parallel.zero_stage = 1;
+  plan.parallel.p2p_scatter_gather = false;
+  plan.num_gpus = 512;
+  plan.training.precision = Precision::bf16;
+  plan.training.attention = AttentionKernel::flash;
+  plan.training.grad_fp32 = true;
+  plan.training.global_batch = 24;
+  plan.training.seq_len = 4096;
+  REQUIRE(validate(plan).ok());
+  SimOptions free_links;
+  free_links.contention = false;
+  const double closed = estimate(plan).time.step_s, simulated = simulate(plan).summary.step_s;
+  const double uncontended = simulate(plan, free_links).summary.step_s;
+  MESSAGE("closed form " << closed << " s, simulated " << simulated << " s, without contention " << uncontended << " s");
+  CHECK(simulated / uncontended > 1.03);
+  CHECK(std::abs(closed / simulated - 1.0) < 0.005);
+}
+
 TEST_CASE("simulate: step_graph_tasks counts exactly the tasks simulate() builds, without building them") {
   int checked = 0;
   for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
