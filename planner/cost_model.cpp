@@ -17,6 +17,13 @@
 
 namespace parplan {
 namespace {
+// Two stages with the same per-microbatch times; between two middle stages (neither holds the embedding or the
+// output layer) that means the same layers, so the same parameters and DP tail too.
+bool same_times(const StageMicrobatchTime& a, const StageMicrobatchTime& b) {
+  return a.forward_s == b.forward_s && a.backward_input_s == b.backward_input_s &&
+         a.backward_weight_s == b.backward_weight_s && a.p2p_forward_s == b.p2p_forward_s &&
+         a.p2p_backward_s == b.p2p_backward_s;
+}
 
 double d(int64_t x) { return static_cast<double>(x); }
 
@@ -570,7 +577,17 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     stages->clear();
     stages->reserve(static_cast<size_t>(p));
   }
+  int64_t prev_layers = -1;
   for (int64_t i = 0; i < p; ++i) {
+    // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
+    if (!stages && i >= 1 && i < p - 1) {
+      const int64_t layers = stage_layers(plan, i);
+      if (i >= 2 && layers == prev_layers) {
+        mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
+        continue;
+      }
+      prev_layers = layers;
+    }
     const StageTime st = stage_time(i);
     if (stages) stages->push_back(st);
   }
@@ -645,20 +662,14 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   if (p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
       group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
           group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
-    double prev_params = -1, prev_delay = 0;
-    int64_t prev_layers = -1;
     for (int64_t i = 1; i < p; ++i) {
       StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-      const StageMicrobatchTime& before = mb[static_cast<size_t>(i - 1)];
-      const double stage_p = stage_params(plan, i, params);
-      const int64_t layers = stage_layers(plan, i);
-      // A stage like the previous one (the middle of the pipeline) has its delay.
-      if (stage_p == prev_params && layers == prev_layers && t.forward_s == before.forward_s &&
-          t.backward_input_s == before.backward_input_s && t.backward_weight_s == before.backward_weight_s &&
-          t.p2p_s() == before.p2p_s()) {
-        t.last_send_delay_s = prev_delay;
+      if (i >= 2 && i < p - 1 && same_times(t, mb[static_cast<size_t>(i - 1)])) {
+        t.last_send_delay_s = mb[static_cast<size_t>(i - 1)].last_send_delay_s;
         continue;
       }
+      const double stage_p = stage_params(plan, i, params);
+      const int64_t layers = stage_layers(plan, i);
       const StageDp sd = stage_dp(i, t, stage_p);
       // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
       // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
@@ -666,9 +677,6 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       if (sd.dc.group > 1 && !sd.dc.per_microbatch) {
         t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
       }
-      prev_params = stage_p;
-      prev_layers = layers;
-      prev_delay = t.last_send_delay_s;
     }
   }
   const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
@@ -703,23 +711,18 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       wait = idle;
     }
   };
-  double prev_params = -1, prev_lead = 0;
-  const StageMicrobatchTime* prev_t = nullptr;
+  int64_t prev = -1;  // the last stage whose tail was taken
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-    const double stage_p = stage_params(plan, i, params);
-    const double tied = embedding_grad_sync_s(plan, i);
     const double stage_lead = lead[static_cast<size_t>(i)];
-    // A stage with the same parameters and times as the previous one has the same tail; ending no later, it cannot
-    // beat it.
-    if (prev_t && tied == 0 && stage_p == prev_params && stage_lead >= prev_lead && t.forward_s == prev_t->forward_s &&
-        t.backward_input_s == prev_t->backward_input_s && t.backward_weight_s == prev_t->backward_weight_s &&
-        t.p2p_s() == prev_t->p2p_s()) {
+    // A middle stage like the last one taken has its tail; ending no later, it cannot beat it.
+    if (prev >= 1 && i < p - 1 && stage_lead >= lead[static_cast<size_t>(prev)] &&
+        same_times(t, mb[static_cast<size_t>(prev)])) {
       continue;
     }
-    prev_params = stage_p;
-    prev_lead = stage_lead;
-    prev_t = &t;
+    prev = i;
+    const double stage_p = stage_params(plan, i, params);
+    const double tied = embedding_grad_sync_s(plan, i);
     const StageDp sd = stage_dp(i, t, stage_p);
     const DpCost& dc = sd.dc;
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;

@@ -168,8 +168,9 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   const auto chain_op = [zb](const StageMicrobatchTime& t) {
     return t.backward_slot() - (zb ? t.backward_weight_s : 0.0);
   };
-  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0;
+  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0, delay_sum = 0;
   for (size_t i = 0; i < p; ++i) {
+    delay_sum += stages[i].last_send_delay_s;
     if (stages[i].total() > t_max) {
       t_max = stages[i].total();
       r.slowest_stage = static_cast<int64_t>(i);
@@ -211,14 +212,16 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       first += c.forward_first;
     }
   }
-  // The final chain's send delays: a path through stage k runs the chain from k down to 0.
-  double delays = 0;
-  for (size_t k = 0; k < p; ++k) {
-    delays += stages[k].last_send_delay_s;
+  // The final chain's send delays (a path through stage k runs the chain from k down to 0), and the latest path
+  // through a stage k >= j.
+  double delays = delay_sum;
+  for (size_t k = p; k-- > 0;) {
     lead[k] += delays;
+    delays -= stages[k].last_send_delay_s;
+    if (k + 1 < p) lead[k] = std::max(lead[k], lead[k + 1]);
   }
+  delays = delay_sum;
   end_floor += delays;
-  for (size_t k = p - 1; k-- > 0;) lead[k] = std::max(lead[k], lead[k + 1]);
   const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
   double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
   for (size_t j = 0; j < p; ++j) {

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <bit>
 #include <thread>
-#include <tuple>
+#include <utility>
 
 namespace parplan {
 namespace {
@@ -179,6 +179,21 @@ class Evaluator {
     return s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1);
   }
 
+  // interleaved_last_stage_layers() for this model (a search over split sizes), cached per (pp, v): run_schedules()
+  // asks for it once per micro-batch, recompute and sequence-parallel choice.
+  int64_t interleaved_last_stage(int64_t pp, int64_t v) {
+    if (pp != last_stage_pp_) {
+      last_stage_pp_ = pp;
+      last_stage_cache_.clear();
+    }
+    for (const auto& [key_v, layers] : last_stage_cache_) {
+      if (key_v == v) return layers;
+    }
+    const int64_t layers = interleaved_last_stage_layers(plan_.model.layers, pp, v);
+    last_stage_cache_.emplace_back(v, layers);
+    return layers;
+  }
+
   void run_schedules() {
     ParallelConfig& pc = plan_.parallel;
     for (Schedule s : req_.space.schedules) {
@@ -194,7 +209,7 @@ class Evaluator {
           // Layers that no even split interleaves (Llama 3 405B: 126 on 16 stages): a lighter last stage (it also
           // holds the output layer) with v-divisible stages, e.g. 15 x 8 + 6 for v = 2.
           if (req_.space.uneven_stages) {
-            pc.last_stage_layers = interleaved_last_stage_layers(plan_.model.layers, pc.pp, v);
+            pc.last_stage_layers = interleaved_last_stage(pc.pp, v);
             if (pc.last_stage_layers > 0) consider();
           }
         }
@@ -328,6 +343,8 @@ class Evaluator {
   ValidateOptions vo_;
   StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach
   bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false;
+  int64_t last_stage_pp_ = -1;
+  std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
   StageMemoryInputs inputs_;
   LayerCost layer_;
   EdgeCost edge_;
