@@ -72,14 +72,21 @@ ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t
 double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
-  double down = 0;
-  for (const StageMicrobatchTime& t : stages) down += t.total();
+  const int64_t all_forwards = p - m;  // the last stage whose warm-up runs every forward before its first backward
+  double down = 0, upto = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    const double t = stages[static_cast<size_t>(i)].total();
+    down += t;
+    if (i <= all_forwards) upto += t;
+  }
   double up = 0, step = 0;
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     const double tk = t.total();
     down -= tk;
-    const double path = up + md * tk + round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot());
+    const double stall = std::max(round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot()),
+                                  k < all_forwards ? upto - up - tk : 0.0);
+    const double path = up + md * tk + stall;
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += tk;
@@ -91,8 +98,13 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
   const auto round = [](const StageMicrobatchTime& t) { return t.total() - t.backward_weight_s; };
-  double down = 0;
-  for (const StageMicrobatchTime& t : stages) down += round(t);
+  const int64_t all_forwards = p - m;  // as in one_f_one_b_step_s
+  double down = 0, upto = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    const double u = round(stages[static_cast<size_t>(i)]);
+    down += u;
+    if (i <= all_forwards) upto += u;
+  }
   double up = 0, step = 0;
   const double w0 = stages.empty() ? 0.0 : stages[0].backward_weight_s;
   for (int64_t k = 0; k < p; ++k) {
@@ -101,8 +113,9 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
     // Stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at pp 1 is
     // exactly m t, as 1F1B).
     const double trailing = w0 - trailing_weights_s(k, m, t);
-    const double path =
-        up + md * t.total() + trailing + round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot());
+    const double stall = std::max(round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot()),
+                                  k < all_forwards ? upto - up - round(t) : 0.0);
+    const double path = up + md * t.total() + trailing + stall;
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += round(t);
@@ -122,15 +135,28 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
     const ChunkOps c = chunk_sends(stages[static_cast<size_t>(i)], i, p, v);
     return c.forward_last + c.backward_last;
   };
-  double down = 0;
-  for (int64_t i = 0; i < p; ++i) down += round_trip(i);
+  // The stages whose warm-up runs every forward chunk before their first backward (the first ones at m = p): the
+  // round trip through them starts only after the busy stage's last forward (as in one_f_one_b_step_s).
+  double down = 0, upto = 0;
+  int64_t all_forwards = -1;
+  for (int64_t i = 0; i < p; ++i) {
+    const double r = round_trip(i);
+    down += r;
+    if (interleaved_warmup(p, v, i) >= m * v - 1) {
+      upto += r;
+      all_forwards = i;
+    }
+  }
   double up = 0, step = 0;
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
-    down -= round_trip(k);
-    const double path = up + md * t.total() +
-                        round_trip_stall(down, interleaved_warmup(p, v, k) - (v - 1) * p, chunk_ops,
-                                         t.forward_slot() / w, t.backward_slot() / w);
+    const double r = round_trip(k);
+    down -= r;
+    const double stall = std::max(round_trip_stall(down, interleaved_warmup(p, v, k) - (v - 1) * p, chunk_ops,
+                                                   t.forward_slot() / w, t.backward_slot() / w),
+                                  k < all_forwards ? upto - r : 0.0);
+    upto -= k < all_forwards ? r : 0.0;
+    const double path = up + md * t.total() + stall;
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     const ChunkOps c = chunk_sends(t, k, p, v);

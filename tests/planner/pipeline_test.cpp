@@ -235,6 +235,18 @@ TEST_CASE("per-stage ends: stage j ends its chain S_j before stage 0; a light st
   CHECK(z.step_s > zero_bubble_step_s(8, st));  // stage 0's end
 }
 
+TEST_CASE("1F1B, m < p: the stages whose warm-up holds every forward pass microbatch 0's backward on late") {
+  // p 6, m 3, stage 0 F 4 B 8, the others F 1 B 2. Stages 1..3 (warm-up p-1-k >= m-1) run all three forwards before
+  // their first backward, and the last forward leaves stage 0 at 12: microbatch 0's backward is back at stage 0 at
+  // 12 + 3 (1 + 2) = 21, stage 0 idle 9 after its forwards, then 3 x 8: step 45, as the list schedule of the 1F1B
+  // order gives (also drawn by hand). The round trip alone, 5 x 3 less stage 0's two later forwards, left it idle 7:
+  // 43.
+  std::vector<StageMicrobatchTime> st = uniform(6, 1.0, 2.0, 0.0);
+  st[0] = {4.0, 8.0, 0.0};
+  CHECK(pipeline_time(Schedule::one_f_one_b, 3, 1, st).step_s == doctest::Approx(45.0));
+  CHECK(list_scheduled_1f1b({4, 1, 1, 1, 1, 1}, {8, 2, 2, 2, 2, 2}, 3) == doctest::Approx(45.0));
+}
+
 TEST_CASE("per-stage ends: a delayed last send lengthens the final chain at that stage") {
   // Uniform 1F1B and GPipe (F 1, B 2), p 4, m 8: the last microbatch's gradient sends of stages 1..3 take 0.1, 0.2
   // and 0.3 longer (their links busy with the DP reduction). The step grows by the sum, 0.6; stage j ends the chain
