@@ -63,6 +63,9 @@ struct PipelineTime {
 //   max_k [ sum_{i<k} t_i + m t_k + max(0, D_k - n f_k) + max(0, D_k - n b_k) ]
 // Where the warm-up p-1-k reaches m-1 (the stages k <= p - m: every stage at m = 1, none at m > p) the last forward
 // precedes the first backward and the two waits are one gap: max(0, D_k - n min(f_k, b_k)) in place of the two terms.
+// Those stages also hold microbatch 0's backward until their own last forward, which k paces, so k's wait is at
+// least the round trip through the ones after it, sum_{k<j<=p-m} t_j (a heavy first stage with m < p: without it
+// down to -8.1% against the simulator, tests/simulator/task_graph_test.cpp).
 // Uniform stages: (m + p - 1) t, the textbook value, for every m. A lighter stage after the bottleneck costs less
 // than its t. Derived here from the 1F1B order (Narayanan et al. 2021, Sec. 2.2); against a list schedule of that
 // order over 3,000 seeded stage-time sets with m >= p (tests/planner/pipeline_test.cpp: first/last stages scaled as
@@ -77,7 +80,8 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with B_input
 // only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow its
 // last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the round
-// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = backward_slot, one gap where p-1-k >= m-1):
+// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = backward_slot, one gap where p-1-k >= m-1, and at least the
+// trip through the stages up to p - m, which run every forward first):
 //   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + stall_k
 // Returns max_k P_k, stage 0's end; pipeline_time() also takes the stages whose trailing W passes end later. Uniform
 // stages: m t + (p - 1)(F + B_input - W + p2p) for m >= p, Qi et al.'s bubble; (m + p - 1)(F + B_input + p2p) + W for
@@ -93,7 +97,8 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // chunk through the stages after k, D_k = sum_{j>k} t_j / v (with the sends that chunk makes: the last stage's last
 // chunk sends no activation, stage 0's chunk 0 no gradient), less the 2 (p-1-k) forward chunks its order runs
 // between that chunk's forward and backward, and the last microbatch's last chunk likewise, less the 2 (p-1-k)
-// backward chunks before its backward (one gap where the warm-up 2 (p-1-k) + (v-1) p reaches m v - 1):
+// backward chunks before its backward (one gap where the warm-up 2 (p-1-k) + (v-1) p reaches m v - 1; at least the
+// trip through the later stages whose warm-up runs every forward chunk first, as in 1F1B):
 //   max_k [ sum_{i<k} t_i / v + m t_k + max(0, D_k - n f_k / v) + max(0, D_k - n b_k / v) ],  n = 2 (p-1-k)
 // Uniform stages without sends: m t + (p - 1) t / v, Narayanan et al.'s bubble. It replaces m t_max +
 // (sum_i t_i - t_max) / v, which charged the stages after the bottleneck whole: on 200 seeded sets with light first
