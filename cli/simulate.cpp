@@ -152,7 +152,9 @@ Runner setup(CLI::App& app) {
     if (!so.overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = priced.parallel.overlap_cp_comm = false;
     so.record_timeline = !o->trace.empty() || !o->svg.empty() || o->ascii;
     const sim::SimResult r = sim::simulate(plan, so);
-    const TimeBreakdown closed = estimate(priced).time;
+    EstimateOptions eo;
+    eo.link_sharing = so.contention;
+    const TimeBreakdown closed = estimate(priced, eo).time;
     if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(r.timeline), "--trace");
     if (!o->svg.empty()) write_file_atomic(o->svg, sim::render_svg(r.timeline, title_of(plan)), "--svg");
     if (o->json) {

@@ -505,7 +505,7 @@ double peak_memory_bytes(const Plan& plan, int64_t* peak_stage) {
   return peak;
 }
 
-Estimate estimate(const Plan& plan) {
+Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
   Estimate e;
@@ -528,83 +528,19 @@ Estimate estimate(const Plan& plan) {
   e.fits = e.peak_memory_bytes <= e.capacity_bytes;
 
   StepScratch scratch;
-  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp);
+  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp, options);
   return e;
 }
 
-TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
-                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
-                        DpCost* dp_out) {
+// A stage's DP gradient reduction (step_time): its total, the part exposed after the stage's last pipeline op, and
+// the exposed parameter gather after the optimizer step.
+StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, const StageMicrobatchTime& t,
+                          double stage_p) {
   const ParallelConfig& pc = plan.parallel;
-  const int64_t p = pc.pp, m = pc.num_microbatches;
-  scratch.resize(static_cast<size_t>(p));
-  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
-  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
-  const int64_t v = pc.chunks_per_stage();
-  // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
-  // what remains is the fill / drain path's transfers, charged below.
-  const bool p2p_overlap = p > 1 && pc.overlaps_p2p();
-
-  // Time per stage and microbatch.
-  auto stage_time = [&](int64_t i) {
-    StageTime st;
-    st.stage = i;
-    st.layers = stage_layers(plan, i);
-    const double L = d(st.layers);
-    st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
-    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
-                          (i == p - 1 ? edge.output_backward_s : 0);
-    st.backward_weight_s = L * lc.backward_weight_s;
-    st.recompute_s = L * lc.recompute_s;
-    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
-    st.cp_comm_s = L * lc.exposed_cp_s;
-    st.ep_comm_s = L * lc.exposed_ep_s;
-    st.zero3_comm_s = L * lc.exposed_zero3_s;
-    const double sends = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
-    const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
-    st.p2p_s = sends * p2p_s;
-    StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
-    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
-    t.backward_weight_s = st.backward_weight_s;
-    t.p2p_forward_s = forward_sends * p2p_s;
-    t.p2p_backward_s = (sends - forward_sends) * p2p_s;
-    t.last_send_delay_s = 0;
-    st.per_microbatch_s = t.total();
-    return st;
-  };
-  if (stages) {
-    stages->clear();
-    stages->reserve(static_cast<size_t>(p));
-  }
-  int64_t prev_layers = -1;
-  for (int64_t i = 0; i < p; ++i) {
-    // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
-    if (!stages && i >= 1 && i < p - 1) {
-      const int64_t layers = stage_layers(plan, i);
-      if (i >= 2 && layers == prev_layers) {
-        mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
-        continue;
-      }
-      prev_layers = layers;
-    }
-    const StageTime st = stage_time(i);
-    if (stages) stages->push_back(st);
-  }
-  const double md = d(m);
-  // A stage's DP gradient reduction: its total, the part exposed after the stage's last pipeline op, and the exposed
-  // parameter gather after the optimizer step.
-  struct StageDp {
-    DpCost dc;
-    double total = 0, exposed = 0, gather = 0;
-  };
-  const auto stage_dp = [&](int64_t i, const StageMicrobatchTime& t, double stage_p) {
-    StageDp r;
-    r.dc = dp_cost(plan, stage_p);
-    const DpCost& dc = r.dc;
-    double& total = r.total;
-    double& exposed = r.exposed;
-    double& gather = r.gather;
+  const double md = d(pc.num_microbatches);
+  StageDpTail r;
+  r.dc = dp_cost(plan, stage_p);
+  const DpCost& dc = r.dc;
   if (dc.group > 1) {
     const double bwd = t.backward_input_s + t.backward_weight_s;
     // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
@@ -613,7 +549,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const bool zb = pc.schedule == Schedule::zero_bubble;
     const double backward_window = zb ? t.backward_weight_s : bwd;
     if (dc.per_microbatch) {
-      total = md * dc.grad_reduce_s;
+      r.total = md * dc.grad_reduce_s;
       // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
       // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
       const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
@@ -638,28 +574,98 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
           pc.schedule == Schedule::gpipe
               ? md * (gathers + dc.grad_reduce_s - bwd)
               : first_release + md * (forward_gathers + gathers + dc.grad_reduce_s) - before_release - md * t.total();
-      exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : total;
+      r.exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : r.total;
     } else {
-      total = dc.grad_reduce_s;
-      exposed = pc.overlap_dp_comm
+      r.total = dc.grad_reduce_s;
+      r.exposed = pc.overlap_dp_comm
                     ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
-                    : total;
+                    : r.total;
     }
     // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
     // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
     if (dc.param_gather_s > 0) {
-      total += dc.param_gather_s;
-      gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
+      r.total += dc.param_gather_s;
+      r.gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
                                   : dc.param_gather_s;
     }
   }
-    return r;
+  return r;
+}
+
+TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
+                        DpCost* dp_out, const EstimateOptions& options) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp, m = pc.num_microbatches;
+  scratch.resize(static_cast<size_t>(p));
+  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
+  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
+  const int64_t v = pc.chunks_per_stage();
+  // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
+  // what remains is the fill / drain path's transfers, charged below.
+  const bool p2p_overlap = p > 1 && pc.overlaps_p2p();
+
+  // Time per stage and microbatch.
+  auto stage_time = [&](int64_t i, StageMicrobatchTime& t) {
+    StageTime st;
+    st.stage = i;
+    st.layers = stage_layers(plan, i);
+    const double L = d(st.layers);
+    st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
+    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
+                          (i == p - 1 ? edge.output_backward_s : 0);
+    st.backward_weight_s = L * lc.backward_weight_s;
+    st.recompute_s = L * lc.recompute_s;
+    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+    st.cp_comm_s = L * lc.exposed_cp_s;
+    st.ep_comm_s = L * lc.exposed_ep_s;
+    st.zero3_comm_s = L * lc.exposed_zero3_s;
+    const double sends = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
+    const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
+    st.p2p_s = sends * p2p_s;
+    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
+    t.backward_weight_s = st.backward_weight_s;
+    t.p2p_forward_s = forward_sends * p2p_s;
+    t.p2p_backward_s = (sends - forward_sends) * p2p_s;
+    t.last_send_delay_s = 0;
+    st.per_microbatch_s = t.total();
+    return st;
+  };
+  if (stages) {
+    stages->clear();
+    stages->reserve(static_cast<size_t>(p));
+  }
+  int64_t prev_layers = -1;
+  for (int64_t i = 0; i < p; ++i) {
+    // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
+    if (!stages && i >= 1 && i < p - 1) {
+      const int64_t layers = stage_layers(plan, i);
+      if (i >= 2 && layers == prev_layers) {
+        mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
+        continue;
+      }
+      prev_layers = layers;
+    }
+    const StageTime st = stage_time(i, mb[static_cast<size_t>(i)]);
+    if (stages) stages->push_back(st);
+  }
+  const double md = d(m);
+  // Each stage's DP tail once per step (the link-sharing pass below and the tails both need it).
+  std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});
+  const auto dp_tail = [&](int64_t i, const StageMicrobatchTime& t, double stage_p) -> const StageDpTail& {
+    const auto k = static_cast<size_t>(i);
+    if (!scratch.dp_ready[k]) {
+      scratch.dp[k] = stage_dp_tail(plan, lc, i, t, stage_p);
+      scratch.dp_ready[k] = 1;
+    }
+    return scratch.dp[k];
   };
   // A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
   // both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
   // left. Where the pipeline neighbours and the DP group are on one tier, the reduction overlaps the backward and
   // runs once per step; ZB-H1's last send precedes the W passes that release the buckets.
-  if (p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
+  if (options.link_sharing && p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
       group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
           group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
     for (int64_t i = 1; i < p; ++i) {
@@ -670,7 +676,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       }
       const double stage_p = stage_params(plan, i, params);
       const int64_t layers = stage_layers(plan, i);
-      const StageDp sd = stage_dp(i, t, stage_p);
+      const StageDpTail& sd = dp_tail(i, t, stage_p);
       // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
       // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
       const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
@@ -683,7 +689,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
-  const StageTime slow = stage_time(pt.slowest_stage);  // recomputed: the same numbers as in the loop
+  StageMicrobatchTime unused;  // mb keeps the delays the pipeline was timed with
+  const StageTime slow = stage_time(pt.slowest_stage, unused);  // recomputed: the same numbers as in the loop
   tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
   tb.tp_comm_s = md * slow.tp_comm_s;
   tb.cp_comm_s = md * slow.cp_comm_s;
@@ -723,7 +730,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     prev = i;
     const double stage_p = stage_params(plan, i, params);
     const double tied = embedding_grad_sync_s(plan, i);
-    const StageDp sd = stage_dp(i, t, stage_p);
+    const StageDpTail& sd = dp_tail(i, t, stage_p);
     const DpCost& dc = sd.dc;
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it

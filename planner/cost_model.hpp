@@ -62,6 +62,13 @@ struct DpCost {
   int64_t group = 1;             // dp * cp ranks
 };
 
+// One stage's DP gradient reduction in the step (step_time): the DpCost, its total time, the part exposed after the
+// stage's last pipeline op, and the exposed parameter gather after the optimizer step.
+struct StageDpTail {
+  DpCost dc;
+  double total = 0, exposed = 0, gather = 0;
+};
+
 struct StageMemory {
   int64_t stage = 0;
   int64_t layers = 0;
@@ -121,8 +128,15 @@ struct Estimate {
   TimeBreakdown time;
 };
 
+// What the closed form models beyond the plan's own knobs.
+struct EstimateOptions {
+  // A stage's last gradient send shares its link with the stage's DP reduction (step_time); off, as for the
+  // simulator's --no-contention, every transfer has the whole link.
+  bool link_sharing = true;
+};
+
 // Full estimate. The plan must pass validate() (config.hpp).
-Estimate estimate(const Plan& plan);
+Estimate estimate(const Plan& plan, const EstimateOptions& options = {});
 
 // Cheap per-stage memory (the search's feasibility bound) and the peak over stages, without allocating.
 StageMemory stage_memory(const Plan& plan, int64_t stage);
@@ -153,10 +167,14 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
 struct StepScratch {
   std::vector<StageMicrobatchTime> microbatch;  // per stage
   std::vector<double> lead;                     // per stage: pipeline_time()'s
+  std::vector<StageDpTail> dp;                  // per stage, where dp_ready
+  std::vector<uint8_t> dp_ready;
   void resize(size_t stages) {
     if (microbatch.size() < stages) {
       microbatch.resize(stages);
       lead.resize(stages);
+      dp.resize(stages);
+      dp_ready.resize(stages);
     }
   }
 };
@@ -165,7 +183,8 @@ struct StepScratch {
 // to pp stages; `stages` (optional) receives the per-stage times; `dp` (optional) the deciding stage's DpCost.
 TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
                         const PlanParamCounts& params, StepScratch& scratch,
-                        std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr);
+                        std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr,
+                        const EstimateOptions& options = {});
 
 // Bytes of memory-bound traffic of one layer for one microbatch on one GPU, counted pass by pass (cost_model.cpp):
 // element-wise ops (norms, residual adds, dropout, activation function, rotary) and, with the unfused attention

@@ -127,8 +127,9 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m), w = static_cast<double>(v);
   // Forward chunks after F(0, v-1) until B(0, v-1): the warm-up less the (v-1) p before F(0, v-1); the chunk-op count
-  // round_trip_stall's "m" stands for: m v less those same (v-1) p (at least p, as m is a multiple of p).
-  const int64_t chunk_ops = m * v - (v - 1) * p;
+  // round_trip_stall's "m" stands for: m v less those same (v-1) p (at least p where m is a multiple of p, as
+  // validate() requires; at least 1 for other callers).
+  const int64_t chunk_ops = std::max<int64_t>(1, m * v - (v - 1) * p);
   // Microbatch 0's last chunk makes the round trip through the stages after k; the stages before k fill and drain
   // with chunk 0.
   const auto round_trip = [&](int64_t i) {

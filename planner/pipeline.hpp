@@ -37,7 +37,6 @@ struct StageMicrobatchTime {
   // The last microbatch's gradient send takes this much longer: it shares the stage's link with the stage's DP
   // reduction, running by then (cost_model.cpp step_time). Once per step, on the final backward chain.
   double last_send_delay_s = 0;
-  double p2p_s() const { return p2p_forward_s + p2p_backward_s; }
   double forward_slot() const { return forward_s + p2p_forward_s; }
   double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
   double total() const { return forward_slot() + backward_slot(); }
