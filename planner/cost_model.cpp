@@ -663,8 +663,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   };
   // A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
   // both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
-  // left. Where the pipeline neighbours and the DP group are on one tier, the reduction overlaps the backward and
-  // runs once per step; ZB-H1's last send precedes the W passes that release the buckets.
+  // left. It applies where the pipeline neighbours and the DP group are on one tier and the reduction overlaps the
+  // backward (once per step: ZeRO-2/3 need pp 1), and not to ZB-H1, whose last send precedes the W passes that
+  // release the buckets.
   if (options.link_sharing && p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
       group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
           group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
@@ -680,9 +681,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
       // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
       const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
-      if (sd.dc.group > 1 && !sd.dc.per_microbatch) {
-        t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
-      }
+      if (sd.dc.group > 1) t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
     }
   }
   const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);

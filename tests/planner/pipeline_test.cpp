@@ -260,6 +260,24 @@ TEST_CASE("per-stage ends: a delayed last send lengthens the final chain at that
     const double expected[4] = {0.0, 2.0, 4.1, 6.3};
     for (size_t j = 0; j < 4; ++j) CHECK(lead[j] == doctest::Approx(expected[j]));
   }
+  // Interleaved, v 2, m 8: the step m t + (p-1) t / v = 28.5 grows by the same 0.6; the final chain runs chunk 0,
+  // b / v = 1 per stage: stage j ends 0, 1, 2.1, 3.3 before stage 0.
+  std::vector<StageMicrobatchTime> st = uniform(4, 1.0, 2.0, 0.0);
+  for (size_t j = 1; j < 4; ++j) st[j].last_send_delay_s = 0.1 * static_cast<double>(j);
+  std::vector<double> lead(4);
+  CHECK(pipeline_time(Schedule::interleaved, 8, 2, uniform(4, 1.0, 2.0, 0.0)).step_s == doctest::Approx(28.5));
+  CHECK(pipeline_time(Schedule::interleaved, 8, 2, st, lead).step_s == doctest::Approx(29.1));
+  const double expected[4] = {0.0, 1.0, 2.1, 3.3};
+  for (size_t j = 0; j < 4; ++j) CHECK(lead[j] == doctest::Approx(expected[j]));
+  // A light last stage (0.3 of the others), m = p = 4, v 2: its end is the floor's (the last microbatch's trip
+  // through all p v virtual stages), which its own delayed send lengthens too: it ends exactly 0.5 later.
+  st = uniform(4, 1.0, 2.0, 0.0);
+  st[3] = {0.3, 0.6, 0.0};
+  const PipelineTime before = pipeline_time(Schedule::interleaved, 4, 2, st, lead);
+  const double end_before = before.step_s - lead[3];
+  st[3].last_send_delay_s = 0.5;
+  const PipelineTime after = pipeline_time(Schedule::interleaved, 4, 2, st, lead);
+  CHECK(after.step_s - lead[3] - end_before == doctest::Approx(0.5));
 }
 
 TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at most 6% below, exact when uniform") {

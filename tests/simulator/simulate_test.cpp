@@ -514,9 +514,43 @@ TEST_CASE("simulate: a last send sharing its link with the DP reduction, in the 
   free_links.contention = false;
   const double closed = estimate(plan).time.step_s, simulated = simulate(plan).summary.step_s;
   const double uncontended = simulate(plan, free_links).summary.step_s;
-  MESSAGE("closed form " << closed << " s, simulated " << simulated << " s, without contention " << uncontended << " s");
+  MESSAGE("closed form " << closed << " s, simulated " << simulated << " s, without contention " << uncontended
+                          << " s");
   CHECK(simulated / uncontended > 1.03);
   CHECK(std::abs(closed / simulated - 1.0) < 0.005);
+  // Without link sharing (simulate --no-contention) the closed form drops the term and meets that simulation.
+  EstimateOptions apart;
+  apart.link_sharing = false;
+  CHECK(std::abs(estimate(plan, apart).time.step_s / uncontended - 1.0) < 0.005);
+  // Where no send shares a link with a running reduction, the term is 0: ZB-H1 (its buckets leave in the W passes
+  // after its last send), overlapped interleaved sends, DP inside a node while the pipeline crosses nodes, no DP
+  // overlap (the reduction starts after the send). (ZeRO-2/3 need pp 1: no sends.)
+  const auto unchanged = [&apart](const Plan& q) {
+    REQUIRE(validate(q).ok());
+    return estimate(q).time.step_s == estimate(q, apart).time.step_s;
+  };
+  CHECK_FALSE(unchanged(plan));
+  Plan q = plan;
+  q.parallel.schedule = Schedule::zero_bubble;
+  CHECK(unchanged(q));
+  q = plan;
+  q.parallel.schedule = Schedule::interleaved;
+  q.parallel.vpp = 2;
+  q.parallel.num_microbatches = 16;
+  q.training.global_batch = 128;
+  q.parallel.overlap_p2p_comm = true;
+  CHECK(unchanged(q));
+  q.parallel.overlap_p2p_comm = false;
+  CHECK_FALSE(unchanged(q));
+  q = plan;
+  q.parallel.overlap_dp_comm = false;
+  CHECK(unchanged(q));
+  q = plan;  // tp 1, dp 8: the DP group fills a node, the pipeline crosses nodes
+  q.parallel.tp = 1;
+  q.parallel.dp = 8;
+  q.parallel.pp = 4;
+  q.num_gpus = 32;
+  CHECK(unchanged(q));
 }
 
 TEST_CASE("simulate: step_graph_tasks counts exactly the tasks simulate() builds, without building them") {
