@@ -142,7 +142,7 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
 // latest end. Against the simulator on 600 seeded uneven stage sets, each without communication and with blocking
 // sends (tests/simulator/task_graph_test.cpp), GPipe's step and stage ends are exact, 1F1B's and ZB-H1's never late
-// and at most 3.0% / 5.3% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
+// and at most 3.0% / 5.2% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
 // every path through it or a later stage, its own end and the ends of the stages before it.
 // Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
