@@ -29,6 +29,25 @@ StepCosts uniform(int64_t p, int64_t v, double f, double b_in, double b_w, doubl
   }
   return c;
 }
+// Stage times `st` (per microbatch; a stage's v chunks share them equally) as the simulator's costs, with blocking
+// sends of `send` per transfer; sets st's send fields to what the closed form charges each stage for them.
+StepCosts with_sends(std::vector<StageMicrobatchTime>& st, int64_t v, double send) {
+  const auto p = static_cast<int64_t>(st.size());
+  StepCosts c = uniform(p, v, 0, 0, 0, send);
+  c.p2p_blocking = true;
+  for (size_t i = 0; i < st.size(); ++i) {
+    for (auto& ch : c.stages[i].chunks) {
+      ch.forward_s = st[i].forward_s / static_cast<double>(v);
+      ch.backward_input_s = st[i].backward_input_s / static_cast<double>(v);
+      ch.backward_weight_s = st[i].backward_weight_s / static_cast<double>(v);
+    }
+    const auto k = static_cast<int64_t>(i);
+    const double forward = p2p_forward_sends(k, p, v);
+    st[i].p2p_forward_s = forward * send;
+    st[i].p2p_backward_s = (p2p_sends_per_microbatch(k, p, v) - forward) * send;
+  }
+  return c;
+}
 double bubble_fraction(const SimResult& r, int64_t stage = 0) {
   return r.summary.stages[static_cast<size_t>(stage)].bubble_s / r.summary.step_s;
 }
@@ -139,16 +158,7 @@ TEST_CASE("task graph: uneven stages: pipeline_time's step and per-stage ends ag
     const double send = 0.05 + 0.4 * static_cast<double>((static_cast<uint64_t>(trial) * 2654435761ULL) % 1000) / 1000;
     ++sets;
     for (int comm = 0; comm < 2; ++comm) {
-      StepCosts c = uniform(p, 1, 0, 0, 0, comm ? send : 0.0);
-      c.p2p_blocking = true;
-      for (size_t i = 0; i < st.size(); ++i) {
-        c.stages[i].chunks[0].forward_s = st[i].forward_s;
-        c.stages[i].chunks[0].backward_input_s = st[i].backward_input_s;
-        c.stages[i].chunks[0].backward_weight_s = st[i].backward_weight_s;
-        const auto k = static_cast<int64_t>(i);
-        st[i].p2p_forward_s = comm ? p2p_forward_sends(k, p, 1) * send : 0.0;
-        st[i].p2p_backward_s = comm ? (p2p_sends_per_microbatch(k, p, 1) - p2p_forward_sends(k, p, 1)) * send : 0.0;
-      }
+      const StepCosts c = with_sends(st, 1, comm ? send : 0.0);
       for (int s = 0; s < 3; ++s) {
         std::vector<double> lead(static_cast<size_t>(p));
         const double closed = pipeline_time(schedules[s], m, 1, st, lead).step_s;
@@ -213,19 +223,7 @@ TEST_CASE("task graph: a heavy first stage with few microbatches: never above th
     for (int comm = 0; comm < 2; ++comm) {
       for (int s = 0; s < 3; ++s) {
         const int64_t chunks = s == 2 ? v : 1, micro = s == 2 ? m_ilv : m;
-        StepCosts c = uniform(p, chunks, 0, 0, 0, comm ? send / static_cast<double>(chunks) : 0.0);
-        c.p2p_blocking = true;
-        for (size_t i = 0; i < st.size(); ++i) {
-          for (auto& ch : c.stages[i].chunks) {
-            ch.forward_s = st[i].forward_s / static_cast<double>(chunks);
-            ch.backward_input_s = st[i].backward_input_s / static_cast<double>(chunks);
-            ch.backward_weight_s = st[i].backward_weight_s / static_cast<double>(chunks);
-          }
-          const auto k = static_cast<int64_t>(i);
-          const double x = comm ? send / static_cast<double>(chunks) : 0.0;
-          st[i].p2p_forward_s = p2p_forward_sends(k, p, chunks) * x;
-          st[i].p2p_backward_s = (p2p_sends_per_microbatch(k, p, chunks) - p2p_forward_sends(k, p, chunks)) * x;
-        }
+        const StepCosts c = with_sends(st, chunks, comm ? send / static_cast<double>(chunks) : 0.0);
         const double closed = pipeline_time(schedules[s], micro, chunks, st).step_s;
         const SimResult r = simulate_costs(make_schedule(schedules[s], p, micro, chunks), c);
         const double rel = closed / r.summary.step_s - 1;
@@ -269,18 +267,7 @@ TEST_CASE("task graph: interleaved with uneven edge stages: paths never above th
     }
     const double send = 0.02 + 0.15 * static_cast<double>((static_cast<uint64_t>(trial) * 2654435761ULL) % 1000) / 1000;
     for (int comm = 0; comm < 2; ++comm) {
-      StepCosts c = uniform(p, v, 0, 0, 0, comm ? send : 0.0);
-      c.p2p_blocking = true;
-      for (size_t i = 0; i < st.size(); ++i) {
-        for (auto& ch : c.stages[i].chunks) {
-          ch.forward_s = st[i].forward_s / static_cast<double>(v);
-          ch.backward_input_s = st[i].backward_input_s / static_cast<double>(v);
-          ch.backward_weight_s = st[i].backward_weight_s / static_cast<double>(v);
-        }
-        const auto k = static_cast<int64_t>(i);
-        st[i].p2p_forward_s = comm ? p2p_forward_sends(k, p, v) * send : 0.0;
-        st[i].p2p_backward_s = comm ? (p2p_sends_per_microbatch(k, p, v) - p2p_forward_sends(k, p, v)) * send : 0.0;
-      }
+      const StepCosts c = with_sends(st, v, comm ? send : 0.0);
       std::vector<double> lead(static_cast<size_t>(p));
       const double closed = pipeline_time(Schedule::interleaved, m, v, st, lead).step_s;
       const SimResult r = simulate_costs(make_schedule(Schedule::interleaved, p, m, v), c);
