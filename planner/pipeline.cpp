@@ -69,36 +69,17 @@ ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t
 }
 }  // namespace
 
-double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+namespace {
+// The 1F1B and ZB-H1 paths (pipeline.hpp): each stage k busy from its first forward to its last backward, the stages
+// before it filling and draining with `round` each (1F1B: the whole t; ZB-H1: F + B_input and sends), the round trip
+// through the stages after it stalling k, at least through those up to p - m, which run every forward first.
+// ZB-H1 adds stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at
+// pp 1 is exactly m t, as 1F1B).
+double busy_stage_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, bool zb) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
+  const auto round = [zb](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
   const int64_t all_forwards = p - m;  // the last stage whose warm-up runs every forward before its first backward
-  double down = 0, upto = 0;
-  for (int64_t i = 0; i < p; ++i) {
-    const double t = stages[static_cast<size_t>(i)].total();
-    down += t;
-    if (i <= all_forwards) upto += t;
-  }
-  double up = 0, step = 0;
-  for (int64_t k = 0; k < p; ++k) {
-    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
-    const double tk = t.total();
-    down -= tk;
-    const double stall = std::max(round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot()),
-                                  k < all_forwards ? upto - up - tk : 0.0);
-    const double path = up + md * tk + stall;
-    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
-    step = std::max(step, path);
-    up += tk;
-  }
-  return step;
-}
-
-double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
-  const auto p = static_cast<int64_t>(stages.size());
-  const double md = static_cast<double>(m);
-  const auto round = [](const StageMicrobatchTime& t) { return t.total() - t.backward_weight_s; };
-  const int64_t all_forwards = p - m;  // as in one_f_one_b_step_s
   double down = 0, upto = 0;
   for (int64_t i = 0; i < p; ++i) {
     const double u = round(stages[static_cast<size_t>(i)]);
@@ -109,18 +90,26 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   const double w0 = stages.empty() ? 0.0 : stages[0].backward_weight_s;
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
-    down -= round(t);
-    // Stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at pp 1 is
-    // exactly m t, as 1F1B).
-    const double trailing = w0 - trailing_weights_s(k, m, t);
+    const double u = round(t);
+    down -= u;
+    const double trailing = zb ? w0 - trailing_weights_s(k, m, t) : 0.0;
     const double stall = std::max(round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot()),
-                                  k < all_forwards ? upto - up - round(t) : 0.0);
+                                  k < all_forwards ? upto - up - u : 0.0);
     const double path = up + md * t.total() + trailing + stall;
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
-    up += round(t);
+    up += u;
   }
   return step;
+}
+}  // namespace
+
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  return busy_stage_paths(m, stages, paths, false);
+}
+
+double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  return busy_stage_paths(m, stages, paths, true);
 }
 
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
@@ -151,7 +140,8 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
   double up = 0, step = 0;
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
-    const double r = round_trip(k);
+    const ChunkOps c = chunk_sends(t, k, p, v);
+    const double r = c.forward_last + c.backward_last;
     down -= r;
     const double stall = std::max(round_trip_stall(down, interleaved_warmup(p, v, k) - (v - 1) * p, chunk_ops,
                                                    t.forward_slot() / w, t.backward_slot() / w),
@@ -160,7 +150,6 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
     const double path = up + md * t.total() + stall;
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
-    const ChunkOps c = chunk_sends(t, k, p, v);
     up += c.forward_first + c.backward_first;
   }
   return step;
@@ -190,8 +179,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   const double md = static_cast<double>(m);
   const bool zb = s == Schedule::zero_bubble;
   const double w0 = stages[0].backward_weight_s;
-  // A stage's forward slot and its op on the backward chain (B, ZB-H1: B_input), each with the sends after it.
-  const auto fwd = [](const StageMicrobatchTime& t) { return t.forward_slot(); };
+  // A stage's op on the backward chain (B, ZB-H1: B_input) with the sends after it (its forward: forward_slot()).
   const auto chain_op = [zb](const StageMicrobatchTime& t) {
     return t.backward_slot() - (zb ? t.backward_weight_s : 0.0);
   };
@@ -202,8 +190,8 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       t_max = stages[i].total();
       r.slowest_stage = static_cast<int64_t>(i);
     }
-    f_sum += fwd(stages[i]);
-    f_max = std::max(f_max, fwd(stages[i]));
+    f_sum += stages[i].forward_slot();
+    f_max = std::max(f_max, stages[i].forward_slot());
     b_sum += chain_op(stages[i]);
   }
   r.busy_s = md * t_max;
@@ -235,7 +223,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       last -= c.forward_last;
       const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
       const double before = static_cast<double>(m * v - 1 - warm);
-      end_floor = std::max(end_floor, first + md * fwd(stages[k]) + before * chain_op(stages[k]) / w + last + b_sum);
+      end_floor = std::max(end_floor, first + md * stages[k].forward_slot() + before * chain_op(stages[k]) / w + last + b_sum);
       first += c.forward_first;
     }
   }
@@ -253,7 +241,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
   for (size_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[j];
-    const double f = fwd(t), b = chain_op(t);
+    const double f = t.forward_slot(), b = chain_op(t);
     const double weights = zb ? trailing_weights_s(static_cast<int64_t>(j), m, t) : 0.0;
     double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
     chain += (interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b) + t.last_send_delay_s;
