@@ -223,7 +223,8 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
       last -= c.forward_last;
       const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
       const double before = static_cast<double>(m * v - 1 - warm);
-      end_floor = std::max(end_floor, first + md * stages[k].forward_slot() + before * chain_op(stages[k]) / w + last + b_sum);
+      end_floor = std::max(end_floor,
+                           first + md * stages[k].forward_slot() + before * chain_op(stages[k]) / w + last + b_sum);
       first += c.forward_first;
     }
   }
