@@ -130,3 +130,26 @@ TEST_CASE("measured_gpu writes the bf16 fit as gemm.peak_fraction, fp16 when no 
   CHECK(profile_gemm_fit(fits)->dtype == DType::bf16);
   CHECK(profile_gemm_fit({}) == nullptr);
 }
+
+TEST_CASE("measured_gpu on the host: measured rates as peaks, no GPU tile or wave shape, no launch overhead") {
+  const GpuSpec& base = h100();
+  CalibrationResult r;
+  r.device = "host";
+  r.hbm_bandwidth_Bps = 5e9;
+  // A 64^3 and a 256^3 bf16 GEMM measured at 2 and 3 GFLOP/s: the best rate becomes the bf16 peak.
+  r.gemm.push_back({DType::bf16, 64, 64, 64, 2.0 * 64 * 64 * 64 / 2e9, 2e9, true});
+  r.gemm.push_back({DType::bf16, 256, 256, 256, 2.0 * 256 * 256 * 256 / 3e9, 3e9, true});
+  const GpuSpec g = measured_gpu(base, r, true, "host-profile");
+  CHECK(g.peak(DType::bf16) == 3e9);
+  CHECK(g.gemm.peak_fraction == 1.0);
+  CHECK(g.gemm.sm_count == 1);
+  CHECK(wave_efficiency(g.gemm, 3, 5, 7) == 1.0);
+  // The 256^3 GEMM is predicted at its measured time: with the H100's 128 x 256 tiles on 132 SMs it was charged
+  // 132 / 2 = 66 times its flops' worth (one partial wave of two tiles), plus 4 us of launch overhead.
+  CHECK(gemm_time_s(g, DType::bf16, 256, 256, 256) == doctest::Approx(2.0 * 256 * 256 * 256 / 3e9).scale(0).epsilon(1e-12));
+  CHECK(gemm_time_s(base, DType::bf16, 256, 256, 256) > 0);
+  GpuSpec with_h100_shape = g;
+  with_h100_shape.gemm = base.gemm;
+  with_h100_shape.gemm.peak_fraction = 1.0;
+  CHECK(gemm_time_s(with_h100_shape, DType::bf16, 256, 256, 256) > 60 * gemm_time_s(g, DType::bf16, 256, 256, 256));
+}
