@@ -33,11 +33,18 @@ std::string title_of(const Plan& plan) {
                      pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "", pc.num_microbatches);
 }
 
-std::string render_text(const Plan& plan, const sim::SimResult& r, const TimeBreakdown& closed, const std::string& note) {
+std::string render_text(const Plan& plan, const sim::SimResult& r, const Estimate& est, const std::string& note) {
   const sim::SimSummary& s = r.summary;
+  const TimeBreakdown& closed = est.time;
   std::string o;
   if (!note.empty()) o += note + "\n";
   o += title_of(plan) + "\n";
+  if (!est.fits) {
+    o += fmt::format("DOES NOT FIT: peak {} on stage {} exceeds {} by {} (`parplan estimate` gives the breakdown); "
+                     "the step is simulated as if it fit\n",
+                     fmt_bytes(est.peak_memory_bytes), est.peak_stage, fmt_bytes(est.capacity_bytes),
+                     fmt_bytes(est.peak_memory_bytes - est.capacity_bytes));
+  }
   o += fmt::format("Simulated step {}  | closed form {} ({:+.2f}%)  | {} tasks, {} events\n\n", fmt_seconds(s.step_s),
                    fmt_seconds(closed.step_s), 100.0 * (s.step_s / closed.step_s - 1.0), s.tasks, s.events);
   o += fmt::format("Where the step goes (stage {}, the busiest)\n", s.critical_stage);
@@ -68,10 +75,14 @@ std::string render_text(const Plan& plan, const sim::SimResult& r, const TimeBre
   return o;
 }
 
-nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const TimeBreakdown& closed, const sim::SimOptions& opt) {
+nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const Estimate& est, const sim::SimOptions& opt) {
   const sim::SimSummary& s = r.summary;
+  const TimeBreakdown& closed = est.time;
   nlohmann::json j;
   j["plan"] = title_of(plan);
+  j["fits"] = est.fits;
+  j["peak_memory_bytes"] = est.peak_memory_bytes;
+  j["capacity_bytes"] = est.capacity_bytes;
   j["options"] = {{"overlap", opt.overlap}, {"contention", opt.contention}, {"bucket_bytes", plan.training.dp_bucket_bytes}};
   j["step_s"] = s.step_s;
   j["closed_form_step_s"] = closed.step_s;
@@ -154,7 +165,7 @@ Runner setup(CLI::App& app) {
     const sim::SimResult r = sim::simulate(plan, so);
     EstimateOptions eo;
     eo.link_sharing = so.contention;
-    const TimeBreakdown closed = estimate(priced, eo).time;
+    const Estimate closed = estimate(priced, eo);
     if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(r.timeline), "--trace");
     if (!o->svg.empty()) write_file_atomic(o->svg, sim::render_svg(r.timeline, title_of(plan)), "--svg");
     if (o->json) {

@@ -223,6 +223,30 @@ TEST_CASE("a document written to stdout ('-') is all of stdout; the human report
   CHECK(g.err.find("Simulated step") != std::string::npos);
 }
 
+TEST_CASE("simulate says when the plan does not fit (text and --json), as estimate does, and still simulates it") {
+  const std::vector<std::string> big = {"simulate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "64",
+                                        "--tp", "8", "--pp", "8", "--global-batch", "512", "--micro-batch", "4"};
+  const auto t = run_parplan(big);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("DOES NOT FIT: peak") != std::string::npos);
+  CHECK(t.out.find("Simulated step") != std::string::npos);
+  auto json_args = big;
+  json_args.push_back("--json");
+  const auto j = run_parplan(json_args);
+  REQUIRE(j.exit_code == 0);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  CHECK(doc["fits"] == false);
+  CHECK(doc["peak_memory_bytes"].get<double>() > doc["capacity_bytes"].get<double>());
+  const auto fits = run_parplan({"simulate", "--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--pp", "4",
+                                 "--microbatches", "6", "--json"});
+  REQUIRE(fits.exit_code == 0);
+  const nlohmann::json f = nlohmann::json::parse(fits.out);
+  CHECK(f["fits"] == true);
+  CHECK(f["peak_memory_bytes"].get<double>() < f["capacity_bytes"].get<double>());
+  CHECK(run_parplan({"simulate", "--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--pp", "4", "--microbatches",
+                     "6"}).out.find("DOES NOT FIT") == std::string::npos);
+}
+
 TEST_CASE("--json per-stage terms add up: estimate's per-microbatch time, simulate's busy time (EP and ZeRO-3 included)") {
   // estimate left out the ZeRO-3 term and simulate the EP and ZeRO-3 terms, so the listed terms fell short of total.
   const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "16", "--dp", "16", "--microbatches", "2",
