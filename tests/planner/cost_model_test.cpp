@@ -12,15 +12,17 @@
 
 using namespace parplan;
 
-TEST_CASE("Korthikanti 2022 GPT-3 175B (64 A100-80GB, tp 8, pp 8, selective + SP): within 10% of 13.75 s and fits") {
+TEST_CASE("Korthikanti 2022 GPT-3 175B (64 A100-80GB, tp 8, pp 8, selective + SP): within 5% of 13.75 s and fits") {
   const Plan p = test::korthikanti_175b();
   REQUIRE(validate(p).ok());
   const Estimate e = estimate(p);
-  CHECK(std::fabs(e.time.step_s - 13.75) / 13.75 < 0.10);
+  CHECK(std::fabs(e.time.step_s - 13.75) / 13.75 < 0.05);
   CHECK(e.fits);
   CHECK(e.peak_memory_bytes < 80.0 * 1024 * 1024 * 1024);
-  // Published MFU for this run: 51.4% (Korthikanti 2022 Table 4 / published-runs.json); ours from the same FLOP basis.
-  CHECK(e.time.mfu == doctest::Approx(0.514).epsilon(0.10));
+  // Published MFU for this run: 51.4% (Korthikanti 2022 Table 5 / published-runs.json); ours from the same FLOP basis,
+  // within 3% of it (relative: scale(0), doctest's default scale of 1 would let 0.36..0.67 pass).
+  MESSAGE("MFU ", e.time.mfu, " (published 0.514)");
+  CHECK(e.time.mfu == doctest::Approx(0.514).scale(0).epsilon(0.03));
 }
 
 TEST_CASE("the step-time terms add up to the step, fractions to one") {
@@ -129,7 +131,10 @@ TEST_CASE("Korthikanti 2022 Table 4: full recompute costs 1.34x selective + SP p
   MESSAGE("per layer: full ", per_layer(full) * 1e3, " ms (published 27.2), selective+SP ", per_layer(sel) * 1e3,
           " ms (published 20.3)");
   MESSAGE("full / selective+SP per layer: ", ratio, " (published 1.34)");
-  CHECK(ratio == doctest::Approx(27.2 / 20.3).epsilon(0.04));
+  CHECK(ratio == doctest::Approx(27.2 / 20.3).scale(0).epsilon(0.06));
+  // Each mode's time per layer within 10% of the published one.
+  CHECK(per_layer(full) == doctest::Approx(27.2e-3).scale(0).epsilon(0.10));
+  CHECK(per_layer(sel) == doctest::Approx(20.3e-3).scale(0).epsilon(0.10));
   // Sequence parallelism shortens the forward (Table 4: 7.2 vs 7.7 ms).
   Plan nosp = sel;
   nosp.parallel.sequence_parallel = false;
@@ -242,7 +247,7 @@ TEST_CASE("Megatron-LM 2021 vs 2022 on one 1T plan: the published 8.7% gap") {
   p21.training.fused_grad_accumulation = false;
   const double ratio = estimate(p21).time.step_s / estimate(p22).time.step_s;
   MESSAGE("2021 / 2022 step time: ", ratio, " (published 102.63 / 94.42 = ", 102.63 / 94.42, ")");
-  CHECK(ratio == doctest::Approx(102.63 / 94.42).epsilon(0.015));
+  CHECK(ratio == doctest::Approx(102.63 / 94.42).scale(0).epsilon(0.015));
   // Without the accumulation pass the model explains less than two thirds of the gap.
   Plan no_pass = p21;
   no_pass.training.fused_grad_accumulation = true;

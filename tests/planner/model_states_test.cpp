@@ -15,7 +15,7 @@ TEST_CASE("ZeRO paper Figure 1: 7.5B parameters on 64 GPUs: 120 / 31.4 / 16.6 / 
   o.zero_stage = 2;
   CHECK(model_state_bytes(psi, 64, o).total() / 1e9 == doctest::Approx(16.6).epsilon(0.003));
   o.zero_stage = 3;
-  CHECK(model_state_bytes(psi, 64, o).total() / 1e9 == doctest::Approx(1.9).epsilon(0.02));
+  CHECK(model_state_bytes(psi, 64, o).total() / 1e9 == doctest::Approx(1.9).scale(0).epsilon(0.02));
 }
 
 TEST_CASE("175B with Adam: 2.8 TB of model states, 43.75 GB per GPU fully sharded over 64") {
