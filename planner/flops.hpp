@@ -28,7 +28,9 @@ double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s);
 double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s);
 
 // Hardware FLOPs of one step: model FLOPs plus the recompute pass (full: every layer's forward again;
-// selective: the attention core again), attention counted in full (Narayanan 2021 Eq. 3 basis for full recompute).
+// selective: the attention core's forward again, 4 B s^2 h per layer), attention counted in full (Narayanan 2021 Eq. 3
+// basis for full recompute). Korthikanti et al. 2022 Table 5's HFU counts the recomputed core 3x (forward + backward);
+// this counts what the GPU executes (flops_test pins the published ratios to it).
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r);
 
 }  // namespace parplan
