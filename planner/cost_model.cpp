@@ -170,11 +170,22 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 }
 }  // namespace
 
-double optimizer_step_s(const Plan& plan, double stage_params) {
-  return memory_bound_time_s(plan.gpu,
-                             optimizer_step_bytes(stage_params, plan.parallel.dp * plan.parallel.cp,
-                                                  model_state_options(plan))
-                                 .total());
+double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
+  const ParallelConfig& pc = plan.parallel;
+  return d(stage_layers(plan, stage)) * d(c.mlp_per_expert) * d(plan.model.experts / pc.ep) / d(pc.tp);
+}
+
+OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  const ParallelConfig& pc = plan.parallel;
+  const ModelStateOptions o = model_state_options(plan);
+  const double experts = stage_expert_params(plan, stage, counts.counts);
+  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params(plan, stage, counts) - experts, pc.dp * pc.cp, o);
+  const OptimizerStepBytes expert = optimizer_step_bytes(experts, pc.dp * pc.cp / pc.ep, o);
+  return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
+}
+
+double optimizer_step_s(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage, counts).total());
 }
 
 LayerCost layer_cost(const Plan& plan) {
@@ -441,7 +452,6 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
 StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
 
 StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
-  const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
   StageMemory sm;
@@ -451,7 +461,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
 
   // Model states: expert weights are replicated over dp/ep ranks, the rest over dp*cp.
   const ParamCounts& c = in.params.counts;
-  const double expert_params = d(sm.layers) * d(c.mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp);
+  const double expert_params = stage_expert_params(plan, stage, c);
   const ModelStateOptions& o = in.states;
   const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
   const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
@@ -734,7 +744,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
     // joins the first and the last stage, so it starts when both have reduced.
-    const double opt = optimizer_step_s(plan, stage_p);
+    const double opt = optimizer_step_s(plan, i, params);
     const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
                  stage_lead, dc};
     if (tied > 0) {

@@ -587,7 +587,7 @@ class Lowerer {
     const DpCost dc = dp_cost(plan_, params);
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
     // The planner's Adam traffic (optimizer_step_bytes, model_states.hpp), each part on its own slot.
-    const OptimizerStepBytes ob = optimizer_step_bytes(params, pc_.dp * pc_.cp, model_state_options(plan_));
+    const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, coord_.pp, plan_param_counts(plan_));
     memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);

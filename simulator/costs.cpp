@@ -30,8 +30,9 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   const int32_t pp_tier = group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ? 1 : 0;
   const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node) ? 1 : 0;
 
+  const PlanParamCounts counts = plan_param_counts(plan);
   std::vector<double> params(static_cast<size_t>(p));
-  for (int64_t i = 0; i < p; ++i) params[static_cast<size_t>(i)] = stage_params(plan, i);
+  for (int64_t i = 0; i < p; ++i) params[static_cast<size_t>(i)] = stage_params(plan, i, counts);
 
   sc.stages.resize(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) {
@@ -86,7 +87,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       st.dp_per_microbatch = dc.per_microbatch;
       st.param_gather_s = dc.param_gather_s;
     }
-    st.optimizer_s = optimizer_step_s(plan, params[static_cast<size_t>(i)]);
+    st.optimizer_s = optimizer_step_s(plan, i, counts);
     st.embedding_grad_s = embedding_grad_sync_s(plan, i);
   }
   return sc;
