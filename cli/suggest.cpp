@@ -487,7 +487,9 @@ SimulatedTop simulate_top(const SearchRequest& req, SearchResult& res, int k) {
     sims.emplace_back(t, i);
   }
   out.simulated = static_cast<int64_t>(sims.size());
-  std::stable_sort(sims.begin(), sims.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Simulated steps within step_rank_key's resolution keep the closed form's order (which breaks ties by memory).
+  std::stable_sort(sims.begin(), sims.end(),
+                   [](const auto& a, const auto& b) { return step_rank_key(a.first) < step_rank_key(b.first); });
   for (size_t i = n; i < res.top.size(); ++i) skipped.push_back(i);
   std::vector<Candidate> top;
   for (const auto& [t, i] : sims) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <bit>
 #include <thread>
 #include <utility>
@@ -310,7 +311,7 @@ class Evaluator {
       return;
     }
     if (acc.top.size() == static_cast<size_t>(req_.top_k) && rank_by_ != Objective::headroom &&
-        tb.step_s > acc.top.back().time.step_s) {
+        step_rank_key(tb.step_s) > step_rank_key(acc.top.back().time.step_s)) {
       return;  // cannot enter the top list (step time is the first key)
     }
     Candidate c = make(0);
@@ -415,18 +416,26 @@ bool parse_enum(std::string_view s, Objective& out) {
   return false;
 }
 
+double step_rank_key(double step_s) {
+  if (!std::isfinite(step_s) || step_s == 0) return step_s;
+  int e = 0;
+  const double m = std::frexp(step_s, &e);  // step_s = m 2^e, 0.5 <= |m| < 1
+  return std::ldexp(std::round(std::ldexp(m, 20)), e - 20);
+}
+
 bool ranks_before(const Candidate& a, const Candidate& b, Objective o) {
+  const double sa = step_rank_key(a.time.step_s), sb = step_rank_key(b.time.step_s);
   switch (o) {
     case Objective::fewest_gpus:
       if (a.num_gpus != b.num_gpus) return a.num_gpus < b.num_gpus;
       [[fallthrough]];
     case Objective::fastest:
-      if (a.time.step_s != b.time.step_s) return a.time.step_s < b.time.step_s;
+      if (sa != sb) return sa < sb;
       if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
       break;
     case Objective::headroom:
       if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
-      if (a.time.step_s != b.time.step_s) return a.time.step_s < b.time.step_s;
+      if (sa != sb) return sa < sb;
       break;
   }
   return key(a) < key(b);

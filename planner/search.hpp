@@ -106,4 +106,9 @@ Plan candidate_plan(const SearchRequest& req, const Candidate& c);
 // Strict total order used for ranking under an objective (true when a ranks before b).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective o);
 
+// A step time rounded to 20 significant bits (about 1 part in a million) for ranking: plans whose predicted steps
+// differ by less are tied (no model is that exact) and fall to the next criterion (peak memory for `fastest`).
+// A function of the value alone, so comparisons on it stay a strict weak order.
+double step_rank_key(double step_s);
+
 }  // namespace parplan

@@ -451,3 +451,20 @@ TEST_CASE("rank reasons name what a plan trades against the winner") {
   const std::string r2 = rank_reason(res.top[1], res.top[0], 2, Objective::fastest);
   CHECK((r2.find("step time") != std::string::npos));
 }
+
+TEST_CASE("ranking: steps within one part in a million tie, and the plan with less memory ranks first") {
+  CHECK(step_rank_key(154.74578555594448) == step_rank_key(154.74578555594454));
+  CHECK(step_rank_key(1.0) < step_rank_key(1.0 + 2e-6));
+  CHECK(step_rank_key(0.0) == 0.0);
+  CHECK(step_rank_key(3e-7) == doctest::Approx(3e-7).scale(0).epsilon(1e-6));
+  Candidate a, b;
+  a.has_time = b.has_time = a.has_memory = b.has_memory = true;
+  a.time.step_s = 154.74578555594448;  // suggest's #1 and #2 once: 6e-14 s apart, #1 with 0.04 GiB more memory
+  b.time.step_s = 154.74578555594454;
+  a.peak_bytes = 63.92 * (1 << 30);
+  b.peak_bytes = 63.88 * (1 << 30);
+  CHECK(ranks_before(b, a, Objective::fastest));
+  CHECK_FALSE(ranks_before(a, b, Objective::fastest));
+  b.time.step_s = 154.75;  // 3e-5 apart: step time decides again
+  CHECK(ranks_before(a, b, Objective::fastest));
+}
