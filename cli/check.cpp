@@ -110,7 +110,7 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", check_to_json(checks).dump(2));
     } else {
       fmt::print(report, "{}", render_check_text(checks));
-      if (o->update_baseline) fmt::print(report, "baseline written to {} ({} plans)\n", o->baseline, checks.size());
+      if (o->update_baseline) fmt::print(report, "baseline written to {} ({} plan{})\n", o->baseline, checks.size(), checks.size() == 1 ? "" : "s");
     }
     return all_pass ? kOk : kCheckFailed;
   };

@@ -43,7 +43,7 @@ std::string render_ascii(const Timeline& t, int width) {
     }
     out += fmt::format("stage {:>3} |{}|\n", tr.stage, line);
   }
-  out += fmt::format("{:>10}0{:>{}}\n", "", fmt::format("{:.4g} ms", step * 1e3), width + 1);
+  out += fmt::format("{:>10}0{:>{}}\n", "", step >= 1 ? fmt::format("{:.4g} s", step) : fmt::format("{:.4g} ms", step * 1e3), width + 1);
   out += "  0-9 forward (microbatch mod 10)  a-z backward (mod 26)  W weight grad  r recompute  ~ exposed comm  "
          "> blocking send  O optimizer  . idle\n";
   return out;
