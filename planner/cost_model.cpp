@@ -364,21 +364,38 @@ LayerCost layer_cost(const Plan& plan) {
   return lc;
 }
 
+EdgeBytes edge_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double Tn = pc.sequence_parallel ? d(T) / d(pc.tp) : d(T);
+  EdgeBytes b;
+  b.embedding_forward = 2.0 * Tn * d(m.hidden) * A;
+  b.embedding_backward = 2.0 * Tn * d(m.hidden) * 4.0;
+  b.final_norm = 2.0 * Tn * d(m.hidden) * A;
+  b.cross_entropy = 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0;
+  if (pc.tp > 1) {
+    b.ce_all_reduce = 4.0 * d(T);
+    if (pc.sequence_parallel) b.sp_gather = A * d(T) * d(m.hidden);
+  }
+  return b;
+}
+
 EdgeCost edge_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
   const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
-  const double A = d(dtype_bytes(plan.activation_dtype()));
-  const double Tn = pc.sequence_parallel ? d(T) / d(pc.tp) : d(T);
+  const EdgeBytes b = edge_bytes(plan);
   EdgeCost e;
   // Embedding: gather rows (read + write), backward scatter-add in fp32.
-  e.embedding_forward_s = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * A) + gpu.gemm.kernel_overhead_s;
-  e.embedding_backward_s = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * 4.0) + gpu.gemm.kernel_overhead_s;
+  e.embedding_forward_s = memory_bound_time_s(gpu, b.embedding_forward) + gpu.gemm.kernel_overhead_s;
+  e.embedding_backward_s = memory_bound_time_s(gpu, b.embedding_backward) + gpu.gemm.kernel_overhead_s;
   // Output layer: final norm, logits GEMM (vocab split over tp), fp32 cross entropy (write, read, write grad).
-  const double norm = memory_bound_time_s(gpu, 2.0 * Tn * d(m.hidden) * A);
+  const double norm = memory_bound_time_s(gpu, b.final_norm);
   const double logits = gemm_time_s(gpu, plan.gemm_dtype(), T, m.vocab / pc.tp, m.hidden);
-  const double ce = memory_bound_time_s(gpu, 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0);
+  const double ce = memory_bound_time_s(gpu, b.cross_entropy);
   e.output_forward_s = norm + logits + ce;
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
   // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
@@ -387,9 +404,10 @@ EdgeCost edge_cost(const Plan& plan) {
   e.output_backward_s += grad_accumulation_s(plan, output_weight_params(plan, c), 1);
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
-    // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first.
-    e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, 4.0 * d(T), pc.tp, l);
-    if (pc.sequence_parallel) e.output_tp_comm_s += 2.0 * collective_time_s(Collective::all_gather, A * d(T) * d(m.hidden), pc.tp, l);
+    // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first and
+    // reduce-scatters their gradient (the same ring time as a second all-gather).
+    e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, b.ce_all_reduce, pc.tp, l);
+    if (pc.sequence_parallel) e.output_tp_comm_s += 2.0 * collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
   }
   return e;
 }

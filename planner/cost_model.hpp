@@ -44,6 +44,19 @@ struct LayerCost {
   double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;  // all passes of one microbatch
 };
 
+// Bytes of the first and last stage's own work for one microbatch on one GPU: edge_cost() prices them, the runtime
+// issues them (T tokens of the microbatch, Tn = T / tp with sequence parallelism, A the activation bytes).
+struct EdgeBytes {
+  double embedding_forward = 0;   // gather the rows: read + write, 2 Tn h A
+  double embedding_backward = 0;  // scatter-add into the fp32 gradient, 2 Tn h 4
+  double final_norm = 0;          // forward 2 Tn h A; backward twice that
+  double cross_entropy = 0;       // fp32 logits of the vocab shard, each pass: write, read, write grad, 3 T V/tp 4
+  double ce_all_reduce = 0;       // each of the vocab-parallel cross entropy's 3 all-reduces (tp > 1): T fp32 values
+  double sp_gather = 0;           // SP (tp > 1): hidden states gathered before the logits GEMM (A T h), forward,
+                                  // and their gradient reduce-scattered in backward
+};
+EdgeBytes edge_bytes(const Plan& plan);
+
 // Costs that belong to the first / last stage only, per microbatch.
 struct EdgeCost {
   double embedding_forward_s = 0, embedding_backward_s = 0;

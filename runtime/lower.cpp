@@ -63,7 +63,7 @@ class Lowerer {
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
     T_ = pc_.micro_batch * plan.seq_len() / pc_.cp;
-    Tn_ = pc_.sequence_parallel ? T_ / pc_.tp : T_;
+    edge_ = edge_bytes(plan);
     v_ = pc_.chunks_per_stage();
     layers_ = stage_layers(plan, coord_.pp);
   }
@@ -484,23 +484,25 @@ class Lowerer {
     // The receive comes first so it pairs with the previous task's send in one grouped exchange.
     if (vs > 0) p2p("pp.recv_forward", false, (vs - 1) % pc_.pp);
     alloc(stash);
-    if (vs == 0) memory("embedding", Term::forward, 2.0 * d(Tn_) * d(m_.hidden) * d(dtype_bytes(ad_)), stash);
+    if (vs == 0) memory("embedding", Term::forward, edge_.embedding_forward, stash);
     for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_forward(Term::forward, stash);
     if (vs == last_virtual()) output_forward(stash);
     if (vs < last_virtual()) p2p("pp.send_forward", true, (vs + 1) % pc_.pp);
   }
 
+  // The output layer's work in edge_bytes() (planner/cost_model.hpp), as edge_cost() prices it.
   void output_forward(int stash) {
-    const double A = d(dtype_bytes(ad_));
-    memory("final_norm", Term::forward, 2.0 * d(Tn_) * d(m_.hidden) * A, stash);
+    memory("final_norm", Term::forward, edge_.final_norm, stash);
+    collective("output.sp_all_gather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, edge_.sp_gather, ad_);
     output_tp_comm();
     gemm("lm_head", Term::forward, T_, m_.vocab / pc_.tp, m_.hidden, 1, gd_, true);
-    memory("cross_entropy", Term::forward, 3.0 * d(T_) * d(m_.vocab) / d(pc_.tp) * 4.0, stash);
+    memory("cross_entropy", Term::forward, edge_.cross_entropy, stash);
   }
 
   void output_tp_comm() {
-    if (pc_.tp <= 1) return;
-    for (int i = 0; i < 3; ++i) collective("ce.all_reduce", Term::tp_comm, Group::tp, CollectiveKind::all_reduce, 4.0 * d(T_), DType::fp32);
+    for (int i = 0; i < 3; ++i) {
+      collective("ce.all_reduce", Term::tp_comm, Group::tp, CollectiveKind::all_reduce, edge_.ce_all_reduce, DType::fp32);
+    }
   }
 
   void backward_task(int64_t mb, int64_t chunk) {
@@ -512,11 +514,12 @@ class Lowerer {
     if (stash < 0) throw InputError(fmt::format("schedule: backward of microbatch {} chunk {} before its forward", mb, chunk));
     if (vs < last_virtual()) p2p("pp.recv_backward", false, (vs + 1) % pc_.pp);
     if (vs == last_virtual()) {
-      const double A = d(dtype_bytes(ad_));
-      memory("cross_entropy.bwd", Term::backward, 3.0 * d(T_) * d(m_.vocab) / d(pc_.tp) * 4.0, stash);
+      memory("cross_entropy.bwd", Term::backward, edge_.cross_entropy, stash);
       gemm("lm_head.dgrad", Term::backward, T_, m_.hidden, m_.vocab / pc_.tp, 1, gd_, false);
+      collective("output.sp_reduce_scatter", Term::tp_comm, Group::tp, CollectiveKind::reduce_scatter, edge_.sp_gather,
+                 ad_);
       if (!split_weight_) output_wgrad();
-      memory("final_norm.bwd", Term::backward, 4.0 * d(Tn_) * d(m_.hidden) * A, stash);
+      memory("final_norm.bwd", Term::backward, 2.0 * edge_.final_norm, stash);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
       if (pc_.recompute == Recompute::full) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
@@ -526,7 +529,7 @@ class Lowerer {
       dp_buckets_after_layer(mb, l);
     }
     if (vs == 0) {
-      memory("embedding.bwd", Term::backward, 2.0 * d(Tn_) * d(m_.hidden) * 4.0, stash);
+      memory("embedding.bwd", Term::backward, edge_.embedding_backward, stash);
       accumulate_grads("embedding.grad.accumulate", count_params(m_).embedding_per_tp_rank(pc_.tp));
     }
     if (!split_weight_) {  // freed before the send, so the send can pair with the next task's receive
@@ -608,7 +611,8 @@ class Lowerer {
   DType wd_;  // the 16-bit model weights and gradients the DP / ZeRO collectives carry (fp16 plans: fp16)
   std::array<double, kZero3Linears> zero3_shares_;
   int64_t zero3_params_end_ = 0;  // bytes of the ZeRO-3 slot's parameter region
-  int64_t T_ = 0, Tn_ = 0, v_ = 1, layers_ = 0;
+  int64_t T_ = 0, v_ = 1, layers_ = 0;
+  EdgeBytes edge_;
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
   double per_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;

@@ -2,6 +2,7 @@
 // model, slots equal to StageMemory, schedule order kept.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -380,4 +381,37 @@ TEST_CASE("ZeRO-3 per-linear gathers: four per layer and pass, the layer's bytes
   whole = 0;
   for (const Op& op : lower_rank(plan, 0).ops) whole += is(op, "zero3.all_gather") ? 1 : 0;
   CHECK(whole == passes * static_cast<int>(plan.model.layers));
+}
+
+TEST_CASE("the output layer issues edge_bytes(): norm, cross entropy, its all-reduces and SP's gather / reduce-scatter") {
+  Plan plan = small_plan();  // dp 2, tp 2, pp 2, 2 microbatches
+  plan.parallel.sequence_parallel = true;
+  REQUIRE(validate(plan).ok());
+  const EdgeBytes eb = edge_bytes(plan);
+  const EdgeCost ec = edge_cost(plan);
+  REQUIRE(eb.sp_gather > 0);
+  auto count = [&](const Plan& p, double* comm_s) {
+    int gathers = 0, scatters = 0, ce = 0;
+    const EdgeBytes b = edge_bytes(p);
+    for (const Op& op : lower_rank(p, p.num_gpus - 1).ops) {  // a rank of the last stage
+      const bool sp_op = is(op, "output.sp_all_gather") || is(op, "output.sp_reduce_scatter");
+      gathers += is(op, "output.sp_all_gather");
+      scatters += is(op, "output.sp_reduce_scatter");
+      ce += is(op, "ce.all_reduce");
+      if (sp_op || is(op, "ce.all_reduce")) *comm_s += op.predicted_s;
+      if (is(op, "cross_entropy") || is(op, "cross_entropy.bwd")) CHECK(std::llabs(op.bytes - std::llround(b.cross_entropy)) <= 1);
+      if (is(op, "final_norm")) CHECK(std::llabs(op.bytes - std::llround(b.final_norm)) <= 1);
+      if (is(op, "final_norm.bwd")) CHECK(std::llabs(op.bytes - std::llround(2 * b.final_norm)) <= 1);
+    }
+    return std::array<int, 3>{gathers, scatters, ce};
+  };
+  double comm = 0;
+  CHECK(count(plan, &comm) == std::array<int, 3>{2, 2, 6});  // per microbatch: one each, 3 cross-entropy all-reduces
+  // What the runtime issues is what the closed form charges the last stage per microbatch.
+  CHECK(comm == doctest::Approx(2 * ec.output_tp_comm_s).scale(0).epsilon(1e-9));
+  plan.parallel.sequence_parallel = false;
+  CHECK(edge_bytes(plan).sp_gather == 0);
+  comm = 0;
+  CHECK(count(plan, &comm) == std::array<int, 3>{0, 0, 6});
+  CHECK(comm == doctest::Approx(2 * edge_cost(plan).output_tp_comm_s).scale(0).epsilon(1e-9));
 }
