@@ -13,15 +13,13 @@ ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
   const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden;
   const int64_t b = m.bias ? 1 : 0;
-  c.attention = h * (h + 2 * kv) + b * (h + 2 * kv) + h * h + b * h;
-  switch (m.ffn_type) {
-    case FfnType::gelu:
-      c.mlp_per_expert = 2 * h * f + b * (f + h);
-      break;
-    case FfnType::swiglu:
-      c.mlp_per_expert = 3 * h * f + b * (2 * f + h);
-      break;
-  }
+  c.qkv = h * (h + 2 * kv) + b * (h + 2 * kv);
+  c.attn_out = h * h + b * h;
+  const int64_t up_width = m.ffn_type == FfnType::swiglu ? 2 * f : f;
+  c.mlp_up = up_width * h + b * up_width;
+  c.mlp_down = f * h + b * h;
+  c.attention = c.qkv + c.attn_out;
+  c.mlp_per_expert = c.mlp_up + c.mlp_down;
   c.router = m.is_moe() ? h * m.experts : 0;
   const int64_t norm_params = m.norm == NormType::layernorm ? 2 * h : h;
   c.norms = 2 * norm_params;

@@ -10,6 +10,9 @@ namespace parplan {
 // Parameter counts (elements). Sources: Narayanan et al. 2021 (SC21) Sec. 5.1, P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh))
 // for GPT with biases, LayerNorms and learned positions; generalised to GQA, SwiGLU, RMSNorm and MoE term by term.
 struct ParamCounts {
+  // Per layer, the four linears (+ biases): QKV, attention output, MLP up (SwiGLU: gate and up), MLP down; the MLP's
+  // per expert. ZeRO-3's per-linear gathers take their shares from these (zero3.cpp).
+  int64_t qkv = 0, attn_out = 0, mlp_up = 0, mlp_down = 0;
   int64_t attention = 0;       // per layer: QKV + output projection (+ biases)
   int64_t mlp_per_expert = 0;  // per layer, per expert: MLP weights (+ biases)
   int64_t router = 0;          // per layer: MoE router

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "planner/model_shape.hpp"
+
 namespace parplan {
 
 namespace {
@@ -12,12 +14,12 @@ double d(int64_t x) { return static_cast<double>(x); }
 std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
-  const double h = d(m.hidden), tp = d(pc.tp);
-  const double up_width = d((m.ffn_type == FfnType::swiglu ? 2 : 1) * m.ffn_hidden);
+  const ParamCounts c = count_params(m);
+  const double tp = d(pc.tp);
   const double experts = m.is_moe() ? d(m.experts / pc.ep) : 1.0;
-  const std::array<double, kZero3Linears> w = {h * d(m.hidden + 2 * m.kv_dim()) / tp, h * h / tp,
-                                               up_width * h / tp * experts + (m.is_moe() ? h * d(m.experts) : 0.0),
-                                               d(m.ffn_hidden) * h / tp * experts};
+  // The MoE router gathers with the MLP's first linear.
+  const std::array<double, kZero3Linears> w = {d(c.qkv) / tp, d(c.attn_out) / tp,
+                                               d(c.mlp_up) / tp * experts + d(c.router), d(c.mlp_down) / tp * experts};
   const double sum = w[0] + w[1] + w[2] + w[3];
   std::array<double, kZero3Linears> s{};
   for (int k = 0; k < kZero3Linears; ++k) s[static_cast<size_t>(k)] = w[static_cast<size_t>(k)] / sum;
