@@ -434,25 +434,36 @@ double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
   return collective_time_s(Collective::all_reduce, bytes, 2, group_link(plan, GroupKind::pp));
 }
 
-DpCost dp_cost(const Plan& plan, double params) {
+DpCost dp_cost(const Plan& plan, double params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   DpCost dc;
   dc.group = pc.dp * pc.cp;
   if (dc.group <= 1) return dc;
-  const LinkSpec& l = group_link(plan, GroupKind::dp_cp);
   const double grad_bytes_per_param = d(plan.training.grad_bytes());
-  dc.grad_bytes = params * grad_bytes_per_param;
   const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
   dc.per_microbatch = pc.zero_stage >= 2;
-  if (sharded) {
-    dc.grad_reduce_s = collective_time_s(Collective::reduce_scatter, dc.grad_bytes, dc.group, l);
-    if (pc.zero_stage < 3) dc.param_gather_s = collective_time_s(Collective::all_gather, 2.0 * params, dc.group, l);
-  } else {
-    dc.grad_reduce_s = collective_time_s(Collective::all_reduce, dc.grad_bytes, dc.group, l);
-  }
+  // Each part over its own group: the dense parameters over dp cp, the experts over the expert-data-parallel group
+  // (nothing to reduce where each expert has one copy: dp cp = ep).
+  auto part = [&](double n, int64_t group, const LinkSpec& l) {
+    if (group <= 1 || n <= 0) return;
+    dc.grad_bytes += n * grad_bytes_per_param;
+    if (sharded) {
+      dc.grad_reduce_s += collective_time_s(Collective::reduce_scatter, n * grad_bytes_per_param, group, l);
+      if (pc.zero_stage < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, 2.0 * n, group, l);
+    } else {
+      dc.grad_reduce_s += collective_time_s(Collective::all_reduce, n * grad_bytes_per_param, group, l);
+    }
+  };
+  part(params - expert_params, dc.group, group_link(plan, GroupKind::dp_cp));
+  part(expert_params, expert_dp_size(pc), expert_dp_link(plan));
   dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
   dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
   return dc;
+}
+
+DpCost stage_dp_cost(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  return dp_cost(plan, stage_params(plan, stage, counts),
+                 plan.model.is_moe() ? stage_expert_params(plan, stage, counts.counts) : 0.0);
 }
 
 StageMemoryInputs stage_memory_inputs(const Plan& plan) {
@@ -567,7 +578,7 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
   const ParallelConfig& pc = plan.parallel;
   const double md = d(pc.num_microbatches);
   StageDpTail r;
-  r.dc = dp_cost(plan, stage_p);
+  r.dc = dp_cost(plan, stage_p, plan.model.is_moe() ? stage_expert_params(plan, i, count_params(plan.model)) : 0.0);
   const DpCost& dc = r.dc;
   if (dc.group > 1) {
     const double bwd = t.backward_input_s + t.backward_weight_s;

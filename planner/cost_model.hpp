@@ -214,7 +214,13 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan);
 
 LayerCost layer_cost(const Plan& plan);
 EdgeCost edge_cost(const Plan& plan);
-DpCost dp_cost(const Plan& plan, double stage_params);
+// The DP gradient reduction (and, with sharded optimizer states below ZeRO-3, the parameter all-gather) of a stage
+// whose GPUs hold `stage_params` parameters, `expert_params` of them MoE experts: those are reduced over the
+// expert-data-parallel group (layout.hpp), the rest over dp cp, one after the other on the link. Pass 0 for a dense
+// model.
+DpCost dp_cost(const Plan& plan, double stage_params, double expert_params = 0);
+// dp_cost() of stage `stage`, with its experts counted when the model is MoE.
+DpCost stage_dp_cost(const Plan& plan, int64_t stage, const PlanParamCounts& counts);
 double p2p_bytes(const Plan& plan);
 double p2p_time_s(const Plan& plan);
 // Tied embeddings with pp > 1: the first and the last stage each hold the word embedding, and after the backward the

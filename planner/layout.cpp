@@ -88,6 +88,14 @@ bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per
   return group_stride(pc, g) * size > gpus_per_node;
 }
 
+int64_t expert_dp_size(const ParallelConfig& pc) { return pc.dp * pc.cp / pc.ep; }
+
+const LinkSpec& expert_dp_link(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t span = (pc.dp / pc.ep - 1) * pc.ep * pc.tp * pc.cp + (pc.cp - 1) * pc.tp + 1;
+  return expert_dp_size(pc) > 1 && span > plan.cluster.gpus_per_node ? plan.cluster.inter_node : plan.cluster.intra_node;
+}
+
 const LinkSpec& group_link(const Plan& plan, GroupKind g) {
   return group_crosses_nodes(plan.parallel, g, plan.cluster.gpus_per_node) ? plan.cluster.inter_node
                                                                             : plan.cluster.intra_node;

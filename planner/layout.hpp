@@ -28,4 +28,10 @@ bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per
 // The link a group's collectives run on: intra-node when the group fits in a node, else the per-GPU NIC.
 const LinkSpec& group_link(const Plan& plan, GroupKind g);
 
+// The expert-data-parallel group (MoE): the dp cp / ep ranks that hold the same experts (dp indices equal mod ep,
+// every cp index), over which the experts' gradients are reduced and their states sharded (Megatron-Core's
+// expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp + (cp - 1) tp + 1 consecutive ranks.
+int64_t expert_dp_size(const ParallelConfig& pc);
+const LinkSpec& expert_dp_link(const Plan& plan);
+
 }  // namespace parplan

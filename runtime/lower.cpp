@@ -554,7 +554,7 @@ class Lowerer {
   // DP gradient reduction in DpCost::buckets buckets: without ZeRO-2/3, during the last microbatch's backward (one
   // bucket becomes ready every layers/buckets layers, overlapped like Megatron's); with ZeRO-2/3 every microbatch.
   void dp_buckets_after_layer(int64_t mb, int64_t layer_index) {
-    const DpCost dc = dp_cost(plan_, stage_params(plan_, coord_.pp));
+    const DpCost dc = stage_dp_cost(plan_, coord_.pp, plan_param_counts(plan_));
     if (dc.group <= 1) return;
     const bool last_mb = mb == pc_.num_microbatches - 1 || dc.per_microbatch;
     if (!last_mb) return;
@@ -587,9 +587,9 @@ class Lowerer {
     mb_ = -1;
     chunk_ = 0;
     const double params = stage_params(plan_, coord_.pp);
-    const DpCost dc = dp_cost(plan_, params);
+    const DpCost dc = stage_dp_cost(plan_, coord_.pp, plan_param_counts(plan_));
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
-    // The planner's Adam traffic (optimizer_step_bytes, model_states.hpp), each part on its own slot.
+    // The planner's Adam traffic (stage_optimizer_step_bytes, cost_model.hpp), each part on its own slot.
     const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, coord_.pp, plan_param_counts(plan_));
     memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);

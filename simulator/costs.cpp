@@ -79,7 +79,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
         cc.exposed_tp_s += share_last * edge.output_tp_comm_s;
       }
     }
-    const DpCost dc = dp_cost(plan, params[static_cast<size_t>(i)]);
+    const DpCost dc = stage_dp_cost(plan, i, counts);
     if (dc.group > 1 && dc.grad_reduce_s > 0) {
       st.dp_buckets = dc.buckets;
       st.dp_bucket_s = dc.bucket_s;

@@ -7,6 +7,7 @@
 #include "planner/collectives.hpp"
 #include "planner/cost_model.hpp"
 #include "planner/gemm.hpp"
+#include "planner/layout.hpp"
 #include "planner/model_states.hpp"
 #include "planner/test_plans.hpp"
 
@@ -412,4 +413,51 @@ TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, 
         doctest::Approx(memory_bound_time_s(dense.gpu, optimizer_step_bytes(stage_params(dense, 0, dc), 8,
                                                                               model_state_options(dense)).total()))
             .scale(0).epsilon(1e-12));
+}
+
+TEST_CASE("MoE DP reduction: experts' gradients over the expert-data-parallel group, the rest over dp cp") {
+  Plan p = test::korthikanti_175b_sharded_dp(1, 4);
+  p.model = test::profiles().model("mixtral-8x7b", "test");
+  p.parallel.pp = 2;
+  p.parallel.tp = 2;
+  p.parallel.dp = 16;
+  p.parallel.ep = 8;
+  p.num_gpus = 64;
+  p.training.global_batch = 64;
+  p.training.seq_len = 4096;
+  REQUIRE(validate(p).ok());
+  const PlanParamCounts counts = plan_param_counts(p);
+  const double all = stage_params(p, 0, counts), experts = stage_expert_params(p, 0, counts.counts);
+  const double g = static_cast<double>(p.training.grad_bytes());
+  // dp 16, ep 8: the experts are reduced over 2 ranks (stride ep tp = 16 ranks: across nodes), the rest over 16.
+  CHECK(expert_dp_size(p.parallel) == 2);
+  const LinkSpec& nic = p.cluster.inter_node;
+  CHECK(&expert_dp_link(p) == &nic);
+  const DpCost dc = stage_dp_cost(p, 0, counts);
+  CHECK(dc.grad_bytes == doctest::Approx(all * g).scale(0).epsilon(1e-12));
+  const double expected = collective_time_s(Collective::reduce_scatter, (all - experts) * g, 16, nic) +
+                          collective_time_s(Collective::reduce_scatter, experts * g, 2, nic);
+  CHECK(dc.grad_reduce_s == doctest::Approx(expected).scale(0).epsilon(1e-12));
+  // Reduced over all 16 ranks, as before, the experts cost 15/8 as much link time.
+  CHECK(dp_cost(p, all).grad_reduce_s > 1.5 * dc.grad_reduce_s);
+  // dp 8 = ep: each expert has one copy, so only the dense part is reduced (and gathered).
+  p.parallel.dp = 8;
+  p.num_gpus = 32;
+  p.training.global_batch = 32;
+  REQUIRE(validate(p).ok());
+  const PlanParamCounts c8 = plan_param_counts(p);
+  const double all8 = stage_params(p, 0, c8), experts8 = stage_expert_params(p, 0, c8.counts);
+  const DpCost d8 = stage_dp_cost(p, 0, c8);
+  CHECK(expert_dp_size(p.parallel) == 1);
+  CHECK(d8.grad_bytes == doctest::Approx((all8 - experts8) * g).scale(0).epsilon(1e-12));
+  CHECK(d8.param_gather_s ==
+        doctest::Approx(collective_time_s(Collective::all_gather, 2.0 * (all8 - experts8), 8,
+                                          group_link(p, GroupKind::dp_cp))).scale(0).epsilon(1e-12));
+  // A dense model is one part over dp cp, as before.
+  const Plan dense = test::korthikanti_175b_sharded_dp(1, 4);
+  const PlanParamCounts dcounts = plan_param_counts(dense);
+  const DpCost dd = stage_dp_cost(dense, 0, dcounts);
+  CHECK(dd.grad_reduce_s == collective_time_s(Collective::reduce_scatter, stage_params(dense, 0, dcounts) *
+                                                  static_cast<double>(dense.training.grad_bytes()), 8,
+                                              group_link(dense, GroupKind::dp_cp)));
 }
