@@ -175,17 +175,21 @@ double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c
   return d(stage_layers(plan, stage)) * d(c.mlp_per_expert) * d(plan.model.experts / pc.ep) / d(pc.tp);
 }
 
-OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
+  return plan.model.is_moe() ? stage_expert_params(plan, stage, c) : 0.0;
+}
+
+OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   const ModelStateOptions o = model_state_options(plan);
-  const double experts = stage_expert_params(plan, stage, counts.counts);
-  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params(plan, stage, counts) - experts, pc.dp * pc.cp, o);
-  const OptimizerStepBytes expert = optimizer_step_bytes(experts, pc.dp * pc.cp / pc.ep, o);
+  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params - expert_params, pc.dp * pc.cp, o);
+  if (expert_params <= 0) return dense;
+  const OptimizerStepBytes expert = optimizer_step_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
   return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
 }
 
-double optimizer_step_s(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
-  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage, counts).total());
+double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
+  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total());
 }
 
 LayerCost layer_cost(const Plan& plan) {
@@ -455,15 +459,14 @@ DpCost dp_cost(const Plan& plan, double params, double expert_params) {
     }
   };
   part(params - expert_params, dc.group, group_link(plan, GroupKind::dp_cp));
-  part(expert_params, expert_dp_size(pc), expert_dp_link(plan));
+  if (expert_params > 0) part(expert_params, expert_dp_size(pc), expert_dp_link(plan));
   dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
   dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
   return dc;
 }
 
 DpCost stage_dp_cost(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
-  return dp_cost(plan, stage_params(plan, stage, counts),
-                 plan.model.is_moe() ? stage_expert_params(plan, stage, counts.counts) : 0.0);
+  return dp_cost(plan, stage_params(plan, stage, counts), moe_expert_params(plan, stage, counts.counts));
 }
 
 StageMemoryInputs stage_memory_inputs(const Plan& plan) {
@@ -773,7 +776,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
     // joins the first and the last stage, so it starts when both have reduced.
-    const double opt = optimizer_step_s(plan, i, params);
+    const double opt = optimizer_step_s(plan, stage_p, moe_expert_params(plan, i, params.counts));
     const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
                  stage_lead, dc};
     if (tied > 0) {

@@ -253,13 +253,16 @@ double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, 
 // Parameters of a stage's local experts on one GPU (their MLPs; with a dense model, experts = 1, its MLP). Their
 // states are sharded over the dp cp / ep ranks that hold the same experts, the rest of the stage's over dp cp.
 double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c);
+// The same for an MoE model, 0 for a dense one: what dp_cost() and the optimizer step take as `expert_params`.
+double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c);
 
-// Adam traffic of one stage's optimizer step on one GPU: optimizer_step_bytes() (model_states.hpp) over the shard
-// this GPU updates, the experts' over their own group (as stage_memory() shards their states).
-OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, int64_t stage, const PlanParamCounts& counts);
+// Adam traffic of one stage's optimizer step on one GPU, for `stage_params` parameters of which `expert_params` are
+// MoE experts: optimizer_step_bytes() (model_states.hpp) over the shard this GPU updates, the experts' over their
+// own group (as stage_memory() shards their states).
+OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params = 0);
 
 // That traffic's time at achieved HBM bandwidth. The estimate's optimizer_s is the deciding stage's; the simulator
 // and the runtime take every stage's from here.
-double optimizer_step_s(const Plan& plan, int64_t stage, const PlanParamCounts& counts);
+double optimizer_step_s(const Plan& plan, double stage_params, double expert_params = 0);
 
 }  // namespace parplan

@@ -590,7 +590,7 @@ class Lowerer {
     const DpCost dc = stage_dp_cost(plan_, coord_.pp, plan_param_counts(plan_));
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
     // The planner's Adam traffic (stage_optimizer_step_bytes, cost_model.hpp), each part on its own slot.
-    const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, coord_.pp, plan_param_counts(plan_));
+    const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, params);  // dense: lower() refuses MoE plans
     memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);

@@ -87,7 +87,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       st.dp_per_microbatch = dc.per_microbatch;
       st.param_gather_s = dc.param_gather_s;
     }
-    st.optimizer_s = optimizer_step_s(plan, i, counts);
+    st.optimizer_s = optimizer_step_s(plan, params[static_cast<size_t>(i)], moe_expert_params(plan, i, counts.counts));
     st.embedding_grad_s = embedding_grad_sync_s(plan, i);
   }
   return sc;

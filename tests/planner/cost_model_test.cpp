@@ -400,16 +400,17 @@ TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, 
     CAPTURE(i);
     CHECK(experts > 0.7 * all);  // Mixtral's 8 experts: 78% of a stage on this mesh (the rest: attention, embeddings)
     // Adam reads and writes the owned fp32 master weights and moments (12 bytes each): twice the states in memory.
-    const OptimizerStepBytes b = stage_optimizer_step_bytes(p, i, counts);
+    const OptimizerStepBytes b = stage_optimizer_step_bytes(p, all, moe_expert_params(p, i, counts.counts));
     CHECK(b.states == doctest::Approx(2.0 * stage_memory(p, i).optimizer).scale(0).epsilon(1e-12));
     CHECK(b.states == doctest::Approx(24.0 * ((all - experts) / 16.0 + experts / 2.0)).scale(0).epsilon(1e-12));
     // Sharding the experts over all 16 dp ranks, as before, undercounted the step about ep = 8 times.
-    CHECK(optimizer_step_s(p, i, counts) > 6.0 * memory_bound_time_s(p.gpu, optimizer_step_bytes(all, 16, model_state_options(p)).total()));
+    CHECK(optimizer_step_s(p, all, experts) > 6.0 * memory_bound_time_s(p.gpu, optimizer_step_bytes(all, 16, model_state_options(p)).total()));
   }
   // A dense model's MLP counts as its one expert, sharded over the same dp cp group: nothing changes there.
   const Plan dense = test::korthikanti_175b_sharded_dp(1, 4);
   const PlanParamCounts dc = plan_param_counts(dense);
-  CHECK(optimizer_step_s(dense, 0, dc) ==
+  CHECK(moe_expert_params(dense, 0, dc.counts) == 0.0);
+  CHECK(optimizer_step_s(dense, stage_params(dense, 0, dc), moe_expert_params(dense, 0, dc.counts)) ==
         doctest::Approx(memory_bound_time_s(dense.gpu, optimizer_step_bytes(stage_params(dense, 0, dc), 8,
                                                                               model_state_options(dense)).total()))
             .scale(0).epsilon(1e-12));

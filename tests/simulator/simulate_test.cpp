@@ -114,7 +114,7 @@ TEST_CASE("simulate: with DP gradient reduction and a sharded optimizer the tail
     bool estimate_stage_found = false;
     for (int64_t i = 0; i < 4; ++i) {
       CAPTURE(i);
-      const double expected = optimizer_step_s(plan, i, plan_param_counts(plan));
+      const double expected = optimizer_step_s(plan, stage_params(plan, i));
       CHECK(expected > 0);
       CHECK(r.summary.stages[static_cast<size_t>(i)].optimizer_s == doctest::Approx(expected).epsilon(1e-9));
       estimate_stage_found = estimate_stage_found || std::abs(e.time.optimizer_s / expected - 1.0) < 1e-9;
