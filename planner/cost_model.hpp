@@ -61,7 +61,10 @@ EdgeBytes edge_bytes(const Plan& plan);
 struct EdgeCost {
   double embedding_forward_s = 0, embedding_backward_s = 0;
   double output_forward_s = 0, output_backward_s = 0;  // final norm, logits GEMM, cross entropy
-  double output_tp_comm_s = 0;                          // vocab-parallel cross-entropy reductions (small)
+  // The output layer's TP collectives: the vocab-parallel cross entropy's 3 all-reduces and, with SP, the gather of
+  // the hidden states and the reduce-scatter of their gradient (edge_bytes); charged to the forward pass (the runtime
+  // issues the reduce-scatter in backward: the totals agree).
+  double output_tp_comm_s = 0;
 };
 
 // Data-parallel gradient and parameter synchronisation of one stage.

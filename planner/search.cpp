@@ -419,7 +419,8 @@ bool parse_enum(std::string_view s, Objective& out) {
 double step_rank_key(double step_s) {
   // Round the 52 stored mantissa bits to their top 20, half up (a carry moves into the exponent, as rounding
   // should); the search calls this for every evaluated plan, where frexp / ldexp cost ~5% of the time.
-  // inf stays inf, NaN stays NaN, the largest finite values round to inf; the order of magnitudes is kept.
+  // inf stays inf, the largest finite values round to inf, a NaN whose payload is only in the low 32 bits becomes
+  // inf (a step is never NaN); the order of magnitudes is kept.
   constexpr uint64_t kHalf = uint64_t{1} << 31, kLow = (uint64_t{1} << 32) - 1;
   return std::bit_cast<double>((std::bit_cast<uint64_t>(step_s) + kHalf) & ~kLow);
 }

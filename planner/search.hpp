@@ -106,9 +106,10 @@ Plan candidate_plan(const SearchRequest& req, const Candidate& c);
 // Strict total order used for ranking under an objective (true when a ranks before b).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective o);
 
-// A step time rounded to 20 significant bits (about 1 part in a million) for ranking: plans whose predicted steps
-// differ by less are tied (no model is that exact) and fall to the next criterion (peak memory for `fastest`).
-// A function of the value alone, so comparisons on it stay a strict weak order.
+// A step time rounded to 21 significant bits for ranking (the 20 stored mantissa bits kept, half up): steps that
+// round to the same value tie (no model is exact to a part in a million) and fall to the next criterion (peak memory
+// for `fastest`). It is a rounding, not a tolerance: two steps 1e-14 apart can straddle a boundary and two up to
+// about 1e-6 apart can tie. A function of the value alone, so comparisons on it stay a strict weak order.
 double step_rank_key(double step_s);
 
 }  // namespace parplan

@@ -64,6 +64,7 @@ class Lowerer {
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
     T_ = pc_.micro_batch * plan.seq_len() / pc_.cp;
     edge_ = edge_bytes(plan);
+    dp_ = stage_dp_cost(plan, coord_.pp, plan_param_counts(plan));
     v_ = pc_.chunks_per_stage();
     layers_ = stage_layers(plan, coord_.pp);
   }
@@ -554,7 +555,7 @@ class Lowerer {
   // DP gradient reduction in DpCost::buckets buckets: without ZeRO-2/3, during the last microbatch's backward (one
   // bucket becomes ready every layers/buckets layers, overlapped like Megatron's); with ZeRO-2/3 every microbatch.
   void dp_buckets_after_layer(int64_t mb, int64_t layer_index) {
-    const DpCost dc = stage_dp_cost(plan_, coord_.pp, plan_param_counts(plan_));
+    const DpCost& dc = dp_;
     if (dc.group <= 1) return;
     const bool last_mb = mb == pc_.num_microbatches - 1 || dc.per_microbatch;
     if (!last_mb) return;
@@ -587,7 +588,7 @@ class Lowerer {
     mb_ = -1;
     chunk_ = 0;
     const double params = stage_params(plan_, coord_.pp);
-    const DpCost dc = stage_dp_cost(plan_, coord_.pp, plan_param_counts(plan_));
+    const DpCost& dc = dp_;
     const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
     // The planner's Adam traffic (stage_optimizer_step_bytes, cost_model.hpp), each part on its own slot.
     const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, params);  // dense: lower() refuses MoE plans
@@ -613,6 +614,7 @@ class Lowerer {
   int64_t zero3_params_end_ = 0;  // bytes of the ZeRO-3 slot's parameter region
   int64_t T_ = 0, v_ = 1, layers_ = 0;
   EdgeBytes edge_;
+  DpCost dp_;  // this stage's DP reduction (stage_dp_cost)
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
   double per_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;

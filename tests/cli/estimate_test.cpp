@@ -1,6 +1,7 @@
 // CLI tests for `parplan estimate` and `parplan profiles`: golden JSON, exit codes, plan files, one-line errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -245,6 +246,18 @@ TEST_CASE("simulate says when the plan does not fit (text and --json), as estima
   CHECK(f["peak_memory_bytes"].get<double>() < f["capacity_bytes"].get<double>());
   CHECK(run_parplan({"simulate", "--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--pp", "4", "--microbatches",
                      "6"}).out.find("DOES NOT FIT") == std::string::npos);
+}
+
+TEST_CASE("simulate: an MoE plan's DP reduction (experts over dp / ep ranks) is the closed form's, unoverlapped") {
+  // dp 16, ep 8: the experts' gradients are reduced over 2 ranks, the rest over 16; without overlap the whole
+  // reduction is exposed, so a closed form or simulator that reduced the experts over all 16 ranks would differ by ~8%.
+  const auto r = run_parplan({"simulate", "--model", "mixtral-8x7b", "--gpus", "64", "--tp", "2", "--pp", "2", "--dp",
+                              "16", "--ep", "8", "--zero", "1", "--microbatches", "2", "--no-overlap-dp", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double sim = j["step_s"].get<double>(), closed = j["closed_form_step_s"].get<double>();
+  CHECK(std::abs(closed / sim - 1.0) < 1e-3);
+  CHECK(j["fractions"]["dp_comm_exposed"].get<double>() > 0.1);  // the term is large enough to show a miscount
 }
 
 TEST_CASE("--json per-stage terms add up: estimate's per-microbatch time, simulate's busy time (EP and ZeRO-3 included)") {

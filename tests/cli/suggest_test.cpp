@@ -3,6 +3,7 @@
 // Regenerate the golden file: PARPLAN_UPDATE_GOLDEN=1 build/<dir>/tests/parplan_cli_tests -tc='suggest*'
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,31 @@ TEST_CASE("suggest: results do not depend on the thread count") {
   const auto b = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--json", "--explain", "--threads", "2"});
   REQUIRE(a.exit_code == 0);
   CHECK(a.out == b.out);
+}
+
+TEST_CASE("suggest: steps equal to a part in a million tie and rank by memory, with a full top list too") {
+  // With and without recompute this 70B ZeRO-3 plan's steps differ by ~1e-13 s (the exposed gathers trade for the
+  // recompute): they tie, so the plan with less memory ranks first, also when the top list holds one plan and the
+  // other is evaluated after it is full.
+  const std::vector<std::string> args = {"suggest", "--params", "70e9", "--gpus", "64", "--zero", "3", "--gpu",
+                                         "A100-SXM4-80GB", "--cluster", "dgx-a100", "--zero3-gather-unit", "linear",
+                                         "--json", "--threads", "1"};
+  auto with_top = [&args](const char* k) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--top", k});
+    return a;
+  };
+  const auto three = run_parplan(with_top("3"));
+  REQUIRE(three.exit_code == 0);
+  const auto j3 = nlohmann::json::parse(three.out);
+  const auto& p0 = j3["plans"][0];
+  const auto& p1 = j3["plans"][1];
+  const double s0 = p0["step_s"].get<double>(), s1 = p1["step_s"].get<double>();
+  REQUIRE(std::abs(s0 - s1) < 1e-9 * s0);
+  CHECK(p0["peak_memory_bytes"].get<double>() < p1["peak_memory_bytes"].get<double>());
+  const auto one = run_parplan(with_top("1"));
+  REQUIRE(one.exit_code == 0);
+  CHECK(nlohmann::json::parse(one.out)["plans"][0]["peak_memory_bytes"] == p0["peak_memory_bytes"]);
 }
 
 TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would need") {

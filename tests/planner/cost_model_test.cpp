@@ -383,7 +383,9 @@ TEST_CASE("dp_reduction_tail_s: one chunk is max(bucket, reduce - backward); int
   }
 }
 
-TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, as stage_memory shards them") {
+namespace {
+// Mixtral 8x7B on 64 GPUs: tp 2, pp 2, dp 16, ep 8, ZeRO-1, full recompute, 4 microbatches of seq 4096.
+Plan mixtral_tp2_pp2_dp16_ep8() {
   Plan p = test::korthikanti_175b_sharded_dp(1, 4);
   p.model = test::profiles().model("mixtral-8x7b", "test");
   p.parallel.pp = 2;
@@ -393,6 +395,12 @@ TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, 
   p.num_gpus = 64;
   p.training.global_batch = 64;
   p.training.seq_len = 4096;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, as stage_memory shards them") {
+  Plan p = mixtral_tp2_pp2_dp16_ep8();
   REQUIRE(validate(p).ok());
   const PlanParamCounts counts = plan_param_counts(p);
   for (int64_t i = 0; i < p.parallel.pp; ++i) {
@@ -417,15 +425,7 @@ TEST_CASE("MoE optimizer step: expert states are updated over dp cp / ep ranks, 
 }
 
 TEST_CASE("MoE DP reduction: experts' gradients over the expert-data-parallel group, the rest over dp cp") {
-  Plan p = test::korthikanti_175b_sharded_dp(1, 4);
-  p.model = test::profiles().model("mixtral-8x7b", "test");
-  p.parallel.pp = 2;
-  p.parallel.tp = 2;
-  p.parallel.dp = 16;
-  p.parallel.ep = 8;
-  p.num_gpus = 64;
-  p.training.global_batch = 64;
-  p.training.seq_len = 4096;
+  Plan p = mixtral_tp2_pp2_dp16_ep8();
   REQUIRE(validate(p).ok());
   const PlanParamCounts counts = plan_param_counts(p);
   const double all = stage_params(p, 0, counts), experts = stage_expert_params(p, 0, counts.counts);
