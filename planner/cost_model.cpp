@@ -299,10 +299,19 @@ LayerCost layer_cost(const Plan& plan) {
     lc.ep_comm_backward_s = 2.0 * a2a;
   }
 
-  if (pc.zero_stage >= 3) {
-    lc.zero3_gather_s = collective_time_s(Collective::all_gather, 2.0 * lc.params, pc.dp * pc.cp,
-                                          group_link(plan, GroupKind::dp_cp));
-  }
+  // ZeRO-3 collectives of one layer: an MoE layer's local experts over the expert-data-parallel group that shards
+  // them (none when that is 1), the rest over dp cp, one after the other on the link (as dp_cost).
+  const double layer_experts =
+      m.is_moe() ? d(count_params(m).mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp) : 0.0;
+  auto zero3_collective_s = [&](Collective c, double bytes_per_param) {
+    double t = collective_time_s(c, bytes_per_param * (lc.params - layer_experts), pc.dp * pc.cp,
+                                 group_link(plan, GroupKind::dp_cp));
+    if (layer_experts > 0) {
+      t += collective_time_s(c, bytes_per_param * layer_experts, expert_dp_size(pc), expert_dp_link(plan));
+    }
+    return t;
+  };
+  if (pc.zero_stage >= 3) lc.zero3_gather_s = zero3_collective_s(Collective::all_gather, 2.0);
 
   // What stays on the critical path.
   auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
@@ -335,10 +344,8 @@ LayerCost layer_cost(const Plan& plan) {
     const std::array<double, kZero3Linears> g = {qkv_gemm, proj_gemm, g_mlp * share[2] / mlp_share,
                                                  g_mlp * share[3] / mlp_share};
     const double ga = lc.grad_accumulation_s / kZero3Linears;
-    const double reduce = pc.overlap_dp_comm ? collective_time_s(Collective::reduce_scatter,
-                                                                 d(plan.training.grad_bytes()) * lc.params,
-                                                                 pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp))
-                                             : 0.0;
+    const double reduce =
+        pc.overlap_dp_comm ? zero3_collective_s(Collective::reduce_scatter, d(plan.training.grad_bytes())) : 0.0;
     std::array<Zero3Step, kZero3Linears> fwd{};
     std::vector<Zero3Step> bwd;
     double fwd_compute = 0, bwd_compute = 0;

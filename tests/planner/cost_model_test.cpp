@@ -462,3 +462,23 @@ TEST_CASE("MoE DP reduction: experts' gradients over the expert-data-parallel gr
                                                   static_cast<double>(dense.training.grad_bytes()), 8,
                                               group_link(dense, GroupKind::dp_cp)));
 }
+
+TEST_CASE("MoE ZeRO-3: a layer's experts are gathered over the expert-data-parallel group, the rest over dp cp") {
+  Plan p = mixtral_tp2_pp2_dp16_ep8();
+  p.parallel.zero_stage = 3;
+  p.parallel.pp = 1;
+  p.parallel.dp = 32;
+  p.training.global_batch = 128;
+  REQUIRE(validate(p).ok());
+  const LayerCost lc = layer_cost(p);
+  const ParamCounts c = count_params(p.model);
+  const double experts = static_cast<double>(c.mlp_per_expert) * (8.0 / 8.0) / 2.0;  // 8 experts over ep 8, tp 2
+  REQUIRE(expert_dp_size(p.parallel) == 4);
+  const double expected =
+      collective_time_s(Collective::all_gather, 2.0 * (lc.params - experts), 32, group_link(p, GroupKind::dp_cp)) +
+      collective_time_s(Collective::all_gather, 2.0 * experts, 4, expert_dp_link(p));
+  CHECK(lc.zero3_gather_s == doctest::Approx(expected).scale(0).epsilon(1e-12));
+  // Over all 32 ranks the experts' gather would cost 31/32 of their bytes instead of 3/4.
+  CHECK(lc.zero3_gather_s <
+        0.9 * collective_time_s(Collective::all_gather, 2.0 * lc.params, 32, group_link(p, GroupKind::dp_cp)));
+}
