@@ -416,9 +416,12 @@ EdgeCost edge_cost(const Plan& plan) {
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first and
-    // reduce-scatters their gradient (the same ring time as a second all-gather).
+    // reduce-scatters their gradient in backward.
     e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, b.ce_all_reduce, pc.tp, l);
-    if (pc.sequence_parallel) e.output_tp_comm_s += 2.0 * collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
+    if (pc.sequence_parallel) {
+      e.output_tp_comm_s += collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
+      e.output_tp_comm_backward_s = collective_time_s(Collective::reduce_scatter, b.sp_gather, pc.tp, l);
+    }
   }
   return e;
 }
@@ -665,7 +668,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                           (i == p - 1 ? edge.output_backward_s : 0);
     st.backward_weight_s = L * lc.backward_weight_s;
     st.recompute_s = L * lc.recompute_s;
-    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
     st.cp_comm_s = L * lc.exposed_cp_s;
     st.ep_comm_s = L * lc.exposed_ep_s;
     st.zero3_comm_s = L * lc.exposed_zero3_s;
@@ -673,7 +676,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
     const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
     st.p2p_s = sends * p2p_s;
     t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
-    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s);
+    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s) +
+                         (i == p - 1 ? edge.output_tp_comm_backward_s : 0);
     t.backward_weight_s = st.backward_weight_s;
     t.p2p_forward_s = forward_sends * p2p_s;
     t.p2p_backward_s = (sends - forward_sends) * p2p_s;

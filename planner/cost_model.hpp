@@ -61,10 +61,11 @@ EdgeBytes edge_bytes(const Plan& plan);
 struct EdgeCost {
   double embedding_forward_s = 0, embedding_backward_s = 0;
   double output_forward_s = 0, output_backward_s = 0;  // final norm, logits GEMM, cross entropy
-  // The output layer's TP collectives: the vocab-parallel cross entropy's 3 all-reduces and, with SP, the gather of
-  // the hidden states and the reduce-scatter of their gradient (edge_bytes); charged to the forward pass (the runtime
-  // issues the reduce-scatter in backward: the totals agree).
+  // The output layer's TP collectives (edge_bytes), where the runtime issues them: in forward the vocab-parallel cross
+  // entropy's 3 all-reduces and, with SP, the gather of the hidden states; in backward, with SP, the reduce-scatter
+  // of their gradient.
   double output_tp_comm_s = 0;
+  double output_tp_comm_backward_s = 0;
 };
 
 // Data-parallel gradient and parameter synchronisation of one stage.

@@ -76,7 +76,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
         cc.forward_s += share_last * edge.output_forward_s;
         cc.backward_input_s += share_last * edge.output_backward_s;
         cc.forward_comm_s += share_last * edge.output_tp_comm_s;
-        cc.exposed_tp_s += share_last * edge.output_tp_comm_s;
+        cc.backward_comm_s += share_last * edge.output_tp_comm_backward_s;
+        cc.exposed_tp_s += share_last * (edge.output_tp_comm_s + edge.output_tp_comm_backward_s);
       }
     }
     const DpCost dc = stage_dp_cost(plan, i, counts);

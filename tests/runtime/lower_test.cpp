@@ -408,10 +408,12 @@ TEST_CASE("the output layer issues edge_bytes(): norm, cross entropy, its all-re
   double comm = 0;
   CHECK(count(plan, &comm) == std::array<int, 3>{2, 2, 6});  // per microbatch: one each, 3 cross-entropy all-reduces
   // What the runtime issues is what the closed form charges the last stage per microbatch.
-  CHECK(comm == doctest::Approx(2 * ec.output_tp_comm_s).scale(0).epsilon(1e-9));
+  CHECK(comm == doctest::Approx(2 * (ec.output_tp_comm_s + ec.output_tp_comm_backward_s)).scale(0).epsilon(1e-9));
+  CHECK(ec.output_tp_comm_backward_s > 0);
   plan.parallel.sequence_parallel = false;
   CHECK(edge_bytes(plan).sp_gather == 0);
   comm = 0;
   CHECK(count(plan, &comm) == std::array<int, 3>{0, 0, 6});
   CHECK(comm == doctest::Approx(2 * edge_cost(plan).output_tp_comm_s).scale(0).epsilon(1e-9));
+  CHECK(edge_cost(plan).output_tp_comm_backward_s == 0);
 }
