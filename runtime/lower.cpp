@@ -495,8 +495,8 @@ class Lowerer {
   void output_forward(int stash) {
     memory("final_norm", Term::forward, edge_.final_norm, stash);
     collective("output.sp_all_gather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, edge_.sp_gather, ad_);
-    output_tp_comm();
     gemm("lm_head", Term::forward, T_, m_.vocab / pc_.tp, m_.hidden, 1, gd_, true);
+    output_tp_comm();  // the vocab-parallel cross entropy reduces over the logits' shards: max, sum, target logit
     memory("cross_entropy", Term::forward, edge_.cross_entropy, stash);
   }
 
