@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/core.h>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "simulator/trace.hpp"
@@ -66,6 +68,25 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
+namespace {
+// Sub-pixel events of one stream row gathered in one pixel column (render_svg).
+struct Bin {
+  int64_t column = -1;
+  double x0 = 0, x1 = 0, start_s = 0, end_s = 0;
+  int64_t events = 0;
+  std::vector<std::pair<std::string, double>> fills;  // fill -> seconds drawn in it (few kinds)
+  void add(const std::string& fill, double s) {
+    for (auto& [f, t] : fills) {
+      if (f == fill) {
+        t += s;
+        return;
+      }
+    }
+    fills.emplace_back(fill, s);
+  }
+};
+}  // namespace
+
 std::string render_svg(const Timeline& t, const std::string& title) {
   const double step = t.step_s > 0 ? t.step_s : 1.0;
   // The axis spans the step and anything drawn after it (with a sharded optimizer the parameter all-gather runs on
@@ -118,9 +139,37 @@ std::string render_svg(const Timeline& t, const std::string& title) {
       const auto sub = std::find(comm_rows[i].begin(), comm_rows[i].end(), k) - comm_rows[i].begin();
       const double ry = compute ? y : y + kRowCompute + kRowComm * static_cast<double>(sub);
       const double rh = compute ? kRowCompute : kRowComm;
+      // Bars narrower than a pixel are binned by pixel column: one bar per column, in the colour that fills most of
+      // it, titled with its event count (a 2,048-microbatch step drew 450,000 bars, 39 MB, that no browser shows).
+      Bin bin;
+      auto flush = [&] {
+        if (bin.events == 0) return;
+        const auto top = std::max_element(bin.fills.begin(), bin.fills.end(),
+                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+        o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\">"
+                         "<title>{} {} events {:.3f}-{:.3f} ms</title></rect>\n",
+                         bin.x0, ry, std::max(bin.x1 - bin.x0, 0.01), rh, top->first, tr.streams[k].name, bin.events,
+                         bin.start_s * 1e3, bin.end_s * 1e3);
+        bin = Bin{};
+      };
       for (const TimelineEvent& e : tr.streams[k].events) {
         const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
         if (w <= 0) continue;
+        if (w < 1.0) {
+          const int64_t column = static_cast<int64_t>(std::floor(x - kLeft));
+          if (column != bin.column) {
+            flush();
+            bin.column = column;
+            bin.x0 = x;
+            bin.start_s = e.start_s;
+          }
+          ++bin.events;
+          bin.x1 = std::max(bin.x1, x + w);
+          bin.end_s = std::max(bin.end_s, e.end_s);
+          bin.add(fill_of(e), e.end_s - e.start_s);
+          continue;
+        }
+        flush();
         o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
                          "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
                          x, ry, w, rh, fill_of(e), tr.streams[k].name, event_name(e, chunks), e.start_s * 1e3,
@@ -133,6 +182,7 @@ std::string render_svg(const Timeline& t, const std::string& title) {
                            x + w / 2, ry + rh * 0.65, label);
         }
       }
+      flush();
     }
   }
   // Time axis.
