@@ -89,6 +89,13 @@ Runner setup(CLI::App& app) {
     }
     bool all_pass = true;
     for (const PlanCheck& c : checks) all_pass = all_pass && c.result.pass;
+    // A budget above a plan's GPU is capped at the GPU (docs/ci.md): said once per plan, on stderr.
+    for (const PlanCheck& c : checks) {
+      if (limits.memory_bytes && static_cast<double>(*limits.memory_bytes) > c.result.capacity_bytes) {
+        fmt::print(stderr, "parplan check: warning: --memory {:.2f} GiB is above {}'s GPU ({:.2f} GiB); its capacity is the budget\n",
+                   static_cast<double>(*limits.memory_bytes) / (1 << 30), c.path, c.result.capacity_bytes / (1 << 30));
+      }
+    }
 
     refuse_replacing_input(o->junit, "--junit");  // both before either is written
     if (o->update_baseline) refuse_replacing_input(o->baseline, "--baseline");

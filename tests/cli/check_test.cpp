@@ -216,6 +216,11 @@ TEST_CASE("check: memory fails against --memory and --headroom with GiB over, st
   const auto big = run_parplan({"check", "--plan", kBig});
   CHECK(big.exit_code == 1);
   CHECK(has(big.out, "largest term activations"));
+  // A budget above the GPU is capped at its capacity, and said so on stderr.
+  const auto above = run_parplan({"check", "--plan", kSmall, "--memory", "1000GiB"});
+  CHECK(above.exit_code == 0);
+  CHECK(has(above.err, "warning: --memory 1000.00 GiB is above " + kSmall + "'s GPU"));
+  CHECK(run_parplan({"check", "--plan", kSmall, "--memory", "30GiB"}).err.empty());
 }
 
 TEST_CASE("check: each performance floor fails just past the plan's value and passes just inside it") {
