@@ -14,6 +14,15 @@
 using namespace parplan::sim;
 
 namespace {
+// Events with a positive duration: the ones the picture draws.
+size_t drawn_events(const parplan::Timeline& t) {
+  size_t n = 0;
+  for (const auto& tr : t.tracks)
+    for (const auto& st : tr.streams)
+      for (const auto& e : st.events) n += e.end_s > e.start_s ? 1 : 0;
+  return n;
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
@@ -28,10 +37,7 @@ TEST_CASE("svg: stages down, one bar per event, comm hatched, axis and legend") 
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(svg.find("p2 m3 &lt;test&gt;") != std::string::npos);  // title escaped
   CHECK(count(svg, ">stage ") == 2);
-  size_t events = 0;
-  for (const auto& tr : r.timeline.tracks)
-    for (const auto& st : tr.streams)
-      for (const auto& e : st.events) events += e.end_s > e.start_s ? 1 : 0;
+  const size_t events = drawn_events(r.timeline);
   CHECK(count(svg, "<title>") == events);
   CHECK(count(svg, "fill=\"url(#hatch-pp)\"") >= 6);  // p2p sends hatched
   CHECK(count(svg, "fill=\"url(#hatch-dp)\"") >= 4);  // DP buckets hatched
@@ -132,10 +138,7 @@ TEST_CASE("svg: bars narrower than a pixel are binned by pixel column, each bin 
   SimOptions o;
   o.record_timeline = true;
   const SimResult r = simulate(plan, o);
-  size_t events = 0;
-  for (const auto& tr : r.timeline.tracks)
-    for (const auto& st : tr.streams)
-      for (const auto& e : st.events) events += e.end_s > e.start_s ? 1 : 0;
+  const size_t events = drawn_events(r.timeline);
   const std::string svg = render_svg(r.timeline, "t");
   size_t bars = 0, counted = 0, bins = 0;
   for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
