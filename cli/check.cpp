@@ -92,7 +92,9 @@ Runner setup(CLI::App& app) {
     // A budget above a plan's GPU is capped at the GPU (docs/ci.md): said once per plan, on stderr.
     for (const PlanCheck& c : checks) {
       if (limits.memory_bytes && static_cast<double>(*limits.memory_bytes) > c.result.capacity_bytes) {
-        fmt::print(stderr, "parplan check: warning: --memory {:.2f} GiB is above {}'s GPU ({:.2f} GiB); its capacity is the budget\n",
+        fmt::print(stderr,
+                   "parplan check: warning: --memory {:.2f} GiB is above {}'s GPU ({:.2f} GiB); its capacity is the "
+                   "budget\n",
                    static_cast<double>(*limits.memory_bytes) / (1 << 30), c.path, c.result.capacity_bytes / (1 << 30));
       }
     }
@@ -117,7 +119,10 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", check_to_json(checks).dump(2));
     } else {
       fmt::print(report, "{}", render_check_text(checks));
-      if (o->update_baseline) fmt::print(report, "baseline written to {} ({} plan{})\n", o->baseline, checks.size(), checks.size() == 1 ? "" : "s");
+      if (o->update_baseline) {
+        fmt::print(report, "baseline written to {} ({} plan{})\n", o->baseline, checks.size(),
+                   checks.size() == 1 ? "" : "s");
+      }
     }
     return all_pass ? kOk : kCheckFailed;
   };

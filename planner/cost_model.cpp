@@ -45,13 +45,15 @@ constexpr double kMemoryBoundKernelsPerLayer = 10.0;
 // FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
 constexpr double kFlashBackwardFactor = 2.5;
 
+// MLP parameters of one layer's local experts held by one GPU (split by tp; a dense model's MLP is its one expert).
+double layer_expert_params(const Plan& plan, const ParamCounts& c) {
+  return d(c.mlp_per_expert) * d(plan.model.experts / plan.parallel.ep) / d(plan.parallel.tp);
+}
+
 // Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
 double layer_params(const Plan& plan) {
-  const ModelSpec& m = plan.model;
-  const ParallelConfig& pc = plan.parallel;
-  const ParamCounts c = count_params(m);
-  return d(c.attention) / d(pc.tp) + d(c.norms) + d(c.router) +
-         d(c.mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp);
+  const ParamCounts c = count_params(plan.model);
+  return d(c.attention) / d(plan.parallel.tp) + d(c.norms) + d(c.router) + layer_expert_params(plan, c);
 }
 
 }  // namespace
@@ -171,8 +173,7 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 }  // namespace
 
 double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
-  const ParallelConfig& pc = plan.parallel;
-  return d(stage_layers(plan, stage)) * d(c.mlp_per_expert) * d(plan.model.experts / pc.ep) / d(pc.tp);
+  return d(stage_layers(plan, stage)) * layer_expert_params(plan, c);
 }
 
 double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
@@ -301,8 +302,7 @@ LayerCost layer_cost(const Plan& plan) {
 
   // ZeRO-3 collectives of one layer: an MoE layer's local experts over the expert-data-parallel group that shards
   // them (none when that is 1), the rest over dp cp, one after the other on the link (as dp_cost).
-  const double layer_experts =
-      m.is_moe() ? d(count_params(m).mlp_per_expert) * d(m.experts / pc.ep) / d(pc.tp) : 0.0;
+  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
   auto zero3_collective_s = [&](Collective c, double bytes_per_param) {
     double t = collective_time_s(c, bytes_per_param * (lc.params - layer_experts), pc.dp * pc.cp,
                                  group_link(plan, GroupKind::dp_cp));
@@ -587,11 +587,11 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
 // A stage's DP gradient reduction (step_time): its total, the part exposed after the stage's last pipeline op, and
 // the exposed parameter gather after the optimizer step.
 StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, const StageMicrobatchTime& t,
-                          double stage_p) {
+                          double stage_p, double expert_p) {
   const ParallelConfig& pc = plan.parallel;
   const double md = d(pc.num_microbatches);
   StageDpTail r;
-  r.dc = dp_cost(plan, stage_p, plan.model.is_moe() ? stage_expert_params(plan, i, count_params(plan.model)) : 0.0);
+  r.dc = dp_cost(plan, stage_p, expert_p);
   const DpCost& dc = r.dc;
   if (dc.group > 1) {
     const double bwd = t.backward_input_s + t.backward_weight_s;
@@ -706,10 +706,11 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   const double md = d(m);
   // Each stage's DP tail once per step (the link-sharing pass below and the tails both need it).
   std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});
-  const auto dp_tail = [&](int64_t i, const StageMicrobatchTime& t, double stage_p) -> const StageDpTail& {
+  const auto dp_tail = [&](int64_t i, const StageMicrobatchTime& t, double stage_p,
+                           double expert_p) -> const StageDpTail& {
     const auto k = static_cast<size_t>(i);
     if (!scratch.dp_ready[k]) {
-      scratch.dp[k] = stage_dp_tail(plan, lc, i, t, stage_p);
+      scratch.dp[k] = stage_dp_tail(plan, lc, i, t, stage_p, expert_p);
       scratch.dp_ready[k] = 1;
     }
     return scratch.dp[k];
@@ -728,9 +729,9 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
         t.last_send_delay_s = mb[static_cast<size_t>(i - 1)].last_send_delay_s;
         continue;
       }
-      const double stage_p = stage_params(plan, i, params);
       const int64_t layers = stage_layers(plan, i);
-      const StageDpTail& sd = dp_tail(i, t, stage_p);
+      const StageDpTail& sd =
+          dp_tail(i, t, stage_params(plan, i, params), moe_expert_params(plan, i, params.counts));
       // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
       // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
       const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
@@ -780,14 +781,14 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       continue;
     }
     prev = i;
-    const double stage_p = stage_params(plan, i, params);
+    const double stage_p = stage_params(plan, i, params), expert_p = moe_expert_params(plan, i, params.counts);
     const double tied = embedding_grad_sync_s(plan, i);
-    const StageDpTail& sd = dp_tail(i, t, stage_p);
+    const StageDpTail& sd = dp_tail(i, t, stage_p, expert_p);
     const DpCost& dc = sd.dc;
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
     // joins the first and the last stage, so it starts when both have reduced.
-    const double opt = optimizer_step_s(plan, stage_p, moe_expert_params(plan, i, params.counts));
+    const double opt = optimizer_step_s(plan, stage_p, expert_p);
     const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
                  stage_lead, dc};
     if (tied > 0) {

@@ -80,7 +80,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
         cc.exposed_tp_s += share_last * (edge.output_tp_comm_s + edge.output_tp_comm_backward_s);
       }
     }
-    const DpCost dc = stage_dp_cost(plan, i, counts);
+    const double experts = moe_expert_params(plan, i, counts.counts);
+    const DpCost dc = dp_cost(plan, params[static_cast<size_t>(i)], experts);
     if (dc.group > 1 && dc.grad_reduce_s > 0) {
       st.dp_buckets = dc.buckets;
       st.dp_bucket_s = dc.bucket_s;
@@ -88,7 +89,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       st.dp_per_microbatch = dc.per_microbatch;
       st.param_gather_s = dc.param_gather_s;
     }
-    st.optimizer_s = optimizer_step_s(plan, params[static_cast<size_t>(i)], moe_expert_params(plan, i, counts.counts));
+    st.optimizer_s = optimizer_step_s(plan, params[static_cast<size_t>(i)], experts);
     st.embedding_grad_s = embedding_grad_sync_s(plan, i);
   }
   return sc;
