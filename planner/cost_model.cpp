@@ -509,6 +509,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
   sm.weights = dense.weights + experts.weights;
   sm.grads = dense.grads + experts.grads;
+  if (pc.zero_stage == 2) sm.grads += zero_unsharded_grad_bytes(plan, in.params.layer_params);
   sm.optimizer = dense.optimizer + experts.optimizer;
 
   // Activations held at the schedule's peak.

@@ -91,7 +91,8 @@ struct StageMemory {
   int64_t layers = 0;
   int64_t in_flight_chunks = 0;  // chunk-microbatches held at peak (a chunk = layers / vpp)
   double params = 0;
-  double weights = 0, grads = 0, optimizer = 0;
+  double weights = 0, optimizer = 0;
+  double grads = 0;  // ZeRO-2: the shard plus one unit's unsharded gradient (zero_unsharded_grad_bytes, zero3.hpp)
   double activations = 0;           // stored activations at peak (layers + embedding / output layer)
   double recompute_working_set = 0;
   double zero3_buffers = 0;  // gathered parameters + one unit's unsharded gradient (zero3_buffer_bytes, zero3.hpp)

@@ -40,10 +40,14 @@ double zero3_unsharded_grad_params(const Plan& plan, double layer_params) {
   return *std::max_element(s.begin(), s.end()) * layer_params;
 }
 
+double zero_unsharded_grad_bytes(const Plan& plan, double layer_params) {
+  if (plan.parallel.zero_stage < 2) return 0.0;
+  return d(plan.training.grad_bytes()) * zero3_unsharded_grad_params(plan, layer_params);
+}
+
 double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   if (plan.parallel.zero_stage < 3) return 0.0;
-  return 2.0 * zero3_gathered_params(plan, layer_params) +
-         d(plan.training.grad_bytes()) * zero3_unsharded_grad_params(plan, layer_params);
+  return 2.0 * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
 double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {

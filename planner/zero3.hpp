@@ -37,6 +37,14 @@ double zero3_gathered_params(const Plan& plan, double layer_params);
 // gradients, Rajbhandari et al. 2021).
 double zero3_unsharded_grad_params(const Plan& plan, double layer_params);
 
+// Bytes of one unit's unsharded gradient in the reduction's dtype, with ZeRO-2 or ZeRO-3 (0 below ZeRO-2). ZeRO-2
+// keeps only its 1/(dp cp) shard of the accumulated gradient, yet each unit's backward writes the unit's whole
+// gradient before the reduce-scatter that shards it (FSDP SHARD_GRAD_OP reduce-scatters each unit's FlatParameter
+// gradient in its post-backward hook, Zhao et al. 2023; DeepSpeed ZeRO-2 reduces what its backward hooks produced
+// from a bucket, Rajbhandari et al. 2020 Sec. 5.2), so it holds one unit's unsharded gradient beside the shard, as
+// ZeRO-3 does: StageMemory::grads counts it for ZeRO-2, StageMemory::zero3_buffers for ZeRO-3.
+double zero_unsharded_grad_bytes(const Plan& plan, double layer_params);
+
 // StageMemory::zero3_buffers: the gathered 16-bit parameters plus the unsharded gradient in the reduction's dtype.
 double zero3_buffer_bytes(const Plan& plan, double layer_params);
 

@@ -91,6 +91,37 @@ TEST_CASE("zero3 gathered parameters: two layers, or the largest consecutive pai
   CHECK(ls[2] == doctest::Approx(2.0 * ls[3]));  // gate + up against down
 }
 
+// ZeRO-2 keeps a 1/(dp cp) shard of the accumulated gradient (Rajbhandari et al. 2020 Fig. 1: 2 + 14/64 bytes per
+// parameter on 64 GPUs, model_states_test), but each unit's backward writes the unit's whole gradient before its
+// reduce-scatter leaves, so the gradients held are the shard plus one layer's unsharded gradient in the reduction's
+// dtype (the same unit ZeRO-3 counts in its buffers).
+TEST_CASE("ZeRO-2 gradients: the shard plus one layer's unsharded gradient") {
+  Plan p = test::korthikanti_175b_sharded_dp(2, 4);  // 175B, tp 8, dp 8
+  p.training.grad_fp32 = true;                        // reduced in fp32: 4 bytes per gradient
+  REQUIRE(validate(p).ok());
+  const StageMemoryInputs in = stage_memory_inputs(p);
+  const double layer = in.params.layer_params;
+  CHECK(layer == doctest::Approx(12.0 * 12288 * 12288 / 8).epsilon(0.001));
+  const StageMemory z2 = stage_memory(p, 0);
+  const double shard = model_state_bytes(z2.params, p.parallel.dp, model_state_options(p)).grads;
+  CHECK(shard == doctest::Approx(4.0 * z2.params / 8));
+  CHECK(z2.grads == doctest::Approx(shard + 4.0 * layer));  // + 0.84 GiB: 226.5M parameters in fp32
+  CHECK(zero_unsharded_grad_bytes(p, layer) == doctest::Approx(4.0 * layer));
+  CHECK(z2.zero3_buffers == 0.0);
+  // ZeRO-1 holds the whole gradient and nothing more; ZeRO-3 counts the unit in its buffers, not in grads.
+  p.parallel.zero_stage = 1;
+  CHECK(stage_memory(p, 0).grads == doctest::Approx(4.0 * z2.params));
+  CHECK(zero_unsharded_grad_bytes(p, layer) == 0.0);
+  p.parallel.zero_stage = 3;
+  const StageMemory z3 = stage_memory(p, 0);
+  CHECK(z3.grads == doctest::Approx(shard));
+  CHECK(z3.zero3_buffers == doctest::Approx(2.0 * 2.0 * layer + 4.0 * layer));
+  // With DeepSpeed's per-linear unit the unsharded gradient is the largest linear's (MLP up, 4/12 of the layer).
+  p.parallel.zero_stage = 2;
+  p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+  CHECK(stage_memory(p, 0).grads == doctest::Approx(shard + 4.0 * layer * 4.0 / 12.0).epsilon(0.002));
+}
+
 TEST_CASE("zero3 gather unit in the cost model: linear units never expose less than whole layers") {
   for (int64_t mb : {1, 2, 4, 8}) {
     Plan p = test::korthikanti_175b_sharded_dp(3, 1);
