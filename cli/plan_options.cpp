@@ -311,18 +311,22 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
     if (!std::isfinite(*me.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
     tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
   }
-  const int64_t unit = pc.dp * pc.micro_batch;
+  const int64_t unit = saturating_product({pc.dp, pc.micro_batch});
   if (me.global_batch) {
     tr.global_batch = *me.global_batch;
   } else if (me.microbatches) {
-    tr.global_batch = unit * *me.microbatches;
+    tr.global_batch = saturating_product({unit, *me.microbatches});
+    if (tr.global_batch > kMaxGlobalBatch) {
+      throw InputError(fmt::format("--microbatches: dp {} x micro-batch {} x {} microbatches exceeds {} sequences per step",
+                                   pc.dp, pc.micro_batch, *me.microbatches, kMaxGlobalBatch));
+    }
   } else {
     tr.global_batch = default_global_batch(tr.seq_len, pc.dp, pc.micro_batch);
   }
-  if (tr.global_batch % unit != 0) {
+  pc.num_microbatches = microbatches_per_step(tr.global_batch, pc.dp, pc.micro_batch);
+  if (pc.num_microbatches == 0) {
     throw InputError(fmt::format("--global-batch: {} is not divisible by dp x micro-batch = {}", tr.global_batch, unit));
   }
-  pc.num_microbatches = tr.global_batch / unit;
   if (me.microbatches && *me.microbatches != pc.num_microbatches) {
     throw InputError(fmt::format("--microbatches: {} disagrees with global batch {} / (dp {} x micro-batch {}) = {}",
                                  *me.microbatches, tr.global_batch, pc.dp, pc.micro_batch, pc.num_microbatches));

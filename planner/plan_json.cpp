@@ -48,10 +48,8 @@ Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const s
   tr.finish();
   // Without num_microbatches: the global batch over dp x micro_batch, as the flags derive it (when that divides;
   // otherwise the batch check names the mismatch).
-  const int64_t unit = plan.parallel.dp * plan.parallel.micro_batch;
-  if (!microbatches_given && unit > 0 && plan.training.global_batch % unit == 0 && plan.training.global_batch >= unit) {
-    plan.parallel.num_microbatches = plan.training.global_batch / unit;
-  }
+  const int64_t m = microbatches_per_step(plan.training.global_batch, plan.parallel.dp, plan.parallel.micro_batch);
+  if (!microbatches_given && m > 0) plan.parallel.num_microbatches = m;
   r.finish();
   check_plan_inputs(plan, where);
   return plan;

@@ -131,7 +131,8 @@ class Evaluator {
     }
     for (int64_t mb : mbs) {
       pc.micro_batch = mb;
-      pc.num_microbatches = std::max<int64_t>(1, (B + mesh.dp * mb - 1) / (mesh.dp * mb));
+      // A pinned micro-batch that does not divide the batch: 1, which validate() rejects as batch_not_divisible.
+      pc.num_microbatches = std::max<int64_t>(1, microbatches_per_step(B, mesh.dp, mb));
       have_p2p_ = false;
       for (bool sp : req_.space.sequence_parallel) {
         pc.sequence_parallel = sp;

@@ -18,6 +18,14 @@ inline int64_t saturating_product(std::initializer_list<int64_t> factors) {
   }
   return out;
 }
+// Microbatches per pipeline per step: the global batch over dp x micro-batch sequences when that is a whole number
+// of at least one, else 0. The one derivation the flags, plan documents, validate's run mapping and the search share;
+// each names its own mismatch (or, in the search, leaves it to validate()'s batch check).
+inline int64_t microbatches_per_step(int64_t global_batch, int64_t dp, int64_t micro_batch) {
+  const int64_t unit = saturating_product({dp, micro_batch});
+  if (unit <= 0 || global_batch < unit || global_batch % unit != 0) return 0;
+  return global_batch / unit;
+}
 // The most GPUs a mesh may span: the --gpus flag's and the plan document's limit.
 inline constexpr int64_t kMaxMeshGpus = 100'000'000;
 // The most sequences one step may hold: the plan document's limit on training.global_batch.

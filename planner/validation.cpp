@@ -246,11 +246,10 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     pc.sequence_parallel = has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
   }
   if (tp && dp && mb && gbs) {
-    const int64_t unit = pc.dp * pc.micro_batch;
-    if (*gbs % unit != 0) {
+    pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
+    if (pc.num_microbatches == 0) {
       skip.push_back(fmt::format("global batch {} is not a multiple of dp {} x micro_batch {}", *gbs, pc.dp, pc.micro_batch));
-    } else {
-      pc.num_microbatches = *gbs / unit;
+      pc.num_microbatches = 1;
     }
   }
 

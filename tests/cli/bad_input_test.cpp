@@ -128,6 +128,11 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--global-batch", "0"}), "--global-batch"},
       {with(kModel, {"--gpus", "64", "--global-batch", "100"}), "--global-batch"},  // 100 % 64
       {with(kModel, {"--gpus", "64", "--global-batch", "128", "--microbatches", "3"}), "--microbatches"},
+      {with(kModel, {"--gpus", "64", "--global-batch", "32"}), "--global-batch"},  // fewer sequences than dp 64
+      // dp x micro-batch x microbatches = 10^20 sequences: once a wrapped (signed-overflow) global batch.
+      {with(kModel, {"--gpus", "80000", "--tp", "8", "--dp", "10000", "--micro-batch", "100000", "--microbatches",
+                     "100000000"}),
+       "--microbatches"},
       {with(kModel, {"--gpus", "64", "--schedule", "2f2b"}), "--schedule"},
       {with(kModel, {"--gpus", "64", "--recompute", "some"}), "--recompute"},
       {with(kModel, {"--gpus", "64", "--precision", "fp4"}), "--precision"},
