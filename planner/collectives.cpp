@@ -1,6 +1,8 @@
 // Collective cost formulas (see collectives.hpp for the sources).
 #include "planner/collectives.hpp"
 
+#include <algorithm>
+
 namespace parplan {
 
 double bus_factor(Collective c, int64_t n) {
@@ -37,9 +39,18 @@ int64_t latency_steps(Collective c, int64_t n) {
   return 1;
 }
 
+double nvls_all_reduce_time_s(double bytes, int64_t n, const LinkSpec& link) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  const double nd = static_cast<double>(n);
+  return 2.0 * link.latency_s + bytes * (nd + 1) / nd / (link.bandwidth_Bps * link.nvls_efficiency);
+}
+
 double collective_time_s(Collective c, double bytes, int64_t n, const LinkSpec& link) {
   if (n <= 1 || bytes <= 0) return 0.0;
-  return static_cast<double>(latency_steps(c, n)) * link.latency_s + bytes * bus_factor(c, n) / link.effective_Bps();
+  const double ring =
+      static_cast<double>(latency_steps(c, n)) * link.latency_s + bytes * bus_factor(c, n) / link.effective_Bps();
+  if (c == Collective::all_reduce && link.nvls_efficiency > 0) return std::min(ring, nvls_all_reduce_time_s(bytes, n, link));
+  return ring;
 }
 
 double bytes_sent_per_rank(Collective c, double bytes, int64_t n) {

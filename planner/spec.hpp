@@ -122,6 +122,9 @@ struct LinkSpec {
   double bandwidth_Bps = 0;
   double latency_s = 0;
   double efficiency = 1.0;
+  // NVLink SHARP (NVLS) all-reduce through the switch, as a fraction of bandwidth_Bps; 0 = the fabric has none
+  // (collective_time_s, collectives.hpp).
+  double nvls_efficiency = 0;
   double effective_Bps() const { return bandwidth_Bps * efficiency; }
 };
 

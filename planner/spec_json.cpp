@@ -103,11 +103,14 @@ LinkSpec link_from_json(JsonReader r) {
   l.bandwidth_Bps = r.get_double("bandwidth_GBps", 1e-6, 1e7) * 1e9;
   l.latency_s = r.get_double("latency_us", 0.0, 0.0, 1e6) * 1e-6;
   l.efficiency = r.get_double("efficiency", 1.0, 0.01, 1.0);
+  if (r.has("nvls_efficiency")) l.nvls_efficiency = r.get_double("nvls_efficiency", 0.01, 1.0);
   r.finish();
   return l;
 }
 nlohmann::json link_to_json(const LinkSpec& l) {
-  return {{"bandwidth_GBps", l.bandwidth_Bps / 1e9}, {"latency_us", l.latency_s * 1e6}, {"efficiency", l.efficiency}};
+  nlohmann::json j = {{"bandwidth_GBps", l.bandwidth_Bps / 1e9}, {"latency_us", l.latency_s * 1e6}, {"efficiency", l.efficiency}};
+  if (l.nvls_efficiency > 0) j["nvls_efficiency"] = l.nvls_efficiency;
+  return j;
 }
 }  // namespace
 

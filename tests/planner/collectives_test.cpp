@@ -33,16 +33,50 @@ TEST_CASE("ring all-reduce time is 2(n-1)/n S/B plus 2(n-1) latencies") {
   CHECK(bytes_sent_per_rank(Collective::all_reduce, S, 4) == doctest::Approx(1.5 * S));
 }
 
-// The shipped node profiles against nccl-tests measurements (hardware-reference.json): a 4 GiB all-reduce on one
-// node's 8 GPUs must come out at the measured bus bandwidth. nccl-tests #175: 232.54 GB/s on 8 A100-SXM4; nccl-tests
-// #212 / nccl #1455: ~370 GB/s on 8 H100 with NCCL_ALGO=RING (the ring every non-all-reduce collective runs; the
-// NVLS all-reduce's 480 GB/s is not modelled, docs/cost-model.md).
-TEST_CASE("shipped node profiles reproduce nccl-tests bus bandwidth on 8 GPUs (A100 232.5, H100 ring 370 GB/s)") {
+// The shipped node profiles against nccl-tests measurements (hardware-reference.json): a 4 GiB collective on one
+// node's 8 GPUs must come out at the measured bus bandwidth. nccl-tests #175: 232.54 GB/s all-reduce on 8 A100-SXM4;
+// nccl-tests #212 / nccl #1455: ~370 GB/s on 8 H100 for the ring (NCCL_ALGO=RING, and every collective but the
+// all-reduce), nccl-tests #212 / dgxc-benchmarking: ~480 GB/s busbw (~275 GB/s algbw) for the default NVLS all-reduce.
+TEST_CASE("shipped node profiles reproduce nccl-tests bus bandwidth on 8 GPUs (A100 232.5, H100 ring 370, NVLS 480 GB/s)") {
   const double S = 4.0 * 1024 * 1024 * 1024;
-  auto busbw = [S](const LinkSpec& l) {
-    return S * bus_factor(Collective::all_reduce, 8) / collective_time_s(Collective::all_reduce, S, 8, l);
-  };
+  auto busbw = [S](Collective c, const LinkSpec& l) { return S * bus_factor(c, 8) / collective_time_s(c, S, 8, l); };
   const ProfileSet& p = ProfileSet::embedded();
-  CHECK(busbw(p.cluster("dgx-a100", "test").intra_node) == doctest::Approx(232.5e9).scale(0).epsilon(0.01));
-  CHECK(busbw(p.cluster("dgx-h100", "test").intra_node) == doctest::Approx(370e9).scale(0).epsilon(0.01));
+  const LinkSpec a100 = p.cluster("dgx-a100", "test").intra_node, h100 = p.cluster("dgx-h100", "test").intra_node;
+  CHECK(busbw(Collective::all_reduce, a100) == doctest::Approx(232.5e9).scale(0).epsilon(0.01));
+  CHECK(busbw(Collective::all_reduce, h100) == doctest::Approx(480e9).scale(0).epsilon(0.01));
+  CHECK(S / collective_time_s(Collective::all_reduce, S, 8, h100) == doctest::Approx(275e9).scale(0).epsilon(0.01));
+  CHECK(busbw(Collective::all_gather, h100) == doctest::Approx(370e9).scale(0).epsilon(0.01));
+  CHECK(busbw(Collective::reduce_scatter, h100) == doctest::Approx(370e9).scale(0).epsilon(0.01));
+  // The H200 node has the same fabric; the A100 node has no NVLink SHARP.
+  CHECK(p.cluster("dgx-h200", "test").intra_node.nvls_efficiency == h100.nvls_efficiency);
+  CHECK(a100.nvls_efficiency == 0.0);
+}
+
+// NVLS moves S (n + 1) / n over each rank's link, the ring 2 (n - 1) / n S: NVLS wins from about 4 ranks up, the ring
+// below; the faster one is charged, and links without NVLS are unchanged.
+TEST_CASE("NVLS all-reduce: S (n + 1) / n at nvls_efficiency, the faster of it and the ring") {
+  LinkSpec l;
+  l.bandwidth_Bps = 450e9;
+  l.efficiency = 0.82;
+  l.latency_s = 3e-6;
+  const double S = 1e9;
+  const double ring8 = collective_time_s(Collective::all_reduce, S, 8, l);
+  CHECK(ring8 == doctest::Approx(14 * 3e-6 + 1.75 * S / (450e9 * 0.82)));
+  l.nvls_efficiency = 0.6875;
+  CHECK(nvls_all_reduce_time_s(S, 8, l) == doctest::Approx(2 * 3e-6 + 1.125 * S / (450e9 * 0.6875)));
+  CHECK(collective_time_s(Collective::all_reduce, S, 8, l) == nvls_all_reduce_time_s(S, 8, l));
+  CHECK(collective_time_s(Collective::all_reduce, S, 8, l) < 0.8 * ring8);  // 4.76 vs 3.66 ms
+  // 2 ranks: NVLS 206 GB/s algbw against the ring's 369: the ring.
+  CHECK(collective_time_s(Collective::all_reduce, S, 2, l) ==
+        doctest::Approx(2 * 3e-6 + S / (450e9 * 0.82)));
+  CHECK(nvls_all_reduce_time_s(S, 2, l) > 1.7 * collective_time_s(Collective::all_reduce, S, 2, l));
+  // 4 ranks: within 1% of each other.
+  LinkSpec ring_only = l;
+  ring_only.nvls_efficiency = 0;
+  CHECK(nvls_all_reduce_time_s(S, 4, l) ==
+        doctest::Approx(collective_time_s(Collective::all_reduce, S, 4, ring_only)).scale(0).epsilon(0.01));
+  // Only the all-reduce: the others keep the ring.
+  CHECK(collective_time_s(Collective::all_gather, S, 8, l) == collective_time_s(Collective::all_gather, S, 8, ring_only));
+  CHECK(collective_time_s(Collective::all_reduce, S, 1, l) == 0.0);
+  CHECK(nvls_all_reduce_time_s(S, 1, l) == 0.0);
 }
