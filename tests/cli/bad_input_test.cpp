@@ -253,6 +253,7 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"cluster_zero_gpus_per_node.json", "/gpus_per_node"},
       {"cluster_missing_inter_node.json", "/inter_node: missing required key"},
       {"cluster_link_unknown_key.json", "/intra_node/latency: unknown key"},
+      {"cluster_nvls_above_one.json", "/intra_node/nvls_efficiency: 1.5 is out of range"},
   };
   for (const auto& [file, names] : cases) {
     const std::string path = kBad + file;
