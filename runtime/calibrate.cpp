@@ -306,14 +306,25 @@ ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r
   ClusterSpec c = base;
   c.name = name;
   c.gpu = gpu_name;
-  const CollectivePoint* small = nullptr;
-  const CollectivePoint* large = nullptr;
-  for (const CollectivePoint& p : r.collectives) {
-    if (p.kind != CollectiveKind::all_reduce) continue;
-    if (!small || p.bytes < small->bytes) small = &p;
-    if (!large || p.bytes > large->bytes) large = &p;
-  }
-  if (!large) throw BackendError("calibrate: a cluster profile needs the all-reduce sweep over at least 2 ranks");
+  // The link's efficiency and latency describe the ring, which NCCL runs for the all-gather; its all-reduce may take
+  // NVLink SHARP instead (480 against 370 GB/s busbw on 8 H100), so the ring is fitted to the all-gather sweep where
+  // there is one, and the all-reduce then fits nvls_efficiency (collectives.hpp) when it beat the ring.
+  auto sweep = [&](CollectiveKind kind) {
+    std::pair<const CollectivePoint*, const CollectivePoint*> ends{nullptr, nullptr};
+    for (const CollectivePoint& p : r.collectives) {
+      if (p.kind != kind || p.ranks < 2 || p.seconds <= 0) continue;
+      if (!ends.first || p.bytes < ends.first->bytes) ends.first = &p;
+      if (!ends.second || p.bytes > ends.second->bytes) ends.second = &p;
+    }
+    return ends;
+  };
+  const auto [ar_small, ar_large] = sweep(CollectiveKind::all_reduce);
+  if (!ar_large) throw BackendError("calibrate: a cluster profile needs the all-reduce sweep over at least 2 ranks");
+  const auto [ag_small, ag_large] = sweep(CollectiveKind::all_gather);
+  const bool ring_from_gather = ag_large != nullptr;
+  const CollectivePoint* small = ring_from_gather ? ag_small : ar_small;
+  const CollectivePoint* large = ring_from_gather ? ag_large : ar_large;
+  const Collective ring_kind = ring_from_gather ? Collective::all_gather : Collective::all_reduce;
   if (c.intra_node.bandwidth_Bps > 0) c.intra_node.efficiency = std::min(1.0, large->busbw_Bps / c.intra_node.bandwidth_Bps);
   // The profile reader accepts efficiencies >= 0.01 (spec_json.cpp); a slow fabric (the host backend, a sanitizer
   // build) is written as its measured bandwidth at efficiency 1 instead: the same effective bandwidth, a readable file.
@@ -321,10 +332,27 @@ ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r
     c.intra_node.bandwidth_Bps = large->busbw_Bps;
     c.intra_node.efficiency = 1.0;
   }
-  const int64_t steps = latency_steps(Collective::all_reduce, large->ranks);
+  const int64_t steps = latency_steps(ring_kind, large->ranks);
   if (steps > 0) c.intra_node.latency_s = small->seconds / static_cast<double>(steps);
-  c.source = fmt::format("parplan calibrate on {} x {}: all-reduce busbw {:.1f} GB/s at {} bytes", r.ranks, r.device,
-                         large->busbw_Bps / 1e9, large->bytes);
+  // Fitted to an all-reduce alone, the ring already reproduces it: no NVLS on top.
+  c.intra_node.nvls_efficiency = 0;
+  std::string nvls;
+  if (ring_from_gather) {
+    // NVLS where the measured all-reduce beat the fitted ring by more than 2% (a fabric without it, or NCCL choosing the
+    // ring, leaves none), its efficiency from the all-reduce's time: S (n + 1) / n over the link, two latencies.
+    const double n = static_cast<double>(ar_large->ranks), S = static_cast<double>(ar_large->bytes);
+    LinkSpec ring = c.intra_node;
+    ring.nvls_efficiency = 0;
+    const double ring_s = collective_time_s(Collective::all_reduce, S, ar_large->ranks, ring);
+    const double wire_s = ar_large->seconds - 2.0 * ring.latency_s;
+    if (ar_large->seconds < 0.98 * ring_s && wire_s > 0) {
+      c.intra_node.nvls_efficiency = std::clamp(S * (n + 1) / n / (wire_s * c.intra_node.bandwidth_Bps), 0.01, 1.0);
+      nvls = fmt::format("; all-reduce busbw {:.1f} GB/s (NVLS, nvls_efficiency {:.3f})", ar_large->busbw_Bps / 1e9,
+                         c.intra_node.nvls_efficiency);
+    }
+  }
+  c.source = fmt::format("parplan calibrate on {} x {}: {} busbw {:.1f} GB/s at {} bytes{}", r.ranks, r.device,
+                         ring_from_gather ? "all-gather" : "all-reduce", large->busbw_Bps / 1e9, large->bytes, nvls);
   return c;
 }
 

@@ -88,7 +88,9 @@ const GemmFit* profile_gemm_fit(const std::vector<GemmFit>& fits);
 GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host, const std::string& name,
                      std::vector<GemmFit>* fits = nullptr);
 
-// A cluster profile whose intra-node link efficiency and latency come from the all-reduce sweep (needs ranks > 1).
+// A cluster profile whose intra-node link comes from the collective sweep (needs ranks > 1): efficiency and latency
+// of the ring from the all-gather (from the all-reduce when no all-gather was measured), nvls_efficiency from an
+// all-reduce that beat that ring by more than 2% (else none).
 ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r, const std::string& name,
                              const std::string& gpu_name);
 

@@ -7,9 +7,11 @@
 #include <tuple>
 #include <vector>
 
+#include "planner/collectives.hpp"
 #include "planner/gemm.hpp"
 #include "planner/profiles.hpp"
 #include "runtime/calibrate.hpp"
+#include "runtime/collective_bytes.hpp"
 
 using namespace parplan;
 using namespace parplan::runtime;
@@ -152,4 +154,45 @@ TEST_CASE("measured_gpu on the host: measured rates as peaks, no GPU tile or wav
   with_h100_shape.gemm = base.gemm;
   with_h100_shape.gemm.peak_fraction = 1.0;
   CHECK(gemm_time_s(with_h100_shape, DType::bf16, 256, 256, 256) > 60 * gemm_time_s(g, DType::bf16, 256, 256, 256));
+}
+
+// A DGX H100 sweep as nccl-tests measures one (hardware-reference.json): 8 ranks, ring all-gather 370 GB/s busbw,
+// NVLS all-reduce 480 GB/s busbw (275 GB/s algbw). The ring's efficiency comes from the all-gather (the all-reduce
+// once clamped it to 1.0, so every ring collective of a calibrated H100 node ran 22% fast) and NVLS from the
+// all-reduce, which then reproduces its measured time.
+TEST_CASE("measured_cluster: ring efficiency from the all-gather, nvls_efficiency from a faster all-reduce") {
+  const ClusterSpec base = ProfileSet::embedded().cluster("dgx-h100", "test");
+  const int n = 8;
+  const auto point = [&](CollectiveKind kind, int64_t bytes, double busbw, double latency_s) {
+    const double factor = bus_bandwidth_factor(kind, n);
+    const double t = latency_s + static_cast<double>(bytes) * factor / busbw;
+    return CollectivePoint{kind, n, bytes, t, static_cast<double>(bytes) / t, static_cast<double>(bytes) / t * factor};
+  };
+  const int64_t small = 8 << 10, large = int64_t{4} << 30;
+  CalibrationResult r;
+  r.device = "H100";
+  r.ranks = n;
+  r.collectives = {point(CollectiveKind::all_reduce, small, 480e9, 30e-6), point(CollectiveKind::all_gather, small, 370e9, 21e-6),
+                   point(CollectiveKind::all_reduce, large, 480e9, 0), point(CollectiveKind::all_gather, large, 370e9, 0)};
+  ClusterSpec c = measured_cluster(base, r, "m", "H100-SXM5-80GB");
+  CHECK(c.intra_node.efficiency == doctest::Approx(370.0 / 450).scale(0).epsilon(1e-6));
+  CHECK(c.intra_node.latency_s == doctest::Approx(3e-6).scale(0).epsilon(0.01));  // 21 us over 7 ring steps
+  CHECK(c.intra_node.nvls_efficiency == doctest::Approx(0.6875).scale(0).epsilon(0.01));
+  const double S = static_cast<double>(large);
+  CHECK(collective_time_s(Collective::all_reduce, S, n, c.intra_node) ==
+        doctest::Approx(r.collectives[2].seconds).scale(0).epsilon(0.01));
+  CHECK(collective_time_s(Collective::all_gather, S, n, c.intra_node) ==
+        doctest::Approx(r.collectives[3].seconds).scale(0).epsilon(0.01));
+  CHECK(c.source.find("NVLS") != std::string::npos);
+  // An all-reduce no faster than the ring (a fabric without NVLS): no NVLS, the same ring.
+  r.collectives[2] = point(CollectiveKind::all_reduce, large, 370e9, 0);
+  c = measured_cluster(base, r, "m", "H100-SXM5-80GB");
+  CHECK(c.intra_node.nvls_efficiency == 0.0);
+  CHECK(c.intra_node.efficiency == doctest::Approx(370.0 / 450).scale(0).epsilon(1e-6));
+  // Only an all-reduce sweep: the ring is fitted to it, as before.
+  r.collectives = {point(CollectiveKind::all_reduce, small, 370e9, 42e-6), point(CollectiveKind::all_reduce, large, 370e9, 0)};
+  c = measured_cluster(base, r, "m", "H100-SXM5-80GB");
+  CHECK(c.intra_node.efficiency == doctest::Approx(370.0 / 450).scale(0).epsilon(1e-6));
+  CHECK(c.intra_node.latency_s == doctest::Approx(3e-6).scale(0).epsilon(0.01));  // 42 us over 14 ring steps
+  CHECK(c.intra_node.nvls_efficiency == 0.0);
 }
