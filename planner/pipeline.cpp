@@ -2,6 +2,7 @@
 #include "planner/pipeline.hpp"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace parplan {
@@ -70,12 +71,71 @@ ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t
 }  // namespace
 
 namespace {
+// 1F1B's fill as a grid and its drain as a chain (pipeline.hpp), for each stage k with a steady phase (m > p - k),
+// W_j = p - 1 - j, F(j) = sum_{r<=j} f_r:
+// - fill: stage j's forwards before its first backward (F_0..F_{W_j}) end no earlier than T_F(j) = F(j) +
+//   W_j max_{r<=j} f_r (the longest path through the grid of the first W_j + 1 microbatches' forwards on stages 0..j),
+//   and microbatch 0's backward leaves stage j at E(j) = max(E(j+1), T_F(j)) + b_j: stage k's last forward ends at
+//   X_k = max(T_F(k), E(k+1)) + (m - W_k - 1) t_k (its steady pairs after its first backward);
+// - drain: from there the last microbatch's forward runs on through every later stage j, which then runs its last
+//   W_j + 1 backwards before the last one returns, R_j = max(F(j) + (W_j + 1) b_j, R_{j+1} + b_j), so stage k ends no
+//   earlier than X_k + max((W_k + 1) b_k, R_{k+1} - F(k) + b_k);
+// plus the plain chain S_k = sum_{i<k} b_i down to stage 0, as busy_stage_paths' paths end. Each step is a dependency
+// of the 1F1B order, so no path exceeds the schedule; with uniform stages it is (m + p - 1) t. Where the stage after
+// a busy one is itself busy (a light last stage), the fill and drain wait for those stages' own warm-up forwards and
+// cool-down backwards, which busy_stage_paths' round trip D_k leaves out. Raises paths[k] where longer.
+void one_f_one_b_chain_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  if (p < 2 || paths.empty()) return;
+  // E(k+1) and R_{k+1} per stage: a reverse pass over the prefix quantities, computed forward first.
+  double f_all = 0, b_before_all = 0, mf = 0;
+  for (const StageMicrobatchTime& t : stages) f_all += t.forward_slot();
+  // Pass 1 (reverse): paths[k] += nothing yet; E and R need T_F(j) and F(j) for j > k, i.e. prefix sums and the prefix
+  // maximum of f. The prefix maximum is the only quantity not recoverable backwards: keep it in a buffer.
+  constexpr int64_t kStack = 256;
+  std::array<double, kStack> stack_buf;
+  std::vector<double> heap_buf;
+  double* prefix_max = stack_buf.data();
+  if (p > kStack) {
+    heap_buf.resize(static_cast<size_t>(p));
+    prefix_max = heap_buf.data();
+  }
+  for (int64_t j = 0; j < p; ++j) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(j)];
+    mf = std::max(mf, t.forward_slot());
+    prefix_max[j] = mf;
+    b_before_all += t.backward_slot();
+  }
+  constexpr double kNone = -1e300;
+  double e = kNone, r = kNone, f_upto = f_all, b_before = b_before_all;  // E(k+1), R_{k+1}, F(k), S_k
+  for (int64_t k = p - 1; k >= 0; --k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    const double f = t.forward_slot(), b = t.backward_slot(), w = static_cast<double>(p - 1 - k);
+    b_before -= b;  // S_k
+    const double t_f = f_upto + w * prefix_max[k];
+    const int64_t steady = m - (p - k);
+    if (steady >= 1) {  // else the last forward precedes the first backward: busy_stage_paths' one gap
+      const double x = std::max(t_f, e) + static_cast<double>(steady) * t.total();
+      const double end = x + std::max((w + 1) * b, r - f_upto + b);
+      double& path = paths[static_cast<size_t>(k)];
+      path = std::max(path, end + b_before);
+    }
+    e = std::max(e, t_f) + b;
+    r = std::max(f_upto + (w + 1) * b, r + b);
+    f_upto -= f;
+  }
+}
+
 // The 1F1B and ZB-H1 paths (pipeline.hpp): each stage k busy from its first forward to its last backward, the stages
 // before it filling and draining with `round` each (1F1B: the whole t; ZB-H1: F + B_input and sends), the round trip
 // through the stages after it stalling k, at least through those up to p - m, which run every forward first.
 // ZB-H1 adds stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at
 // pp 1 is exactly m t, as 1F1B).
 double busy_stage_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, bool zb) {
+  if (!zb && paths.empty() && stages.size() > 1) {  // 1F1B's chain paths raise the paths: callers without them too
+    std::vector<double> own(stages.size());
+    return busy_stage_paths(m, stages, own, zb);
+  }
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
   const auto round = [zb](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
@@ -99,6 +159,10 @@ double busy_stage_paths(int64_t m, std::span<const StageMicrobatchTime> stages, 
     if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
     step = std::max(step, path);
     up += u;
+  }
+  if (!zb) {
+    one_f_one_b_chain_paths(m, stages, paths);
+    for (double x : paths) step = std::max(step, x);
   }
   return step;
 }

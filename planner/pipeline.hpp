@@ -65,11 +65,17 @@ struct PipelineTime {
 // Those stages also hold microbatch 0's backward until their own last forward, which k paces, so k's wait is at
 // least the round trip through the ones after it, sum_{k<j<=p-m} t_j (a heavy first stage with m < p: without it
 // down to -8.1% against the simulator, tests/simulator/task_graph_test.cpp).
+// Where k has a steady phase (m > p - k), a second path through it (pipeline.cpp one_f_one_b_chain_paths) follows the
+// stages after k when they are themselves busy as the round trip reaches them (a light last stage after busy ones):
+// the fill as the grid of the first microbatches' forwards (stage j's W_j + 1 = p - j forwards before its first
+// backward end no earlier than sum_{r<=j} f_r + W_j max_{r<=j} f_r) and the drain as the last forward's chain through
+// each later stage's W_j + 1 cool-down backwards; the longer of the two paths counts.
 // Uniform stages: (m + p - 1) t, the textbook value, for every m. A lighter stage after the bottleneck costs less
 // than its t. Derived here from the 1F1B order (Narayanan et al. 2021, Sec. 2.2); against a list schedule of that
 // order over 3,000 seeded stage-time sets with m >= p (tests/planner/pipeline_test.cpp: first/last stages scaled as
-// uneven splits make them, and arbitrary times) it is never above, exact on 2,440, at most 5.2% below (the stages
-// after k can themselves be busy when the round trip reaches them), where m t_max + (sum - t_max), which charged
+// uneven splits make them, and arbitrary times) it is never above, exact on 2,447, at most 4.1% below (2,440 and
+// 5.2% with the round trip alone; busy stages then a light last one: within 0.5% where the round trip alone was
+// 1.6% below), where m t_max + (sum - t_max), which charged
 // every other stage whole, was up to 25.2% above. With m < p (3,000 more sets) it is never above and at most 4.2%
 // below, where that GPipe form, which 1F1B used there, was up to 24.1% above (the 1F1B order lets the stages after
 // the bottleneck run their first round trips beside its forwards).
@@ -142,7 +148,7 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
 // latest end. Against the simulator on 600 seeded uneven stage sets, each without communication and with blocking
 // sends (tests/simulator/task_graph_test.cpp), GPipe's step and stage ends are exact, 1F1B's and ZB-H1's never late
-// and at most 3.0% / 5.2% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
+// and at most 2.9% / 5.2% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
 // every path through it or a later stage, its own end and the ends of the stages before it.
 // Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk

@@ -280,12 +280,12 @@ TEST_CASE("per-stage ends: a delayed last send lengthens the final chain at that
   CHECK(after.step_s - lead[3] - end_before == doctest::Approx(0.5));
 }
 
-TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at most 6% below, exact when uniform") {
+TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at most 4.5% below, exact when uniform") {
   const ListCheck r = check_against_list_schedule(12345, false);
   MESSAGE("1F1B closed form vs list schedule: worst " << r.worst_below * 100 << "% below, " << r.exact
                                                           << " of 3000 exact; GPipe's form up to "
                                                           << r.worst_above_gpipe_form * 100 << "% above");
-  CHECK(r.worst_below < 0.06);
+  CHECK(r.worst_below < 0.045);
   CHECK(r.exact > 2000);  // most sets are exact
   for (int64_t p : {2, 5, 8}) {
     for (int64_t m : {8, 13, 40}) {
@@ -294,5 +294,27 @@ TEST_CASE("1F1B with uneven stages: never above the list-scheduled order, at mos
       CHECK(truth == doctest::Approx(static_cast<double>(m + p - 1) * 3.5));
       CHECK(pipeline_time(Schedule::one_f_one_b, m, 1, uniform(p, 1.0, 2.5, 0.0)).step_s == doctest::Approx(truth));
     }
+  }
+}
+
+// Busy stages followed by a light last stage (as a --last-stage-layers 1 split makes): the stages after the busy one
+// are themselves busy when its round trip reaches them, so it waits for their warm-up forwards and cool-down
+// backwards too. busy_stage_paths' round trip alone left the step 2.6 forward slots short here (the audit's worst,
+// llama2-70b pp 6 first 5 / last 1 layers, was -3.3% against the simulator); the fill grid and drain chain
+// (one_f_one_b_chain_paths) follow the list-scheduled order to within 0.5%, never above.
+TEST_CASE("1F1B, busy stages then a light last one: the fill grid and drain chain follow the list schedule") {
+  for (int64_t m : {6, 12, 24}) {
+    std::vector<double> f = {0.3, 1.0, 1.0, 0.95, 0.95, 0.06};
+    std::vector<double> b;
+    for (double x : f) b.push_back(2.0 * x);
+    std::vector<StageMicrobatchTime> st;
+    for (size_t i = 0; i < f.size(); ++i) st.push_back({f[i], b[i], 0.0});
+    const double truth = list_scheduled_1f1b(f, b, m);
+    const double closed = pipeline_time(Schedule::one_f_one_b, m, 1, st).step_s;
+    CAPTURE(m);
+    CAPTURE(truth);
+    CHECK(closed <= truth * (1 + 1e-12));
+    CHECK(closed >= truth * (1 - 0.005));  // the round trip alone: 1.6% below at m 6
+    CHECK(one_f_one_b_step_s(m, st) == closed);
   }
 }
