@@ -6,6 +6,16 @@
 
 using namespace parplan;
 
+namespace {
+LinkSpec link(double bandwidth_Bps, double efficiency, double latency_s) {
+  LinkSpec l;
+  l.bandwidth_Bps = bandwidth_Bps;
+  l.efficiency = efficiency;
+  l.latency_s = latency_s;
+  return l;
+}
+}  // namespace
+
 TEST_CASE("nccl-tests PERFORMANCE.md bus bandwidth factors") {
   CHECK(bus_factor(Collective::all_reduce, 8) == doctest::Approx(2.0 * 7 / 8));
   CHECK(bus_factor(Collective::all_gather, 8) == doctest::Approx(7.0 / 8));
@@ -22,10 +32,7 @@ TEST_CASE("measured DGX H100 all-reduce: busbw 480 GB/s at algbw 275 GB/s is the
 }
 
 TEST_CASE("ring all-reduce time is 2(n-1)/n S/B plus 2(n-1) latencies") {
-  LinkSpec l;
-  l.bandwidth_Bps = 100e9;
-  l.efficiency = 0.5;
-  l.latency_s = 5e-6;
+  const LinkSpec l = link(100e9, 0.5, 5e-6);
   const double S = 1e9;
   CHECK(collective_time_s(Collective::all_reduce, S, 8, l) == doctest::Approx(14 * 5e-6 + 1.75 * S / 50e9));
   CHECK(collective_time_s(Collective::all_gather, S, 8, l) == doctest::Approx(7 * 5e-6 + 0.875 * S / 50e9));
@@ -55,10 +62,7 @@ TEST_CASE("shipped node profiles reproduce nccl-tests bus bandwidth on 8 GPUs (A
 // NVLS moves S (n + 1) / n over each rank's link, the ring 2 (n - 1) / n S: NVLS wins from about 4 ranks up, the ring
 // below; the faster one is charged, and links without NVLS are unchanged.
 TEST_CASE("NVLS all-reduce: S (n + 1) / n at nvls_efficiency, the faster of it and the ring") {
-  LinkSpec l;
-  l.bandwidth_Bps = 450e9;
-  l.efficiency = 0.82;
-  l.latency_s = 3e-6;
+  LinkSpec l = link(450e9, 0.82, 3e-6);
   const double S = 1e9;
   const double ring8 = collective_time_s(Collective::all_reduce, S, 8, l);
   CHECK(ring8 == doctest::Approx(14 * 3e-6 + 1.75 * S / (450e9 * 0.82)));
