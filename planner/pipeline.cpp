@@ -87,11 +87,9 @@ namespace {
 void one_f_one_b_chain_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   if (p < 2 || paths.empty()) return;
-  // E(k+1) and R_{k+1} per stage: a reverse pass over the prefix quantities, computed forward first.
+  // One reverse pass carries E(k+1) and R_{k+1}; it needs F(k) and S_k, recovered from their totals, and the prefix
+  // maximum of f, which is not: a forward pass keeps that in a buffer (on the stack for any realistic pipeline).
   double f_all = 0, b_before_all = 0, mf = 0;
-  for (const StageMicrobatchTime& t : stages) f_all += t.forward_slot();
-  // Pass 1 (reverse): paths[k] += nothing yet; E and R need T_F(j) and F(j) for j > k, i.e. prefix sums and the prefix
-  // maximum of f. The prefix maximum is the only quantity not recoverable backwards: keep it in a buffer.
   constexpr int64_t kStack = 256;
   std::array<double, kStack> stack_buf;
   std::vector<double> heap_buf;
@@ -102,6 +100,7 @@ void one_f_one_b_chain_paths(int64_t m, std::span<const StageMicrobatchTime> sta
   }
   for (int64_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(j)];
+    f_all += t.forward_slot();
     mf = std::max(mf, t.forward_slot());
     prefix_max[j] = mf;
     b_before_all += t.backward_slot();
