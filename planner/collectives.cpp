@@ -45,6 +45,13 @@ double nvls_all_reduce_time_s(double bytes, int64_t n, const LinkSpec& link) {
   return 2.0 * link.latency_s + bytes * (nd + 1) / nd / (link.bandwidth_Bps * link.nvls_efficiency);
 }
 
+double nvls_efficiency_for(double bytes, int64_t n, const LinkSpec& link, double seconds) {
+  const double wire_s = seconds - 2.0 * link.latency_s;
+  if (n <= 1 || bytes <= 0 || wire_s <= 0) return 0.0;
+  const double nd = static_cast<double>(n);
+  return bytes * (nd + 1) / nd / (wire_s * link.bandwidth_Bps);
+}
+
 double collective_time_s(Collective c, double bytes, int64_t n, const LinkSpec& link) {
   if (n <= 1 || bytes <= 0) return 0.0;
   const double ring =

@@ -30,6 +30,9 @@ double collective_time_s(Collective c, double bytes, int64_t n, const LinkSpec& 
 // ../shared/validation/hardware-reference.json), so nvls_efficiency = 275 * 9/8 / 450 = 0.6875. The ring is faster
 // below 4 ranks (2 ranks: 206 against 370 GB/s algbw) and about level at 4.
 double nvls_all_reduce_time_s(double bytes, int64_t n, const LinkSpec& link);
+// The nvls_efficiency under which nvls_all_reduce_time_s gives `seconds` for this all-reduce on `link` (its inverse,
+// for calibrate's fit); 0 when the time does not exceed the two latencies.
+double nvls_efficiency_for(double bytes, int64_t n, const LinkSpec& link, double seconds);
 
 // Bytes each rank sends in one ring collective (used by the runtime and its tests): all_reduce 2(n-1)/n S,
 // all_gather / reduce_scatter / all_to_all (n-1)/n S, send_recv S.

@@ -339,14 +339,13 @@ ClusterSpec measured_cluster(const ClusterSpec& base, const CalibrationResult& r
   std::string nvls;
   if (ring_from_gather) {
     // NVLS where the measured all-reduce beat the fitted ring by more than 2% (a fabric without it, or NCCL choosing the
-    // ring, leaves none), its efficiency from the all-reduce's time: S (n + 1) / n over the link, two latencies.
-    const double n = static_cast<double>(ar_large->ranks), S = static_cast<double>(ar_large->bytes);
-    LinkSpec ring = c.intra_node;
-    ring.nvls_efficiency = 0;
-    const double ring_s = collective_time_s(Collective::all_reduce, S, ar_large->ranks, ring);
-    const double wire_s = ar_large->seconds - 2.0 * ring.latency_s;
-    if (ar_large->seconds < 0.98 * ring_s && wire_s > 0) {
-      c.intra_node.nvls_efficiency = std::clamp(S * (n + 1) / n / (wire_s * c.intra_node.bandwidth_Bps), 0.01, 1.0);
+    // ring, leaves none), its efficiency from the all-reduce's time (nvls_efficiency_for, collectives.hpp).
+    // (c.intra_node has no NVLS yet, so collective_time_s gives the ring.)
+    const double S = static_cast<double>(ar_large->bytes);
+    const double ring_s = collective_time_s(Collective::all_reduce, S, ar_large->ranks, c.intra_node);
+    const double fitted = nvls_efficiency_for(S, ar_large->ranks, c.intra_node, ar_large->seconds);
+    if (ar_large->seconds < 0.98 * ring_s && fitted > 0) {
+      c.intra_node.nvls_efficiency = std::clamp(fitted, 0.01, 1.0);
       nvls = fmt::format("; all-reduce busbw {:.1f} GB/s (NVLS, nvls_efficiency {:.3f})", ar_large->busbw_Bps / 1e9,
                          c.intra_node.nvls_efficiency);
     }

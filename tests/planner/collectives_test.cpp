@@ -69,6 +69,9 @@ TEST_CASE("NVLS all-reduce: S (n + 1) / n at nvls_efficiency, the faster of it a
   l.nvls_efficiency = 0.6875;
   CHECK(nvls_all_reduce_time_s(S, 8, l) == doctest::Approx(2 * 3e-6 + 1.125 * S / (450e9 * 0.6875)));
   CHECK(collective_time_s(Collective::all_reduce, S, 8, l) == nvls_all_reduce_time_s(S, 8, l));
+  // calibrate's inverse recovers the efficiency from the time; a time within the two latencies gives none.
+  CHECK(nvls_efficiency_for(S, 8, l, nvls_all_reduce_time_s(S, 8, l)) == doctest::Approx(0.6875).scale(0).epsilon(1e-12));
+  CHECK(nvls_efficiency_for(S, 8, l, 2 * 3e-6) == 0.0);
   CHECK(collective_time_s(Collective::all_reduce, S, 8, l) < 0.8 * ring8);  // 4.76 vs 3.66 ms
   // 2 ranks: NVLS 206 GB/s algbw against the ring's 369: the ring.
   CHECK(collective_time_s(Collective::all_reduce, S, 2, l) ==
