@@ -129,14 +129,14 @@ std::string render(const ValidationReport& rep, const std::string& file, bool br
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
-  app.add_option("--runs", o->runs, "Published-runs file (schema: shared/validation/README.md)");
+  app.add_option("--runs", o->runs, "Published-runs file (schema: validation/README.md)");
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
   app.add_flag("--breakdown", o->breakdown, "Also print where each row's predicted step goes, term by term");
   app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
   return [o]() {
     if (o->runs.empty()) {
-      throw InputError("--runs: required (a published-runs file, e.g. ../shared/validation/published-runs.json)");
+      throw InputError("--runs: required (a published-runs file, e.g. validation/published-runs.json)");
     }
     const ProfileSet profiles = load_profiles(o->profiles);
     const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);

@@ -27,7 +27,7 @@ double collective_time_s(Collective c, double bytes, int64_t n, const LinkSpec& 
 // slice in each direction, S (n + 1) / n, in two switch passes:
 //   t = 2 * latency + S (n + 1) / n / (bandwidth * nvls_efficiency).
 // Pinned to DGX H100: 480 GB/s busbw (275 GB/s algbw) on 8 GPUs against 370 GB/s for the ring (nccl-tests #212;
-// ../shared/validation/hardware-reference.json), so nvls_efficiency = 275 * 9/8 / 450 = 0.6875. The ring is faster
+// validation/hardware-reference.json), so nvls_efficiency = 275 * 9/8 / 450 = 0.6875. The ring is faster
 // below 4 ranks (2 ranks: 206 against 370 GB/s algbw) and about level at 4.
 double nvls_all_reduce_time_s(double bytes, int64_t n, const LinkSpec& link);
 // The nvls_efficiency under which nvls_all_reduce_time_s gives `seconds` for this all-reduce on `link` (its inverse,

@@ -1,4 +1,4 @@
-// Published-run validation: reads files in the shared/validation/published-runs.json schema, maps each row onto a
+// Published-run validation: reads files in the validation/published-runs.json schema (validation/README.md), maps each row onto a
 // Plan (documented rules in docs/accuracy.md), predicts its step time and memory, and scores the cost model.
 #pragma once
 #include <optional>

@@ -11,7 +11,7 @@
 using parplan::test::run_parplan;
 
 namespace {
-const std::string kRuns = PARPLAN_SOURCE_DIR "/../shared/validation/published-runs.json";
+const std::string kRuns = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
 
 // The first whitespace-separated field ending in '%' on the line that starts with `id` ("" when none).
 std::string first_percent(const std::string& text, const std::string& id) {

@@ -1,4 +1,4 @@
-// libFuzzer target: validation-run files (load_published_runs, the shared/validation/published-runs.json schema),
+// libFuzzer target: validation-run files (load_published_runs, the validation/published-runs.json schema (validation/README.md)),
 // then score_runs on whatever maps. Oracle: InputError or a report whose predictions for scored rows are finite.
 #include <cmath>
 #include <cstdint>

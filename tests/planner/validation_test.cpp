@@ -1,5 +1,5 @@
 // Published-run validation: field mapping, free-text rules, skip reasons, strict schema, and the accuracy regression
-// on the shared file (../shared/validation/published-runs.json).
+// on the vendored file (validation/published-runs.json).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -369,8 +369,8 @@ TEST_CASE("validation: summary statistics") {
 // Accuracy regression on the shared file. Targets (issue 4): all 45 rows mean <= 6%, worst <= 15%; the 8 Korthikanti
 // et al. 2022 Table 5 rows mean <= 3%, worst <= 8%. The bounds below are the current measured values plus a small
 // margin (docs/accuracy.md), so any regression fails; where the target is not met yet the test says so.
-TEST_CASE("validation: accuracy on shared/validation/published-runs.json") {
-  const std::string path = PARPLAN_SOURCE_DIR "/../shared/validation/published-runs.json";
+TEST_CASE("validation: accuracy on validation/published-runs.json") {
+  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "missing ", path, ": the accuracy regression needs the shared validation file");
   std::stringstream ss;

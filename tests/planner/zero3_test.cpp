@@ -151,7 +151,7 @@ TEST_CASE("zero3 gather unit in the cost model: linear units never expose less t
 // same in all three, so per-linear prefetch is what makes micro-batch 4 slower than the link alone; and the 529.6B
 // micro-batch-4 run on 640 GPUs fit in 80 GB only with per-linear buffers.
 TEST_CASE("zero3 gather unit: Narayanan et al. 2021 Table 2 DeepSpeed ZeRO-3 rows") {
-  const std::string path = PARPLAN_SOURCE_DIR "/../shared/validation/published-runs.json";
+  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "missing ", path);
   std::stringstream ss;
