@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost_model.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/profiles.hpp"
-#include "planner/search.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/search/search.hpp"
 
 extern char** environ;
 using namespace parplan;

@@ -19,8 +19,8 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/error.hpp"
-#include "planner/spec_json.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/spec_json.hpp"
 #include "runtime/calibrate.hpp"
 
 namespace parplan::cli {

@@ -1,4 +1,4 @@
-// `parplan calibrate --from-runs FILE`: profile fitting to measured runs (planner/fit.hpp), hooked into calibrate.
+// `parplan calibrate --from-runs FILE`: profile fitting to measured runs (planner/validation/fit.hpp), hooked into calibrate.
 #include "cli/calibrate_from_runs.hpp"
 
 #include <fmt/core.h>
@@ -9,9 +9,9 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/error.hpp"
-#include "planner/fit.hpp"
-#include "planner/spec_json.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/validation/fit.hpp"
+#include "planner/spec/spec_json.hpp"
 
 namespace parplan::cli {
 

@@ -9,10 +9,10 @@
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
-#include "planner/check.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
-#include "planner/units.hpp"
+#include "planner/check/check.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/units.hpp"
 
 namespace parplan::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 
 namespace parplan::cli {
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/profiles.hpp"
-#include "planner/spec.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::cli {
 

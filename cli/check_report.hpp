@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/check.hpp"
+#include "planner/check/check.hpp"
 
 namespace parplan::cli {
 

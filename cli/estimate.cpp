@@ -5,9 +5,10 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/plan_json.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/estimate_json.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/plan_json.hpp"
 
 namespace parplan::cli {
 namespace {

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 
 namespace parplan::cli {
 

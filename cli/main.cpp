@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "cli/command.hpp"
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 
 namespace {

@@ -8,13 +8,13 @@
 #include <unordered_set>
 
 #include "cli/io.hpp"
-#include "planner/config.hpp"
-#include "planner/error.hpp"
-#include "planner/json_reader.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/plan_json.hpp"
-#include "planner/spec_json.hpp"
-#include "planner/units.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/json_reader.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/spec/spec_json.hpp"
+#include "planner/spec/units.hpp"
 
 namespace parplan::cli {
 namespace {

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/error.hpp"
-#include "planner/profiles.hpp"
-#include "planner/spec.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::cli {
 

@@ -7,10 +7,10 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/error.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/profiles.hpp"
-#include "planner/spec_json.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec_json.hpp"
 
 namespace parplan::cli {
 namespace {

@@ -11,12 +11,12 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/error.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/plan_json.hpp"
-#include "planner/search.hpp"
-#include "planner/search_report.hpp"
-#include "planner/spec_json.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/search/search.hpp"
+#include "planner/search/search_report.hpp"
+#include "planner/spec/spec_json.hpp"
 #include "simulator/simulate.hpp"
 
 namespace parplan::cli {

@@ -11,9 +11,9 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
-#include "planner/error.hpp"
-#include "planner/plan_json.hpp"
-#include "planner/validation.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/validation/validation.hpp"
 
 namespace parplan::cli {
 namespace {

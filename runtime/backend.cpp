@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 
 namespace parplan::runtime {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::runtime {
 

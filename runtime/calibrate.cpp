@@ -7,10 +7,10 @@
 #include <set>
 #include <tuple>
 
-#include "planner/collectives.hpp"
-#include "planner/error.hpp"
-#include "planner/fit.hpp"
-#include "planner/gemm.hpp"
+#include "planner/cost/collectives.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/validation/fit.hpp"
+#include "planner/cost/gemm.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/fill_pattern.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "runtime/backend.hpp"
 
 namespace parplan::runtime {
@@ -62,7 +62,7 @@ struct CalibrationResult {
 CalibrationResult calibrate(World& world, const CalibrateOptions& opt);
 
 // gemm.peak_fraction fitted to measured GEMMs of one dtype: the value in [lo, hi] for which the planner's GEMM
-// model (planner/gemm.hpp: gemm_time_s with wave quantization, tiles, kernel overhead and the HBM roofline, all
+// model (planner/cost/gemm.hpp: gemm_time_s with wave quantization, tiles, kernel overhead and the HBM roofline, all
 // other fields from `gpu`) best reproduces the measured times, minimising the mean squared log ratio
 // model / measured (a grid scan over the bounds, refined by golden-section search). Pure: no device needed.
 struct GemmFit {

@@ -1,9 +1,9 @@
 // The seam's collective kinds mapped onto the planner's collective formulas (one copy of each formula: the ring
-// bytes per rank and the nccl-tests bus-bandwidth factors live in planner/collectives.hpp).
+// bytes per rank and the nccl-tests bus-bandwidth factors live in planner/cost/collectives.hpp).
 #pragma once
 #include <cstdint>
 
-#include "planner/collectives.hpp"
+#include "planner/cost/collectives.hpp"
 #include "runtime/backend.hpp"
 
 namespace parplan::runtime {

@@ -5,7 +5,7 @@
 #include <fmt/core.h>
 #include <memory>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/fill_pattern.hpp"
 
 namespace parplan::runtime {

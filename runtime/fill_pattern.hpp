@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "runtime/backend.hpp"
 
 namespace parplan::runtime {

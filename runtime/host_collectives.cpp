@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fmt/core.h>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/host_numeric.hpp"
 
 namespace parplan::runtime::host {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/host_collectives.hpp"
 #include "runtime/host_gemm.hpp"

@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::runtime::host {
 

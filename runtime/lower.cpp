@@ -5,17 +5,17 @@
 #include <cmath>
 #include <fmt/core.h>
 
-#include "planner/activations.hpp"
-#include "planner/collectives.hpp"
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
-#include "planner/gemm.hpp"
-#include "planner/layout.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/model_states.hpp"
-#include "planner/pipeline.hpp"
-#include "planner/zero3.hpp"
+#include "planner/cost/activations.hpp"
+#include "planner/cost/collectives.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/gemm.hpp"
+#include "planner/cost/layout.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/cost/model_states.hpp"
+#include "planner/cost/pipeline.hpp"
+#include "planner/cost/zero3.hpp"
 
 namespace parplan::runtime {
 namespace {
@@ -339,7 +339,7 @@ class Lowerer {
     }
   }
 
-  // ZeRO-3 all-gather of one gather unit (planner/zero3.hpp). With whole-layer units (`linear` < 0 calls) the layer
+  // ZeRO-3 all-gather of one gather unit (planner/cost/zero3.hpp). With whole-layer units (`linear` < 0 calls) the layer
   // is gathered once per pass; with linear units each linear (0 QKV .. 3 MLP down) just before its GEMM, into the
   // start of the slot's parameter region for even linears and its end for odd ones, so consecutive linears never
   // overlap in a region sized for the largest consecutive pair (the unsharded gradient follows it).
@@ -491,7 +491,7 @@ class Lowerer {
     if (vs < last_virtual()) p2p("pp.send_forward", true, (vs + 1) % pc_.pp);
   }
 
-  // The output layer's work in edge_bytes() (planner/cost_model.hpp), as edge_cost() prices it.
+  // The output layer's work in edge_bytes() (planner/cost/cost_model.hpp), as edge_cost() prices it.
   void output_forward(int stash) {
     memory("final_norm", Term::forward, edge_.final_norm, stash);
     collective("output.sp_all_gather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, edge_.sp_gather, ad_);

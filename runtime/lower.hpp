@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "runtime/program.hpp"
 
 namespace parplan::runtime {
@@ -23,7 +23,7 @@ struct ScheduleStep {
   int64_t chunk = 0;  // model chunk on this stage (interleaved schedules); virtual stage = chunk * pp + stage
 };
 
-// Rank ranks of the group of kind g that `rank` belongs to, in group order (planner/layout.hpp's rank order).
+// Rank ranks of the group of kind g that `rank` belongs to, in group order (planner/cost/layout.hpp's rank order).
 std::vector<int64_t> group_members(const ParallelConfig& pc, Group g, int64_t rank);
 // The split() colour of that group: equal for exactly its members, distinct across groups and kinds.
 int group_color(const ParallelConfig& pc, Group g, int64_t rank);

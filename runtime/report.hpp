@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/cost_model.hpp"
+#include "planner/cost/cost_model.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/program.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "runtime/lower.hpp"
 
 namespace parplan::runtime {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/layout.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/layout.hpp"
 
 namespace parplan::sim {
 namespace {

@@ -1,7 +1,7 @@
 // Plan -> StepCosts: every duration the simulator uses comes from the planner's cost functions (layer_cost,
 // edge_cost, p2p_time_s, dp_cost, estimate); nothing here re-derives a formula.
 #pragma once
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "simulator/task_graph.hpp"
 
 namespace parplan::sim {

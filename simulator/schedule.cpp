@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <fmt/core.h>
 
-#include "planner/error.hpp"
-#include "planner/pipeline.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/pipeline.hpp"
 
 namespace parplan::sim {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::sim {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <fmt/core.h>
 
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
 #include "simulator/costs.hpp"
 
 namespace parplan::sim {

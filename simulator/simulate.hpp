@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/spec.hpp"
+#include "planner/spec/spec.hpp"
 #include "simulator/schedule.hpp"
 #include "simulator/task_graph.hpp"
 #include "simulator/timeline.hpp"

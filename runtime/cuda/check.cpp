@@ -3,7 +3,7 @@
 
 #include <fmt/core.h>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 
 namespace parplan::runtime {

@@ -9,7 +9,7 @@
 #include <fmt/core.h>
 #include <thread>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/cuda/nccl_comm.hpp"
 #include "runtime/fill_pattern.hpp"
 #include "runtime/gemm_layout.hpp"

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 

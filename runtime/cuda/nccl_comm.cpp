@@ -3,7 +3,7 @@
 
 #include <fmt/core.h>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 

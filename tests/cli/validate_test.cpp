@@ -1,5 +1,5 @@
 // CLI tests for `parplan validate`: the JSON rows carry the predicted step term by term, --breakdown prints it.
-// The scoring itself is tested in tests/planner/validation_test.cpp.
+// The scoring itself is tested in tests/planner/validation/validation_test.cpp.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

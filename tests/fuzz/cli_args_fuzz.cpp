@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 
 namespace {
 

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
-#include "planner/plan_json.hpp"
-#include "planner/profiles.hpp"
-#include "planner/spec_json.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec_json.hpp"
 
 namespace {
 

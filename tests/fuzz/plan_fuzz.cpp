@@ -6,11 +6,11 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
-#include "planner/plan_json.hpp"
-#include "planner/profiles.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/spec/profiles.hpp"
 
 namespace {
 bool finite_positive(double x) { return std::isfinite(x) && x > 0; }

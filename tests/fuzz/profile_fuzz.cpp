@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "planner/error.hpp"
-#include "planner/model_shape.hpp"
-#include "planner/profiles.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/spec/profiles.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "planner/error.hpp"
-#include "planner/units.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/units.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

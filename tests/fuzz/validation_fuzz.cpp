@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "planner/error.hpp"
-#include "planner/profiles.hpp"
-#include "planner/validation.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/validation/validation.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const parplan::ProfileSet profiles = parplan::ProfileSet::embedded();

@@ -1,7 +1,7 @@
 // Shared fixtures for planner tests: embedded profiles and the Korthikanti et al. 2022 GPT-3 175B plan.
 #pragma once
-#include "planner/profiles.hpp"
-#include "planner/spec.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec.hpp"
 
 namespace parplan::test {
 

@@ -7,9 +7,9 @@
 #include <tuple>
 #include <vector>
 
-#include "planner/collectives.hpp"
-#include "planner/gemm.hpp"
-#include "planner/profiles.hpp"
+#include "planner/cost/collectives.hpp"
+#include "planner/cost/gemm.hpp"
+#include "planner/spec/profiles.hpp"
 #include "runtime/calibrate.hpp"
 #include "runtime/collective_bytes.hpp"
 

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "planner/collectives.hpp"
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
+#include "planner/cost/collectives.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/measured_timeline.hpp"

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/host_collectives.hpp"

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/host_numeric.hpp"
 

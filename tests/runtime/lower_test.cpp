@@ -8,11 +8,11 @@
 #include <set>
 #include <string>
 
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
-#include "planner/gemm.hpp"
-#include "planner/zero3.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/gemm.hpp"
+#include "planner/cost/zero3.hpp"
 #include "runtime/lower.hpp"
 #include "test_plan.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "planner/cost_model.hpp"
+#include "planner/cost/cost_model.hpp"
 #include "runtime/report.hpp"
 #include "test_plan.hpp"
 

@@ -2,8 +2,8 @@
 #pragma once
 #include <vector>
 
-#include "planner/profiles.hpp"
-#include "planner/spec.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/schedule_source.hpp"
 

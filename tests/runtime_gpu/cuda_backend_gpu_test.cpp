@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "planner/error.hpp"
+#include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/collective_bytes.hpp"
 #include "runtime/host_gemm.hpp"

@@ -5,8 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "planner/error.hpp"
-#include "planner/pipeline.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/cost/pipeline.hpp"
 #include "simulator/schedule.hpp"
 
 using namespace parplan;

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "planner/config.hpp"
-#include "planner/cost_model.hpp"
-#include "planner/error.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
 #include "planner/test_plans.hpp"
 #include "simulator/simulate.hpp"
 
@@ -441,7 +441,7 @@ TEST_CASE("simulate: among stages that tie, the critical stage is the first, as 
 
 TEST_CASE("simulate: 1F1B with a lighter stage after the bottleneck agrees with the closed form") {
   // The closed form charged every non-bottleneck stage its whole per-microbatch time (sum - t_max); a lighter last
-  // stage's round trip hides behind the bottleneck's warm-up and cool-down (planner/pipeline.hpp). GPT-3 175B, tp 8,
+  // stage's round trip hides behind the bottleneck's warm-up and cool-down (planner/cost/pipeline.hpp). GPT-3 175B, tp 8,
   // pp 8, 16 microbatches, first stage 10 and last 8 layers: 1.61% above the simulator before, now within 0.3%.
   for (auto [first, last] : {std::pair<int64_t, int64_t>{10, 8}, {0, 6}, {0, 0}}) {
     Plan plan = grid_plan(Schedule::one_f_one_b, 8, 16, 1, false);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/pipeline.hpp"
+#include "planner/cost/pipeline.hpp"
 #include "simulator/simulate.hpp"
 
 using namespace parplan;
@@ -93,7 +93,7 @@ TEST_CASE("task graph: interleaved 1F1B bubble is (p-1)/(v m + p - 1) with unifo
 TEST_CASE("task graph: ZB-H1 step is the closed form's for every m: (p-1)(F + B - W) bubble for m >= p, (m+p-1)(F + B) + W below") {
   for (int64_t p : {2, 4, 8}) {
     for (int64_t m : {1, 2, 3, 4, 7, 8, 32}) {
-      // planner/pipeline.hpp's two forms for uniform stages (m < p: every W but the first stage's last fills an idle
+      // planner/cost/pipeline.hpp's two forms for uniform stages (m < p: every W but the first stage's last fills an idle
       // slot), written out here independently of pipeline_time().
       const double md = static_cast<double>(m), pd = static_cast<double>(p);
       const auto closed_form = [&](double f, double b, double w) {

@@ -1,0 +1,98 @@
+// CI gates for one plan: memory against capacity with headroom, performance floors, and regression against a
+// stored baseline naming the term (and stage) that moved. Pure: results and sentences, no printing.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+// Required free memory per GPU: a fraction of the budget and/or absolute bytes (both apply when both are set).
+struct Headroom {
+  double fraction = 0;  // 0.1 = keep 10% of the budget free
+  int64_t bytes = 0;
+};
+
+struct CheckLimits {
+  std::optional<int64_t> memory_bytes;  // per-GPU memory budget; default and upper bound: the GPU's capacity
+  Headroom headroom;
+  std::optional<double> max_bubble_fraction;   // pipeline bubble / step time
+  std::optional<double> max_dp_comm_fraction;  // exposed DP communication / step time
+  std::optional<double> min_mfu;               // model FLOPs utilisation, 0..1
+  std::optional<double> max_step_s;
+  double max_memory_regression = 0.05;  // peak memory may grow by this fraction over the baseline
+  double max_time_regression = 0.05;    // step time may grow by this fraction over the baseline
+};
+
+enum class Gate : uint8_t { memory, bubble, dp_comm, mfu, step_time, memory_regression, time_regression };
+std::string_view to_string(Gate g);  // "memory", "bubble", "dp_comm", "mfu", "step_time", ...
+
+// Per-GPU memory terms of one stage, in the order of kMemoryTerms (step-time terms: kTimeTerms, cost_model.hpp).
+inline constexpr int kNumMemoryTerms = 10;
+extern const std::array<std::string_view, kNumMemoryTerms> kMemoryTerms;  // "weights", "grads", ... (bytes)
+
+// What a baseline keeps of one plan's estimate.
+struct PlanSnapshot {
+  double peak_memory_bytes = 0;
+  int64_t peak_stage = 0;
+  std::vector<std::array<double, kNumMemoryTerms>> stage_memory_bytes;  // per pipeline stage
+  double step_s = 0;
+  std::array<double, kNumTimeTerms> time_s{};
+  int64_t slowest_stage = 0;
+};
+PlanSnapshot snapshot(const Estimate& e);
+
+// The term that grew most between a baseline and now (absolute growth, bytes or seconds).
+struct TermDelta {
+  std::string term;
+  int64_t stage = -1;  // memory: the stage holding the term; time: the slowest stage
+  double before = 0, after = 0;
+};
+
+struct GateResult {
+  Gate gate{};
+  bool pass = true;
+  double value = 0, limit = 0;  // memory gates in bytes, time in seconds, fractions as 0..1
+  std::string message;          // one sentence with the numbers, e.g. "peak 85.3 GiB on stage 0 exceeds ..."
+};
+
+struct CheckResult {
+  bool pass = true;
+  std::vector<GateResult> gates;  // every gate that was evaluated, memory first
+  double capacity_bytes = 0;      // the GPU's memory
+  double budget_bytes = 0;        // min(--memory, capacity)
+  double limit_bytes = 0;         // budget minus headroom: the peak must not exceed this
+  double peak_bytes = 0;
+  int64_t peak_stage = 0;
+  double margin_bytes = 0;        // limit - peak: > 0 under, < 0 over
+  std::string largest_term;       // largest memory term on the peak stage ("activations 30.12 GiB")
+  double mfu = 0, bubble_fraction = 0, dp_comm_fraction = 0;  // of the step
+  std::optional<TermDelta> memory_moved, time_moved;  // vs the baseline, when one was given
+  PlanSnapshot now;
+  std::string summary;            // one line: margin, stage, term, time figures and any failures
+};
+
+// Evaluates every configured gate. `baseline` (may be null) is the stored snapshot of the same plan.
+CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& limits, const PlanSnapshot* baseline);
+
+// Baseline document: {"parplan_check_baseline": 1, "plans": {"<plan path>": {snapshot}}} (docs/ci.md).
+inline constexpr int kBaselineFormatVersion = 1;
+using Baseline = std::map<std::string, PlanSnapshot>;
+nlohmann::json snapshot_to_json(const PlanSnapshot& s);
+nlohmann::json baseline_to_json(const Baseline& b);
+// Strict: unknown keys, wrong types and negative sizes are InputError naming `where` and the JSON path.
+Baseline baseline_from_text(std::string_view text, const std::string& where);
+
+// Flag values: "10%" or "0.1" -> 0.1 (within [0, 1]); headroom also takes a byte size ("8GiB").
+double parse_fraction(std::string_view text, std::string_view flag);
+Headroom parse_headroom(std::string_view text, std::string_view flag);
+
+}  // namespace parplan

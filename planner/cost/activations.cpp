@@ -1,0 +1,71 @@
+// Activation memory (formulas and sources in activations.hpp).
+#include "planner/cost/activations.hpp"
+
+namespace parplan {
+
+LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const ActivationShape& a) {
+  const double A = static_cast<double>(a.bytes_per_element);
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const double t = static_cast<double>(a.tp);
+  const double s_local = static_cast<double>(a.seq) / static_cast<double>(a.cp);
+  const double sbh = s_local * static_cast<double>(a.micro_batch) * static_cast<double>(m.hidden);
+  const double h = static_cast<double>(m.hidden);
+  const double kv_ratio = static_cast<double>(m.kv_dim()) / h;
+  const double f_ratio = static_cast<double>(m.ffn_hidden) / h;
+  const double routed = static_cast<double>(m.is_moe() ? m.top_k : 1);
+
+  LayerActivationBytes r;
+  // norm inputs (2), QKV input (1), MLP input (1) in A bytes; two hidden dropout masks.
+  r.replicated = sbh * (4.0 * A + 2.0 * mask);
+  if (a.sequence_parallel) r.replicated /= t;
+  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;
+  r.tp_sharded = sbh * A * (1.0 + 2.0 * kv_ratio + 1.0 + mlp_stored * f_ratio * routed) / t;
+
+  const double heads = static_cast<double>(m.heads);
+  const double b = static_cast<double>(a.micro_batch);
+  if (a.attention == AttentionKernel::flash) {
+    r.attention_core = 4.0 * heads * s_local * b / t;
+  } else {
+    const double scores = heads * s_local * static_cast<double>(a.seq) * b;  // local queries x all keys
+    r.attention_core = scores * (m.dropout ? (2.0 * A + mask) : A) / t;
+  }
+
+  switch (a.recompute) {
+    case Recompute::none:
+      r.total = r.replicated + r.tp_sharded + r.attention_core;
+      break;
+    case Recompute::selective:
+      r.total = r.replicated + r.tp_sharded;
+      break;
+    case Recompute::full:
+      r.total = sbh * A / (a.sequence_parallel ? t : 1.0);  // the layer input only
+      break;
+  }
+  return r;
+}
+
+double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& a) {
+  if (!m.dropout) return 0.0;
+  const double sbh = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch) *
+                     static_cast<double>(m.hidden);
+  return sbh / (a.sequence_parallel ? static_cast<double>(a.tp) : 1.0);
+}
+
+double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& a) {
+  const double sb = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch);
+  const double t = static_cast<double>(a.tp);
+  const double A = static_cast<double>(a.bytes_per_element);
+  // final-norm input + output-layer input (2 x A sbh, /t with SP), fp32 logits 4 s b V / t.
+  const double hidden_part = 2.0 * A * sb * static_cast<double>(m.hidden) / (a.sequence_parallel ? t : 1.0);
+  return hidden_part + 4.0 * sb * static_cast<double>(m.vocab) / t;
+}
+
+double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a) {
+  if (a.recompute == Recompute::none) return 0.0;
+  ActivationShape full = a;
+  full.recompute = Recompute::none;
+  LayerActivationBytes l = layer_activation_bytes(m, full);
+  return a.recompute == Recompute::full ? l.total : l.attention_core;
+}
+
+}  // namespace parplan

@@ -1,0 +1,48 @@
+// Activation memory of one transformer layer for one microbatch on one GPU.
+// Source: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", Sec. 4 / Table 2
+// (16-bit activations, 1-byte dropout masks): per layer
+//   no parallelism           s b h (34 + 5 a s / h)
+//   tensor parallel (t)      s b h (10 + 24/t + 5 a s / (h t))
+//   tensor + sequence par.   s b h / t (34 + 5 a s / h)
+//   + selective recompute    drops the 5 a s^2 b attention-core term;   full recompute: 2 s b h (/t with SP).
+// Generalised term by term: 34 = 10 (norm inputs 4, QKV input 2, MLP input 2, dropout masks 2; sharded only by SP)
+//   + 24 (Q 2, K 2 kv/a, V 2 kv/a, out-proj input 2, MLP: GeLU in+out 2x2f/h, SwiGLU 3x2f/h, x top_k for MoE; /t).
+// Attention core: unfused 5 a s^2 b (softmax out 2, dropout mask 1, dropout out 2; 2 without dropout), /t;
+//   flash attention keeps only the fp32 log-sum-exp, 4 a s b / t. Context parallel: s -> s/cp for queries.
+#pragma once
+#include <cstdint>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+struct ActivationShape {
+  int64_t micro_batch = 1;
+  int64_t seq = 1;  // full sequence length s
+  int64_t tp = 1;
+  int64_t cp = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::none;
+  AttentionKernel attention = AttentionKernel::unfused;
+  int64_t bytes_per_element = 2;  // activation dtype
+};
+
+struct LayerActivationBytes {
+  double replicated = 0;      // the "10 sbh" part (sharded by SP only)
+  double tp_sharded = 0;      // the "24 sbh / t" part
+  double attention_core = 0;  // the "5 a s^2 b / t" part (or flash LSE)
+  double total = 0;           // what stays stored until backward, after recompute choices
+};
+
+LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const ActivationShape& a);
+
+// Extra stored activations of the first stage per microbatch (embedding dropout mask) and of the last stage
+// (final norm input, output-layer input and fp32 logits for the cross entropy: 4sbh/t + 4 s b V / t, Korthikanti 2022).
+double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& a);
+double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& a);
+
+// Peak working set of recomputing one layer during backward (full: one layer without recompute; selective: its
+// attention core), which stays live on top of the stored activations.
+double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a);
+
+}  // namespace parplan

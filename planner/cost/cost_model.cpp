@@ -1,0 +1,831 @@
+// The cost model: composes the cited formula modules into per-stage memory and step time (see cost_model.hpp).
+#include "planner/cost/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/cost/activations.hpp"
+#include "planner/cost/collectives.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/cost/flops.hpp"
+#include "planner/cost/gemm.hpp"
+#include "planner/cost/layout.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/cost/model_states.hpp"
+#include "planner/cost/pipeline.hpp"
+#include "planner/cost/zero3.hpp"
+
+namespace parplan {
+namespace {
+// Two stages with the same per-microbatch times; between two middle stages (neither holds the embedding or the
+// output layer) that means the same layers, so the same parameters and DP tail too.
+bool same_times(const StageMicrobatchTime& a, const StageMicrobatchTime& b) {
+  return a.forward_s == b.forward_s && a.backward_input_s == b.backward_input_s &&
+         a.backward_weight_s == b.backward_weight_s && a.p2p_forward_s == b.p2p_forward_s &&
+         a.p2p_backward_s == b.p2p_backward_s;
+}
+
+double d(int64_t x) { return static_cast<double>(x); }
+
+ActivationShape activation_shape(const Plan& plan) {
+  ActivationShape a;
+  a.micro_batch = plan.parallel.micro_batch;
+  a.seq = plan.seq_len();
+  a.tp = plan.parallel.tp;
+  a.cp = plan.parallel.cp;
+  a.sequence_parallel = plan.parallel.sequence_parallel;
+  a.recompute = plan.parallel.recompute;
+  a.attention = plan.training.attention;
+  a.bytes_per_element = dtype_bytes(plan.activation_dtype());
+  return a;
+}
+
+// Kernel launches per layer pass that are not GEMMs (norms, residuals, activation, dropout, rotary...).
+constexpr double kMemoryBoundKernelsPerLayer = 10.0;
+// FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
+constexpr double kFlashBackwardFactor = 2.5;
+
+// MLP parameters of one layer's local experts held by one GPU (split by tp; a dense model's MLP is its one expert).
+double layer_expert_params(const Plan& plan, const ParamCounts& c) {
+  return d(c.mlp_per_expert) * d(plan.model.experts / plan.parallel.ep) / d(plan.parallel.tp);
+}
+
+// Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
+double layer_params(const Plan& plan) {
+  const ParamCounts c = count_params(plan.model);
+  return d(c.attention) / d(plan.parallel.tp) + d(c.norms) + d(c.router) + layer_expert_params(plan, c);
+}
+
+}  // namespace
+
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp) {
+  const double b = backward_s / d(chunks);
+  // Chunk c holds buckets / v buckets, the first buckets % v chunks one more (the simulator's split); its last
+  // backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs the last p
+  // microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the one DP link
+  // behind the previous chunk's. Chunk 0 always holds one, so the last bucket is never hidden.
+  double link = -1e300, finish = 0;
+  for (int64_t c = chunks - 1; c >= 0; --c) {
+    const int64_t n = buckets / chunks + (c < buckets % chunks ? 1 : 0);
+    if (n == 0) continue;
+    const double start = -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b;  // relative to the end of the backward
+    finish = std::max(std::max(link, start) + d(n) * bucket_s, start + b + bucket_s);
+    link = finish;
+  }
+  return std::max(finish, 0.0);
+}
+
+// Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,
+// unfused softmax), forward and backward, counted pass by pass: a forward op reads its inputs and writes its output;
+// its backward reads what the forward saved plus the incoming gradient and writes the input gradient. So LayerNorm,
+// GeLU and softmax move 1.5x their forward bytes in backward (read x or y, read dy, write dx), SwiGLU 5/3x, while
+// dropout (read dy and mask, write dx), rotary and the residual adds (the gradient accumulation add) move the same.
+LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
+  const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
+  const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
+  const double routed = d(m.is_moe() ? m.top_k : 1);
+  LayerMemoryBytes b;
+  auto add = [&b](double fwd, double bwd) {
+    b.elementwise_forward += fwd;
+    b.elementwise_backward += bwd;
+  };
+  add(Tn * h * A * 2.0 * 2.0, Tn * h * A * 2.0 * 3.0);  // two norms: read+write; read x, dy + write dx
+  if (m.dropout) {
+    // Two dropout + residual adds, fused into one kernel as in Megatron-LM's bias_dropout_add_fused_train: forward
+    // reads x and the residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes dx, then
+    // the residual-stream gradients are summed (2 reads + write).
+    add(2.0 * (3.0 * A + 1.0) * Tn * h, 2.0 * (5.0 * A + 1.0) * Tn * h);
+  } else {
+    add(Tn * h * A * 2.0 * 3.0, Tn * h * A * 2.0 * 3.0);  // two residual adds: 2 reads + write, both ways
+  }
+  if (m.ffn_type == FfnType::swiglu) {
+    add(3.0 * T * f * A * routed, 5.0 * T * f * A * routed);
+  } else {
+    add(2.0 * T * f * A * routed, 3.0 * T * f * A * routed);
+  }
+  if (m.position == PositionEmbedding::rotary) {
+    const double qk = 2.0 * T * d(m.hidden + 2 * m.kv_dim()) / d(pc.tp) * A;
+    add(qk, qk);
+  }
+  if (plan.training.attention == AttentionKernel::unfused) {
+    const double scores = d(pc.micro_batch) * d(m.heads / pc.tp) * (d(plan.seq_len()) / d(pc.cp)) * d(plan.seq_len());
+    b.scores_forward = scores * 2.0 * A;
+    b.scores_backward = scores * 3.0 * A;
+    if (m.dropout) {
+      b.scores_forward += scores * (2.0 * A + 1.0);
+      b.scores_backward += scores * (2.0 * A + 1.0);
+    }
+  }
+  return b;
+}
+
+PlanParamCounts plan_param_counts(const Plan& plan) {
+  PlanParamCounts p;
+  p.counts = count_params(plan.model);
+  p.layer_params = layer_params(plan);
+  return p;
+}
+
+double stage_params(const Plan& plan, int64_t stage) { return stage_params(plan, stage, plan_param_counts(plan)); }
+
+double output_weight_params(const Plan& plan, const ParamCounts& c) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  if (!m.tied_embeddings) return d(c.lm_head) / d(pc.tp);
+  // Megatron keeps a copy of the tied embedding on the last stage; with pp = 1 it is the embedding itself.
+  return pc.pp > 1 ? d(m.vocab * m.hidden) / d(pc.tp) : 0.0;
+}
+
+double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  const ParallelConfig& pc = plan.parallel;
+  const ParamCounts& c = counts.counts;
+  double p = d(stage_layers(plan, stage)) * counts.layer_params;
+  if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
+  if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c);
+  return p;
+}
+
+// Megatron-LM's --gradient-accumulation-fusion makes the weight-gradient GEMM accumulate into the fp32 main_grad
+// buffer (beta = 1: fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 in
+// LinearWithGradAccumulationAndAsyncCommunication), so accumulation costs nothing extra. Without it, autograd writes
+// each microbatch's weight gradient and a hook adds it to the buffer: Megatron-LM 2021's local DDP
+// (megatron/model/distributed.py _make_param_hook: param.main_grad.add_(param.grad.data), once per parameter and
+// microbatch), which read the buffer, read the new gradient (activation dtype) and write the buffer. With ZeRO-2/3
+// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard is accumulated.
+double grad_accumulation_bytes(const Plan& plan, double params) {
+  if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
+  const ParallelConfig& pc = plan.parallel;
+  const double g = d(plan.training.grad_bytes());
+  const double shard = pc.zero_stage >= 2 ? d(pc.dp * pc.cp) : 1.0;
+  return params / shard * (2.0 * g + d(dtype_bytes(plan.activation_dtype())));
+}
+
+namespace {
+// Time of that pass: its bytes at achieved HBM bandwidth plus one kernel launch per weight tensor; 0 when fused.
+double grad_accumulation_s(const Plan& plan, double params, int tensors) {
+  const double bytes = grad_accumulation_bytes(plan, params);
+  return bytes > 0 ? memory_bound_time_s(plan.gpu, bytes) + tensors * plan.gpu.gemm.kernel_overhead_s : 0.0;
+}
+}  // namespace
+
+double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
+  return d(stage_layers(plan, stage)) * layer_expert_params(plan, c);
+}
+
+double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
+  return plan.model.is_moe() ? stage_expert_params(plan, stage, c) : 0.0;
+}
+
+OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params) {
+  const ParallelConfig& pc = plan.parallel;
+  const ModelStateOptions o = model_state_options(plan);
+  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params - expert_params, pc.dp * pc.cp, o);
+  if (expert_params <= 0) return dense;
+  const OptimizerStepBytes expert = optimizer_step_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
+  return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
+}
+
+double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
+  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total());
+}
+
+LayerCost layer_cost(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  const DType gd = plan.gemm_dtype(), ad = plan.activation_dtype();
+  const int64_t tp = pc.tp, cp = pc.cp, b = pc.micro_batch, s = plan.seq_len();
+  const int64_t T = b * s / cp;
+  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, hd = m.head_dim();
+  LayerCost lc;
+
+  // GEMMs (forward); backward = dgrad + wgrad of the same shapes.
+  const double qkv_gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h);
+  const double proj_gemm = gemm_time_s(gpu, gd, T, h, h / tp);
+  double gemm = qkv_gemm + proj_gemm;
+  const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
+  // The two column-parallel GEMMs (QKV and MLP up); their input gradients run beside the sequence-parallel re-gather.
+  const double column_gemm = qkv_gemm + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
+  if (m.is_moe()) {
+    const int64_t local_experts = m.experts / pc.ep;
+    const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
+    gemm += gemm_time_s(gpu, gd, tokens_per_expert, up_width, h, local_experts) +
+            gemm_time_s(gpu, gd, tokens_per_expert, h, f / tp, local_experts) + gemm_time_s(gpu, ad, T, m.experts, h);
+  } else {
+    gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
+  }
+
+  // Attention core: scores and context per local head.
+  const int64_t heads_local = m.heads / tp, s_q = s / cp;
+  double attn_fwd, attn_bwd;
+  if (plan.training.attention == AttentionKernel::flash) {
+    const double flops = 2.0 * 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(hd) * (m.causal ? 0.5 : 1.0);
+    attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_fraction) + gpu.gemm.kernel_overhead_s;
+    attn_bwd = kFlashBackwardFactor * (attn_fwd - gpu.gemm.kernel_overhead_s) + gpu.gemm.kernel_overhead_s;
+  } else {
+    attn_fwd = gemm_time_s(gpu, ad, s_q, s, hd, b * heads_local) + gemm_time_s(gpu, ad, s_q, hd, s, b * heads_local);
+    attn_bwd = 2.0 * attn_fwd;
+  }
+
+  const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
+  const double launches = kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
+  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches;
+  const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches;
+  lc.gemm_forward_s = gemm;
+  lc.attention_forward_s = attn_fwd;
+  lc.forward_s = gemm + attn_fwd + mem;
+  lc.backward_input_s = gemm + attn_bwd + mem_bwd;
+  lc.params = layer_params(plan);
+  // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
+  lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
+  lc.backward_weight_s = gemm + lc.grad_accumulation_s;
+  switch (pc.recompute) {
+    case Recompute::none:
+      lc.recompute_s = 0;
+      break;
+    case Recompute::selective: {
+      // Korthikanti et al. 2022 Sec. 5: selective recompute redoes QK^T, softmax, softmax dropout and attention over
+      // V; with the unfused kernel the softmax and dropout are memory-bound passes over the score matrix.
+      double softmax_s = 0;
+      if (plan.training.attention == AttentionKernel::unfused) {
+        const double A = d(dtype_bytes(ad));
+        const double scores = d(b) * d(heads_local) * d(s_q) * d(s);
+        softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0))) +
+                    2.0 * gpu.gemm.kernel_overhead_s;
+      }
+      lc.recompute_s = attn_fwd + softmax_s;
+      break;
+    }
+    case Recompute::full:
+      lc.recompute_s = lc.forward_s;
+      break;
+  }
+
+  // Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism.
+  const double A = d(dtype_bytes(ad));
+  lc.tp_bytes = A * d(T) * d(h);
+  const LinkSpec& tpl = group_link(plan, GroupKind::tp);
+  const bool sp = pc.sequence_parallel;
+  // Per layer and pass: two collectives that block (SP: the all-gathers before the column-parallel GEMMs in forward,
+  // of the output gradients before the row-parallel GEMMs in backward; else none in backward) and two that Megatron
+  // can overlap in backward (the input-gradient reduce-scatter / all-reduce of the column-parallel GEMMs).
+  const double tp_gather = sp ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
+  const double tp_reduce = 2.0 * collective_time_s(sp ? Collective::reduce_scatter : Collective::all_reduce, lc.tp_bytes, tp, tpl);
+  const double tp_pass = tp_gather + tp_reduce;
+  lc.tp_comm_forward_s = tp_pass;
+  // Sequence parallelism keeps only the sharded input of the two column-parallel GEMMs, so the backward all-gathers
+  // it again for their weight gradients (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication.backward, Korthikanti
+  // et al. 2022 Sec. 4.2.3). Megatron launches each re-gather asynchronously beside the GEMM that computes the input
+  // gradient, so only what outlasts those GEMMs is exposed.
+  const double regather = tp_gather;
+  lc.tp_comm_backward_s = tp_pass + regather;
+  lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
+
+  // Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
+  lc.cp_bytes = 2.0 * A * d(b) * d(s_q) * d(kv) / d(tp);
+  const double cp_fwd = d(cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
+  lc.cp_comm_forward_s = cp > 1 ? cp_fwd : 0.0;
+  lc.cp_comm_backward_s = 2.0 * lc.cp_comm_forward_s;
+
+  // Expert parallel: all-to-all dispatch + combine of the routed tokens.
+  if (m.is_moe() && pc.ep > 1) {
+    const double tokens = pc.sequence_parallel ? d(T) / d(tp) : d(T);
+    lc.ep_bytes = A * tokens * d(m.top_k) * d(h);
+    const double a2a = collective_time_s(Collective::all_to_all, lc.ep_bytes, pc.ep, group_link(plan, GroupKind::ep));
+    lc.ep_comm_forward_s = 2.0 * a2a;
+    lc.ep_comm_backward_s = 2.0 * a2a;
+  }
+
+  // ZeRO-3 collectives of one layer: an MoE layer's local experts over the expert-data-parallel group that shards
+  // them (none when that is 1), the rest over dp cp, one after the other on the link (as dp_cost).
+  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
+  auto zero3_collective_s = [&](Collective c, double bytes_per_param) {
+    double t = collective_time_s(c, bytes_per_param * (lc.params - layer_experts), pc.dp * pc.cp,
+                                 group_link(plan, GroupKind::dp_cp));
+    if (layer_experts > 0) {
+      t += collective_time_s(c, bytes_per_param * layer_experts, expert_dp_size(pc), expert_dp_link(plan));
+    }
+    return t;
+  };
+  if (pc.zero_stage >= 3) lc.zero3_gather_s = zero3_collective_s(Collective::all_gather, 2.0);
+
+  // What stays on the critical path.
+  auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
+  const double tp_f = hide(lc.tp_comm_forward_s, gemm, pc.overlap_tp_comm);
+  // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
+  // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
+  // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
+  // the output gradients before the two row-parallel GEMMs (SP) block.
+  // Without the asynchronous collectives (async_tp_backward false: Megatron-LM before them, Narayanan et al. 2021
+  // Fig. 5, whose f operator all-reduces in backward inside the autograd graph) every backward collective blocks.
+  const double tp_b = pc.overlap_tp_comm      ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
+                      : !pc.async_tp_backward ? lc.tp_comm_backward_s
+                                              : tp_gather + std::max(0.0, tp_reduce - column_gemm) +
+                                                    std::max(0.0, regather - column_gemm);
+  const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
+  const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
+  const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
+  const bool full = pc.recompute == Recompute::full;
+  double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
+  double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
+  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
+    // One linear at a time, the next one prefetched (planner/cost/zero3.hpp). Each linear's compute runs from its start to
+    // the next linear's: attention core after QKV in forward, before QKV in backward (so after the attention output
+    // in backward order); the memory-bound work is spread evenly. In the backward (with full recompute: after the
+    // layer's recomputed forward, which gathers again) each linear's gradient reduce-scatter follows it on the link
+    // when the reduction overlaps the backward.
+    const auto share = zero3_linear_shares(plan);
+    const double g_mlp = gemm - qkv_gemm - proj_gemm;  // MLP up + down (+ MoE router), split by parameter share
+    const double mlp_share = share[2] + share[3];
+    const std::array<double, kZero3Linears> g = {qkv_gemm, proj_gemm, g_mlp * share[2] / mlp_share,
+                                                 g_mlp * share[3] / mlp_share};
+    const double ga = lc.grad_accumulation_s / kZero3Linears;
+    const double reduce =
+        pc.overlap_dp_comm ? zero3_collective_s(Collective::reduce_scatter, d(plan.training.grad_bytes())) : 0.0;
+    std::array<Zero3Step, kZero3Linears> fwd{};
+    std::vector<Zero3Step> bwd;
+    double fwd_compute = 0, bwd_compute = 0;
+    for (size_t k = 0; k < share.size(); ++k) {
+      fwd[k] = {g[k] + (k == 0 ? attn_fwd : 0.0) + mem / kZero3Linears, share[k] * lc.zero3_gather_s, 0.0};
+      fwd_compute += fwd[k].compute_s;
+    }
+    if (full) bwd.assign(fwd.begin(), fwd.end());
+    for (size_t k = share.size(); k-- > 0;) {
+      const double extra = k == 1 ? attn_bwd + (full ? 0.0 : lc.recompute_s) : 0.0;
+      bwd.push_back({2.0 * g[k] + ga + extra + mem_bwd / kZero3Linears, share[k] * lc.zero3_gather_s,
+                     share[k] * reduce});
+    }
+    for (const Zero3Step& st : bwd) bwd_compute += st.compute_s;
+    z_f = std::max(0.0, zero3_prefetch_layer_s(fwd) - fwd_compute);
+    // The recomputed forward's own stalls are the forward's; the rest of the backward phase's is the backward's.
+    const double z_phase = std::max(0.0, zero3_prefetch_layer_s(bwd) - bwd_compute);
+    z_b = std::max(0.0, z_phase - (full ? z_f : 0.0));
+  }
+  lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
+  lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
+  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
+  lc.exposed_tp_s = tp_f + tp_b + tp_r;
+  lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
+  lc.exposed_ep_s = lc.ep_comm_forward_s + lc.ep_comm_backward_s + (full ? lc.ep_comm_forward_s : 0.0);
+  lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
+  return lc;
+}
+
+EdgeBytes edge_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double Tn = pc.sequence_parallel ? d(T) / d(pc.tp) : d(T);
+  EdgeBytes b;
+  b.embedding_forward = 2.0 * Tn * d(m.hidden) * A;
+  b.embedding_backward = 2.0 * Tn * d(m.hidden) * 4.0;
+  b.final_norm = 2.0 * Tn * d(m.hidden) * A;
+  b.cross_entropy = 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0;
+  if (pc.tp > 1) {
+    b.ce_all_reduce = 4.0 * d(T);
+    if (pc.sequence_parallel) b.sp_gather = A * d(T) * d(m.hidden);
+  }
+  return b;
+}
+
+EdgeCost edge_cost(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
+  const EdgeBytes b = edge_bytes(plan);
+  EdgeCost e;
+  // Embedding: gather rows (read + write), backward scatter-add in fp32.
+  e.embedding_forward_s = memory_bound_time_s(gpu, b.embedding_forward) + gpu.gemm.kernel_overhead_s;
+  e.embedding_backward_s = memory_bound_time_s(gpu, b.embedding_backward) + gpu.gemm.kernel_overhead_s;
+  // Output layer: final norm, logits GEMM (vocab split over tp), fp32 cross entropy (write, read, write grad).
+  const double norm = memory_bound_time_s(gpu, b.final_norm);
+  const double logits = gemm_time_s(gpu, plan.gemm_dtype(), T, m.vocab / pc.tp, m.hidden);
+  const double ce = memory_bound_time_s(gpu, b.cross_entropy);
+  e.output_forward_s = norm + logits + ce;
+  e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
+  // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
+  const ParamCounts c = count_params(m);
+  e.embedding_backward_s += grad_accumulation_s(plan, c.embedding_per_tp_rank(pc.tp), 1);
+  e.output_backward_s += grad_accumulation_s(plan, output_weight_params(plan, c), 1);
+  if (pc.tp > 1) {
+    const LinkSpec& l = group_link(plan, GroupKind::tp);
+    // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first and
+    // reduce-scatters their gradient in backward.
+    e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, b.ce_all_reduce, pc.tp, l);
+    if (pc.sequence_parallel) {
+      e.output_tp_comm_s += collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
+      e.output_tp_comm_backward_s = collective_time_s(Collective::reduce_scatter, b.sp_gather, pc.tp, l);
+    }
+  }
+  return e;
+}
+
+double p2p_bytes(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  // Activation tensor b x s/cp x h; with tp > 1 each rank sends 1/tp of it (scatter-gather, Narayanan 2021 Sec. 4.1;
+  // with sequence parallelism the tensor is already split). Without either, each TP rank sends the whole tensor
+  // (DeepSpeed's PipelineEngine, Megatron-LM --no-scatter-gather-tensors-in-pipeline).
+  const bool split = pc.p2p_scatter_gather || pc.sequence_parallel;
+  return d(dtype_bytes(plan.activation_dtype())) * d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp) *
+         d(plan.model.hidden) / d(split ? pc.tp : 1);
+}
+
+double p2p_time_s(const Plan& plan) {
+  if (plan.parallel.pp <= 1) return 0.0;
+  return collective_time_s(Collective::send_recv, p2p_bytes(plan), 2, group_link(plan, GroupKind::pp));
+}
+
+double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
+  const ParallelConfig& pc = plan.parallel;
+  if (!plan.model.tied_embeddings || pc.pp <= 1 || (stage != 0 && stage != pc.pp - 1)) return 0.0;
+  const double bytes = d(plan.model.vocab) * d(plan.model.hidden) / d(pc.tp) * d(plan.training.grad_bytes());
+  return collective_time_s(Collective::all_reduce, bytes, 2, group_link(plan, GroupKind::pp));
+}
+
+DpCost dp_cost(const Plan& plan, double params, double expert_params) {
+  const ParallelConfig& pc = plan.parallel;
+  DpCost dc;
+  dc.group = pc.dp * pc.cp;
+  if (dc.group <= 1) return dc;
+  const double grad_bytes_per_param = d(plan.training.grad_bytes());
+  const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
+  dc.per_microbatch = pc.zero_stage >= 2;
+  // Each part over its own group: the dense parameters over dp cp, the experts over the expert-data-parallel group
+  // (nothing to reduce where each expert has one copy: dp cp = ep).
+  auto part = [&](double n, int64_t group, const LinkSpec& l) {
+    if (group <= 1 || n <= 0) return;
+    dc.grad_bytes += n * grad_bytes_per_param;
+    if (sharded) {
+      dc.grad_reduce_s += collective_time_s(Collective::reduce_scatter, n * grad_bytes_per_param, group, l);
+      if (pc.zero_stage < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, 2.0 * n, group, l);
+    } else {
+      dc.grad_reduce_s += collective_time_s(Collective::all_reduce, n * grad_bytes_per_param, group, l);
+    }
+  };
+  part(params - expert_params, dc.group, group_link(plan, GroupKind::dp_cp));
+  if (expert_params > 0) part(expert_params, expert_dp_size(pc), expert_dp_link(plan));
+  dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
+  dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
+  return dc;
+}
+
+DpCost stage_dp_cost(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  return dp_cost(plan, stage_params(plan, stage, counts), moe_expert_params(plan, stage, counts.counts));
+}
+
+StageMemoryInputs stage_memory_inputs(const Plan& plan) {
+  StageMemoryInputs in;
+  in.params = plan_param_counts(plan);
+  in.states = model_state_options(plan);
+  const ActivationShape a = activation_shape(plan);
+  in.layer_activation_bytes = layer_activation_bytes(plan.model, a).total;
+  in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
+  in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
+  in.recompute_working_set_bytes = recompute_working_set_bytes(plan.model, a);
+  return in;
+}
+
+StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
+
+StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
+  const ParallelConfig& pc = plan.parallel;
+  const GpuSpec& gpu = plan.gpu;
+  StageMemory sm;
+  sm.stage = stage;
+  sm.layers = stage_layers(plan, stage);
+  sm.params = stage_params(plan, stage, in.params);
+
+  // Model states: expert weights are replicated over dp/ep ranks, the rest over dp*cp.
+  const ParamCounts& c = in.params.counts;
+  const double expert_params = stage_expert_params(plan, stage, c);
+  const ModelStateOptions& o = in.states;
+  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
+  const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
+  sm.weights = dense.weights + experts.weights;
+  sm.grads = dense.grads + experts.grads;
+  if (pc.zero_stage == 2) sm.grads += zero_unsharded_grad_bytes(plan, in.params.layer_params);
+  sm.optimizer = dense.optimizer + experts.optimizer;
+
+  // Activations held at the schedule's peak.
+  const int64_t v = pc.chunks_per_stage();
+  sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
+  const double per_layer = in.layer_activation_bytes;
+  const double layers_per_chunk = d(sm.layers) / d(v);
+  sm.activations = d(sm.in_flight_chunks) * layers_per_chunk * per_layer;
+  if (stage == 0) {
+    sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
+                      in.embedding_activation_bytes;
+  }
+  if (stage == pc.pp - 1) {
+    // Each microbatch's output layer lives as long as its last chunk: the in-flight count (GPipe m, 1F1B 1, ZB-H1
+    // min(p, m) until W); interleaved: 1 (on the last stage Megatron's order runs each last-chunk forward right before
+    // its backward).
+    const double held = v == 1 ? d(sm.in_flight_chunks) : 1.0;
+    sm.activations += held * in.output_activation_bytes;
+  }
+  sm.recompute_working_set = in.recompute_working_set_bytes;
+  sm.zero3_buffers = zero3_buffer_bytes(plan, in.params.layer_params);
+  sm.workspace = d(gpu.workspace_bytes);
+  int groups = 0;
+  for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
+  sm.comm_buffers = d(gpu.comm_buffer_bytes_per_group) * groups;
+  sm.cuda_context = d(gpu.cuda_context_bytes);
+  const double tensors = sm.weights + sm.grads + sm.optimizer + sm.activations + sm.recompute_working_set + sm.zero3_buffers;
+  sm.fragmentation = gpu.fragmentation_fraction * tensors;
+  sm.total = tensors + sm.workspace + sm.comm_buffers + sm.cuda_context + sm.fragmentation;
+  return sm;
+}
+
+
+double peak_memory_bytes(const Plan& plan, int64_t* peak_stage) {
+  const StageMemoryInputs in = stage_memory_inputs(plan);
+  double peak = -1;
+  int64_t at = 0;
+  for (int64_t i = 0; i < plan.parallel.pp; ++i) {
+    const double t = stage_memory(plan, i, in).total;
+    if (t > peak) {
+      peak = t;
+      at = i;
+    }
+  }
+  if (peak_stage) *peak_stage = at;
+  return peak;
+}
+
+Estimate estimate(const Plan& plan, const EstimateOptions& options) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp;
+  Estimate e;
+  e.layer = layer_cost(plan);
+  e.edge = edge_cost(plan);
+  e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
+  e.p2p_s = p2p_time_s(plan);
+
+  // Memory per stage.
+  const StageMemoryInputs in = stage_memory_inputs(plan);
+  e.memory.reserve(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    e.memory.push_back(stage_memory(plan, i, in));
+    if (e.memory.back().total > e.peak_memory_bytes) {
+      e.peak_memory_bytes = e.memory.back().total;
+      e.peak_stage = i;
+    }
+  }
+  e.capacity_bytes = d(plan.gpu.memory_bytes);
+  e.fits = e.peak_memory_bytes <= e.capacity_bytes;
+
+  StepScratch scratch;
+  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp, options);
+  return e;
+}
+
+// A stage's DP gradient reduction (step_time): its total, the part exposed after the stage's last pipeline op, and
+// the exposed parameter gather after the optimizer step.
+StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, const StageMicrobatchTime& t,
+                          double stage_p, double expert_p) {
+  const ParallelConfig& pc = plan.parallel;
+  const double md = d(pc.num_microbatches);
+  StageDpTail r;
+  r.dc = dp_cost(plan, stage_p, expert_p);
+  const DpCost& dc = r.dc;
+  if (dc.group > 1) {
+    const double bwd = t.backward_input_s + t.backward_weight_s;
+    // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
+    // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
+    // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
+    const bool zb = pc.schedule == Schedule::zero_bubble;
+    const double backward_window = zb ? t.backward_weight_s : bwd;
+    if (dc.per_microbatch) {
+      r.total = md * dc.grad_reduce_s;
+      // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
+      // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
+      const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
+                                                      (pc.recompute == Recompute::full ? 2.0 : 1.0)
+                                                : 0.0;
+      // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
+      // where they outlast B_input.
+      const double window =
+          std::max(0.0, backward_window - (zb ? std::max(0.0, gathers - t.backward_input_s) : gathers));
+      // Each microbatch puts its forward and backward gathers and its reduce-scatter on that link while the next
+      // microbatch computes, so a reduce-scatter may also run beside the next forward: only the last
+      // microbatch's leaves the window above, unless the link work of a microbatch outlasts its compute, when the
+      // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
+      // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
+      // phase (backward and recompute) to run beside.
+      const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
+      // No reduce-scatter leaves before the first microbatch's forward (and, under ZB-H1, its B_input) is done, and
+      // the link can do only that microbatch's gathers by then: all the rest of the link work follows.
+      const double first_release = t.forward_s + (zb ? t.backward_input_s : 0.0);
+      const double before_release = std::min(first_release, forward_gathers + (zb ? gathers : 0.0));
+      const double backlog =
+          pc.schedule == Schedule::gpipe
+              ? md * (gathers + dc.grad_reduce_s - bwd)
+              : first_release + md * (forward_gathers + gathers + dc.grad_reduce_s) - before_release - md * t.total();
+      r.exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : r.total;
+    } else {
+      r.total = dc.grad_reduce_s;
+      r.exposed = pc.overlap_dp_comm
+                    ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
+                    : r.total;
+    }
+    // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
+    // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
+    if (dc.param_gather_s > 0) {
+      r.total += dc.param_gather_s;
+      r.gather = pc.overlap_dp_comm ? std::max(dc.param_gather_s / d(dc.buckets), dc.param_gather_s - t.forward_s)
+                                  : dc.param_gather_s;
+    }
+  }
+  return r;
+}
+
+TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
+                        DpCost* dp_out, const EstimateOptions& options) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp, m = pc.num_microbatches;
+  scratch.resize(static_cast<size_t>(p));
+  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
+  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
+  const int64_t v = pc.chunks_per_stage();
+  // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
+  // what remains is the fill / drain path's transfers, charged below.
+  const bool p2p_overlap = p > 1 && pc.overlaps_p2p();
+
+  // Time per stage and microbatch.
+  auto stage_time = [&](int64_t i, StageMicrobatchTime& t) {
+    StageTime st;
+    st.stage = i;
+    st.layers = stage_layers(plan, i);
+    const double L = d(st.layers);
+    st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
+    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
+                          (i == p - 1 ? edge.output_backward_s : 0);
+    st.backward_weight_s = L * lc.backward_weight_s;
+    st.recompute_s = L * lc.recompute_s;
+    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
+    st.cp_comm_s = L * lc.exposed_cp_s;
+    st.ep_comm_s = L * lc.exposed_ep_s;
+    st.zero3_comm_s = L * lc.exposed_zero3_s;
+    const double sends = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
+    const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
+    st.p2p_s = sends * p2p_s;
+    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s) +
+                         (i == p - 1 ? edge.output_tp_comm_backward_s : 0);
+    t.backward_weight_s = st.backward_weight_s;
+    t.p2p_forward_s = forward_sends * p2p_s;
+    t.p2p_backward_s = (sends - forward_sends) * p2p_s;
+    t.last_send_delay_s = 0;
+    st.per_microbatch_s = t.total();
+    return st;
+  };
+  if (stages) {
+    stages->clear();
+    stages->reserve(static_cast<size_t>(p));
+  }
+  int64_t prev_layers = -1;
+  for (int64_t i = 0; i < p; ++i) {
+    // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
+    if (!stages && i >= 1 && i < p - 1) {
+      const int64_t layers = stage_layers(plan, i);
+      if (i >= 2 && layers == prev_layers) {
+        mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
+        continue;
+      }
+      prev_layers = layers;
+    }
+    const StageTime st = stage_time(i, mb[static_cast<size_t>(i)]);
+    if (stages) stages->push_back(st);
+  }
+  const double md = d(m);
+  // Each stage's DP tail once per step (the link-sharing pass below and the tails both need it).
+  std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});
+  const auto dp_tail = [&](int64_t i, const StageMicrobatchTime& t, double stage_p,
+                           double expert_p) -> const StageDpTail& {
+    const auto k = static_cast<size_t>(i);
+    if (!scratch.dp_ready[k]) {
+      scratch.dp[k] = stage_dp_tail(plan, lc, i, t, stage_p, expert_p);
+      scratch.dp_ready[k] = 1;
+    }
+    return scratch.dp[k];
+  };
+  // A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
+  // both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
+  // left. It applies where the pipeline neighbours and the DP group are on one tier and the reduction overlaps the
+  // backward (once per step: ZeRO-2/3 need pp 1), and not to ZB-H1, whose last send precedes the W passes that
+  // release the buckets.
+  if (options.link_sharing && p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
+      group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
+          group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
+    for (int64_t i = 1; i < p; ++i) {
+      StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+      if (i >= 2 && i < p - 1 && same_times(t, mb[static_cast<size_t>(i - 1)])) {
+        t.last_send_delay_s = mb[static_cast<size_t>(i - 1)].last_send_delay_s;
+        continue;
+      }
+      const int64_t layers = stage_layers(plan, i);
+      const StageDpTail& sd =
+          dp_tail(i, t, stage_params(plan, i, params), moe_expert_params(plan, i, params.counts));
+      // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
+      // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
+      const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
+      if (sd.dc.group > 1) t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
+    }
+  }
+  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
+  TimeBreakdown tb;
+  tb.pipeline_s = pt.step_s;
+  tb.slowest_stage = pt.slowest_stage;
+  StageMicrobatchTime unused;  // mb keeps the delays the pipeline was timed with
+  const StageTime slow = stage_time(pt.slowest_stage, unused);  // recomputed: the same numbers as in the loop
+  tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
+  tb.tp_comm_s = md * slow.tp_comm_s;
+  tb.cp_comm_s = md * slow.cp_comm_s;
+  tb.ep_comm_s = md * slow.ep_comm_s;
+  tb.pp_comm_s = p2p_overlap ? p2p_fill_drain_s(p, v, p2p_s) : md * slow.p2p_s;
+  tb.pipeline_s += p2p_overlap ? tb.pp_comm_s : 0.0;
+  tb.zero3_exposed_s = md * slow.zero3_comm_s;
+  tb.bubble_s = pt.bubble_s;
+
+  // Data-parallel synchronisation and optimizer: each stage starts them after its last pipeline op, lead_i before the
+  // pipeline's end (pipeline_time); the stage that finishes last decides the step.
+  struct Tail {
+    double ready = 0;    // the stage's gradient reduction done
+    double tied = 0;     // the tied-embedding all-reduce, after the reduction
+    double after = 0;    // optimizer step and exposed parameter gather, after both
+    double exposed = 0, total = 0, opt = 0, lead = 0;
+    DpCost dc;
+  };
+  Tail best, tied_side[2];
+  double best_finish = -1, wait = 0;
+  const auto consider = [&](const Tail& x, double finish, double idle) {
+    if (finish > best_finish) {
+      best_finish = finish;
+      best = x;
+      wait = idle;
+    }
+  };
+  int64_t prev = -1;  // the last stage whose tail was taken
+  for (int64_t i = 0; i < p; ++i) {
+    const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+    const double stage_lead = lead[static_cast<size_t>(i)];
+    // A middle stage like the last one taken has its tail; ending no later, it cannot beat it.
+    if (prev >= 1 && i < p - 1 && stage_lead >= lead[static_cast<size_t>(prev)] &&
+        same_times(t, mb[static_cast<size_t>(prev)])) {
+      continue;
+    }
+    prev = i;
+    const double stage_p = stage_params(plan, i, params), expert_p = moe_expert_params(plan, i, params.counts);
+    const double tied = embedding_grad_sync_s(plan, i);
+    const StageDpTail& sd = dp_tail(i, t, stage_p, expert_p);
+    const DpCost& dc = sd.dc;
+    const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
+    // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
+    // joins the first and the last stage, so it starts when both have reduced.
+    const double opt = optimizer_step_s(plan, stage_p, expert_p);
+    const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
+                 stage_lead, dc};
+    if (tied > 0) {
+      tied_side[i == 0 ? 0 : 1] = x;
+    } else {
+      consider(x, x.ready + x.after, 0.0);
+    }
+  }
+  if (tied_side[0].tied > 0) {  // then the last stage's too (pp > 1)
+    const double start = std::max(tied_side[0].ready, tied_side[1].ready);
+    for (const Tail& x : tied_side) consider(x, start + x.tied + x.after, start - x.ready);
+  }
+  // Its terms: the deciding stage's own DP exposure and optimizer; the lead it ends its pipeline work with comes off
+  // the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure (a
+  // stage lighter than the slowest that ends before m t_max and still decides the step; on 3,000 random
+  // command-line plans only rounding reached it, at most 7e-15 s, pp 1 GPipe).
+  tb.dp_comm_exposed_s = best.exposed;
+  tb.dp_comm_total_s = best.total;
+  tb.optimizer_s = best.opt;
+  if (dp_out) *dp_out = best.dc;
+  tb.bubble_s += wait - best.lead;
+  if (tb.bubble_s < 0) {
+    tb.dp_comm_exposed_s += tb.bubble_s;
+    tb.bubble_s = 0;
+  }
+  tb.step_s = best_finish;
+
+  const int64_t s = plan.seq_len();
+  const double gpus = d(plan.num_gpus);
+  const double peak = plan.gpu.peak(plan.gemm_dtype());
+  tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
+  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, pc.recompute);
+  tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
+  tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
+  tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);
+  return tb;
+}
+
+}  // namespace parplan

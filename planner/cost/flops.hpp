@@ -1,0 +1,36 @@
+// FLOPs of a transformer layer and of a training step.
+// Source: Narayanan et al. 2021 (SC21) Eq. 3: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration with full
+// recompute (4 forward-equivalents); Korthikanti et al. 2022 Eq. 7 model FLOPs: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+// Per layer forward (b sequences of s tokens): QKV 2bsh(h+2kv), scores 2bs^2h, context 2bs^2h, output 2bsh^2,
+// MLP 4bshf (GeLU) or 6bshf (SwiGLU) per routed expert, router 2bshE; logits 2bshV. Backward = 2 x forward.
+#pragma once
+#include <cstdint>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+struct LayerFlops {
+  double qkv = 0, scores = 0, context = 0, attn_out = 0, mlp = 0, router = 0;
+  double attention_core() const { return scores + context; }
+  double total() const { return qkv + scores + context + attn_out + mlp + router; }
+};
+
+// Forward FLOPs of one layer for b sequences of s tokens (whole layer, before any parallel split).
+// causal: count only the lower triangle of the attention scores/context (what a causal fused kernel executes).
+LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal);
+
+// Forward FLOPs of the output layer (logits) for b sequences of s tokens.
+double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s);
+
+// Model FLOPs of one step (Korthikanti 2022 Eq. 7 basis: forward + backward = 3 x forward, attention counted in full,
+// no recompute) for `global_batch` sequences of s tokens.
+double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s);
+
+// Hardware FLOPs of one step: model FLOPs plus the recompute pass (full: every layer's forward again;
+// selective: the attention core's forward again, 4 B s^2 h per layer), attention counted in full (Narayanan 2021 Eq. 3
+// basis for full recompute). Korthikanti et al. 2022 Table 5's HFU counts the recomputed core 3x (forward + backward);
+// this counts what the GPU executes (flops_test pins the published ratios to it).
+double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r);
+
+}  // namespace parplan

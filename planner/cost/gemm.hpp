@@ -1,0 +1,21 @@
+// Compute-time model for one GPU: GEMMs (peak x named efficiency with tile/wave quantization, HBM roofline,
+// launch overhead) and memory-bound kernels (bytes / achieved HBM bandwidth).
+// Wave quantization: NVIDIA "Matrix Multiplication Background User's Guide" (tile and wave quantization);
+// roofline: Williams et al. 2009. Calibration lives in the GPU profile's "gemm" fields.
+#pragma once
+#include <cstdint>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+// Fraction of peak lost to tile and wave quantization for an m x n output (per batch entry) on this GPU.
+double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t batch);
+
+// Time of a (batched) GEMM C[m,n] = A[m,k] B[k,n] in dtype d.
+double gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch = 1);
+
+// Time of a memory-bound kernel moving `bytes` (reads + writes).
+double memory_bound_time_s(const GpuSpec& gpu, double bytes);
+
+}  // namespace parplan

@@ -1,0 +1,82 @@
+// Parameter counting and GPT-style shape inference (formulas documented in model_shape.hpp).
+#include "planner/cost/model_shape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/core.h>
+
+#include "planner/spec/error.hpp"
+
+namespace parplan {
+
+ParamCounts count_params(const ModelSpec& m) {
+  ParamCounts c;
+  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden;
+  const int64_t b = m.bias ? 1 : 0;
+  c.qkv = h * (h + 2 * kv) + b * (h + 2 * kv);
+  c.attn_out = h * h + b * h;
+  const int64_t up_width = m.ffn_type == FfnType::swiglu ? 2 * f : f;
+  c.mlp_up = up_width * h + b * up_width;
+  c.mlp_down = f * h + b * h;
+  c.attention = c.qkv + c.attn_out;
+  c.mlp_per_expert = c.mlp_up + c.mlp_down;
+  c.router = m.is_moe() ? h * m.experts : 0;
+  const int64_t norm_params = m.norm == NormType::layernorm ? 2 * h : h;
+  c.norms = 2 * norm_params;
+  c.final_norm = norm_params;
+  c.embedding = m.vocab * h;
+  c.positions = m.position == PositionEmbedding::learned ? m.seq_len * h : 0;
+  c.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
+  return c;
+}
+
+int64_t total_params(const ModelSpec& m) {
+  ParamCounts c = count_params(m);
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.experts)) + c.embedding + c.positions + c.lm_head +
+         c.final_norm;
+}
+
+int64_t active_params(const ModelSpec& m) {
+  ParamCounts c = count_params(m);
+  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.top_k)) + c.embedding + c.positions + c.lm_head +
+         c.final_norm;
+}
+
+ModelSpec infer_gpt_shape(double params) {
+  if (!(params >= 1e7) || !(params <= 1e14) || !std::isfinite(params)) {
+    throw InputError(fmt::format("--params: {} is outside the supported range 1e7 .. 1e14", params));
+  }
+  constexpr double kRatio = 128.0;  // hidden / layers, as in GPT-3 175B
+  constexpr int64_t kHeadDim = 128, kVocab = 51200, kSeq = 2048;
+  const int64_t l0 = std::max<int64_t>(2, std::llround(std::cbrt(params / (12.0 * kRatio * kRatio))));
+  // 12 l h^2 + (13 l + V + s) h - N = 0
+  const double a = 12.0 * l0, b = 13.0 * l0 + kVocab + kSeq;
+  const double h_exact = (-b + std::sqrt(b * b + 4 * a * params)) / (2 * a);
+  // Heads in multiples of 8 (hidden in multiples of 1024) from 16 heads up, as published models of that size have,
+  // so that tensor parallelism up to a node of 8 can split them; smaller models in multiples of one head.
+  const int64_t step = h_exact >= 16 * kHeadDim ? 8 * kHeadDim : kHeadDim;
+  const int64_t hidden = std::max<int64_t>(kHeadDim, std::llround(h_exact / static_cast<double>(step)) * step);
+  // The layer count that brings the total nearest to N for that hidden size.
+  const double hd = static_cast<double>(hidden);
+  const int64_t layers = std::max<int64_t>(
+      2, std::llround((params - static_cast<double>(kVocab + kSeq) * hd) / (12.0 * hd * hd + 13.0 * hd)));
+  ModelSpec m;
+  m.name = fmt::format("gpt-{:.3g}B-inferred", params / 1e9);
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = hidden / kHeadDim;
+  m.kv_heads = m.heads;
+  m.ffn_hidden = 4 * hidden;
+  m.ffn_type = FfnType::gelu;
+  m.vocab = kVocab;
+  m.seq_len = kSeq;
+  m.tied_embeddings = true;
+  m.bias = true;
+  m.dropout = true;
+  m.norm = NormType::layernorm;
+  m.position = PositionEmbedding::learned;
+  m.source = "inferred from the parameter count (GPT-3 family rule: head_dim 128, hidden/layers = 128)";
+  return m;
+}
+
+}  // namespace parplan

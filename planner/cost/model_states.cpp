@@ -1,0 +1,39 @@
+// Model-state memory (formulas and sources in model_states.hpp).
+#include "planner/cost/model_states.hpp"
+
+namespace parplan {
+
+ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelStateOptions& o) {
+  const double n = static_cast<double>(shard < 1 ? 1 : shard);
+  ModelStateBytes b;
+  b.weights = params * static_cast<double>(o.weight_bytes + o.extra_weight_bytes);
+  b.grads = params * static_cast<double>(o.grad_bytes);
+  b.optimizer = params * static_cast<double>(o.optimizer_bytes);
+  if (o.zero_stage >= 1 || o.distributed_optimizer) b.optimizer /= n;
+  if (o.zero_stage >= 2) b.grads /= n;
+  if (o.zero_stage >= 3) b.weights /= n;
+  return b;
+}
+
+OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const ModelStateOptions& o) {
+  const bool sharded = o.zero_stage >= 1 || o.distributed_optimizer;
+  const double owned = sharded ? params / static_cast<double>(shard < 1 ? 1 : shard) : params;
+  OptimizerStepBytes b;
+  b.states = owned * 2.0 * static_cast<double>(o.optimizer_bytes);
+  b.grads = owned * 2.0 * static_cast<double>(o.grad_bytes);
+  b.weights = owned * static_cast<double>(o.weight_bytes);
+  return b;
+}
+
+ModelStateOptions model_state_options(const Plan& plan) {
+  ModelStateOptions o;
+  o.zero_stage = plan.parallel.zero_stage;
+  o.distributed_optimizer = plan.parallel.distributed_optimizer;
+  o.weight_bytes = 2;
+  o.grad_bytes = plan.training.grad_bytes();
+  o.optimizer_bytes = 12;
+  o.extra_weight_bytes = plan.training.precision == Precision::fp8 ? 1 : 0;
+  return o;
+}
+
+}  // namespace parplan

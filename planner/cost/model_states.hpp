@@ -1,0 +1,45 @@
+// Model-state memory (weights, gradients, optimizer) under mixed precision and ZeRO sharding.
+// Source: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", Sec. 5 /
+// Fig. 1: mixed-precision Adam holds 2 Psi (16-bit weights) + 2 Psi (16-bit grads) + K Psi (fp32 master weights,
+// momentum, variance; K = 12). Over N data-parallel ranks: baseline (2+2+K) Psi; P_os 4 Psi + K Psi/N;
+// P_os+g 2 Psi + (2+K) Psi/N; P_os+g+p (2+2+K) Psi/N. (7.5B on 64 GPUs: 120 / 31.4 / 16.6 / 1.9 GB.)
+// The Megatron distributed optimizer shards the optimizer state like ZeRO-1. Gradients are 4 bytes when
+// accumulated in fp32 (Megatron's main_grad); fp8 training keeps an extra 1-byte fp8 weight copy.
+#pragma once
+#include <cstdint>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+struct ModelStateBytes {
+  double weights = 0, grads = 0, optimizer = 0;
+  double total() const { return weights + grads + optimizer; }
+};
+
+struct ModelStateOptions {
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+  int64_t weight_bytes = 2;       // 16-bit weights
+  int64_t grad_bytes = 2;         // 2, or 4 with fp32 gradient accumulation
+  int64_t optimizer_bytes = 12;   // K: fp32 master + Adam moments
+  int64_t extra_weight_bytes = 0; // e.g. fp8 weight cache
+};
+
+// Bytes on one GPU for `params` parameters held by it (after tp/pp/ep splits), sharded over `shard` ranks.
+ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelStateOptions& o);
+
+ModelStateOptions model_state_options(const Plan& plan);
+
+// Memory traffic of one mixed-precision Adam step over the `params` parameters a GPU holds, of which it updates the
+// 1/shard it owns when the optimizer is sharded (ZeRO >= 1, distributed optimizer). The fused Adam kernels (apex
+// multi_tensor_adam, used by Megatron-LM and DeepSpeed FusedAdam) read and write the K = 12 bytes of fp32 master
+// weight, momentum and variance (2K = 24 B, ZeRO's K above); the gradient is read twice, by the global-norm pass of
+// gradient clipping and by Adam; and the updated 16-bit model weight is written.
+struct OptimizerStepBytes {
+  double states = 0, grads = 0, weights = 0;
+  double total() const { return states + grads + weights; }
+};
+OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const ModelStateOptions& o);
+
+}  // namespace parplan

@@ -1,0 +1,336 @@
+// Pipeline closed forms (formulas and sources in pipeline.hpp).
+#include "planner/cost/pipeline.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace parplan {
+
+int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
+  switch (s) {
+    case Schedule::gpipe:
+      return m * v;
+    case Schedule::one_f_one_b:
+      return std::min(p - stage, m) * v;
+    case Schedule::zero_bubble:
+      return std::min(p, m) * v;  // p - i awaiting B, up to i more awaiting W (stage i defers its W by i)
+    case Schedule::interleaved:
+      return std::min(interleaved_warmup(p, v, stage) + 1, v * m);
+  }
+  return m * v;
+}
+
+int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
+  if (s != Schedule::interleaved || v <= 1) return in_flight_chunks(s, p, m, v, stage) / std::max<int64_t>(v, 1);
+  const int64_t total = m * v, group = p * v;
+  const int64_t warm = std::min(interleaved_warmup(p, v, stage), total);
+  if (warm >= total) return m;  // every forward runs before the first backward
+  // Chunk-0 forwards among the first n, chunk-0 backwards (chunk v - 1 - (k mod pv) / p == 0) among the first n.
+  const auto fwd0 = [&](int64_t n) { return (n / group) * p + std::min(n % group, p); };
+  const auto bwd0 = [&](int64_t n) { return (n / group) * p + std::max<int64_t>(0, n % group - (v - 1) * p); };
+  // Steady state j: forward warm + j, then backward j; held after that forward: fwd0(warm + j + 1) - bwd0(j). The
+  // backwards run chunk 0 only at j mod pv >= (v - 1) p, so the count cannot fall before j = (v - 1) p, and from there
+  // each step frees one and runs at most one more; both counts advance by p per period of pv steps. The maximum is at
+  // j = (v - 1) p, or at the last steady step when the schedule ends first.
+  const int64_t j = std::min((v - 1) * p, total - warm - 1);
+  return fwd0(warm + j + 1) - bwd0(j);
+}
+
+int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage) { return 2 * (p - stage - 1) + (v - 1) * p; }
+
+namespace {
+// Idle time of a stage busy from its first forward to its last backward, waiting for its microbatches' round trip
+// `down` through the stages after it (one_f_one_b_step_s's derivation): `warm` forwards before the first backward
+// (p-1-k), f and b the per-microbatch forward and backward slots.
+double round_trip_stall(double down, int64_t warm, int64_t m, double f, double b) {
+  const double n = static_cast<double>(std::min(warm, m - 1));
+  // warm >= m - 1: the last forward precedes the first backward, so both waits fall into one gap.
+  return warm >= m - 1 ? std::max(0.0, down - n * std::min(f, b))
+                       : std::max(0.0, down - n * f) + std::max(0.0, down - n * b);
+}
+// ZB-H1: stage k defers its W passes by k microbatches, so its last min(k + 1, m) follow its last B_input.
+double trailing_weights_s(int64_t k, int64_t m, const StageMicrobatchTime& t) {
+  return static_cast<double>(std::min(k + 1, m)) * t.backward_weight_s;
+}
+// Interleaved: one chunk of stage i of p (v chunks) with the send after it, for the first chunk (0) and the last
+// (v - 1) of a microbatch. A forward sends unless it is the last virtual stage, a backward unless it is the first;
+// the per-microbatch slots spread the stage's sends over its chunks, these place them (x: one transfer).
+struct ChunkOps {
+  double forward_first = 0, backward_first = 0, forward_last = 0, backward_last = 0;
+};
+ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t v) {
+  // Every stage but the last sends v activations per microbatch, the last v gradients (p2p_sends_per_microbatch).
+  const double inv = 1.0 / static_cast<double>(v);
+  const double x = (i < p - 1 ? t.p2p_forward_s : t.p2p_backward_s) * inv;
+  const double f = t.forward_s * inv, b = (t.backward_input_s + t.backward_weight_s) * inv;
+  const int64_t last_vs = p * v - 1, vs_last_chunk = (v - 1) * p + i;
+  return {f + (i < last_vs ? x : 0.0), b + (i > 0 ? x : 0.0), f + (vs_last_chunk < last_vs ? x : 0.0),
+          b + (vs_last_chunk > 0 ? x : 0.0)};
+}
+}  // namespace
+
+namespace {
+// 1F1B's fill as a grid and its drain as a chain (pipeline.hpp), for each stage k with a steady phase (m > p - k),
+// W_j = p - 1 - j, F(j) = sum_{r<=j} f_r:
+// - fill: stage j's forwards before its first backward (F_0..F_{W_j}) end no earlier than T_F(j) = F(j) +
+//   W_j max_{r<=j} f_r (the longest path through the grid of the first W_j + 1 microbatches' forwards on stages 0..j),
+//   and microbatch 0's backward leaves stage j at E(j) = max(E(j+1), T_F(j)) + b_j: stage k's last forward ends at
+//   X_k = max(T_F(k), E(k+1)) + (m - W_k - 1) t_k (its steady pairs after its first backward);
+// - drain: from there the last microbatch's forward runs on through every later stage j, which then runs its last
+//   W_j + 1 backwards before the last one returns, R_j = max(F(j) + (W_j + 1) b_j, R_{j+1} + b_j), so stage k ends no
+//   earlier than X_k + max((W_k + 1) b_k, R_{k+1} - F(k) + b_k);
+// plus the plain chain S_k = sum_{i<k} b_i down to stage 0, as busy_stage_paths' paths end. Each step is a dependency
+// of the 1F1B order, so no path exceeds the schedule; with uniform stages it is (m + p - 1) t. Where the stage after
+// a busy one is itself busy (a light last stage), the fill and drain wait for those stages' own warm-up forwards and
+// cool-down backwards, which busy_stage_paths' round trip D_k leaves out. Raises paths[k] where longer.
+void one_f_one_b_chain_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  if (p < 2 || paths.empty()) return;
+  // One reverse pass carries E(k+1) and R_{k+1}; it needs F(k) and S_k, recovered from their totals, and the prefix
+  // maximum of f, which is not: a forward pass keeps that in a buffer (on the stack for any realistic pipeline).
+  double f_all = 0, b_before_all = 0, mf = 0;
+  constexpr int64_t kStack = 256;
+  std::array<double, kStack> stack_buf;
+  std::vector<double> heap_buf;
+  double* prefix_max = stack_buf.data();
+  if (p > kStack) {
+    heap_buf.resize(static_cast<size_t>(p));
+    prefix_max = heap_buf.data();
+  }
+  for (int64_t j = 0; j < p; ++j) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(j)];
+    f_all += t.forward_slot();
+    mf = std::max(mf, t.forward_slot());
+    prefix_max[j] = mf;
+    b_before_all += t.backward_slot();
+  }
+  constexpr double kNone = -1e300;
+  double e = kNone, r = kNone, f_upto = f_all, b_before = b_before_all;  // E(k+1), R_{k+1}, F(k), S_k
+  for (int64_t k = p - 1; k >= 0; --k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    const double f = t.forward_slot(), b = t.backward_slot(), w = static_cast<double>(p - 1 - k);
+    b_before -= b;  // S_k
+    const double t_f = f_upto + w * prefix_max[k];
+    const int64_t steady = m - (p - k);
+    if (steady >= 1) {  // else the last forward precedes the first backward: busy_stage_paths' one gap
+      const double x = std::max(t_f, e) + static_cast<double>(steady) * t.total();
+      const double end = x + std::max((w + 1) * b, r - f_upto + b);
+      double& path = paths[static_cast<size_t>(k)];
+      path = std::max(path, end + b_before);
+    }
+    e = std::max(e, t_f) + b;
+    r = std::max(f_upto + (w + 1) * b, r + b);
+    f_upto -= f;
+  }
+}
+
+// The 1F1B and ZB-H1 paths (pipeline.hpp): each stage k busy from its first forward to its last backward, the stages
+// before it filling and draining with `round` each (1F1B: the whole t; ZB-H1: F + B_input and sends), the round trip
+// through the stages after it stalling k, at least through those up to p - m, which run every forward first.
+// ZB-H1 adds stage 0's last W against stage k's trailing ones, as one difference: exactly 0 at k = 0 (so ZB-H1 at
+// pp 1 is exactly m t, as 1F1B).
+double busy_stage_paths(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, bool zb) {
+  if (!zb && paths.empty() && stages.size() > 1) {  // 1F1B's chain paths raise the paths: callers without them too
+    std::vector<double> own(stages.size());
+    return busy_stage_paths(m, stages, own, zb);
+  }
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m);
+  const auto round = [zb](const StageMicrobatchTime& t) { return zb ? t.total() - t.backward_weight_s : t.total(); };
+  const int64_t all_forwards = p - m;  // the last stage whose warm-up runs every forward before its first backward
+  double down = 0, upto = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    const double u = round(stages[static_cast<size_t>(i)]);
+    down += u;
+    if (i <= all_forwards) upto += u;
+  }
+  double up = 0, step = 0;
+  const double w0 = stages.empty() ? 0.0 : stages[0].backward_weight_s;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    const double u = round(t);
+    down -= u;
+    const double trailing = zb ? w0 - trailing_weights_s(k, m, t) : 0.0;
+    const double stall = std::max(round_trip_stall(down, p - 1 - k, m, t.forward_slot(), t.backward_slot()),
+                                  k < all_forwards ? upto - up - u : 0.0);
+    const double path = up + md * t.total() + trailing + stall;
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    up += u;
+  }
+  if (!zb) {
+    one_f_one_b_chain_paths(m, stages, paths);
+    for (double x : paths) step = std::max(step, x);
+  }
+  return step;
+}
+}  // namespace
+
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  return busy_stage_paths(m, stages, paths, false);
+}
+
+double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  return busy_stage_paths(m, stages, paths, true);
+}
+
+double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m), w = static_cast<double>(v);
+  // Forward chunks after F(0, v-1) until B(0, v-1): the warm-up less the (v-1) p before F(0, v-1); the chunk-op count
+  // round_trip_stall's "m" stands for: m v less those same (v-1) p (at least p where m is a multiple of p, as
+  // validate() requires; at least 1 for other callers).
+  const int64_t chunk_ops = std::max<int64_t>(1, m * v - (v - 1) * p);
+  // Microbatch 0's last chunk makes the round trip through the stages after k; the stages before k fill and drain
+  // with chunk 0.
+  const auto round_trip = [&](int64_t i) {
+    const ChunkOps c = chunk_sends(stages[static_cast<size_t>(i)], i, p, v);
+    return c.forward_last + c.backward_last;
+  };
+  // The stages whose warm-up runs every forward chunk before their first backward (the first ones at m = p): the
+  // round trip through them starts only after the busy stage's last forward (as in one_f_one_b_step_s).
+  double down = 0, upto = 0;
+  int64_t all_forwards = -1;
+  for (int64_t i = 0; i < p; ++i) {
+    const double r = round_trip(i);
+    down += r;
+    if (interleaved_warmup(p, v, i) >= m * v - 1) {
+      upto += r;
+      all_forwards = i;
+    }
+  }
+  double up = 0, step = 0;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    const ChunkOps c = chunk_sends(t, k, p, v);
+    const double r = c.forward_last + c.backward_last;
+    down -= r;
+    const double stall = std::max(round_trip_stall(down, interleaved_warmup(p, v, k) - (v - 1) * p, chunk_ops,
+                                                   t.forward_slot() / w, t.backward_slot() / w),
+                                  k < all_forwards ? upto - r : 0.0);
+    upto -= k < all_forwards ? r : 0.0;
+    const double path = up + md * t.total() + stall;
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    up += c.forward_first + c.backward_first;
+  }
+  return step;
+}
+
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
+  if (p <= 1) return 0.0;
+  return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
+}
+
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v) {
+  return p <= 1 ? 0.0 : static_cast<double>(v) - (i == p - 1 ? 1.0 : 0.0);
+}
+
+double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
+
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                           std::span<double> lead) {
+  PipelineTime r;
+  const size_t p = stages.size();
+  if (p == 0) return r;
+  std::vector<double> own;  // callers that want no leads (tests) still need the paths
+  if (lead.empty()) {
+    own.resize(p);
+    lead = own;
+  }
+  const double md = static_cast<double>(m);
+  const bool zb = s == Schedule::zero_bubble;
+  const double w0 = stages[0].backward_weight_s;
+  // A stage's op on the backward chain (B, ZB-H1: B_input) with the sends after it (its forward: forward_slot()).
+  const auto chain_op = [zb](const StageMicrobatchTime& t) {
+    return t.backward_slot() - (zb ? t.backward_weight_s : 0.0);
+  };
+  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0, delay_sum = 0;
+  for (size_t i = 0; i < p; ++i) {
+    delay_sum += stages[i].last_send_delay_s;
+    if (stages[i].total() > t_max) {
+      t_max = stages[i].total();
+      r.slowest_stage = static_cast<int64_t>(i);
+    }
+    f_sum += stages[i].forward_slot();
+    f_max = std::max(f_max, stages[i].forward_slot());
+    b_sum += chain_op(stages[i]);
+  }
+  r.busy_s = md * t_max;
+  // Each path's end at stage 0 into lead.
+  if (s == Schedule::one_f_one_b) {
+    one_f_one_b_step_s(m, stages, lead);
+  } else if (zb) {
+    zero_bubble_step_s(m, stages, lead);
+  } else if (s == Schedule::gpipe) {
+    // Two flow shops: every forward, then every backward (stage p-1's first backward waits for its last forward).
+    const double forwards = md * f_max + (f_sum - f_max);
+    for (size_t k = 0; k < p; ++k) lead[k] = forwards + md * chain_op(stages[k]) + (b_sum - chain_op(stages[k]));
+  } else {
+    interleaved_step_s(m, v, stages, lead);
+  }
+  // Stage ends (pipeline.hpp): the latest path through a stage k >= j less the chain S_j, with ZB-H1's trailing W
+  // passes against stage 0's one; 1F1B and ZB-H1 no earlier than the last forward's round trip past j; interleaved
+  // no earlier than end_floor (stage k's forward chunks and the backwards before its last forward, between the
+  // first microbatch's chunk-0 fill and the last microbatch's last-chunk trip).
+  const bool interleaved = s == Schedule::interleaved;
+  const auto pi = static_cast<int64_t>(p);
+  double end_floor = 0;
+  if (interleaved) {
+    const double w = static_cast<double>(v);
+    double first = 0, last = 0;  // chunk-0 forwards before k, last-chunk forwards after k
+    for (size_t k = 0; k < p; ++k) last += chunk_sends(stages[k], static_cast<int64_t>(k), pi, v).forward_last;
+    for (size_t k = 0; k < p; ++k) {
+      const ChunkOps c = chunk_sends(stages[k], static_cast<int64_t>(k), pi, v);
+      last -= c.forward_last;
+      const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
+      const double before = static_cast<double>(m * v - 1 - warm);
+      end_floor = std::max(end_floor,
+                           first + md * stages[k].forward_slot() + before * chain_op(stages[k]) / w + last + b_sum);
+      first += c.forward_first;
+    }
+  }
+  // The final chain's send delays (a path through stage k runs the chain from k down to 0), and the latest path
+  // through a stage k >= j.
+  double delays = delay_sum;
+  for (size_t k = p; k-- > 0;) {
+    lead[k] += delays;
+    delays -= stages[k].last_send_delay_s;
+    if (k + 1 < p) lead[k] = std::max(lead[k], lead[k + 1]);
+  }
+  delays = delay_sum;
+  end_floor += delays;
+  const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
+  double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
+  for (size_t j = 0; j < p; ++j) {
+    const StageMicrobatchTime& t = stages[j];
+    const double f = t.forward_slot(), b = chain_op(t);
+    const double weights = zb ? trailing_weights_s(static_cast<int64_t>(j), m, t) : 0.0;
+    double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
+    chain += (interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b) + t.last_send_delay_s;
+    round -= f + b;
+    if (forward_bound) {
+      // Stage j's forwards, then (the warm-up ends before its last forward) the backwards before it (ZB-H1: B_input,
+      // and the W passes past its defer of j) and the first backward's wait.
+      const int64_t warm = static_cast<int64_t>(p - 1 - j), before = m - 1 - std::min(warm, m - 1);
+      double done = fill + md * f;
+      if (before > 0) {
+        const int64_t deferred = zb ? std::max<int64_t>(0, before - static_cast<int64_t>(j)) : 0;
+        done += static_cast<double>(before) * b + static_cast<double>(deferred) * t.backward_weight_s +
+                std::max(0.0, round - static_cast<double>(warm) * f);
+      }
+      arrive = j == 0 ? done : std::max(done, arrive + f);
+      end = std::max(end, arrive + round + b + weights + delays);
+      fill += f;
+    }
+    lead[j] = end;
+    r.step_s = std::max(r.step_s, end);
+    delays -= t.last_send_delay_s;  // the chain from stage j + 1 on
+  }
+  for (size_t j = 0; j < p; ++j) lead[j] = r.step_s - lead[j];
+  r.bubble_s = r.step_s - r.busy_s;
+  return r;
+}
+
+}  // namespace parplan

@@ -1,0 +1,160 @@
+// Pipeline schedules in closed form: in-flight microbatches per stage and step time / bubble.
+// Sources: GPipe (Huang et al. 2019) and 1F1B (Narayanan et al. 2021, Sec. 2.2): bubble (p-1)/m of the ideal time,
+// (p-1)/(m+p-1) of the step; interleaved 1F1B with v chunks: (p-1)/(v m) (Narayanan 2021 Sec. 2.2.2);
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"): bubble (p-1)(T_F + T_B - T_W) vs 1F1B's
+// (p-1)(T_F + T_B + T_W). In-flight activations: GPipe m; 1F1B min(p - i, m); interleaved stage i holds
+// min(2(p-i-1) + (v-1)p + 1, v m) chunk-microbatches (Megatron-LM warm-up + 1; stage 0: p + (p-1)/v microbatches,
+// Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 min(p, m) on every stage: stage i defers its W passes by i
+// microbatches, so it holds p - i microbatches awaiting B and up to i awaiting W, each kept whole until its W (as the
+// runtime keeps it): Qi et al.'s memory bound for ZB-H1, p M_B (1F1B's stage-0 peak), reached on every stage.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+// Chunk-microbatches whose activations stage `stage` holds at its peak (a chunk is 1/v of the stage's layers).
+int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
+
+// Microbatches whose first chunk stage `stage` holds at that same peak: the count of embedding outputs the first stage
+// stores. One chunk per stage: in_flight_chunks. Interleaved: Megatron-LM's order (the k-th forward runs chunk
+// (k mod pv) / p, the k-th backward chunk v - 1 - (k mod pv) / p) runs chunk 0's forwards ahead and its backwards last,
+// so it holds more than in_flight_chunks / v of them: p = 2, v = 2, m = 4, stage 0 holds 5 chunk-microbatches of which
+// 4 are chunk 0 (not 2.5). Every steady-state forward reaches the chunk peak, so both maxima coincide.
+int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
+
+// Per-stage, per-microbatch time (all v chunks of the stage), split as the schedules need it.
+// Blocking sends wait after the op they follow: activations after forwards, gradients after backwards (ZB-H1: after
+// B_input), so the first stage sends only after forwards and the last only after backwards.
+struct StageMicrobatchTime {
+  double forward_s = 0;          // forward compute + exposed in-layer comm
+  double backward_input_s = 0;   // input-gradient backward (+ recompute)
+  double backward_weight_s = 0;  // weight-gradient backward
+  double p2p_forward_s = 0;      // blocking sends after this stage's forwards, per microbatch
+  double p2p_backward_s = 0;     // blocking sends after its backwards
+  // The last microbatch's gradient send takes this much longer: it shares the stage's link with the stage's DP
+  // reduction, running by then (cost_model.cpp step_time). Once per step, on the final backward chain.
+  double last_send_delay_s = 0;
+  double forward_slot() const { return forward_s + p2p_forward_s; }
+  double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
+  double total() const { return forward_slot() + backward_slot(); }
+};
+
+// Megatron-LM's interleaved warm-up: the forward chunks stage `stage` runs before its first backward,
+// 2 (p - stage - 1) + (v - 1) p (capped by the schedule's m v chunk-microbatches where it is used).
+int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage);
+
+struct PipelineTime {
+  double step_s = 0;    // from the first forward to the last backward
+  double busy_s = 0;    // m x the slowest stage's per-microbatch time
+  double bubble_s = 0;  // step_s - busy_s
+  int64_t slowest_stage = 0;
+};
+
+// 1F1B step over stages of different times t_i = f_i + b_i (f: forward_slot, b: backward_slot, each with the sends
+// after it): the longest of the paths that keep one stage k busy from its first forward to its last backward. The
+// stages before k fill and drain (their whole t_i); k runs m microbatches; a microbatch's round trip through the
+// stages after it, D_k = sum_{j>k} t_j, stalls k only by what its n = min(p-1-k, m-1) forwards between a
+// microbatch's forward and its backward (warm-up) and its n backwards between the last forward and the last backward
+// (cool-down) do not cover:
+//   max_k [ sum_{i<k} t_i + m t_k + max(0, D_k - n f_k) + max(0, D_k - n b_k) ]
+// Where the warm-up p-1-k reaches m-1 (the stages k <= p - m: every stage at m = 1, none at m > p) the last forward
+// precedes the first backward and the two waits are one gap: max(0, D_k - n min(f_k, b_k)) in place of the two terms.
+// Those stages also hold microbatch 0's backward until their own last forward, which k paces, so k's wait is at
+// least the round trip through the ones after it, sum_{k<j<=p-m} t_j (a heavy first stage with m < p: without it
+// down to -8.1% against the simulator, tests/simulator/task_graph_test.cpp).
+// Where k has a steady phase (m > p - k), a second path through it (pipeline.cpp one_f_one_b_chain_paths) follows the
+// stages after k when they are themselves busy as the round trip reaches them (a light last stage after busy ones):
+// the fill as the grid of the first microbatches' forwards (stage j's W_j + 1 = p - j forwards before its first
+// backward end no earlier than sum_{r<=j} f_r + W_j max_{r<=j} f_r) and the drain as the last forward's chain through
+// each later stage's W_j + 1 cool-down backwards; the longer of the two paths counts.
+// Uniform stages: (m + p - 1) t, the textbook value, for every m. A lighter stage after the bottleneck costs less
+// than its t. Derived here from the 1F1B order (Narayanan et al. 2021, Sec. 2.2); against a list schedule of that
+// order over 3,000 seeded stage-time sets with m >= p (tests/planner/cost/pipeline_test.cpp: first/last stages scaled as
+// uneven splits make them, and arbitrary times) it is never above, exact on 2,447, at most 4.1% below (2,440 and
+// 5.2% with the round trip alone; busy stages then a light last one: within 0.5% where the round trip alone was
+// 1.6% below), where m t_max + (sum - t_max), which charged
+// every other stage whole, was up to 25.2% above. With m < p (3,000 more sets) it is never above and at most 4.2%
+// below, where that GPipe form, which 1F1B used there, was up to 24.1% above (the 1F1B order lets the stages after
+// the bottleneck run their first round trips beside its forwards).
+double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+
+// ZB-H1 over stages of different times, the same path construction over its order (stage k defers its W passes by
+// k microbatches; Qi et al. 2023, simulator/schedule.cpp): the stages before k fill with F and drain with B_input
+// only (u_i = F_i + B_input_i + p2p_i); k runs m microbatches, of which its last min(k + 1, m) W passes follow its
+// last B_input, off the path, which reaches stage 0's last B_input and ends with stage 0's one W after it; the round
+// trip D_k = sum_{j>k} u_j stalls k as in 1F1B (b_k = backward_slot, one gap where p-1-k >= m-1, and at least the
+// trip through the stages up to p - m, which run every forward first):
+//   P_k = sum_{i<k} u_i + m t_k - min(k + 1, m) W_k + W_0 + stall_k
+// Returns max_k P_k, stage 0's end; pipeline_time() also takes the stages whose trailing W passes end later. Uniform
+// stages: m t + (p - 1)(F + B_input - W + p2p) for m >= p, Qi et al.'s bubble; (m + p - 1)(F + B_input + p2p) + W for
+// m < p (every W but stage 0's last one fills an idle slot; Qi et al. state only the m >= p bubble). Both equal the
+// simulator for uniform stages with W <= F (tests/simulator/task_graph_test.cpp). It replaces m t_max +
+// (sum u - u_max) for m >= p and a GPipe-like form over F + B_input for m < p: on that test's 600 seeded uneven sets
+// (no sends) -8.5..+12.2% and -3.4..+13.6% against the simulator.
+double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+
+// Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
+// same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
+// k runs its m microbatches (m t_k); its first backward (microbatch 0's last chunk) waits for the round trip of that
+// chunk through the stages after k, D_k = sum_{j>k} t_j / v (with the sends that chunk makes: the last stage's last
+// chunk sends no activation, stage 0's chunk 0 no gradient), less the 2 (p-1-k) forward chunks its order runs
+// between that chunk's forward and backward, and the last microbatch's last chunk likewise, less the 2 (p-1-k)
+// backward chunks before its backward (one gap where the warm-up 2 (p-1-k) + (v-1) p reaches m v - 1; at least the
+// trip through the later stages whose warm-up runs every forward chunk first, as in 1F1B):
+//   max_k [ sum_{i<k} t_i / v + m t_k + max(0, D_k - n f_k / v) + max(0, D_k - n b_k / v) ],  n = 2 (p-1-k)
+// Uniform stages without sends: m t + (p - 1) t / v, Narayanan et al.'s bubble. It replaces m t_max +
+// (sum_i t_i - t_max) / v, which charged the stages after the bottleneck whole: on 200 seeded sets with light first
+// and last stages that was 0..8.4% above the simulator, this is 0..5.3% below (4.9% with blocking sends;
+// tests/simulator/task_graph_test.cpp), the most with m = p, where the warm-up is the whole schedule.
+double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                          std::span<double> paths = {});
+
+// Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
+// siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
+// forward chunk and a gradient back after every backward chunk, 2 v, less the activation the last stage does not
+// send and the gradient the first does not: 2 v - 1 on either edge (0 with one stage). p2p_forward_sends: those after
+// forward chunks, v less the last stage's one.
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v);
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v);
+
+// Overlapped pipeline sends (interleaved, Megatron-Core --overlap-p2p-communication): a transfer delays only the op
+// that consumes it, so the step pays the transfers on the fill and drain path: the first microbatch's forward
+// through all p v virtual stages and the last microbatch's backward back, 2 (p v - 1) transfers of p2p_s each (the
+// v - 1 wraps from the last stage to the first stall the warm-up and the cool-down, which have no other work).
+double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
+
+// Closed-form pipeline time: with t_i the per-microbatch time of stage i and t_max the slowest,
+//   GPipe:         two flow shops, every forward then every backward (stage p-1's first backward waits for its last
+//                  forward): m f_max + (sum_i f_i - f_max) + m b_max + (sum_i b_i - b_max)   (uniform: (m + p - 1) t)
+//   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
+//   interleaved:   interleaved_step_s()                      (uniform: (m + (p-1)/v) t)
+//   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W)
+// GPipe's form is exact for its order, blocking sends included, without link contention (a flow shop of m identical
+// jobs takes one job's time plus m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4%
+// below it where the forward and the backward bottleneck are different stages. Each form is the longest of p paths
+// P_k (stage k busy, the others fill and drain), each ending at stage 0.
+//
+// Per-stage ends, for the DP reduction, optimizer and parameter gather, which start after a stage's last pipeline op,
+// not at the pipeline's end. Every stage's last op on the chain is the backward (ZB-H1: B_input) of the same
+// (microbatch, chunk), which runs from stage p-1 down to stage 0: stage j reaches it S_j = sum_{i<j} b_i before
+// stage 0 (b_i: stage i's backward of that chunk and the gradient it sends; ZB-H1: B_input). The paths through a stage
+// k >= j pass that op S_j before they reach stage 0, the others after it, so stage j ends no earlier than
+// max_{k>=j} P_k - S_j. 1F1B and ZB-H1: nor before the last microbatch's forward has reached stage j (it leaves a
+// stage k <= j once k has run its m forwards and the backwards its order puts before the last one), made its round
+// trip through the stages after j, and stage j has run its own last chain op. Under ZB-H1 stage j then runs
+// min(j + 1, m) W passes where stage 0 runs one, so a heavy middle stage can end after stage 0: the step is the
+// latest end. Against the simulator on 600 seeded uneven stage sets, each without communication and with blocking
+// sends (tests/simulator/task_graph_test.cpp), GPipe's step and stage ends are exact, 1F1B's and ZB-H1's never late
+// and at most 2.9% / 5.2% of the step early. A stage's last_send_delay_s lengthens the final chain at that stage:
+// every path through it or a later stage, its own end and the ends of the stages before it.
+// Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
+// order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
+// forward through the stages after k and its backward through all p v virtual stages.
+// `lead`, when not empty (p entries), receives how long before the step's end each stage ends.
+PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                           std::span<double> lead = {});
+
+}  // namespace parplan

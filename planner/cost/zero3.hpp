@@ -1,0 +1,64 @@
+// ZeRO-3 parameter gathering at its two granularities: what each gather unit holds, and the time a pass over one
+// layer takes when each unit's all-gather is prefetched one unit ahead on the data-parallel link.
+//
+// PyTorch FSDP (FULL_SHARD with each transformer block wrapped, as llm-foundry configures it) gathers
+// a whole layer and prefetches the next one (Zhao et al. 2023, "PyTorch FSDP": backward and forward
+// prefetching of the next FlatParameter). DeepSpeed ZeRO-3 fetches per submodule from its module hooks and
+// prefetches the next submodule of the traced order (Rajbhandari et al. 2021, "ZeRO-Infinity":
+// "overlap-centric design", and DeepSpeed's PartitionedParameterCoordinator.fetch_sub_module): in a transformer
+// layer those units are its four linears. At the finer unit the link idles whenever a linear computes for longer
+// than the next one takes to gather, and the compute stalls whenever the next gather (queued behind earlier
+// gradient reduce-scatters on the same link) outlasts it: with compute equal to communication, a GeLU layer's pass
+// (linears of 3 : 1 : 4 : 4 parameters) takes 25% longer than max(compute, communication), where whole-layer units of
+// equal layers lose nothing.
+#pragma once
+#include <array>
+#include <span>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+// The linears of one layer in forward order (QKV, attention output, MLP up, MLP down) and each one's share of the
+// layer's parameters on one GPU (norms and biases spread in proportion; for MoE the up / down shares are the local
+// experts' and the router's). Shares add up to 1.
+inline constexpr int kZero3Linears = 4;
+std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan);
+
+// Gathered 16-bit parameters held at once, in parameters of the layer's shard: the unit in use plus the prefetched
+// one. layer: 2 layers; linear: the largest pair of consecutive linears (MLP up + down, 16 h^2 bytes in 16 bits for a
+// 4h GeLU MLP).
+double zero3_gathered_params(const Plan& plan, double layer_params);
+
+// Parameters whose unsharded gradient exists at once: the unit being back-propagated writes its whole gradient before
+// its reduce-scatter leaves (FSDP's post-backward hook reduce-scatters the unit's unsharded FlatParameter gradient,
+// Zhao et al. 2023; DeepSpeed reduces the submodule's gradients it just produced). layer: one layer; linear:
+// the largest linear (ZeRO-Infinity's model-state working memory counts the largest operator's parameters and
+// gradients, Rajbhandari et al. 2021).
+double zero3_unsharded_grad_params(const Plan& plan, double layer_params);
+
+// Bytes of one unit's unsharded gradient in the reduction's dtype, with ZeRO-2 or ZeRO-3 (0 below ZeRO-2). ZeRO-2
+// keeps only its 1/(dp cp) shard of the accumulated gradient, yet each unit's backward writes the unit's whole
+// gradient before the reduce-scatter that shards it (FSDP SHARD_GRAD_OP reduce-scatters each unit's FlatParameter
+// gradient in its post-backward hook, Zhao et al. 2023; DeepSpeed ZeRO-2 reduces what its backward hooks produced
+// from a bucket, Rajbhandari et al. 2020 Sec. 5.2), so it holds one unit's unsharded gradient beside the shard, as
+// ZeRO-3 does: StageMemory::grads counts it for ZeRO-2, StageMemory::zero3_buffers for ZeRO-3.
+double zero_unsharded_grad_bytes(const Plan& plan, double layer_params);
+
+// StageMemory::zero3_buffers: the gathered 16-bit parameters plus the unsharded gradient in the reduction's dtype.
+double zero3_buffer_bytes(const Plan& plan, double layer_params);
+
+// One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
+// parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
+struct Zero3Step {
+  double compute_s = 0, gather_s = 0, reduce_s = 0;
+};
+
+// Steady-state time per layer of `per_layer` repeated layer after layer: unit j's gather is issued when unit j-1
+// starts computing (one ahead), gathers and reduce-scatters share one FIFO link, and unit j computes once its
+// gather is done and unit j-1 has finished. Without reduce-scatters this is exactly sum_j max(compute_j,
+// gather_{j+1}) (the gather issued at a unit's start is never queued); with them the link's backlog is followed
+// until the rate per layer settles.
+double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer);
+
+}  // namespace parplan

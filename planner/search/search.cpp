@@ -1,0 +1,497 @@
+// The plan search (see search.hpp): enumeration, cheap memory bound, cached cost parts, deterministic ranking.
+#include "planner/search/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <thread>
+#include <utility>
+
+namespace parplan {
+namespace {
+
+struct Mesh {
+  int64_t dp, tp, pp, cp, ep;
+};
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    small.push_back(i);
+    if (i != n / i) large.push_back(n / i);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+bool allowed(const std::vector<int64_t>& list, int64_t v) {
+  return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+}
+
+std::vector<Mesh> meshes(const SearchRequest& req, int64_t n) {
+  const SearchSpace& s = req.space;
+  std::vector<Mesh> out;
+  for (int64_t tp : divisors(n)) {
+    if (!allowed(s.tp, tp)) continue;
+    for (int64_t pp : divisors(n / tp)) {
+      if (!allowed(s.pp, pp)) continue;
+      for (int64_t cp : divisors(n / tp / pp)) {
+        const int64_t dp = n / tp / pp / cp;
+        if (!allowed(s.cp, cp) || !allowed(s.dp, dp)) continue;
+        if (req.model.is_moe()) {
+          for (int64_t ep : divisors(dp)) {
+            if (allowed(s.ep, ep)) out.push_back({dp, tp, pp, cp, ep});
+          }
+        } else if (allowed(s.ep, 1)) {
+          out.push_back({dp, tp, pp, cp, 1});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+auto key(const Candidate& c) {
+  const ParallelConfig& p = c.parallel;
+  return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
+                         static_cast<int>(p.recompute), p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
+                         p.first_stage_layers, p.last_stage_layers);
+}
+
+// Order of rejected candidates kept as examples: estimated ones by the objective, then by memory, then by config.
+bool rejected_before(const Candidate& a, const Candidate& b, Objective o) {
+  if (a.has_time != b.has_time) return a.has_time;
+  if (a.has_time) return ranks_before(a, b, o);
+  if (a.has_memory != b.has_memory) return a.has_memory;
+  if (a.has_memory && a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+  return key(a) < key(b);
+}
+
+bool closest_before(const Candidate& a, const Candidate& b) {
+  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+  return key(a) < key(b);
+}
+
+// Whether a mesh rejected for `r` alone can still be estimated "as if allowed" (for --explain's best rejected
+// candidate). Not when the numbers would be meaningless, nor when the rejection leaves stages without layers or with
+// impossible layer counts: the cost model divides by them.
+bool estimable(Reject r) {
+  return r != Reject::batch_not_divisible && r != Reject::ep_invalid && r != Reject::precision_unsupported &&
+         r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid;
+}
+
+struct Accumulator {
+  std::vector<Candidate> top;
+  int64_t candidates = 0, rejected = 0, evaluated = 0, below_throughput = 0;
+  std::array<RejectStats, kNumRejects> by_reason{};
+  std::optional<Candidate> closest;
+};
+
+void offer_top(std::vector<Candidate>& top, const Candidate& c, size_t k, Objective o) {
+  if (k == 0) return;
+  if (top.size() == k && !ranks_before(c, top.back(), o)) return;
+  auto it = std::upper_bound(top.begin(), top.end(), c,
+                             [o](const Candidate& a, const Candidate& b) { return ranks_before(a, b, o); });
+  top.insert(it, c);
+  if (top.size() > k) top.pop_back();
+}
+
+// Evaluates every candidate of one mesh with the cost parts cached at the loop level they depend on.
+class Evaluator {
+ public:
+  Evaluator(const SearchRequest& req, int64_t gpus, Objective rank_by)
+      : req_(req), rank_by_(rank_by), capacity_(static_cast<double>(req.gpu.memory_bytes)) {
+    plan_.model = req.model;
+    plan_.gpu = req.gpu;
+    plan_.cluster = req.cluster;
+    plan_.training = req.training;
+    plan_.num_gpus = gpus;
+    vo_.allow_tp_across_nodes = req.space.allow_tp_across_nodes;
+  }
+
+  void run(const Mesh& mesh) {
+    ParallelConfig& pc = plan_.parallel;
+    pc = ParallelConfig{};
+    pc.dp = mesh.dp;
+    pc.tp = mesh.tp;
+    pc.pp = mesh.pp;
+    pc.cp = mesh.cp;
+    pc.ep = mesh.ep;
+    const int64_t B = plan_.training.global_batch;
+    std::vector<int64_t> mbs = req_.space.micro_batch;
+    if (mbs.empty()) {
+      if (B % mesh.dp == 0) {
+        for (int64_t d : divisors(B / mesh.dp)) {
+          if (d <= req_.space.max_micro_batch) mbs.push_back(d);
+        }
+      } else {
+        mbs.push_back(1);  // rejected as batch_not_divisible
+      }
+    }
+    for (int64_t mb : mbs) {
+      pc.micro_batch = mb;
+      // A pinned micro-batch that does not divide the batch: 1, which validate() rejects as batch_not_divisible.
+      pc.num_microbatches = std::max<int64_t>(1, microbatches_per_step(B, mesh.dp, mb));
+      have_p2p_ = false;
+      for (bool sp : req_.space.sequence_parallel) {
+        pc.sequence_parallel = sp;
+        have_edge_ = false;
+        for (Recompute rc : req_.space.recompute) {
+          pc.recompute = rc;
+          for (const Sharding& sh : req_.space.sharding) {
+            if (redundant(sh)) continue;
+            pc.zero_stage = sh.zero_stage;
+            pc.zero3_gather_unit = sh.zero_stage >= 3 ? req_.space.zero3_gather_unit : Zero3GatherUnit::layer;
+            pc.distributed_optimizer = sh.distributed_optimizer;
+            have_inputs_ = have_layer_ = false;
+            run_schedules();
+          }
+        }
+      }
+    }
+  }
+
+  Accumulator acc;
+
+ private:
+  // Whether the search space lists schedule s (dominated() asks it for 1F1B).
+  bool in_space(Schedule s) const {
+    return std::find(req_.space.schedules.begin(), req_.space.schedules.end(), s) != req_.space.schedules.end();
+  }
+
+  // With one data-parallel rank (dp x cp == 1) every sharding option costs what plain replication costs; it is
+  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space.
+  bool redundant(const Sharding& sh) const {
+    if (plan_.parallel.dp * plan_.parallel.cp != 1 || (sh.zero_stage == 0 && !sh.distributed_optimizer)) return false;
+    for (const Sharding& o : req_.space.sharding) {
+      if (o.zero_stage == 0 && !o.distributed_optimizer) return true;
+    }
+    return false;
+  }
+
+  // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward
+  // phase to hide behind) and holds at least its activations on every stage (m microbatches against min(p - i, m)),
+  // so it never ranks above 1F1B on any objective; with one stage ZB-H1 has no bubble to fill (each B_input is
+  // followed by its W: same memory) and hides the DP reduction behind W only, so it is never faster. Either is tried,
+  // as 1F1B, when 1F1B is in the space; pinned (the space without 1F1B) they are searched.
+  bool dominated(Schedule s, int64_t pp) const {
+    if (!in_space(Schedule::one_f_one_b)) return false;
+    return s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1);
+  }
+
+  // interleaved_last_stage_layers() for this model (a search over split sizes), cached per (pp, v): run_schedules()
+  // asks for it once per micro-batch, recompute and sequence-parallel choice.
+  int64_t interleaved_last_stage(int64_t pp, int64_t v) {
+    if (pp != last_stage_pp_) {
+      last_stage_pp_ = pp;
+      last_stage_cache_.clear();
+    }
+    for (const auto& [key_v, layers] : last_stage_cache_) {
+      if (key_v == v) return layers;
+    }
+    const int64_t layers = interleaved_last_stage_layers(plan_.model.layers, pp, v);
+    last_stage_cache_.emplace_back(v, layers);
+    return layers;
+  }
+
+  void run_schedules() {
+    ParallelConfig& pc = plan_.parallel;
+    for (Schedule s : req_.space.schedules) {
+      if (dominated(s, pc.pp)) continue;
+      pc.schedule = s;
+      pc.overlap_p2p_comm = s == Schedule::interleaved && req_.space.overlap_p2p;
+      pc.first_stage_layers = pc.last_stage_layers = 0;
+      if (s == Schedule::interleaved) {
+        for (int64_t v : req_.space.vpp) {
+          pc.vpp = v;
+          pc.last_stage_layers = 0;
+          consider();
+          // Layers that no even split interleaves (Llama 3 405B: 126 on 16 stages): a lighter last stage (it also
+          // holds the output layer) with v-divisible stages, e.g. 15 x 8 + 6 for v = 2.
+          if (req_.space.uneven_stages) {
+            pc.last_stage_layers = interleaved_last_stage(pc.pp, v);
+            if (pc.last_stage_layers > 0) consider();
+          }
+        }
+        pc.last_stage_layers = 0;  // as the other schedules leave it
+        continue;
+      }
+      pc.vpp = 1;
+      consider();
+      const int64_t base = plan_.model.layers / pc.pp;
+      if (req_.space.uneven_stages && pc.pp > 1 && base >= 2) {
+        pc.last_stage_layers = base - 1;
+        consider();
+        pc.last_stage_layers = 0;
+      }
+    }
+  }
+
+  const StageMemoryInputs& inputs() {
+    if (!have_inputs_) {
+      inputs_ = stage_memory_inputs(plan_);
+      have_inputs_ = true;
+    }
+    return inputs_;
+  }
+
+  // Peak memory over stages. Stage 1 holds at least as much as any other middle stage (middle stages differ only
+  // in layer count and in-flight microbatches, both non-increasing with the stage index for every schedule and
+  // split), so stages 0, 1 and p-1 decide the peak; tests/planner/search/search_test.cpp checks this against
+  // peak_memory_bytes().
+  double peak(int64_t* at) {
+    const StageMemoryInputs& in = inputs();
+    const int64_t p = plan_.parallel.pp;
+    double best = -1;
+    const int64_t stages[3] = {0, 1, p - 1};
+    for (int i = 0; i < (p >= 3 ? 3 : static_cast<int>(p)); ++i) {
+      const int64_t s = stages[i];
+      const double t = stage_memory(plan_, s, in).total;
+      if (t > best) {
+        best = t;
+        *at = s;
+      }
+    }
+    return best;
+  }
+
+  TimeBreakdown time() {
+    if (!have_layer_) {
+      layer_ = layer_cost(plan_);
+      have_layer_ = true;
+    }
+    if (!have_edge_) {
+      edge_ = edge_cost(plan_);
+      have_edge_ = true;
+    }
+    if (!have_p2p_) {
+      p2p_ = p2p_time_s(plan_);
+      have_p2p_ = true;
+    }
+    return step_time(plan_, layer_, edge_, p2p_, inputs().params, scratch_);
+  }
+
+  Candidate make(uint32_t reasons) const {
+    Candidate c;
+    c.parallel = plan_.parallel;
+    c.num_gpus = plan_.num_gpus;
+    c.reasons = reasons;
+    c.capacity_bytes = capacity_;
+    return c;
+  }
+
+  void consider() {
+    ++acc.candidates;
+    const Validity v = validate(plan_, vo_);
+    if (!v.ok()) {
+      ++acc.rejected;
+      for (int r = 0; r < kNumRejects; ++r) {
+        if (v.has(static_cast<Reject>(r))) ++acc.by_reason[static_cast<size_t>(r)].count;
+      }
+      if (req_.explain && std::has_single_bit(v.mask)) explain_rejected(v);
+      return;
+    }
+    int64_t at = 0;
+    const double pk = peak(&at);
+    if (pk > capacity_) {
+      ++acc.rejected;
+      ++acc.by_reason[static_cast<size_t>(Reject::out_of_memory)].count;
+      Candidate c = make(1u << static_cast<int>(Reject::out_of_memory));
+      c.has_memory = true;
+      c.peak_bytes = pk;
+      c.peak_stage = at;
+      if (!acc.closest || closest_before(c, *acc.closest)) acc.closest = c;
+      return;
+    }
+    const TimeBreakdown tb = time();
+    ++acc.evaluated;
+    if (req_.objective == Objective::fewest_gpus && tb.tokens_per_s < req_.min_tokens_per_s) {
+      ++acc.below_throughput;
+      return;
+    }
+    if (acc.top.size() == static_cast<size_t>(req_.top_k) && rank_by_ != Objective::headroom &&
+        step_rank_key(tb.step_s) > step_rank_key(acc.top.back().time.step_s)) {
+      return;  // cannot enter the top list (step time is the first key)
+    }
+    Candidate c = make(0);
+    c.has_memory = c.has_time = true;
+    c.peak_bytes = pk;
+    c.peak_stage = at;
+    c.time = tb;
+    offer_top(acc.top, c, static_cast<size_t>(req_.top_k), rank_by_);
+  }
+
+  void explain_rejected(const Validity& v) {
+    const Reject r = static_cast<Reject>(std::countr_zero(v.mask));
+    Candidate c = make(v.mask);
+    if (estimable(r)) {
+      c.has_memory = true;
+      c.peak_bytes = peak(&c.peak_stage);
+      if (c.peak_bytes <= capacity_) {
+        c.has_time = true;
+        c.time = time();
+      }
+    }
+    auto& best = acc.by_reason[static_cast<size_t>(r)].best;
+    if (!best || rejected_before(c, *best, rank_by_)) best = c;
+  }
+
+  const SearchRequest& req_;
+  Objective rank_by_;
+  double capacity_;
+  Plan plan_;
+  ValidateOptions vo_;
+  StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach
+  bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false;
+  int64_t last_stage_pp_ = -1;
+  std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
+  StageMemoryInputs inputs_;
+  LayerCost layer_;
+  EdgeCost edge_;
+  double p2p_ = 0;
+};
+
+void merge(Accumulator& into, const Accumulator& a, size_t k, Objective o) {
+  into.candidates += a.candidates;
+  into.rejected += a.rejected;
+  into.evaluated += a.evaluated;
+  into.below_throughput += a.below_throughput;
+  for (const Candidate& c : a.top) offer_top(into.top, c, k, o);
+  for (int r = 0; r < kNumRejects; ++r) {
+    RejectStats& dst = into.by_reason[static_cast<size_t>(r)];
+    const RejectStats& src = a.by_reason[static_cast<size_t>(r)];
+    dst.count += src.count;
+    if (src.best && (!dst.best || rejected_before(*src.best, *dst.best, o))) dst.best = src.best;
+  }
+  if (a.closest && (!into.closest || closest_before(*a.closest, *into.closest))) into.closest = a.closest;
+}
+
+// One GPU count; `rank_by` is the within-count order (fewest_gpus ranks by step time within a count).
+Accumulator search_count(const SearchRequest& req, int64_t gpus, Objective rank_by) {
+  const std::vector<Mesh> work = meshes(req, gpus);
+  const int threads = std::max(1, std::min<int>(req.threads, static_cast<int>(work.size())));
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::vector<Evaluator> evals;
+  evals.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) evals.emplace_back(req, gpus, rank_by);
+  auto work_loop = [&](Evaluator& ev, bool report) {
+    for (size_t i = next++; i < work.size(); i = next++) {
+      ev.run(work[i]);
+      ++done;
+      if (report && req.progress) req.progress(done.load(), static_cast<int64_t>(work.size()));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work_loop, std::ref(evals[static_cast<size_t>(t)]), false);
+  work_loop(evals[0], true);
+  for (auto& th : pool) th.join();
+  Accumulator total;
+  for (const Evaluator& ev : evals) merge(total, ev.acc, static_cast<size_t>(req.top_k), rank_by);
+  return total;
+}
+
+}  // namespace
+
+std::string_view to_string(Objective o) {
+  switch (o) {
+    case Objective::fastest:
+      return "fastest";
+    case Objective::fewest_gpus:
+      return "fewest-gpus";
+    case Objective::headroom:
+      return "headroom";
+  }
+  return "?";
+}
+
+bool parse_enum(std::string_view s, Objective& out) {
+  for (Objective o : {Objective::fastest, Objective::fewest_gpus, Objective::headroom}) {
+    if (s == to_string(o)) {
+      out = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+double step_rank_key(double step_s) {
+  // Round the 52 stored mantissa bits to their top 20, half up (a carry moves into the exponent, as rounding
+  // should); the search calls this for every evaluated plan, where frexp / ldexp cost ~5% of the time.
+  // inf stays inf, the largest finite values round to inf, a NaN whose payload is only in the low 32 bits becomes
+  // inf (a step is never NaN); the order of magnitudes is kept.
+  constexpr uint64_t kHalf = uint64_t{1} << 31, kLow = (uint64_t{1} << 32) - 1;
+  return std::bit_cast<double>((std::bit_cast<uint64_t>(step_s) + kHalf) & ~kLow);
+}
+
+bool ranks_before(const Candidate& a, const Candidate& b, Objective o) {
+  const double sa = step_rank_key(a.time.step_s), sb = step_rank_key(b.time.step_s);
+  switch (o) {
+    case Objective::fewest_gpus:
+      if (a.num_gpus != b.num_gpus) return a.num_gpus < b.num_gpus;
+      [[fallthrough]];
+    case Objective::fastest:
+      if (sa != sb) return sa < sb;
+      if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+      break;
+    case Objective::headroom:
+      if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+      if (sa != sb) return sa < sb;
+      break;
+  }
+  return key(a) < key(b);
+}
+
+std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node) {
+  std::vector<int64_t> c;
+  for (int64_t n = 1; n < gpus_per_node; n *= 2) c.push_back(n);
+  for (int64_t k = 1; k <= 16; ++k) c.push_back(k * gpus_per_node);
+  for (int64_t j = 2; j < 40; ++j) {  // from 20, 24, 28 nodes (4 x 2^2 = 16 is already listed)
+    for (int64_t f : {4, 5, 6, 7}) {
+      const int64_t k = f << j;
+      if (k > 16 && k * gpus_per_node <= max_gpus) c.push_back(k * gpus_per_node);
+    }
+  }
+  c.push_back(max_gpus);
+  std::sort(c.begin(), c.end());
+  c.erase(std::unique(c.begin(), c.end()), c.end());
+  c.erase(std::remove_if(c.begin(), c.end(), [&](int64_t n) { return n > max_gpus || n < 1; }), c.end());
+  return c;
+}
+
+SearchResult search(const SearchRequest& req) {
+  SearchResult r;
+  std::vector<int64_t> counts{req.gpus};
+  if (req.objective == Objective::fewest_gpus) counts = fewest_gpus_counts(req.gpus, req.cluster.gpus_per_node);
+  const Objective within = req.objective == Objective::fewest_gpus ? Objective::fastest : req.objective;
+  Accumulator total;
+  for (int64_t n : counts) {
+    const Accumulator a = search_count(req, n, within);
+    r.gpu_counts.push_back(n);
+    merge(total, a, static_cast<size_t>(req.top_k), req.objective);
+    if (req.objective == Objective::fewest_gpus && total.top.size() >= static_cast<size_t>(req.top_k)) break;
+  }
+  r.top = std::move(total.top);
+  r.candidates = total.candidates;
+  r.rejected = total.rejected;
+  r.evaluated = total.evaluated;
+  r.below_throughput = total.below_throughput;
+  r.by_reason = total.by_reason;
+  r.closest = total.closest;
+  if (req.explain && r.closest) r.by_reason[static_cast<size_t>(Reject::out_of_memory)].best = r.closest;
+  return r;
+}
+
+Plan candidate_plan(const SearchRequest& req, const Candidate& c) {
+  Plan p;
+  p.model = req.model;
+  p.gpu = req.gpu;
+  p.cluster = req.cluster;
+  p.num_gpus = c.num_gpus;
+  p.parallel = c.parallel;
+  p.training = req.training;
+  return p;
+}
+
+}  // namespace parplan

@@ -1,0 +1,115 @@
+// The plan search: enumerates every mesh (dp x tp x pp x cp x ep) and knob of a GPU count, rejects by validate()
+// reason and by memory (cheap stage bound first), estimates the step time of what fits, ranks deterministically.
+// Multi-threaded over meshes; results are identical for any thread count. Never prints, never throws in the loop.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+enum class Objective : uint8_t { fastest, fewest_gpus, headroom };
+std::string_view to_string(Objective o);
+bool parse_enum(std::string_view s, Objective& out);
+
+// Optimizer-state sharding choice: ZeRO stage and Megatron's distributed optimizer.
+struct Sharding {
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+};
+
+// The knobs the search tries. An empty list means "every value the constraints admit" for mesh sizes, and the
+// default set below for the rest. A one-element list pins the dimension.
+struct SearchSpace {
+  std::vector<int64_t> dp, tp, pp, cp, ep, micro_batch;
+  int64_t max_micro_batch = 16;  // micro-batch sizes tried: divisors of global_batch / dp up to this
+  std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble};
+  std::vector<int64_t> vpp{2, 3, 4, 6, 8};  // chunks per stage tried with the interleaved schedule
+  std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<bool> sequence_parallel{false, true};  // on only where tp > 1
+  // ZeRO-1 costs exactly what the distributed optimizer costs in the model, so the default tries it once.
+  std::vector<Sharding> sharding{{0, false}, {0, true}, {2, false}, {3, false}};
+  bool uneven_stages = true;  // besides the even split, try a last stage one layer lighter (non-interleaved, pp > 1)
+  bool allow_tp_across_nodes = false;
+  // How ZeRO-3 candidates gather their parameters: a property of the user's framework (PyTorch FSDP: layer,
+  // DeepSpeed: linear), not a knob the search tries.
+  Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;
+  // Interleaved candidates overlap their pipeline sends (Megatron-Core --overlap-p2p-communication): likewise the
+  // framework's, and only the interleaved schedule offers it.
+  bool overlap_p2p = false;
+};
+
+struct SearchRequest {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  TrainingSpec training;  // global_batch (sequences) is fixed for the whole search; seq_len 0 = the model's
+  int64_t gpus = 0;       // the GPU count (fewest_gpus: the largest count tried)
+  SearchSpace space;
+  Objective objective = Objective::fastest;
+  double min_tokens_per_s = 0;  // fewest_gpus: the throughput a plan must reach
+  int top_k = 5;
+  int threads = 1;
+  bool explain = false;  // also keep the best candidate rejected for each single reason
+  // Called on the calling thread between work items with (items done, items total); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+// One configuration the search looked at.
+struct Candidate {
+  ParallelConfig parallel;
+  int64_t num_gpus = 0;
+  uint32_t reasons = 0;     // Validity mask (out_of_memory included); 0 for a plan that fits
+  bool has_memory = false;  // peak_bytes computed
+  bool has_time = false;    // time computed (the plan fits; or, for --explain, as if the constraint were lifted)
+  double peak_bytes = 0;
+  int64_t peak_stage = 0;
+  double capacity_bytes = 0;
+  TimeBreakdown time;
+  double headroom_bytes() const { return capacity_bytes - peak_bytes; }
+};
+
+struct RejectStats {
+  int64_t count = 0;               // candidates with this reason (a candidate may have several reasons)
+  std::optional<Candidate> best;   // --explain: the best candidate rejected for this reason only
+};
+
+struct SearchResult {
+  std::vector<Candidate> top;  // ranked, best first
+  int64_t candidates = 0;      // configurations enumerated
+  int64_t rejected = 0;        // configurations rejected (any reason, memory included)
+  int64_t evaluated = 0;       // full step-time estimates of plans that fit (== plans that fit)
+  int64_t below_throughput = 0;  // fewest_gpus: fitting plans slower than min_tokens_per_s
+  std::array<RejectStats, kNumRejects> by_reason{};
+  std::optional<Candidate> closest;  // out of memory by the least (the closest miss)
+  std::vector<int64_t> gpu_counts;   // counts searched (one entry unless fewest_gpus)
+};
+
+// Runs the search (fewest_gpus: over the counts of fewest_gpus_counts(), smallest first, until top_k plans reach
+// the throughput). The request must have a positive global batch and GPU count.
+SearchResult search(const SearchRequest& req);
+
+// The GPU counts the fewest_gpus objective tries: powers of two up to a node, then whole nodes (every count up to
+// 16 nodes, then {4,5,6,7} x 2^k nodes), and `max_gpus` itself.
+std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node);
+
+// The full Plan of a candidate.
+Plan candidate_plan(const SearchRequest& req, const Candidate& c);
+
+// Strict total order used for ranking under an objective (true when a ranks before b).
+bool ranks_before(const Candidate& a, const Candidate& b, Objective o);
+
+// A step time rounded to 21 significant bits for ranking (the 20 stored mantissa bits kept, half up): steps that
+// round to the same value tie (no model is exact to a part in a million) and fall to the next criterion (peak memory
+// for `fastest`). It is a rounding, not a tolerance: two steps 1e-14 apart can straddle a boundary and two up to
+// about 1e-6 apart can tie. A function of the value alone, so comparisons on it stay a strict weak order.
+double step_rank_key(double step_s);
+
+}  // namespace parplan

@@ -1,0 +1,222 @@
+// Configuration validity checks and per-stage layer assignment.
+#include "planner/spec/config.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <string>
+
+namespace parplan {
+
+int64_t stage_layers(const Plan& plan, int64_t stage) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp, L = plan.model.layers;
+  if (p == 1) return L;
+  const int64_t first = pc.first_stage_layers, last = pc.last_stage_layers;
+  if (first == 0 && last == 0) {
+    const int64_t base = L / p, rem = L % p;
+    // Remainder to the middle stages first (stage 1, 2, ...), then to the last and first stages.
+    if (p == 2) return base + (stage < rem ? 1 : 0);
+    int64_t order;  // position of `stage` in the order stages receive an extra layer
+    if (stage == 0) {
+      order = p - 1;
+    } else if (stage == p - 1) {
+      order = p - 2;
+    } else {
+      order = stage - 1;
+    }
+    return base + (order < rem ? 1 : 0);
+  }
+  const int64_t f = first > 0 ? first : -1, l = last > 0 ? last : -1;
+  const int64_t fixed = (f > 0 ? f : 0) + (l > 0 ? l : 0);
+  const int64_t free_stages = p - (f > 0 ? 1 : 0) - (l > 0 ? 1 : 0);
+  if (stage == 0 && f > 0) return f;
+  if (stage == p - 1 && l > 0) return l;
+  if (free_stages <= 0) return 0;
+  const int64_t rest = L - fixed;
+  // Remainder to the middle stages first, then to a free last stage, then to a free first stage (as above: the
+  // first and last stages carry the embedding and the output layer, stage 0 also the most in-flight microbatches).
+  const int64_t middles = std::max<int64_t>(0, p - 2);
+  int64_t order;  // position of `stage` among the free stages in the order they receive an extra layer
+  if (stage == 0) {
+    order = middles + (l > 0 ? 0 : 1);
+  } else if (stage == p - 1) {
+    order = middles;
+  } else {
+    order = stage - 1;
+  }
+  return rest / free_stages + (order < rest % free_stages ? 1 : 0);
+}
+
+bool stage_layers_divisible(const Plan& plan, int64_t v) {
+  const ParallelConfig& pc = plan.parallel;
+  if (v <= 0) return false;
+  if (pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && plan.model.layers % pc.pp == 0) {
+    return plan.model.layers / pc.pp % v == 0;  // an even split: one layer count
+  }
+  for (int64_t i = 0; i < pc.pp; ++i) {
+    const int64_t n = stage_layers(plan, i);
+    if (n <= 0 || n % v != 0) return false;
+  }
+  return true;
+}
+
+int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v) {
+  if (pp < 2 || v < 1 || layers % (pp * v) == 0) return 0;
+  int64_t best = 0;
+  for (int64_t l = v; l <= layers / pp; l += v) {
+    const int64_t rest = layers - l;
+    if (rest % (pp - 1) == 0 && rest / (pp - 1) % v == 0 && rest / (pp - 1) > l) best = l;
+  }
+  return best;
+}
+
+Validity validate(const Plan& plan, const ValidateOptions& opt) {
+  Validity v;
+  const ParallelConfig& pc = plan.parallel;
+  const ModelSpec& m = plan.model;
+  if (pc.gpus() != plan.num_gpus) v.add(Reject::gpu_count_mismatch);
+  if (pc.tp > plan.cluster.gpus_per_node && !opt.allow_tp_across_nodes) v.add(Reject::tp_crosses_node);
+  if (m.heads % pc.tp != 0 || m.kv_heads % pc.tp != 0) v.add(Reject::tp_not_dividing_heads);
+  if (m.ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
+  if (pc.pp > m.layers) v.add(Reject::pp_exceeds_layers);
+  if (pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
+    const int64_t fixed = pc.first_stage_layers + pc.last_stage_layers;
+    const int64_t free_stages = pc.pp - (pc.first_stage_layers > 0) - (pc.last_stage_layers > 0);
+    const bool bad = pc.pp < 2 || fixed > m.layers || (free_stages == 0 && fixed != m.layers) ||
+                     (free_stages > 0 && m.layers - fixed < free_stages);
+    if (bad) v.add(Reject::uneven_stages_invalid);
+  }
+  if (pc.schedule == Schedule::interleaved) {
+    if (pc.vpp < 2 || pc.pp < 2 || pc.num_microbatches % pc.pp != 0 || !stage_layers_divisible(plan, pc.vpp)) {
+      v.add(Reject::vpp_invalid);
+    }
+  } else if (pc.vpp != 1) {
+    v.add(Reject::vpp_invalid);
+  }
+  if (pc.cp > 1 && plan.seq_len() % (2 * pc.cp) != 0) v.add(Reject::cp_not_dividing_seq);
+  if (m.is_moe()) {
+    if (m.experts % pc.ep != 0 || pc.dp % pc.ep != 0) v.add(Reject::ep_invalid);
+  } else if (pc.ep != 1) {
+    v.add(Reject::ep_invalid);
+  }
+  if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
+  if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
+  if (pc.zero_stage >= 2 && pc.pp > 1) v.add(Reject::zero_with_pipeline);
+  if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
+  if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
+  if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
+  return v;
+}
+
+std::string_view reject_name(Reject r) {
+  switch (r) {
+    case Reject::gpu_count_mismatch:
+      return "gpu_count_mismatch";
+    case Reject::tp_crosses_node:
+      return "tp_crosses_node";
+    case Reject::tp_not_dividing_heads:
+      return "tp_not_dividing_heads";
+    case Reject::tp_not_dividing_ffn:
+      return "tp_not_dividing_ffn";
+    case Reject::pp_exceeds_layers:
+      return "pp_exceeds_layers";
+    case Reject::uneven_stages_invalid:
+      return "uneven_stages_invalid";
+    case Reject::vpp_invalid:
+      return "vpp_invalid";
+    case Reject::cp_not_dividing_seq:
+      return "cp_not_dividing_seq";
+    case Reject::ep_invalid:
+      return "ep_invalid";
+    case Reject::batch_not_divisible:
+      return "batch_not_divisible";
+    case Reject::sp_without_tp:
+      return "sp_without_tp";
+    case Reject::zero_with_pipeline:
+      return "zero_with_pipeline";
+    case Reject::precision_unsupported:
+      return "precision_unsupported";
+    case Reject::zb_full_recompute:
+      return "zb_full_recompute";
+    case Reject::overlap_p2p_not_interleaved:
+      return "overlap_p2p_not_interleaved";
+    case Reject::out_of_memory:
+      return "out_of_memory";
+    case Reject::count:
+      break;
+  }
+  return "?";
+}
+
+std::string describe(Reject r, const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const ModelSpec& m = plan.model;
+  switch (r) {
+    case Reject::gpu_count_mismatch:
+      return fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but there are {} GPUs", pc.dp, pc.tp, pc.pp, pc.cp, pc.gpus(),
+                         plan.num_gpus);
+    case Reject::tp_crosses_node:
+      return fmt::format("tp {} is larger than a node of {} GPUs (allow with --allow-tp-across-nodes)", pc.tp,
+                         plan.cluster.gpus_per_node);
+    case Reject::tp_not_dividing_heads:
+      return fmt::format("tp {} does not divide the {} attention heads / {} kv heads", pc.tp, m.heads, m.kv_heads);
+    case Reject::tp_not_dividing_ffn:
+      return fmt::format("tp {} does not divide the ffn width {}", pc.tp, m.ffn_hidden);
+    case Reject::pp_exceeds_layers:
+      return fmt::format("pp {} exceeds the {} layers", pc.pp, m.layers);
+    case Reject::uneven_stages_invalid:
+      return fmt::format("first/last stage layers {}/{} cannot be placed on {} stages of {} layers",
+                         pc.first_stage_layers, pc.last_stage_layers, pc.pp, m.layers);
+    case Reject::vpp_invalid: {
+      int64_t lo = m.layers, hi = 0;
+      for (int64_t i = 0; i < pc.pp; ++i) {
+        const int64_t n = stage_layers(plan, i);
+        lo = std::min(lo, n);
+        hi = std::max(hi, n);
+      }
+      const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
+      // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
+      const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&
+                                   pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
+                                   pc.num_microbatches % pc.pp == 0
+                               ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
+                               : 0;
+      return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
+                         "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
+                         "schedules need vpp 1{}",
+                         to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches,
+                         last > 0 ? fmt::format(" (a last stage of {} layers would do: --last-stage-layers {})", last, last)
+                                  : "");
+    }
+    case Reject::cp_not_dividing_seq:
+      return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());
+    case Reject::ep_invalid:
+      return fmt::format("ep {} must divide the experts ({}) and dp ({})", pc.ep, m.experts, pc.dp);
+    case Reject::batch_not_divisible:
+      return fmt::format("global batch {} != dp {} x micro-batch {} x microbatches {}", plan.training.global_batch, pc.dp,
+                         pc.micro_batch, pc.num_microbatches);
+    case Reject::sp_without_tp:
+      return "sequence parallelism needs tp > 1";
+    case Reject::zero_with_pipeline:
+      return fmt::format("ZeRO stage {} with pp {}: gradient/parameter sharding is not combined with pipelining",
+                         pc.zero_stage, pc.pp);
+    case Reject::precision_unsupported:
+      return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
+    case Reject::zb_full_recompute:
+      return "schedule zb-h1 with full recompute: a weight-gradient pass (W) runs after its input-gradient pass and "
+             "needs the layer activations that full recompute rebuilds only for that pass (keeping or rebuilding them "
+             "again is not modelled); use selective recompute or another schedule";
+    case Reject::overlap_p2p_not_interleaved:
+      return fmt::format("schedule {} waits for its pipeline sends; only the interleaved schedule overlaps them (give "
+                         "--vpp 2 or more)",
+                         to_string(pc.schedule));
+    case Reject::out_of_memory:
+      return "does not fit in GPU memory";
+    case Reject::count:
+      break;
+  }
+  return "?";
+}
+
+}  // namespace parplan

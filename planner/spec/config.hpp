@@ -1,0 +1,58 @@
+// Validity of a parallel configuration for a model and cluster: reasons as enums, counted by the search.
+// validate() never throws and never allocates; describe() builds the human sentence only when asked.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+enum class Reject : uint8_t {
+  gpu_count_mismatch,     // dp * tp * pp * cp != num_gpus
+  tp_crosses_node,        // tp larger than a node (allowed only with allow_tp_across_nodes)
+  tp_not_dividing_heads,  // heads % tp or kv_heads % tp
+  tp_not_dividing_ffn,    // ffn_hidden % tp or vocab split
+  pp_exceeds_layers,      // pp > layers
+  uneven_stages_invalid,  // first/last stage layer counts impossible
+  vpp_invalid,            // interleaved needs v >= 2, layers % (pp v) == 0, m % pp == 0
+  cp_not_dividing_seq,    // seq % (2 cp) (load-balanced causal ring attention)
+  ep_invalid,             // ep must divide experts and dp; dense models need ep == 1
+  batch_not_divisible,    // global batch != dp * micro_batch * num_microbatches
+  sp_without_tp,          // sequence parallel needs tp > 1
+  zero_with_pipeline,     // ZeRO-2/3 with pp > 1 (gradients/params re-sharded every microbatch; unsupported)
+  precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
+  zb_full_recompute,      // ZB-H1's deferred W needs the activations full recompute discards (not modelled)
+  overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
+  out_of_memory,          // set by the memory model, not by validate()
+  count
+};
+inline constexpr int kNumRejects = static_cast<int>(Reject::count);
+
+struct Validity {
+  uint32_t mask = 0;
+  bool ok() const { return mask == 0; }
+  bool has(Reject r) const { return (mask >> static_cast<int>(r)) & 1u; }
+  void add(Reject r) { mask |= 1u << static_cast<int>(r); }
+};
+
+struct ValidateOptions {
+  bool allow_tp_across_nodes = false;
+};
+
+Validity validate(const Plan& plan, const ValidateOptions& opt = {});
+std::string_view reject_name(Reject r);          // short key, e.g. "tp_not_dividing_heads"
+std::string describe(Reject r, const Plan& plan);  // one sentence with the numbers
+
+// Layers held by pipeline stage `stage` (even split; the first/last stage counts when set; any remainder goes to the
+// middle stages, which carry no embedding or output layer).
+int64_t stage_layers(const Plan& plan, int64_t stage);
+// Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
+bool stage_layers_divisible(const Plan& plan, int64_t v);
+// Layers that no even split interleaves (layers % (pp v) != 0): the largest last-stage layer count, a multiple of v,
+// that leaves the other pp - 1 stages an equal multiple of v layers, each more than the last stage's. 0 when an even
+// split interleaves or there is no such count. 126 layers, pp 16, v 2: 6 (15 x 8 + 6); 96, pp 8, v 2: 0 (12 each).
+int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v);
+
+}  // namespace parplan

@@ -1,0 +1,96 @@
+// Enum names and small Plan helpers.
+#include "planner/spec/spec.hpp"
+
+#include <utility>
+
+namespace parplan {
+namespace {
+
+template <typename E, size_t N>
+bool lookup(std::string_view s, E& out, const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto& [name, value] : table) {
+    if (name == s) {
+      out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+constexpr std::pair<std::string_view, DType> kDTypes[] = {
+    {"fp32", DType::fp32}, {"tf32", DType::tf32}, {"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp8", DType::fp8}};
+constexpr std::pair<std::string_view, FfnType> kFfn[] = {{"gelu", FfnType::gelu}, {"swiglu", FfnType::swiglu}};
+constexpr std::pair<std::string_view, NormType> kNorm[] = {{"layernorm", NormType::layernorm}, {"rmsnorm", NormType::rmsnorm}};
+constexpr std::pair<std::string_view, PositionEmbedding> kPos[] = {
+    {"learned", PositionEmbedding::learned}, {"rotary", PositionEmbedding::rotary}, {"alibi", PositionEmbedding::alibi}};
+constexpr std::pair<std::string_view, Precision> kPrec[] = {
+    {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp8", Precision::fp8}};
+constexpr std::pair<std::string_view, Recompute> kRec[] = {
+    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::gpipe},
+                                                            {"1f1b", Schedule::one_f_one_b},
+                                                            {"interleaved", Schedule::interleaved},
+                                                            {"zb-h1", Schedule::zero_bubble}};
+constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {{"flash", AttentionKernel::flash},
+                                                                  {"unfused", AttentionKernel::unfused}};
+constexpr std::pair<std::string_view, Zero3GatherUnit> kZ3Unit[] = {{"layer", Zero3GatherUnit::layer},
+                                                                    {"linear", Zero3GatherUnit::linear}};
+
+template <typename E, size_t N>
+std::string_view name_of(E e, const std::pair<std::string_view, E> (&table)[N]) {
+  for (const auto& [name, value] : table) {
+    if (value == e) return name;
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string_view to_string(DType e) { return name_of(e, kDTypes); }
+std::string_view to_string(FfnType e) { return name_of(e, kFfn); }
+std::string_view to_string(NormType e) { return name_of(e, kNorm); }
+std::string_view to_string(PositionEmbedding e) { return name_of(e, kPos); }
+std::string_view to_string(Precision e) { return name_of(e, kPrec); }
+std::string_view to_string(Recompute e) { return name_of(e, kRec); }
+std::string_view to_string(Schedule e) { return name_of(e, kSched); }
+std::string_view to_string(AttentionKernel e) { return name_of(e, kAttn); }
+std::string_view to_string(Zero3GatherUnit e) { return name_of(e, kZ3Unit); }
+bool parse_enum(std::string_view s, DType& out) { return lookup(s, out, kDTypes); }
+bool parse_enum(std::string_view s, FfnType& out) { return lookup(s, out, kFfn); }
+bool parse_enum(std::string_view s, NormType& out) { return lookup(s, out, kNorm); }
+bool parse_enum(std::string_view s, PositionEmbedding& out) { return lookup(s, out, kPos); }
+bool parse_enum(std::string_view s, Precision& out) { return lookup(s, out, kPrec); }
+bool parse_enum(std::string_view s, Recompute& out) { return lookup(s, out, kRec); }
+bool parse_enum(std::string_view s, Schedule& out) { return lookup(s, out, kSched); }
+bool parse_enum(std::string_view s, AttentionKernel& out) { return lookup(s, out, kAttn); }
+bool parse_enum(std::string_view s, Zero3GatherUnit& out) { return lookup(s, out, kZ3Unit); }
+
+int64_t dtype_bytes(DType d) {
+  switch (d) {
+    case DType::fp32:
+    case DType::tf32:
+      return 4;
+    case DType::bf16:
+    case DType::fp16:
+      return 2;
+    case DType::fp8:
+      return 1;
+  }
+  return 4;
+}
+
+DType Plan::gemm_dtype() const {
+  switch (training.precision) {
+    case Precision::bf16:
+      return DType::bf16;
+    case Precision::fp16:
+      return DType::fp16;
+    case Precision::fp8:
+      return DType::fp8;
+  }
+  return DType::bf16;
+}
+
+DType Plan::activation_dtype() const { return training.precision == Precision::fp16 ? DType::fp16 : DType::bf16; }
+
+}  // namespace parplan

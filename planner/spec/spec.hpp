@@ -1,0 +1,204 @@
+// Specs: model, GPU, cluster, training and the parallel configuration; the Plan ties them together.
+// Units live in names (bytes, _s, flops, _Bps); conversion from JSON units happens once, in spec_json.cpp.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace parplan {
+
+// A product of mesh sizes that saturates at INT64_MAX instead of wrapping (a wrapped product can be 0 or a small
+// number that passes the GPU-count check: tp = pp = 2^26, cp = 2^12 is 2^64).
+inline int64_t saturating_product(std::initializer_list<int64_t> factors) {
+  int64_t out = 1;
+  for (int64_t x : factors) {
+    if (__builtin_mul_overflow(out, x, &out)) return INT64_MAX;
+  }
+  return out;
+}
+// Microbatches per pipeline per step: the global batch over dp x micro-batch sequences when that is a whole number
+// of at least one, else 0. The one derivation the flags, plan documents, validate's run mapping and the search share;
+// each names its own mismatch (or, in the search, leaves it to validate()'s batch check).
+inline int64_t microbatches_per_step(int64_t global_batch, int64_t dp, int64_t micro_batch) {
+  const int64_t unit = saturating_product({dp, micro_batch});
+  if (unit <= 0 || global_batch < unit || global_batch % unit != 0) return 0;
+  return global_batch / unit;
+}
+// The most GPUs a mesh may span: the --gpus flag's and the plan document's limit.
+inline constexpr int64_t kMaxMeshGpus = 100'000'000;
+// The most sequences one step may hold: the plan document's limit on training.global_batch.
+inline constexpr int64_t kMaxGlobalBatch = 1'000'000'000;
+
+enum class DType : uint8_t { fp32, tf32, bf16, fp16, fp8 };
+inline constexpr int kNumDTypes = 5;
+enum class FfnType : uint8_t { gelu, swiglu };
+enum class NormType : uint8_t { layernorm, rmsnorm };
+enum class PositionEmbedding : uint8_t { learned, rotary, alibi };
+enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, everything else in bf16
+enum class Recompute : uint8_t { none, selective, full };
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
+enum class AttentionKernel : uint8_t { flash, unfused };
+// What ZeRO-3 all-gathers at a time (and prefetches one ahead): one transformer layer (PyTorch FSDP wrapping each
+// block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see planner/cost/zero3.hpp.
+enum class Zero3GatherUnit : uint8_t { layer, linear };
+
+std::string_view to_string(DType);
+std::string_view to_string(FfnType);
+std::string_view to_string(NormType);
+std::string_view to_string(PositionEmbedding);
+std::string_view to_string(Precision);
+std::string_view to_string(Recompute);
+std::string_view to_string(Schedule);
+std::string_view to_string(AttentionKernel);
+std::string_view to_string(Zero3GatherUnit);
+// Parsers return false on an unknown name (callers build the error message with the flag or JSON path).
+bool parse_enum(std::string_view s, DType& out);
+bool parse_enum(std::string_view s, FfnType& out);
+bool parse_enum(std::string_view s, NormType& out);
+bool parse_enum(std::string_view s, PositionEmbedding& out);
+bool parse_enum(std::string_view s, Precision& out);
+bool parse_enum(std::string_view s, Recompute& out);
+bool parse_enum(std::string_view s, Schedule& out);
+bool parse_enum(std::string_view s, AttentionKernel& out);
+bool parse_enum(std::string_view s, Zero3GatherUnit& out);
+
+// A decoder-only transformer.
+struct ModelSpec {
+  std::string name;
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;    // == heads for multi-head attention; fewer for GQA/MQA
+  int64_t ffn_hidden = 0;  // MLP inner width (per expert for MoE)
+  FfnType ffn_type = FfnType::gelu;
+  int64_t vocab = 0;
+  int64_t seq_len = 0;  // default training sequence length
+  bool tied_embeddings = true;
+  bool bias = true;     // linear-layer biases (GPT-3 yes, Llama no)
+  bool dropout = true;  // dropout layers (adds masks to activation memory)
+  NormType norm = NormType::layernorm;
+  PositionEmbedding position = PositionEmbedding::learned;
+  int64_t experts = 1;  // MoE experts per layer; 1 = dense
+  int64_t top_k = 1;    // experts each token is routed to
+  bool causal = true;
+  std::string source;
+
+  int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_dim() const { return kv_heads * head_dim(); }
+  bool is_moe() const { return experts > 1; }
+};
+
+// GEMM efficiency model (named calibration fields): achieved = peak * peak_fraction * wave_efficiency,
+// bounded below by the HBM roofline, plus a fixed launch overhead per kernel.
+struct GemmEfficiency {
+  double peak_fraction = 0.8;  // best fraction of peak on large, well-shaped GEMMs
+  int64_t sm_count = 108;      // streaming multiprocessors (wave quantization)
+  int64_t tile_m = 128;        // output tile rows per CTA
+  int64_t tile_n = 256;        // output tile columns per CTA
+  double kernel_overhead_s = 4e-6;
+  double attention_fraction = 0.5;  // fraction of peak a fused (flash) attention kernel achieves
+};
+
+struct GpuSpec {
+  std::string name;
+  std::array<double, kNumDTypes> peak_flops{};  // dense FLOP/s per DType; 0 = unsupported
+  int64_t memory_bytes = 0;
+  double hbm_bandwidth_Bps = 0;
+  double hbm_efficiency = 0.8;  // achieved fraction of HBM bandwidth for memory-bound ops
+  GemmEfficiency gemm;
+  int64_t cuda_context_bytes = 0;      // CUDA context + cuBLAS/cuDNN handles
+  int64_t workspace_bytes = 0;         // GEMM / attention workspaces
+  int64_t comm_buffer_bytes_per_group = 0;  // NCCL buffers per communicator
+  double fragmentation_fraction = 0.0;     // allocator fragmentation allowance (fraction of tensor bytes)
+  std::string source;
+
+  double peak(DType d) const { return peak_flops[static_cast<size_t>(d)]; }
+};
+
+// One network tier as seen by one GPU: bandwidth per direction, latency per message, achieved fraction.
+struct LinkSpec {
+  double bandwidth_Bps = 0;
+  double latency_s = 0;
+  double efficiency = 1.0;
+  // NVLink SHARP (NVLS) all-reduce through the switch, as a fraction of bandwidth_Bps; 0 = the fabric has none
+  // (collective_time_s, collectives.hpp).
+  double nvls_efficiency = 0;
+  double effective_Bps() const { return bandwidth_Bps * efficiency; }
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string gpu;  // GPU profile name
+  int64_t gpus_per_node = 8;
+  LinkSpec intra_node;  // NVLink / NVSwitch
+  LinkSpec inter_node;  // per-GPU NIC
+  std::string source;
+};
+
+// How one step is executed: the mesh and every knob.
+struct ParallelConfig {
+  int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  int64_t vpp = 1;               // virtual pipeline chunks per stage (interleaved schedule)
+  int64_t micro_batch = 1;       // sequences per microbatch
+  int64_t num_microbatches = 1;  // microbatches per pipeline per step (gradient accumulation)
+  Schedule schedule = Schedule::one_f_one_b;
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  int zero_stage = 0;               // 0..3 (3 = FSDP)
+  Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only
+  bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
+  bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
+  bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs
+  // Megatron-LM's asynchronous backward TP collectives (--async-tensor-model-parallel-allreduce): the input-gradient
+  // all-reduce / reduce-scatter of the column-parallel GEMMs runs beside their weight-gradient GEMMs and the SP
+  // re-gather beside the input-gradient GEMMs. false = the autograd f operator's blocking all-reduce (Megatron-LM 2021).
+  bool async_tp_backward = true;
+  bool p2p_scatter_gather = true;   // pipeline sends split over the TP ranks (Narayanan et al. 2021 Sec. 4.1)
+  bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
+  // Pipeline sends overlapped with compute (Megatron-Core's --overlap-p2p-communication, interleaved schedule).
+  // false = the sender waits for its send before its next op: Megatron-LM's batched, waited p2p (1F1B and GPipe
+  // always; interleaved without the option).
+  bool overlap_p2p_comm = false;
+  int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
+  int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
+
+  int64_t gpus() const { return saturating_product({dp, tp, pp, cp}); }  // INT64_MAX on overflow
+  // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
+  int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
+  // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.
+  bool overlaps_p2p() const { return overlap_p2p_comm && schedule == Schedule::interleaved; }
+};
+
+struct TrainingSpec {
+  Precision precision = Precision::bf16;
+  int64_t global_batch = 0;  // sequences per step
+  int64_t seq_len = 0;       // tokens per sequence (0 = the model's)
+  AttentionKernel attention = AttentionKernel::flash;
+  bool grad_fp32 = true;     // gradients accumulated/reduced in fp32 (Megatron default for bf16)
+  // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
+  // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
+  // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().
+  bool fused_grad_accumulation = true;
+  int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
+
+  int64_t grad_bytes() const { return grad_fp32 ? 4 : 2; }  // bytes per gradient element
+};
+
+struct Plan {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  int64_t num_gpus = 0;
+  ParallelConfig parallel;
+  TrainingSpec training;
+
+  int64_t seq_len() const { return training.seq_len > 0 ? training.seq_len : model.seq_len; }
+  DType gemm_dtype() const;
+  DType activation_dtype() const;
+};
+
+int64_t dtype_bytes(DType d);
+
+}  // namespace parplan

@@ -1,0 +1,272 @@
+// JSON (de)serialisers of the specs (units and limits documented in docs/profiles.md).
+#include "planner/spec/spec_json.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <fmt/core.h>
+
+namespace parplan {
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int64_t kMaxDim = 10'000'000;
+constexpr double kMaxParams = 1e15;  // 1000x the largest published dense model
+}  // namespace
+
+void check_model(const ModelSpec& m, const std::string& where) {
+  auto bad = [&](std::string_view key, std::string_view what) {
+    throw InputError(fmt::format("{}: /{}: {}", where, key, what));
+  };
+  if (m.hidden % m.heads != 0) bad("heads", fmt::format("{} heads do not divide hidden {}", m.heads, m.hidden));
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
+    bad("kv_heads", fmt::format("{} kv heads must divide the {} heads", m.kv_heads, m.heads));
+  }
+  if (m.top_k > m.experts) bad("top_k", fmt::format("top_k {} exceeds the {} experts", m.top_k, m.experts));
+  // Every field may be in range while the product is absurd; bound the parameter count (an upper bound, in double)
+  // so the 64-bit counts of model_shape.cpp cannot overflow.
+  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double per_layer = 4.0 * h * (h + 3.0) + static_cast<double>(m.experts) * (3.0 * h * f + 2.0 * f + 2.0 * h);
+  const double params = static_cast<double>(m.layers) * per_layer +
+                        2.0 * h * static_cast<double>(m.vocab + m.seq_len + 1);
+  if (params > kMaxParams) {
+    throw InputError(fmt::format("{}: /: the model has about {:.3g} parameters, above the supported {:.0e}", where,
+                                 params, kMaxParams));
+  }
+}
+
+ModelSpec model_from_json(JsonReader& r) {
+  ModelSpec m;
+  m.name = r.get_string("name");
+  m.layers = r.get_int("layers", 1, 100'000);
+  m.hidden = r.get_int("hidden", 1, kMaxDim);
+  m.heads = r.get_int("heads", 1, kMaxDim);
+  m.kv_heads = r.get_int("kv_heads", m.heads, 1, kMaxDim);
+  m.ffn_hidden = r.get_int("ffn_hidden", 1, kMaxDim);
+  m.ffn_type = r.get_enum("ffn_type", FfnType::gelu);
+  m.vocab = r.get_int("vocab", 1, 100'000'000);
+  m.seq_len = r.get_int("seq_len", 1, 100'000'000);
+  m.tied_embeddings = r.get_bool("tied_embeddings", true);
+  m.bias = r.get_bool("bias", true);
+  m.dropout = r.get_bool("dropout", true);
+  m.norm = r.get_enum("norm", NormType::layernorm);
+  m.position = r.get_enum("position", PositionEmbedding::learned);
+  m.experts = r.get_int("experts", 1, 1, 65'536);
+  m.top_k = r.get_int("top_k", 1, 1, 65'536);
+  m.causal = r.get_bool("causal", true);
+  m.source = r.get_string("source", "");
+  check_model(m, r.where());
+  return m;
+}
+
+GpuSpec gpu_from_json(JsonReader& r) {
+  GpuSpec g;
+  g.name = r.get_string("name");
+  JsonReader peak = r.object("peak_tflops");
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto dt = static_cast<DType>(i);
+    const double tflops = peak.get_double(to_string(dt), 0.0, 0.0, 1e6);
+    // 0 = not supported; a positive peak must be at least 1 MFLOP/s: 5e-324 was read and priced steps at infinity.
+    // (The floor stays far below what any device measures: the host backend's bf16 GEMM in the ASan+UBSan build
+    // measures 0.91-1.0 GFLOP/s, and calibrate writes what it measures.)
+    if (tflops > 0 && tflops < 1e-6) peak.fail(to_string(dt), "expected 0 (not supported) or 1e-06 to 1e6 TFLOP/s");
+    g.peak_flops[static_cast<size_t>(i)] = tflops * 1e12;
+  }
+  peak.finish();
+  if (!(g.peak(DType::bf16) > 0) && !(g.peak(DType::fp16) > 0)) {
+    r.fail("peak_tflops", "needs a positive bf16 or fp16 peak");
+  }
+  g.memory_bytes = static_cast<int64_t>(r.get_double("memory_GiB", 0.001, 1e6) * kGiB);
+  g.hbm_bandwidth_Bps = r.get_double("hbm_bandwidth_GBps", 0.001, 1e7) * 1e9;
+  g.hbm_efficiency = r.get_double("hbm_efficiency", 0.8, 0.01, 1.0);
+  if (r.has("gemm")) {
+    JsonReader ge = r.object("gemm");
+    g.gemm.peak_fraction = ge.get_double("peak_fraction", g.gemm.peak_fraction, 0.01, 1.0);
+    g.gemm.sm_count = ge.get_int("sm_count", g.gemm.sm_count, 1, 100'000);
+    g.gemm.tile_m = ge.get_int("tile_m", g.gemm.tile_m, 1, 4096);
+    g.gemm.tile_n = ge.get_int("tile_n", g.gemm.tile_n, 1, 4096);
+    g.gemm.kernel_overhead_s = ge.get_double("kernel_overhead_us", g.gemm.kernel_overhead_s * 1e6, 0.0, 1e5) * 1e-6;
+    g.gemm.attention_fraction = ge.get_double("attention_fraction", g.gemm.attention_fraction, 0.01, 1.0);
+    ge.finish();
+  }
+  g.cuda_context_bytes = static_cast<int64_t>(r.get_double("cuda_context_MiB", 0.0, 0.0, 1e6) * kMiB);
+  g.workspace_bytes = static_cast<int64_t>(r.get_double("workspace_MiB", 0.0, 0.0, 1e6) * kMiB);
+  g.comm_buffer_bytes_per_group = static_cast<int64_t>(r.get_double("comm_buffer_MiB_per_group", 0.0, 0.0, 1e6) * kMiB);
+  g.fragmentation_fraction = r.get_double("fragmentation_fraction", 0.0, 0.0, 1.0);
+  g.source = r.get_string("source", "");
+  return g;
+}
+
+namespace {
+LinkSpec link_from_json(JsonReader r) {
+  LinkSpec l;
+  l.bandwidth_Bps = r.get_double("bandwidth_GBps", 1e-6, 1e7) * 1e9;
+  l.latency_s = r.get_double("latency_us", 0.0, 0.0, 1e6) * 1e-6;
+  l.efficiency = r.get_double("efficiency", 1.0, 0.01, 1.0);
+  if (r.has("nvls_efficiency")) l.nvls_efficiency = r.get_double("nvls_efficiency", 0.01, 1.0);
+  r.finish();
+  return l;
+}
+nlohmann::json link_to_json(const LinkSpec& l) {
+  nlohmann::json j = {{"bandwidth_GBps", l.bandwidth_Bps / 1e9}, {"latency_us", l.latency_s * 1e6}, {"efficiency", l.efficiency}};
+  if (l.nvls_efficiency > 0) j["nvls_efficiency"] = l.nvls_efficiency;
+  return j;
+}
+}  // namespace
+
+ClusterSpec cluster_from_json(JsonReader& r) {
+  ClusterSpec c;
+  c.name = r.get_string("name");
+  c.gpu = r.get_string("gpu");
+  c.gpus_per_node = r.get_int("gpus_per_node", 1, 1'000'000);
+  c.intra_node = link_from_json(r.object("intra_node"));
+  c.inter_node = link_from_json(r.object("inter_node"));
+  c.source = r.get_string("source", "");
+  return c;
+}
+
+ParallelConfig parallel_from_json(JsonReader& r) {
+  ParallelConfig p;
+  constexpr int64_t kMax = 100'000'000;
+  p.dp = r.get_int("dp", 1, kMax);
+  p.tp = r.get_int("tp", 1, kMax);
+  p.pp = r.get_int("pp", 1, kMax);
+  p.cp = r.get_int("cp", 1, 1, kMax);
+  p.ep = r.get_int("ep", 1, 1, kMax);
+  p.vpp = r.get_int("vpp", 1, 1, 1024);
+  p.micro_batch = r.get_int("micro_batch", 1, 1, kMax);
+  p.num_microbatches = r.get_int("num_microbatches", 1, 1, kMax);
+  p.schedule = r.get_enum("schedule", Schedule::one_f_one_b);
+  p.recompute = r.get_enum("recompute", Recompute::none);
+  p.sequence_parallel = r.get_bool("sequence_parallel", false);
+  p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
+  p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
+  p.distributed_optimizer = r.get_bool("distributed_optimizer", false);
+  p.overlap_dp_comm = r.get_bool("overlap_dp_comm", true);
+  p.overlap_tp_comm = r.get_bool("overlap_tp_comm", false);
+  p.async_tp_backward = r.get_bool("async_tp_backward", true);
+  p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
+  p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
+  p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
+  p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
+  p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
+  if (p.gpus() > kMaxMeshGpus) r.fail("dp", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMaxMeshGpus));
+  return p;
+}
+
+TrainingSpec training_from_json(JsonReader& r) {
+  TrainingSpec t;
+  t.precision = r.get_enum("precision", Precision::bf16);
+  t.global_batch = r.get_int("global_batch", 1, kMaxGlobalBatch);
+  t.seq_len = r.get_int("seq_len", 0, 0, 100'000'000);
+  t.attention = r.get_enum("attention", AttentionKernel::flash);
+  t.grad_fp32 = r.get_bool("grad_fp32", true);
+  t.fused_grad_accumulation = r.get_bool("fused_grad_accumulation", true);
+  t.dp_bucket_bytes = static_cast<int64_t>(r.get_double("dp_bucket_MB", 40.0, 0.001, 1e6) * 1e6);
+  return t;
+}
+
+nlohmann::json to_json(const ModelSpec& m) {
+  return {{"kind", "model"},         {"name", m.name},
+          {"layers", m.layers},      {"hidden", m.hidden},
+          {"heads", m.heads},        {"kv_heads", m.kv_heads},
+          {"ffn_hidden", m.ffn_hidden}, {"ffn_type", to_string(m.ffn_type)},
+          {"vocab", m.vocab},        {"seq_len", m.seq_len},
+          {"tied_embeddings", m.tied_embeddings}, {"bias", m.bias},
+          {"dropout", m.dropout},    {"norm", to_string(m.norm)},
+          {"position", to_string(m.position)},    {"experts", m.experts},
+          {"top_k", m.top_k},        {"causal", m.causal},
+          {"source", m.source}};
+}
+
+namespace {
+// The shortest decimal that the parser reads back (value * unit, truncated) as the same byte count: a profile's
+// 79.65 GiB is written as 79.65, not as 79.6499999994412.
+double shortest_units(int64_t bytes, double unit) {
+  const double exact = static_cast<double>(bytes) / unit;
+  for (int digits = 1; digits <= 17; ++digits) {
+    const double v = std::strtod(fmt::format("{:.{}g}", exact, digits).c_str(), nullptr);
+    if (static_cast<int64_t>(v * unit) == bytes) return v;
+  }
+  // With a unit that is not a power of two no decimal may read back exactly (0.001001 MB x 1e6 = 1000.99...): the
+  // next doubles up do.
+  double v = exact;
+  for (int step = 0; step < 64 && static_cast<int64_t>(v * unit) < bytes; ++step) {
+    v = std::nextafter(v, std::numeric_limits<double>::infinity());
+  }
+  return v;
+}
+}  // namespace
+
+nlohmann::json to_json(const GpuSpec& g) {
+  nlohmann::json peak = nlohmann::json::object();
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto dt = static_cast<DType>(i);
+    peak[std::string(to_string(dt))] = g.peak(dt) / 1e12;
+  }
+  return {{"kind", "gpu"},
+          {"name", g.name},
+          {"peak_tflops", peak},
+          {"memory_GiB", shortest_units(g.memory_bytes, kGiB)},
+          {"hbm_bandwidth_GBps", g.hbm_bandwidth_Bps / 1e9},
+          {"hbm_efficiency", g.hbm_efficiency},
+          {"gemm",
+           {{"peak_fraction", g.gemm.peak_fraction},
+            {"sm_count", g.gemm.sm_count},
+            {"tile_m", g.gemm.tile_m},
+            {"tile_n", g.gemm.tile_n},
+            {"kernel_overhead_us", g.gemm.kernel_overhead_s * 1e6},
+            {"attention_fraction", g.gemm.attention_fraction}}},
+          {"cuda_context_MiB", shortest_units(g.cuda_context_bytes, kMiB)},
+          {"workspace_MiB", shortest_units(g.workspace_bytes, kMiB)},
+          {"comm_buffer_MiB_per_group", shortest_units(g.comm_buffer_bytes_per_group, kMiB)},
+          {"fragmentation_fraction", g.fragmentation_fraction},
+          {"source", g.source}};
+}
+
+nlohmann::json to_json(const ClusterSpec& c) {
+  return {{"kind", "cluster"},
+          {"name", c.name},
+          {"gpu", c.gpu},
+          {"gpus_per_node", c.gpus_per_node},
+          {"intra_node", link_to_json(c.intra_node)},
+          {"inter_node", link_to_json(c.inter_node)},
+          {"source", c.source}};
+}
+
+nlohmann::json to_json(const ParallelConfig& p) {
+  return {{"dp", p.dp},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"vpp", p.vpp},
+          {"micro_batch", p.micro_batch},
+          {"num_microbatches", p.num_microbatches},
+          {"schedule", to_string(p.schedule)},
+          {"recompute", to_string(p.recompute)},
+          {"sequence_parallel", p.sequence_parallel},
+          {"zero_stage", p.zero_stage},
+          {"zero3_gather_unit", to_string(p.zero3_gather_unit)},
+          {"distributed_optimizer", p.distributed_optimizer},
+          {"overlap_dp_comm", p.overlap_dp_comm},
+          {"overlap_tp_comm", p.overlap_tp_comm},
+          {"async_tp_backward", p.async_tp_backward},
+          {"p2p_scatter_gather", p.p2p_scatter_gather},
+          {"overlap_cp_comm", p.overlap_cp_comm},
+          {"overlap_p2p_comm", p.overlap_p2p_comm},
+          {"first_stage_layers", p.first_stage_layers},
+          {"last_stage_layers", p.last_stage_layers}};
+}
+
+nlohmann::json to_json(const TrainingSpec& t) {
+  return {{"precision", to_string(t.precision)},
+          {"global_batch", t.global_batch},
+          {"seq_len", t.seq_len},
+          {"attention", to_string(t.attention)},
+          {"grad_fp32", t.grad_fp32},
+          {"fused_grad_accumulation", t.fused_grad_accumulation},
+          {"dp_bucket_MB", shortest_units(t.dp_bucket_bytes, 1e6)}};
+}
+
+}  // namespace parplan

@@ -1,0 +1,345 @@
+// Published-run validation: schema reading and the mapping of each row onto a Plan (rules in docs/accuracy.md).
+#include "planner/validation/validation.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "planner/spec/config.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/json_reader.hpp"
+
+namespace parplan {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return r;
+}
+bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+// A strict view of one JSON object of a row: known keys only, typed, null = absent.
+class Obj {
+ public:
+  Obj(const json& j, std::string where, std::string path, std::initializer_list<std::string_view> keys)
+      : j_(j), where_(std::move(where)), path_(std::move(path)) {
+    if (!j_.is_object()) fail("", fmt::format("expected an object, got {}", j_.type_name()));
+    std::set<std::string_view> known(keys);
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (!known.count(it.key())) fail(it.key(), "unknown key");
+    }
+  }
+  [[noreturn]] void fail(std::string_view key, std::string_view what) const {
+    throw InputError(fmt::format("{}: {}{}{}: {}", where_, path_, key.empty() ? "" : "/", key, what));
+  }
+  const json* get(std::string_view key) const {
+    auto it = j_.find(std::string(key));
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max) const {
+    const json* v = get(key);
+    if (!v) return std::nullopt;
+    double x = 0;
+    if (v->is_number_integer() && !(v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 53)) {
+      x = static_cast<double>(v->get<int64_t>());
+    } else if (v->is_number_float()) {
+      x = v->get<double>();
+      if (!std::isfinite(x) || x != std::floor(x)) fail(key, "expected an integer");
+    } else {
+      fail(key, fmt::format("expected an integer or null, got {}", v->type_name()));
+    }
+    if (x < static_cast<double>(min) || x > static_cast<double>(max)) {
+      fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
+    }
+    return static_cast<int64_t>(x);
+  }
+  std::optional<double> number(std::string_view key, double min, double max) const {
+    const json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) fail(key, fmt::format("expected a number or null, got {}", v->type_name()));
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x < min || x > max) fail(key, fmt::format("{} is out of range [{}, {}]", x, min, max));
+    return x;
+  }
+  std::optional<bool> boolean(std::string_view key) const {
+    const json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) fail(key, fmt::format("expected true, false or null, got {}", v->type_name()));
+    return v->get<bool>();
+  }
+  std::string text(std::string_view key) const {  // free text; null / absent = ""
+    const json* v = get(key);
+    if (!v) return "";
+    if (!v->is_string()) fail(key, fmt::format("expected a string or null, got {}", v->type_name()));
+    return v->get<std::string>();
+  }
+  Obj object(std::string_view key, std::initializer_list<std::string_view> keys) const {
+    auto it = j_.find(std::string(key));
+    if (it == j_.end()) fail(key, "missing required key");
+    return Obj(*it, where_, path_ + "/" + std::string(key), keys);
+  }
+  const std::string& where() const { return where_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const json& j_;
+  std::string where_, path_;
+};
+
+constexpr int64_t kMaxCount = 100'000'000;
+
+}  // namespace
+
+std::string MappedRun::skip_reason() const {
+  std::string s;
+  for (const auto& r : skip_reasons) s += (s.empty() ? "" : "; ") + r;
+  return s;
+}
+
+namespace {
+
+void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, MappedRun& r) {
+  const Obj top(row, where, fmt::format("/{}", index),
+                {"id", "model", "run_type", "source", "source_locator", "arch", "hardware", "parallel", "precision",
+                 "recompute", "measured", "derived", "confidence", "notes"});
+  r.id = top.text("id");
+  if (r.id.empty()) top.fail("id", "missing or empty run id");
+  r.source = top.text("source");
+  if (r.source.empty()) top.fail("source", "missing or empty source (every row names its source)");
+  r.source_key = source_key(r.source);
+  const Obj a = top.object("arch", {"layers", "hidden", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len",
+                                    "params_B", "arch_notes"});
+  const Obj hw = top.object("hardware", {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node_per_node", "system"});
+  const Obj p = top.object("parallel", {"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "vpp_chunks_per_stage",
+                                        "zero_stage", "fsdp", "micro_batch", "global_batch_seqs", "grad_accum",
+                                        "parallel_notes"});
+  const Obj ms = top.object("measured", {"tflops_per_gpu", "tflops_basis", "mfu", "hfu", "pct_of_peak", "iter_time_s",
+                                         "tokens_per_s_total", "tokens_per_s_per_gpu", "samples_per_s",
+                                         "aggregate_pflops", "memory_per_gpu_GB", "other"});
+  std::vector<std::string>& skip = r.skip_reasons;
+  auto missing = [&](std::string_view what) { skip.push_back(fmt::format("{} not stated", what)); };
+
+  // Measured quantities. derived is free-form (formulas); only derived.iter_time_s is read.
+  ms.number("tflops_per_gpu", 0, 1e6);
+  ms.number("mfu", 0, 1.5);
+  ms.number("hfu", 0, 1.5);
+  r.measured_step_time_s = ms.number("iter_time_s", 1e-9, 1e9);
+  if (!r.measured_step_time_s) {
+    const json* d = top.get("derived");
+    if (d && !d->is_object()) top.fail("derived", fmt::format("expected an object or null, got {}", d->type_name()));
+    if (d) {
+      auto it = d->find("iter_time_s");
+      if (it != d->end() && !it->is_null()) {
+        // The same range as measured.iter_time_s: 1 ns .. 1e9 s.
+        if (!it->is_number() || !(it->get<double>() >= 1e-9) || !(it->get<double>() <= 1e9)) {
+          top.fail("derived/iter_time_s", "expected a number from 1e-9 to 1e9 (seconds) or null");
+        }
+        r.measured_step_time_s = it->get<double>();
+        r.step_time_derived = true;
+      }
+    }
+  }
+  if (const auto mem = ms.number("memory_per_gpu_GB", 1e-6, 1e6)) r.measured_memory_bytes = *mem * 1e9;
+
+  // Architecture.
+  ModelSpec m;
+  m.name = r.id;
+  m.source = r.source;
+  const auto layers = a.integer("layers", 1, 100'000), hidden = a.integer("hidden", 1, 10'000'000),
+             heads = a.integer("heads", 1, 10'000'000), kv = a.integer("kv_heads", 1, 10'000'000),
+             ffn = a.integer("ffn", 1, 10'000'000), vocab = a.integer("vocab", 1, 100'000'000),
+             seq = a.integer("seq_len", 1, 100'000'000);
+  a.number("params_B", 0, 1e6);
+  const std::string ffn_text = a.text("ffn_type"), arch_notes = a.text("arch_notes");
+  if (!layers) missing("arch.layers");
+  if (!hidden) missing("arch.hidden");
+  if (!heads) missing("arch.heads");
+  if (!kv) missing("arch.kv_heads");
+  if (!ffn) missing("arch.ffn");
+  if (!vocab) missing("arch.vocab");
+  if (!seq) missing("arch.seq_len");
+  if (ffn_text.empty()) {
+    missing("arch.ffn_type");
+  } else if (!map_ffn_type(ffn_text, m.ffn_type)) {
+    skip.push_back(fmt::format("arch.ffn_type '{}' is not a GeLU/ReLU MLP or SwiGLU", ffn_text));
+  }
+  if (layers && hidden && heads && kv && ffn && vocab && seq) {
+    m.layers = *layers;
+    m.hidden = *hidden;
+    m.heads = *heads;
+    m.kv_heads = *kv;
+    m.ffn_hidden = *ffn;
+    m.vocab = *vocab;
+    m.seq_len = *seq;
+    if (m.hidden % m.heads != 0 || m.heads % m.kv_heads != 0) {
+      skip.push_back(fmt::format("arch: heads {} / kv_heads {} do not divide hidden {}", m.heads, m.kv_heads, m.hidden));
+    }
+  }
+  const std::string an = lower(arch_notes);
+  if (m.ffn_type == FfnType::swiglu) {  // Llama-family conventions: no biases, RMSNorm, rotary, no dropout
+    m.bias = false;
+    m.norm = NormType::rmsnorm;
+    m.position = PositionEmbedding::rotary;
+    m.dropout = false;
+  }
+  if (has(an, "no bias")) m.bias = false;
+  if (has(an, "alibi")) m.position = PositionEmbedding::alibi;
+  if (has(an, "rotary") || has(an, "rope")) m.position = PositionEmbedding::rotary;
+  if (has(an, "untied")) m.tied_embeddings = false;
+
+  // Hardware.
+  r.gpu_text = hw.text("gpu");
+  const auto num_gpus = hw.integer("num_gpus", 1, kMaxCount), gpn = hw.integer("gpus_per_node", 1, 1'000'000);
+  std::string why;
+  r.gpu_type = map_gpu(r.gpu_text, profiles, &why);
+  if (r.gpu_type.empty()) skip.push_back(why);
+  if (!num_gpus) missing("hardware.num_gpus");
+  if (!gpn) missing("hardware.gpus_per_node");
+  const std::string inter_text = hw.text("inter_node_per_node");
+  hw.text("intra_node");
+  hw.text("system");
+  const ClusterSpec* cluster = nullptr;
+  if (!r.gpu_type.empty() && gpn) {
+    for (const auto& e : profiles.entries()) {
+      if (e.kind != "cluster") continue;
+      const ClusterSpec* c = profiles.find_cluster(e.name);
+      const GpuSpec* g = c ? profiles.find_gpu(c->gpu) : nullptr;
+      if (g && g->name == r.gpu_type && c->gpus_per_node == *gpn) cluster = c;  // the last (user) one wins
+    }
+    if (!cluster) skip.push_back(fmt::format("no cluster profile with {} and {} GPUs per node", r.gpu_type, *gpn));
+  }
+
+  // Parallel configuration.
+  ParallelConfig pc;
+  const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), dp = p.integer("dp", 1, kMaxCount),
+             cp = p.integer("cp", 1, kMaxCount), ep = p.integer("ep", 1, kMaxCount),
+             vpp = p.integer("vpp_chunks_per_stage", 1, 1024), zero = p.integer("zero_stage", 0, 3),
+             mb = p.integer("micro_batch", 1, kMaxCount), gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
+  p.integer("grad_accum", 1, kMaxCount);
+  const auto sp = p.boolean("sequence_parallel"), fsdp = p.boolean("fsdp");
+  const std::string pnotes = p.text("parallel_notes");
+  if (!tp) missing("parallel.tp");
+  if (!pp) missing("parallel.pp");
+  if (!dp) missing("parallel.dp");
+  if (!mb) missing("parallel.micro_batch");
+  if (!gbs) missing("parallel.global_batch_seqs");
+  pc.tp = tp.value_or(1);
+  pc.pp = pp.value_or(1);
+  pc.dp = dp.value_or(1);
+  pc.cp = cp.value_or(1);
+  pc.ep = ep.value_or(1);
+  pc.vpp = vpp.value_or(1);
+  pc.schedule = pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  pc.micro_batch = mb.value_or(1);
+  pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
+  if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
+  const std::string rc_text = top.text("recompute");
+  pc.sequence_parallel = sp.value_or(false);
+  if (!sp) {
+    const std::string rt = lower(rc_text);
+    pc.sequence_parallel = has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
+  }
+  if (tp && dp && mb && gbs) {
+    pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
+    if (pc.num_microbatches == 0) {
+      skip.push_back(fmt::format("global batch {} is not a multiple of dp {} x micro_batch {}", *gbs, pc.dp, pc.micro_batch));
+      pc.num_microbatches = 1;
+    }
+  }
+
+  // Precision and recompute (free text).
+  TrainingSpec tr;
+  const std::string prec_text = top.text("precision");
+  std::string note;
+  if (prec_text.empty()) {
+    missing("precision");
+  } else if (!map_precision(prec_text, tr.precision, &note)) {
+    skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", prec_text));
+  }
+  if (!note.empty()) r.notes.push_back(note);
+  // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
+  // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
+  tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp.value_or(false);
+  if (rc_text.empty()) {
+    // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
+    // ran full recompute. Otherwise the mode is unknown.
+    const std::string basis = lower(ms.text("tflops_basis"));
+    if (has(basis, "eq.3") || has(basis, "eq. 3")) {
+      pc.recompute = Recompute::full;
+      r.notes.push_back("recompute not stated: full (FLOP basis Narayanan Eq. 3 counts the recompute pass)");
+    } else {
+      missing("recompute");
+    }
+  } else if (!map_recompute(rc_text, pc.recompute)) {
+    skip.push_back(fmt::format("recompute '{}' is not none/selective/full", rc_text));
+  }
+  note.clear();
+  const std::string row_notes = top.text("notes");
+  const std::string row_texts = arch_notes + " " + row_notes + " " + pnotes;
+  tr.attention = map_attention(r.source, row_texts, &note);
+  r.notes.push_back(note);
+  note.clear();
+  pc.async_tp_backward = map_async_tp_backward(r.source, row_texts, &note);
+  if (pc.tp > 1) r.notes.push_back(note);
+  note.clear();
+  tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
+  r.notes.push_back(note);
+  map_comm_overlap(pnotes, row_notes, pc, &r.notes);
+  tr.global_batch = gbs.value_or(0);
+  tr.seq_len = m.seq_len;
+
+  top.text("model");
+  top.text("run_type");
+  top.text("source_locator");
+  top.text("confidence");
+  // A row without an iteration time is still predicted when it maps (its memory can be compared), but not scored.
+  const char* const kNoTime = "no iteration time (measured.iter_time_s or derived.iter_time_s)";
+  if (!skip.empty()) {
+    if (!r.measured_step_time_s) skip.push_back(kNoTime);
+    return;
+  }
+
+  Plan plan;
+  plan.model = m;
+  plan.gpu = *profiles.find_gpu(r.gpu_type);
+  plan.cluster = *cluster;
+  const double bw = inter_node_Bps_per_gpu(inter_text, *gpn);
+  if (bw > 0 && std::fabs(bw - plan.cluster.inter_node.bandwidth_Bps) > 0.05 * plan.cluster.inter_node.bandwidth_Bps) {
+    r.notes.push_back(fmt::format("inter-node {:.2f} GB/s per GPU from the link text (preset {:.2f})", bw / 1e9,
+                                  plan.cluster.inter_node.bandwidth_Bps / 1e9));
+    plan.cluster.inter_node.bandwidth_Bps = bw;
+  }
+  plan.num_gpus = *num_gpus;
+  plan.parallel = pc;
+  plan.training = tr;
+  const Validity v = validate(plan);
+  for (int i = 0; i < kNumRejects; ++i) {
+    if (v.has(static_cast<Reject>(i))) skip.push_back(describe(static_cast<Reject>(i), plan));
+  }
+  if (skip.empty()) r.plan = std::move(plan);
+  if (!r.measured_step_time_s) skip.push_back(kNoTime);
+}
+
+}  // namespace
+
+std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles) {
+  const json j = parse_json_text(text, where);
+  if (!j.is_array()) throw InputError(fmt::format("{}: /: expected a JSON array of runs", where));
+  std::vector<MappedRun> runs(j.size());
+  std::set<std::string> ids;
+  for (size_t i = 0; i < j.size(); ++i) {
+    map_row(j[i], i, where, profiles, runs[i]);
+    if (!ids.insert(runs[i].id).second) {
+      throw InputError(fmt::format("{}: /{}/id: duplicate run id '{}'", where, i, runs[i].id));
+    }
+  }
+  return runs;
+}
+
+}  // namespace parplan

@@ -1,0 +1,90 @@
+// Published-run validation: reads files in the validation/published-runs.json schema (validation/README.md), maps each row onto a
+// Plan (documented rules in docs/accuracy.md), predicts its step time and memory, and scores the cost model.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+// One row of the file, mapped onto a plan (or not, with the reasons).
+struct MappedRun {
+  std::string id;
+  std::string source;      // the row's full source text
+  std::string source_key;  // short group key: the source text up to its first ',' or '(' ("Narayanan et al. 2021")
+  std::string gpu_text;    // hardware.gpu as written
+  std::string gpu_type;    // GPU profile the text maps to ("" when unknown)
+  std::optional<Plan> plan;                // set when every field mapped and the plan is valid
+  std::vector<std::string> skip_reasons;   // why the row is not scored (empty = scored)
+  std::vector<std::string> notes;          // mapping decisions taken by a documented rule
+  std::optional<double> measured_step_time_s;  // measured.iter_time_s, else derived.iter_time_s
+  bool step_time_derived = false;              // true when taken from derived.iter_time_s
+  std::optional<double> measured_memory_bytes; // measured.memory_per_gpu_GB (GB = 1e9 bytes)
+
+  bool scored() const { return plan.has_value() && measured_step_time_s.has_value() && skip_reasons.empty(); }
+  std::string skip_reason() const;  // the reasons joined with "; "
+};
+
+// Parses `text` (a JSON array of runs) and maps every row. Schema violations (wrong types, unknown keys in the
+// structured objects, duplicate ids) throw InputError naming `where` and the JSON path; rows that are valid but
+// cannot be mapped come back with skip_reasons.
+std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles);
+
+// Mapping rules for the free-text fields, exposed for tests. Each returns false (and leaves `out` alone) when the
+// text does not determine the value.
+bool map_ffn_type(std::string_view text, FfnType& out);
+bool map_precision(std::string_view text, Precision& out, std::string* note = nullptr);
+bool map_recompute(std::string_view text, Recompute& out);
+// GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
+// with the reason in *why.
+std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why = nullptr);
+// Per-GPU inter-node bandwidth (bytes/s) stated by a hardware.inter_node_per_node text, 0 when it states none.
+double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node);
+// Attention kernel from the row's texts (source, notes): see docs/accuracy.md "Attention kernel rule".
+AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Whether the row's software runs the backward TP collectives asynchronously (ParallelConfig::async_tp_backward):
+// blocking for sources dated 2021 and for Megatron-DeepSpeed, asynchronous otherwise.
+bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Whether the row's weight-gradient GEMMs accumulate in place (TrainingSpec::fused_grad_accumulation): the same
+// vintage rule (a separate accumulation pass for sources dated 2021 and for Megatron-DeepSpeed).
+bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
+// after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
+// (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
+void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
+                      std::vector<std::string>* out);
+std::string source_key(std::string_view source);
+
+// One scored or skipped row.
+struct RunResult {
+  const MappedRun* run = nullptr;
+  double predicted_step_time_s = 0;
+  double predicted_peak_memory_bytes = 0;
+  double error = 0;  // signed relative error of the step time, (predicted - measured) / measured
+  bool fits = true;
+  TimeBreakdown time;  // the predicted step term by term (which terms a miss can come from)
+};
+
+struct ErrorSummary {
+  int64_t count = 0;
+  double mean_abs = 0, median_abs = 0, worst_abs = 0, mean_signed = 0;
+  std::string worst_id;
+};
+
+struct ValidationReport {
+  std::vector<RunResult> rows;  // every row, in file order (skipped rows have no prediction)
+  ErrorSummary overall;
+  std::vector<std::pair<std::string, ErrorSummary>> by_source, by_gpu;  // sorted by key
+  int64_t skipped = 0;
+};
+
+// Predicts every scored row (with its own plan) and summarises the errors.
+ValidationReport score_runs(const std::vector<MappedRun>& runs);
+ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vector<std::string>& ids);
+
+}  // namespace parplan

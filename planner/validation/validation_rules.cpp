@@ -1,0 +1,293 @@
+// Published-run validation: the free-text mapping rules (ffn type, precision, recompute, GPU, links, attention).
+#include <algorithm>
+#include <cctype>
+#include <fmt/core.h>
+#include <string>
+
+#include "planner/validation/validation.hpp"
+
+namespace parplan {
+namespace {
+std::string lower(std::string_view s) {
+  std::string r(s);
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return r;
+}
+bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+// The first stand-alone 20xx year in the text, 0 if none.
+int first_year(std::string_view text) {
+  for (size_t i = 0; i + 4 <= text.size(); ++i) {
+    auto digit = [&](size_t k) { return std::isdigit(static_cast<unsigned char>(text[k])) != 0; };
+    if (text.compare(i, 2, "20") != 0 || !digit(i + 2) || !digit(i + 3)) continue;
+    if ((i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) ||
+        (i + 4 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 4]))))
+      continue;
+    return (text[i + 2] - '0') * 10 + (text[i + 3] - '0') + 2000;
+  }
+  return 0;
+}
+
+// The multiplier written just before position `pos` of a lower-cased text ("8 x 200 Gb/s", "4 x Omni-Path"): the
+// digit run before an 'x' or '*', spaces allowed around it; 1 when there is none.
+double multiplier_before(const std::string& t, size_t pos) {
+  size_t b = pos;
+  while (b > 0 && t[b - 1] == ' ') --b;
+  if (b == 0 || (t[b - 1] != 'x' && t[b - 1] != '*')) return 1;
+  size_t e = b - 1;
+  while (e > 0 && t[e - 1] == ' ') --e;
+  size_t s = e;
+  while (s > 0 && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+  if (s == e) return 1;
+  return e - s <= 9 ? std::stod(t.substr(s, e - s)) : 1e9;  // stod throws past the double range
+}
+}  // namespace
+
+std::string source_key(std::string_view source) {
+  // A repository path as the first word ("mosaicml/llm-foundry scripts/...") is the key on its own.
+  const std::string_view first = source.substr(0, source.find(' '));
+  if (first.find('/') != std::string_view::npos) return std::string(first);
+  const size_t cut = std::min(source.find(','), source.find('('));
+  std::string_view k = source.substr(0, cut);
+  while (!k.empty() && std::isspace(static_cast<unsigned char>(k.back()))) k.remove_suffix(1);
+  return k.empty() ? std::string(source) : std::string(k);
+}
+
+bool map_ffn_type(std::string_view text, FfnType& out) {
+  const std::string t = lower(text);
+  if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (")) {
+    out = FfnType::swiglu;  // gated MLPs: three matrices
+    return true;
+  }
+  if (has(t, "gelu") || has(t, "relu") || has(t, "mlp")) {
+    out = FfnType::gelu;  // two-matrix MLP; ReLU and GeLU cost the same here
+    return true;
+  }
+  return false;
+}
+
+bool map_precision(std::string_view text, Precision& out, std::string* note) {
+  const std::string t = lower(text);
+  if (has(t, "not stated")) return false;
+  const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
+  if (has(t, "fp8")) {
+    out = Precision::fp8;
+  } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
+    out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
+    if (note) *note = "16-bit precision not named: fp16 (Megatron-LM --fp16; same peak as bf16 on A100/H100)";
+  } else if (has(t, "bf16")) {
+    out = Precision::bf16;
+  } else if (has(t, "fp16")) {
+    out = Precision::fp16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool map_recompute(std::string_view text, Recompute& out) {
+  const std::string t = lower(text);
+  if (t.empty() || has(t, "partial")) return false;
+  if (has(t, "selective")) {
+    out = Recompute::selective;
+  } else if (has(t, "full") || has(t, "checkpoint")) {
+    out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"
+  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off") {
+    out = Recompute::none;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why) {
+  auto known = [&](std::string_view name) -> std::string {
+    const GpuSpec* g = profiles.find_gpu(name);
+    return g ? g->name : "";
+  };
+  auto unknown = [&](std::string reason) -> std::string {
+    if (why) *why = std::move(reason);
+    return "";
+  };
+  if (text.empty()) return unknown("GPU not stated");
+  if (std::string exact = known(text); !exact.empty()) return exact;  // a profile name or alias
+  const std::string t = lower(text);
+  // Memory size written in the text ("80GB", "80 GB", "40G").
+  int64_t gb = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(t[i - 1])))) continue;
+    size_t j = i;
+    int64_t v = 0;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = std::min<int64_t>(v * 10 + (t[j++] - '0'), 1'000'000'000);
+    while (j < t.size() && t[j] == ' ') ++j;
+    if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
+  }
+  if (has(t, "pcie") || has(t, "nvl")) return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", text));
+  std::string name;
+  if (has(t, "h100")) {
+    name = "H100-SXM5-80GB";  // every H100 training system in the schema is SXM 80 GB
+  } else if (has(t, "h200")) {
+    name = "H200-141GB";
+  } else if (has(t, "b200")) {
+    name = "B200";
+  } else if (has(t, "a100")) {
+    if (gb == 40) {
+      name = "A100-SXM4-40GB";
+    } else if (gb == 80) {
+      name = "A100-SXM4-80GB";
+    } else {
+      return unknown(fmt::format("GPU '{}' does not say 40 or 80 GB", text));
+    }
+  } else {
+    return unknown(fmt::format("unknown GPU '{}'", text));
+  }
+  std::string found = known(name);
+  if (found.empty()) return unknown(fmt::format("GPU '{}' maps to {}, which has no profile", text, name));
+  return found;
+}
+
+double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
+  // Numbers followed by Gb/s or Tb/s; "N x M Gb/s" multiplies; "per GPU" after the figure makes it per GPU,
+  // otherwise the figure is per node (the field is inter_node_per_node). The first figure wins.
+  const std::string t = lower(text);
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
+    size_t j = i;
+    double v = 0;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = v * 10 + (t[j++] - '0');
+    if (j < t.size() && t[j] == '.') {
+      double scale = 0.1;
+      for (++j; j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])); ++j, scale /= 10) v += (t[j] - '0') * scale;
+    }
+    size_t k = j;
+    while (k < t.size() && t[k] == ' ') ++k;
+    double unit = 0;
+    if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
+    if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
+    if (unit == 0) continue;
+    const double total = multiplier_before(t, i) * v * unit;
+    // A unit at the very end of the text leaves nothing after it (compare() past the end throws).
+    auto followed_by = [&t](size_t pos, std::string_view what) { return pos <= t.size() && t.compare(pos, what.size(), what) == 0; };
+    const bool per_gpu = followed_by(k + 4, " per gpu") || followed_by(k + 5, "per gpu");
+    return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+  }
+  // No figure, but Intel Omni-Path named: every Omni-Path adapter and switch shipped runs 100 Gb/s per port
+  // (the OPA 100 series; the 200 series was cancelled), so "<n> x Omni-Path" is n x 100 Gb/s per node.
+  if (const size_t opa = t.find("omni-path"); opa != std::string::npos) {
+    return multiplier_before(t, opa) * 100e9 / 8 / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+  }
+  return 0;
+}
+
+AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note) {
+  const std::string all = lower(std::string(source) + " " + std::string(other_text));
+  auto say = [&](std::string s) {
+    if (note) *note = std::move(s);
+  };
+  if (has(all, "unfused")) {
+    say("attention: unfused (stated)");
+    return AttentionKernel::unfused;
+  }
+  if (has(all, "flash")) {
+    say("attention: flash (stated)");
+    return AttentionKernel::flash;
+  }
+  // The first 20xx year in the source text: FlashAttention (2022-05) entered Megatron-LM and the other frameworks
+  // in 2023; the 2021-2022 publications ran the unfused (softmax-fused) attention path.
+  if (const int year = first_year(source); year > 0) {
+    if (year <= 2022) {
+      say(fmt::format("attention: unfused (source year {} <= 2022)", year));
+      return AttentionKernel::unfused;
+    }
+    say(fmt::format("attention: flash (source year {} >= 2023)", year));
+    return AttentionKernel::flash;
+  }
+  if (has(all, "megatron-deepspeed")) {
+    say("attention: unfused (Megatron-DeepSpeed, 2021-2022 fork without flash attention)");
+    return AttentionKernel::unfused;
+  }
+  say("attention: flash (no year or kernel stated)");
+  return AttentionKernel::flash;
+}
+
+namespace {
+// Whether the row ran the 2022+ Megatron-LM backward (LinearWithGradAccumulationAndAsyncCommunication): the first year
+// in the source >= 2022, or no year and not Megatron-DeepSpeed. *why says which.
+bool modern_backward(std::string_view source, std::string_view other_text, std::string* why) {
+  if (const int year = first_year(source); year > 0) {
+    *why = fmt::format("source year {}", year);
+    return year >= 2022;
+  }
+  if (has(lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
+    *why = "Megatron-DeepSpeed, forked from the 2021 Megatron-LM";
+    return false;
+  }
+  *why = "no year stated";
+  return true;
+}
+}  // namespace
+
+bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note) {
+  // Megatron-LM as Narayanan et al. 2021 describe it (Sec. 2.3, Fig. 5) all-reduces the input gradient of the
+  // column-parallel GEMMs in the backward of the autograd f operator, before the next GEMM starts; the asynchronous
+  // all-reduce beside the weight-gradient GEMM (--async-tensor-model-parallel-allreduce) came later, and the 2022+
+  // publications run it.
+  std::string why;
+  const bool async = modern_backward(source, other_text, &why);
+  if (note) *note = fmt::format("TP backward collectives: {} ({})", async ? "asynchronous" : "blocking", why);
+  return async;
+}
+
+bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note) {
+  // Megatron-LM 2021 (local DDP) adds each microbatch's weight gradient to main_grad in a hook; the fused
+  // weight-gradient GEMM that accumulates in place (--gradient-accumulation-fusion) arrived with the asynchronous
+  // all-reduce's autograd function in 2022. Megatron-DeepSpeed's pipeline engine with BF16Optimizer also accumulates
+  // the fp32 gradients in a separate pass after every micro-step (DeepSpeed pipe/engine.py update_hp_grads).
+  std::string why;
+  const bool fused = modern_backward(source, other_text, &why);
+  if (note) *note = fmt::format("gradient accumulation: {} ({})", fused ? "fused into the weight-gradient GEMM" : "separate pass", why);
+  return fused;
+}
+
+void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
+                      std::vector<std::string>* out) {
+  const std::string pn = lower(parallel_notes), all = pn + " " + lower(notes);
+  auto say = [&](std::string s) {
+    if (out) out->push_back(std::move(s));
+  };
+  // Megatron-LM's --DDP-impl local all-reduces the gradient buffer after the last backward (no bucket hooks);
+  // rows that state the gradient all-reduce is not overlapped say the same.
+  if (has(pn, "ddp impl=local") || has(pn, "ddp-impl local") || has(all, "all-reduce not overlapped") ||
+      has(all, "no dp grad all-reduce overlap")) {
+    pc.overlap_dp_comm = false;
+    say("DP gradient reduction: after the backward, not overlapped (stated)");
+  }
+  if (pc.pp > 1 && has(all, "megatron-deepspeed")) {
+    // DeepSpeed's PipelineEngine reduces the gradients after the pipeline flush (pipe/schedule.py TrainSchedule:
+    // ReduceTiedGrads, ReduceGrads, OptimizerStep at the last step), so nothing overlaps them ...
+    if (pc.overlap_dp_comm) {
+      pc.overlap_dp_comm = false;
+      say("DP gradient reduction: after the pipeline flush (Megatron-DeepSpeed PipelineEngine)");
+    }
+    // ... and it sends each TP rank's whole activation to the next stage (no scatter-gather).
+    if (pc.tp > 1) {
+      pc.p2p_scatter_gather = false;
+      say("pipeline sends: the whole activation per TP rank (DeepSpeed PipelineEngine, no scatter-gather)");
+    }
+  }
+  // DeepSpeed's ZeRO-3 fetches parameters per submodule from its module hooks (one linear at a time, the next one
+  // prefetched); FSDP (PyTorch's, FairScale's) gathers the wrapped transformer block (planner/cost/zero3.hpp). "ZeRO-3"
+  // is DeepSpeed's name for the stage: a row that names it and no FSDP ran DeepSpeed.
+  const bool names_fsdp = has(all, "fsdp") || has(all, "fully sharded");
+  if (pc.zero_stage >= 3 && !names_fsdp && (has(all, "deepspeed") || has(pn, "zero-3"))) {
+    pc.zero3_gather_unit = Zero3GatherUnit::linear;
+    say("ZeRO-3 gathers: one linear at a time, the next prefetched (DeepSpeed ZeRO-3 per-submodule fetch)");
+  }
+  if (has(pn, "--tp-comm-overlap")) {
+    pc.overlap_tp_comm = true;
+    say("TP collectives: overlapped with the GEMMs (--tp-comm-overlap stated)");
+  }
+}
+
+}  // namespace parplan
+

@@ -1,0 +1,72 @@
+// Published-run validation: predicting each mapped row with the cost model and summarising the errors.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/validation/validation.hpp"
+
+namespace parplan {
+
+ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vector<std::string>& ids) {
+  ErrorSummary s;
+  s.count = static_cast<int64_t>(signed_errors.size());
+  if (s.count == 0) return s;
+  std::vector<double> abs_errors;
+  abs_errors.reserve(signed_errors.size());
+  for (size_t i = 0; i < signed_errors.size(); ++i) {
+    const double a = std::fabs(signed_errors[i]);
+    abs_errors.push_back(a);
+    s.mean_abs += a;
+    s.mean_signed += signed_errors[i];
+    if (a > s.worst_abs || s.worst_id.empty()) {
+      s.worst_abs = a;
+      s.worst_id = i < ids.size() ? ids[i] : "";
+    }
+  }
+  s.mean_abs /= static_cast<double>(s.count);
+  s.mean_signed /= static_cast<double>(s.count);
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const size_t n = abs_errors.size();
+  s.median_abs = n % 2 ? abs_errors[n / 2] : 0.5 * (abs_errors[n / 2 - 1] + abs_errors[n / 2]);
+  return s;
+}
+
+ValidationReport score_runs(const std::vector<MappedRun>& runs) {
+  ValidationReport rep;
+  rep.rows.reserve(runs.size());
+  std::vector<double> all;
+  std::vector<std::string> all_ids;
+  std::map<std::string, std::pair<std::vector<double>, std::vector<std::string>>> by_source, by_gpu;
+  for (const MappedRun& r : runs) {
+    RunResult res;
+    res.run = &r;
+    if (r.plan) {
+      const Estimate e = estimate(*r.plan);
+      res.predicted_step_time_s = e.time.step_s;
+      res.predicted_peak_memory_bytes = e.peak_memory_bytes;
+      res.fits = e.fits;
+      res.time = e.time;
+    }
+    if (r.scored()) {
+      res.error = (res.predicted_step_time_s - *r.measured_step_time_s) / *r.measured_step_time_s;
+      all.push_back(res.error);
+      all_ids.push_back(r.id);
+      auto& s = by_source[r.source_key];
+      s.first.push_back(res.error);
+      s.second.push_back(r.id);
+      auto& g = by_gpu[r.gpu_type];
+      g.first.push_back(res.error);
+      g.second.push_back(r.id);
+    } else {
+      ++rep.skipped;
+    }
+    rep.rows.push_back(res);
+  }
+  rep.overall = summarize(all, all_ids);
+  for (const auto& [k, v] : by_source) rep.by_source.emplace_back(k, summarize(v.first, v.second));
+  for (const auto& [k, v] : by_gpu) rep.by_gpu.emplace_back(k, summarize(v.first, v.second));
+  return rep;
+}
+
+}  // namespace parplan

@@ -1,0 +1,69 @@
+// Tests for planner/activations: each mode pinned to Korthikanti et al. 2022 Table 2 (GPT-3 175B shapes).
+#include <doctest/doctest.h>
+
+#include "planner/cost/activations.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+namespace {
+const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+ActivationShape shape(int64_t tp, bool sp, Recompute r) {
+  ActivationShape x;
+  x.micro_batch = 1;
+  x.seq = 2048;
+  x.tp = tp;
+  x.sequence_parallel = sp;
+  x.recompute = r;
+  x.attention = AttentionKernel::unfused;
+  x.bytes_per_element = 2;
+  return x;
+}
+}  // namespace
+
+TEST_CASE("Korthikanti 2022 Table 2: activation bytes per layer for every mode") {
+  const ModelSpec& m = test::profiles().model("gpt3-175b", "t");
+  const double sbh = s * b * h;
+  CHECK(layer_activation_bytes(m, shape(1, false, Recompute::none)).total ==
+        doctest::Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, false, Recompute::none)).total ==
+        doctest::Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, true, Recompute::none)).total ==
+        doctest::Approx(sbh / t * (34 + 5 * a * s / h)).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, false, Recompute::selective)).total ==
+        doctest::Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, true, Recompute::selective)).total ==
+        doctest::Approx(sbh * 34 / t).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, false, Recompute::full)).total == doctest::Approx(2 * sbh).epsilon(1e-12));
+  CHECK(layer_activation_bytes(m, shape(8, true, Recompute::full)).total == doctest::Approx(2 * sbh / t).epsilon(1e-12));
+}
+
+TEST_CASE("Korthikanti 2022: for 175B, sequence parallel + selective recompute cut per-layer activations 5.4x vs tp alone") {
+  // Sec. 5: the 5as/h term (= 5*96*2048/12288 = 80) dominates; SP + selective cut memory 5x versus tp alone.
+  const ModelSpec& m = test::profiles().model("gpt3-175b", "t");
+  const double tp_only = layer_activation_bytes(m, shape(8, false, Recompute::none)).total;
+  const double best = layer_activation_bytes(m, shape(8, true, Recompute::selective)).total;
+  CHECK(tp_only / best == doctest::Approx((10 + 3 + 10) / (34.0 / 8)).epsilon(1e-9));
+  CHECK(tp_only / best > 5.0);
+}
+
+TEST_CASE("flash attention, GQA, SwiGLU and context parallel generalise the terms") {
+  const ModelSpec& m = test::profiles().model("llama3-70b", "t");  // no dropout, GQA 64/8, SwiGLU 28672
+  ActivationShape x = shape(8, true, Recompute::none);
+  x.seq = 8192;
+  x.attention = AttentionKernel::flash;
+  const LayerActivationBytes r = layer_activation_bytes(m, x);
+  const double sbh = 8192.0 * 8192.0;
+  CHECK(r.replicated == doctest::Approx(sbh * 8 / 8));  // 4 x 2 bytes, no masks, /t with SP
+  CHECK(r.tp_sharded == doctest::Approx(sbh * 2 * (1 + 2 * 0.125 + 1 + 3 * 3.5) / 8));
+  CHECK(r.attention_core == doctest::Approx(4.0 * 64 * 8192 / 8));
+  ActivationShape c = x;
+  c.cp = 2;
+  CHECK(layer_activation_bytes(m, c).total == doctest::Approx(r.total / 2));
+}
+
+TEST_CASE("output layer holds fp32 logits 4sbV/t") {
+  const ModelSpec& m = test::profiles().model("gpt3-175b", "t");
+  ActivationShape x = shape(8, true, Recompute::selective);
+  CHECK(output_layer_activation_bytes(m, x) == doctest::Approx(4 * s * b * h / t + 4 * s * b * 51200 / t));
+}

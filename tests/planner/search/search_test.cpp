@@ -1,0 +1,470 @@
+// Search tests: brute force over every candidate with estimate() agrees with search(); determinism across runs and
+// thread counts; rejection counts per reason; objectives; the model-state floor (175B on A100-40GB).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "planner/spec/config.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/model_shape.hpp"
+#include "planner/search/search.hpp"
+#include "planner/search/search_report.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+namespace {
+
+SearchRequest small_request(int64_t gpus = 8) {
+  SearchRequest r;
+  r.model = test::profiles().model("gpt3-1.3b", "test");
+  r.gpu = test::profiles().gpu("a100-40gb", "test");
+  r.cluster = test::profiles().cluster("dgx-a100-40gb", "test");
+  r.gpus = gpus;
+  r.training.global_batch = 64;
+  r.training.seq_len = 2048;
+  r.space.max_micro_batch = 8;
+  r.threads = 1;
+  return r;
+}
+
+std::vector<int64_t> divs(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) v.push_back(i);
+  }
+  return v;
+}
+
+struct Brute {
+  int64_t candidates = 0, rejected = 0, fit = 0;
+  std::map<int, int64_t> by_reason;
+  std::vector<std::pair<Plan, Estimate>> fits;
+  double min_oom_peak = 1e300;
+};
+
+// An independent enumeration of the documented search space (docs/suggest.md), scored with estimate().
+Brute brute_force(const SearchRequest& req) {
+  Brute b;
+  Plan p;
+  p.model = req.model;
+  p.gpu = req.gpu;
+  p.cluster = req.cluster;
+  p.training = req.training;
+  p.num_gpus = req.gpus;
+  ValidateOptions vo{req.space.allow_tp_across_nodes};
+  auto eval = [&]() {
+    ++b.candidates;
+    const Validity v = validate(p, vo);
+    if (!v.ok()) {
+      ++b.rejected;
+      for (int r = 0; r < kNumRejects; ++r) {
+        if (v.has(static_cast<Reject>(r))) ++b.by_reason[r];
+      }
+      return;
+    }
+    const Estimate e = estimate(p);
+    if (!e.fits) {
+      ++b.rejected;
+      ++b.by_reason[static_cast<int>(Reject::out_of_memory)];
+      b.min_oom_peak = std::min(b.min_oom_peak, e.peak_memory_bytes);
+      return;
+    }
+    ++b.fit;
+    b.fits.emplace_back(p, e);
+  };
+  const int64_t B = req.training.global_batch;
+  for (int64_t tp : divs(req.gpus)) {
+    for (int64_t pp : divs(req.gpus / tp)) {
+      for (int64_t cp : divs(req.gpus / tp / pp)) {
+        const int64_t dp = req.gpus / tp / pp / cp;
+        std::vector<int64_t> mbs;
+        for (int64_t mb : divs(B % dp == 0 ? B / dp : 1)) {
+          if (mb <= req.space.max_micro_batch) mbs.push_back(mb);
+        }
+        for (int64_t mb : mbs) {
+          for (bool sp : {false, true}) {
+            for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+              for (Sharding sh : req.space.sharding) {
+                if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer)) continue;
+                for (Schedule s : req.space.schedules) {
+                  // 1F1B in the space: GPipe (never better) and, with one stage, ZB-H1 (the same plan) are not
+                  // tried (docs/suggest.md).
+                  if ((s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1)) &&
+                      std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::one_f_one_b) !=
+                          req.space.schedules.end()) {
+                    continue;
+                  }
+                  ParallelConfig& c = p.parallel;
+                  c = ParallelConfig{};
+                  c.dp = dp, c.tp = tp, c.pp = pp, c.cp = cp, c.micro_batch = mb;
+                  c.num_microbatches = (B + dp * mb - 1) / (dp * mb);
+                  c.sequence_parallel = sp, c.recompute = rc, c.zero_stage = sh.zero_stage;
+                  c.distributed_optimizer = sh.distributed_optimizer, c.schedule = s;
+                  c.zero3_gather_unit = sh.zero_stage >= 3 ? req.space.zero3_gather_unit : Zero3GatherUnit::layer;
+                  if (s == Schedule::interleaved) {
+                    for (int64_t v : req.space.vpp) {
+                      c.vpp = v;
+                      c.last_stage_layers = 0;
+                      eval();
+                      // The search's one uneven interleaved split, where no even split interleaves.
+                      c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
+                      if (c.last_stage_layers > 0) eval();
+                    }
+                    continue;
+                  }
+                  eval();
+                  if (pp > 1 && req.model.layers / pp >= 2) {
+                    c.last_stage_layers = req.model.layers / pp - 1;
+                    eval();
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return b;
+}
+
+bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
+  return a.dp == b.dp && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp && a.ep == b.ep && a.vpp == b.vpp &&
+         a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.schedule == b.schedule &&
+         a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel && a.zero_stage == b.zero_stage &&
+         a.distributed_optimizer == b.distributed_optimizer && a.zero3_gather_unit == b.zero3_gather_unit &&
+         a.last_stage_layers == b.last_stage_layers &&
+         a.first_stage_layers == b.first_stage_layers;
+}
+
+}  // namespace
+
+TEST_CASE("search: the winner and every fitting plan equal a brute-force loop over all candidates with estimate()") {
+  // Both ZeRO-3 gather units (the framework's, set for the whole search; docs/suggest.md).
+  for (const auto& [gpus, unit] : {std::pair{int64_t{8}, Zero3GatherUnit::layer}, std::pair{int64_t{16}, Zero3GatherUnit::layer},
+                                   std::pair{int64_t{16}, Zero3GatherUnit::linear}}) {
+    SearchRequest req = small_request(gpus);
+    req.space.zero3_gather_unit = unit;
+    req.top_k = 1'000'000;            // keep every fitting plan
+    req.training.global_batch = 256;  // micro-batch 8 at dp 16 (tp 1, pp 1) does not fit: a closest rejected plan
+    const SearchResult res = search(req);
+    const Brute b = brute_force(req);
+    CAPTURE(gpus);
+    CAPTURE(static_cast<int>(unit));
+    CHECK(res.candidates == b.candidates);
+    CHECK(res.rejected == b.rejected);
+    CHECK(res.evaluated == b.fit);
+    REQUIRE(res.top.size() == b.fits.size());
+    REQUIRE(!b.fits.empty());
+    for (int r = 0; r < kNumRejects; ++r) {
+      CAPTURE(reject_name(static_cast<Reject>(r)));
+      CHECK(res.by_reason[static_cast<size_t>(r)].count == (b.by_reason.count(r) ? b.by_reason.at(r) : 0));
+    }
+    // The brute-force best: fastest step, then least memory (the documented tie-break keys follow).
+    size_t best = 0;
+    for (size_t i = 1; i < b.fits.size(); ++i) {
+      const Estimate& e = b.fits[i].second;
+      const Estimate& w = b.fits[best].second;
+      if (e.time.step_s < w.time.step_s || (e.time.step_s == w.time.step_s && e.peak_memory_bytes < w.peak_memory_bytes)) best = i;
+    }
+    CHECK(res.top[0].time.step_s == b.fits[best].second.time.step_s);  // bit-identical, not approximately
+    CHECK(res.top[0].peak_bytes == b.fits[best].second.peak_memory_bytes);
+    // Every ranked plan carries exactly estimate()'s numbers (checks the cached cost parts and the 3-stage peak bound).
+    for (const Candidate& c : res.top) {
+      const Estimate e = estimate(candidate_plan(req, c));
+      REQUIRE(e.fits);
+      CHECK(c.time.step_s == e.time.step_s);
+      CHECK(c.time.mfu == e.time.mfu);
+      CHECK(c.time.bubble_s == e.time.bubble_s);
+      CHECK(c.time.dp_comm_exposed_s == e.time.dp_comm_exposed_s);
+      CHECK(c.peak_bytes == e.peak_memory_bytes);
+      CHECK(c.peak_stage == e.peak_stage);
+    }
+    for (size_t i = 1; i < res.top.size(); ++i) CHECK(ranks_before(res.top[i - 1], res.top[i], Objective::fastest));
+    int zero3 = 0;
+    for (const Candidate& c : res.top) {
+      if (c.parallel.zero_stage < 3) CHECK(c.parallel.zero3_gather_unit == Zero3GatherUnit::layer);
+      if (c.parallel.zero_stage < 3) continue;
+      ++zero3;
+      CHECK(c.parallel.zero3_gather_unit == unit);
+    }
+    CHECK(zero3 > 0);
+    REQUIRE(res.closest);
+    CHECK(res.closest->peak_bytes == b.min_oom_peak);
+  }
+}
+
+TEST_CASE("search: with one stage ZB-H1 is never better than 1F1B (same memory, W alone hides DP), tried unless pinned") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  const SearchResult all = search(req);
+  int64_t zb_pp1 = 0, f1b_pp1 = 0, zb_slower = 0;
+  for (const Candidate& c : all.top) {
+    if (c.parallel.pp != 1) continue;
+    zb_pp1 += c.parallel.schedule == Schedule::zero_bubble;
+    f1b_pp1 += c.parallel.schedule == Schedule::one_f_one_b;
+  }
+  CHECK(zb_pp1 == 0);
+  REQUIRE(f1b_pp1 > 0);
+  for (const Candidate& c : all.top) {
+    if (c.parallel.pp != 1 || c.parallel.schedule != Schedule::one_f_one_b) continue;
+    Plan f = candidate_plan(req, c), z = f;
+    z.parallel.schedule = Schedule::zero_bubble;
+    if (!validate(z).ok()) continue;  // full recompute
+    const Estimate ef = estimate(f), ez = estimate(z);
+    CHECK(ez.time.step_s >= ef.time.step_s);
+    CHECK(ez.peak_memory_bytes == ef.peak_memory_bytes);
+    zb_slower += ez.time.step_s > ef.time.step_s;
+  }
+  CHECK(zb_slower > 0);  // where the DP reduction outlasts W
+  req.space.schedules = {Schedule::zero_bubble};
+  const SearchResult pinned = search(req);
+  int64_t pinned_pp1 = 0;
+  for (const Candidate& c : pinned.top) pinned_pp1 += c.parallel.pp == 1 && c.parallel.schedule == Schedule::zero_bubble;
+  CHECK(pinned_pp1 > 0);
+}
+
+TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  REQUIRE(std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::gpipe) != req.space.schedules.end());
+  const SearchResult all = search(req);
+  int64_t gpipe = 0, checked = 0, more_memory = 0;
+  for (const Candidate& c : all.top) gpipe += c.parallel.schedule == Schedule::gpipe;
+  CHECK(gpipe == 0);
+  for (const Candidate& c : all.top) {
+    if (c.parallel.schedule != Schedule::one_f_one_b) continue;
+    Plan f = candidate_plan(req, c), g = f;
+    g.parallel.schedule = Schedule::gpipe;
+    REQUIRE(validate(g).ok());
+    const Estimate ef = estimate(f), eg = estimate(g);
+    // Equal for uniform stages (to rounding: the two forms add in different orders), more with uneven stages or
+    // ZeRO-2/3 reduce-scatters outlasting the backward phase.
+    CHECK(eg.time.step_s >= ef.time.step_s * (1 - 1e-12));
+    CHECK(eg.peak_memory_bytes >= ef.peak_memory_bytes);
+    more_memory += eg.peak_memory_bytes > ef.peak_memory_bytes;
+    ++checked;
+  }
+  CHECK(checked > 0);
+  CHECK(more_memory > 0);  // with m > 1 GPipe holds more
+  req.space.schedules = {Schedule::gpipe};
+  const SearchResult pinned = search(req);
+  REQUIRE_FALSE(pinned.top.empty());
+  for (const Candidate& c : pinned.top) CHECK(c.parallel.schedule == Schedule::gpipe);
+}
+
+TEST_CASE("search: peak memory from stages 0, 1 and p-1 equals peak_memory_bytes over deep pipelines") {
+  SearchRequest req;
+  req.model = test::profiles().model("gpt3-175b", "test");
+  req.gpu = test::profiles().gpu("h100-80gb", "test");
+  req.cluster = test::profiles().cluster("dgx-h100", "test");
+  req.gpus = 96;
+  req.training.global_batch = 192;
+  req.training.seq_len = 2048;
+  req.gpu.memory_bytes = int64_t{1} << 50;  // everything fits: every valid candidate is ranked and checked
+  req.space.tp = {2};
+  req.space.max_micro_batch = 2;
+  req.top_k = 1'000'000;
+  const SearchResult res = search(req);
+  REQUIRE(res.top.size() > 500);
+  int64_t deep = 0;
+  for (const Candidate& c : res.top) {
+    int64_t at = -1;
+    const double pk = peak_memory_bytes(candidate_plan(req, c), &at);
+    CHECK(c.peak_bytes == pk);
+    CHECK(c.peak_stage == at);
+    deep += c.parallel.pp >= 4;
+  }
+  CHECK(deep > 100);
+}
+
+TEST_CASE("search: same input gives the same ranking; 1, 2 and 3 threads give identical results") {
+  SearchRequest req = small_request(16);
+  req.top_k = 20;
+  req.explain = true;
+  req.training.global_batch = 256;  // so that some plans do not fit (closest)
+  const SearchResult a = search(req);
+  for (int threads : {1, 2, 3}) {
+    req.threads = threads;
+    const SearchResult b = search(req);
+    CAPTURE(threads);
+    CHECK(a.candidates == b.candidates);
+    CHECK(a.evaluated == b.evaluated);
+    REQUIRE(a.top.size() == b.top.size());
+    for (size_t i = 0; i < a.top.size(); ++i) {
+      CHECK(same_config(a.top[i].parallel, b.top[i].parallel));
+      CHECK(a.top[i].time.step_s == b.top[i].time.step_s);
+    }
+    for (size_t r = 0; r < a.by_reason.size(); ++r) {
+      CHECK(a.by_reason[r].count == b.by_reason[r].count);
+      REQUIRE(a.by_reason[r].best.has_value() == b.by_reason[r].best.has_value());
+      if (a.by_reason[r].best) CHECK(same_config(a.by_reason[r].best->parallel, b.by_reason[r].best->parallel));
+    }
+    REQUIRE(b.closest);
+    CHECK(same_config(a.closest->parallel, b.closest->parallel));
+  }
+}
+
+TEST_CASE("search: each rejection reason is counted, and a lifted constraint disappears") {
+  SearchRequest req = small_request(32);  // 4 nodes of 8
+  SearchResult res = search(req);
+  auto count = [&](Reject r) { return res.by_reason[static_cast<size_t>(r)].count; };
+  CHECK(count(Reject::tp_crosses_node) > 0);       // tp 16, 32
+  CHECK(count(Reject::tp_not_dividing_heads) > 0);  // 16 heads: tp 32
+  CHECK(count(Reject::pp_exceeds_layers) > 0);      // 24 layers: pp 32
+  CHECK(count(Reject::vpp_invalid) > 0);
+  CHECK(count(Reject::sp_without_tp) > 0);
+  CHECK(count(Reject::zero_with_pipeline) > 0);
+  CHECK(count(Reject::batch_not_divisible) == 0);   // dp divides 64 for every mesh of 32 GPUs
+  CHECK(count(Reject::gpu_count_mismatch) == 0);
+  for (const Candidate& c : res.top) CHECK(c.reasons == 0);
+
+  req.space.allow_tp_across_nodes = true;
+  res = search(req);
+  CHECK(count(Reject::tp_crosses_node) == 0);
+
+  req = small_request(8);
+  req.training.global_batch = 12;  // dp 8 does not divide 12
+  res = search(req);
+  CHECK(count(Reject::batch_not_divisible) > 0);
+
+  req = small_request(8);
+  req.training.seq_len = 2050;  // 2050 % (2 cp) != 0 for cp 2, 4, 8
+  res = search(req);
+  CHECK(count(Reject::cp_not_dividing_seq) > 0);
+
+  req = small_request(8);
+  req.model = test::profiles().model("mixtral-8x7b", "test");
+  req.gpu = test::profiles().gpu("h100-80gb", "test");
+  res = search(req);
+  CHECK(count(Reject::ep_invalid) == 0);  // ep divides dp by construction and 8 experts for dp <= 8
+  req.gpus = 32;
+  req.space.tp = {1};
+  req.space.pp = {1};
+  req.space.cp = {1};
+  req.space.ep = {16};  // dp 32: ep 16 does not divide 8 experts
+  res = search(req);
+  CHECK(count(Reject::ep_invalid) == res.candidates);
+  CHECK(res.top.empty());
+
+  req = small_request(8);
+  req.training.precision = Precision::fp8;  // A100 has no fp8 peak
+  res = search(req);
+  CHECK(count(Reject::precision_unsupported) == res.candidates);
+
+  req = small_request(8);
+  req.model = infer_gpt_shape(175e9);
+  res = search(req);
+  CHECK(res.top.empty());
+  CHECK(count(Reject::out_of_memory) > 0);
+  REQUIRE(res.closest);
+  CHECK(res.closest->peak_bytes > res.closest->capacity_bytes);
+}
+
+TEST_CASE("search: --explain keeps the best single-reason rejection, estimated as if allowed") {
+  SearchRequest req = small_request(16);
+  req.explain = true;
+  const SearchResult res = search(req);
+  const auto& tc = res.by_reason[static_cast<size_t>(Reject::tp_crosses_node)];
+  REQUIRE(tc.best);
+  CHECK(tc.best->parallel.tp == 16);
+  CHECK(tc.best->reasons == (1u << static_cast<int>(Reject::tp_crosses_node)));
+  CHECK(tc.best->has_time);
+  // It is the best among its kind: a search with the constraint lifted and tp pinned to 16 finds the same plan.
+  SearchRequest lifted = req;
+  lifted.explain = false;
+  lifted.space.allow_tp_across_nodes = true;
+  lifted.space.tp = {16};
+  const SearchResult l = search(lifted);
+  REQUIRE(!l.top.empty());
+  CHECK(same_config(l.top[0].parallel, tc.best->parallel));
+  CHECK(l.top[0].time.step_s == tc.best->time.step_s);
+}
+
+TEST_CASE("search: objectives (headroom order, pins, fewest GPUs reaching a throughput)") {
+  SearchRequest req = small_request(8);
+  req.objective = Objective::headroom;
+  req.top_k = 10;
+  SearchResult res = search(req);
+  REQUIRE(res.top.size() == 10);
+  for (size_t i = 1; i < res.top.size(); ++i) CHECK(res.top[i - 1].peak_bytes <= res.top[i].peak_bytes);
+
+  req = small_request(8);
+  req.space.tp = {2};
+  req.space.schedules = {Schedule::one_f_one_b};
+  req.space.recompute = {Recompute::full};
+  res = search(req);
+  REQUIRE(!res.top.empty());
+  for (const Candidate& c : res.top) {
+    CHECK(c.parallel.tp == 2);
+    CHECK(c.parallel.schedule == Schedule::one_f_one_b);
+    CHECK(c.parallel.recompute == Recompute::full);
+  }
+
+  // Fewest GPUs: the throughput of the best 4-GPU plan is reachable on 4 GPUs but not on 1 or 2.
+  req = small_request(4);
+  const double four = search(req).top.at(0).time.tokens_per_s;
+  req = small_request(64);
+  req.objective = Objective::fewest_gpus;
+  req.min_tokens_per_s = four * 0.999;
+  res = search(req);
+  REQUIRE(!res.top.empty());
+  CHECK(res.top[0].num_gpus == 4);
+  for (const Candidate& c : res.top) CHECK(c.time.tokens_per_s >= req.min_tokens_per_s);
+  REQUIRE(res.gpu_counts.size() >= 3);  // stops once top_k plans reach the throughput
+  CHECK(std::vector<int64_t>(res.gpu_counts.begin(), res.gpu_counts.begin() + 3) == std::vector<int64_t>{1, 2, 4});
+  CHECK(fewest_gpus_counts(200, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104,
+                                                            112, 120, 128, 160, 192, 200});
+  // After 16 nodes: 20, 24, 28, 32, 40, 48, 56, 64, 80 ... nodes ({4,5,6,7} x 2^k).
+  CHECK(fewest_gpus_counts(1024, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
+                                                             104, 112, 120, 128, 160, 192, 224, 256, 320, 384, 448,
+                                                             512, 640, 768, 896, 1024});
+}
+
+TEST_CASE("state floor: 175B with Adam is 16 bytes/param with 16-bit gradients, 43.6 GB per GPU on 64: over 40 GiB") {
+  SearchRequest req;
+  req.model = infer_gpt_shape(175e9);
+  req.gpu = test::profiles().gpu("a100-40gb", "test");
+  req.training.precision = Precision::bf16;
+  req.training.grad_fp32 = true;
+  const StateFloor f = state_floor(req, 64);
+  const double P = static_cast<double>(total_params(req.model));
+  CHECK(f.bytes_per_param == 18.0);  // 2 weights + 4 fp32 gradients + 12 Adam (model_states.hpp)
+  CHECK(f.bytes_per_param_16bit_grads == 16.0);
+  CHECK(f.per_gpu_bytes_16bit_grads == doctest::Approx(P * 16 / 64));
+  CHECK(f.per_gpu_bytes_16bit_grads > 43e9);
+  CHECK_FALSE(f.fits);
+  CHECK(f.min_gpus * (f.capacity_bytes - f.fixed_bytes_per_gpu) >= f.total_bytes);
+  CHECK((f.min_gpus - 1) * (f.capacity_bytes - f.fixed_bytes_per_gpu) < f.total_bytes);
+  req.gpu = test::profiles().gpu("h100-80gb", "test");
+  CHECK(state_floor(req, 64).fits);
+}
+
+TEST_CASE("rank reasons name what a plan trades against the winner") {
+  SearchRequest req = small_request(8);
+  req.top_k = 3;
+  const SearchResult res = search(req);
+  REQUIRE(res.top.size() == 3);
+  CHECK(rank_reason(res.top[0], res.top[0], 1, Objective::fastest) == "fastest step that fits");
+  const std::string r2 = rank_reason(res.top[1], res.top[0], 2, Objective::fastest);
+  CHECK((r2.find("step time") != std::string::npos));
+}
+
+TEST_CASE("ranking: steps within one part in a million tie, and the plan with less memory ranks first") {
+  CHECK(step_rank_key(154.74578555594448) == step_rank_key(154.74578555594454));
+  CHECK(step_rank_key(1.0) < step_rank_key(1.0 + 2e-6));
+  CHECK(step_rank_key(0.0) == 0.0);
+  CHECK(step_rank_key(3e-7) == doctest::Approx(3e-7).scale(0).epsilon(1e-6));
+  Candidate a, b;
+  a.has_time = b.has_time = a.has_memory = b.has_memory = true;
+  a.time.step_s = 154.74578555594448;  // suggest's #1 and #2 once: 6e-14 s apart, #1 with 0.04 GiB more memory
+  b.time.step_s = 154.74578555594454;
+  a.peak_bytes = 63.92 * (1 << 30);
+  b.peak_bytes = 63.88 * (1 << 30);
+  CHECK(ranks_before(b, a, Objective::fastest));
+  CHECK_FALSE(ranks_before(a, b, Objective::fastest));
+  b.time.step_s = 154.75;  // 3e-5 apart: step time decides again
+  CHECK(ranks_before(a, b, Objective::fastest));
+}

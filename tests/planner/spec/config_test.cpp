@@ -1,0 +1,157 @@
+// Tests for planner/config: one case per rejection reason, and stage layer assignment.
+#include <doctest/doctest.h>
+
+#include "planner/spec/config.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+TEST_CASE("the Korthikanti 175B plan is valid") { CHECK(validate(test::korthikanti_175b()).ok()); }
+
+TEST_CASE("every rejection reason fires on its own") {
+  auto expect_only = [](const Plan& p, Reject r) {
+    const Validity v = validate(p);
+    CHECK_MESSAGE(v.has(r), reject_name(r));
+    Validity only;
+    only.add(r);
+    CHECK_MESSAGE(v.mask == only.mask, reject_name(r), " mask ", v.mask);
+    CHECK(!describe(r, p).empty());
+  };
+  Plan p = test::korthikanti_175b();
+  p.num_gpus = 128;
+  expect_only(p, Reject::gpu_count_mismatch);
+  p = test::korthikanti_175b();
+  p.parallel.tp = 16;
+  p.parallel.pp = 4;
+  expect_only(p, Reject::tp_crosses_node);
+  p = test::korthikanti_175b();
+  p.model.heads = 100;
+  p.model.kv_heads = 100;
+  p.model.hidden = 12800;
+  p.model.ffn_hidden = 51200;
+  expect_only(p, Reject::tp_not_dividing_heads);
+  p = test::korthikanti_175b();
+  p.model.ffn_hidden = 49153;
+  expect_only(p, Reject::tp_not_dividing_ffn);
+  p = test::korthikanti_175b();
+  p.model.layers = 6;
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.vpp = 1;
+  expect_only(p, Reject::pp_exceeds_layers);
+  p = test::korthikanti_175b();
+  p.parallel.vpp = 5;  // 96 % 40 != 0
+  expect_only(p, Reject::vpp_invalid);
+  // Interleaving with uneven stages: every stage's layers must split into vpp chunks.
+  p = test::korthikanti_175b();  // 96 layers, pp 8, interleaved
+  p.parallel.vpp = 2;
+  p.parallel.last_stage_layers = 12;  // 7 x 12 + 12: valid (the even split spelled out)
+  CHECK(validate(p).ok());
+  p.parallel.last_stage_layers = 5;  // 7 x 13 + 5 -> 13 layers do not split into 2 chunks
+  expect_only(p, Reject::vpp_invalid);
+  CHECK(describe(Reject::vpp_invalid, p).find("hold 5..13 of 96 layers") != std::string::npos);
+  p.parallel.last_stage_layers = 0;
+  p.model.layers = 94;  // 94 = 6 x 12 + 2 x 11: no even split interleaves; the message names one that does
+  expect_only(p, Reject::vpp_invalid);
+  CHECK(describe(Reject::vpp_invalid, p).find("--last-stage-layers 10") != std::string::npos);
+  p.parallel.last_stage_layers = 10;  // 7 x 12 + 10
+  CHECK(validate(p).ok());
+  CHECK(stage_layers_divisible(p, 2));
+  CHECK_FALSE(stage_layers_divisible(p, 4));
+  CHECK(interleaved_last_stage_layers(126, 16, 2) == 6);  // Llama 3 405B on 16 stages: 15 x 8 + 6
+  CHECK(interleaved_last_stage_layers(96, 8, 2) == 0);    // an even split (12) interleaves
+  CHECK(interleaved_last_stage_layers(48, 4, 2) == 0);    // 12 each interleaves; 3 x 14 + 6 would too but is not needed
+  CHECK(interleaved_last_stage_layers(50, 4, 2) == 8);    // 3 x 14 + 8
+  CHECK(interleaved_last_stage_layers(94, 8, 2) == 10);
+  CHECK(interleaved_last_stage_layers(10, 1, 2) == 0);
+  p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.first_stage_layers = 95;
+  p.parallel.vpp = 1;
+  expect_only(p, Reject::uneven_stages_invalid);
+  p = test::korthikanti_175b();
+  p.parallel.cp = 2;
+  p.parallel.pp = 4;
+  p.training.seq_len = 2050;
+  p.model.seq_len = 2050;
+  p.parallel.num_microbatches = 64;
+  expect_only(p, Reject::cp_not_dividing_seq);
+  p = test::korthikanti_175b();
+  p.parallel.ep = 2;
+  expect_only(p, Reject::ep_invalid);
+  p = test::korthikanti_175b();
+  p.training.global_batch = 65;
+  expect_only(p, Reject::batch_not_divisible);
+  p = test::korthikanti_175b();
+  p.parallel.tp = 1;
+  p.parallel.dp = 8;
+  p.parallel.num_microbatches = 8;
+  expect_only(p, Reject::sp_without_tp);
+  p = test::korthikanti_175b();
+  p.parallel.zero_stage = 3;
+  expect_only(p, Reject::zero_with_pipeline);
+  p = test::korthikanti_175b();
+  p.training.precision = Precision::fp8;
+  expect_only(p, Reject::precision_unsupported);
+  p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::zero_bubble;
+  p.parallel.vpp = 1;
+  p.parallel.recompute = Recompute::full;
+  expect_only(p, Reject::zb_full_recompute);
+  p.parallel.recompute = Recompute::selective;
+  CHECK(validate(p).ok());
+  // Only the interleaved schedule overlaps its pipeline sends (Megatron-Core); elsewhere the field would be ignored.
+  p.parallel.overlap_p2p_comm = true;
+  expect_only(p, Reject::overlap_p2p_not_interleaved);
+  CHECK(describe(Reject::overlap_p2p_not_interleaved, p) ==
+        "schedule zb-h1 waits for its pipeline sends; only the interleaved schedule overlaps them (give --vpp 2 or more)");
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.vpp = 2;
+  CHECK(validate(p).ok());
+}
+
+TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.vpp = 1;
+  p.model.layers = 99;  // 99 = 8 x 12 + 3
+  int64_t sum = 0;
+  for (int64_t i = 0; i < 8; ++i) sum += stage_layers(p, i);
+  CHECK(sum == 99);
+  CHECK(stage_layers(p, 0) == 12);
+  CHECK(stage_layers(p, 7) == 12);
+  CHECK(stage_layers(p, 1) == 13);
+  p.model.layers = 96;
+  p.parallel.first_stage_layers = 10;
+  p.parallel.last_stage_layers = 8;
+  sum = 0;
+  for (int64_t i = 0; i < 8; ++i) sum += stage_layers(p, i);
+  CHECK(sum == 96);
+  CHECK(stage_layers(p, 0) == 10);
+  CHECK(stage_layers(p, 7) == 8);
+  CHECK(validate(p).ok());
+  // Only the last stage set: the free stages' remainder goes to the middle stages, not to stage 0 (which holds the
+  // embedding and the most in-flight microbatches). Llama 3 70B's 80 layers on 4 stages with a 19-layer last stage.
+  auto split = [&](int64_t pp) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < pp; ++i) v.push_back(stage_layers(p, i));
+    return v;
+  };
+  p.parallel.pp = 4;
+  p.model.layers = 80;
+  p.parallel.first_stage_layers = 0;
+  p.parallel.last_stage_layers = 19;
+  CHECK(split(4) == std::vector<int64_t>{20, 21, 20, 19});
+  p.parallel.last_stage_layers = 17;  // 63 over 3 free stages: even
+  CHECK(split(4) == std::vector<int64_t>{21, 21, 21, 17});
+  p.parallel.last_stage_layers = 15;  // 65: two extra layers, both to the middle
+  CHECK(split(4) == std::vector<int64_t>{21, 22, 22, 15});
+  p.model.layers = 82;  // 67 over 3: 22 each, the one extra to stage 1 (stage 0 is last in line: never extra)
+  CHECK(split(4) == std::vector<int64_t>{22, 23, 22, 15});
+  // Only the first stage set: middle stages, then the last stage.
+  p.model.layers = 80;
+  p.parallel.first_stage_layers = 19;
+  p.parallel.last_stage_layers = 0;
+  CHECK(split(4) == std::vector<int64_t>{19, 21, 20, 20});
+  p.parallel.first_stage_layers = 16;  // 64 over 3: middle, middle, last
+  CHECK(split(4) == std::vector<int64_t>{16, 22, 21, 21});
+}

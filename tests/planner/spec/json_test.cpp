@@ -1,0 +1,91 @@
+// Tests for planner/json_reader, spec_json and profiles: strict parsing of every profile key, errors with paths.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "planner/spec/error.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec_json.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+namespace {
+std::string error_of(const std::string& text) {
+  try {
+    validate_profile(text, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+const char* kGpu = R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900})";
+const char* kCluster =
+    R"({"kind":"cluster","name":"c","gpu":"X","gpus_per_node":4,"intra_node":{"bandwidth_GBps":100},"inter_node":{"bandwidth_GBps":10}})";
+const char* kModel = R"({"kind":"model","name":"m","layers":2,"hidden":64,"heads":4,"ffn_hidden":256,"vocab":100,"seq_len":16})";
+}  // namespace
+
+TEST_CASE("all embedded profiles load and the required ones are present") {
+  const ProfileSet& s = test::profiles();
+  for (const char* g : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-141GB", "B200"}) CHECK(s.find_gpu(g));
+  for (const char* c : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"}) CHECK(s.find_cluster(c));
+  for (const char* m : {"gpt3-1.3b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b", "megatron-530b", "megatron-1t", "bloom-176b",
+                        "opt-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
+                        "mixtral-8x7b"}) {
+    CHECK_MESSAGE(s.find_model(m), m);
+  }
+  CHECK(s.find_gpu("H100")->name == "H100-SXM5-80GB");  // aliases, case-insensitive
+  CHECK(s.find_cluster("default")->gpu == "H100-SXM5-80GB");
+  CHECK(s.find_cluster("default")->inter_node.bandwidth_Bps == doctest::Approx(50e9));  // NDR 400 Gb/s per GPU
+}
+
+TEST_CASE("minimal profiles validate; units convert once") {
+  CHECK(validate_profile(kGpu, "g") == "gpu");
+  CHECK(validate_profile(kCluster, "c") == "cluster");
+  CHECK(validate_profile(kModel, "m") == "model");
+  ProfileSet s;
+  s.add(kGpu, "g");
+  CHECK(s.find_gpu("x")->memory_bytes == 16LL * 1024 * 1024 * 1024);
+  CHECK(s.find_gpu("x")->peak(DType::bf16) == doctest::Approx(100e12));
+  CHECK(s.find_gpu("x")->peak(DType::fp8) == 0.0);
+}
+
+TEST_CASE("strict parsing: unknown keys, wrong types, ranges and missing keys name the JSON path") {
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"colour":1})") ==
+        "p.json: /colour: unknown key");
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100,"int4":5},"memory_GiB":16,"hbm_bandwidth_GBps":900})") ==
+        "p.json: /peak_tflops/int4: unknown key");
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":0,"hbm_bandwidth_GBps":900})")
+            .find("/memory_GiB") != std::string::npos);
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":0})")
+            .find("/hbm_bandwidth_GBps") != std::string::npos);
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":"16","hbm_bandwidth_GBps":900})")
+            .find("/memory_GiB: expected a number") != std::string::npos);
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"gemm":{"peak_fraction":2}})")
+            .find("/gemm/peak_fraction") != std::string::npos);
+  CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"gemm":{"tiles":2}})") ==
+        "p.json: /gemm/tiles: unknown key");
+  CHECK(error_of(R"({"kind":"cluster","name":"c","gpu":"X","gpus_per_node":4,"intra_node":{"bandwidth_GBps":100}})") ==
+        "p.json: /inter_node: missing required key");
+  CHECK(error_of(R"({"kind":"cluster","name":"c","gpu":"X","gpus_per_node":4,"intra_node":{"bandwidth_GBps":100,"latency_us":-1},"inter_node":{"bandwidth_GBps":10}})")
+            .find("/intra_node/latency_us") != std::string::npos);
+  CHECK(error_of(R"({"kind":"model","name":"m","layers":2.5,"hidden":64,"heads":4,"ffn_hidden":256,"vocab":100,"seq_len":16})") ==
+        "p.json: /layers: expected an integer");
+  CHECK(error_of(R"({"kind":"model","name":"m","layers":2,"hidden":64,"heads":5,"ffn_hidden":256,"vocab":100,"seq_len":16})")
+            .find("/heads") != std::string::npos);
+  CHECK(error_of(R"({"kind":"model","name":"m","layers":2,"hidden":64,"heads":4,"kv_heads":3,"ffn_hidden":256,"vocab":100,"seq_len":16})")
+            .find("/kv_heads") != std::string::npos);
+  CHECK(error_of(R"({"kind":"model","name":"m","layers":2,"hidden":64,"heads":4,"ffn_hidden":256,"vocab":100,"seq_len":16,"ffn_type":"relu"})") ==
+        "p.json: /ffn_type: unknown value 'relu'");
+  CHECK(error_of(R"({"kind":"model","name":"m","layers":0,"hidden":64,"heads":4,"ffn_hidden":256,"vocab":100,"seq_len":16})")
+            .find("/layers: 0 is out of range") != std::string::npos);
+  CHECK(error_of(R"({"kind":"robot"})") == "p.json: /kind: unknown kind 'robot' (expected gpu, cluster or model)");
+  CHECK(error_of("{\"kind\": ") == "p.json: malformed JSON at byte 10");
+  CHECK(error_of("[1,2]") == "p.json: /: expected a JSON object");
+}
+
+TEST_CASE("a user profile with the same name overrides the embedded one") {
+  ProfileSet s = ProfileSet::embedded();
+  s.add(R"({"kind":"gpu","name":"H100-SXM5-80GB","peak_tflops":{"bf16":500},"memory_GiB":80,"hbm_bandwidth_GBps":3000})", "mine.json");
+  CHECK(s.find_gpu("h100-sxm5-80gb")->peak(DType::bf16) == doctest::Approx(500e12));
+}

@@ -1,0 +1,124 @@
+// Tests for planner/plan_json: the Plan document round-trips; names and inline specs both work; errors name paths.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/spec/plan_json.hpp"
+#include "planner/spec/profiles.hpp"
+#include "planner/spec/spec_json.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+TEST_CASE("plan_to_json -> plan_from_json gives the same estimate") {
+  const Plan p = test::korthikanti_175b();
+  const nlohmann::json j = plan_to_json(p);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(plan_to_json(q) == j);
+  CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
+}
+
+TEST_CASE("a hand-written plan may name profiles; the GPU comes from the cluster") {
+  const char* text = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":1,"tp":8,"pp":8,"num_microbatches":64,"recompute":"selective","sequence_parallel":true},
+    "training":{"global_batch":64}})";
+  const Plan p = plan_from_text(text, test::profiles(), "plan.json");
+  CHECK(p.gpu.name == "A100-SXM4-80GB");
+  CHECK(p.model.layers == 96);
+  CHECK(p.seq_len() == 2048);
+}
+
+TEST_CASE("without num_microbatches a plan derives it from the global batch, as the flags do") {
+  const char* text = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":2,"tp":8,"pp":4,"micro_batch":2},"training":{"global_batch":64}})";
+  const Plan p = plan_from_text(text, test::profiles(), "plan.json");
+  CHECK(p.parallel.num_microbatches == 16);  // 64 / (dp 2 x micro-batch 2); it was 1
+  // Not divisible: left to the batch check, which names the mismatch.
+  const char* odd = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
+    "parallel":{"dp":2,"tp":8,"pp":4,"micro_batch":2},"training":{"global_batch":66}})";
+  CHECK(plan_from_text(odd, test::profiles(), "plan.json").parallel.num_microbatches == 1);
+}
+
+TEST_CASE("plan errors name the file and JSON path") {
+  auto err = [](const char* text) {
+    try {
+      plan_from_text(text, test::profiles(), "plan.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(err(R"({"model":"nope","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1},"training":{"global_batch":8}})")
+            .rfind("plan.json: /model: unknown model 'nope'", 0) == 0);
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1,"zero":1},"training":{"global_batch":8}})") ==
+        "plan.json: /parallel/zero: unknown key");
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":8,"tp":1,"pp":1,"schedule":"2f2b"},"training":{"global_batch":8}})") ==
+        "plan.json: /parallel/schedule: unknown value '2f2b'");
+  CHECK(err(R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":8,"parallel":{"dp":100000000,"tp":100000000,"pp":1},"training":{"global_batch":8}})")
+            .find("/parallel/dp") != std::string::npos);
+  CHECK(err(R"({"parplan_plan":2})") == "plan.json: /parplan_plan: 2 is out of range [1, 1]");
+}
+
+TEST_CASE("overlap_p2p_comm round-trips and moves the interleaved plan's p2p from every microbatch to the fill/drain path") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.vpp = 3;
+  REQUIRE(p.parallel.num_microbatches % p.parallel.pp == 0);
+  const Estimate waited = estimate(p);
+  p.parallel.overlap_p2p_comm = true;
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["overlap_p2p_comm"] == true);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.overlap_p2p_comm);
+  const Estimate overlapped = estimate(q);
+  const double pv = static_cast<double>(p.parallel.pp * 3), m = static_cast<double>(p.parallel.num_microbatches);
+  // Waited sends: 2 v transfers per microbatch on a middle stage, one fewer on the first (it sends no gradient
+  // back) and the last (no activation on); the slowest stage here is the last (the output layer).
+  const size_t last = waited.stages.size() - 1;
+  CHECK(waited.stages[0].p2p_s == doctest::Approx(5.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(waited.stages[1].p2p_s == doctest::Approx(6.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(waited.stages[last].p2p_s == doctest::Approx(5.0 * waited.p2p_s).epsilon(1e-12));
+  REQUIRE(waited.time.slowest_stage == static_cast<int64_t>(last));
+  CHECK(waited.time.pp_comm_s == doctest::Approx(m * 5.0 * waited.p2p_s).epsilon(1e-12));
+  CHECK(overlapped.time.pp_comm_s == doctest::Approx(2.0 * (pv - 1.0) * waited.p2p_s).epsilon(1e-12));
+  CHECK(overlapped.time.step_s < waited.time.step_s);
+}
+
+TEST_CASE("GPU profiles written back read as the same bytes, in the file's units") {
+  const ProfileSet set = test::profiles();
+  for (const auto& e : set.entries()) {
+    if (e.kind != "gpu") continue;
+    CAPTURE(e.name);
+    const GpuSpec& g = *set.find_gpu(e.name);
+    nlohmann::json j = to_json(g);
+    j["aliases"] = e.aliases;
+    ProfileSet again;
+    again.add(j.dump(), "again.json");
+    const GpuSpec& h = *again.find_gpu(e.name);
+    CHECK(h.memory_bytes == g.memory_bytes);
+    CHECK(h.cuda_context_bytes == g.cuda_context_bytes);
+    CHECK(h.workspace_bytes == g.workspace_bytes);
+    CHECK(h.comm_buffer_bytes_per_group == g.comm_buffer_bytes_per_group);
+    // the shortest decimal that reads back as those bytes: at most 6 significant digits for the shipped profiles
+    CHECK(fmt::format("{}", j["memory_GiB"].get<double>()).size() <= 7);
+  }
+}
+
+TEST_CASE("plan documents are a fixed point for DP bucket sizes in MB (a unit that is not a power of two)") {
+  // 1001 bytes (--bucket-mb 0.0010011) was written as 0.001001 MB, read back as 1000 bytes.
+  for (int64_t bytes : {int64_t{1001}, int64_t{1000001}, int64_t{40000000}, int64_t{123456789}, int64_t{1000}}) {
+    Plan p = test::korthikanti_175b();
+    p.training.dp_bucket_bytes = bytes;
+    const Plan q = plan_from_json(plan_to_json(p), test::profiles(), "plan.json");
+    CAPTURE(bytes);
+    CHECK(q.training.dp_bucket_bytes == bytes);
+  }
+  int64_t failures = 0;
+  for (int64_t bytes = 1000; bytes < 200000; bytes += 7) {  // 0.001 MB is the smallest bucket
+    Plan p = test::korthikanti_175b();
+    p.training.dp_bucket_bytes = bytes;
+    failures += plan_from_json(plan_to_json(p), test::profiles(), "plan.json").training.dp_bucket_bytes != bytes;
+  }
+  CHECK(failures == 0);
+}

@@ -1,0 +1,407 @@
+// Published-run validation: field mapping, free-text rules, skip reasons, strict schema, and the accuracy regression
+// on the vendored file (validation/published-runs.json).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/spec/error.hpp"
+#include "planner/validation/validation.hpp"
+
+using namespace parplan;
+
+namespace {
+
+const ProfileSet& profiles() {
+  static const ProfileSet p = ProfileSet::embedded();
+  return p;
+}
+
+nlohmann::json base_row() {
+  return nlohmann::json::parse(R"J({
+    "id": "r1", "model": "GPT", "run_type": "benchmark",
+    "source": "Korthikanti et al. 2022, 'Reducing Activation Recomputation' (arXiv:2205.05198)",
+    "source_locator": "Table 5",
+    "arch": {"layers": 96, "hidden": 12288, "heads": 96, "kv_heads": 96, "ffn": 49152, "ffn_type": "GeLU MLP (4h)",
+             "vocab": 51200, "seq_len": 2048, "params_B": 175, "arch_notes": null},
+    "hardware": {"gpu": "A100-SXM4-80GB", "num_gpus": 64, "gpus_per_node": 8,
+                 "intra_node": "NVLink3 + NVSwitch", "inter_node_per_node": "8 x 200 Gb/s HDR InfiniBand = 1.6 Tb/s",
+                 "system": "Selene"},
+    "parallel": {"tp": 8, "pp": 8, "dp": 1, "cp": 1, "ep": null, "sequence_parallel": true,
+                 "vpp_chunks_per_stage": 3, "zero_stage": 0, "fsdp": null, "micro_batch": 1,
+                 "global_batch_seqs": 64, "grad_accum": 64, "parallel_notes": null},
+    "precision": "mixed precision (16-bit; paper does not say FP16 vs BF16)",
+    "recompute": "selective + sequence parallelism",
+    "measured": {"tflops_per_gpu": null, "tflops_basis": null, "mfu": 0.514, "hfu": 0.528, "pct_of_peak": null,
+                 "iter_time_s": 13.75, "tokens_per_s_total": null, "tokens_per_s_per_gpu": null,
+                 "samples_per_s": null, "aggregate_pflops": null, "memory_per_gpu_GB": 60.5, "other": null},
+    "derived": {"tokens_per_s_total": 9533},
+    "confidence": "high", "notes": null})J");
+}
+
+MappedRun map_one(const nlohmann::json& row) {
+  const nlohmann::json arr = nlohmann::json::array({row});
+  auto runs = load_published_runs(arr.dump(), "runs.json", profiles());
+  REQUIRE(runs.size() == 1);
+  return runs.front();
+}
+
+bool has_reason(const MappedRun& r, std::string_view what) { return r.skip_reason().find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("validation: every field of a Korthikanti row maps onto the plan") {
+  const MappedRun r = map_one(base_row());
+  REQUIRE(r.scored());
+  const Plan& p = *r.plan;
+  CHECK(r.source_key == "Korthikanti et al. 2022");
+  CHECK(r.gpu_type == "A100-SXM4-80GB");
+  CHECK(p.model.layers == 96);
+  CHECK(p.model.hidden == 12288);
+  CHECK(p.model.heads == 96);
+  CHECK(p.model.kv_heads == 96);
+  CHECK(p.model.ffn_hidden == 49152);
+  CHECK(p.model.ffn_type == FfnType::gelu);
+  CHECK(p.model.vocab == 51200);
+  CHECK(p.seq_len() == 2048);
+  CHECK(p.cluster.name == "dgx-a100");
+  CHECK(p.num_gpus == 64);
+  CHECK(p.parallel.tp == 8);
+  CHECK(p.parallel.pp == 8);
+  CHECK(p.parallel.dp == 1);
+  CHECK(p.parallel.vpp == 3);
+  CHECK(p.parallel.schedule == Schedule::interleaved);
+  CHECK(p.parallel.sequence_parallel);
+  CHECK(p.parallel.micro_batch == 1);
+  CHECK(p.parallel.num_microbatches == 64);
+  CHECK(p.parallel.recompute == Recompute::selective);
+  CHECK(p.parallel.zero_stage == 0);
+  CHECK(p.training.precision == Precision::fp16);
+  CHECK_FALSE(p.training.grad_fp32);
+  CHECK(p.training.attention == AttentionKernel::unfused);  // source year 2022
+  CHECK(p.parallel.async_tp_backward);                      // source year 2022: asynchronous TP all-reduce
+  CHECK(p.training.fused_grad_accumulation);                // source year 2022: fused weight-gradient accumulation
+  CHECK(p.parallel.overlap_dp_comm);
+  CHECK_FALSE(p.parallel.overlap_tp_comm);
+  CHECK(p.training.global_batch == 64);
+  REQUIRE(r.measured_step_time_s);
+  CHECK(*r.measured_step_time_s == doctest::Approx(13.75));
+  CHECK_FALSE(r.step_time_derived);
+  REQUIRE(r.measured_memory_bytes);
+  CHECK(*r.measured_memory_bytes == doctest::Approx(60.5e9));
+}
+
+TEST_CASE("validation: a 2021 Megatron-LM row maps to blocking TP backward and a separate accumulation pass") {
+  nlohmann::json row = base_row();
+  row["source"] = "Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training' (SC21)";
+  const MappedRun r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK_FALSE(r.plan->parallel.async_tp_backward);
+  CHECK_FALSE(r.plan->training.fused_grad_accumulation);
+  bool noted = false;
+  for (const std::string& n : r.notes) noted = noted || n == "gradient accumulation: separate pass (source year 2021)";
+  CHECK(noted);
+  // The same row from 2022 is fused, and the separate pass is what makes the 2021 prediction slower.
+  const MappedRun r22 = map_one(base_row());
+  CHECK(r22.plan->training.fused_grad_accumulation);
+  Plan fused = *r.plan;
+  fused.training.fused_grad_accumulation = true;
+  CHECK(estimate(*r.plan).time.step_s > estimate(fused).time.step_s);
+}
+
+TEST_CASE("validation: FSDP, SwiGLU, bf16, derived time, zero_stage from fsdp, flash from the notes") {
+  nlohmann::json row = base_row();
+  row["source"] = "mosaicml/llm-foundry scripts/train/benchmarking/README.md";
+  row["arch"]["ffn_type"] = "SwiGLU";
+  row["arch"]["kv_heads"] = 8;
+  row["arch"]["arch_notes"] = "FlashAttention (attn_impl: flash)";
+  row["hardware"]["gpu"] = "H100 (SXM, 80GB)";
+  row["parallel"] = {{"tp", 1}, {"pp", 1}, {"dp", 64}, {"zero_stage", nullptr}, {"fsdp", true}, {"micro_batch", 2},
+                     {"global_batch_seqs", 256}, {"sequence_parallel", nullptr}};
+  row["precision"] = "amp_bf16";
+  row["recompute"] = "full activation checkpointing";
+  row["measured"]["iter_time_s"] = nullptr;
+  row["derived"] = {{"iter_time_s", 2.5}, {"iter_time_formula", "t = tokens / throughput"}};
+  const MappedRun r = map_one(row);
+  REQUIRE(r.scored());
+  const Plan& p = *r.plan;
+  CHECK(r.source_key == "mosaicml/llm-foundry");
+  CHECK(r.gpu_type == "H100-SXM5-80GB");
+  CHECK(p.cluster.name == "dgx-h100");
+  CHECK(p.model.ffn_type == FfnType::swiglu);
+  CHECK(p.model.kv_heads == 8);
+  CHECK(p.parallel.zero_stage == 3);
+  CHECK(p.parallel.schedule == Schedule::one_f_one_b);
+  CHECK(p.parallel.num_microbatches == 2);
+  CHECK(p.parallel.recompute == Recompute::full);
+  CHECK(p.training.precision == Precision::bf16);
+  CHECK_FALSE(p.training.grad_fp32);  // FSDP reduces in the training dtype
+  CHECK(p.training.attention == AttentionKernel::flash);
+  CHECK(r.step_time_derived);
+  CHECK(*r.measured_step_time_s == doctest::Approx(2.5));
+}
+
+TEST_CASE("validation: free-text rules") {
+  FfnType f{};
+  CHECK(map_ffn_type("GeLU MLP (expansion 4)", f));
+  CHECK(f == FfnType::gelu);
+  CHECK(map_ffn_type("ReLU MLP (4h)", f));
+  CHECK(f == FfnType::gelu);
+  CHECK(map_ffn_type("SwiGLU (2/3*4h)", f));
+  CHECK(f == FfnType::swiglu);
+  CHECK_FALSE(map_ffn_type("mixture", f));
+
+  Precision p{};
+  CHECK(map_precision("FP8 (Transformer Engine)", p));
+  CHECK(p == Precision::fp8);
+  CHECK(map_precision("BF16 (--bf16, BF16Optimizer)", p));
+  CHECK(p == Precision::bf16);
+  CHECK(map_precision("FP16 mixed precision (--fp16)", p));
+  CHECK(p == Precision::fp16);
+  CHECK(map_precision("mixed precision (16-bit)", p));
+  CHECK(p == Precision::fp16);
+  p = Precision::bf16;
+  CHECK(map_precision("mixed precision (16-bit; paper does not say FP16 vs BF16)", p));
+  CHECK(p == Precision::fp16);
+  CHECK_FALSE(map_precision("not stated (BF16 basis inferred)", p));
+
+  Recompute rc{};
+  CHECK(map_recompute("full (--checkpoint-activations, every layer)", rc));
+  CHECK(rc == Recompute::full);
+  CHECK(map_recompute("selective + sequence parallelism", rc));
+  CHECK(rc == Recompute::selective);
+  CHECK(map_recompute("full activation checkpointing", rc));
+  CHECK(rc == Recompute::full);
+  CHECK(map_recompute("activation checkpointing", rc));
+  CHECK(rc == Recompute::full);
+  CHECK(map_recompute("none", rc));
+  CHECK(rc == Recompute::none);
+  CHECK_FALSE(map_recompute("partial checkpointing (saves expensive activations)", rc));
+
+  CHECK(map_gpu("H100 (SXM, 80GB presumed)", profiles()) == "H100-SXM5-80GB");
+  CHECK(map_gpu("H100-SXM 80GB HBM3 (700 W)", profiles()) == "H100-SXM5-80GB");
+  CHECK(map_gpu("A100-80GB", profiles()) == "A100-SXM4-80GB");
+  CHECK(map_gpu("A100-40GB", profiles()) == "A100-SXM4-40GB");
+  CHECK(map_gpu("a100", profiles()) == "A100-SXM4-80GB");  // a profile alias
+  std::string why;
+  CHECK(map_gpu("A100-class SXM", profiles(), &why).empty());
+  CHECK(why.find("40 or 80 GB") != std::string::npos);
+  CHECK(map_gpu("H100 PCIe", profiles(), &why).empty());
+  CHECK(map_gpu("MI300X", profiles(), &why).empty());
+
+  CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
+  CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
+  CHECK(inter_node_Bps_per_gpu("1600 Gb/s node-node (RoCE)", 8) == doctest::Approx(25e9));
+  // Omni-Path without a figure: 100 Gb/s per link (the only generation shipped), 4 links per 8-GPU node.
+  CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == doctest::Approx(6.25e9));
+  CHECK(inter_node_Bps_per_gpu("Omni-Path", 8) == doctest::Approx(100e9 / 8 / 8));
+  CHECK(inter_node_Bps_per_gpu("Ethernet, speed not stated", 8) == 0.0);
+  // Fuzz finding (2026-11-22): a unit at the very end of the text ("= 1.6 Tb/s") read past the end.
+  CHECK(inter_node_Bps_per_gpu("4 x 200 Gb/non-s HDR InfiniBand = 1.6 Tb/s", 8) == doctest::Approx(25e9));
+  CHECK(inter_node_Bps_per_gpu("1.6 Tb/s", 8) == doctest::Approx(25e9));
+  CHECK(std::isfinite(inter_node_Bps_per_gpu(std::string(400, '9') + " x 200 Gb/s", 8)));
+  // A digit run longer than int64 in a GPU name is capped, not overflowed (UBSan).
+  CHECK(map_gpu("A100 99999999999999999999999 GB", profiles(), &why).empty());
+
+  CHECK(map_attention("Narayanan et al. 2021 (arXiv:2104.04473)", "") == AttentionKernel::unfused);
+  CHECK(map_attention("Llama Team, AI@Meta 2024", "") == AttentionKernel::flash);
+  CHECK(map_attention("mosaicml/llm-foundry", "ALiBi, FlashAttention") == AttentionKernel::flash);
+  CHECK(map_attention("bigscience-workshop/bigscience", "Megatron-DeepSpeed; ZeRO-1") == AttentionKernel::unfused);
+  // Backward TP collectives: blocking before Megatron-LM's asynchronous all-reduce (2021 sources, Megatron-DeepSpeed).
+  std::string note;
+  CHECK_FALSE(map_async_tp_backward("Narayanan et al. 2021 (arXiv:2104.04473)", "", &note));
+  CHECK(note.find("blocking") != std::string::npos);
+  CHECK(map_async_tp_backward("Korthikanti et al. 2022 (arXiv:2205.05198)", ""));
+  CHECK_FALSE(map_async_tp_backward("bigscience-workshop/bigscience", "Megatron-DeepSpeed; BF16Optimizer"));
+  CHECK(map_async_tp_backward("mosaicml/llm-foundry", "FSDP"));
+  // Gradient accumulation: a separate pass per microbatch before Megatron-LM's fused weight-gradient GEMM (2021
+  // sources, Megatron-DeepSpeed); fused for 2022+ sources and when no year is stated.
+  note.clear();
+  CHECK_FALSE(map_grad_accumulation_fusion("Narayanan et al. 2021 (arXiv:2104.04473)", "", &note));
+  CHECK(note == "gradient accumulation: separate pass (source year 2021)");
+  CHECK(map_grad_accumulation_fusion("Korthikanti et al. 2022 (arXiv:2205.05198)", "", &note));
+  CHECK(note == "gradient accumulation: fused into the weight-gradient GEMM (source year 2022)");
+  CHECK_FALSE(map_grad_accumulation_fusion("bigscience-workshop/bigscience", "Megatron-DeepSpeed; BF16Optimizer", &note));
+  CHECK(note.find("Megatron-DeepSpeed") != std::string::npos);
+  CHECK(map_grad_accumulation_fusion("mosaicml/llm-foundry", "FSDP", &note));
+  CHECK(note.find("no year stated") != std::string::npos);
+
+  // Communication overlap stated in the notes.
+  std::vector<std::string> notes;
+  ParallelConfig pc;
+  map_comm_overlap("DDP impl=local; interleaved schedule", "", pc, &notes);
+  CHECK_FALSE(pc.overlap_dp_comm);
+  CHECK(notes.size() == 1);
+  pc = ParallelConfig{};
+  map_comm_overlap("DDP impl=torch; non-interleaved 1F1B", "", pc, nullptr);
+  CHECK(pc.overlap_dp_comm);
+  map_comm_overlap("batch kept at 280", "gradient all-reduce NOT overlapped.", pc, nullptr);
+  CHECK_FALSE(pc.overlap_dp_comm);
+  pc = ParallelConfig{};
+  pc.pp = 12;
+  pc.tp = 4;
+  map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
+  CHECK_FALSE(pc.overlap_dp_comm);  // DeepSpeed PipelineEngine reduces after the flush
+  CHECK_FALSE(pc.p2p_scatter_gather);  // and sends whole activations
+  pc = ParallelConfig{};
+  map_comm_overlap("Megatron-DeepSpeed; ZeRO-1", "", pc, nullptr);
+  CHECK(pc.overlap_dp_comm);  // pp 1: the DeepSpeed engine's bucketed reduction
+  CHECK(pc.p2p_scatter_gather);
+  map_comm_overlap("--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap", "", pc, nullptr);
+  CHECK(pc.overlap_tp_comm);
+  CHECK(pc.overlap_dp_comm);
+
+  // ZeRO-3 gather unit: DeepSpeed's per-linear fetch where the row names DeepSpeed or "ZeRO-3" without FSDP.
+  for (const auto& [pn, notes_text, unit] : std::vector<std::tuple<std::string, std::string, Zero3GatherUnit>>{
+           {"ZeRO-3, no model parallelism", "Pure ZeRO-3 data parallel (DeepSpeed)", Zero3GatherUnit::linear},
+           {"ZeRO-3, no model parallelism", "", Zero3GatherUnit::linear},
+           {"PyTorch FSDP FULL_SHARD (ZeRO-3 equivalent)", "", Zero3GatherUnit::layer},
+           {"Fully Sharded Data Parallel + Megatron-LM tensor parallelism", "", Zero3GatherUnit::layer},
+           {"sharded", "DeepSpeed stage 3", Zero3GatherUnit::linear},
+           {"sharded", "", Zero3GatherUnit::layer}}) {
+    pc = ParallelConfig{};
+    pc.zero_stage = 3;
+    notes.clear();
+    map_comm_overlap(pn, notes_text, pc, &notes);
+    CAPTURE(pn);
+    CHECK(pc.zero3_gather_unit == unit);
+    CHECK(notes.size() == (unit == Zero3GatherUnit::linear ? 1u : 0u));
+  }
+  pc = ParallelConfig{};
+  pc.zero_stage = 1;
+  map_comm_overlap("ZeRO-1", "DeepSpeed", pc, nullptr);
+  CHECK(pc.zero3_gather_unit == Zero3GatherUnit::layer);  // only ZeRO-3 gathers parameters
+
+  CHECK(source_key("Narayanan et al. 2021, 'Efficient Large-Scale'") == "Narayanan et al. 2021");
+  CHECK(source_key("NVIDIA/Megatron-LM README 'Performance'") == "NVIDIA/Megatron-LM");
+}
+
+TEST_CASE("validation: unmappable rows are skipped with every reason, never guessed") {
+  nlohmann::json row = base_row();
+  row["parallel"]["micro_batch"] = nullptr;
+  row["parallel"]["tp"] = nullptr;
+  row["arch"]["kv_heads"] = nullptr;
+  row["hardware"]["gpu"] = "A100-class SXM";
+  row["measured"]["iter_time_s"] = nullptr;
+  row["recompute"] = "partial checkpointing";
+  MappedRun r = map_one(row);
+  CHECK_FALSE(r.scored());
+  CHECK_FALSE(r.plan);
+  CHECK(has_reason(r, "parallel.micro_batch not stated"));
+  CHECK(has_reason(r, "parallel.tp not stated"));
+  CHECK(has_reason(r, "arch.kv_heads not stated"));
+  CHECK(has_reason(r, "40 or 80 GB"));
+  CHECK(has_reason(r, "no iteration time"));
+  CHECK(has_reason(r, "partial checkpointing"));
+
+  // Recompute null: full only when the FLOP basis is Narayanan Eq. 3 (counts the recompute pass).
+  row = base_row();
+  row["recompute"] = nullptr;
+  CHECK(has_reason(map_one(row), "recompute not stated"));
+  row["measured"]["tflops_basis"] = "paper Eq.3 FLOPs (recompute-inclusive)";
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.recompute == Recompute::full);
+
+  // A valid row without an iteration time is still predicted (memory), but not scored.
+  row = base_row();
+  row["measured"]["iter_time_s"] = nullptr;
+  r = map_one(row);
+  CHECK(r.plan);
+  CHECK_FALSE(r.scored());
+
+  // Inconsistent mesh and batch: reasons from validate() and the batch rule.
+  row = base_row();
+  row["hardware"]["num_gpus"] = 128;
+  CHECK(has_reason(map_one(row), "GPU"));
+  row = base_row();
+  row["parallel"]["micro_batch"] = 2;
+  row["parallel"]["global_batch_seqs"] = 63;
+  CHECK(has_reason(map_one(row), "not a multiple"));
+}
+
+TEST_CASE("validation: strict schema errors name the JSON path") {
+  auto fails_with = [](const nlohmann::json& doc, std::string_view what) {
+    try {
+      load_published_runs(doc.dump(), "runs.json", profiles());
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      CHECK_MESSAGE(msg.find(what) != std::string::npos, msg);
+      return true;
+    }
+    return false;
+  };
+  nlohmann::json row = base_row();
+  row["parallel"]["tp_size"] = 8;
+  CHECK(fails_with(nlohmann::json::array({row}), "runs.json: /0/parallel/tp_size: unknown key"));
+  row = base_row();
+  row["parallel"]["tp"] = "8";
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/parallel/tp: expected an integer"));
+  row = base_row();
+  row["measured"]["iter_time_s"] = -1;
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/iter_time_s"));
+  row = base_row();
+  row["derived"]["iter_time_s"] = "fast";
+  row["measured"]["iter_time_s"] = nullptr;
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/derived/iter_time_s"));
+  CHECK(fails_with(nlohmann::json::array({base_row(), base_row()}), "/1/id: duplicate run id 'r1'"));
+  CHECK(fails_with(nlohmann::json::object(), "expected a JSON array"));
+  row = base_row();
+  row.erase("arch");
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/arch: missing required key"));
+}
+
+TEST_CASE("validation: summary statistics") {
+  const ErrorSummary s = summarize({0.1, -0.2, 0.05, -0.01}, {"a", "b", "c", "d"});
+  CHECK(s.count == 4);
+  CHECK(s.mean_abs == doctest::Approx(0.09));
+  CHECK(s.median_abs == doctest::Approx(0.075));
+  CHECK(s.worst_abs == doctest::Approx(0.2));
+  CHECK(s.worst_id == "b");
+  CHECK(s.mean_signed == doctest::Approx(-0.015));
+}
+
+// Accuracy regression on the shared file. Targets (issue 4): all 45 rows mean <= 6%, worst <= 15%; the 8 Korthikanti
+// et al. 2022 Table 5 rows mean <= 3%, worst <= 8%. The bounds below are the current measured values plus a small
+// margin (docs/accuracy.md), so any regression fails; where the target is not met yet the test says so.
+TEST_CASE("validation: accuracy on validation/published-runs.json") {
+  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing ", path, ": the accuracy regression needs the shared validation file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::vector<MappedRun> runs = load_published_runs(ss.str(), path, profiles());
+  const ValidationReport rep = score_runs(runs);
+  CHECK(runs.size() >= 67);
+  CHECK(rep.overall.count == 45);
+  MESSAGE("all: mean ", rep.overall.mean_abs, " worst ", rep.overall.worst_abs, " (", rep.overall.worst_id, ")");
+  CHECK(rep.overall.mean_abs <= 0.056);   // target 0.06 (met: 0.055; the MosaicML H100 rows dominate, docs/accuracy.md)
+  CHECK(rep.overall.worst_abs <= 0.38);   // target 0.15 (not met: the MosaicML H100 rows, 13B 0.372)
+  std::vector<double> errs;
+  std::vector<std::string> ids;
+  for (const RunResult& r : rep.rows) {
+    const std::string& id = r.run->id;
+    if (r.run->scored() && id.rfind("korthikanti22_", 0) == 0 && id.find("_dp8_") == std::string::npos) {
+      errs.push_back(r.error);
+      ids.push_back(id);
+    }
+  }
+  const ErrorSummary k = summarize(errs, ids);
+  MESSAGE("Korthikanti: mean ", k.mean_abs, " worst ", k.worst_abs, " (", k.worst_id, ")");
+  CHECK(k.count == 8);
+  CHECK(k.mean_abs <= 0.023);  // target 0.03 (met: 0.021)
+  CHECK(k.worst_abs <= 0.042); // target 0.08 (met: 0.041)
+  for (const auto& [gpu, s] : rep.by_gpu) {
+    MESSAGE(gpu, ": mean ", s.mean_abs, " worst ", s.worst_abs);
+    // The A100 rows (both profiles fitted to these rows) are all within the worst-row target; the H100 rows are not.
+    if (gpu == "A100-SXM4-80GB") CHECK(s.mean_abs <= 0.037);
+    if (gpu == "A100-SXM4-80GB") CHECK(s.worst_abs <= 0.15);  // 0.148, 529.6B ZeRO-3 micro-batch 4
+    if (gpu == "A100-SXM4-40GB") CHECK(s.worst_abs <= 0.15);  // 0.106
+    if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
+  }
+}
