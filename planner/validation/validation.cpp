@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/core.h>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -104,28 +105,9 @@ std::string MappedRun::skip_reason() const {
 
 namespace {
 
-void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, MappedRun& r) {
-  const Obj top(row, where, fmt::format("/{}", index),
-                {"id", "model", "run_type", "source", "source_locator", "arch", "hardware", "parallel", "precision",
-                 "recompute", "measured", "derived", "confidence", "notes"});
-  r.id = top.text("id");
-  if (r.id.empty()) top.fail("id", "missing or empty run id");
-  r.source = top.text("source");
-  if (r.source.empty()) top.fail("source", "missing or empty source (every row names its source)");
-  r.source_key = source_key(r.source);
-  const Obj a = top.object("arch", {"layers", "hidden", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len",
-                                    "params_B", "arch_notes"});
-  const Obj hw = top.object("hardware", {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node_per_node", "system"});
-  const Obj p = top.object("parallel", {"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "vpp_chunks_per_stage",
-                                        "zero_stage", "fsdp", "micro_batch", "global_batch_seqs", "grad_accum",
-                                        "parallel_notes"});
-  const Obj ms = top.object("measured", {"tflops_per_gpu", "tflops_basis", "mfu", "hfu", "pct_of_peak", "iter_time_s",
-                                         "tokens_per_s_total", "tokens_per_s_per_gpu", "samples_per_s",
-                                         "aggregate_pflops", "memory_per_gpu_GB", "other"});
-  std::vector<std::string>& skip = r.skip_reasons;
-  auto missing = [&](std::string_view what) { skip.push_back(fmt::format("{} not stated", what)); };
-
-  // Measured quantities. derived is free-form (formulas); only derived.iter_time_s is read.
+// The measured step time (measured.iter_time_s, else derived.iter_time_s) and peak memory of a row. derived is
+// free-form (formulas); only derived.iter_time_s is read.
+void read_measured(const Obj& top, const Obj& ms, MappedRun& r) {
   ms.number("tflops_per_gpu", 0, 1e6);
   ms.number("mfu", 0, 1.5);
   ms.number("hfu", 0, 1.5);
@@ -146,8 +128,11 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     }
   }
   if (const auto mem = ms.number("memory_per_gpu_GB", 1e-6, 1e6)) r.measured_memory_bytes = *mem * 1e9;
+}
 
-  // Architecture.
+// The model of a row (arch): shape, FFN type, and the Llama-family conventions of SwiGLU models.
+ModelSpec read_arch(const Obj& a, MappedRun& r, const std::function<void(std::string_view)>& missing) {
+  std::vector<std::string>& skip = r.skip_reasons;
   ModelSpec m;
   m.name = r.id;
   m.source = r.source;
@@ -192,38 +177,68 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   if (has(an, "alibi")) m.position = PositionEmbedding::alibi;
   if (has(an, "rotary") || has(an, "rope")) m.position = PositionEmbedding::rotary;
   if (has(an, "untied")) m.tied_embeddings = false;
+  return m;
+}
 
-  // Hardware.
+// What a row's hardware object gives: GPU count, GPUs per node, the cluster profile with that GPU and node size
+// (the last, user-given, one wins), and the inter-node link text.
+struct RowHardware {
+  std::optional<int64_t> num_gpus, gpus_per_node;
+  const ClusterSpec* cluster = nullptr;
+  std::string inter_text;
+};
+
+RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& r,
+                          const std::function<void(std::string_view)>& missing) {
+  std::vector<std::string>& skip = r.skip_reasons;
+  RowHardware h;
   r.gpu_text = hw.text("gpu");
-  const auto num_gpus = hw.integer("num_gpus", 1, kMaxCount), gpn = hw.integer("gpus_per_node", 1, 1'000'000);
+  h.num_gpus = hw.integer("num_gpus", 1, kMaxCount);
+  h.gpus_per_node = hw.integer("gpus_per_node", 1, 1'000'000);
   std::string why;
   r.gpu_type = map_gpu(r.gpu_text, profiles, &why);
   if (r.gpu_type.empty()) skip.push_back(why);
-  if (!num_gpus) missing("hardware.num_gpus");
-  if (!gpn) missing("hardware.gpus_per_node");
-  const std::string inter_text = hw.text("inter_node_per_node");
+  if (!h.num_gpus) missing("hardware.num_gpus");
+  if (!h.gpus_per_node) missing("hardware.gpus_per_node");
+  h.inter_text = hw.text("inter_node_per_node");
   hw.text("intra_node");
   hw.text("system");
-  const ClusterSpec* cluster = nullptr;
-  if (!r.gpu_type.empty() && gpn) {
+  if (!r.gpu_type.empty() && h.gpus_per_node) {
     for (const auto& e : profiles.entries()) {
       if (e.kind != "cluster") continue;
       const ClusterSpec* c = profiles.find_cluster(e.name);
       const GpuSpec* g = c ? profiles.find_gpu(c->gpu) : nullptr;
-      if (g && g->name == r.gpu_type && c->gpus_per_node == *gpn) cluster = c;  // the last (user) one wins
+      if (g && g->name == r.gpu_type && c->gpus_per_node == *h.gpus_per_node) h.cluster = c;  // the last (user) one wins
     }
-    if (!cluster) skip.push_back(fmt::format("no cluster profile with {} and {} GPUs per node", r.gpu_type, *gpn));
+    if (!h.cluster) {
+      skip.push_back(fmt::format("no cluster profile with {} and {} GPUs per node", r.gpu_type, *h.gpus_per_node));
+    }
   }
+  return h;
+}
 
-  // Parallel configuration.
+// What a row's parallel object states: the parallel configuration, its global batch, FSDP, SP (when stated) and
+// the parallel notes.
+struct RowParallel {
   ParallelConfig pc;
+  std::optional<int64_t> global_batch;
+  std::optional<bool> fsdp, sequence_parallel;
+  std::string notes;
+};
+
+RowParallel read_parallel(const Obj& p, MappedRun& r, const std::function<void(std::string_view)>& missing) {
+  std::vector<std::string>& skip = r.skip_reasons;
+  RowParallel out;
+  ParallelConfig& pc = out.pc;
   const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), dp = p.integer("dp", 1, kMaxCount),
              cp = p.integer("cp", 1, kMaxCount), ep = p.integer("ep", 1, kMaxCount),
              vpp = p.integer("vpp_chunks_per_stage", 1, 1024), zero = p.integer("zero_stage", 0, 3),
              mb = p.integer("micro_batch", 1, kMaxCount), gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
   p.integer("grad_accum", 1, kMaxCount);
-  const auto sp = p.boolean("sequence_parallel"), fsdp = p.boolean("fsdp");
-  const std::string pnotes = p.text("parallel_notes");
+  out.sequence_parallel = p.boolean("sequence_parallel");
+  const std::optional<bool> fsdp = out.fsdp = p.boolean("fsdp");
+  out.global_batch = gbs;
+  out.notes = p.text("parallel_notes");
   if (!tp) missing("parallel.tp");
   if (!pp) missing("parallel.pp");
   if (!dp) missing("parallel.dp");
@@ -239,12 +254,6 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   pc.micro_batch = mb.value_or(1);
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
   if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
-  const std::string rc_text = top.text("recompute");
-  pc.sequence_parallel = sp.value_or(false);
-  if (!sp) {
-    const std::string rt = lower(rc_text);
-    pc.sequence_parallel = has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
-  }
   if (tp && dp && mb && gbs) {
     pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
     if (pc.num_microbatches == 0) {
@@ -252,8 +261,22 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
       pc.num_microbatches = 1;
     }
   }
+  return out;
+}
 
-  // Precision and recompute (free text).
+// Sequence parallelism: as stated, else when the recompute text names it ("selective + sequence parallel").
+bool sequence_parallel(const std::optional<bool>& stated, std::string_view recompute_text) {
+  if (stated) return *stated;
+  const std::string rt = lower(recompute_text);
+  return has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
+}
+
+// Precision, recompute (free text, with the FLOP-basis rule), and the software-vintage rules (attention kernel,
+// asynchronous TP backward, fused gradient accumulation, communication overlap) of a row.
+TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recompute_text, std::string_view arch_notes,
+                           std::string_view parallel_notes, bool fsdp, ParallelConfig& pc, MappedRun& r,
+                           const std::function<void(std::string_view)>& missing) {
+  std::vector<std::string>& skip = r.skip_reasons;
   TrainingSpec tr;
   const std::string prec_text = top.text("precision");
   std::string note;
@@ -265,8 +288,8 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   if (!note.empty()) r.notes.push_back(note);
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
   // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
-  tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp.value_or(false);
-  if (rc_text.empty()) {
+  tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;
+  if (recompute_text.empty()) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
     // ran full recompute. Otherwise the mode is unknown.
     const std::string basis = lower(ms.text("tflops_basis"));
@@ -276,12 +299,12 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     } else {
       missing("recompute");
     }
-  } else if (!map_recompute(rc_text, pc.recompute)) {
-    skip.push_back(fmt::format("recompute '{}' is not none/selective/full", rc_text));
+  } else if (!map_recompute(recompute_text, pc.recompute)) {
+    skip.push_back(fmt::format("recompute '{}' is not none/selective/full", recompute_text));
   }
   note.clear();
   const std::string row_notes = top.text("notes");
-  const std::string row_texts = arch_notes + " " + row_notes + " " + pnotes;
+  const std::string row_texts = std::string(arch_notes) + " " + row_notes + " " + std::string(parallel_notes);
   tr.attention = map_attention(r.source, row_texts, &note);
   r.notes.push_back(note);
   note.clear();
@@ -290,8 +313,43 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   note.clear();
   tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
   r.notes.push_back(note);
-  map_comm_overlap(pnotes, row_notes, pc, &r.notes);
-  tr.global_batch = gbs.value_or(0);
+  map_comm_overlap(parallel_notes, row_notes, pc, &r.notes);
+  return tr;
+}
+
+void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, MappedRun& r) {
+  const Obj top(row, where, fmt::format("/{}", index),
+                {"id", "model", "run_type", "source", "source_locator", "arch", "hardware", "parallel", "precision",
+                 "recompute", "measured", "derived", "confidence", "notes"});
+  r.id = top.text("id");
+  if (r.id.empty()) top.fail("id", "missing or empty run id");
+  r.source = top.text("source");
+  if (r.source.empty()) top.fail("source", "missing or empty source (every row names its source)");
+  r.source_key = source_key(r.source);
+  const Obj a = top.object("arch", {"layers", "hidden", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len",
+                                    "params_B", "arch_notes"});
+  const Obj hw = top.object("hardware", {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node_per_node", "system"});
+  const Obj p = top.object("parallel", {"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "vpp_chunks_per_stage",
+                                        "zero_stage", "fsdp", "micro_batch", "global_batch_seqs", "grad_accum",
+                                        "parallel_notes"});
+  const Obj ms = top.object("measured", {"tflops_per_gpu", "tflops_basis", "mfu", "hfu", "pct_of_peak", "iter_time_s",
+                                         "tokens_per_s_total", "tokens_per_s_per_gpu", "samples_per_s",
+                                         "aggregate_pflops", "memory_per_gpu_GB", "other"});
+  std::vector<std::string>& skip = r.skip_reasons;
+  const std::function<void(std::string_view)> missing = [&](std::string_view what) {
+    skip.push_back(fmt::format("{} not stated", what));
+  };
+
+  read_measured(top, ms, r);
+  const ModelSpec m = read_arch(a, r, missing);
+  const RowHardware hwr = read_hardware(hw, profiles, r, missing);
+  RowParallel par = read_parallel(p, r, missing);
+  const std::string rc_text = top.text("recompute");
+  par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
+  TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false), par.pc,
+                                  r, missing);
+  const ParallelConfig& pc = par.pc;
+  tr.global_batch = par.global_batch.value_or(0);
   tr.seq_len = m.seq_len;
 
   top.text("model");
@@ -308,14 +366,14 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   Plan plan;
   plan.model = m;
   plan.gpu = *profiles.find_gpu(r.gpu_type);
-  plan.cluster = *cluster;
-  const double bw = inter_node_Bps_per_gpu(inter_text, *gpn);
+  plan.cluster = *hwr.cluster;
+  const double bw = inter_node_Bps_per_gpu(hwr.inter_text, *hwr.gpus_per_node);
   if (bw > 0 && std::fabs(bw - plan.cluster.inter_node.bandwidth_Bps) > 0.05 * plan.cluster.inter_node.bandwidth_Bps) {
     r.notes.push_back(fmt::format("inter-node {:.2f} GB/s per GPU from the link text (preset {:.2f})", bw / 1e9,
                                   plan.cluster.inter_node.bandwidth_Bps / 1e9));
     plan.cluster.inter_node.bandwidth_Bps = bw;
   }
-  plan.num_gpus = *num_gpus;
+  plan.num_gpus = *hwr.num_gpus;
   plan.parallel = pc;
   plan.training = tr;
   const Validity v = validate(plan);
