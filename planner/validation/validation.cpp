@@ -130,6 +130,34 @@ void read_measured(const Obj& top, const Obj& ms, MappedRun& r) {
   if (const auto mem = ms.number("memory_per_gpu_GB", 1e-6, 1e6)) r.measured_memory_bytes = *mem * 1e9;
 }
 
+// The mixture-of-experts fields of a row's arch (experts, top_k, shared_experts, dense_layers, moe_ffn) and its
+// attention kind. Routed experts whose FFN is arch.ffn map onto the model's experts and top_k; what the cost model
+// does not represent (shared experts, leading dense layers, a per-expert FFN size of its own, MLA or linear
+// attention) is a skip reason naming the field.
+void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
+  const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
+             shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
+             moe_ffn = a.integer("moe_ffn", 1, 10'000'000);
+  const std::string attention = lower(a.text("attention"));
+  if (has(attention, "mla")) skip.push_back("arch.attention MLA (latent attention) is not modelled");
+  if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
+  if (experts.value_or(1) <= 1) return;
+  m.experts = *experts;
+  if (!top_k) {
+    skip.push_back("arch.top_k not stated");
+  } else if (*top_k > *experts) {
+    skip.push_back(fmt::format("arch.top_k {} exceeds arch.experts {}", *top_k, *experts));
+  } else {
+    m.top_k = *top_k;
+  }
+  if (shared.value_or(0) > 0) skip.push_back(fmt::format("arch.shared_experts {}: shared experts are not modelled", *shared));
+  if (dense.value_or(0) > 0) skip.push_back(fmt::format("arch.dense_layers {}: leading dense layers are not modelled", *dense));
+  if (moe_ffn && *moe_ffn != m.ffn_hidden) {
+    skip.push_back(fmt::format("arch.moe_ffn {} differs from arch.ffn {}: a per-expert FFN size is not modelled",
+                               *moe_ffn, m.ffn_hidden));
+  }
+}
+
 // The model of a row (arch): shape, FFN type, and the Llama-family conventions of SwiGLU models.
 ModelSpec read_arch(const Obj& a, MappedRun& r, const std::function<void(std::string_view)>& missing) {
   std::vector<std::string>& skip = r.skip_reasons;
@@ -177,6 +205,7 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const std::function<void(std::st
   if (has(an, "alibi")) m.position = PositionEmbedding::alibi;
   if (has(an, "rotary") || has(an, "rope")) m.position = PositionEmbedding::rotary;
   if (has(an, "untied")) m.tied_embeddings = false;
+  read_moe(a, m, skip);
   return m;
 }
 
@@ -327,7 +356,8 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   if (r.source.empty()) top.fail("source", "missing or empty source (every row names its source)");
   r.source_key = source_key(r.source);
   const Obj a = top.object("arch", {"layers", "hidden", "heads", "kv_heads", "ffn", "ffn_type", "vocab", "seq_len",
-                                    "params_B", "arch_notes"});
+                                    "params_B", "arch_notes", "experts", "top_k", "shared_experts", "dense_layers",
+                                    "moe_ffn", "attention"});
   const Obj hw = top.object("hardware", {"gpu", "num_gpus", "gpus_per_node", "intra_node", "inter_node_per_node", "system"});
   const Obj p = top.object("parallel", {"tp", "pp", "dp", "cp", "ep", "sequence_parallel", "vpp_chunks_per_stage",
                                         "zero_stage", "fsdp", "micro_batch", "global_batch_seqs", "grad_accum",

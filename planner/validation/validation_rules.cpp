@@ -70,7 +70,7 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
   const std::string t = lower(text);
   if (has(t, "not stated")) return false;
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
-  if (has(t, "fp8")) {
+  if (has(t, "fp8") || has(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"
     out = Precision::fp8;
   } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
     out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16

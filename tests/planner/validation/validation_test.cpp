@@ -325,6 +325,79 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
   CHECK(has_reason(map_one(row), "not a multiple"));
 }
 
+TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or name what is not modelled") {
+  nlohmann::json row = base_row();
+  row["arch"]["ffn_type"] = "SwiGLU MoE (8 experts, top-2)";
+  row["arch"]["ffn"] = 16384;
+  row["arch"]["experts"] = 8;
+  row["arch"]["top_k"] = 2;
+  row["arch"]["shared_experts"] = 0;
+  row["arch"]["dense_layers"] = 0;
+  row["arch"]["moe_ffn"] = 16384;
+  row["arch"]["attention"] = "GQA/MHA";
+  row["parallel"]["ep"] = 1;
+  MappedRun r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.experts == 8);
+  CHECK(r.plan->model.top_k == 2);
+
+  // Dense rows of the modern file state experts 1 and null MoE fields: a dense model.
+  row = base_row();
+  row["arch"]["experts"] = 1;
+  row["arch"]["top_k"] = nullptr;
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK_FALSE(r.plan->model.is_moe());
+
+  // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
+  row = base_row();
+  row["arch"]["experts"] = 256;
+  row["arch"]["top_k"] = 8;
+  row["arch"]["shared_experts"] = 1;
+  row["arch"]["dense_layers"] = 3;
+  row["arch"]["moe_ffn"] = 2048;
+  row["arch"]["attention"] = "MLA";
+  r = map_one(row);
+  CHECK_FALSE(r.scored());
+  CHECK(has_reason(r, "arch.shared_experts 1"));
+  CHECK(has_reason(r, "arch.dense_layers 3"));
+  CHECK(has_reason(r, "arch.moe_ffn 2048 differs from arch.ffn 49152"));
+  CHECK(has_reason(r, "arch.attention MLA"));
+  row = base_row();
+  row["arch"]["attention"] = "hybrid linear attention";
+  CHECK(has_reason(map_one(row), "linear attention"));
+  row = base_row();
+  row["arch"]["experts"] = 8;
+  row["arch"]["top_k"] = 9;
+  CHECK(has_reason(map_one(row), "arch.top_k 9 exceeds arch.experts 8"));
+  row["arch"]["top_k"] = nullptr;
+  CHECK(has_reason(map_one(row), "arch.top_k not stated"));
+
+  // torchao's "Float8" names fp8.
+  Precision p = Precision::bf16;
+  CHECK(map_precision("Float8 rowwise (torchao)", p));
+  CHECK(p == Precision::fp8);
+}
+
+// The 2024-25 file (validation/published-runs-modern.json) loads: every row is either scored or skipped with a
+// stated reason (unknown GPUs such as MI300X and GB200 are skip reasons, not errors).
+TEST_CASE("validation: every row of validation/published-runs-modern.json is scored or has a reason") {
+  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs-modern.json";
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::vector<MappedRun> runs = load_published_runs(ss.str(), path, profiles());
+  CHECK(runs.size() == 162);
+  int64_t scored = 0;
+  for (const MappedRun& r : runs) {
+    CHECK_MESSAGE((r.scored() || !r.skip_reasons.empty()), r.id);
+    scored += r.scored() ? 1 : 0;
+    if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(has_reason(r, "unknown GPU"));
+  }
+  CHECK(scored >= 14);  // docs/accuracy.md "The 2024-25 runs"
+}
+
 TEST_CASE("validation: strict schema errors name the JSON path") {
   auto fails_with = [](const nlohmann::json& doc, std::string_view what) {
     try {
