@@ -22,6 +22,7 @@ struct ValidateOptions {
   std::string runs;
   std::vector<std::string> profiles;
   std::string plans_dir;
+  std::string unstated = "strict";
   bool json = false;
   bool breakdown = false;
 };
@@ -53,6 +54,7 @@ nlohmann::json report_json(const ValidationReport& rep) {
     j["measured_memory_bytes"] = m.measured_memory_bytes ? nlohmann::json(*m.measured_memory_bytes) : nlohmann::json(nullptr);
     j["skipped_reason"] = m.scored() ? nlohmann::json(nullptr) : nlohmann::json(m.skip_reason());
     j["notes"] = m.notes;
+    j["assumed"] = m.assumed;
     rows.push_back(std::move(j));
   }
   nlohmann::json by_source = nlohmann::json::object(), by_gpu = nlohmann::json::object();
@@ -85,6 +87,23 @@ std::string render_breakdown(const ValidationReport& rep) {
          t.render() + "\n";
 }
 
+// The values taken for what scored rows leave unstated (--unstated search), one line per row.
+std::string render_assumed(const ValidationReport& rep) {
+  std::string s;
+  int64_t rows = 0;
+  for (const RunResult& r : rep.rows) {
+    const MappedRun& m = *r.run;
+    if (!m.scored() || m.assumed.empty()) continue;
+    ++rows;
+    s += fmt::format("  {}:", m.id);
+    for (size_t i = 0; i < m.assumed.size(); ++i) s += fmt::format("{} {}", i ? ";" : "", m.assumed[i]);
+    s += "\n";
+  }
+  if (rows == 0) return "";
+  return fmt::format("Assumed values ({} scored rows state less than a plan needs; --unstated search)\n", rows) + s +
+         "\n";
+}
+
 std::string render(const ValidationReport& rep, const std::string& file, bool breakdown) {
   std::string s = fmt::format("parplan validate: {} runs from {} ({} scored, {} skipped)\n\n", rep.rows.size(), file,
                               rep.overall.count, rep.skipped);
@@ -99,6 +118,7 @@ std::string render(const ValidationReport& rep, const std::string& file, bool br
   }
   s += t.render();
   s += "  (d) = derived.iter_time_s (from the printed throughput);  ! = predicted not to fit in GPU memory\n\n";
+  s += render_assumed(rep);
   if (breakdown) s += render_breakdown(rep);
   if (rep.skipped > 0) {
     s += fmt::format("Skipped ({})\n", rep.skipped);
@@ -133,13 +153,22 @@ Runner setup(CLI::App& app) {
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
   app.add_flag("--breakdown", o->breakdown, "Also print where each row's predicted step goes, term by term");
+  app.add_option("--unstated", o->unstated,
+                 "strict (default): skip rows that leave a value unstated | search: take the fastest plan that fits "
+                 "over unstated recompute / micro-batch and the documented assumptions for an unstated shape or "
+                 "precision, listing every value taken (docs/accuracy.md)");
   app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
   return [o]() {
     if (o->runs.empty()) {
       throw InputError("--runs: required (a published-runs file, e.g. validation/published-runs.json)");
     }
     const ProfileSet profiles = load_profiles(o->profiles);
-    const std::vector<MappedRun> runs = load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles);
+    if (o->unstated != "strict" && o->unstated != "search") {
+      throw InputError(fmt::format("--unstated: '{}' is not strict or search", o->unstated));
+    }
+    const Unstated unstated = o->unstated == "search" ? Unstated::search : Unstated::strict;
+    const std::vector<MappedRun> runs =
+        load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles, unstated);
     const ValidationReport rep = score_runs(runs);
     if (!o->plans_dir.empty()) {
       // File names from the ids with anything but letters, digits, '.', '-' and '_' replaced by '_' (an id is input:

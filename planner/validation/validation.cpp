@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/core.h>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -95,6 +94,26 @@ class Obj {
 
 constexpr int64_t kMaxCount = 100'000'000;
 
+// What a row leaves unstated. Strict: a skip reason ("X not stated"). Search: the documented assumption, listed in
+// MappedRun::assumed, or a knob left open for choose_open_knobs().
+struct Gaps {
+  MappedRun& r;
+  Unstated mode;
+  bool open_recompute = false, open_micro_batch = false;
+
+  bool search() const { return mode == Unstated::search; }
+  void missing(std::string_view what) const { r.skip_reasons.push_back(fmt::format("{} not stated", what)); }
+  // Search: records "what = value" and returns true. Strict: the skip reason, false.
+  bool assume(std::string_view what, std::string_view value) const {
+    if (!search()) {
+      missing(what);
+      return false;
+    }
+    r.assumed.push_back(fmt::format("{} = {}", what, value));
+    return true;
+  }
+};
+
 }  // namespace
 
 std::string MappedRun::skip_reason() const {
@@ -159,26 +178,37 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
 }
 
 // The model of a row (arch): shape, FFN type, and the Llama-family conventions of SwiGLU models.
-ModelSpec read_arch(const Obj& a, MappedRun& r, const std::function<void(std::string_view)>& missing) {
+ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   ModelSpec m;
   m.name = r.id;
   m.source = r.source;
   const auto layers = a.integer("layers", 1, 100'000), hidden = a.integer("hidden", 1, 10'000'000),
-             heads = a.integer("heads", 1, 10'000'000), kv = a.integer("kv_heads", 1, 10'000'000),
-             ffn = a.integer("ffn", 1, 10'000'000), vocab = a.integer("vocab", 1, 100'000'000),
-             seq = a.integer("seq_len", 1, 100'000'000);
+             heads = a.integer("heads", 1, 10'000'000), seq = a.integer("seq_len", 1, 100'000'000);
+  auto kv = a.integer("kv_heads", 1, 10'000'000), ffn = a.integer("ffn", 1, 10'000'000),
+       vocab = a.integer("vocab", 1, 100'000'000);
   a.number("params_B", 0, 1e6);
-  const std::string ffn_text = a.text("ffn_type"), arch_notes = a.text("arch_notes");
-  if (!layers) missing("arch.layers");
-  if (!hidden) missing("arch.hidden");
-  if (!heads) missing("arch.heads");
-  if (!kv) missing("arch.kv_heads");
-  if (!ffn) missing("arch.ffn");
-  if (!vocab) missing("arch.vocab");
-  if (!seq) missing("arch.seq_len");
+  std::string ffn_text = a.text("ffn_type");
+  const std::string arch_notes = a.text("arch_notes");
+  if (!layers) gaps.missing("arch.layers");
+  if (!hidden) gaps.missing("arch.hidden");
+  if (!heads) gaps.missing("arch.heads");
+  // A GPT-3-style model (arch_notes name GPT-3; Brown et al. 2020) whose shape is not stated in full, searched: multi-head attention, a 4h
+  // GeLU MLP, and the GPT-2 BPE vocabulary (50257) padded as parplan's GPT-3 profiles pad it (51200, Megatron-LM).
+  const bool gpt3 = gaps.search() && has(lower(arch_notes), "gpt-3");
+  if (!kv && heads && gpt3 && gaps.assume("arch.kv_heads", fmt::format("{} (heads: GPT-3-style MHA)", *heads))) kv = heads;
+  if (!ffn && ffn_text.empty() && hidden && gpt3 &&
+      gaps.assume("arch.ffn", fmt::format("{} (4h GeLU MLP, GPT-3 style)", 4 * *hidden))) {
+    ffn = 4 * *hidden;
+    ffn_text = "GeLU MLP (4h)";
+  }
+  if (!vocab && gpt3 && gaps.assume("arch.vocab", "51200 (GPT-2 BPE padded as Megatron-LM pads it)")) vocab = 51200;
+  if (!kv) gaps.missing("arch.kv_heads");
+  if (!ffn) gaps.missing("arch.ffn");
+  if (!vocab) gaps.missing("arch.vocab");
+  if (!seq) gaps.missing("arch.seq_len");
   if (ffn_text.empty()) {
-    missing("arch.ffn_type");
+    gaps.missing("arch.ffn_type");
   } else if (!map_ffn_type(ffn_text, m.ffn_type)) {
     skip.push_back(fmt::format("arch.ffn_type '{}' is not a GeLU/ReLU MLP or SwiGLU", ffn_text));
   }
@@ -217,8 +247,7 @@ struct RowHardware {
   std::string inter_text;
 };
 
-RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& r,
-                          const std::function<void(std::string_view)>& missing) {
+RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& r, const Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   RowHardware h;
   r.gpu_text = hw.text("gpu");
@@ -227,8 +256,8 @@ RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& 
   std::string why;
   r.gpu_type = map_gpu(r.gpu_text, profiles, &why);
   if (r.gpu_type.empty()) skip.push_back(why);
-  if (!h.num_gpus) missing("hardware.num_gpus");
-  if (!h.gpus_per_node) missing("hardware.gpus_per_node");
+  if (!h.num_gpus) gaps.missing("hardware.num_gpus");
+  if (!h.gpus_per_node) gaps.missing("hardware.gpus_per_node");
   h.inter_text = hw.text("inter_node_per_node");
   hw.text("intra_node");
   hw.text("system");
@@ -255,7 +284,7 @@ struct RowParallel {
   std::string notes;
 };
 
-RowParallel read_parallel(const Obj& p, MappedRun& r, const std::function<void(std::string_view)>& missing) {
+RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   RowParallel out;
   ParallelConfig& pc = out.pc;
@@ -268,11 +297,12 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, const std::function<void(s
   const std::optional<bool> fsdp = out.fsdp = p.boolean("fsdp");
   out.global_batch = gbs;
   out.notes = p.text("parallel_notes");
-  if (!tp) missing("parallel.tp");
-  if (!pp) missing("parallel.pp");
-  if (!dp) missing("parallel.dp");
-  if (!mb) missing("parallel.micro_batch");
-  if (!gbs) missing("parallel.global_batch_seqs");
+  if (!tp) gaps.missing("parallel.tp");
+  if (!pp) gaps.missing("parallel.pp");
+  if (!dp) gaps.missing("parallel.dp");
+  gaps.open_micro_batch = !mb && gaps.search();
+  if (!mb && !gaps.open_micro_batch) gaps.missing("parallel.micro_batch");
+  if (!gbs) gaps.missing("parallel.global_batch_seqs");
   pc.tp = tp.value_or(1);
   pc.pp = pp.value_or(1);
   pc.dp = dp.value_or(1);
@@ -303,14 +333,15 @@ bool sequence_parallel(const std::optional<bool>& stated, std::string_view recom
 // Precision, recompute (free text, with the FLOP-basis rule), and the software-vintage rules (attention kernel,
 // asynchronous TP backward, fused gradient accumulation, communication overlap) of a row.
 TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recompute_text, std::string_view arch_notes,
-                           std::string_view parallel_notes, bool fsdp, ParallelConfig& pc, MappedRun& r,
-                           const std::function<void(std::string_view)>& missing) {
+                           std::string_view parallel_notes, bool fsdp, ParallelConfig& pc, MappedRun& r, Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   TrainingSpec tr;
   const std::string prec_text = top.text("precision");
   std::string note;
-  if (prec_text.empty()) {
-    missing("precision");
+  const bool prec_unstated = prec_text.empty() || (gaps.search() && has(lower(prec_text), "not stated"));
+  if (prec_unstated) {
+    // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
+    if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
   } else if (!map_precision(prec_text, tr.precision, &note)) {
     skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", prec_text));
   }
@@ -318,15 +349,18 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
   // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
   tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;
-  if (recompute_text.empty()) {
+  const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(lower(recompute_text), "not stated"));
+  if (rc_unstated) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
-    // ran full recompute. Otherwise the mode is unknown.
+    // ran full recompute. Otherwise the mode is unknown (searched under Unstated::search).
     const std::string basis = lower(ms.text("tflops_basis"));
     if (has(basis, "eq.3") || has(basis, "eq. 3")) {
       pc.recompute = Recompute::full;
       r.notes.push_back("recompute not stated: full (FLOP basis Narayanan Eq. 3 counts the recompute pass)");
+    } else if (gaps.search()) {
+      gaps.open_recompute = true;
     } else {
-      missing("recompute");
+      gaps.missing("recompute");
     }
   } else if (!map_recompute(recompute_text, pc.recompute)) {
     skip.push_back(fmt::format("recompute '{}' is not none/selective/full", recompute_text));
@@ -346,7 +380,86 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   return tr;
 }
 
-void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, MappedRun& r) {
+// The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
+// rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
+// (arch_notes).
+void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t layers, ParallelConfig& pc,
+                          MappedRun& r) {
+  const json* other = ms.get("other");
+  if (other && other->is_object()) {
+    auto it = other->find("schedule");
+    if (it != other->end() && it->is_string()) {
+      const std::string name = it->get<std::string>(), t = lower(name);
+      if (t == "zb-1p" || t == "zb-h1") {
+        pc.schedule = Schedule::zero_bubble;
+        if (t == "zb-1p") {
+          r.notes.push_back("ZB-1p (searched, 1F1B's activation memory) priced as ZB-H1, its handcrafted schedule of "
+                            "the same memory (Qi et al. 2023 Sec. 3)");
+        }
+      } else if (t == "1f1b-i") {
+        pc.schedule = Schedule::interleaved;
+      } else if (t != "1f1b") {
+        r.skip_reasons.push_back(fmt::format("schedule {} is not modelled (1F1B, 1F1B-I and ZB-H1 are)", name));
+      }
+    }
+  }
+  const int64_t p = pc.pp;
+  if (has(lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0) {
+    pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;
+    r.notes.push_back(fmt::format("first and last stages hold {} layers, the others {} (arch_notes)",
+                                  pc.first_stage_layers, (layers + 2) / p));
+  }
+}
+
+// Unstated::search: the fastest plan that fits over the knobs the row leaves open (recompute none / selective / full;
+// every micro-batch that divides the global batch over dp); none fitting, the one with the least memory. The values
+// taken are listed in MappedRun::assumed.
+void choose_open_knobs(const Gaps& gaps, Plan& plan) {
+  const std::vector<Recompute> modes = gaps.open_recompute
+      ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full}
+      : std::vector<Recompute>{plan.parallel.recompute};
+  std::vector<int64_t> micro_batches = {plan.parallel.micro_batch};
+  if (gaps.open_micro_batch) {
+    micro_batches.clear();
+    const int64_t per_replica = plan.training.global_batch / std::max<int64_t>(plan.parallel.dp, 1);
+    for (int64_t b = 1; b <= per_replica && b <= 1024; ++b) {
+      if (microbatches_per_step(plan.training.global_batch, plan.parallel.dp, b) > 0) micro_batches.push_back(b);
+    }
+  }
+  std::optional<Plan> best;
+  bool best_fits = false;
+  double best_key = 0;
+  for (const Recompute mode : modes) {
+    for (const int64_t b : micro_batches) {
+      Plan c = plan;
+      c.parallel.recompute = mode;
+      c.parallel.micro_batch = b;
+      c.parallel.num_microbatches = microbatches_per_step(c.training.global_batch, c.parallel.dp, b);
+      if (c.parallel.num_microbatches == 0 || !validate(c).ok()) continue;
+      const Estimate e = estimate(c);
+      const double key = e.fits ? e.time.step_s : e.peak_memory_bytes;  // fits: fastest; else least memory
+      if (!best || (e.fits && !best_fits) || (e.fits == best_fits && key < best_key)) {
+        best = std::move(c);
+        best_fits = e.fits;
+        best_key = key;
+      }
+    }
+  }
+  if (!best) return;  // no candidate is valid: validate() gives the reasons for the plan as stated
+  plan = std::move(*best);
+  const char* why = best_fits ? "the fastest that fits" : "none fits: the least memory";
+  if (gaps.open_recompute) {
+    gaps.r.assumed.push_back(fmt::format("recompute = {} ({} of none / selective / full)",
+                                         to_string(plan.parallel.recompute), why));
+  }
+  if (gaps.open_micro_batch) {
+    gaps.r.assumed.push_back(fmt::format("parallel.micro_batch = {} ({} of {} values)", plan.parallel.micro_batch, why,
+                                         micro_batches.size()));
+  }
+}
+
+void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, Unstated unstated,
+             MappedRun& r) {
   const Obj top(row, where, fmt::format("/{}", index),
                 {"id", "model", "run_type", "source", "source_locator", "arch", "hardware", "parallel", "precision",
                  "recompute", "measured", "derived", "confidence", "notes"});
@@ -366,18 +479,17 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
                                          "tokens_per_s_total", "tokens_per_s_per_gpu", "samples_per_s",
                                          "aggregate_pflops", "memory_per_gpu_GB", "other"});
   std::vector<std::string>& skip = r.skip_reasons;
-  const std::function<void(std::string_view)> missing = [&](std::string_view what) {
-    skip.push_back(fmt::format("{} not stated", what));
-  };
+  Gaps gaps{r, unstated};
 
   read_measured(top, ms, r);
-  const ModelSpec m = read_arch(a, r, missing);
-  const RowHardware hwr = read_hardware(hw, profiles, r, missing);
-  RowParallel par = read_parallel(p, r, missing);
+  const ModelSpec m = read_arch(a, r, gaps);
+  const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
+  RowParallel par = read_parallel(p, r, gaps);
+  read_pipeline_layout(ms, a.text("arch_notes"), m.layers, par.pc, r);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
   TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false), par.pc,
-                                  r, missing);
+                                  r, gaps);
   const ParallelConfig& pc = par.pc;
   tr.global_batch = par.global_batch.value_or(0);
   tr.seq_len = m.seq_len;
@@ -406,6 +518,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   plan.num_gpus = *hwr.num_gpus;
   plan.parallel = pc;
   plan.training = tr;
+  if (gaps.open_recompute || gaps.open_micro_batch) choose_open_knobs(gaps, plan);
   const Validity v = validate(plan);
   for (int i = 0; i < kNumRejects; ++i) {
     if (v.has(static_cast<Reject>(i))) skip.push_back(describe(static_cast<Reject>(i), plan));
@@ -416,13 +529,14 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
 
 }  // namespace
 
-std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles) {
+std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles,
+                                           Unstated unstated) {
   const json j = parse_json_text(text, where);
   if (!j.is_array()) throw InputError(fmt::format("{}: /: expected a JSON array of runs", where));
   std::vector<MappedRun> runs(j.size());
   std::set<std::string> ids;
   for (size_t i = 0; i < j.size(); ++i) {
-    map_row(j[i], i, where, profiles, runs[i]);
+    map_row(j[i], i, where, profiles, unstated, runs[i]);
     if (!ids.insert(runs[i].id).second) {
       throw InputError(fmt::format("{}: /{}/id: duplicate run id '{}'", where, i, runs[i].id));
     }

@@ -22,6 +22,7 @@ struct MappedRun {
   std::optional<Plan> plan;                // set when every field mapped and the plan is valid
   std::vector<std::string> skip_reasons;   // why the row is not scored (empty = scored)
   std::vector<std::string> notes;          // mapping decisions taken by a documented rule
+  std::vector<std::string> assumed;        // values taken for what the row does not state (Unstated::search)
   std::optional<double> measured_step_time_s;  // measured.iter_time_s, else derived.iter_time_s
   bool step_time_derived = false;              // true when taken from derived.iter_time_s
   std::optional<double> measured_memory_bytes; // measured.memory_per_gpu_GB (GB = 1e9 bytes)
@@ -30,10 +31,18 @@ struct MappedRun {
   std::string skip_reason() const;  // the reasons joined with "; "
 };
 
+// What to do with a value a row does not state (docs/accuracy.md "Unstated values"):
+// - strict: the row is skipped ("X not stated"); the score rests on stated values only. The default.
+// - search: the knobs a row leaves open (recompute, micro-batch) are searched, and the fastest plan that fits is
+//   taken (published runs are tuned for speed); an unstated shape or precision takes the documented assumption
+//   (MHA, a 4h GeLU MLP, vocab 51200, fp16). Every value taken is listed in MappedRun::assumed.
+enum class Unstated : uint8_t { strict, search };
+
 // Parses `text` (a JSON array of runs) and maps every row. Schema violations (wrong types, unknown keys in the
 // structured objects, duplicate ids) throw InputError naming `where` and the JSON path; rows that are valid but
 // cannot be mapped come back with skip_reasons.
-std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles);
+std::vector<MappedRun> load_published_runs(std::string_view text, const std::string& where, const ProfileSet& profiles,
+                                           Unstated unstated = Unstated::strict);
 
 // Mapping rules for the free-text fields, exposed for tests. Each returns false (and leaves `out` alone) when the
 // text does not determine the value.

@@ -554,6 +554,7 @@ TEST_CASE("bad input: validate (published-run files)") {
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", "/nonexistent-dir/plans"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", kBad + "runs_ok.json"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--unstated", "guess"}, "--unstated: 'guess' is not strict or search"},
   };
   for (const auto& c : cases) expect_bad(c);
 }

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "planner/cost/cost_model.hpp"
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
 
@@ -396,6 +397,106 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
     if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(has_reason(r, "unknown GPU"));
   }
   CHECK(scored >= 14);  // docs/accuracy.md "The 2024-25 runs"
+}
+
+namespace {
+
+// A Zero Bubble row (Qi et al. 2023 Table 4, as the 2024-25 file holds it): GPT-3-like shape without FFN, vocabulary
+// or kv heads; precision and recompute not stated; the schedule in measured.other.
+nlohmann::json zero_bubble_row(const std::string& schedule) {
+  nlohmann::json row = base_row();
+  row["source"] = "Qi, Wan, Huang, Lin (Sea AI Lab), 'Zero Bubble Pipeline Parallelism', arXiv:2401.10241";
+  row["arch"] = {{"layers", 22}, {"hidden", 2304}, {"heads", 24}, {"kv_heads", nullptr}, {"ffn", nullptr},
+                 {"ffn_type", nullptr}, {"vocab", nullptr}, {"seq_len", 1024}, {"params_B", 1.5},
+                 {"arch_notes", "'models analogous to GPT-3'. First and last pipeline stages hold one fewer transformer "
+                                "layer than the others."},
+                 {"experts", 1}};
+  row["hardware"]["num_gpus"] = 8;
+  row["parallel"] = {{"tp", 1}, {"pp", 8}, {"dp", 1}, {"micro_batch", 6}, {"global_batch_seqs", 144}};
+  row["precision"] = "not stated";
+  row["recompute"] = "not stated";
+  row["measured"] = {{"iter_time_s", nullptr}, {"memory_per_gpu_GB", 30},
+                     {"other", {{"samples_per_gpu_per_s", 11.8}, {"schedule", schedule}}}};
+  row["derived"] = {{"iter_time_s", 1.5254}};
+  return row;
+}
+
+MappedRun map_one_with(const nlohmann::json& row, Unstated mode) {
+  auto runs = load_published_runs(nlohmann::json::array({row}).dump(), "runs.json", profiles(), mode);
+  REQUIRE(runs.size() == 1);
+  return runs.front();
+}
+
+bool assumed(const MappedRun& r, std::string_view what) {
+  for (const auto& a : r.assumed) {
+    if (a.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("validation: --unstated strict skips what a row does not state, search takes and lists it") {
+  const nlohmann::json row = zero_bubble_row("1F1B");
+  const MappedRun strict = map_one_with(row, Unstated::strict);
+  CHECK_FALSE(strict.scored());
+  CHECK(has_reason(strict, "arch.vocab not stated"));
+  CHECK(strict.assumed.empty());
+
+  const MappedRun r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->model.kv_heads == 24);
+  CHECK(r.plan->model.ffn_hidden == 4 * 2304);
+  CHECK(r.plan->model.ffn_type == FfnType::gelu);
+  CHECK(r.plan->model.vocab == 51200);
+  CHECK(r.plan->training.precision == Precision::fp16);
+  CHECK(assumed(r, "arch.vocab = 51200"));
+  CHECK(assumed(r, "precision = fp16"));
+  // The open recompute is the fastest mode that fits: this 1.5B model fits without recompute, which is fastest.
+  CHECK(r.plan->parallel.recompute == Recompute::none);
+  CHECK(assumed(r, "recompute = none (the fastest that fits"));
+  // Stated values stay as stated.
+  CHECK(r.plan->parallel.micro_batch == 6);
+  CHECK(r.plan->parallel.num_microbatches == 24);
+
+  // An open micro-batch: the fastest that fits among those dividing the global batch over dp.
+  nlohmann::json open_mb = row;
+  open_mb["parallel"]["micro_batch"] = nullptr;
+  CHECK(has_reason(map_one_with(open_mb, Unstated::strict), "parallel.micro_batch not stated"));
+  const MappedRun m = map_one_with(open_mb, Unstated::search);
+  REQUIRE_MESSAGE(m.scored(), m.skip_reason());
+  CHECK(144 % (m.plan->parallel.micro_batch * m.plan->parallel.num_microbatches) == 0);
+  CHECK(assumed(m, "parallel.micro_batch = "));
+  const Estimate chosen = estimate(*m.plan);
+  CHECK(chosen.fits);
+  for (int64_t b : {1, 2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 36, 48, 72, 144}) {  // every divisor of 144: none faster
+    Plan c = *m.plan;
+    c.parallel.micro_batch = b;
+    c.parallel.num_microbatches = 144 / b;
+    if (!validate(c).ok()) continue;
+    const Estimate e = estimate(c);
+    if (e.fits) CHECK(e.time.step_s >= chosen.time.step_s);
+  }
+
+  // Shape assumptions are for GPT-3-style rows only: another model's unstated vocabulary stays a skip reason.
+  nlohmann::json other = row;
+  other["arch"]["arch_notes"] = "Mixtral-like";
+  CHECK(has_reason(map_one_with(other, Unstated::search), "arch.vocab not stated"));
+}
+
+TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last stages") {
+  MappedRun r = map_one_with(zero_bubble_row("1F1B"), Unstated::search);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.schedule == Schedule::one_f_one_b);
+  CHECK(r.plan->parallel.first_stage_layers == 2);  // 22 layers over 8 stages: 2 + 6 x 3 + 2
+  CHECK(r.plan->parallel.last_stage_layers == 2);
+  r = map_one_with(zero_bubble_row("ZB-1p"), Unstated::search);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.schedule == Schedule::zero_bubble);
+  for (const char* s : {"ZB-2p", "ZB-V"}) {
+    CAPTURE(s);
+    CHECK(has_reason(map_one_with(zero_bubble_row(s), Unstated::search), "is not modelled"));
+  }
 }
 
 TEST_CASE("validation: strict schema errors name the JSON path") {
