@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -13,13 +15,16 @@
 #include "cli/render.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/plan_json.hpp"
+#include "planner/validation/cross_validate.hpp"
 #include "planner/validation/validation.hpp"
 
 namespace parplan::cli {
 namespace {
 
 struct ValidateOptions {
-  std::string runs;
+  std::vector<std::string> runs;
+  std::vector<std::string> fit_fields;
+  bool cross_validate = false;
   std::vector<std::string> profiles;
   std::string plans_dir;
   std::string unstated = "strict";
@@ -147,9 +152,59 @@ std::string render(const ValidationReport& rep, const std::string& file, bool br
   return s;
 }
 
+// Every --runs file, mapped, in order; a run id may appear once over all of them.
+std::vector<MappedRun> load_runs_files(const std::vector<std::string>& files, const ProfileSet& profiles,
+                                       Unstated unstated) {
+  std::vector<MappedRun> runs;
+  std::map<std::string, std::string> seen;  // id -> file
+  for (const std::string& file : files) {
+    for (MappedRun& r : load_published_runs(read_file(file, "--runs"), file, profiles, unstated)) {
+      if (const auto [it, fresh] = seen.emplace(r.id, file); !fresh) {
+        throw InputError(fmt::format("--runs: run id '{}' is in {} and {}", r.id, it->second, file));
+      }
+      runs.push_back(std::move(r));
+    }
+  }
+  return runs;
+}
+
+nlohmann::json cross_validation_json(const CrossValidation& cv) {
+  nlohmann::json families = nlohmann::json::array();
+  for (const FamilyScore& f : cv.families) {
+    families.push_back({{"family", f.family},
+                        {"out_of_sample", summary_json(f.out_of_sample)},
+                        {"shipped_profiles", summary_json(f.shipped)},
+                        {"fits", f.fits}});
+  }
+  return {{"fitted_fields", cv.fields},
+          {"overall", summary_json(cv.overall)},
+          {"overall_shipped_profiles", summary_json(cv.overall_shipped)},
+          {"families", families}};
+}
+
+// Leave one source out: each family scored with the fields fitted on the others, beside the shipped profiles.
+std::string render_cross_validation(const CrossValidation& cv) {
+  std::string fields;
+  for (const auto& f : cv.fields) fields += (fields.empty() ? "" : ", ") + f;
+  std::string s = fmt::format("\nLeave one source out (fitted per GPU type on the other sources' rows: {})\n", fields);
+  Table t({"left-out source", "runs", "mean |err|", "worst |err|", "worst run", "shipped mean |err|"}, 1);
+  auto add = [&](const std::string& name, const ErrorSummary& e, const ErrorSummary& shipped) {
+    t.add({name, std::to_string(e.count), fmt_percent(e.mean_abs), fmt_percent(e.worst_abs), e.worst_id,
+           fmt_percent(shipped.mean_abs)});
+  };
+  add("all (each row out of its own source)", cv.overall, cv.overall_shipped);
+  for (const FamilyScore& f : cv.families) add(f.family, f.out_of_sample, f.shipped);
+  s += t.render();
+  for (const FamilyScore& f : cv.families) {
+    for (const auto& note : f.fits) s += fmt::format("  {}: {}\n", f.family, note);
+  }
+  return s;
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
-  app.add_option("--runs", o->runs, "Published-runs file (schema: validation/README.md)");
+  app.add_option("--runs", o->runs, "Published-runs file (schema: validation/README.md); repeatable: the files are "
+                                    "scored together");
   app.add_option("--profile", o->profiles, "User GPU / cluster profile JSON file (repeatable; overrides embedded ones)");
   app.add_flag("--json", o->json, "Print rows and summary as JSON");
   app.add_flag("--breakdown", o->breakdown, "Also print where each row's predicted step goes, term by term");
@@ -157,6 +212,11 @@ Runner setup(CLI::App& app) {
                  "strict (default): skip rows that leave a value unstated | search: take the fastest plan that fits "
                  "over unstated recompute / micro-batch and the documented assumptions for an unstated shape or "
                  "precision, listing every value taken (docs/accuracy.md)");
+  app.add_flag("--cross-validate", o->cross_validate,
+               "Also score each source family with the calibration fields fitted on every other family (leave one "
+               "source out)");
+  app.add_option("--fit-fields", o->fit_fields,
+                 "With --cross-validate: the fields to fit (default: the GPU efficiency fields, as calibrate)");
   app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
   return [o]() {
     if (o->runs.empty()) {
@@ -167,9 +227,16 @@ Runner setup(CLI::App& app) {
       throw InputError(fmt::format("--unstated: '{}' is not strict or search", o->unstated));
     }
     const Unstated unstated = o->unstated == "search" ? Unstated::search : Unstated::strict;
-    const std::vector<MappedRun> runs =
-        load_published_runs(read_file(o->runs, "--runs"), o->runs, profiles, unstated);
+    if (!o->fit_fields.empty() && !o->cross_validate) throw InputError("--fit-fields: only with --cross-validate");
+    FitOptions fit;
+    if (!o->fit_fields.empty()) {
+      fit.fields.clear();
+      for (const auto& f : o->fit_fields) fit.fields.push_back(fit_field(f, "--fit-fields"));
+    }
+    const std::vector<MappedRun> runs = load_runs_files(o->runs, profiles, unstated);
     const ValidationReport rep = score_runs(runs);
+    std::optional<CrossValidation> cv;
+    if (o->cross_validate) cv = cross_validate(runs, fit);
     if (!o->plans_dir.empty()) {
       // File names from the ids with anything but letters, digits, '.', '-' and '_' replaced by '_' (an id is input:
       // "../x" or "a/b" must not leave the directory). Every target is checked before the first is written.
@@ -196,10 +263,14 @@ Runner setup(CLI::App& app) {
       }
       for (const auto& [path, plan] : files) write_file_atomic(path, plan_to_json(*plan).dump(2) + "\n", "--plans");
     }
+    std::string files;
+    for (const auto& f : o->runs) files += (files.empty() ? "" : ", ") + f;
     if (o->json) {
-      fmt::print("{}\n", report_json(rep).dump(2));
+      nlohmann::json j = report_json(rep);
+      if (cv) j["cross_validation"] = cross_validation_json(*cv);
+      fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print("{}", render(rep, o->runs, o->breakdown));
+      fmt::print("{}{}", render(rep, files, o->breakdown), cv ? render_cross_validation(*cv) : "");
     }
     return kOk;
   };

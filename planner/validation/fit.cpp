@@ -112,6 +112,10 @@ void descend(const std::vector<const MappedRun*>& rows, GpuSpec& g, ClusterSpec&
 
 }  // namespace
 
+void fit_fields(const std::vector<const MappedRun*>& rows, GpuSpec& gpu, ClusterSpec& cluster, const FitOptions& opt) {
+  descend(rows, gpu, cluster, opt);
+}
+
 GoldenMin golden_section_min(const std::function<double(double)>& f, double lo, double hi, int steps, double tol) {
   const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
   double a = lo, b = hi;

@@ -44,6 +44,9 @@ struct FitResult {
 // `runs` on that GPU. Throws InputError when fewer than 2 rows are scored for it.
 FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gpu_name, const FitOptions& opt = {});
 
+// Fits `opt.fields` of `gpu` and `cluster` to `rows` (scored runs) by the coordinate descent above, in place.
+void fit_fields(const std::vector<const MappedRun*>& rows, GpuSpec& gpu, ClusterSpec& cluster, const FitOptions& opt);
+
 // Golden-section search for a minimum of `f` on [lo, hi]: `steps` narrowing steps at most, stopping early once the
 // bracket is no wider than `tol`. Returns the better of the two final probes and its value.
 struct GoldenMin {

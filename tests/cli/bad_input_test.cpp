@@ -555,6 +555,9 @@ TEST_CASE("bad input: validate (published-run files)") {
       {{"validate", "--runs", kBad + "runs_ok.json", "--plans", kBad + "runs_ok.json"}, "--plans"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--profile", kBad + "gpu_zero_memory.json"}, "/memory_GiB"},
       {{"validate", "--runs", kBad + "runs_ok.json", "--unstated", "guess"}, "--unstated: 'guess' is not strict or search"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--fit-fields", "gemm.peak_fraction"}, "--fit-fields: only with --cross-validate"},
+      {{"validate", "--runs", kBad + "runs_ok.json", "--cross-validate", "--fit-fields", "gemm.speed"}, "--fit-fields"},
+      {{"validate", "--runs", kBad + "runs_ok.json", kBad + "runs_ok.json"}, "--runs: run id"},
   };
   for (const auto& c : cases) expect_bad(c);
 }

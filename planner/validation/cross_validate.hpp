@@ -1,0 +1,31 @@
+// Leave-one-source-out scoring: for each source family (MappedRun::source_key), the calibration fields of each GPU
+// profile are fitted on the scored rows of every other family, and the left-out family is scored with them. The
+// out-of-sample number docs/accuracy.md leads with.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "planner/validation/fit.hpp"
+#include "planner/validation/validation.hpp"
+
+namespace parplan {
+
+struct FamilyScore {
+  std::string family;                // source_key of the left-out rows
+  ErrorSummary out_of_sample;        // its rows, scored with the fields fitted on the other families
+  ErrorSummary shipped;              // the same rows with the shipped profiles, for reference
+  std::vector<std::string> fits;     // per GPU type: "A100-SXM4-80GB: fitted on 37 rows" / "... shipped (1 other row)"
+};
+
+struct CrossValidation {
+  std::vector<std::string> fields;   // the fitted fields
+  std::vector<FamilyScore> families; // sorted by family
+  ErrorSummary overall;              // every scored row, each scored out of its own family
+  ErrorSummary overall_shipped;
+};
+
+// Fits need at least `min_fit_rows` scored rows of the GPU type outside the family; with fewer, the family's rows
+// on that GPU are scored with the shipped profile (and `fits` says so).
+CrossValidation cross_validate(const std::vector<MappedRun>& runs, const FitOptions& opt = {}, int min_fit_rows = 2);
+
+}  // namespace parplan
