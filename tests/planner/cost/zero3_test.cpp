@@ -3,14 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "planner/spec/config.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/test_plans.hpp"
 #include "planner/validation/validation.hpp"
 #include "planner/cost/zero3.hpp"
+#include "planner/vendored_runs.hpp"
 
 using namespace parplan;
 
@@ -151,12 +150,7 @@ TEST_CASE("zero3 gather unit in the cost model: linear units never expose less t
 // same in all three, so per-linear prefetch is what makes micro-batch 4 slower than the link alone; and the 529.6B
 // micro-batch-4 run on 640 GPUs fit in 80 GB only with per-linear buffers.
 TEST_CASE("zero3 gather unit: Narayanan et al. 2021 Table 2 DeepSpeed ZeRO-3 rows") {
-  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<MappedRun> runs = load_published_runs(ss.str(), path, test::profiles());
+  const std::vector<MappedRun> runs = test::vendored_runs("published-runs.json");
   auto row = [&](const std::string& id) -> const MappedRun& {
     for (const MappedRun& r : runs) {
       if (r.id == id) return r;

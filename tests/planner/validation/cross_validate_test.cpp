@@ -2,24 +2,12 @@
 // fitted they equal the shipped profiles' errors.
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "planner/validation/cross_validate.hpp"
+#include "planner/vendored_runs.hpp"
 
 using namespace parplan;
 
 namespace {
-
-std::vector<MappedRun> vendored_runs() {
-  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  static const ProfileSet profiles = ProfileSet::embedded();
-  return load_published_runs(ss.str(), path, profiles);
-}
 
 const FamilyScore& family(const CrossValidation& cv, const std::string& name) {
   for (const FamilyScore& f : cv.families) {
@@ -35,7 +23,7 @@ TEST_CASE("cross-validation: a left-out family's predictions do not depend on it
   FitOptions opt;
   opt.fields = {fit_field("gemm.peak_fraction", "test")};
   opt.sweeps = 1;
-  std::vector<MappedRun> runs = vendored_runs();
+  std::vector<MappedRun> runs = test::vendored_runs("published-runs.json");
   const std::string left = "Korthikanti et al. 2022";
   const CrossValidation before = cross_validate(runs, opt);
   const FamilyScore& k = family(before, left);
@@ -59,7 +47,7 @@ TEST_CASE("cross-validation: a left-out family's predictions do not depend on it
 TEST_CASE("cross-validation: with no field fitted, every family scores as the shipped profiles do") {
   FitOptions opt;
   opt.fields.clear();
-  const CrossValidation cv = cross_validate(vendored_runs(), opt);
+  const CrossValidation cv = cross_validate(test::vendored_runs("published-runs.json"), opt);
   CHECK(cv.overall.count == 45);
   CHECK(cv.overall.mean_abs == doctest::Approx(cv.overall_shipped.mean_abs).epsilon(1e-15));
   for (const FamilyScore& f : cv.families) {

@@ -13,6 +13,7 @@
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
+#include "planner/vendored_runs.hpp"
 
 using namespace parplan;
 
@@ -327,15 +328,15 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
 }
 
 TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or name what is not modelled") {
-  nlohmann::json row = base_row();
+  // The base row with the 2024-25 schema's MoE fields.
+  auto moe_row = [](int experts, int top_k, int shared, int dense, int moe_ffn, const char* attention) {
+    nlohmann::json row = base_row();
+    row["arch"].update({{"experts", experts}, {"top_k", top_k}, {"shared_experts", shared}, {"dense_layers", dense},
+                        {"moe_ffn", moe_ffn}, {"attention", attention}});
+    return row;
+  };
+  nlohmann::json row = moe_row(8, 2, 0, 0, 49152, "GQA/MHA");
   row["arch"]["ffn_type"] = "SwiGLU MoE (8 experts, top-2)";
-  row["arch"]["ffn"] = 16384;
-  row["arch"]["experts"] = 8;
-  row["arch"]["top_k"] = 2;
-  row["arch"]["shared_experts"] = 0;
-  row["arch"]["dense_layers"] = 0;
-  row["arch"]["moe_ffn"] = 16384;
-  row["arch"]["attention"] = "GQA/MHA";
   row["parallel"]["ep"] = 1;
   MappedRun r = map_one(row);
   REQUIRE(r.scored());
@@ -351,14 +352,7 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK_FALSE(r.plan->model.is_moe());
 
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
-  row = base_row();
-  row["arch"]["experts"] = 256;
-  row["arch"]["top_k"] = 8;
-  row["arch"]["shared_experts"] = 1;
-  row["arch"]["dense_layers"] = 3;
-  row["arch"]["moe_ffn"] = 2048;
-  row["arch"]["attention"] = "MLA";
-  r = map_one(row);
+  r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
   CHECK_FALSE(r.scored());
   CHECK(has_reason(r, "arch.shared_experts 1"));
   CHECK(has_reason(r, "arch.dense_layers 3"));
@@ -383,12 +377,7 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
 // The 2024-25 file (validation/published-runs-modern.json) loads: every row is either scored or skipped with a
 // stated reason (unknown GPUs such as MI300X and GB200 are skip reasons, not errors).
 TEST_CASE("validation: every row of validation/published-runs-modern.json is scored or has a reason") {
-  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs-modern.json";
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<MappedRun> runs = load_published_runs(ss.str(), path, profiles());
+  const std::vector<MappedRun> runs = test::vendored_runs("published-runs-modern.json");
   CHECK(runs.size() == 162);
   int64_t scored = 0;
   for (const MappedRun& r : runs) {
@@ -544,12 +533,7 @@ TEST_CASE("validation: summary statistics") {
 // et al. 2022 Table 5 rows mean <= 3%, worst <= 8%. The bounds below are the current measured values plus a small
 // margin (docs/accuracy.md), so any regression fails; where the target is not met yet the test says so.
 TEST_CASE("validation: accuracy on validation/published-runs.json") {
-  const std::string path = PARPLAN_SOURCE_DIR "/validation/published-runs.json";
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), "missing ", path, ": the accuracy regression needs the shared validation file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::vector<MappedRun> runs = load_published_runs(ss.str(), path, profiles());
+  const std::vector<MappedRun> runs = test::vendored_runs("published-runs.json");
   const ValidationReport rep = score_runs(runs);
   CHECK(runs.size() >= 67);
   CHECK(rep.overall.count == 45);
