@@ -1,6 +1,7 @@
 // `parplan estimate`: one plan, full memory and time breakdown; -o writes the Plan document.
 #include <fmt/core.h>
 
+#include "cli/accuracy_note.hpp"
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
@@ -70,6 +71,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   const TimeBreakdown& t = e.time;
   s += fmt::format("Step time {}  | {:.0f} tokens/s  | MFU {}  | HFU {}\n", fmt_seconds(t.step_s), t.tokens_per_s,
                    fmt_percent(t.mfu), fmt_percent(t.hfu));
+  s += accuracy_sentence(plan);
   Table tt({"term", "time", "fraction"});
   auto row = [&](const char* name, double v) { tt.add({name, fmt_seconds(v), fmt_percent(t.step_s > 0 ? v / t.step_s : 0)}); };
   row("compute", t.compute_s);
@@ -104,7 +106,9 @@ Runner setup(CLI::App& app) {
     const Estimate e = estimate(plan);
     if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(plan).dump(2) + "\n", "-o");
     if (o->json) {
-      fmt::print("{}\n", estimate_to_json(plan, e).dump(2));
+      nlohmann::json j = estimate_to_json(plan, e);
+      j["accuracy"] = accuracy_json(plan);
+      fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", render_estimate(plan, e, note));  // plan on stdout: report to stderr
     }

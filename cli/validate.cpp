@@ -15,6 +15,7 @@
 #include "cli/render.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/plan_json.hpp"
+#include "planner/validation/accuracy.hpp"
 #include "planner/validation/cross_validate.hpp"
 #include "planner/validation/validation.hpp"
 
@@ -24,6 +25,7 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> runs;
   std::vector<std::string> fit_fields;
+  std::string accuracy_out;
   bool cross_validate = false;
   std::vector<std::string> profiles;
   std::string plans_dir;
@@ -152,6 +154,18 @@ std::string render(const ValidationReport& rep, const std::string& file, bool br
   return s;
 }
 
+// The validate command that reproduces an accuracy table (recorded in it).
+std::string accuracy_command(const ValidateOptions& o) {
+  std::string s = "parplan validate --runs";
+  for (const auto& f : o.runs) s += " " + f;
+  s += " --unstated " + o.unstated + " --cross-validate";
+  if (!o.fit_fields.empty()) {
+    s += " --fit-fields";
+    for (const auto& f : o.fit_fields) s += " " + f;
+  }
+  return s;
+}
+
 // Every --runs file, mapped, in order; a run id may appear once over all of them.
 std::vector<MappedRun> load_runs_files(const std::vector<std::string>& files, const ProfileSet& profiles,
                                        Unstated unstated) {
@@ -217,6 +231,9 @@ Runner setup(CLI::App& app) {
                "source out)");
   app.add_option("--fit-fields", o->fit_fields,
                  "With --cross-validate: the fields to fit (default: the GPU efficiency fields, as calibrate)");
+  app.add_option("--accuracy-out", o->accuracy_out,
+                 "With --cross-validate: write the out-of-sample error per GPU and precision family as JSON (the "
+                 "table parplan ships as validation/accuracy.json)");
   app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
   return [o]() {
     if (o->runs.empty()) {
@@ -228,6 +245,10 @@ Runner setup(CLI::App& app) {
     }
     const Unstated unstated = o->unstated == "search" ? Unstated::search : Unstated::strict;
     if (!o->fit_fields.empty() && !o->cross_validate) throw InputError("--fit-fields: only with --cross-validate");
+    if (!o->accuracy_out.empty() && !o->cross_validate) {
+      throw InputError("--accuracy-out: only with --cross-validate");
+    }
+    require_writable(o->accuracy_out, "--accuracy-out");
     FitOptions fit;
     if (!o->fit_fields.empty()) {
       fit.fields.clear();
@@ -237,6 +258,11 @@ Runner setup(CLI::App& app) {
     const ValidationReport rep = score_runs(runs);
     std::optional<CrossValidation> cv;
     if (o->cross_validate) cv = cross_validate(runs, fit);
+    if (!o->accuracy_out.empty()) {
+      refuse_replacing_input(o->accuracy_out, "--accuracy-out");
+      write_file_atomic(o->accuracy_out, accuracy_to_json(accuracy_table(*cv), accuracy_command(*o)).dump(2) + "\n",
+                        "--accuracy-out");
+    }
     if (!o->plans_dir.empty()) {
       // File names from the ids with anything but letters, digits, '.', '-' and '_' replaced by '_' (an id is input:
       // "../x" or "a/b" must not leave the directory). Every target is checked before the first is written.

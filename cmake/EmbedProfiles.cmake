@@ -13,3 +13,17 @@ function(parplan_embed_profiles target)
     VERBATIM)
   target_sources(${target} PRIVATE "${out}")
 endfunction()
+
+# parplan_embed_file(<target> <file relative to the source root> <function>) adds a generated translation unit
+# defining `std::string_view parplan::<function>()`, the file's bytes (e.g. validation/accuracy.json).
+function(parplan_embed_file target file func)
+  set(in "${CMAKE_SOURCE_DIR}/${file}")
+  set(out "${CMAKE_BINARY_DIR}/generated/${func}.cpp")
+  add_custom_command(
+    OUTPUT "${out}"
+    COMMAND ${CMAKE_COMMAND} -DFILE=${in} -DFUNC=${func} -DOUT=${out} -P ${CMAKE_SOURCE_DIR}/cmake/embed_file_script.cmake
+    DEPENDS "${in}" ${CMAKE_SOURCE_DIR}/cmake/embed_file_script.cmake
+    COMMENT "Embedding ${file}"
+    VERBATIM)
+  target_sources(${target} PRIVATE "${out}")
+endfunction()

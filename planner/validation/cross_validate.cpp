@@ -53,6 +53,7 @@ CrossValidation cross_validate(const std::vector<MappedRun>& runs, const FitOpti
       fs.fits.push_back(std::move(note));
       const std::vector<double> s = run_errors(rows, rows.front()->plan->gpu, rows.front()->plan->cluster, {});
       for (size_t i = 0; i < rows.size(); ++i) {
+        cv.rows.push_back({rows[i], e[i]});
         errs.push_back(e[i]);
         shipped.push_back(s[i]);
         ids.push_back(rows[i]->id);

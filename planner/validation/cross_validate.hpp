@@ -17,8 +17,15 @@ struct FamilyScore {
   std::vector<std::string> fits;     // per GPU type: "A100-SXM4-80GB: fitted on 37 rows" / "... shipped (1 other row)"
 };
 
+// One scored row's step-time error out of its own family.
+struct OutOfSampleRow {
+  const MappedRun* run = nullptr;
+  double error = 0;  // signed, (predicted - measured) / measured
+};
+
 struct CrossValidation {
   std::vector<std::string> fields;   // the fitted fields
+  std::vector<OutOfSampleRow> rows;  // every scored row, by family
   std::vector<FamilyScore> families; // sorted by family
   ErrorSummary overall;              // every scored row, each scored out of its own family
   ErrorSummary overall_shipped;

@@ -1,0 +1,36 @@
+// Out-of-sample accuracy per plan family (GPU profile x precision class): the leave-one-source-out step-time errors
+// of the published runs, tabulated by `validate --accuracy-out` into validation/accuracy.json, which is compiled
+// in, so that estimate and suggest can say how far a prediction is to be trusted (docs/accuracy.md).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/validation/cross_validate.hpp"
+
+namespace parplan {
+
+struct FamilyAccuracy {
+  std::string gpu;        // GPU profile name
+  std::string precision;  // precision_family(): "16-bit" or "fp8"
+  int64_t runs = 0;       // published runs scored out of sample in this family
+  double mean_abs = 0, median_abs = 0, worst_abs = 0;  // |step-time error|, fractions
+};
+
+// bf16 and fp16 share a peak on every shipped GPU and form one family; fp8 is its own.
+std::string_view precision_family(Precision p);
+
+// The families of a cross-validation's rows, sorted by GPU then precision.
+std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv);
+
+// The document validation/accuracy.json: {"parplan_accuracy": 1, "command": ..., "families": [...]}.
+nlohmann::json accuracy_to_json(const std::vector<FamilyAccuracy>& table, std::string_view command);
+std::vector<FamilyAccuracy> accuracy_from_json(std::string_view text, const std::string& where);
+
+// The table compiled into parplan; nullopt when no published run of this GPU and precision was scored.
+std::optional<FamilyAccuracy> shipped_accuracy(std::string_view gpu, Precision p);
+
+}  // namespace parplan
