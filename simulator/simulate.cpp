@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fmt/core.h>
+#include <utility>
 
 #include "planner/cost/cost_model.hpp"
 #include "planner/spec/error.hpp"
@@ -39,23 +40,19 @@ void check_graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const Step
   }
 }
 
-// The graph's size is checked by the callers: simulate() before it builds the schedule, simulate_costs() here.
-SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt, const MemoryModel& mem) {
-  const StepGraph sg = build_step_graph(s, costs);
-  EngineOptions eo;
-  eo.contention = opt.contention;
-  const TaskTimes tt = run(sg.graph, eo);
-  const size_t n = sg.info.size();
-  const int64_t p = s.stages;
-  SimResult r;
-  SimSummary& sum = r.summary;
-  sum.tasks = static_cast<int64_t>(n);
-  sum.events = tt.events;
-  sum.stages.resize(static_cast<size_t>(p));
-  std::vector<double> pipeline_end(static_cast<size_t>(p), 0.0);
-  for (size_t t = 0; t < n; ++t) {
+// Per-stage time by category summed over the stage's tasks (simulated durations), and per stage when its pipeline
+// work on the compute stream ends (everything but the optimizer).
+struct StageTimes {
+  std::vector<StageSummary> stages;
+  std::vector<double> pipeline_end;
+};
+StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
+  StageTimes out;
+  out.stages.resize(static_cast<size_t>(p));
+  out.pipeline_end.assign(static_cast<size_t>(p), 0.0);
+  for (size_t t = 0; t < sg.info.size(); ++t) {
     const TaskInfo& ti = sg.info[t];
-    StageSummary& st = sum.stages[static_cast<size_t>(ti.stage)];
+    StageSummary& st = out.stages[static_cast<size_t>(ti.stage)];
     const double dur = tt.end_s[t] - tt.start_s[t];
     const bool on_compute = ti.stream == StreamKind::compute;
     switch (ti.category) {
@@ -96,58 +93,91 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
         break;
     }
     if (on_compute && ti.category != EventCategory::optimizer) {
-      pipeline_end[static_cast<size_t>(ti.stage)] = std::max(pipeline_end[static_cast<size_t>(ti.stage)], tt.end_s[t]);
+      double& end = out.pipeline_end[static_cast<size_t>(ti.stage)];
+      end = std::max(end, tt.end_s[t]);
     }
   }
+  return out;
+}
+
+// When stage `iz`'s step ends (its optimizer, or the exposed part of the parameter all-gather after it), and that
+// exposed gather time.
+struct StageEnd {
+  double end_s = 0, gather_exposed_s = 0;
+};
+StageEnd stage_end(const StepGraph& sg, const TaskTimes& tt, const StepCosts& costs, size_t iz) {
+  const double opt_end = tt.end_s[static_cast<size_t>(sg.optimizer_task[iz])];
+  double end = opt_end;
+  double gather_exposed = 0;
+  if (sg.first_gather_task[iz] >= 0) {
+    const double first = tt.end_s[static_cast<size_t>(sg.first_gather_task[iz])];
+    const double last = tt.end_s[static_cast<size_t>(sg.last_gather_task[iz])];
+    if (costs.dp_overlap) {
+      // The all-gather of updated parameters overlaps the next step's first forward on this stage.
+      double window = 0;
+      for (const ChunkCosts& cc : costs.stages[iz].chunks) window += cc.forward_s + cc.forward_comm_s;
+      end = std::max(first, last - window);
+    } else {
+      end = last;
+    }
+    gather_exposed = end - opt_end;
+  }
+  return {end, gather_exposed};
+}
+
+// Waiting for the other side of the tied-embedding all-reduce is idle time (bubble), not DP communication.
+double embedding_wait_s(const StepGraph& sg, const TaskTimes& tt, double pipeline_end, size_t iz) {
+  double embedding_wait = 0;
+  if (const int32_t emb = sg.embedding_task[iz]; emb >= 0) {
+    double ready = pipeline_end;
+    if (const int32_t b = sg.embedding_after_bucket[iz]; b >= 0) {
+      ready = std::max(ready, tt.end_s[static_cast<size_t>(b)]);
+    }
+    embedding_wait = std::max(0.0, tt.start_s[static_cast<size_t>(emb)] - ready);
+  }
+  return embedding_wait;
+}
+
+// Stage `iz`'s activation counts (simulated live chunk-microbatches) and bytes (the memory model's per chunk).
+void fill_stage_memory(StageSummary& st, const LiveActivations& live, const MemoryModel& mem, size_t iz) {
+  st.peak_live_chunks = live.peak[iz];
+  st.peak_live_until_weight_grad = live.peak_until_weight_grad[iz];
+  // Memory holds a stash until its W (ZB-H1) or full backward: the until-W count is what the model charges.
+  st.planner_in_flight_chunks = mem.in_flight.empty() ? live.peak_until_weight_grad[iz] : mem.in_flight[iz];
+  const double per_chunk = mem.bytes.empty() ? 1.0
+                           : st.planner_in_flight_chunks > 0
+                               ? mem.bytes[iz] / static_cast<double>(st.planner_in_flight_chunks)
+                               : 0.0;
+  st.planner_activation_bytes = mem.bytes.empty() ? static_cast<double>(st.planner_in_flight_chunks) : mem.bytes[iz];
+  st.peak_activation_bytes = per_chunk * static_cast<double>(st.peak_live_until_weight_grad);
+}
+
+// The step time (the last stage end), each stage's end, exposed DP time and memory, then its exposed comm and bubble.
+void close_stages(SimSummary& sum, const PipelineSchedule& s, const StepGraph& sg, const TaskTimes& tt,
+                  const StepCosts& costs, const std::vector<double>& pipeline_end, const MemoryModel& mem) {
   const LiveActivations live = live_activations(s);
-  for (int64_t i = 0; i < p; ++i) {
+  for (int64_t i = 0; i < s.stages; ++i) {
     const auto iz = static_cast<size_t>(i);
     StageSummary& st = sum.stages[iz];
     st.stage = i;
     const int32_t opt_task = sg.optimizer_task[iz];
-    const double opt_end = tt.end_s[static_cast<size_t>(opt_task)];
-    double end = opt_end;
-    double gather_exposed = 0;
-    if (sg.first_gather_task[iz] >= 0) {
-      const double first = tt.end_s[static_cast<size_t>(sg.first_gather_task[iz])];
-      const double last = tt.end_s[static_cast<size_t>(sg.last_gather_task[iz])];
-      if (costs.dp_overlap) {
-        // The all-gather of updated parameters overlaps the next step's first forward on this stage.
-        double window = 0;
-        for (const ChunkCosts& cc : costs.stages[iz].chunks) window += cc.forward_s + cc.forward_comm_s;
-        end = std::max(first, last - window);
-      } else {
-        end = last;
-      }
-      gather_exposed = end - opt_end;
-    }
-    st.end_s = end;
-    // Waiting for the other side of the tied-embedding all-reduce is idle time (bubble), not DP communication.
-    double embedding_wait = 0;
-    if (const int32_t emb = sg.embedding_task[iz]; emb >= 0) {
-      double ready = pipeline_end[iz];
-      if (const int32_t b = sg.embedding_after_bucket[iz]; b >= 0) ready = std::max(ready, tt.end_s[static_cast<size_t>(b)]);
-      embedding_wait = std::max(0.0, tt.start_s[static_cast<size_t>(emb)] - ready);
-    }
-    st.dp_exposed_s = (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) - embedding_wait + gather_exposed;
-    st.peak_live_chunks = live.peak[iz];
-    st.peak_live_until_weight_grad = live.peak_until_weight_grad[iz];
-    // Memory holds a stash until its W (ZB-H1) or full backward: the until-W count is what the model charges.
-    st.planner_in_flight_chunks = mem.in_flight.empty() ? live.peak_until_weight_grad[iz] : mem.in_flight[iz];
-    const double per_chunk = mem.bytes.empty() ? 1.0
-                             : st.planner_in_flight_chunks > 0
-                                 ? mem.bytes[iz] / static_cast<double>(st.planner_in_flight_chunks)
-                                 : 0.0;
-    st.planner_activation_bytes = mem.bytes.empty() ? static_cast<double>(st.planner_in_flight_chunks) : mem.bytes[iz];
-    st.peak_activation_bytes = per_chunk * static_cast<double>(st.peak_live_until_weight_grad);
-    sum.step_s = std::max(sum.step_s, end);
+    const StageEnd se = stage_end(sg, tt, costs, iz);
+    st.end_s = se.end_s;
+    const double embedding_wait = embedding_wait_s(sg, tt, pipeline_end[iz], iz);
+    st.dp_exposed_s =
+        (tt.start_s[static_cast<size_t>(opt_task)] - pipeline_end[iz]) - embedding_wait + se.gather_exposed_s;
+    fill_stage_memory(st, live, mem, iz);
+    sum.step_s = std::max(sum.step_s, se.end_s);
   }
   for (StageSummary& st : sum.stages) {
     st.exposed_comm_s = (st.busy_s - st.compute_s) + st.dp_exposed_s;
     st.bubble_s = sum.step_s - st.busy_s - st.dp_exposed_s - st.optimizer_s;
   }
-  // Whole-step fractions: those of the busiest stage (the one the closed form calls slowest). Stages that tie (equal
-  // layers) differ in the last bits of their summed durations; like the closed form, the first of them is taken.
+}
+
+// Whole-step fractions: those of the busiest stage (the one the closed form calls slowest). Stages that tie (equal
+// layers) differ in the last bits of their summed durations; like the closed form, the first of them is taken.
+void critical_stage_fractions(SimSummary& sum) {
   size_t crit = 0;
   for (size_t i = 1; i < sum.stages.size(); ++i) {
     if (sum.stages[i].busy_s > sum.stages[crit].busy_s * (1 + 1e-9)) crit = i;
@@ -165,11 +195,13 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
   sum.dp_comm_exposed = c.dp_exposed_s / T;
   sum.dp_comm_total = c.dp_total_s / T;
   sum.optimizer = c.optimizer_s / T;
+}
 
-  if (!opt.record_timeline) return r;
-  Timeline& tl = r.timeline;
+// Every task as an event on its stage's stream, each stream sorted by start.
+Timeline timeline_events(const StepGraph& sg, const TaskTimes& tt, int64_t p, double step_s) {
+  Timeline tl;
   tl.source = "simulated";
-  tl.step_s = sum.step_s;
+  tl.step_s = step_s;
   tl.tracks.resize(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) {
     TimelineTrack& tr = tl.tracks[static_cast<size_t>(i)];
@@ -178,7 +210,7 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
     tr.streams.resize(kNumStreamKinds);
     for (int k = 0; k < kNumStreamKinds; ++k) tr.streams[static_cast<size_t>(k)].name = to_string(static_cast<StreamKind>(k));
   }
-  for (size_t t = 0; t < n; ++t) {
+  for (size_t t = 0; t < sg.info.size(); ++t) {
     const TaskInfo& ti = sg.info[t];
     TimelineEvent ev;
     ev.category = ti.category;
@@ -196,38 +228,62 @@ SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const Sim
       std::stable_sort(st.events.begin(), st.events.end(),
                        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
-    // Stored activations: a chunk-microbatch is allocated when its forward starts and freed when its backward ends;
-    // with split schedules (ZB-H1) the W pass still reads what the forward stored, so it is freed when W ends, as the
-    // memory model counts it. Bytes per chunk-microbatch are the memory model's (peak_activation_bytes is the
-    // until-W peak count times them).
-    const StageSummary& st = sum.stages[static_cast<size_t>(tr.stage)];
-    const double per_chunk = st.peak_live_until_weight_grad > 0
-                                 ? st.peak_activation_bytes / static_cast<double>(st.peak_live_until_weight_grad)
-                                 : 0.0;
-    const EventCategory frees =
-        s.schedule == Schedule::zero_bubble ? EventCategory::backward_weight : EventCategory::backward;
-    std::vector<std::pair<double, int>> deltas;
-    std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // an op split into
-    for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end
-      if (ev.microbatch < 0) continue;
-      const auto key = static_cast<size_t>(ev.microbatch * s.chunks + ev.chunk);
-      if (ev.category == EventCategory::forward) deltas.emplace_back(ev.start_s, +1);
-      if (ev.category == frees) freed[key] = std::max(freed[key], ev.end_s);
-    }
-    for (double t : freed) {
-      if (t >= 0) deltas.emplace_back(t, -1);
-    }
-    std::stable_sort(deltas.begin(), deltas.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second < b.second;
-    });
-    double live_n = 0;
-    tr.memory.push_back({0.0, 0.0});
-    for (const auto& [t, dlt] : deltas) {
-      live_n += dlt;
-      if (!tr.memory.empty() && tr.memory.back().t_s == t) tr.memory.back().activation_bytes = live_n * per_chunk;
-      else tr.memory.push_back({t, live_n * per_chunk});
-    }
   }
+  return tl;
+}
+
+// Stored activations: a chunk-microbatch is allocated when its forward starts and freed when its backward ends;
+// with split schedules (ZB-H1) the W pass still reads what the forward stored, so it is freed when W ends, as the
+// memory model counts it. Bytes per chunk-microbatch are the memory model's (peak_activation_bytes is the
+// until-W peak count times them).
+void add_memory_curve(TimelineTrack& tr, const PipelineSchedule& s, const StageSummary& st) {
+  const double per_chunk = st.peak_live_until_weight_grad > 0
+                               ? st.peak_activation_bytes / static_cast<double>(st.peak_live_until_weight_grad)
+                               : 0.0;
+  const EventCategory frees =
+      s.schedule == Schedule::zero_bubble ? EventCategory::backward_weight : EventCategory::backward;
+  std::vector<std::pair<double, int>> deltas;
+  std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // an op split into
+  for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end
+    if (ev.microbatch < 0) continue;
+    const auto key = static_cast<size_t>(ev.microbatch * s.chunks + ev.chunk);
+    if (ev.category == EventCategory::forward) deltas.emplace_back(ev.start_s, +1);
+    if (ev.category == frees) freed[key] = std::max(freed[key], ev.end_s);
+  }
+  for (double t : freed) {
+    if (t >= 0) deltas.emplace_back(t, -1);
+  }
+  std::stable_sort(deltas.begin(), deltas.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  double live_n = 0;
+  tr.memory.push_back({0.0, 0.0});
+  for (const auto& [t, dlt] : deltas) {
+    live_n += dlt;
+    if (!tr.memory.empty() && tr.memory.back().t_s == t) tr.memory.back().activation_bytes = live_n * per_chunk;
+    else tr.memory.push_back({t, live_n * per_chunk});
+  }
+}
+
+// The graph's size is checked by the callers: simulate() before it builds the schedule, simulate_costs() here.
+// Builds and runs the step's task graph, then sums it per stage and, if asked, records it as a timeline.
+SimResult run_graph(const PipelineSchedule& s, const StepCosts& costs, const SimOptions& opt, const MemoryModel& mem) {
+  const StepGraph sg = build_step_graph(s, costs);
+  EngineOptions eo;
+  eo.contention = opt.contention;
+  const TaskTimes tt = run(sg.graph, eo);
+  SimResult r;
+  SimSummary& sum = r.summary;
+  sum.tasks = static_cast<int64_t>(sg.info.size());
+  sum.events = tt.events;
+  StageTimes times = sum_task_times(sg, tt, s.stages);
+  sum.stages = std::move(times.stages);
+  close_stages(sum, s, sg, tt, costs, times.pipeline_end, mem);
+  critical_stage_fractions(sum);
+
+  if (!opt.record_timeline) return r;
+  r.timeline = timeline_events(sg, tt, s.stages, sum.step_s);
+  for (TimelineTrack& tr : r.timeline.tracks) add_memory_curve(tr, s, sum.stages[static_cast<size_t>(tr.stage)]);
   return r;
 }
 
