@@ -46,7 +46,7 @@ bool is_backward_pass(OpKind k) { return k == OpKind::backward || k == OpKind::b
 bool recomputes_before(const ChunkCosts& cc, OpKind k) {
   return is_backward_pass(k) && (cc.recompute_s > 0 || cc.recompute_comm_s > 0);
 }
-// Tasks of one recompute part (Builder::emit_stage's recompute()): the recompute, its TP shadow (first part only),
+// Tasks of one recompute part (StageEmitter::recompute()): the recompute, its TP shadow (first part only),
 // its exposed comm.
 int64_t recompute_tasks(const ChunkCosts& cc, bool first_part) {
   return 1 + (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0 ? 1 : 0) +
@@ -203,161 +203,230 @@ struct Builder {
   }
   int32_t lookup(int64_t stage, const PipeOp& x) const { return lookups_[static_cast<size_t>(stage)][key(x)]; }
 
-  void emit_stage(int64_t i, std::vector<int32_t>& begin) {
-    const StageCosts& sc = c.stages[static_cast<size_t>(i)];
-    const auto& o = s.order[static_cast<size_t>(i)];
-    auto& end = op_end[static_cast<size_t>(i)];
-    auto& outp = op_out[static_cast<size_t>(i)];
+  // Stage i's tasks (StageEmitter below); `begin` receives each op's first task.
+  void emit_stage(int64_t i, std::vector<int32_t>& begin);
+};
+
+// One stage's tasks as Builder::emit_stage lays them out: its ops in schedule order (each op's compute pieces,
+// overlapped collectives, exposed comm and p2p send), then the DP gradient buckets, the tied-embedding all-reduce,
+// the optimizer and the parameter all-gather. It holds what the ops leave for those: the last compute task (ordered
+// streams need no explicit edges) and the DP buckets released so far.
+class StageEmitter {
+ public:
+  StageEmitter(Builder& b, int64_t i)
+      : b_(b),
+        s_(b.s),
+        c_(b.c),
+        i_(i),
+        sc_(b.c.stages[static_cast<size_t>(i)]),
+        virtual_stages_(b.s.virtual_stages()),
+        pp_link_(b.links[static_cast<size_t>(i * 2 + sc_.pp_tier)]),
+        dp_link_(b.links[static_cast<size_t>(i * 2 + sc_.dp_tier)]) {}
+
+  // Every op of the stage in order; records its first task (`begin`), last task and output task (Builder).
+  void emit_ops(std::vector<int32_t>& begin) {
+    const auto& o = s_.order[static_cast<size_t>(i_)];
+    auto& end = b_.op_end[static_cast<size_t>(i_)];
+    auto& outp = b_.op_out[static_cast<size_t>(i_)];
     begin.reserve(o.size());
     end.reserve(o.size());
     outp.reserve(o.size());
-    const std::vector<int64_t> fin = final_backward(i);
-    const int64_t V = s.virtual_stages();
-    const int32_t pp_link = links[static_cast<size_t>(i * 2 + sc.pp_tier)];
-    const int32_t dp_link = links[static_cast<size_t>(i * 2 + sc.dp_tier)];
-    int32_t prev_compute = -1;  // last task on the compute stream (ordered streams need no explicit edges)
-    std::vector<int32_t> bucket_ready;  // tasks after which a DP bucket may start (overlap on)
-    // Buckets per chunk: spread the stage's buckets over its chunks (the first chunks take the remainder).
-    auto buckets_of_chunk = [&](int64_t ch) {
-      const int64_t b = sc.dp_buckets, v = s.chunks;
-      return b / v + (ch < b % v ? 1 : 0);
-    };
-    int64_t mb_completed = 0;  // ZeRO-2/3 without overlap: microbatches whose gradients await reduction
-    int32_t last_bucket = -1;
-    auto bucket = [&](int32_t after) {
-      const int32_t b = task(sc.dp_bucket_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link);
-      out.info.back().bytes = sc.dp_bucket_bytes;
-      if (after >= 0) out.graph.add_dep(after, b);
-      last_bucket = b;
-    };
-    // ZeRO-3: a pass's parameter all-gathers occupy the DP link from the start of the pass (FSDP prefetches them a
-    // layer ahead), so the gradient reduce-scatters queue behind them on the ordered dp stream: the link the
-    // closed form shares between the two (cost_model.cpp). The compute stream does not wait for this task; the
-    // gathers' exposed part is already in the op's layer_comm.
-    auto gathers_on_link = [&](double s_link, int32_t mb, int32_t chunk) {
-      if (s_link <= 0) return;
-      const int32_t g = task(s_link, i, StreamKind::dp, EventCategory::zero3_gather, mb, chunk, dp_link);
-      if (prev_compute >= 0) out.graph.add_dep(prev_compute, g);
-    };
+    const std::vector<int64_t> fin = b_.final_backward(i_);
     for (size_t k = 0; k < o.size(); ++k) {
-      const PipeOp& op = o[k];
-      const ChunkCosts& cc = sc.chunks[static_cast<size_t>(op.chunk)];
-      const int64_t vs = s.virtual_stage(i, op.chunk);
-      int32_t first = -1, last = -1;
-      auto add = [&](double d, EventCategory cat) {
-        const int32_t t = task(d, i, StreamKind::compute, cat, op.microbatch, op.chunk);
-        out.info.back().costs = &cc;
-        if (first < 0) first = t;
-        last = t;
-        prev_compute = t;
-        return t;
-      };
-      const OpShape sh = op_shape(cc, op.kind);
-      const double main_s = sh.main_s, comm_s = sh.comm_s, tp_ov = sh.tp_ov, cp_ov = sh.cp_ov;
-      const EventCategory cat = sh.cat;
-      const bool is_bwd = is_backward_pass(op.kind);
-      gathers_on_link(zero3_gather_s(cc, op.kind), static_cast<int32_t>(op.microbatch), static_cast<int32_t>(op.chunk));
-      const bool completes = completes_gradients(op.kind);
-      const Release rel = release_of(sc, c.dp_overlap, completes, fin[static_cast<size_t>(op.chunk)] == static_cast<int64_t>(k),
-                                     buckets_of_chunk(op.chunk));
-      const bool releases = rel.chunk_final, mb_releases = rel.microbatch;
-      const int64_t pieces = rel.pieces;
-      // Recompute before the backward; in a split op, layer by layer with it (checkpointing recomputes each layer's
-      // forward just before that layer's backward), so the released reductions also run beside recompute.
-      const bool recomputes = recomputes_before(cc, op.kind);
-      auto recompute = [&](double share, bool first_part) {
-        const int32_t r = add(cc.recompute_s * share, EventCategory::recompute);
-        if (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
-          shadow(r, cc.tp_overlapped_forward_s, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
-        }
-        if (cc.recompute_comm_s > 0) add(cc.recompute_comm_s * share, EventCategory::layer_comm);
-      };
-      if (recomputes && pieces == 1) recompute(1.0, true);
-      int32_t main_first = -1;
-      for (int64_t piece = 0; piece < pieces; ++piece) {
-        if (recomputes && pieces > 1) recompute(1.0 / static_cast<double>(pieces), piece == 0);
-        const int32_t t = add(main_s / static_cast<double>(pieces), cat);
-        out.info.back().last_piece = piece == pieces - 1;
-        if (main_first < 0) main_first = t;
-        if (releases && buckets_of_chunk(op.chunk) > 0) bucket_ready.push_back(t);
-        if (mb_releases) {
-          // Buckets of this piece: the microbatch's dp_buckets spread over the pieces (the first take the rest).
-          const int64_t n = sc.dp_buckets / pieces + (piece < sc.dp_buckets % pieces ? 1 : 0);
-          for (int64_t b = 0; b < n; ++b) bucket(t);
-        }
-      }
-      if (tp_ov > 0) shadow(main_first, tp_ov, i, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
-      if (cp_ov > 0) shadow(main_first, cp_ov, i, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
-      if (comm_s > 0) add(comm_s, EventCategory::layer_comm);
-      // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (below).
-      if (sc.dp_per_microbatch && sc.dp_buckets > 0 && completes && !c.dp_overlap) ++mb_completed;
-
-      // The result leaves the stage: activations to the next virtual stage, gradients to the previous one.
-      int32_t result = last;
-      const bool sends = (op.kind == OpKind::forward && vs < V - 1) || (is_bwd && vs > 0);
-      if (sends) {
-        const int64_t dst_vs = op.kind == OpKind::forward ? vs + 1 : vs - 1;
-        const int32_t peer = static_cast<int32_t>(s.stage_of(dst_vs));
-        int32_t x;
-        if (c.p2p_blocking) {
-          x = task(c.p2p_s, i, StreamKind::compute, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link);
-          prev_compute = x;
-        } else {
-          x = task(c.p2p_s, i, StreamKind::pp, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link);
-          out.graph.add_dep(last, x);
-        }
-        out.info.back().peer_stage = peer;
-        out.info.back().bytes = c.p2p_bytes;
-        out.info.back().flow = next_flow++;
-        result = x;
-      }
-      begin.push_back(first);
-      end.push_back(last);
+      OpTasks ot{o[k], sc_.chunks[static_cast<size_t>(o[k].chunk)]};
+      emit_passes(ot, fin[static_cast<size_t>(o[k].chunk)] == static_cast<int64_t>(k));
+      const int32_t result = send_result(ot.op, ot.last);
+      begin.push_back(ot.first);
+      end.push_back(ot.last);
       outp.push_back(result);
     }
+  }
 
-    // DP gradient buckets on the stage's ordered dp stream (ZeRO-2/3 with overlap: issued in the loop above, as
-    // each microbatch's backward produces them), then the optimizer on the compute stream.
-    if (sc.dp_buckets > 0) {
-      if (sc.dp_per_microbatch) {
-        if (!c.dp_overlap) {
-          for (int64_t mb = 0; mb < mb_completed; ++mb) {
-            for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
-          }
+  // DP gradient buckets on the stage's ordered dp stream (ZeRO-2/3 with overlap: issued with the ops, as each
+  // microbatch's backward produces them).
+  void emit_dp_buckets() {
+    if (sc_.dp_buckets <= 0) return;
+    if (sc_.dp_per_microbatch) {
+      if (!c_.dp_overlap) {
+        for (int64_t mb = 0; mb < mb_completed_; ++mb) {
+          for (int64_t b = 0; b < sc_.dp_buckets; ++b) bucket(prev_compute_);
         }
-      } else if (c.dp_overlap) {
-        for (int32_t after : bucket_ready) bucket(after);
-      } else {
-        for (int64_t b = 0; b < sc.dp_buckets; ++b) bucket(prev_compute);
       }
+    } else if (c_.dp_overlap) {
+      for (int32_t after : bucket_ready_) bucket(after);
+    } else {
+      for (int64_t b = 0; b < sc_.dp_buckets; ++b) bucket(prev_compute_);
     }
-    if (sc.embedding_grad_s > 0) {
-      // After the stage's DP reduction (Megatron-Core finalize_model_grads order), on the same dp stream. It is one
-      // all-reduce between the first and the last stage: build() makes each side also wait for the other's
-      // predecessors, so both start when the later one is ready.
-      const int32_t t = task(sc.embedding_grad_s, i, StreamKind::dp, EventCategory::dp_comm, -1, 0, pp_link);
-      if (prev_compute >= 0) out.graph.add_dep(prev_compute, t);
-      if (last_bucket >= 0) out.graph.add_dep(last_bucket, t);
-      embedding_after_compute_[static_cast<size_t>(i)] = prev_compute;
-      out.embedding_task[static_cast<size_t>(i)] = t;
-      out.embedding_after_bucket[static_cast<size_t>(i)] = last_bucket;
-      last_bucket = t;
+  }
+
+  // After the stage's DP reduction (Megatron-Core finalize_model_grads order), on the same dp stream. It is one
+  // all-reduce between the first and the last stage: build() makes each side also wait for the other's
+  // predecessors, so both start when the later one is ready.
+  void emit_embedding_all_reduce() {
+    if (sc_.embedding_grad_s > 0) {
+      const int32_t t = b_.task(sc_.embedding_grad_s, i_, StreamKind::dp, EventCategory::dp_comm, -1, 0, pp_link_);
+      if (prev_compute_ >= 0) b_.out.graph.add_dep(prev_compute_, t);
+      if (last_bucket_ >= 0) b_.out.graph.add_dep(last_bucket_, t);
+      b_.embedding_after_compute_[static_cast<size_t>(i_)] = prev_compute_;
+      b_.out.embedding_task[static_cast<size_t>(i_)] = t;
+      b_.out.embedding_after_bucket[static_cast<size_t>(i_)] = last_bucket_;
+      last_bucket_ = t;
     }
-    const int32_t opt = task(sc.optimizer_s, i, StreamKind::compute, EventCategory::optimizer, -1, 0);
-    if (last_bucket >= 0) out.graph.add_dep(last_bucket, opt);
-    out.optimizer_task[static_cast<size_t>(i)] = opt;
-    if (sc.param_gather_s > 0 && sc.dp_buckets > 0) {
-      const int64_t n = sc.dp_buckets;
+  }
+
+  // The optimizer on the compute stream after the last DP task, then the sharded optimizer's all-gather of the
+  // updated parameters, one piece per bucket.
+  void emit_optimizer_and_gather() {
+    const int32_t opt = b_.task(sc_.optimizer_s, i_, StreamKind::compute, EventCategory::optimizer, -1, 0);
+    if (last_bucket_ >= 0) b_.out.graph.add_dep(last_bucket_, opt);
+    b_.out.optimizer_task[static_cast<size_t>(i_)] = opt;
+    if (sc_.param_gather_s > 0 && sc_.dp_buckets > 0) {
+      const int64_t n = sc_.dp_buckets;
       for (int64_t b = 0; b < n; ++b) {
-        const int32_t g = task(sc.param_gather_s / static_cast<double>(n), i, StreamKind::dp, EventCategory::dp_comm, -1,
-                               0, dp_link);
-        out.graph.add_dep(opt, g);
-        if (b == 0) out.first_gather_task[static_cast<size_t>(i)] = g;
-        out.last_gather_task[static_cast<size_t>(i)] = g;
+        const int32_t g = b_.task(sc_.param_gather_s / static_cast<double>(n), i_, StreamKind::dp,
+                                  EventCategory::dp_comm, -1, 0, dp_link_);
+        b_.out.graph.add_dep(opt, g);
+        if (b == 0) b_.out.first_gather_task[static_cast<size_t>(i_)] = g;
+        b_.out.last_gather_task[static_cast<size_t>(i_)] = g;
       }
     }
   }
+
+ private:
+  // One op being emitted: its chunk's costs and its first and last compute tasks.
+  struct OpTasks {
+    const PipeOp& op;
+    const ChunkCosts& cc;
+    int32_t first = -1, last = -1;
+  };
+
+  Builder& b_;
+  const PipelineSchedule& s_;
+  const StepCosts& c_;
+  const int64_t i_;
+  const StageCosts& sc_;
+  const int64_t virtual_stages_;
+  const int32_t pp_link_, dp_link_;
+  int32_t prev_compute_ = -1;          // last task on the compute stream
+  std::vector<int32_t> bucket_ready_;  // tasks after which a DP bucket may start (overlap on)
+  int64_t mb_completed_ = 0;           // ZeRO-2/3 without overlap: microbatches whose gradients await reduction
+  int32_t last_bucket_ = -1;
+
+  // Buckets per chunk: spread the stage's buckets over its chunks (the first chunks take the remainder).
+  int64_t buckets_of_chunk(int64_t ch) const {
+    const int64_t b = sc_.dp_buckets, v = s_.chunks;
+    return b / v + (ch < b % v ? 1 : 0);
+  }
+
+  // One DP gradient bucket on the dp stream, after task `after` (-1: no edge).
+  void bucket(int32_t after) {
+    const int32_t b = b_.task(sc_.dp_bucket_s, i_, StreamKind::dp, EventCategory::dp_comm, -1, 0, dp_link_);
+    b_.out.info.back().bytes = sc_.dp_bucket_bytes;
+    if (after >= 0) b_.out.graph.add_dep(after, b);
+    last_bucket_ = b;
+  }
+
+  // ZeRO-3: a pass's parameter all-gathers occupy the DP link from the start of the pass (FSDP prefetches them a
+  // layer ahead), so the gradient reduce-scatters queue behind them on the ordered dp stream: the link the
+  // closed form shares between the two (cost_model.cpp). The compute stream does not wait for this task; the
+  // gathers' exposed part is already in the op's layer_comm.
+  void gathers_on_link(double s_link, int32_t mb, int32_t chunk) {
+    if (s_link <= 0) return;
+    const int32_t g = b_.task(s_link, i_, StreamKind::dp, EventCategory::zero3_gather, mb, chunk, dp_link_);
+    if (prev_compute_ >= 0) b_.out.graph.add_dep(prev_compute_, g);
+  }
+
+  // A task of the op on the compute stream.
+  int32_t add(OpTasks& ot, double d, EventCategory cat) {
+    const int32_t t = b_.task(d, i_, StreamKind::compute, cat, ot.op.microbatch, ot.op.chunk);
+    b_.out.info.back().costs = &ot.cc;
+    if (ot.first < 0) ot.first = t;
+    ot.last = t;
+    prev_compute_ = t;
+    return t;
+  }
+
+  // A `share` of the op's recompute and its exposed comm, with the TP shadow on the first part.
+  void recompute(OpTasks& ot, double share, bool first_part) {
+    const ChunkCosts& cc = ot.cc;
+    const int32_t r = add(ot, cc.recompute_s * share, EventCategory::recompute);
+    if (first_part && cc.tp_overlapped_forward_s > 0 && cc.recompute_comm_s > 0) {
+      b_.shadow(r, cc.tp_overlapped_forward_s, i_, StreamKind::tp, EventCategory::tp_comm, ot.op.microbatch,
+                ot.op.chunk);
+    }
+    if (cc.recompute_comm_s > 0) add(ot, cc.recompute_comm_s * share, EventCategory::layer_comm);
+  }
+
+  // The op's passes: its ZeRO-3 gathers on the DP link, recompute, main task in pieces (releasing DP buckets),
+  // overlapped TP / CP collectives on their streams and exposed comm. `final_of_chunk`: the chunk's gradients are
+  // final after this op.
+  void emit_passes(OpTasks& ot, bool final_of_chunk) {
+    const PipeOp& op = ot.op;
+    const ChunkCosts& cc = ot.cc;
+    const OpShape sh = op_shape(cc, op.kind);
+    gathers_on_link(zero3_gather_s(cc, op.kind), static_cast<int32_t>(op.microbatch), static_cast<int32_t>(op.chunk));
+    const bool completes = completes_gradients(op.kind);
+    const Release rel = release_of(sc_, c_.dp_overlap, completes, final_of_chunk, buckets_of_chunk(op.chunk));
+    const int64_t pieces = rel.pieces;
+    // Recompute before the backward; in a split op, layer by layer with it (checkpointing recomputes each layer's
+    // forward just before that layer's backward), so the released reductions also run beside recompute.
+    const bool recomputes = recomputes_before(cc, op.kind);
+    if (recomputes && pieces == 1) recompute(ot, 1.0, true);
+    int32_t main_first = -1;
+    for (int64_t piece = 0; piece < pieces; ++piece) {
+      if (recomputes && pieces > 1) recompute(ot, 1.0 / static_cast<double>(pieces), piece == 0);
+      const int32_t t = add(ot, sh.main_s / static_cast<double>(pieces), sh.cat);
+      b_.out.info.back().last_piece = piece == pieces - 1;
+      if (main_first < 0) main_first = t;
+      if (rel.chunk_final && buckets_of_chunk(op.chunk) > 0) bucket_ready_.push_back(t);
+      if (rel.microbatch) {
+        // Buckets of this piece: the microbatch's dp_buckets spread over the pieces (the first take the rest).
+        const int64_t n = sc_.dp_buckets / pieces + (piece < sc_.dp_buckets % pieces ? 1 : 0);
+        for (int64_t b = 0; b < n; ++b) bucket(t);
+      }
+    }
+    if (sh.tp_ov > 0) {
+      b_.shadow(main_first, sh.tp_ov, i_, StreamKind::tp, EventCategory::tp_comm, op.microbatch, op.chunk);
+    }
+    if (sh.cp_ov > 0) {
+      b_.shadow(main_first, sh.cp_ov, i_, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
+    }
+    if (sh.comm_s > 0) add(ot, sh.comm_s, EventCategory::layer_comm);
+    // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (emit_dp_buckets).
+    if (sc_.dp_per_microbatch && sc_.dp_buckets > 0 && completes && !c_.dp_overlap) ++mb_completed_;
+  }
+
+  // The task downstream ops wait for: when the result leaves the stage (activations to the next virtual stage,
+  // gradients to the previous one) its p2p transfer, else the op's last task.
+  int32_t send_result(const PipeOp& op, int32_t last) {
+    const int64_t vs = s_.virtual_stage(i_, op.chunk);
+    const bool sends =
+        (op.kind == OpKind::forward && vs < virtual_stages_ - 1) || (is_backward_pass(op.kind) && vs > 0);
+    if (!sends) return last;
+    const int64_t dst_vs = op.kind == OpKind::forward ? vs + 1 : vs - 1;
+    const int32_t peer = static_cast<int32_t>(s_.stage_of(dst_vs));
+    int32_t x;
+    if (c_.p2p_blocking) {
+      x = b_.task(c_.p2p_s, i_, StreamKind::compute, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link_);
+      prev_compute_ = x;
+    } else {
+      x = b_.task(c_.p2p_s, i_, StreamKind::pp, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link_);
+      b_.out.graph.add_dep(last, x);
+    }
+    b_.out.info.back().peer_stage = peer;
+    b_.out.info.back().bytes = c_.p2p_bytes;
+    b_.out.info.back().flow = b_.next_flow++;
+    return x;
+  }
 };
+
+void Builder::emit_stage(int64_t i, std::vector<int32_t>& begin) {
+  StageEmitter e(*this, i);
+  e.emit_ops(begin);
+  e.emit_dp_buckets();
+  e.emit_embedding_all_reduce();
+  e.emit_optimizer_and_gather();
+}
 
 }  // namespace
 
@@ -377,7 +446,7 @@ int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, c
       const int64_t vs = ch * p + i;
       const int64_t b = sc.dp_buckets, chunk_buckets = b / v + (ch < b % v ? 1 : 0);
       for (const OpKind k : kinds) {
-        // Tasks of one op of this kind, as Builder::emit_stage adds them, with `final_of_chunk` for the op after
+        // Tasks of one op of this kind, as StageEmitter adds them, with `final_of_chunk` for the op after
         // which the chunk's gradients are final.
         auto op_tasks = [&](bool final_of_chunk) -> double {
           const OpShape sh = op_shape(cc, k);
