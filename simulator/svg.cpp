@@ -87,30 +87,40 @@ struct Bin {
 };
 }  // namespace
 
-std::string render_svg(const Timeline& t, const std::string& title) {
-  const double step = t.step_s > 0 ? t.step_s : 1.0;
-  // The axis spans the step and anything drawn after it (with a sharded optimizer the parameter all-gather runs on
-  // into the next step's first forward), so no bar leaves the picture; a dashed line marks the step's end.
+namespace {
+// The axis spans the step and anything drawn after it (with a sharded optimizer the parameter all-gather runs on
+// into the next step's first forward), so no bar leaves the picture.
+double drawn_span(const Timeline& t, double step) {
   double span = step;
   for (const auto& tr : t.tracks)
     for (const auto& st : tr.streams)
       for (const auto& e : st.events) span = std::max(span, e.end_s);
-  const double sx = kPlot / span;
-  // Each stage: the compute row, then one thin row per communication stream that carries events (tp, cp, pp, dp),
-  // so concurrent transfers on different streams do not overprint.
-  std::vector<std::vector<size_t>> comm_rows(t.tracks.size());
-  std::vector<double> track_y(t.tracks.size());
-  double y_next = kTop;
+  return span;
+}
+
+// Each stage: the compute row, then one thin row per communication stream that carries events (tp, cp, pp, dp),
+// so concurrent transfers on different streams do not overprint.
+struct Rows {
+  std::vector<std::vector<size_t>> comm_rows;  // per track: the streams given a row, in order
+  std::vector<double> track_y;                 // per track: the top of its compute row
+  double y_next = kTop;                        // below the last track
+};
+Rows stage_rows(const Timeline& t) {
+  Rows rows;
+  rows.comm_rows.resize(t.tracks.size());
+  rows.track_y.resize(t.tracks.size());
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     for (size_t k = 1; k < t.tracks[i].streams.size(); ++k) {
-      if (!t.tracks[i].streams[k].events.empty()) comm_rows[i].push_back(k);
+      if (!t.tracks[i].streams[k].events.empty()) rows.comm_rows[i].push_back(k);
     }
-    track_y[i] = y_next;
-    y_next += kRowCompute + kRowComm * static_cast<double>(std::max<size_t>(1, comm_rows[i].size())) + kGap;
+    rows.track_y[i] = rows.y_next;
+    rows.y_next += kRowCompute + kRowComm * static_cast<double>(std::max<size_t>(1, rows.comm_rows[i].size())) + kGap;
   }
-  const double height = y_next + 80;
-  const double width = kLeft + kPlot + kRight;
-  std::string o;
+  return rows;
+}
+
+// The <svg> element, the hatch patterns of the communication fills, the white background and the title.
+void draw_header(std::string& o, double width, double height, const std::string& title) {
   o += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
                    "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\" font-size=\"11\">\n",
                    width, height, width, height);
@@ -122,71 +132,79 @@ std::string render_svg(const Timeline& t, const std::string& title) {
   }
   o += "</defs>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o += fmt::format("<text x=\"{:.0f}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", kLeft, escape(title));
-  const bool chunks = has_chunks(t);
-  for (size_t i = 0; i < t.tracks.size(); ++i) {
-    const TimelineTrack& tr = t.tracks[i];
-    const double y = track_y[i];
-    o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">stage {}</text>\n", kLeft - 8,
-                     y + kRowCompute * 0.7, tr.stage);
-    o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.2f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n", kLeft, y,
-                     kPlot, kRowCompute);
-    for (size_t r = 0; r < comm_rows[i].size(); ++r) {
-      o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\" font-size=\"7\">{}</text>\n", kLeft - 3,
-                       y + kRowCompute + kRowComm * (static_cast<double>(r) + 0.85), tr.streams[comm_rows[i][r]].name);
-    }
-    for (size_t k = 0; k < tr.streams.size(); ++k) {
-      const bool compute = k == 0;
-      const auto sub = std::find(comm_rows[i].begin(), comm_rows[i].end(), k) - comm_rows[i].begin();
-      const double ry = compute ? y : y + kRowCompute + kRowComm * static_cast<double>(sub);
-      const double rh = compute ? kRowCompute : kRowComm;
-      // Bars narrower than a pixel are binned by pixel column: one bar per column, in the colour that fills most of
-      // it, titled with its event count (a 2,048-microbatch step drew 450,000 bars, 39 MB, that no browser shows).
-      Bin bin;
-      auto flush = [&] {
-        if (bin.events == 0) return;
-        const auto top = std::max_element(bin.fills.begin(), bin.fills.end(),
-                                          [](const auto& a, const auto& b) { return a.second < b.second; });
-        o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\">"
-                         "<title>{} {} events {:.3f}-{:.3f} ms</title></rect>\n",
-                         bin.x0, ry, std::max(bin.x1 - bin.x0, 0.01), rh, top->first, tr.streams[k].name, bin.events,
-                         bin.start_s * 1e3, bin.end_s * 1e3);
-        bin = Bin{};
-      };
-      for (const TimelineEvent& e : tr.streams[k].events) {
-        const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
-        if (w <= 0) continue;
-        if (w < 1.0) {
-          const int64_t column = static_cast<int64_t>(std::floor(x - kLeft));
-          if (column != bin.column) {
-            flush();
-            bin.column = column;
-            bin.x0 = x;
-            bin.start_s = e.start_s;
-          }
-          ++bin.events;
-          bin.x1 = std::max(bin.x1, x + w);
-          bin.end_s = std::max(bin.end_s, e.end_s);
-          bin.add(fill_of(e), e.end_s - e.start_s);
-          continue;
-        }
+}
+
+// One stream's bars in the row at `ry` of height `rh` (the compute row labels the bars its labels fit).
+void draw_stream(std::string& o, const TimelineStream& stream, double ry, double rh, bool compute, double sx,
+                 bool chunks) {
+  // Bars narrower than a pixel are binned by pixel column: one bar per column, in the colour that fills most of
+  // it, titled with its event count (a 2,048-microbatch step drew 450,000 bars, 39 MB, that no browser shows).
+  Bin bin;
+  auto flush = [&] {
+    if (bin.events == 0) return;
+    const auto top = std::max_element(bin.fills.begin(), bin.fills.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\">"
+                     "<title>{} {} events {:.3f}-{:.3f} ms</title></rect>\n",
+                     bin.x0, ry, std::max(bin.x1 - bin.x0, 0.01), rh, top->first, stream.name, bin.events,
+                     bin.start_s * 1e3, bin.end_s * 1e3);
+    bin = Bin{};
+  };
+  for (const TimelineEvent& e : stream.events) {
+    const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
+    if (w <= 0) continue;
+    if (w < 1.0) {
+      const int64_t column = static_cast<int64_t>(std::floor(x - kLeft));
+      if (column != bin.column) {
         flush();
-        o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
-                         "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
-                         x, ry, w, rh, fill_of(e), tr.streams[k].name, event_name(e, chunks), e.start_s * 1e3,
-                         e.end_s * 1e3);
-        const std::string label = event_name(e, chunks);
-        // Only where the label fits its bar (about 6 px per character at font-size 9, digits and capitals).
-        if (compute && e.microbatch >= 0 && w >= 6.0 * static_cast<double>(label.size()) + 2 &&
-            !(e.category == EventCategory::layer_comm)) {
-          o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
-                           x + w / 2, ry + rh * 0.65, label);
-        }
+        bin.column = column;
+        bin.x0 = x;
+        bin.start_s = e.start_s;
       }
-      flush();
+      ++bin.events;
+      bin.x1 = std::max(bin.x1, x + w);
+      bin.end_s = std::max(bin.end_s, e.end_s);
+      bin.add(fill_of(e), e.end_s - e.start_s);
+      continue;
+    }
+    flush();
+    o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
+                     "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
+                     x, ry, w, rh, fill_of(e), stream.name, event_name(e, chunks), e.start_s * 1e3,
+                     e.end_s * 1e3);
+    const std::string label = event_name(e, chunks);
+    // Only where the label fits its bar (about 6 px per character at font-size 9, digits and capitals).
+    if (compute && e.microbatch >= 0 && w >= 6.0 * static_cast<double>(label.size()) + 2 &&
+        !(e.category == EventCategory::layer_comm)) {
+      o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
+                       x + w / 2, ry + rh * 0.65, label);
     }
   }
-  // Time axis.
-  const double ay = y_next + 4;
+  flush();
+}
+
+// One stage at `y`: its label, the compute row's background, the communication rows' labels, then every stream.
+void draw_track(std::string& o, const TimelineTrack& tr, double y, const std::vector<size_t>& comm_rows, double sx,
+                bool chunks) {
+  o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">stage {}</text>\n", kLeft - 8,
+                   y + kRowCompute * 0.7, tr.stage);
+  o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.2f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n", kLeft, y,
+                   kPlot, kRowCompute);
+  for (size_t r = 0; r < comm_rows.size(); ++r) {
+    o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\" font-size=\"7\">{}</text>\n", kLeft - 3,
+                     y + kRowCompute + kRowComm * (static_cast<double>(r) + 0.85), tr.streams[comm_rows[r]].name);
+  }
+  for (size_t k = 0; k < tr.streams.size(); ++k) {
+    const bool compute = k == 0;
+    const auto sub = std::find(comm_rows.begin(), comm_rows.end(), k) - comm_rows.begin();
+    const double ry = compute ? y : y + kRowCompute + kRowComm * static_cast<double>(sub);
+    const double rh = compute ? kRowCompute : kRowComm;
+    draw_stream(o, tr.streams[k], ry, rh, compute, sx, chunks);
+  }
+}
+
+// The time axis at `ay` with ticks in ms, and a dashed line at the step's end when bars run past it.
+void draw_time_axis(std::string& o, double ay, double span, double step, double sx) {
   o += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.2f}\" x2=\"{:.0f}\" y2=\"{:.2f}\" stroke=\"black\"/>\n", kLeft, ay,
                    kLeft + kPlot, ay);
   const double ts = tick_step(span);
@@ -206,8 +224,10 @@ std::string render_svg(const Timeline& t, const std::string& title) {
                      x, kTop - 6, x, ay, x - 3, kTop - 8);
   }
   o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">ms</text>\n", kLeft - 8, ay + 17);
-  // Legend.
-  const double ly = ay + 40;
+}
+
+// The legend at `ly`: one swatch per kind of bar.
+void draw_legend(std::string& o, double ly) {
   struct Item {
     const char* label;
     std::string fill;
@@ -226,6 +246,25 @@ std::string render_svg(const Timeline& t, const std::string& title) {
                      lx, ly, it.fill, lx + 18, ly + 11, it.label);
     lx += 30 + 6.2 * static_cast<double>(std::char_traits<char>::length(it.label));
   }
+}
+}  // namespace
+
+std::string render_svg(const Timeline& t, const std::string& title) {
+  const double step = t.step_s > 0 ? t.step_s : 1.0;
+  const double span = drawn_span(t, step);  // a dashed line marks the step's end when it is wider
+  const double sx = kPlot / span;
+  const Rows rows = stage_rows(t);
+  const double height = rows.y_next + 80;
+  const double width = kLeft + kPlot + kRight;
+  std::string o;
+  draw_header(o, width, height, title);
+  const bool chunks = has_chunks(t);
+  for (size_t i = 0; i < t.tracks.size(); ++i) {
+    draw_track(o, t.tracks[i], rows.track_y[i], rows.comm_rows[i], sx, chunks);
+  }
+  const double ay = rows.y_next + 4;  // the time axis, below the stages; the legend below it
+  draw_time_axis(o, ay, span, step, sx);
+  draw_legend(o, ay + 40);
   o += "</svg>\n";
   return o;
 }
