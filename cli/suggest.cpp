@@ -504,41 +504,163 @@ SimulatedTop simulate_top(const SearchRequest& req, SearchResult& res, int k) {
   return out;
 }
 
+// Adds suggest's flags to `app`, in their --help order: the model flags, the pins, then the search and output flags.
+void add_suggest_options(CLI::App& app, SuggestOptions& o) {
+  add_model_options(app, o.model);
+  const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
+  app.add_option("--dp", o.dp, "Pin the data-parallel size")->check(pos);
+  app.add_option("--tp", o.tp, "Pin the tensor-parallel size")->check(pos);
+  app.add_option("--pp", o.pp, "Pin the pipeline stages")->check(pos);
+  app.add_option("--cp", o.cp, "Pin the context-parallel size")->check(pos);
+  app.add_option("--ep", o.ep, "Pin the expert-parallel size (MoE)")->check(pos);
+  app.add_option("--vpp", o.vpp, "Pin interleaved chunks per stage (implies --schedule interleaved)")->check(CLI::Range(int64_t{2}, int64_t{1024}));
+  app.add_option("--micro-batch", o.micro_batch, "Pin the micro-batch size")->check(pos);
+  app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
+  app.add_option("--global-batch", o.global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
+  app.add_option("--tokens-per-step", o.tokens_per_step, "Tokens per step (alternative to --global-batch)")->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  app.add_option("--schedule", o.schedule, "Pin the schedule: gpipe | 1f1b | interleaved | zb-h1");
+  app.add_option("--recompute", o.recompute, "Pin recompute: none | selective | full");
+  app.add_flag("--sp,--sequence-parallel", o.sp, "Pin sequence parallelism on");
+  app.add_flag("--no-sp", o.no_sp, "Pin sequence parallelism off");
+  app.add_option("--zero", o.zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
+  app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Pin the distributed optimizer on");
+  app.add_flag("--no-distributed-optimizer", o.no_distributed_optimizer,
+               "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
+  app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
+                 "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
+  app.add_flag("--overlap-p2p", o.overlap_p2p,
+               "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
+  app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
+  app.add_option("--objective", o.objective, "fastest (default) | fewest-gpus | headroom");
+  app.add_option("--min-tokens-per-s", o.min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
+  app.add_option("--top", o.top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));
+  app.add_option("--threads", o.threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
+  app.add_option("--simulate", o.simulate, "Re-rank the top K plans by simulated step time (simulator/; at most 100)")->check(CLI::Range(1, 100));
+  app.add_flag("--explain", o.explain, "Show the best rejected candidate for each reason");
+  app.add_flag("--json", o.json, "Print the result as JSON (schema: docs/json-schema.md)");
+  app.add_option("-o,--out", o.out, "Write the winner's Plan document (JSON) for simulate, check and run");
+}
+
+// The "meshes searched" meter on stderr: on a terminal only (a log file gets no progress meter), from the first
+// second of the search on, redrawn at most every 0.1 s until the last mesh.
+class ProgressMeter {
+ public:
+  explicit ProgressMeter(std::chrono::steady_clock::time_point start) : start_(start) {}
+
+  // Redraws the meter at `done` of `total` meshes, when it is due.
+  void show(int64_t done, int64_t total) {
+    if (!terminal_) return;
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (t < 1.0 || (done < total && t - last_shown_ < 0.1)) return;
+    last_shown_ = t;
+    fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
+    shown_ = true;
+  }
+
+  // Ends the meter's line, when it drew one.
+  void finish() const {
+    if (shown_) fmt::print(stderr, "\n");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  bool terminal_ = ::isatty(STDERR_FILENO) != 0;
+  double last_shown_ = 0;
+  bool shown_ = false;
+};
+
+// The pins admit no mesh at all (e.g. --tp 3 on 64 GPUs): a usage error naming the pinned sizes, not a memory verdict.
+void refuse_pins_without_mesh(const SuggestOptions& o, int64_t gpus) {
+  std::string pins;
+  auto add = [&pins](const char* flag, const std::optional<int64_t>& v) {
+    if (v) pins += fmt::format("{}{} {}", pins.empty() ? "" : ", ", flag, *v);
+  };
+  add("--dp", o.dp);
+  add("--tp", o.tp);
+  add("--pp", o.pp);
+  add("--cp", o.cp);
+  add("--ep", o.ep);
+  add("--micro-batch", o.micro_batch);
+  if (!pins.empty()) {
+    throw InputError(fmt::format("{}: no configuration of {} GPUs has these sizes (dp x tp x pp x cp must equal "
+                                 "--gpus; tp divides the heads, pp the layers, the micro-batch the global batch per "
+                                 "replica)",
+                                 pins, gpus));
+  }
+}
+
+// Whether any flag narrowed the search space (the advice then also searches without the pins).
+bool any_knob_pinned(const SuggestOptions& o) {
+  return o.dp || o.tp || o.pp || o.cp || o.ep || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
+         !o.recompute.empty() || o.sp || o.no_sp || o.distributed_optimizer || o.no_distributed_optimizer;
+}
+
+// What a suggest run found, for its report: the ranked plans (re-ranked by --simulate), and the advice when none fits.
+struct Outcome {
+  const SuggestOptions& o;
+  const SearchRequest& req;
+  const SearchResult& res;
+  const std::string& model_note;
+  const std::string& batch_note;
+  double seconds;
+  const SimulatedTop& simulated;
+  const std::optional<Advice>& advice;
+};
+
+// The --json report: the search result, with each simulated plan's step and the reason for its simulated rank.
+nlohmann::json outcome_json(const Outcome& r) {
+  const std::vector<double>& sim_step = r.simulated.step_s;
+  nlohmann::json j = result_json(r.req, r.res, r.model_note, r.batch_note, r.advice);
+  for (size_t i = 0; i < sim_step.size() && i < j["plans"].size(); ++i) {
+    if (std::isnan(sim_step[i])) continue;
+    if (std::isfinite(sim_step[i])) j["plans"][i]["simulated_step_s"] = sim_step[i];
+    j["plans"][i]["reason"] =
+        simulated_rank_reason(r.res.top[i], r.res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0]);
+  }
+  if (r.o.simulate > 0) {
+    j["simulated_top"] = r.o.simulate;
+    j["simulated_plans"] = r.simulated.simulated;
+    j["simulated_over_budget"] = r.simulated.over_budget;
+  }
+  return j;
+}
+
+// The text report's --simulate section: each simulated plan's step beside the closed form's.
+std::string simulated_text(const Outcome& r) {
+  const std::vector<double>& sim_step = r.simulated.step_s;
+  std::string text =
+      fmt::format("\nRe-ranked the top {} by simulated step time (event simulation of the schedule):\n", r.o.simulate);
+  if (r.simulated.over_budget > 0) {
+    text += fmt::format("  {} of them not simulated: with the ones before them their step graphs pass {} tasks; "
+                        "they follow the simulated ones in analytical order\n",
+                        r.simulated.over_budget, kSimulateTaskBudget);
+  }
+  for (size_t i = 0; i < sim_step.size() && i < r.res.top.size(); ++i) {
+    if (std::isnan(sim_step[i])) continue;
+    text += fmt::format("  #{} {}: simulated {} vs analytical {}\n", i + 1, config_line(r.res.top[i], r.req.model.is_moe()),
+                        std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "n/a", fmt_seconds(r.res.top[i].time.step_s));
+  }
+  return text;
+}
+
+// The text report: the ranked plans and rejections, the advice when nothing fits, the --simulate comparison, where -o
+// wrote the winner.
+std::string outcome_text(const Outcome& r) {
+  std::string text = render(r.req, r.res, r.model_note, r.batch_note, r.seconds, r.simulated.step_s);
+  if (r.advice) text += "\n" + advice_text(r.req, r.res, *r.advice);
+  if (r.o.simulate > 0 && !r.res.top.empty()) text += simulated_text(r);
+  if (r.res.top.empty() && r.req.objective == Objective::fewest_gpus) {
+    text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", r.req.min_tokens_per_s, r.req.gpus);
+  }
+  if (!r.o.out.empty() && !r.res.top.empty()) {
+    text += is_stdout(r.o.out) ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", r.o.out);
+  }
+  return text;
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<SuggestOptions>();
-  add_model_options(app, o->model);
-  const auto pos = CLI::Range(int64_t{1}, int64_t{100'000'000});
-  app.add_option("--dp", o->dp, "Pin the data-parallel size")->check(pos);
-  app.add_option("--tp", o->tp, "Pin the tensor-parallel size")->check(pos);
-  app.add_option("--pp", o->pp, "Pin the pipeline stages")->check(pos);
-  app.add_option("--cp", o->cp, "Pin the context-parallel size")->check(pos);
-  app.add_option("--ep", o->ep, "Pin the expert-parallel size (MoE)")->check(pos);
-  app.add_option("--vpp", o->vpp, "Pin interleaved chunks per stage (implies --schedule interleaved)")->check(CLI::Range(int64_t{2}, int64_t{1024}));
-  app.add_option("--micro-batch", o->micro_batch, "Pin the micro-batch size")->check(pos);
-  app.add_option("--max-micro-batch", o->max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
-  app.add_option("--global-batch", o->global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
-  app.add_option("--tokens-per-step", o->tokens_per_step, "Tokens per step (alternative to --global-batch)")->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
-  app.add_option("--schedule", o->schedule, "Pin the schedule: gpipe | 1f1b | interleaved | zb-h1");
-  app.add_option("--recompute", o->recompute, "Pin recompute: none | selective | full");
-  app.add_flag("--sp,--sequence-parallel", o->sp, "Pin sequence parallelism on");
-  app.add_flag("--no-sp", o->no_sp, "Pin sequence parallelism off");
-  app.add_option("--zero", o->zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
-  app.add_flag("--distributed-optimizer", o->distributed_optimizer, "Pin the distributed optimizer on");
-  app.add_flag("--no-distributed-optimizer", o->no_distributed_optimizer,
-               "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
-  app.add_option("--zero3-gather-unit", o->zero3_gather_unit,
-                 "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
-  app.add_flag("--overlap-p2p", o->overlap_p2p,
-               "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
-  app.add_flag("--even-stages", o->even_stages, "Only even pipeline splits (no lighter last stage)");
-  app.add_option("--objective", o->objective, "fastest (default) | fewest-gpus | headroom");
-  app.add_option("--min-tokens-per-s", o->min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
-  app.add_option("--top", o->top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));
-  app.add_option("--threads", o->threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
-  app.add_option("--simulate", o->simulate, "Re-rank the top K plans by simulated step time (simulator/; at most 100)")->check(CLI::Range(1, 100));
-  app.add_flag("--explain", o->explain, "Show the best rejected candidate for each reason");
-  app.add_flag("--json", o->json, "Print the result as JSON (schema: docs/json-schema.md)");
-  app.add_option("-o,--out", o->out, "Write the winner's Plan document (JSON) for simulate, check and run");
+  add_suggest_options(app, *o);
   return [o]() {
     const ProfileSet profiles = load_profiles(o->model);
     const Target target = resolve_target(o->model, profiles);
@@ -548,92 +670,30 @@ Runner setup(CLI::App& app) {
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
     refuse_replacing_input(o->out, "-o");
     refuse_second_stdout_document(o->out, o->json, "-o");
-    bool progress_shown = false;
-    double last_shown = 0;
-    const bool terminal = ::isatty(STDERR_FILENO) != 0;  // a log file gets no progress meter
-    req.progress = [&](int64_t done, int64_t total) {
-      if (!terminal) return;
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (t < 1.0 || (done < total && t - last_shown < 0.1)) return;
-      last_shown = t;
-      fmt::print(stderr, "\rsuggest: {} / {} meshes searched ({:.1f} s)", done, total, t);
-      progress_shown = true;
-    };
+    ProgressMeter meter(start);
+    req.progress = [&meter](int64_t done, int64_t total) { meter.show(done, total); };
     if (o->simulate > 0 && req.objective != Objective::fastest) {
       throw InputError("--simulate: re-ranks by step time, so it goes with --objective fastest only");
     }
     if (o->simulate > req.top_k) req.top_k = o->simulate;
     SearchResult res = search(req);
-    if (res.candidates == 0 && req.objective != Objective::fewest_gpus) {
-      // The pins admit no mesh at all (e.g. --tp 3 on 64 GPUs): a usage error, not a memory verdict.
-      std::string pins;
-      auto add = [&pins](const char* flag, const std::optional<int64_t>& v) {
-        if (v) pins += fmt::format("{}{} {}", pins.empty() ? "" : ", ", flag, *v);
-      };
-      add("--dp", o->dp);
-      add("--tp", o->tp);
-      add("--pp", o->pp);
-      add("--cp", o->cp);
-      add("--ep", o->ep);
-      add("--micro-batch", o->micro_batch);
-      if (!pins.empty()) {
-        throw InputError(fmt::format("{}: no configuration of {} GPUs has these sizes (dp x tp x pp x cp must equal "
-                                     "--gpus; tp divides the heads, pp the layers, the micro-batch the global batch per "
-                                     "replica)",
-                                     pins, req.gpus));
-      }
-    }
+    if (res.candidates == 0 && req.objective != Objective::fewest_gpus) refuse_pins_without_mesh(*o, req.gpus);
     SimulatedTop simulated;
     if (o->simulate > 0) simulated = simulate_top(req, res, o->simulate);
-    const std::vector<double>& sim_step = simulated.step_s;
     if (res.top.size() > static_cast<size_t>(o->top)) res.top.resize(static_cast<size_t>(o->top));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (progress_shown) fmt::print(stderr, "\n");
-    const bool pinned = o->dp || o->tp || o->pp || o->cp || o->ep || o->vpp || o->micro_batch || o->zero ||
-                        !o->schedule.empty() || !o->recompute.empty() || o->sp || o->no_sp || o->distributed_optimizer ||
-                        o->no_distributed_optimizer;
+    meter.finish();
     std::optional<Advice> advice;
-    if (res.top.empty() && req.objective != Objective::fewest_gpus) advice = advise(req, profiles, pinned);
+    if (res.top.empty() && req.objective != Objective::fewest_gpus) advice = advise(req, profiles, any_knob_pinned(*o));
     if (!o->out.empty() && !res.top.empty()) {
       write_file_atomic(o->out, plan_to_json(candidate_plan(req, res.top[0])).dump(2) + "\n", "-o");
     }
+    const Outcome outcome{*o, req, res, target.model_note, batch_note, seconds, simulated, advice};
     if (o->json) {
-      nlohmann::json j = result_json(req, res, target.model_note, batch_note, advice);
-      for (size_t i = 0; i < sim_step.size() && i < j["plans"].size(); ++i) {
-        if (std::isnan(sim_step[i])) continue;
-        if (std::isfinite(sim_step[i])) j["plans"][i]["simulated_step_s"] = sim_step[i];
-        j["plans"][i]["reason"] =
-            simulated_rank_reason(res.top[i], res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0]);
-      }
-      if (o->simulate > 0) {
-        j["simulated_top"] = o->simulate;
-        j["simulated_plans"] = simulated.simulated;
-        j["simulated_over_budget"] = simulated.over_budget;
-      }
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", outcome_json(outcome).dump(2));
     } else {
-      std::string text = render(req, res, target.model_note, batch_note, seconds, sim_step);
-      if (advice) text += "\n" + advice_text(req, res, *advice);
-      if (o->simulate > 0 && !res.top.empty()) {
-        text += fmt::format("\nRe-ranked the top {} by simulated step time (event simulation of the schedule):\n", o->simulate);
-        if (simulated.over_budget > 0) {
-          text += fmt::format("  {} of them not simulated: with the ones before them their step graphs pass {} tasks; "
-                              "they follow the simulated ones in analytical order\n",
-                              simulated.over_budget, kSimulateTaskBudget);
-        }
-        for (size_t i = 0; i < sim_step.size() && i < res.top.size(); ++i) {
-          if (std::isnan(sim_step[i])) continue;
-          text += fmt::format("  #{} {}: simulated {} vs analytical {}\n", i + 1, config_line(res.top[i], req.model.is_moe()),
-                              std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "n/a", fmt_seconds(res.top[i].time.step_s));
-        }
-      }
-      if (res.top.empty() && req.objective == Objective::fewest_gpus) {
-        text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", req.min_tokens_per_s, req.gpus);
-      }
-      if (!o->out.empty() && !res.top.empty()) {
-        text += is_stdout(o->out) ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", o->out);
-      }
-      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", text);  // with the plan on stdout, the report goes to stderr
+      // with the plan on stdout, the report goes to stderr
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", outcome_text(outcome));
     }
     return res.top.empty() ? kCheckFailed : kOk;
   };
