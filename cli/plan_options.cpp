@@ -70,6 +70,120 @@ std::string_view reject_flag(Reject r) {
   return "";
 }
 
+// The mesh from the flags: tp, pp, cp, ep, vpp and the micro-batch as given (default 1), dp given or the GPUs left
+// over, and the GPU count they must multiply to.
+void size_mesh(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
+  ParallelConfig& pc = plan.parallel;
+  pc.tp = me.tp.value_or(1);
+  pc.pp = me.pp.value_or(1);
+  pc.cp = me.cp.value_or(1);
+  pc.ep = me.ep.value_or(1);
+  pc.vpp = me.vpp.value_or(1);
+  pc.micro_batch = me.micro_batch.value_or(1);
+  const int64_t tpc = saturating_product({pc.tp, pc.pp, pc.cp});
+  if (tpc > kMaxMeshGpus) {
+    throw InputError(fmt::format("--tp: tp*pp*cp = {}*{}*{} exceeds {} GPUs", pc.tp, pc.pp, pc.cp, kMaxMeshGpus));
+  }
+  if (me.dp) {
+    pc.dp = *me.dp;
+    if (saturating_product({pc.dp, tpc}) > kMaxMeshGpus) {
+      throw InputError(fmt::format("--dp: dp*tp*pp*cp = {}*{}*{}*{} exceeds {} GPUs", pc.dp, pc.tp, pc.pp, pc.cp,
+                                   kMaxMeshGpus));
+    }
+    plan.num_gpus = mo.gpus.value_or(pc.dp * tpc);
+  } else {
+    if (!mo.gpus) throw InputError("--gpus (or --dp) is required");
+    plan.num_gpus = *mo.gpus;
+    if (plan.num_gpus % tpc != 0) {
+      throw InputError(fmt::format("--gpus: {} GPUs are not divisible by tp*pp*cp = {}", plan.num_gpus, tpc));
+    }
+    pc.dp = plan.num_gpus / tpc;
+  }
+  if (pc.gpus() != plan.num_gpus) {
+    throw InputError(fmt::format("--gpus: dp*tp*pp*cp = {}*{}*{}*{} = {} but --gpus is {}", pc.dp, pc.tp, pc.pp, pc.cp,
+                                 pc.gpus(), plan.num_gpus));
+  }
+}
+
+// The knobs from the flags: schedule, recompute, sharding, overlaps and the uneven stage split.
+void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
+  pc.schedule = me.schedule.empty() ? (pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b)
+                                    : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1");
+  pc.recompute = me.recompute.empty() ? Recompute::none
+                                      : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, full");
+  pc.sequence_parallel = me.sequence_parallel;
+  pc.zero_stage = me.zero;
+  pc.zero3_gather_unit = me.zero3_gather_unit.empty()
+                             ? Zero3GatherUnit::layer
+                             : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
+  pc.distributed_optimizer = me.distributed_optimizer;
+  pc.overlap_dp_comm = !me.no_overlap_dp;
+  pc.overlap_tp_comm = me.overlap_tp;
+  pc.overlap_cp_comm = !me.no_overlap_cp;
+  pc.overlap_p2p_comm = me.overlap_p2p;
+  pc.async_tp_backward = !me.no_async_tp;
+  pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
+  pc.first_stage_layers = me.first_stage_layers.value_or(0);
+  pc.last_stage_layers = me.last_stage_layers.value_or(0);
+}
+
+// The training settings from the flags: precision, attention kernel, gradient accumulation and the DP bucket size.
+void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
+  TrainingSpec& tr = plan.training;
+  tr.precision = enum_flag<Precision>(mo.precision, "--precision", "bf16, fp16, fp8");
+  tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
+  tr.grad_fp32 = tr.precision != Precision::fp16;
+  tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
+  tr.seq_len = plan.model.seq_len;
+  if (me.bucket_mb) {
+    // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.
+    if (!std::isfinite(*me.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
+    tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
+  }
+}
+
+// The global batch (given, from --microbatches, or ~4Mi tokens) and the microbatches per step it divides into.
+void set_batch(Plan& plan, const MeshOptions& me) {
+  ParallelConfig& pc = plan.parallel;
+  TrainingSpec& tr = plan.training;
+  const int64_t unit = saturating_product({pc.dp, pc.micro_batch});
+  if (me.global_batch) {
+    tr.global_batch = *me.global_batch;
+  } else if (me.microbatches) {
+    tr.global_batch = saturating_product({unit, *me.microbatches});
+    if (tr.global_batch > kMaxGlobalBatch) {
+      throw InputError(fmt::format("--microbatches: dp {} x micro-batch {} x {} microbatches exceeds {} sequences per step",
+                                   pc.dp, pc.micro_batch, *me.microbatches, kMaxGlobalBatch));
+    }
+  } else {
+    tr.global_batch = default_global_batch(tr.seq_len, pc.dp, pc.micro_batch);
+  }
+  pc.num_microbatches = microbatches_per_step(tr.global_batch, pc.dp, pc.micro_batch);
+  if (pc.num_microbatches == 0) {
+    throw InputError(fmt::format("--global-batch: {} is not divisible by dp x micro-batch = {}", tr.global_batch, unit));
+  }
+  if (me.microbatches && *me.microbatches != pc.num_microbatches) {
+    throw InputError(fmt::format("--microbatches: {} disagrees with global batch {} / (dp {} x micro-batch {}) = {}",
+                                 *me.microbatches, tr.global_batch, pc.dp, pc.micro_batch, pc.num_microbatches));
+  }
+}
+
+// Throws the first validity rule the plan breaks, naming the flag that sets it.
+void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
+  ValidateOptions vo;
+  vo.allow_tp_across_nodes = mo.allow_tp_across_nodes;
+  const Validity v = validate(plan, vo);
+  if (!v.ok()) {
+    for (int i = 0; i < kNumRejects; ++i) {
+      const auto r = static_cast<Reject>(i);
+      if (!v.has(r)) continue;
+      const std::string what = describe(r, plan);
+      const std::string_view flag = reject_flag(r);
+      throw InputError(flag.empty() || what.starts_with("--") ? what : fmt::format("{}: {}", flag, what));
+    }
+  }
+}
+
 }  // namespace
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
@@ -251,99 +365,12 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   plan.model = t.model;
   plan.gpu = t.gpu;
   plan.cluster = t.cluster;
-  ParallelConfig& pc = plan.parallel;
-  pc.tp = me.tp.value_or(1);
-  pc.pp = me.pp.value_or(1);
-  pc.cp = me.cp.value_or(1);
-  pc.ep = me.ep.value_or(1);
-  pc.vpp = me.vpp.value_or(1);
-  pc.micro_batch = me.micro_batch.value_or(1);
-  const int64_t tpc = saturating_product({pc.tp, pc.pp, pc.cp});
-  if (tpc > kMaxMeshGpus) {
-    throw InputError(fmt::format("--tp: tp*pp*cp = {}*{}*{} exceeds {} GPUs", pc.tp, pc.pp, pc.cp, kMaxMeshGpus));
-  }
-  if (me.dp) {
-    pc.dp = *me.dp;
-    if (saturating_product({pc.dp, tpc}) > kMaxMeshGpus) {
-      throw InputError(fmt::format("--dp: dp*tp*pp*cp = {}*{}*{}*{} exceeds {} GPUs", pc.dp, pc.tp, pc.pp, pc.cp,
-                                   kMaxMeshGpus));
-    }
-    plan.num_gpus = mo.gpus.value_or(pc.dp * tpc);
-  } else {
-    if (!mo.gpus) throw InputError("--gpus (or --dp) is required");
-    plan.num_gpus = *mo.gpus;
-    if (plan.num_gpus % tpc != 0) {
-      throw InputError(fmt::format("--gpus: {} GPUs are not divisible by tp*pp*cp = {}", plan.num_gpus, tpc));
-    }
-    pc.dp = plan.num_gpus / tpc;
-  }
-  if (pc.gpus() != plan.num_gpus) {
-    throw InputError(fmt::format("--gpus: dp*tp*pp*cp = {}*{}*{}*{} = {} but --gpus is {}", pc.dp, pc.tp, pc.pp, pc.cp,
-                                 pc.gpus(), plan.num_gpus));
-  }
-  pc.schedule = me.schedule.empty() ? (pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b)
-                                    : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1");
-  pc.recompute = me.recompute.empty() ? Recompute::none
-                                      : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, full");
-  pc.sequence_parallel = me.sequence_parallel;
-  pc.zero_stage = me.zero;
-  pc.zero3_gather_unit = me.zero3_gather_unit.empty()
-                             ? Zero3GatherUnit::layer
-                             : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
-  pc.distributed_optimizer = me.distributed_optimizer;
-  pc.overlap_dp_comm = !me.no_overlap_dp;
-  pc.overlap_tp_comm = me.overlap_tp;
-  pc.overlap_cp_comm = !me.no_overlap_cp;
-  pc.overlap_p2p_comm = me.overlap_p2p;
-  pc.async_tp_backward = !me.no_async_tp;
-  pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
-  pc.first_stage_layers = me.first_stage_layers.value_or(0);
-  pc.last_stage_layers = me.last_stage_layers.value_or(0);
-
-  TrainingSpec& tr = plan.training;
-  tr.precision = enum_flag<Precision>(mo.precision, "--precision", "bf16, fp16, fp8");
-  tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
-  tr.grad_fp32 = tr.precision != Precision::fp16;
-  tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
-  tr.seq_len = plan.model.seq_len;
-  if (me.bucket_mb) {
-    // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.
-    if (!std::isfinite(*me.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
-    tr.dp_bucket_bytes = static_cast<int64_t>(*me.bucket_mb * 1e6);
-  }
-  const int64_t unit = saturating_product({pc.dp, pc.micro_batch});
-  if (me.global_batch) {
-    tr.global_batch = *me.global_batch;
-  } else if (me.microbatches) {
-    tr.global_batch = saturating_product({unit, *me.microbatches});
-    if (tr.global_batch > kMaxGlobalBatch) {
-      throw InputError(fmt::format("--microbatches: dp {} x micro-batch {} x {} microbatches exceeds {} sequences per step",
-                                   pc.dp, pc.micro_batch, *me.microbatches, kMaxGlobalBatch));
-    }
-  } else {
-    tr.global_batch = default_global_batch(tr.seq_len, pc.dp, pc.micro_batch);
-  }
-  pc.num_microbatches = microbatches_per_step(tr.global_batch, pc.dp, pc.micro_batch);
-  if (pc.num_microbatches == 0) {
-    throw InputError(fmt::format("--global-batch: {} is not divisible by dp x micro-batch = {}", tr.global_batch, unit));
-  }
-  if (me.microbatches && *me.microbatches != pc.num_microbatches) {
-    throw InputError(fmt::format("--microbatches: {} disagrees with global batch {} / (dp {} x micro-batch {}) = {}",
-                                 *me.microbatches, tr.global_batch, pc.dp, pc.micro_batch, pc.num_microbatches));
-  }
+  size_mesh(plan, mo, me);
+  set_knobs(plan.parallel, me);
+  set_training(plan, mo, me);
+  set_batch(plan, me);
   check_plan_inputs(plan, "flags");
-  ValidateOptions vo;
-  vo.allow_tp_across_nodes = mo.allow_tp_across_nodes;
-  const Validity v = validate(plan, vo);
-  if (!v.ok()) {
-    for (int i = 0; i < kNumRejects; ++i) {
-      const auto r = static_cast<Reject>(i);
-      if (!v.has(r)) continue;
-      const std::string what = describe(r, plan);
-      const std::string_view flag = reject_flag(r);
-      throw InputError(flag.empty() || what.starts_with("--") ? what : fmt::format("{}: {}", flag, what));
-    }
-  }
+  refuse_invalid(plan, mo);
   return plan;
 }
 
