@@ -4,8 +4,11 @@
 #include <exception>
 #include <fmt/core.h>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "planner/spec/error.hpp"
@@ -36,13 +39,10 @@ void report(const std::string& line) {
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }
-}  // namespace
+using parplan::cli::Runner;
 
-int main(int argc, char** argv) {
-  using namespace parplan::cli;
-  CLI::App app{"parplan: plan, simulate and run parallelism strategies for large-model training"};
-  app.require_subcommand(1);
-  // The version, and which CUDA backend `run` / `calibrate --backend cuda` would load (found, not loaded).
+// --version: the version, and which CUDA backend `run` / `calibrate --backend cuda` would load (found, not loaded).
+void add_version_flag(CLI::App& app) {
   app.set_version_flag(
       "--version",
       [] {
@@ -51,7 +51,12 @@ int main(int argc, char** argv) {
         return "parplan 0.1.0\nCUDA backend: " + (plugin.empty() ? "none: " + why : plugin);
       },
       "Print the version and the CUDA backend plugin run would load, and exit");
-  auto commands = command_registry();
+}
+
+// Adds every registered subcommand to `app` in its --help order; returns each one's runner.
+std::vector<std::pair<CLI::App*, Runner>> add_commands(CLI::App& app) {
+  using parplan::cli::Command;
+  auto commands = parplan::cli::command_registry();
   std::sort(commands.begin(), commands.end(),
             [](const Command& a, const Command& b) { return a.order < b.order || (a.order == b.order && a.name < b.name); });
   std::vector<std::pair<CLI::App*, Runner>> runners;
@@ -59,13 +64,17 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.help);
     runners.emplace_back(sub, c.setup(*sub));
   }
-  // CLI11 reports an unknown first word, an unknown word after a command that has subcommands (profiles frobnicate)
-  // and an unknown option before any command (--helpx) all as "A subcommand is required"; name the word instead.
+  return runners;
+}
+
+// The error line for an unknown first word: CLI11 reports an unknown first word, an unknown word after a command
+// that has subcommands (profiles frobnicate) and an unknown option before any command (--helpx) all as "A
+// subcommand is required"; this names the word instead. Empty when the words are known.
+std::string unknown_word_error(CLI::App& app, int argc, char** argv) {
   if (argc > 1 && argv[1][0] == '-') {
     const std::string_view a = argv[1];
     if (a != "-h" && a != "--help" && a != "--version" && !a.starts_with("--help=")) {
-      report(fmt::format("parplan: error: unknown option '{}' (use --help, --version or a subcommand)\n", one_line(a)));
-      return kBadInput;
+      return fmt::format("parplan: error: unknown option '{}' (use --help, --version or a subcommand)\n", one_line(a));
     }
   }
   // argv[1] among the commands, then argv[2] among that command's subcommands (when it has any).
@@ -80,12 +89,16 @@ int main(int argc, char** argv) {
       if (sub->get_name() == argv[i]) next = sub;
     }
     if (next == nullptr) {
-      report(fmt::format("parplan: error: {}unknown subcommand '{}' (known: {})\n",
-                         i == 1 ? "" : std::string(argv[1]) + ": ", one_line(argv[i]), known));
-      return kBadInput;
+      return fmt::format("parplan: error: {}unknown subcommand '{}' (known: {})\n",
+                         i == 1 ? "" : std::string(argv[1]) + ": ", one_line(argv[i]), known);
     }
     parent = next;
   }
+  return "";
+}
+
+// Parses the command line; the exit code when that ends the run (help, version, a parse error), else none.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -96,12 +109,17 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     report(fmt::format("parplan: error: {}\n", one_line(e.what())));
-    return kBadInput;
+    return parplan::cli::kBadInput;
   } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
     report(fmt::format("parplan: error: {}\n", one_line(e.what())));
-    return kBadInput;
+    return parplan::cli::kBadInput;
   }
-  // An option given an empty value (-o '', --schedule '') is bad input, not "not given"; nested subcommands too.
+  return std::nullopt;
+}
+
+// The first option, in `app` or its nested subcommands, given an empty value (-o '', --schedule ''): bad input, not
+// "not given". Empty when there is none.
+std::string option_with_empty_value(const CLI::App& app) {
   std::string empty_flag;
   std::function<void(const CLI::App*)> find_empty = [&](const CLI::App* a) {
     for (const CLI::Option* op : a->get_options()) {
@@ -113,14 +131,12 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : a->get_subcommands()) find_empty(sub);
   };
   find_empty(&app);
-  if (!empty_flag.empty()) {
-    report(fmt::format("parplan: error: {}: empty value\n", empty_flag));
-    return kBadInput;
-  }
-  if (const std::string e = parplan::cli::non_decimal_integer_option(app); !e.empty()) {
-    report(fmt::format("parplan: error: {}\n", one_line(e)));
-    return kBadInput;
-  }
+  return empty_flag;
+}
+
+// Runs the parsed subcommand, mapping the errors it throws to their exit codes.
+int run_parsed_command(const std::vector<std::pair<CLI::App*, Runner>>& runners) {
+  using namespace parplan::cli;
   try {
     for (auto& [sub, run] : runners) {
       if (sub->parsed()) return run();
@@ -139,4 +155,27 @@ int main(int argc, char** argv) {
     report(fmt::format("parplan: internal error: {}\n", one_line(e.what())));
     return kBackendFailure;
   }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace parplan::cli;
+  CLI::App app{"parplan: plan, simulate and run parallelism strategies for large-model training"};
+  app.require_subcommand(1);
+  add_version_flag(app);
+  const auto runners = add_commands(app);
+  if (const std::string e = unknown_word_error(app, argc, argv); !e.empty()) {
+    report(e);
+    return kBadInput;
+  }
+  if (const std::optional<int> code = parse_command_line(app, argc, argv)) return *code;
+  if (const std::string flag = option_with_empty_value(app); !flag.empty()) {
+    report(fmt::format("parplan: error: {}: empty value\n", flag));
+    return kBadInput;
+  }
+  if (const std::string e = parplan::cli::non_decimal_integer_option(app); !e.empty()) {
+    report(fmt::format("parplan: error: {}\n", one_line(e)));
+    return kBadInput;
+  }
+  return run_parsed_command(runners);
 }
