@@ -74,16 +74,18 @@ class RankExecutor {
   }
 
  private:
+  // When an op ran, as the events around it (measured: false for bookkeeping ops and rank-local exchanges).
+  struct Span {
+    Event a, b;
+    bool measured;
+  };
+
   Buffer slot(int i) const { return bufs_.at(static_cast<size_t>(i)); }
 
   // One step; returns its time and fills `times` (one entry per op) when given.
   double step(std::vector<OpTime>* times) {
     dev_.reset_events();
     dev_.clear_collective_log();
-    struct Span {
-      Event a, b;
-      bool measured;
-    };
     std::vector<Span> spans(prog_.ops.size(), Span{{}, {}, false});
     std::vector<Event> overlapped;
     const Event start = dev_.record(Stream::compute);
@@ -132,32 +134,8 @@ class RankExecutor {
         case OpKind::p2p: {
           // Consecutive p2p ops on one group form one grouped exchange (send_forward_recv_backward).
           const size_t j = exchange_end(ops, i);
-          if (opt_.rank_local) {
-            for (size_t k = i; k < j; ++k) spans[k] = {cursor, cursor, false};
-            i = j - 1;
-            break;
-          }
-          dev_.wait(Stream::comm, cursor);
-          const Event e0 = dev_.record(Stream::comm);
-          Communicator& comm = *comms_[static_cast<int>(op.group)];
-          if (op.kind == OpKind::p2p) {
-            std::vector<P2POp> group;
-            for (size_t k = i; k < j; ++k) {
-              group.push_back(P2POp{ops[k].collective == CollectiveKind::send, ops[k].peer, sub(slot(ops[k].slot), 0, ops[k].bytes),
-                                    ops[k].count, ops[k].dtype});
-            }
-            comm.p2p(group);
-          } else {
-            collective(comm, op);
-          }
-          const Event e1 = dev_.record(Stream::comm);
-          if (op.overlap) {
-            overlapped.push_back(e1);
-          } else {
-            dev_.wait(Stream::compute, e1);
-            cursor = dev_.record(Stream::compute);
-          }
-          for (size_t k = i; k < j; ++k) spans[k] = {e0, e1, true};
+          const Span span = opt_.rank_local ? Span{cursor, cursor, false} : exchange(i, j, cursor, overlapped);
+          for (size_t k = i; k < j; ++k) spans[k] = span;
           i = j - 1;
           break;
         }
@@ -170,13 +148,46 @@ class RankExecutor {
     if (!times && !opt_.rank_local) return compute_end;  // a warm-up step: only its time
     std::vector<OpTime> local;
     std::vector<OpTime>& t = times ? *times : local;
+    op_times(spans, start, t);
+    return opt_.rank_local ? place_predicted_communication(ops, t, compute_end) : compute_end;
+  }
+
+  // Issues ops [i, j) as one exchange on the communication stream once the compute stream reaches `cursor`; returns
+  // its span. The compute stream waits for its end (moving `cursor`), or, when it overlaps, the step's end does.
+  Span exchange(size_t i, size_t j, Event& cursor, std::vector<Event>& overlapped) {
+    const auto& ops = prog_.ops;
+    const Op& op = ops[i];
+    dev_.wait(Stream::comm, cursor);
+    const Event e0 = dev_.record(Stream::comm);
+    Communicator& comm = *comms_[static_cast<int>(op.group)];
+    if (op.kind == OpKind::p2p) {
+      std::vector<P2POp> group;
+      for (size_t k = i; k < j; ++k) {
+        group.push_back(P2POp{ops[k].collective == CollectiveKind::send, ops[k].peer, sub(slot(ops[k].slot), 0, ops[k].bytes),
+                              ops[k].count, ops[k].dtype});
+      }
+      comm.p2p(group);
+    } else {
+      collective(comm, op);
+    }
+    const Event e1 = dev_.record(Stream::comm);
+    if (op.overlap) {
+      overlapped.push_back(e1);
+    } else {
+      dev_.wait(Stream::compute, e1);
+      cursor = dev_.record(Stream::compute);
+    }
+    return {e0, e1, true};
+  }
+
+  // Each op's start and end in seconds from the step's `start` event.
+  void op_times(const std::vector<Span>& spans, Event start, std::vector<OpTime>& t) {
     t.resize(spans.size());
     for (size_t i = 0; i < spans.size(); ++i) {
       t[i].start_s = dev_.elapsed_s(start, spans[i].a);
       t[i].end_s = dev_.elapsed_s(start, spans[i].b);
       t[i].measured = spans[i].measured;
     }
-    return opt_.rank_local ? place_predicted_communication(ops, t, compute_end) : compute_end;
   }
 
   void collective(Communicator& comm, const Op& op) {
