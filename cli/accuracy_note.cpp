@@ -8,12 +8,11 @@
 
 namespace parplan::cli {
 
-std::string accuracy_sentence(const Plan& plan) {
-  const auto a = shipped_accuracy(plan.gpu.name, plan.training.precision);
-  const std::string_view family = precision_family(plan.training.precision);
+std::string accuracy_sentence(std::string_view gpu, Precision precision) {
+  const auto a = shipped_accuracy(gpu, precision);
   if (!a) {
     return fmt::format("Out of sample: no published run of a {} {} plan is scored; the step-time error is unknown "
-                       "(docs/accuracy.md)\n", plan.gpu.name, family);
+                       "(docs/accuracy.md)\n", gpu, precision_family(precision));
   }
   return fmt::format("Out of sample: {} {} plans are predicted within {} median ({} mean, {} worst) of {} published "
                      "run{} (leave one source out; docs/accuracy.md)\n", a->gpu, a->precision,
@@ -21,8 +20,8 @@ std::string accuracy_sentence(const Plan& plan) {
                      a->runs == 1 ? "" : "s");
 }
 
-nlohmann::json accuracy_json(const Plan& plan) {
-  const auto a = shipped_accuracy(plan.gpu.name, plan.training.precision);
+nlohmann::json accuracy_json(std::string_view gpu, Precision precision) {
+  const auto a = shipped_accuracy(gpu, precision);
   if (!a) return nullptr;
   return {{"gpu", a->gpu},
           {"precision", a->precision},
@@ -31,6 +30,11 @@ nlohmann::json accuracy_json(const Plan& plan) {
           {"mean_abs_error", a->mean_abs},
           {"worst_abs_error", a->worst_abs},
           {"method", "leave one source out (validation/accuracy.json)"}};
+}
+
+bool within_model_error(std::string_view gpu, Precision precision, double step_s, double best_step_s) {
+  const auto a = shipped_accuracy(gpu, precision);
+  return a && best_step_s > 0 && step_s - best_step_s < a->median_abs * best_step_s;
 }
 
 }  // namespace parplan::cli

@@ -3,12 +3,19 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "planner/spec/spec.hpp"
 
 namespace parplan::cli {
 
-std::string accuracy_sentence(const Plan& plan);
-nlohmann::json accuracy_json(const Plan& plan);  // null when no published run of the family was scored
+std::string accuracy_sentence(std::string_view gpu, Precision precision);
+nlohmann::json accuracy_json(std::string_view gpu, Precision precision);  // null: no published run of the family
+inline std::string accuracy_sentence(const Plan& p) { return accuracy_sentence(p.gpu.name, p.training.precision); }
+inline nlohmann::json accuracy_json(const Plan& p) { return accuracy_json(p.gpu.name, p.training.precision); }
+
+// Whether a step time is within the family's median out-of-sample error of the best one: the two plans' order is
+// then below what the model can tell apart (suggest marks them as ties). False when the error is unknown.
+bool within_model_error(std::string_view gpu, Precision precision, double step_s, double best_step_s);
 
 }  // namespace parplan::cli

@@ -7,6 +7,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cli/accuracy_note.hpp"
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
@@ -334,6 +335,13 @@ nlohmann::json advice_json(const Advice& a) {
           {"other_gpus", other}};
 }
 
+// Plan i (> 0) of a fastest-step ranking is a tie with the first when their predicted steps differ by less than the
+// out-of-sample error of the GPU and precision family (cli/accuracy_note.hpp).
+bool is_tie(const SearchRequest& req, const SearchResult& res, size_t i) {
+  return i > 0 && req.objective == Objective::fastest &&
+         within_model_error(req.gpu.name, req.training.precision, res.top[i].time.step_s, res.top[0].time.step_s);
+}
+
 nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, const std::string& note,
                            const std::string& batch_note, const std::optional<Advice>& advice) {
   nlohmann::json plans = nlohmann::json::array();
@@ -341,6 +349,7 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
     nlohmann::json j = candidate_json(req, res.top[i]);
     j["rank"] = i + 1;
     j["reason"] = rank_reason(res.top[i], res.top[0], static_cast<int64_t>(i + 1), req.objective);
+    j["tie_with_first"] = is_tie(req, res, i);
     plans.push_back(j);
   }
   nlohmann::json rejections = nlohmann::json::array();
@@ -367,7 +376,8 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
       {"fits", !res.top.empty()},
       {"plans", plans},
       {"rejections", rejections},
-      {"closest", res.closest ? candidate_json(req, *res.closest) : nlohmann::json(nullptr)}};
+      {"closest", res.closest ? candidate_json(req, *res.closest) : nlohmann::json(nullptr)},
+      {"accuracy", accuracy_json(req.gpu.name, req.training.precision)}};
   if (req.objective == Objective::fewest_gpus) j["min_tokens_per_s"] = req.min_tokens_per_s;
   if (advice) {
     j["advice"] = advice_json(*advice);
@@ -405,11 +415,13 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
                             fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {
         row.push_back(std::move(x));
       }
-      row.push_back(simulated ? simulated_rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0])
-                              : rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective));
+      row.push_back((is_tie(req, res, i) ? "= #1 within model error; " : "") +
+                    (simulated ? simulated_rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0])
+                               : rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective)));
       t.add(row);
     }
-    s += t.render() + "\n";
+    s += t.render();
+    s += accuracy_sentence(req.gpu.name, req.training.precision) + "\n";
   }
   s += fmt::format("Searched {} configurations in {:.3f} s: {} fit and were estimated", res.candidates, seconds, res.evaluated);
   if (req.objective == Objective::fewest_gpus) {

@@ -282,3 +282,13 @@ TEST_CASE("--json per-stage terms add up: estimate's per-microbatch time, simula
     CHECK(parts == doctest::Approx(st["busy_s"].get<double>()).epsilon(1e-6));
   }
 }
+
+TEST_CASE("estimate states the out-of-sample error of the plan's family, or that it is unknown") {
+  const auto a = run_parplan({"estimate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "64", "--tp", "8",
+                              "--pp", "8", "--recompute", "selective", "--sp"});
+  REQUIRE_MESSAGE(a.exit_code == 0, a.err);
+  CHECK(a.out.find("Out of sample: A100-SXM4-80GB 16-bit plans are predicted within") != std::string::npos);
+  const auto h = run_parplan({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h200", "--gpus", "8", "--json"});
+  REQUIRE_MESSAGE((h.exit_code == 0 || h.exit_code == 1), h.err);  // 1: the plan does not fit; the JSON is printed
+  CHECK(nlohmann::json::parse(h.out).at("accuracy").is_null());  // no published H200 16-bit run is scored
+}

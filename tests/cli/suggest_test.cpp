@@ -276,3 +276,32 @@ TEST_CASE("suggest: --no-distributed-optimizer pins it off; with --zero 0 no pla
   CHECK(both.exit_code == 2);
   CHECK(both.err.find("--no-distributed-optimizer") != std::string::npos);
 }
+
+TEST_CASE("suggest: plans within the family's out-of-sample error of the first are marked as ties") {
+  // A100-80GB 16-bit: the shipped table's median (validation/accuracy.json) is a few percent, so near plans tie and
+  // far ones do not.
+  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--cluster", "dgx-a100", "--top", "20",
+                              "--json"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("accuracy").is_object());
+  const double median = j.at("accuracy").at("median_abs_error").get<double>();
+  const auto& plans = j.at("plans");
+  REQUIRE(plans.size() >= 2);
+  const double best = plans[0].at("step_s").get<double>();
+  CHECK_FALSE(plans[0].at("tie_with_first").get<bool>());
+  int ties = 0, apart = 0;
+  for (size_t i = 1; i < plans.size(); ++i) {
+    const double step = plans[i].at("step_s").get<double>();
+    const bool tie = plans[i].at("tie_with_first").get<bool>();
+    CHECK(tie == (step - best < median * best));
+    (tie ? ties : apart) += 1;
+  }
+  CHECK(ties > 0);
+  // The text says it beside the reason, and prints the family's sentence.
+  const auto t = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--cluster", "dgx-a100"});
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("= #1 within model error") != std::string::npos);
+  CHECK(t.out.find("Out of sample: A100-SXM4-80GB 16-bit plans are predicted within") != std::string::npos);
+  MESSAGE("ties ", ties, ", apart ", apart);
+}
