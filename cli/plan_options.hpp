@@ -41,6 +41,7 @@ struct MeshOptions {
   std::string schedule, recompute, zero3_gather_unit;
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;
+  bool embedding_in_split = false, loss_in_split = false;
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
        no_fused_grad_accumulation = false, overlap_p2p = false;
   std::optional<double> bucket_mb;

@@ -2,9 +2,11 @@
 #include "planner/spec/config.hpp"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace parplan {
 
@@ -12,6 +14,11 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp, L = plan.model.layers;
   if (p == 1) return L;
+  if (pc.split_extra_layers() > 0) {  // Megatron's accounting: (L + e + l) / p per stage, less e first and l last
+    const int64_t per = (L + pc.split_extra_layers()) / p;
+    return per - (stage == 0 && pc.embedding_in_pipeline_split ? 1 : 0) -
+           (stage == p - 1 && pc.loss_in_pipeline_split ? 1 : 0);
+  }
   const int64_t first = pc.first_stage_layers, last = pc.last_stage_layers;
   if (first == 0 && last == 0) {
     const int64_t base = L / p, rem = L % p;
@@ -51,6 +58,9 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
 bool stage_layers_divisible(const Plan& plan, int64_t v) {
   const ParallelConfig& pc = plan.parallel;
   if (v <= 0) return false;
+  // Megatron's accounting splits L + e + l layers into pp x v equal chunks; the embedding and the loss take a
+  // layer's place in the first and the last chunk.
+  if (pc.split_extra_layers() > 0) return (plan.model.layers + pc.split_extra_layers()) % (pc.pp * v) == 0;
   if (pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && plan.model.layers % pc.pp == 0) {
     return plan.model.layers / pc.pp % v == 0;  // an even split: one layer count
   }
@@ -80,7 +90,12 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (m.heads % pc.tp != 0 || m.kv_heads % pc.tp != 0) v.add(Reject::tp_not_dividing_heads);
   if (m.ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
   if (pc.pp > m.layers) v.add(Reject::pp_exceeds_layers);
-  if (pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
+  if (pc.split_extra_layers() > 0) {  // an even split of L + e + l, every stage keeping a layer; not with first/last
+    const int64_t total = m.layers + pc.split_extra_layers();
+    if (pc.pp < 2 || total % pc.pp != 0 || total / pc.pp < 2 || pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
+      v.add(Reject::uneven_stages_invalid);
+    }
+  } else if (pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
     const int64_t fixed = pc.first_stage_layers + pc.last_stage_layers;
     const int64_t free_stages = pc.pp - (pc.first_stage_layers > 0) - (pc.last_stage_layers > 0);
     const bool bad = pc.pp < 2 || fixed > m.layers || (free_stages == 0 && fixed != m.layers) ||
@@ -166,6 +181,11 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::pp_exceeds_layers:
       return fmt::format("pp {} exceeds the {} layers", pc.pp, m.layers);
     case Reject::uneven_stages_invalid:
+      if (pc.split_extra_layers() > 0) {
+        return fmt::format("{} layers + {} for the embedding / loss do not split evenly over {} stages of 2 or more "
+                           "(Megatron's accounting; not with first/last stage layers)",
+                           m.layers, pc.split_extra_layers(), pc.pp);
+      }
       return fmt::format("first/last stage layers {}/{} cannot be placed on {} stages of {} layers",
                          pc.first_stage_layers, pc.last_stage_layers, pc.pp, m.layers);
     case Reject::vpp_invalid: {
@@ -182,12 +202,21 @@ std::string describe(Reject r, const Plan& plan) {
                                    pc.num_microbatches % pc.pp == 0
                                ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
                                : 0;
+      // Megatron's accounting (the embedding and the loss as layers) interleaves L + 2 layers in pp x vpp chunks.
+      const bool megatron = pc.schedule == Schedule::interleaved && pc.split_extra_layers() == 0 &&
+                            pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
+                            pc.num_microbatches % pc.pp == 0 && (m.layers + 2) % (pc.pp * pc.vpp) == 0;
+      std::vector<std::string> ways;
+      if (last > 0) ways.push_back(fmt::format("a last stage of {} layers would do: --last-stage-layers {}", last, last));
+      if (megatron) {
+        ways.push_back("Megatron's split would do: --account-for-embedding-in-pipeline-split "
+                       "--account-for-loss-in-pipeline-split");
+      }
+      const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
       return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                          "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
                          "schedules need vpp 1{}",
-                         to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches,
-                         last > 0 ? fmt::format(" (a last stage of {} layers would do: --last-stage-layers {})", last, last)
-                                  : "");
+                         to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches, hint);
     }
     case Reject::cp_not_dividing_seq:
       return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());

@@ -163,6 +163,12 @@ struct ParallelConfig {
   bool overlap_p2p_comm = false;
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
+  // Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: the split
+  // counts the input embedding (the loss) as one layer of the first (last) stage, so L + e + l layers split evenly
+  // over pp (x vpp chunks) and the first (last) stage holds one transformer layer fewer (stage_layers, config.hpp).
+  bool embedding_in_pipeline_split = false;
+  bool loss_in_pipeline_split = false;
+  int64_t split_extra_layers() const { return (embedding_in_pipeline_split ? 1 : 0) + (loss_in_pipeline_split ? 1 : 0); }
 
   int64_t gpus() const { return saturating_product({dp, tp, pp, cp}); }  // INT64_MAX on overflow
   // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).

@@ -150,6 +150,8 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
+  p.embedding_in_pipeline_split = r.get_bool("embedding_in_pipeline_split", false);
+  p.loss_in_pipeline_split = r.get_bool("loss_in_pipeline_split", false);
   if (p.gpus() > kMaxMeshGpus) r.fail("dp", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMaxMeshGpus));
   return p;
 }
@@ -256,7 +258,9 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"overlap_cp_comm", p.overlap_cp_comm},
           {"overlap_p2p_comm", p.overlap_p2p_comm},
           {"first_stage_layers", p.first_stage_layers},
-          {"last_stage_layers", p.last_stage_layers}};
+          {"last_stage_layers", p.last_stage_layers},
+          {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
+          {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
 }
 
 nlohmann::json to_json(const TrainingSpec& t) {

@@ -155,3 +155,42 @@ TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/
   p.parallel.first_stage_layers = 16;  // 64 over 3: middle, middle, last
   CHECK(split(4) == std::vector<int64_t>{16, 22, 21, 21});
 }
+
+// Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: Llama 3 405B's
+// 126 layers over 16 stages (Dubey et al. 2024 Sec. 3.3.2: the first and the last stage hold one layer fewer) with
+// 2 interleaved chunks, as Megatron splits 126 + 2 = 128 layers into 32 chunks of 4.
+TEST_CASE("stage layers: Megatron's split counts the embedding and the loss as layers") {
+  Plan p = test::korthikanti_175b();
+  p.model.layers = 126;
+  p.parallel.pp = 16;
+  p.parallel.tp = 4;
+  p.num_gpus = 64;
+  p.parallel.vpp = 2;
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.num_microbatches = 64;
+  p.training.global_batch = 64;
+  CHECK(validate(p).has(Reject::vpp_invalid));  // 126 / 16 does not interleave: 7..8 layers per stage
+  CHECK(describe(Reject::vpp_invalid, p).find("--account-for-embedding-in-pipeline-split") != std::string::npos);
+  p.parallel.embedding_in_pipeline_split = p.parallel.loss_in_pipeline_split = true;
+  REQUIRE(validate(p).ok());
+  CHECK(stage_layers(p, 0) == 7);
+  CHECK(stage_layers(p, 15) == 7);
+  int64_t total = 0;
+  for (int64_t i = 0; i < 16; ++i) {
+    if (i > 0 && i < 15) CHECK(stage_layers(p, i) == 8);
+    total += stage_layers(p, i);
+  }
+  CHECK(total == 126);
+  // Only the embedding: 127 layers do not split over 16 stages.
+  p.parallel.loss_in_pipeline_split = false;
+  CHECK(validate(p).has(Reject::uneven_stages_invalid));
+  CHECK(describe(Reject::uneven_stages_invalid, p).find("do not split evenly") != std::string::npos);
+  // Three chunks: 128 layers are not 48 equal chunks.
+  p.parallel.loss_in_pipeline_split = true;
+  p.parallel.vpp = 3;
+  CHECK(validate(p).has(Reject::vpp_invalid));
+  // Not together with explicit first / last stage layers.
+  p.parallel.vpp = 2;
+  p.parallel.first_stage_layers = 7;
+  CHECK(validate(p).has(Reject::uneven_stages_invalid));
+}
