@@ -193,23 +193,47 @@ double optimizer_step_s(const Plan& plan, double stage_params, double expert_par
   return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total());
 }
 
-LayerCost layer_cost(const Plan& plan) {
+namespace {
+// The dimensions of one layer's work for one microbatch on one GPU: T tokens of the microbatch's sequence shard,
+// s_q = s / cp query positions per sequence, heads_local = heads / tp.
+struct LayerDims {
+  int64_t tp, cp, b, s, T;
+  int64_t h, kv, f, hd;
+  int64_t heads_local, s_q;
+};
+
+LayerDims layer_dims(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t tp = pc.tp, cp = pc.cp, b = pc.micro_batch, s = plan.seq_len();
+  return {tp, cp, b, s, b * s / cp, m.hidden, m.kv_dim(), m.ffn_hidden, m.head_dim(), m.heads / tp, s / cp};
+}
+
+// A layer's work in its forward and its backward pass.
+struct PassTimes {
+  double forward = 0, backward = 0;
+};
+
+// The layer's forward GEMMs (backward = dgrad + wgrad of the same shapes): QKV and attention output, the MLP (MoE:
+// the local experts' grouped GEMMs and the router), and the two column-parallel GEMMs (QKV and MLP up) whose input
+// gradients run beside the sequence-parallel re-gather.
+struct LayerGemms {
+  double qkv = 0, proj = 0, column = 0;
+  double total = 0;  // every GEMM of the forward
+};
+
+LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
   const DType gd = plan.gemm_dtype(), ad = plan.activation_dtype();
-  const int64_t tp = pc.tp, cp = pc.cp, b = pc.micro_batch, s = plan.seq_len();
-  const int64_t T = b * s / cp;
-  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden, hd = m.head_dim();
-  LayerCost lc;
-
-  // GEMMs (forward); backward = dgrad + wgrad of the same shapes.
-  const double qkv_gemm = gemm_time_s(gpu, gd, T, (h + 2 * kv) / tp, h);
-  const double proj_gemm = gemm_time_s(gpu, gd, T, h, h / tp);
-  double gemm = qkv_gemm + proj_gemm;
+  const int64_t T = x.T, h = x.h, f = x.f, tp = x.tp;
+  LayerGemms g;
+  g.qkv = gemm_time_s(gpu, gd, T, (h + 2 * x.kv) / tp, h);
+  g.proj = gemm_time_s(gpu, gd, T, h, h / tp);
+  double gemm = g.qkv + g.proj;
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
-  // The two column-parallel GEMMs (QKV and MLP up); their input gradients run beside the sequence-parallel re-gather.
-  const double column_gemm = qkv_gemm + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
+  g.column = g.qkv + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
   if (m.is_moe()) {
     const int64_t local_experts = m.experts / pc.ep;
     const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
@@ -218,56 +242,76 @@ LayerCost layer_cost(const Plan& plan) {
   } else {
     gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
   }
+  g.total = gemm;
+  return g;
+}
 
-  // Attention core: scores and context per local head.
-  const int64_t heads_local = m.heads / tp, s_q = s / cp;
+// Attention core: scores and context per local head, forward and backward.
+PassTimes attention_core(const Plan& plan, const LayerDims& x) {
+  const GpuSpec& gpu = plan.gpu;
+  const DType ad = plan.activation_dtype();
+  const int64_t b = x.b, heads_local = x.heads_local, s_q = x.s_q, s = x.s, hd = x.hd;
   double attn_fwd, attn_bwd;
   if (plan.training.attention == AttentionKernel::flash) {
-    const double flops = 2.0 * 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(hd) * (m.causal ? 0.5 : 1.0);
+    const double flops = 2.0 * 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(hd) * (plan.model.causal ? 0.5 : 1.0);
     attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_fraction) + gpu.gemm.kernel_overhead_s;
     attn_bwd = kFlashBackwardFactor * (attn_fwd - gpu.gemm.kernel_overhead_s) + gpu.gemm.kernel_overhead_s;
   } else {
     attn_fwd = gemm_time_s(gpu, ad, s_q, s, hd, b * heads_local) + gemm_time_s(gpu, ad, s_q, hd, s, b * heads_local);
     attn_bwd = 2.0 * attn_fwd;
   }
+  return {attn_fwd, attn_bwd};
+}
 
+// The memory-bound ops (layer_memory_bound_bytes) at achieved HBM bandwidth plus their kernel launches; the backward
+// launches twice as many kernels.
+PassTimes memory_bound_ops(const Plan& plan) {
+  const GpuSpec& gpu = plan.gpu;
   const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
   const double launches = kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
   const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches;
   const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches;
-  lc.gemm_forward_s = gemm;
-  lc.attention_forward_s = attn_fwd;
-  lc.forward_s = gemm + attn_fwd + mem;
-  lc.backward_input_s = gemm + attn_bwd + mem_bwd;
-  lc.params = layer_params(plan);
-  // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
-  lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
-  lc.backward_weight_s = gemm + lc.grad_accumulation_s;
-  switch (pc.recompute) {
+  return {mem, mem_bwd};
+}
+
+// The recomputed forward work of one layer, given its forward_s: none, the attention core (selective) or the whole
+// forward (full).
+double recompute_s(const Plan& plan, const LayerDims& x, const LayerCost& lc, double attn_fwd) {
+  switch (plan.parallel.recompute) {
     case Recompute::none:
-      lc.recompute_s = 0;
-      break;
+      return 0;
     case Recompute::selective: {
       // Korthikanti et al. 2022 Sec. 5: selective recompute redoes QK^T, softmax, softmax dropout and attention over
       // V; with the unfused kernel the softmax and dropout are memory-bound passes over the score matrix.
       double softmax_s = 0;
       if (plan.training.attention == AttentionKernel::unfused) {
-        const double A = d(dtype_bytes(ad));
-        const double scores = d(b) * d(heads_local) * d(s_q) * d(s);
-        softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0))) +
+        const GpuSpec& gpu = plan.gpu;
+        const double A = d(dtype_bytes(plan.activation_dtype()));
+        const double scores = d(x.b) * d(x.heads_local) * d(x.s_q) * d(x.s);
+        softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (plan.model.dropout ? 2.0 * A + 1.0 : 0.0))) +
                     2.0 * gpu.gemm.kernel_overhead_s;
       }
-      lc.recompute_s = attn_fwd + softmax_s;
-      break;
+      return attn_fwd + softmax_s;
     }
     case Recompute::full:
-      lc.recompute_s = lc.forward_s;
-      break;
+      return lc.forward_s;
   }
+  return 0;
+}
 
-  // Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism.
-  const double A = d(dtype_bytes(ad));
-  lc.tp_bytes = A * d(T) * d(h);
+// One layer pass's TP collectives: the blocking all-gathers (SP) and the all-reduces / reduce-scatters that Megatron
+// can overlap in backward.
+struct TpCollectives {
+  double gather = 0, reduce = 0;
+};
+
+// Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism; sets the
+// layer's tp_bytes and tp_comm_*_s.
+TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t tp = x.tp;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  lc.tp_bytes = A * d(x.T) * d(x.h);
   const LinkSpec& tpl = group_link(plan, GroupKind::tp);
   const bool sp = pc.sequence_parallel;
   // Per layer and pass: two collectives that block (SP: the all-gathers before the column-parallel GEMMs in forward,
@@ -284,87 +328,122 @@ LayerCost layer_cost(const Plan& plan) {
   const double regather = tp_gather;
   lc.tp_comm_backward_s = tp_pass + regather;
   lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
+  return {tp_gather, tp_reduce};
+}
 
-  // Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
-  lc.cp_bytes = 2.0 * A * d(b) * d(s_q) * d(kv) / d(tp);
-  const double cp_fwd = d(cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
-  lc.cp_comm_forward_s = cp > 1 ? cp_fwd : 0.0;
+// Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
+void cp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  lc.cp_bytes = 2.0 * A * d(x.b) * d(x.s_q) * d(x.kv) / d(x.tp);
+  const double cp_fwd = d(x.cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
+  lc.cp_comm_forward_s = x.cp > 1 ? cp_fwd : 0.0;
   lc.cp_comm_backward_s = 2.0 * lc.cp_comm_forward_s;
+}
 
-  // Expert parallel: all-to-all dispatch + combine of the routed tokens.
-  if (m.is_moe() && pc.ep > 1) {
-    const double tokens = pc.sequence_parallel ? d(T) / d(tp) : d(T);
-    lc.ep_bytes = A * tokens * d(m.top_k) * d(h);
-    const double a2a = collective_time_s(Collective::all_to_all, lc.ep_bytes, pc.ep, group_link(plan, GroupKind::ep));
-    lc.ep_comm_forward_s = 2.0 * a2a;
-    lc.ep_comm_backward_s = 2.0 * a2a;
+// Expert parallel: all-to-all dispatch + combine of the routed tokens.
+void ep_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  if (!(m.is_moe() && pc.ep > 1)) return;
+  const double A = d(dtype_bytes(plan.activation_dtype()));
+  const double tokens = pc.sequence_parallel ? d(x.T) / d(x.tp) : d(x.T);
+  lc.ep_bytes = A * tokens * d(m.top_k) * d(x.h);
+  const double a2a = collective_time_s(Collective::all_to_all, lc.ep_bytes, pc.ep, group_link(plan, GroupKind::ep));
+  lc.ep_comm_forward_s = 2.0 * a2a;
+  lc.ep_comm_backward_s = 2.0 * a2a;
+}
+
+// A ZeRO-3 collective of one layer of `params` parameters (`experts` of them its local experts), `bytes_per_param`
+// each: the experts over the expert-data-parallel group that shards them (none when that is 1), the rest over dp cp,
+// one after the other on the link (as dp_cost).
+double zero3_collective_s(const Plan& plan, Collective c, double bytes_per_param, double params, double experts) {
+  const ParallelConfig& pc = plan.parallel;
+  double t = collective_time_s(c, bytes_per_param * (params - experts), pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp));
+  if (experts > 0) {
+    t += collective_time_s(c, bytes_per_param * experts, expert_dp_size(pc), expert_dp_link(plan));
   }
+  return t;
+}
 
-  // ZeRO-3 collectives of one layer: an MoE layer's local experts over the expert-data-parallel group that shards
-  // them (none when that is 1), the rest over dp cp, one after the other on the link (as dp_cost).
-  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
-  auto zero3_collective_s = [&](Collective c, double bytes_per_param) {
-    double t = collective_time_s(c, bytes_per_param * (lc.params - layer_experts), pc.dp * pc.cp,
-                                 group_link(plan, GroupKind::dp_cp));
-    if (layer_experts > 0) {
-      t += collective_time_s(c, bytes_per_param * layer_experts, expert_dp_size(pc), expert_dp_link(plan));
-    }
-    return t;
-  };
-  if (pc.zero_stage >= 3) lc.zero3_gather_s = zero3_collective_s(Collective::all_gather, 2.0);
+// What of `comm` stays on the critical path: with overlap, what outlasts the `behind` compute it runs beside.
+double exposed_s(double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; }
 
-  // What stays on the critical path.
-  auto hide = [](double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; };
-  const double tp_f = hide(lc.tp_comm_forward_s, gemm, pc.overlap_tp_comm);
+// The backward's exposed TP communication.
+double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const LayerGemms& g, const TpCollectives& tc) {
   // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
   // the output gradients before the two row-parallel GEMMs (SP) block.
   // Without the asynchronous collectives (async_tp_backward false: Megatron-LM before them, Narayanan et al. 2021
   // Fig. 5, whose f operator all-reduces in backward inside the autograd graph) every backward collective blocks.
-  const double tp_b = pc.overlap_tp_comm      ? hide(lc.tp_comm_backward_s, 2.0 * gemm, true)
-                      : !pc.async_tp_backward ? lc.tp_comm_backward_s
-                                              : tp_gather + std::max(0.0, tp_reduce - column_gemm) +
-                                                    std::max(0.0, regather - column_gemm);
-  const double tp_r = hide(lc.tp_comm_recompute_s, gemm, pc.overlap_tp_comm);
-  const double cp_f = hide(lc.cp_comm_forward_s, attn_fwd, pc.overlap_cp_comm);
-  const double cp_b = hide(lc.cp_comm_backward_s, attn_bwd, pc.overlap_cp_comm);
+  const double regather = tc.gather;
+  return pc.overlap_tp_comm      ? exposed_s(lc.tp_comm_backward_s, 2.0 * g.total, true)
+         : !pc.async_tp_backward ? lc.tp_comm_backward_s
+                                 : tc.gather + std::max(0.0, tc.reduce - g.column) +
+                                       std::max(0.0, regather - g.column);
+}
+
+// Exposed ZeRO-3 gathers of a layer gathered one linear at a time, the next one prefetched (planner/cost/zero3.hpp):
+// the forward's stalls, and the rest of the backward phase's. Each linear's compute runs from its start to the next
+// linear's: attention core after QKV in forward, before QKV in backward (so after the attention output in backward
+// order); the memory-bound work is spread evenly. In the backward (with full recompute: after the layer's recomputed
+// forward, which gathers again) each linear's gradient reduce-scatter follows it on the link when the reduction
+// overlaps the backward.
+PassTimes zero3_linear_exposed(const Plan& plan, const LayerCost& lc, const LayerGemms& gm, const PassTimes& attn,
+                               const PassTimes& mem, double layer_experts) {
+  const ParallelConfig& pc = plan.parallel;
   const bool full = pc.recompute == Recompute::full;
-  double z_f = hide(lc.zero3_gather_s, lc.forward_s, true);
-  double z_b = hide(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true);
-  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
-    // One linear at a time, the next one prefetched (planner/cost/zero3.hpp). Each linear's compute runs from its start to
-    // the next linear's: attention core after QKV in forward, before QKV in backward (so after the attention output
-    // in backward order); the memory-bound work is spread evenly. In the backward (with full recompute: after the
-    // layer's recomputed forward, which gathers again) each linear's gradient reduce-scatter follows it on the link
-    // when the reduction overlaps the backward.
-    const auto share = zero3_linear_shares(plan);
-    const double g_mlp = gemm - qkv_gemm - proj_gemm;  // MLP up + down (+ MoE router), split by parameter share
-    const double mlp_share = share[2] + share[3];
-    const std::array<double, kZero3Linears> g = {qkv_gemm, proj_gemm, g_mlp * share[2] / mlp_share,
-                                                 g_mlp * share[3] / mlp_share};
-    const double ga = lc.grad_accumulation_s / kZero3Linears;
-    const double reduce =
-        pc.overlap_dp_comm ? zero3_collective_s(Collective::reduce_scatter, d(plan.training.grad_bytes())) : 0.0;
-    std::array<Zero3Step, kZero3Linears> fwd{};
-    std::vector<Zero3Step> bwd;
-    double fwd_compute = 0, bwd_compute = 0;
-    for (size_t k = 0; k < share.size(); ++k) {
-      fwd[k] = {g[k] + (k == 0 ? attn_fwd : 0.0) + mem / kZero3Linears, share[k] * lc.zero3_gather_s, 0.0};
-      fwd_compute += fwd[k].compute_s;
-    }
-    if (full) bwd.assign(fwd.begin(), fwd.end());
-    for (size_t k = share.size(); k-- > 0;) {
-      const double extra = k == 1 ? attn_bwd + (full ? 0.0 : lc.recompute_s) : 0.0;
-      bwd.push_back({2.0 * g[k] + ga + extra + mem_bwd / kZero3Linears, share[k] * lc.zero3_gather_s,
-                     share[k] * reduce});
-    }
-    for (const Zero3Step& st : bwd) bwd_compute += st.compute_s;
-    z_f = std::max(0.0, zero3_prefetch_layer_s(fwd) - fwd_compute);
-    // The recomputed forward's own stalls are the forward's; the rest of the backward phase's is the backward's.
-    const double z_phase = std::max(0.0, zero3_prefetch_layer_s(bwd) - bwd_compute);
-    z_b = std::max(0.0, z_phase - (full ? z_f : 0.0));
+  const auto share = zero3_linear_shares(plan);
+  const double g_mlp = gm.total - gm.qkv - gm.proj;  // MLP up + down (+ MoE router), split by parameter share
+  const double mlp_share = share[2] + share[3];
+  const std::array<double, kZero3Linears> g = {gm.qkv, gm.proj, g_mlp * share[2] / mlp_share,
+                                               g_mlp * share[3] / mlp_share};
+  const double ga = lc.grad_accumulation_s / kZero3Linears;
+  const double reduce = pc.overlap_dp_comm ? zero3_collective_s(plan, Collective::reduce_scatter,
+                                                                d(plan.training.grad_bytes()), lc.params, layer_experts)
+                                           : 0.0;
+  std::array<Zero3Step, kZero3Linears> fwd{};
+  std::vector<Zero3Step> bwd;
+  double fwd_compute = 0, bwd_compute = 0;
+  for (size_t k = 0; k < share.size(); ++k) {
+    fwd[k] = {g[k] + (k == 0 ? attn.forward : 0.0) + mem.forward / kZero3Linears, share[k] * lc.zero3_gather_s, 0.0};
+    fwd_compute += fwd[k].compute_s;
   }
+  if (full) bwd.assign(fwd.begin(), fwd.end());
+  for (size_t k = share.size(); k-- > 0;) {
+    const double extra = k == 1 ? attn.backward + (full ? 0.0 : lc.recompute_s) : 0.0;
+    bwd.push_back({2.0 * g[k] + ga + extra + mem.backward / kZero3Linears, share[k] * lc.zero3_gather_s,
+                   share[k] * reduce});
+  }
+  for (const Zero3Step& st : bwd) bwd_compute += st.compute_s;
+  const double z_f = std::max(0.0, zero3_prefetch_layer_s(fwd) - fwd_compute);
+  // The recomputed forward's own stalls are the forward's; the rest of the backward phase's is the backward's.
+  const double z_phase = std::max(0.0, zero3_prefetch_layer_s(bwd) - bwd_compute);
+  return {z_f, std::max(0.0, z_phase - (full ? z_f : 0.0))};
+}
+
+// Exposed ZeRO-3 gathers of one layer per pass: whole-layer units hide behind the pass, linears as above.
+PassTimes zero3_exposed(const Plan& plan, const LayerCost& lc, const LayerGemms& g, const PassTimes& attn,
+                        const PassTimes& mem, double layer_experts) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
+    return zero3_linear_exposed(plan, lc, g, attn, mem, layer_experts);
+  }
+  return {exposed_s(lc.zero3_gather_s, lc.forward_s, true),
+          exposed_s(lc.zero3_gather_s, lc.backward_input_s + lc.backward_weight_s, true)};
+}
+
+// What stays on the critical path after the configured overlaps, per pass and per kind (LayerCost::exposed_*).
+void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes& attn, const TpCollectives& tc,
+                         const PassTimes& z, LayerCost& lc) {
+  const ParallelConfig& pc = plan.parallel;
+  const double tp_f = exposed_s(lc.tp_comm_forward_s, g.total, pc.overlap_tp_comm);
+  const double tp_b = tp_exposed_backward(pc, lc, g, tc);
+  const double tp_r = exposed_s(lc.tp_comm_recompute_s, g.total, pc.overlap_tp_comm);
+  const double cp_f = exposed_s(lc.cp_comm_forward_s, attn.forward, pc.overlap_cp_comm);
+  const double cp_b = exposed_s(lc.cp_comm_backward_s, attn.backward, pc.overlap_cp_comm);
+  const bool full = pc.recompute == Recompute::full;
+  const double z_f = z.forward, z_b = z.backward;
   lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
   lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
   lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
@@ -372,6 +451,38 @@ LayerCost layer_cost(const Plan& plan) {
   lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
   lc.exposed_ep_s = lc.ep_comm_forward_s + lc.ep_comm_backward_s + (full ? lc.ep_comm_forward_s : 0.0);
   lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
+}
+}  // namespace
+
+LayerCost layer_cost(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const LayerDims x = layer_dims(plan);
+  LayerCost lc;
+  // Compute: GEMMs, attention core and memory-bound ops in each pass; the weight gradients' GEMMs repeat the
+  // forward's.
+  const LayerGemms g = layer_gemms(plan, x);
+  const PassTimes attn = attention_core(plan, x);
+  const PassTimes mem = memory_bound_ops(plan);
+  lc.gemm_forward_s = g.total;
+  lc.attention_forward_s = attn.forward;
+  lc.forward_s = g.total + attn.forward + mem.forward;
+  lc.backward_input_s = g.total + attn.backward + mem.backward;
+  lc.params = layer_params(plan);
+  // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
+  lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
+  lc.backward_weight_s = g.total + lc.grad_accumulation_s;
+  lc.recompute_s = recompute_s(plan, x, lc, attn.forward);
+
+  // Communication of each parallel dimension.
+  const TpCollectives tc = tp_comm(plan, x, lc);
+  cp_comm(plan, x, lc);
+  ep_comm(plan, x, lc);
+  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
+  if (plan.parallel.zero_stage >= 3) {
+    lc.zero3_gather_s = zero3_collective_s(plan, Collective::all_gather, 2.0, lc.params, layer_experts);
+  }
+
+  charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
   return lc;
 }
 
