@@ -756,47 +756,57 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
   return r;
 }
 
-TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
-                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
-                        DpCost* dp_out, const EstimateOptions& options) {
-  const ParallelConfig& pc = plan.parallel;
-  const int64_t p = pc.pp, m = pc.num_microbatches;
-  scratch.resize(static_cast<size_t>(p));
-  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
-  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
-  const int64_t v = pc.chunks_per_stage();
+namespace {
+// What every stage's step-time formulas share: the plan's per-plan costs and its pipeline's shape.
+struct StepInputs {
+  const Plan& plan;
+  const LayerCost& lc;
+  const EdgeCost& edge;
+  double p2p_s;
+  const PlanParamCounts& params;
+  int64_t p, v;  // stages, chunks per stage
   // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
-  // what remains is the fill / drain path's transfers, charged below.
-  const bool p2p_overlap = p > 1 && pc.overlaps_p2p();
+  // what remains is the fill / drain path's transfers, charged in pipeline_terms().
+  bool p2p_overlap;
+};
 
-  // Time per stage and microbatch.
-  auto stage_time = [&](int64_t i, StageMicrobatchTime& t) {
-    StageTime st;
-    st.stage = i;
-    st.layers = stage_layers(plan, i);
-    const double L = d(st.layers);
-    st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
-    st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
-                          (i == p - 1 ? edge.output_backward_s : 0);
-    st.backward_weight_s = L * lc.backward_weight_s;
-    st.recompute_s = L * lc.recompute_s;
-    st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
-    st.cp_comm_s = L * lc.exposed_cp_s;
-    st.ep_comm_s = L * lc.exposed_ep_s;
-    st.zero3_comm_s = L * lc.exposed_zero3_s;
-    const double sends = p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
-    const double forward_sends = p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
-    st.p2p_s = sends * p2p_s;
-    t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
-    t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s) +
-                         (i == p - 1 ? edge.output_tp_comm_backward_s : 0);
-    t.backward_weight_s = st.backward_weight_s;
-    t.p2p_forward_s = forward_sends * p2p_s;
-    t.p2p_backward_s = (sends - forward_sends) * p2p_s;
-    t.last_send_delay_s = 0;
-    st.per_microbatch_s = t.total();
-    return st;
-  };
+// Stage i's time per microbatch: its StageTime and, into t, its ops as the pipeline schedules them (inline: the
+// search's hot path, where the compiler then keeps it inside stage_times()).
+inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime& t) {
+  const LayerCost& lc = in.lc;
+  const EdgeCost& edge = in.edge;
+  const int64_t p = in.p, v = in.v;
+  const double p2p_s = in.p2p_s;
+  StageTime st;
+  st.stage = i;
+  st.layers = stage_layers(in.plan, i);
+  const double L = d(st.layers);
+  st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
+  st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
+                        (i == p - 1 ? edge.output_backward_s : 0);
+  st.backward_weight_s = L * lc.backward_weight_s;
+  st.recompute_s = L * lc.recompute_s;
+  st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
+  st.cp_comm_s = L * lc.exposed_cp_s;
+  st.ep_comm_s = L * lc.exposed_ep_s;
+  st.zero3_comm_s = L * lc.exposed_zero3_s;
+  const double sends = in.p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
+  const double forward_sends = in.p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
+  st.p2p_s = sends * p2p_s;
+  t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+  t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s) +
+                       (i == p - 1 ? edge.output_tp_comm_backward_s : 0);
+  t.backward_weight_s = st.backward_weight_s;
+  t.p2p_forward_s = forward_sends * p2p_s;
+  t.p2p_backward_s = (sends - forward_sends) * p2p_s;
+  t.last_send_delay_s = 0;
+  st.per_microbatch_s = t.total();
+  return st;
+}
+
+// Every stage's time per microbatch into mb, and its StageTime into `stages` when given.
+void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::vector<StageTime>* stages) {
+  const int64_t p = in.p;
   if (stages) {
     stages->clear();
     stages->reserve(static_cast<size_t>(p));
@@ -805,84 +815,115 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
   for (int64_t i = 0; i < p; ++i) {
     // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
     if (!stages && i >= 1 && i < p - 1) {
-      const int64_t layers = stage_layers(plan, i);
+      const int64_t layers = stage_layers(in.plan, i);
       if (i >= 2 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
         continue;
       }
       prev_layers = layers;
     }
-    const StageTime st = stage_time(i, mb[static_cast<size_t>(i)]);
+    const StageTime st = stage_time(in, i, mb[static_cast<size_t>(i)]);
     if (stages) stages->push_back(st);
   }
-  const double md = d(m);
-  // Each stage's DP tail once per step (the link-sharing pass below and the tails both need it).
-  std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});
-  const auto dp_tail = [&](int64_t i, const StageMicrobatchTime& t, double stage_p,
-                           double expert_p) -> const StageDpTail& {
-    const auto k = static_cast<size_t>(i);
-    if (!scratch.dp_ready[k]) {
-      scratch.dp[k] = stage_dp_tail(plan, lc, i, t, stage_p, expert_p);
-      scratch.dp_ready[k] = 1;
-    }
-    return scratch.dp[k];
-  };
-  // A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
-  // both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
-  // left. It applies where the pipeline neighbours and the DP group are on one tier and the reduction overlaps the
-  // backward (once per step: ZeRO-2/3 need pp 1), and not to ZB-H1, whose last send precedes the W passes that
-  // release the buckets.
-  if (options.link_sharing && p > 1 && !p2p_overlap && pc.overlap_dp_comm && pc.schedule != Schedule::zero_bubble &&
-      group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ==
-          group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node)) {
-    for (int64_t i = 1; i < p; ++i) {
-      StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
-      if (i >= 2 && i < p - 1 && same_times(t, mb[static_cast<size_t>(i - 1)])) {
-        t.last_send_delay_s = mb[static_cast<size_t>(i - 1)].last_send_delay_s;
-        continue;
-      }
-      const int64_t layers = stage_layers(plan, i);
-      const StageDpTail& sd =
-          dp_tail(i, t, stage_params(plan, i, params), moe_expert_params(plan, i, params.counts));
-      // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
-      // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
-      const double trailing_comm = d(layers) * lc.exposed_backward_comm_s / d(v);
-      if (sd.dc.group > 1) t.last_send_delay_s = std::min(p2p_s, std::max(0.0, sd.exposed - trailing_comm));
-    }
+}
+
+// Stage i's DP tail (stage_dp_tail), computed once per step: the link-sharing pass and the tails both need it.
+const StageDpTail& dp_tail(const StepInputs& in, StepScratch& scratch, int64_t i, const StageMicrobatchTime& t,
+                           double stage_p, double expert_p) {
+  const auto k = static_cast<size_t>(i);
+  if (!scratch.dp_ready[k]) {
+    scratch.dp[k] = stage_dp_tail(in.plan, in.lc, i, t, stage_p, expert_p);
+    scratch.dp_ready[k] = 1;
   }
-  const PipelineTime pt = pipeline_time(pc.schedule, m, v, mb, lead);
+  return scratch.dp[k];
+}
+
+// A blocking send after a stage's last backward shares the stage's link with its DP reduction, still running then:
+// both at half bandwidth (the simulator's processor sharing), so the send takes min(x, R) longer, R the reduction
+// left. It applies where the pipeline neighbours and the DP group are on one tier and the reduction overlaps the
+// backward (once per step: ZeRO-2/3 need pp 1), and not to ZB-H1, whose last send precedes the W passes that
+// release the buckets.
+bool last_send_shares_link(const StepInputs& in, const EstimateOptions& options) {
+  const ParallelConfig& pc = in.plan.parallel;
+  return options.link_sharing && in.p > 1 && !in.p2p_overlap && pc.overlap_dp_comm &&
+         pc.schedule != Schedule::zero_bubble &&
+         group_crosses_nodes(pc, GroupKind::pp, in.plan.cluster.gpus_per_node) ==
+             group_crosses_nodes(pc, GroupKind::dp_cp, in.plan.cluster.gpus_per_node);
+}
+
+// Each stage's last_send_delay_s where its last send shares the link with its DP reduction.
+void last_send_delays(const StepInputs& in, StepScratch& scratch, std::span<StageMicrobatchTime> mb) {
+  const int64_t p = in.p;
+  for (int64_t i = 1; i < p; ++i) {
+    StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
+    if (i >= 2 && i < p - 1 && same_times(t, mb[static_cast<size_t>(i - 1)])) {
+      t.last_send_delay_s = mb[static_cast<size_t>(i - 1)].last_send_delay_s;
+      continue;
+    }
+    const int64_t layers = stage_layers(in.plan, i);
+    const StageDpTail& sd = dp_tail(in, scratch, i, t, stage_params(in.plan, i, in.params),
+                                    moe_expert_params(in.plan, i, in.params.counts));
+    // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
+    // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
+    const double trailing_comm = d(layers) * in.lc.exposed_backward_comm_s / d(in.v);
+    if (sd.dc.group > 1) t.last_send_delay_s = std::min(in.p2p_s, std::max(0.0, sd.exposed - trailing_comm));
+  }
+}
+
+// The pipeline phase (pipeline_time, each stage's lead into `lead`) and its terms: compute and exposed communication
+// are the slowest stage's, m times.
+TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobatchTime> mb, std::span<double> lead) {
+  const ParallelConfig& pc = in.plan.parallel;
+  const int64_t p = in.p, v = in.v;
+  const double md = d(pc.num_microbatches);
+  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;
   StageMicrobatchTime unused;  // mb keeps the delays the pipeline was timed with
-  const StageTime slow = stage_time(pt.slowest_stage, unused);  // recomputed: the same numbers as in the loop
+  const StageTime slow = stage_time(in, pt.slowest_stage, unused);  // recomputed: the same numbers as stage_times()
   tb.compute_s = md * (slow.forward_s + slow.backward_input_s + slow.backward_weight_s + slow.recompute_s);
   tb.tp_comm_s = md * slow.tp_comm_s;
   tb.cp_comm_s = md * slow.cp_comm_s;
   tb.ep_comm_s = md * slow.ep_comm_s;
-  tb.pp_comm_s = p2p_overlap ? p2p_fill_drain_s(p, v, p2p_s) : md * slow.p2p_s;
-  tb.pipeline_s += p2p_overlap ? tb.pp_comm_s : 0.0;
+  tb.pp_comm_s = in.p2p_overlap ? p2p_fill_drain_s(p, v, in.p2p_s) : md * slow.p2p_s;
+  tb.pipeline_s += in.p2p_overlap ? tb.pp_comm_s : 0.0;
   tb.zero3_exposed_s = md * slow.zero3_comm_s;
   tb.bubble_s = pt.bubble_s;
+  return tb;
+}
 
-  // Data-parallel synchronisation and optimizer: each stage starts them after its last pipeline op, lead_i before the
-  // pipeline's end (pipeline_time); the stage that finishes last decides the step.
-  struct Tail {
-    double ready = 0;    // the stage's gradient reduction done
-    double tied = 0;     // the tied-embedding all-reduce, after the reduction
-    double after = 0;    // optimizer step and exposed parameter gather, after both
-    double exposed = 0, total = 0, opt = 0, lead = 0;
-    DpCost dc;
-  };
-  Tail best, tied_side[2];
-  double best_finish = -1, wait = 0;
-  const auto consider = [&](const Tail& x, double finish, double idle) {
-    if (finish > best_finish) {
-      best_finish = finish;
+// A stage's work after its last pipeline op, timed from the step's start.
+struct Tail {
+  double ready = 0;    // the stage's gradient reduction done
+  double tied = 0;     // the tied-embedding all-reduce, after the reduction
+  double after = 0;    // optimizer step and exposed parameter gather, after both
+  double exposed = 0, total = 0, opt = 0, lead = 0;
+  DpCost dc;
+};
+
+// The stage whose tail finishes last: it decides the step.
+struct DecidingTail {
+  Tail best;
+  double finish = -1;
+  double wait = 0;  // its idle wait for the tied all-reduce's other side
+  void consider(const Tail& x, double x_finish, double idle) {
+    if (x_finish > finish) {
+      finish = x_finish;
       best = x;
       wait = idle;
     }
-  };
+  }
+};
+
+// Data-parallel synchronisation and optimizer: each stage starts them after its last pipeline op, lead_i before the
+// pipeline's end (pipeline_time, which ends at pipeline_s); the stage that finishes last decides the step.
+DecidingTail deciding_tail(const StepInputs& in, StepScratch& scratch, std::span<const StageMicrobatchTime> mb,
+                           std::span<const double> lead, double pipeline_s) {
+  const Plan& plan = in.plan;
+  const int64_t p = in.p;
+  DecidingTail r;
+  Tail tied_side[2];
   int64_t prev = -1;  // the last stage whose tail was taken
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = mb[static_cast<size_t>(i)];
@@ -893,49 +934,75 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
       continue;
     }
     prev = i;
-    const double stage_p = stage_params(plan, i, params), expert_p = moe_expert_params(plan, i, params.counts);
+    const double stage_p = stage_params(plan, i, in.params), expert_p = moe_expert_params(plan, i, in.params.counts);
     const double tied = embedding_grad_sync_s(plan, i);
-    const StageDpTail& sd = dp_tail(i, t, stage_p, expert_p);
+    const StageDpTail& sd = dp_tail(in, scratch, i, t, stage_p, expert_p);
     const DpCost& dc = sd.dc;
     const double total = sd.total, exposed = sd.exposed, gather = sd.gather;
     // The tied-embedding all-reduce follows the DP gradient reduction (Megatron-Core finalize_model_grads order); it
     // joins the first and the last stage, so it starts when both have reduced.
     const double opt = optimizer_step_s(plan, stage_p, expert_p);
-    const Tail x{tb.pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
+    const Tail x{pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
                  stage_lead, dc};
     if (tied > 0) {
       tied_side[i == 0 ? 0 : 1] = x;
     } else {
-      consider(x, x.ready + x.after, 0.0);
+      r.consider(x, x.ready + x.after, 0.0);
     }
   }
   if (tied_side[0].tied > 0) {  // then the last stage's too (pp > 1)
     const double start = std::max(tied_side[0].ready, tied_side[1].ready);
-    for (const Tail& x : tied_side) consider(x, start + x.tied + x.after, start - x.ready);
+    for (const Tail& x : tied_side) r.consider(x, start + x.tied + x.after, start - x.ready);
   }
-  // Its terms: the deciding stage's own DP exposure and optimizer; the lead it ends its pipeline work with comes off
-  // the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure (a
-  // stage lighter than the slowest that ends before m t_max and still decides the step; on 3,000 random
-  // command-line plans only rounding reached it, at most 7e-15 s, pp 1 GPipe).
+  return r;
+}
+
+// The deciding stage's terms: its own DP exposure and optimizer; the lead it ends its pipeline work with comes off
+// the bubble (its wait for the tied all-reduce's other side is idle time), the rest, if any, off its DP exposure (a
+// stage lighter than the slowest that ends before m t_max and still decides the step; on 3,000 random command-line
+// plans only rounding reached it, at most 7e-15 s, pp 1 GPipe).
+void charge_tail(const DecidingTail& tail, TimeBreakdown& tb, DpCost* dp_out) {
+  const Tail& best = tail.best;
   tb.dp_comm_exposed_s = best.exposed;
   tb.dp_comm_total_s = best.total;
   tb.optimizer_s = best.opt;
   if (dp_out) *dp_out = best.dc;
-  tb.bubble_s += wait - best.lead;
+  tb.bubble_s += tail.wait - best.lead;
   if (tb.bubble_s < 0) {
     tb.dp_comm_exposed_s += tb.bubble_s;
     tb.bubble_s = 0;
   }
-  tb.step_s = best_finish;
+  tb.step_s = tail.finish;
+}
 
+// Throughput and FLOPs utilisation of a step of tb.step_s.
+void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
   const int64_t s = plan.seq_len();
   const double gpus = d(plan.num_gpus);
   const double peak = plan.gpu.peak(plan.gemm_dtype());
   tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
-  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, pc.recompute);
+  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute);
   tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
   tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
   tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);
+}
+}  // namespace
+
+TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+                        const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
+                        DpCost* dp_out, const EstimateOptions& options) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t p = pc.pp;
+  const StepInputs in{plan, lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
+  scratch.resize(static_cast<size_t>(p));
+  const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
+  const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
+  stage_times(in, mb, stages);
+  std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});  // no stage's DP tail yet this step (dp_tail)
+  if (last_send_shares_link(in, options)) last_send_delays(in, scratch, mb);
+  TimeBreakdown tb = pipeline_terms(in, mb, lead);
+  charge_tail(deciding_tail(in, scratch, mb, lead, tb.pipeline_s), tb, dp_out);
+  throughput_terms(plan, tb);
   return tb;
 }
 
