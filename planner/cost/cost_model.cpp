@@ -335,7 +335,8 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
 void cp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const double A = d(dtype_bytes(plan.activation_dtype()));
   lc.cp_bytes = 2.0 * A * d(x.b) * d(x.s_q) * d(x.kv) / d(x.tp);
-  const double cp_fwd = d(x.cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
+  const double cp_fwd =
+      d(x.cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
   lc.cp_comm_forward_s = x.cp > 1 ? cp_fwd : 0.0;
   lc.cp_comm_backward_s = 2.0 * lc.cp_comm_forward_s;
 }
@@ -358,7 +359,8 @@ void ep_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
 // one after the other on the link (as dp_cost).
 double zero3_collective_s(const Plan& plan, Collective c, double bytes_per_param, double params, double experts) {
   const ParallelConfig& pc = plan.parallel;
-  double t = collective_time_s(c, bytes_per_param * (params - experts), pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp));
+  double t =
+      collective_time_s(c, bytes_per_param * (params - experts), pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp));
   if (experts > 0) {
     t += collective_time_s(c, bytes_per_param * experts, expert_dp_size(pc), expert_dp_link(plan));
   }
@@ -369,7 +371,8 @@ double zero3_collective_s(const Plan& plan, Collective c, double bytes_per_param
 double exposed_s(double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; }
 
 // The backward's exposed TP communication.
-double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const LayerGemms& g, const TpCollectives& tc) {
+double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const LayerGemms& g,
+                           const TpCollectives& tc) {
   // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
