@@ -229,6 +229,67 @@ double p2p_forward_sends(int64_t i, int64_t p, int64_t v) {
 
 double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s) { return 2.0 * static_cast<double>(p * v - 1) * p2p_s; }
 
+namespace {
+// A stage's op on the backward chain (B, ZB-H1: B_input) with the sends after it (its forward: forward_slot()).
+double chain_op(const StageMicrobatchTime& t, bool zb) { return t.backward_slot() - (zb ? t.backward_weight_s : 0.0); }
+
+// The sums over the stages pipeline_time() starts from: the slowest stage's per-microbatch time, the forward slots'
+// sum and maximum, the backward chain's ops and the final chain's send delays.
+struct StageSums {
+  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0, delay_sum = 0;
+  int64_t slowest_stage = 0;
+};
+
+StageSums stage_sums(std::span<const StageMicrobatchTime> stages, bool zb) {
+  StageSums r;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    r.delay_sum += stages[i].last_send_delay_s;
+    if (stages[i].total() > r.t_max) {
+      r.t_max = stages[i].total();
+      r.slowest_stage = static_cast<int64_t>(i);
+    }
+    r.f_sum += stages[i].forward_slot();
+    r.f_max = std::max(r.f_max, stages[i].forward_slot());
+    r.b_sum += chain_op(stages[i], zb);
+  }
+  return r;
+}
+
+// Interleaved: the end_floor of pipeline_time() (before the send delays), the latest over stages k of k's forward
+// chunks and the backwards before its last forward, between the first microbatch's chunk-0 fill and the last
+// microbatch's last-chunk trip (b_sum: the backward chain's ops).
+double interleaved_end_floor(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, double b_sum) {
+  const size_t p = stages.size();
+  const auto pi = static_cast<int64_t>(p);
+  const double md = static_cast<double>(m), w = static_cast<double>(v);
+  double end_floor = 0;
+  double first = 0, last = 0;  // chunk-0 forwards before k, last-chunk forwards after k
+  for (size_t k = 0; k < p; ++k) last += chunk_sends(stages[k], static_cast<int64_t>(k), pi, v).forward_last;
+  for (size_t k = 0; k < p; ++k) {
+    const ChunkOps c = chunk_sends(stages[k], static_cast<int64_t>(k), pi, v);
+    last -= c.forward_last;
+    const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
+    const double before = static_cast<double>(m * v - 1 - warm);
+    const double b = chain_op(stages[k], false);
+    end_floor = std::max(end_floor, first + md * stages[k].forward_slot() + before * b / w + last + b_sum);
+    first += c.forward_first;
+  }
+  return end_floor;
+}
+
+// The final chain's send delays (a path through stage k runs the chain from k down to 0, delay_sum all of them) into
+// each path's end in `lead`, and then the latest path through a stage k >= j into lead[j].
+void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_sum, std::span<double> lead) {
+  const size_t p = stages.size();
+  double delays = delay_sum;
+  for (size_t k = p; k-- > 0;) {
+    lead[k] += delays;
+    delays -= stages[k].last_send_delay_s;
+    if (k + 1 < p) lead[k] = std::max(lead[k], lead[k + 1]);
+  }
+}
+}  // namespace
+
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead) {
   PipelineTime r;
@@ -242,22 +303,10 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   const double md = static_cast<double>(m);
   const bool zb = s == Schedule::zero_bubble;
   const double w0 = stages[0].backward_weight_s;
-  // A stage's op on the backward chain (B, ZB-H1: B_input) with the sends after it (its forward: forward_slot()).
-  const auto chain_op = [zb](const StageMicrobatchTime& t) {
-    return t.backward_slot() - (zb ? t.backward_weight_s : 0.0);
-  };
-  double t_max = 0, f_sum = 0, f_max = 0, b_sum = 0, delay_sum = 0;
-  for (size_t i = 0; i < p; ++i) {
-    delay_sum += stages[i].last_send_delay_s;
-    if (stages[i].total() > t_max) {
-      t_max = stages[i].total();
-      r.slowest_stage = static_cast<int64_t>(i);
-    }
-    f_sum += stages[i].forward_slot();
-    f_max = std::max(f_max, stages[i].forward_slot());
-    b_sum += chain_op(stages[i]);
-  }
-  r.busy_s = md * t_max;
+  const StageSums sums = stage_sums(stages, zb);
+  const double f_sum = sums.f_sum, f_max = sums.f_max, b_sum = sums.b_sum, delay_sum = sums.delay_sum;
+  r.slowest_stage = sums.slowest_stage;
+  r.busy_s = md * sums.t_max;
   // Each path's end at stage 0 into lead.
   if (s == Schedule::one_f_one_b) {
     one_f_one_b_step_s(m, stages, lead);
@@ -266,46 +315,26 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
   } else if (s == Schedule::gpipe) {
     // Two flow shops: every forward, then every backward (stage p-1's first backward waits for its last forward).
     const double forwards = md * f_max + (f_sum - f_max);
-    for (size_t k = 0; k < p; ++k) lead[k] = forwards + md * chain_op(stages[k]) + (b_sum - chain_op(stages[k]));
+    for (size_t k = 0; k < p; ++k) {
+      lead[k] = forwards + md * chain_op(stages[k], zb) + (b_sum - chain_op(stages[k], zb));
+    }
   } else {
     interleaved_step_s(m, v, stages, lead);
   }
   // Stage ends (pipeline.hpp): the latest path through a stage k >= j less the chain S_j, with ZB-H1's trailing W
   // passes against stage 0's one; 1F1B and ZB-H1 no earlier than the last forward's round trip past j; interleaved
-  // no earlier than end_floor (stage k's forward chunks and the backwards before its last forward, between the
-  // first microbatch's chunk-0 fill and the last microbatch's last-chunk trip).
+  // no earlier than end_floor (interleaved_end_floor).
   const bool interleaved = s == Schedule::interleaved;
   const auto pi = static_cast<int64_t>(p);
-  double end_floor = 0;
-  if (interleaved) {
-    const double w = static_cast<double>(v);
-    double first = 0, last = 0;  // chunk-0 forwards before k, last-chunk forwards after k
-    for (size_t k = 0; k < p; ++k) last += chunk_sends(stages[k], static_cast<int64_t>(k), pi, v).forward_last;
-    for (size_t k = 0; k < p; ++k) {
-      const ChunkOps c = chunk_sends(stages[k], static_cast<int64_t>(k), pi, v);
-      last -= c.forward_last;
-      const int64_t warm = std::min(interleaved_warmup(pi, v, static_cast<int64_t>(k)), m * v - 1);
-      const double before = static_cast<double>(m * v - 1 - warm);
-      end_floor = std::max(end_floor,
-                           first + md * stages[k].forward_slot() + before * chain_op(stages[k]) / w + last + b_sum);
-      first += c.forward_first;
-    }
-  }
-  // The final chain's send delays (a path through stage k runs the chain from k down to 0), and the latest path
-  // through a stage k >= j.
+  double end_floor = interleaved ? interleaved_end_floor(m, v, stages, b_sum) : 0;
+  add_chain_delays(stages, delay_sum, lead);
   double delays = delay_sum;
-  for (size_t k = p; k-- > 0;) {
-    lead[k] += delays;
-    delays -= stages[k].last_send_delay_s;
-    if (k + 1 < p) lead[k] = std::max(lead[k], lead[k + 1]);
-  }
-  delays = delay_sum;
   end_floor += delays;
   const bool forward_bound = (s == Schedule::one_f_one_b || zb) && p > 1;
   double chain = 0, round = f_sum + b_sum, fill = 0, arrive = 0;  // S_j, the round trip after j, forwards before j
   for (size_t j = 0; j < p; ++j) {
     const StageMicrobatchTime& t = stages[j];
-    const double f = t.forward_slot(), b = chain_op(t);
+    const double f = t.forward_slot(), b = chain_op(t, zb);
     const double weights = zb ? trailing_weights_s(static_cast<int64_t>(j), m, t) : 0.0;
     double end = std::max(lead[j] - chain + (weights - (zb ? w0 : 0.0)), end_floor - chain);
     chain += (interleaved ? chunk_sends(t, static_cast<int64_t>(j), pi, v).backward_first : b) + t.last_send_delay_s;
