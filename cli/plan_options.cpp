@@ -125,6 +125,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
+  pc.etp = me.etp.value_or(0);
   pc.embedding_in_pipeline_split = me.embedding_in_split;
   pc.loss_in_pipeline_split = me.loss_in_split;
 }
@@ -237,6 +238,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
+  app.add_option("--etp", o.etp,
+                 "Expert tensor parallel size (MoE): the experts' tp under Megatron-Core's parallel folding, ep x etp "
+                 "dividing tp x cp x dp (default: the experts split over tp, ep groups within dp)")->check(pos);
   app.add_flag("--account-for-embedding-in-pipeline-split", o.embedding_in_split,
                "Count the embedding as a layer of the first stage (and chunk) when splitting (Megatron-Core)");
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_split,

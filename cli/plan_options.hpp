@@ -37,7 +37,7 @@ struct ModelOptions {
 
 struct MeshOptions {
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch;
-  std::optional<int64_t> first_stage_layers, last_stage_layers;
+  std::optional<int64_t> first_stage_layers, last_stage_layers, etp;
   std::string schedule, recompute, zero3_gather_unit;
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;

@@ -45,9 +45,11 @@ constexpr double kMemoryBoundKernelsPerLayer = 10.0;
 // FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
 constexpr double kFlashBackwardFactor = 2.5;
 
-// MLP parameters of one layer's local experts held by one GPU (split by tp; a dense model's MLP is its one expert).
+// MLP parameters of one layer's local experts held by one GPU (split by the expert tp; a dense model's MLP is its
+// one expert, split by tp).
 double layer_expert_params(const Plan& plan, const ParamCounts& c) {
-  return d(c.mlp_per_expert) * d(plan.model.experts / plan.parallel.ep) / d(plan.parallel.tp);
+  const int64_t split = plan.model.is_moe() ? plan.parallel.expert_tp() : plan.parallel.tp;
+  return d(c.mlp_per_expert) * d(plan.model.experts / plan.parallel.ep) / d(split);
 }
 
 // Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
@@ -185,7 +187,7 @@ OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_par
   const ModelStateOptions o = model_state_options(plan);
   const OptimizerStepBytes dense = optimizer_step_bytes(stage_params - expert_params, pc.dp * pc.cp, o);
   if (expert_params <= 0) return dense;
-  const OptimizerStepBytes expert = optimizer_step_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
+  const OptimizerStepBytes expert = optimizer_step_bytes(expert_params, expert_dp_size(pc), o);
   return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
 }
 
@@ -234,7 +236,15 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   double gemm = g.qkv + g.proj;
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
   g.column = g.qkv + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
-  if (m.is_moe()) {
+  if (m.is_moe() && pc.etp > 0) {
+    // Folding: a rank's T / tp tokens (SP) go to the experts of its ep group, gathered over its etp group; each
+    // local expert runs its share of them on an etp-th of the FFN (Liu et al. 2025, MoE parallel folding).
+    const int64_t etp = pc.etp, local_experts = m.experts / pc.ep;
+    const int64_t tokens_per_expert = std::max<int64_t>(1, T / tp * etp * m.top_k * pc.ep / m.experts);
+    const int64_t expert_up = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / etp;
+    gemm += gemm_time_s(gpu, gd, tokens_per_expert, expert_up, h, local_experts) +
+            gemm_time_s(gpu, gd, tokens_per_expert, h, f / etp, local_experts) + gemm_time_s(gpu, ad, T, m.experts, h);
+  } else if (m.is_moe()) {
     const int64_t local_experts = m.experts / pc.ep;
     const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
     gemm += gemm_time_s(gpu, gd, tokens_per_expert, up_width, h, local_experts) +
@@ -620,7 +630,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const double expert_params = stage_expert_params(plan, stage, c);
   const ModelStateOptions& o = in.states;
   const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
-  const ModelStateBytes experts = model_state_bytes(expert_params, pc.dp * pc.cp / pc.ep, o);
+  const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
   sm.weights = dense.weights + experts.weights;
   sm.grads = dense.grads + experts.grads;
   if (pc.zero_stage == 2) sm.grads += zero_unsharded_grad_bytes(plan, in.params.layer_params);

@@ -44,8 +44,9 @@ int64_t group_stride(const ParallelConfig& pc, GroupKind g) {
     case GroupKind::dp_cp:
       return pc.tp;
     case GroupKind::dp:
-    case GroupKind::ep:
       return pc.tp * pc.cp;
+    case GroupKind::ep:
+      return pc.etp > 0 ? pc.etp : pc.tp * pc.cp;  // folding: etp innermost, then ep
     case GroupKind::pp:
       return pc.tp * pc.cp * pc.dp;
   }
@@ -66,8 +67,8 @@ std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t 
     case GroupKind::dp:
       index = c.dp;
       break;
-    case GroupKind::ep:
-      index = c.dp % pc.ep;
+    case GroupKind::ep:  // folding: the rank's place in its stage, refolded as etp x ep x edp
+      index = pc.etp > 0 ? (rank % (pc.tp * pc.cp * pc.dp)) / pc.etp % pc.ep : c.dp % pc.ep;
       break;
     case GroupKind::pp:
       index = c.pp;
@@ -88,11 +89,15 @@ bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per
   return group_stride(pc, g) * size > gpus_per_node;
 }
 
-int64_t expert_dp_size(const ParallelConfig& pc) { return pc.dp * pc.cp / pc.ep; }
+int64_t expert_dp_size(const ParallelConfig& pc) {
+  return pc.etp > 0 ? pc.tp * pc.cp * pc.dp / (pc.ep * pc.etp) : pc.dp * pc.cp / pc.ep;
+}
 
 const LinkSpec& expert_dp_link(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  const int64_t span = (pc.dp / pc.ep - 1) * pc.ep * pc.tp * pc.cp + (pc.cp - 1) * pc.tp + 1;
+  // Folding: the expert-data-parallel ranks are etp x ep apart; otherwise dp ranks ep apart and the cp ranks.
+  const int64_t span = pc.etp > 0 ? (expert_dp_size(pc) - 1) * pc.ep * pc.etp + 1
+                                  : (pc.dp / pc.ep - 1) * pc.ep * pc.tp * pc.cp + (pc.cp - 1) * pc.tp + 1;
   return expert_dp_size(pc) > 1 && span > plan.cluster.gpus_per_node ? plan.cluster.inter_node : plan.cluster.intra_node;
 }
 

@@ -16,7 +16,8 @@ std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
   const ParamCounts c = count_params(m);
   const double tp = d(pc.tp);
-  const double experts = m.is_moe() ? d(m.experts / pc.ep) : 1.0;
+  // Each local expert's MLP is split by the expert tp (etp under folding, else tp).
+  const double local = d(m.experts / pc.ep), experts = !m.is_moe() ? 1.0 : pc.etp > 0 ? local * tp / d(pc.etp) : local;
   // The MoE router gathers with the MLP's first linear.
   const std::array<double, kZero3Linears> w = {d(c.qkv) / tp, d(c.attn_out) / tp,
                                                d(c.mlp_up) / tp * experts + d(c.router), d(c.mlp_down) / tp * experts};

@@ -110,7 +110,13 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     v.add(Reject::vpp_invalid);
   }
   if (pc.cp > 1 && plan.seq_len() % (2 * pc.cp) != 0) v.add(Reject::cp_not_dividing_seq);
-  if (m.is_moe()) {
+  if (m.is_moe() && pc.etp > 0) {  // folding: ep x etp divide tp cp dp; etp divides the FFN; tp > 1 needs SP (MCore)
+    const int64_t ranks = pc.tp * pc.cp * pc.dp;
+    if (m.experts % pc.ep != 0 || ranks % (pc.ep * pc.etp) != 0 || m.ffn_hidden % pc.etp != 0 ||
+        (pc.tp > 1 && !pc.sequence_parallel)) {
+      v.add(Reject::ep_invalid);
+    }
+  } else if (m.is_moe()) {
     if (m.experts % pc.ep != 0 || pc.dp % pc.ep != 0) v.add(Reject::ep_invalid);
   } else if (pc.ep != 1) {
     v.add(Reject::ep_invalid);
@@ -221,6 +227,11 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::cp_not_dividing_seq:
       return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());
     case Reject::ep_invalid:
+      if (pc.etp > 0) {
+        return fmt::format("ep {} x etp {} must divide tp x cp x dp ({}), ep the experts ({}), etp the FFN ({}); tp > 1 "
+                           "needs sequence parallelism (Megatron-Core MoE parallel folding)",
+                           pc.ep, pc.etp, pc.tp * pc.cp * pc.dp, m.experts, m.ffn_hidden);
+      }
       return fmt::format("ep {} must divide the experts ({}) and dp ({})", pc.ep, m.experts, pc.dp);
     case Reject::batch_not_divisible:
       return fmt::format("global batch {} != dp {} x micro-batch {} x microbatches {}", plan.training.global_batch, pc.dp,

@@ -140,6 +140,13 @@ struct ClusterSpec {
 // How one step is executed: the mesh and every knob.
 struct ParallelConfig {
   int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  // Expert tensor parallelism (Megatron-Core --expert-tensor-parallel-size). 0 = unset: the experts split over tp and
+  // ep groups are carved from dp (the layout before parallel folding). Set: MoE parallel folding (Liu et al. 2025,
+  // arXiv:2504.14960): each pipeline stage's tp x cp x dp ranks are refolded as etp x ep x edp for the expert layers,
+  // etp innermost, so ep groups are etp-strided runs of ranks and the expert-data-parallel group has
+  // tp cp dp / (ep etp) ranks (layout.hpp).
+  int64_t etp = 0;
+  int64_t expert_tp() const { return etp > 0 ? etp : tp; }
   int64_t vpp = 1;               // virtual pipeline chunks per stage (interleaved schedule)
   int64_t micro_batch = 1;       // sequences per microbatch
   int64_t num_microbatches = 1;  // microbatches per pipeline per step (gradient accumulation)

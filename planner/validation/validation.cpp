@@ -171,9 +171,10 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   }
   if (shared.value_or(0) > 0) skip.push_back(fmt::format("arch.shared_experts {}: shared experts are not modelled", *shared));
   if (dense.value_or(0) > 0) skip.push_back(fmt::format("arch.dense_layers {}: leading dense layers are not modelled", *dense));
-  if (moe_ffn && *moe_ffn != m.ffn_hidden) {
+  const auto ffn = a.integer("ffn", 1, 10'000'000);
+  if (moe_ffn && ffn && *moe_ffn != *ffn) {
     skip.push_back(fmt::format("arch.moe_ffn {} differs from arch.ffn {}: a per-expert FFN size is not modelled",
-                               *moe_ffn, m.ffn_hidden));
+                               *moe_ffn, *ffn));
   }
 }
 
@@ -313,6 +314,17 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   pc.micro_batch = mb.value_or(1);
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
   if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
+  // Megatron-Core MoE recipes state the expert tensor parallel size in their notes ("ETP=1"): parallel folding.
+  if (const size_t at = lower(out.notes).find("etp="); at != std::string::npos) {
+    int64_t etp = 0;
+    for (size_t i = at + 4; i < out.notes.size() && std::isdigit(static_cast<unsigned char>(out.notes[i])) && etp < 1'000'000; ++i) {
+      etp = etp * 10 + (out.notes[i] - '0');
+    }
+    if (etp > 0) {
+      pc.etp = etp;
+      r.notes.push_back(fmt::format("etp {} from the parallel notes: Megatron-Core MoE parallel folding", etp));
+    }
+  }
   if (tp && dp && mb && gbs) {
     pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
     if (pc.num_microbatches == 0) {
@@ -404,6 +416,15 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
     }
   }
   const int64_t p = pc.pp;
+  // Megatron-Core interleaves layers that do not split into pp x vpp chunks by counting the embedding and the loss
+  // as layers (--account-for-{embedding,loss}-in-pipeline-split, as its MoE recipes set; "96 incl. embedding and
+  // loss" for Qwen3's 94 layers).
+  const int64_t chunks = p * pc.vpp;
+  if (has(r.source, "Megatron") && pc.vpp > 1 && layers > 0 && layers % chunks != 0 && (layers + 2) % chunks == 0) {
+    pc.embedding_in_pipeline_split = pc.loss_in_pipeline_split = true;
+    r.notes.push_back(fmt::format("{} layers + embedding + loss in {} chunks: Megatron-Core's pipeline split", layers,
+                                  chunks));
+  }
   if (has(lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0) {
     pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;
     r.notes.push_back(fmt::format("first and last stages hold {} layers, the others {} (arch_notes)",

@@ -66,3 +66,42 @@ TEST_CASE("the gradient-reduction group is dp x cp: it crosses nodes with dp 1 w
   pc.tp = 4;
   CHECK_FALSE(group_crosses_nodes(pc, GroupKind::dp_cp, 8));
 }
+
+// MoE parallel folding (Megatron-Core --expert-tensor-parallel-size; Liu et al. 2025, arXiv:2504.14960): a stage's
+// tp x cp x dp ranks are refolded as etp x ep x edp for the experts, etp innermost.
+TEST_CASE("expert groups under parallel folding: etp innermost, then ep, then edp") {
+  ParallelConfig pc;
+  pc.tp = 2;
+  pc.dp = 128;
+  pc.ep = 8;
+  pc.etp = 1;
+  // The expert-parallel group is 8 consecutive ranks, inside one 8-GPU node, although tp 2 x dp puts the attention's
+  // dp groups 2 ranks apart.
+  CHECK(group_ranks(pc, GroupKind::ep, 13) == std::vector<int64_t>{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK_FALSE(group_crosses_nodes(pc, GroupKind::ep, 8));
+  CHECK(group_ranks(pc, GroupKind::dp, 13) != group_ranks(pc, GroupKind::ep, 13));
+  pc.etp = 2;
+  CHECK(group_ranks(pc, GroupKind::ep, 13) == std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13, 15});
+  CHECK(group_crosses_nodes(pc, GroupKind::ep, 8));
+  pc.etp = 0;  // unset: ep groups within dp, tp apart (the layout before folding)
+  CHECK(group_ranks(pc, GroupKind::ep, 13) == std::vector<int64_t>{1, 3, 5, 7, 9, 11, 13, 15});
+}
+
+// The Megatron-Core MoE ModelZoo table states each recipe's expert-data-parallel size beside its mesh: folding
+// derives it as tp cp dp / (ep etp).
+TEST_CASE("expert-data-parallel size: the Megatron-Core Qwen3-235B recipes' stated EDP") {
+  struct Recipe {
+    int64_t tp, dp, ep, etp, edp;
+  };
+  for (const Recipe& r : {Recipe{2, 128, 8, 1, 32}, Recipe{2, 16, 32, 1, 1}, Recipe{4, 8, 8, 1, 4}, Recipe{2, 4, 8, 1, 1}}) {
+    ParallelConfig pc;
+    pc.tp = r.tp;
+    pc.dp = r.dp;
+    pc.ep = r.ep;
+    pc.etp = r.etp;
+    CAPTURE(r.tp);
+    CAPTURE(r.dp);
+    CAPTURE(r.ep);
+    CHECK(expert_dp_size(pc) == r.edp);
+  }
+}

@@ -194,3 +194,27 @@ TEST_CASE("stage layers: Megatron's split counts the embedding and the loss as l
   p.parallel.first_stage_layers = 7;
   CHECK(validate(p).has(Reject::uneven_stages_invalid));
 }
+
+// Expert tensor parallelism with MoE parallel folding (Megatron-Core): ep x etp divide tp x cp x dp, not dp alone.
+TEST_CASE("etp: ep x etp must divide tp x cp x dp; tp > 1 needs SP") {
+  Plan p = test::korthikanti_175b();
+  p.model.experts = 128;
+  p.model.top_k = 8;
+  p.parallel.tp = 2;
+  p.parallel.pp = 2;
+  p.parallel.dp = 16;
+  p.parallel.vpp = 1;
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.num_gpus = 64;
+  p.parallel.sequence_parallel = true;
+  p.parallel.ep = 32;  // 32 does not divide dp 16: invalid without folding
+  CHECK(validate(p).has(Reject::ep_invalid));
+  p.parallel.etp = 1;  // folding: ep 32 x etp 1 divides tp 2 x dp 16
+  CHECK_FALSE(validate(p).has(Reject::ep_invalid));
+  p.parallel.etp = 2;  // 64 does not divide 32
+  CHECK(validate(p).has(Reject::ep_invalid));
+  CHECK(describe(Reject::ep_invalid, p).find("ep 32 x etp 2 must divide tp x cp x dp (32)") != std::string::npos);
+  p.parallel.etp = 1;
+  p.parallel.sequence_parallel = false;
+  CHECK(validate(p).has(Reject::ep_invalid));
+}
