@@ -147,8 +147,9 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
 }
 
 double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
-  // Numbers followed by Gb/s or Tb/s; "N x M Gb/s" multiplies; "per GPU" after the figure makes it per GPU,
-  // otherwise the figure is per node (the field is inter_node_per_node). The first figure wins.
+  // Numbers followed by Gb/s or Tb/s (bits), or GB/s or TB/s (bytes: the capital B, as written); "N x M Gb/s"
+  // multiplies; "per GPU" after the figure makes it per GPU, otherwise the figure is per node (the field is
+  // inter_node_per_node). The first figure wins.
   const std::string t = lower(text);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
@@ -165,6 +166,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
     if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
     if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
     if (unit == 0) continue;
+    if (text.compare(k + 1, 3, "B/s") == 0) unit *= 8;  // "50 GB/s": bytes
     const double total = multiplier_before(t, i) * v * unit;
     // A unit at the very end of the text leaves nothing after it (compare() past the end throws).
     auto followed_by = [&t](size_t pos, std::string_view what) { return pos <= t.size() && t.compare(pos, what.size(), what) == 0; };

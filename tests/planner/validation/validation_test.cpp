@@ -199,6 +199,9 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
   CHECK(inter_node_Bps_per_gpu("1600 Gb/s node-node (RoCE)", 8) == doctest::Approx(25e9));
+  // A capital B is bytes (the Megatron-Core MoE ModelZoo table: "8x50 GB/s (8x400 Gb/s)" per node = 50 GB/s per GPU).
+  CHECK(inter_node_Bps_per_gpu("InfiniBand 8x50 GB/s (8x400 Gb/s)", 8) == doctest::Approx(50e9));
+  CHECK(inter_node_Bps_per_gpu("InfiniBand (50 GB/s per GPU per report)", 8) == doctest::Approx(50e9));
   // Omni-Path without a figure: 100 Gb/s per link (the only generation shipped), 4 links per 8-GPU node.
   CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == doctest::Approx(6.25e9));
   CHECK(inter_node_Bps_per_gpu("Omni-Path", 8) == doctest::Approx(100e9 / 8 / 8));
