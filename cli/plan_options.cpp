@@ -44,13 +44,13 @@ std::string_view reject_flag(Reject r) {
     case Reject::pp_exceeds_layers:
       return "--pp";
     case Reject::uneven_stages_invalid:
-      return "--first-stage-layers/--last-stage-layers";
+      return "--first-stage-layers/--last-stage-layers/--account-for-*-in-pipeline-split";
     case Reject::vpp_invalid:
       return "--vpp";
     case Reject::cp_not_dividing_seq:
       return "--cp";
     case Reject::ep_invalid:
-      return "--ep";
+      return "--ep/--etp";
     case Reject::batch_not_divisible:
       return "--global-batch";
     case Reject::sp_without_tp:

@@ -118,7 +118,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     }
   } else if (m.is_moe()) {
     if (m.experts % pc.ep != 0 || pc.dp % pc.ep != 0) v.add(Reject::ep_invalid);
-  } else if (pc.ep != 1) {
+  } else if (pc.ep != 1 || pc.etp != 0) {  // a dense model has no experts to split
     v.add(Reject::ep_invalid);
   }
   if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
@@ -227,6 +227,7 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::cp_not_dividing_seq:
       return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());
     case Reject::ep_invalid:
+      if (!m.is_moe()) return fmt::format("ep {} / etp {}: the model has no experts (ep 1, etp unset)", pc.ep, pc.etp);
       if (pc.etp > 0) {
         return fmt::format("ep {} x etp {} must divide tp x cp x dp ({}), ep the experts ({}), etp the FFN ({}); tp > 1 "
                            "needs sequence parallelism (Megatron-Core MoE parallel folding)",

@@ -121,7 +121,9 @@ TEST_CASE("bad input: estimate flags") {
       {{"--model", "gpt3-1.3b", "--gpus", "32", "--pp", "32"}, "pp 32 exceeds the 24 layers"},
       {with(kModel, {"--gpus", "64", "--tp", "16"}), "--allow-tp-across-nodes"},
       {with(kModel, {"--gpus", "64", "--cp", "3"}), "--gpus"},
-      {with(kModel, {"--gpus", "64", "--ep", "2"}), "--ep: ep 2"},
+      {with(kModel, {"--gpus", "64", "--ep", "2"}), "--ep/--etp: ep 2"},
+      {with(kModel, {"--gpus", "64", "--etp", "2"}), "--ep/--etp: ep 1 / etp 2: the model has no experts"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--account-for-embedding-in-pipeline-split"}), "--account-for-*-in-pipeline-split: "},
       {with(kModel, {"--gpus", "64", "--vpp", "0"}), "--vpp"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--vpp", "5"}), "--vpp: "},  // 96 % 40
       {with(kModel, {"--gpus", "64", "--micro-batch", "0"}), "--micro-batch"},
