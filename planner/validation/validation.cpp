@@ -466,7 +466,12 @@ void choose_open_knobs(const Gaps& gaps, Plan& plan) {
       }
     }
   }
-  if (!best) return;  // no candidate is valid: validate() gives the reasons for the plan as stated
+  if (!best) {  // no candidate is valid: validate() gives the reasons, for micro-batch 1 where it was open
+    if (gaps.open_micro_batch) {
+      plan.parallel.num_microbatches = microbatches_per_step(plan.training.global_batch, plan.parallel.dp, 1);
+    }
+    return;
+  }
   plan = std::move(*best);
   const char* why = best_fits ? "the fastest that fits" : "none fits: the least memory";
   if (gaps.open_recompute) {
