@@ -17,29 +17,12 @@
 namespace fs = std::filesystem;
 using parplan::test::line_count;
 using parplan::test::run_parplan;
+using parplan::test::ScratchDir;
 
 namespace {
 
 const std::string kBad = std::string(PARPLAN_TEST_DIR) + "/cli/data/bad/";
 
-// A fresh, empty scratch directory per test case (removed by the destructor).
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    std::string tmpl = (fs::temp_directory_path() / "parplan-bad-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    return names;
-  }
-};
 
 struct BadCase {
   std::vector<std::string> args;

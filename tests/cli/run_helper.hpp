@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -20,27 +21,88 @@ extern char** environ;
 
 namespace parplan::test {
 
+// A fresh, empty scratch directory per test case (removed by the destructor).
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "parplan-bad-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(path)) names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
 struct RunResult {
   int exit_code = -1;  // -1: killed by a signal or timed out
   bool timed_out = false;
   std::string out, err;
 };
 
+// The argv and environment of one parplan process: PARPLAN_EXE with `args`, this process's environment plus `env`
+// ("K=V"). Built in place (the pointer arrays point into the strings).
+struct SpawnArgs {
+  std::vector<std::string> argv_s{PARPLAN_EXE}, env_s;
+  std::vector<char*> argv, envp;
+  SpawnArgs(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+    env_s.insert(env_s.end(), env.begin(), env.end());
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  SpawnArgs(const SpawnArgs&) = delete;
+  SpawnArgs& operator=(const SpawnArgs&) = delete;
+};
+
+// Starts PARPLAN_EXE with `args` without waiting: stdin from /dev/null, stdout and stderr to the files `out` and
+// `err` (created or truncated; "/dev/full" makes every write to stdout fail). Returns the pid.
+inline pid_t spawn_parplan(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  const SpawnArgs a(args, {});
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, PARPLAN_EXE, &fa, nullptr, a.argv.data(), a.envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE_MESSAGE(rc == 0, "posix_spawn failed for " << PARPLAN_EXE);
+  return pid;
+}
+
+// Waits for a spawned process for up to `timeout_s` seconds (then kills it). Its exit code, or -1 when a signal
+// ended it (its number in *signal) or it timed out.
+inline int wait_parplan(pid_t pid, int timeout_s, int* signal = nullptr) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    usleep(2000);
+  }
+  if (signal != nullptr) *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // Runs PARPLAN_EXE with `args`; `env` entries ("K=V") are added to the environment; stdin is /dev/null.
 inline RunResult run_parplan(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                              int timeout_s = 120) {
-  std::vector<std::string> argv_s{PARPLAN_EXE};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-  env_s.insert(env_s.end(), env.begin(), env.end());
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
+  const SpawnArgs a(args, env);
   int out_pipe[2], err_pipe[2];
   REQUIRE(pipe(out_pipe) == 0);
   REQUIRE(pipe(err_pipe) == 0);
@@ -52,7 +114,7 @@ inline RunResult run_parplan(const std::vector<std::string>& args, const std::ve
   posix_spawn_file_actions_addclose(&fa, out_pipe[0]);
   posix_spawn_file_actions_addclose(&fa, err_pipe[0]);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, PARPLAN_EXE, &fa, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, PARPLAN_EXE, &fa, nullptr, a.argv.data(), a.envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(out_pipe[1]);
   close(err_pipe[1]);
