@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/calibrate_from_runs.hpp"
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
@@ -49,6 +50,51 @@ std::string today() {
   return buf;
 }
 
+// Prints what calibrate measured: --json's document, or the text report on `report`.
+void print_calibration(const runtime::CalibrationResult& r, const GpuSpec& g, const std::vector<runtime::GemmFit>& fits,
+                       const CalibrateOptions& o, std::FILE* report) {
+  if (o.json) {
+    nlohmann::json j = {{"device", r.device}, {"ranks", r.ranks}, {"hbm_bandwidth_Bps", r.hbm_bandwidth_Bps},
+                        {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()},
+                        {"gemm_fit", nlohmann::json::array()}, {"peak_fraction", g.gemm.peak_fraction}};
+    for (const auto& f : fits) {
+      j["gemm_fit"].push_back({{"dtype", std::string(to_string(f.dtype))}, {"points", f.points}, {"peak_fraction", f.peak_fraction},
+                               {"mean_abs_error", f.mean_abs_error}, {"max_abs_error", f.max_abs_error},
+                               {"best_fraction", f.best_fraction}});
+    }
+    for (const auto& p : r.gemm) j["gemm"].push_back({{"dtype", std::string(to_string(p.dtype))}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"seconds", p.seconds}, {"flops_per_s", p.flops_per_s}});
+    for (const auto& p : r.collectives) {
+      j["collectives"].push_back({{"kind", std::string(runtime::to_string(p.kind))}, {"ranks", p.ranks}, {"bytes", p.bytes},
+                                  {"seconds", p.seconds}, {"algbw_Bps", p.algbw_Bps}, {"busbw_Bps", p.busbw_Bps}});
+    }
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print(report, "parplan calibrate on {} ({} rank(s)); profile written to {}\n\n", r.device, r.ranks, o.out);
+  Table gt({"dtype", "m x n x k", "time", "TFLOP/s"}, 1);
+  for (const auto& p : r.gemm) {
+    gt.add({std::string(to_string(p.dtype)), fmt::format("{} x {} x {}", p.m, p.n, p.k), fmt_seconds(p.seconds),
+            fmt::format("{:.2f}", p.flops_per_s / 1e12)});
+  }
+  fmt::print(report, "{}\nmemory bandwidth (copy, read + write): {:.1f} GB/s\n\n", gt.render(), r.hbm_bandwidth_Bps / 1e9);
+  for (const auto& f : fits) {
+    fmt::print(report,
+               "gemm.peak_fraction fit, {}: {:.3f} over {} GEMMs (mean |error| {:.1f}%, max {:.1f}%; best measured "
+               "{:.3f} of peak){}\n",
+               to_string(f.dtype), f.peak_fraction, f.points, 100 * f.mean_abs_error, 100 * f.max_abs_error,
+               f.best_fraction, runtime::profile_gemm_fit(fits) == &f ? ": written to the profile" : "");
+  }
+  if (!fits.empty()) fmt::print(report, "\n");
+  if (!r.collectives.empty()) {
+    Table ct({"collective", "size", "time", "algbw GB/s", "busbw GB/s"}, 1);
+    for (const auto& p : r.collectives) {
+      ct.add({std::string(runtime::to_string(p.kind)), fmt_bytes(static_cast<double>(p.bytes)), fmt_seconds(p.seconds),
+              fmt::format("{:.2f}", p.algbw_Bps / 1e9), fmt::format("{:.2f}", p.busbw_Bps / 1e9)});
+    }
+    fmt::print(report, "{}", ct.render());
+  }
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   app.add_option("--backend", o->backend, "cuda or host")->check(CLI::IsMember({"cuda", "host"}))->capture_default_str();
@@ -65,14 +111,16 @@ Runner setup(CLI::App& app) {
     for (const auto& h : hooks) {
       if (auto rc = h()) return *rc;
     }
-    if (o->out.empty()) throw InputError("--out: required (the profile file to write)");
-    require_writable(o->out, "--out");  // both outputs checked before measuring: no half-written pair
-    require_writable(o->cluster_out, "--cluster-out");
+    // Every flag is checked before anything is measured or written.
+    const std::vector<OutputFlag> outputs = check_calibrate_outputs(o->out, o->cluster_out, o->json);
     const ProfileSet profiles = load_profiles(ModelOptions{});
     const GpuSpec& base = profiles.gpu(o->gpu, "--gpu");
+    const ClusterSpec* cluster = o->cluster_out.empty() ? nullptr : &profiles.cluster(o->cluster, "--cluster");
     const bool host = o->backend == "host";
     int ranks = o->ranks;
-    if (ranks == 0) ranks = host ? 2 : std::max(1, runtime::detect_cuda().device_count);
+    int gpus = -1;  // detected when --ranks is not given on --backend cuda
+    if (ranks == 0 && !host) gpus = runtime::detect_cuda().device_count;
+    if (ranks == 0) ranks = host ? 2 : std::max(1, gpus);
     // The host backend runs every rank as a thread of this process over in-memory collectives: measured on 2 cores,
     // 16 ranks 1.1 s, 64 ranks 5.6 s and 0.56 GB, 256 ranks past a minute. Its sweep is for tests and examples.
     constexpr int kMaxHostRanks = 64;
@@ -81,6 +129,10 @@ Runner setup(CLI::App& app) {
                                    "process)",
                                    ranks, kMaxHostRanks));
     }
+    if (cluster != nullptr && ranks < 2 && gpus != 0) {  // with no GPU at all, the backend's error says so
+      throw InputError(fmt::format("--cluster-out: needs >= 2 ranks for the all-reduce sweep ({} rank{}; --ranks N)",
+                                   ranks, ranks == 1 ? "" : "s"));
+    }
     std::unique_ptr<runtime::World> world = host ? runtime::make_host_world(ranks) : runtime::make_cuda_world(ranks);
     const runtime::CalibrationResult r = runtime::calibrate(*world, runtime::default_calibrate_options(!host));
     const std::string name = o->name.empty() ? fmt::format("{}-measured-{}", host ? "host" : base.name, today()) : o->name;
@@ -88,51 +140,13 @@ Runner setup(CLI::App& app) {
     const GpuSpec g = runtime::measured_gpu(base, r, host, name, &fits);
     nlohmann::json gj = to_json(g);
     gj["kind"] = "gpu";
-    write_file_atomic(o->out, gj.dump(2) + "\n", "--out");
-    if (!o->cluster_out.empty()) {
-      nlohmann::json cj = to_json(runtime::measured_cluster(profiles.cluster(o->cluster, "--cluster"), r, name + "-cluster", name));
+    nlohmann::json cj;
+    if (cluster != nullptr) {
+      cj = to_json(runtime::measured_cluster(*cluster, r, name + "-cluster", name));
       cj["kind"] = "cluster";
-      write_file_atomic(o->cluster_out, cj.dump(2) + "\n", "--cluster-out");
     }
-    if (o->json) {
-      nlohmann::json j = {{"device", r.device}, {"ranks", r.ranks}, {"hbm_bandwidth_Bps", r.hbm_bandwidth_Bps},
-                          {"gemm", nlohmann::json::array()}, {"collectives", nlohmann::json::array()},
-                          {"gemm_fit", nlohmann::json::array()}, {"peak_fraction", g.gemm.peak_fraction}};
-      for (const auto& f : fits) {
-        j["gemm_fit"].push_back({{"dtype", std::string(to_string(f.dtype))}, {"points", f.points}, {"peak_fraction", f.peak_fraction},
-                                 {"mean_abs_error", f.mean_abs_error}, {"max_abs_error", f.max_abs_error},
-                                 {"best_fraction", f.best_fraction}});
-      }
-      for (const auto& p : r.gemm) j["gemm"].push_back({{"dtype", std::string(to_string(p.dtype))}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"seconds", p.seconds}, {"flops_per_s", p.flops_per_s}});
-      for (const auto& p : r.collectives) {
-        j["collectives"].push_back({{"kind", std::string(runtime::to_string(p.kind))}, {"ranks", p.ranks}, {"bytes", p.bytes},
-                                    {"seconds", p.seconds}, {"algbw_Bps", p.algbw_Bps}, {"busbw_Bps", p.busbw_Bps}});
-      }
-      fmt::print("{}\n", j.dump(2));
-      return kOk;
-    }
-    fmt::print("parplan calibrate on {} ({} rank(s)); profile written to {}\n\n", r.device, r.ranks, o->out);
-    Table gt({"dtype", "m x n x k", "time", "TFLOP/s"}, 1);
-    for (const auto& p : r.gemm) {
-      gt.add({std::string(to_string(p.dtype)), fmt::format("{} x {} x {}", p.m, p.n, p.k), fmt_seconds(p.seconds),
-              fmt::format("{:.2f}", p.flops_per_s / 1e12)});
-    }
-    fmt::print("{}\nmemory bandwidth (copy, read + write): {:.1f} GB/s\n\n", gt.render(), r.hbm_bandwidth_Bps / 1e9);
-    for (const auto& f : fits) {
-      fmt::print("gemm.peak_fraction fit, {}: {:.3f} over {} GEMMs (mean |error| {:.1f}%, max {:.1f}%; best measured "
-                 "{:.3f} of peak){}\n",
-                 to_string(f.dtype), f.peak_fraction, f.points, 100 * f.mean_abs_error, 100 * f.max_abs_error,
-                 f.best_fraction, runtime::profile_gemm_fit(fits) == &f ? ": written to the profile" : "");
-    }
-    if (!fits.empty()) fmt::print("\n");
-    if (!r.collectives.empty()) {
-      Table ct({"collective", "size", "time", "algbw GB/s", "busbw GB/s"}, 1);
-      for (const auto& p : r.collectives) {
-        ct.add({std::string(runtime::to_string(p.kind)), fmt_bytes(static_cast<double>(p.bytes)), fmt_seconds(p.seconds),
-                fmt::format("{:.2f}", p.algbw_Bps / 1e9), fmt::format("{:.2f}", p.busbw_Bps / 1e9)});
-      }
-      fmt::print("{}", ct.render());
-    }
+    write_profile_pair(o->out, gj, o->cluster_out, cj);
+    print_calibration(r, g, fits, *o, report_stream(outputs));
     return kOk;
   };
 }

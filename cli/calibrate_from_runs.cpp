@@ -32,10 +32,26 @@ std::string line(const char* what, const ErrorSummary& s) {
 
 }  // namespace
 
+std::vector<OutputFlag> check_calibrate_outputs(const std::string& out, const std::string& cluster_out, bool json) {
+  if (out.empty()) throw InputError("--out: required (the profile file to write)");
+  require_writable(out, "--out");  // both outputs checked before the work: no half-written pair
+  require_writable(cluster_out, "--cluster-out");
+  std::vector<OutputFlag> outputs = {{"--out", out}, {"--cluster-out", cluster_out}, json_output(json)};
+  refuse_shared_outputs(outputs);
+  return outputs;
+}
+
+void write_profile_pair(const std::string& out, const nlohmann::json& gpu, const std::string& cluster_out,
+                        const nlohmann::json& cluster) {
+  const std::string g = gpu.dump(2) + "\n";
+  const std::string c = cluster_out.empty() ? "" : cluster.dump(2) + "\n";
+  std::vector<OutputFile> files = {{out, g, "--out"}};
+  if (!cluster_out.empty()) files.push_back({cluster_out, c, "--cluster-out"});
+  write_files_atomic(files);
+}
+
 int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
-  if (o.out.empty()) throw InputError("--out: required (the fitted GPU profile to write)");
-  require_writable(o.out, "--out");  // both outputs checked before fitting: no half-written pair
-  require_writable(o.cluster_out, "--cluster-out");
+  const std::vector<OutputFlag> outputs = check_calibrate_outputs(o.out, o.cluster_out, o.json);
   for (const auto& f : o.fields) {
     if (o.cluster_out.empty() && (f.starts_with("intra_node.") || f.starts_with("inter_node."))) {
       throw InputError(fmt::format("--fit-fields: {} is a cluster field; give --cluster-out to write it", f));
@@ -72,15 +88,15 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
                          o.runs, r.error_after.count);
   nlohmann::json gj = to_json(g);
   gj["kind"] = "gpu";
-  write_file_atomic(o.out, gj.dump(2) + "\n", "--out");
+  nlohmann::json cj;
   if (!o.cluster_out.empty()) {
     ClusterSpec c = r.cluster;
     c.gpu = g.name;
     c.source = fmt::format("{} -- link efficiencies fitted by parplan calibrate --from-runs {}", r.cluster.source, o.runs);
-    nlohmann::json cj = to_json(c);
+    cj = to_json(c);
     cj["kind"] = "cluster";
-    write_file_atomic(o.cluster_out, cj.dump(2) + "\n", "--cluster-out");
   }
+  write_profile_pair(o.out, gj, o.cluster_out, cj);
 
   if (o.json) {
     nlohmann::json fields = nlohmann::json::array();
@@ -110,7 +126,7 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
   s += line("held-out half, before", r.heldout_before);
   s += line("held-out half, fit on other", r.heldout_after);
   s += fmt::format("  (held-out split: runs sorted by id, even positions fitted, odd positions held out)\n");
-  fmt::print("{}", s);
+  fmt::print(report_stream(outputs), "{}", s);
   return kOk;
 }
 

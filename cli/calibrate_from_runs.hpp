@@ -1,9 +1,12 @@
 // `parplan calibrate --from-runs FILE`: fit a GPU / cluster profile's efficiency fields to measured runs.
 // Registered as a calibrate hook (cli/calibrate.cpp's calibrate_hooks()); no edit of calibrate.cpp is needed.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "cli/io.hpp"
 
 namespace parplan::cli {
 
@@ -19,5 +22,13 @@ struct CalibrateFromRunsOptions {
 
 // Runs the fit and writes the profile(s); returns the exit code. Throws InputError on bad input.
 int calibrate_from_runs(const CalibrateFromRunsOptions& o);
+
+// calibrate's outputs (both modes), checked before anything is measured or fitted: --out is required, both paths
+// can be written, and no two of --out, --cluster-out and --json's document name one destination. Returns them.
+std::vector<OutputFlag> check_calibrate_outputs(const std::string& out, const std::string& cluster_out, bool json);
+
+// Writes the GPU profile to `out` and, when `cluster_out` is given, the cluster profile: both or neither.
+void write_profile_pair(const std::string& out, const nlohmann::json& gpu, const std::string& cluster_out,
+                        const nlohmann::json& cluster);
 
 }  // namespace parplan::cli

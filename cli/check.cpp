@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fmt/core.h>
 #include <fstream>
+#include <optional>
 
 #include "cli/check_inputs.hpp"
 #include "cli/check_report.hpp"
@@ -51,14 +52,10 @@ Runner setup(CLI::App& app) {
     require_writable(o->junit, "--junit");
     if (o->update_baseline) require_writable(o->baseline, "--baseline");
     // A document on stdout is all of stdout: the text report then goes to stderr, and a second document is refused.
-    const bool junit_on_stdout = !o->junit.empty() && is_stdout(o->junit);
-    const bool baseline_on_stdout = o->update_baseline && is_stdout(o->baseline);
-    if (junit_on_stdout && baseline_on_stdout) {
-      throw InputError("--junit and --baseline: both name stdout with --update-baseline; give one of them a file");
-    }
-    refuse_second_stdout_document(o->junit, o->json, "--junit");
-    if (o->update_baseline) refuse_second_stdout_document(o->baseline, o->json, "--baseline");
-    std::FILE* report = junit_on_stdout || baseline_on_stdout ? stderr : stdout;
+    const std::vector<OutputFlag> outputs = {
+        {"--junit", o->junit}, {"--baseline", o->update_baseline ? o->baseline : ""}, json_output(o->json)};
+    refuse_shared_outputs(outputs);
+    std::FILE* report = report_stream(outputs);
     const std::vector<std::string> paths = expand_plan_paths(o->plans);
     if (paths.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
 
@@ -68,10 +65,14 @@ Runner setup(CLI::App& app) {
     plans.reserve(paths.size());
     for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));
     Baseline baseline;
+    std::optional<FileLock> lock;
     const bool compare = !o->baseline.empty() && !o->update_baseline;
     if (compare) {
       baseline = baseline_from_text(read_file(o->baseline, "--baseline"), o->baseline);
     } else if (o->update_baseline) {
+      // Held until the new baseline is in place: concurrent updates of one baseline each add their plans to what
+      // the one before wrote (without it, one's entries were lost).
+      lock.emplace(o->baseline, "--baseline");
       std::error_code ec;
       if (fs::exists(o->baseline, ec)) baseline = baseline_from_text(read_file(o->baseline, "--baseline"), o->baseline);
     }
@@ -99,13 +100,18 @@ Runner setup(CLI::App& app) {
       }
     }
 
-    refuse_replacing_input(o->junit, "--junit");  // both before either is written
-    if (o->update_baseline) refuse_replacing_input(o->baseline, "--baseline");
-    if (!o->junit.empty()) write_file_atomic(o->junit, render_junit(checks), "--junit");
+    // The JUnit report and the baseline are written as a pair: both or neither.
+    const std::string junit = o->junit.empty() ? "" : render_junit(checks);
+    std::string new_baseline;
     if (o->update_baseline) {
       for (const PlanCheck& c : checks) baseline[c.path] = c.result.now;
-      write_file_atomic(o->baseline, baseline_to_json(baseline).dump(2) + "\n", "--baseline");
+      new_baseline = baseline_to_json(baseline).dump(2) + "\n";
     }
+    std::vector<OutputFile> files;
+    if (!o->junit.empty()) files.push_back({o->junit, junit, "--junit"});
+    if (o->update_baseline) files.push_back({o->baseline, new_baseline, "--baseline"});
+    write_files_atomic(files);
+    lock.reset();
     if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
       std::ofstream out(summary, std::ios::app | std::ios::binary);
       out << render_markdown_summary(checks);

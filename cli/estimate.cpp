@@ -97,7 +97,7 @@ Runner setup(CLI::App& app) {
   app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
   return [o]() {
-    refuse_second_stdout_document(o->out, o->json, "-o");
+    refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;

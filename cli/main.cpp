@@ -7,10 +7,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/io.hpp"
 #include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 
@@ -139,12 +141,24 @@ int run_parsed_command(const std::vector<std::pair<CLI::App*, Runner>>& runners)
   using namespace parplan::cli;
   try {
     for (auto& [sub, run] : runners) {
-      if (sub->parsed()) return run();
+      if (!sub->parsed()) continue;
+      const int rc = run();
+      finish_stdout();  // a failed write to stdout (a full disk, a closed stdout) is exit 3, whatever the command did
+      return rc;
     }
     return kBadInput;
   } catch (const parplan::InputError& e) {
     report(fmt::format("parplan: error: {}\n", one_line(e.what())));
     return kBadInput;
+  } catch (const OutputError& e) {
+    report(fmt::format("parplan: error: {}\n", one_line(e.what())));
+    return kBackendFailure;
+  } catch (const std::system_error& e) {
+    // fmt::print on a stream that cannot be written ("cannot write to file: ..."): stdout, as stderr then fails too.
+    const bool write = std::string_view(e.what()).starts_with("cannot write");
+    report(write ? fmt::format("parplan: error: stdout: cannot write: {}\n", one_line(e.code().message()))
+                 : fmt::format("parplan: internal error: {}\n", one_line(e.what())));
+    return kBackendFailure;
   } catch (const parplan::BackendError& e) {
     report(fmt::format("parplan: backend error: {}\n", one_line(e.what())));
     return kBackendFailure;
@@ -160,6 +174,7 @@ int run_parsed_command(const std::vector<std::pair<CLI::App*, Runner>>& runners)
 
 int main(int argc, char** argv) {
   using namespace parplan::cli;
+  install_output_cleanup();  // temporary output files are removed on SIGINT / SIGTERM
   CLI::App app{"parplan: plan, simulate and run parallelism strategies for large-model training"};
   app.require_subcommand(1);
   add_version_flag(app);

@@ -100,6 +100,9 @@ Runner setup(CLI::App& app) {
   app.add_option("--trace", o->trace, "Write the measured timeline (median step) as a Chrome/Perfetto trace, laid out like simulate's");
   return [o]() {
     require_writable(o->trace, "--trace");  // before the run, not after it
+    const std::vector<OutputFlag> outputs = {{"--trace", o->trace}, json_output(o->json)};
+    refuse_shared_outputs(outputs);
+    std::FILE* report = report_stream(outputs);  // a trace on stdout: the report to stderr
     ModelOptions mo;
     mo.profile_files = o->profile_files;
     const ProfileSet profiles = load_profiles(mo);
@@ -110,6 +113,7 @@ Runner setup(CLI::App& app) {
                  choice.gpu.name, choice.from.substr(10), plan.gpu.name);
     }
     plan.gpu = choice.gpu;
+    refuse_replacing_input(o->trace, "--trace");  // onto the plan or a profile: refused before the run, not after it
     if (plan.gpu.peak(plan.gemm_dtype()) <= 0) {
       throw InputError(fmt::format("--gpu: '{}' has no {} peak, the plan's GEMM precision", plan.gpu.name, to_string(plan.gemm_dtype())));
     }
@@ -165,15 +169,15 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return kOk;
     }
-    fmt::print("parplan run: {} on {} backend, {}; median of {} steps after {} warm-up\n", plan.model.name, o->backend,
+    fmt::print(report, "parplan run: {} on {} backend, {}; median of {} steps after {} warm-up\n", plan.model.name, o->backend,
                local ? fmt::format("rank {} only (rank-local)", o->rank) : fmt::format("{} ranks", ranks), o->steps, o->warmup);
-    fmt::print("predicted with GPU profile {} (from {})\n", plan.gpu.name, choice.from);
+    fmt::print(report, "predicted with GPU profile {} (from {})\n", plan.gpu.name, choice.from);
     Table t({"term", "predicted", "measured", "error", "note"}, 1);
     for (const auto& row : rows) {
       t.add({row.term, fmt_value(row, row.predicted), row.measured_valid ? fmt_value(row, row.measured) : "-",
              row.measured_valid && row.predicted != 0 ? fmt::format("{:+.1f}%", 100.0 * row.error()) : "-", row.note});
     }
-    fmt::print("{}", t.render());
+    fmt::print(report, "{}", t.render());
     return kOk;
   };
 }

@@ -135,15 +135,8 @@ Runner setup(CLI::App& app) {
   return [o]() {
     require_writable(o->trace, "--trace");  // both outputs checked first: a bad --svg must not leave a lone trace
     require_writable(o->svg, "--svg");
-    if (!o->trace.empty() && same_output(o->trace, o->svg)) {
-      throw InputError(is_stdout(o->trace) ? std::string("--trace and --svg: both name stdout ('-'); give one of them a file")
-                                       : fmt::format("--trace and --svg: both name '{}' (one would replace the other); "
-                                                     "give two paths",
-                                                     o->trace));
-    }
-    refuse_second_stdout_document(o->trace, o->json, "--trace");
-    refuse_second_stdout_document(o->svg, o->json, "--svg");
-    const bool document_on_stdout = is_stdout(o->trace) || is_stdout(o->svg);
+    const std::vector<OutputFlag> outputs = {{"--trace", o->trace}, {"--svg", o->svg}, json_output(o->json)};
+    refuse_shared_outputs(outputs);
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note;
@@ -166,12 +159,17 @@ Runner setup(CLI::App& app) {
     EstimateOptions eo;
     eo.link_sharing = so.contention;
     const Estimate closed = estimate(priced, eo);
-    if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(r.timeline), "--trace");
-    if (!o->svg.empty()) write_file_atomic(o->svg, sim::render_svg(r.timeline, title_of(plan)), "--svg");
+    // The trace and the SVG are written as a pair: both or neither (an error or a signal leaves no lone trace).
+    const std::string trace = o->trace.empty() ? "" : sim::chrome_trace_json(r.timeline);
+    const std::string svg = o->svg.empty() ? "" : sim::render_svg(r.timeline, title_of(plan));
+    std::vector<OutputFile> files;
+    if (!o->trace.empty()) files.push_back({o->trace, trace, "--trace"});
+    if (!o->svg.empty()) files.push_back({o->svg, svg, "--svg"});
+    write_files_atomic(files);
     if (o->json) {
       fmt::print("{}\n", to_json(priced, r, closed, so).dump(2));
     } else {
-      std::FILE* report = document_on_stdout ? stderr : stdout;  // a trace or SVG on stdout: the report to stderr
+      std::FILE* report = report_stream(outputs);  // a trace or SVG on stdout: the report to stderr
       fmt::print(report, "{}", render_text(plan, r, closed, note));
       if (o->ascii) fmt::print(report, "\n{}", sim::render_ascii(r.timeline, 100));
     }

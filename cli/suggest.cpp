@@ -681,7 +681,7 @@ Runner setup(CLI::App& app) {
     const auto start = std::chrono::steady_clock::now();
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
     refuse_replacing_input(o->out, "-o");
-    refuse_second_stdout_document(o->out, o->json, "-o");
+    refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
     ProgressMeter meter(start);
     req.progress = [&meter](int64_t done, int64_t total) { meter.show(done, total); };
     if (o->simulate > 0 && req.objective != Objective::fastest) {

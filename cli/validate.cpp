@@ -215,6 +215,39 @@ std::string render_cross_validation(const CrossValidation& cv) {
   return s;
 }
 
+// The file name of a run's Plan under --plans: the id with anything but letters, digits, '.', '-' and '_' replaced
+// by '_' (an id is input: "../x" or "a/b" must not leave the directory), and a leading '.' prefixed with '_'. An id
+// too long for a file name (255 bytes) keeps its first 100 characters and gets a hash of the whole id.
+std::string plan_file_name(const std::string& id) {
+  constexpr size_t kMaxStem = 200, kKept = 100;
+  std::string name = id.size() > kMaxStem ? id.substr(0, kKept) : id;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  }
+  if (name.empty() || name[0] == '.') name.insert(0, "_");
+  if (id.size() > kMaxStem) name += "-" + short_hash(id);
+  return name + ".json";
+}
+
+// validate --plans DIR: each mapped row's Plan document, all or none (a full disk or a name that cannot be written
+// leaves the directory as it was). Every target is checked before the first is written.
+void write_plans(const std::string& dir, const std::vector<MappedRun>& runs) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw InputError(fmt::format("--plans: '{}' is not a directory", dir));
+  std::vector<std::string> paths, texts;
+  std::set<std::string> names;
+  for (const MappedRun& m : runs) {
+    if (!m.plan) continue;
+    const std::string name = plan_file_name(m.id);
+    if (!names.insert(name).second) throw InputError(fmt::format("--plans: two runs map to the same file name '{}'", name));
+    paths.push_back(dir + "/" + name);
+    texts.push_back(plan_to_json(*m.plan).dump(2) + "\n");
+  }
+  std::vector<OutputFile> files;
+  for (size_t i = 0; i < paths.size(); ++i) files.push_back({paths[i], texts[i], "--plans"});
+  write_files_atomic(files);
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<ValidateOptions>();
   app.add_option("--runs", o->runs, "Published-runs file (schema: validation/README.md); repeatable: the files are "
@@ -234,7 +267,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--accuracy-out", o->accuracy_out,
                  "With --cross-validate: write the out-of-sample error per GPU and precision family as JSON (the "
                  "table parplan ships as validation/accuracy.json)");
-  app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _)");
+  app.add_option("--plans", o->plans_dir, "Write each mapped row's Plan document to DIR/<id>.json (for estimate --plan; characters other than letters, digits, . - _ in the id become _; an id over 200 characters keeps its first 100 and a hash); all files or none");
   return [o]() {
     if (o->runs.empty()) {
       throw InputError("--runs: required (a published-runs file, e.g. validation/published-runs.json)");
@@ -249,6 +282,7 @@ Runner setup(CLI::App& app) {
       throw InputError("--accuracy-out: only with --cross-validate");
     }
     require_writable(o->accuracy_out, "--accuracy-out");
+    refuse_shared_outputs({{"--accuracy-out", o->accuracy_out}, json_output(o->json)});
     FitOptions fit;
     if (!o->fit_fields.empty()) {
       fit.fields.clear();
@@ -263,32 +297,7 @@ Runner setup(CLI::App& app) {
       write_file_atomic(o->accuracy_out, accuracy_to_json(accuracy_table(*cv), accuracy_command(*o)).dump(2) + "\n",
                         "--accuracy-out");
     }
-    if (!o->plans_dir.empty()) {
-      // File names from the ids with anything but letters, digits, '.', '-' and '_' replaced by '_' (an id is input:
-      // "../x" or "a/b" must not leave the directory). Every target is checked before the first is written.
-      std::error_code ec;
-      if (!std::filesystem::is_directory(o->plans_dir, ec)) {
-        throw InputError(fmt::format("--plans: '{}' is not a directory", o->plans_dir));
-      }
-      std::vector<std::pair<std::string, const Plan*>> files;
-      std::set<std::string> names;
-      for (const MappedRun& m : runs) {
-        if (!m.plan) continue;
-        std::string name = m.id;
-        for (char& c : name) {
-          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
-        }
-        if (name.empty() || name[0] == '.') name.insert(0, "_");
-        if (!names.insert(name).second) {
-          throw InputError(fmt::format("--plans: two runs map to the same file name '{}.json'", name));
-        }
-        const std::string path = o->plans_dir + "/" + name + ".json";
-        require_writable(path, "--plans");
-        refuse_replacing_input(path, "--plans");
-        files.emplace_back(path, &*m.plan);
-      }
-      for (const auto& [path, plan] : files) write_file_atomic(path, plan_to_json(*plan).dump(2) + "\n", "--plans");
-    }
+    if (!o->plans_dir.empty()) write_plans(o->plans_dir, runs);
     std::string files;
     for (const auto& f : o->runs) files += (files.empty() ? "" : ", ") + f;
     if (o->json) {
