@@ -27,9 +27,14 @@ std::vector<Command>& command_registry();
 bool is_decimal_integer(std::string_view v);
 // Whether an option takes an integer (CLI11's type name INT / UINT ...).
 bool is_integer_option(const CLI::Option& op);
-// The first integer option of `app` or its subcommands given a value that is not decimal, as an error message
-// ("--gpus: 010 is not a decimal integer ..."), or empty.
-std::string non_decimal_integer_option(const CLI::App& app);
+// A number written in decimal: an optional sign, digits with an optional fraction, an optional exponent (1.5, .5,
+// 2e-3). CLI11 reads 0x10 as 16 and inf / nan as numbers; parplan's numbers are decimal.
+bool is_decimal_number(std::string_view v);
+// Whether an option takes a floating-point number (CLI11's type name FLOAT).
+bool is_number_option(const CLI::Option& op);
+// The first integer or number option of `app` or its subcommands given a value that is not decimal, as an error
+// message ("--gpus: 010 is not a decimal integer ...", "--bucket-mb: 0x10 is not a decimal number ..."), or empty.
+std::string non_decimal_option(const CLI::App& app);
 
 struct RegisterCommand {
   explicit RegisterCommand(Command c) { command_registry().push_back(std::move(c)); }

@@ -13,27 +13,16 @@
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
+#include "cli/text.hpp"
 #include "planner/spec/error.hpp"
 #include "runtime/backend.hpp"
 
 namespace {
-// Error messages echo user input (file names, JSON strings); control characters are escaped so that every
-// error stays on exactly one line of stderr.
-std::string one_line(std::string_view s) {
-  std::string r;
-  for (const char c : s) {
-    if (c == '\n') {
-      r += "\\n";
-    } else if (c == '\r') {
-      r += "\\r";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      r += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    } else {
-      r += c;
-    }
-  }
-  return r;
-}
+// Error messages echo user input (file names, JSON strings): control characters and bytes that are not UTF-8 are
+// escaped so that every error stays on exactly one line of stderr, and the line is bounded (each echoed excerpt of
+// input already is: parplan::excerpt; this bounds what a message could still hold, such as several long paths).
+constexpr size_t kMaxErrorBytes = 4096;
+std::string one_line(std::string_view s) { return parplan::excerpt(parplan::cli::printable(s), kMaxErrorBytes); }
 
 // One error line on stderr. std::fputs, not fmt::print: when stderr cannot be written (closed, /dev/full) the error
 // must still end in its exit code, and fmt::print would throw from inside the handler.
@@ -76,7 +65,8 @@ std::string unknown_word_error(CLI::App& app, int argc, char** argv) {
   if (argc > 1 && argv[1][0] == '-') {
     const std::string_view a = argv[1];
     if (a != "-h" && a != "--help" && a != "--version" && !a.starts_with("--help=")) {
-      return fmt::format("parplan: error: unknown option '{}' (use --help, --version or a subcommand)\n", one_line(a));
+      return fmt::format("parplan: error: unknown option '{}' (use --help, --version or a subcommand)\n",
+                         one_line(parplan::excerpt(a)));
     }
   }
   // argv[1] among the commands, then argv[2] among that command's subcommands (when it has any).
@@ -92,7 +82,7 @@ std::string unknown_word_error(CLI::App& app, int argc, char** argv) {
     }
     if (next == nullptr) {
       return fmt::format("parplan: error: {}unknown subcommand '{}' (known: {})\n",
-                         i == 1 ? "" : std::string(argv[1]) + ": ", one_line(argv[i]), known);
+                         i == 1 ? "" : std::string(argv[1]) + ": ", one_line(parplan::excerpt(argv[i])), known);
     }
     parent = next;
   }
@@ -188,7 +178,7 @@ int main(int argc, char** argv) {
     report(fmt::format("parplan: error: {}: empty value\n", flag));
     return kBadInput;
   }
-  if (const std::string e = parplan::cli::non_decimal_integer_option(app); !e.empty()) {
+  if (const std::string e = parplan::cli::non_decimal_option(app); !e.empty()) {
     report(fmt::format("parplan: error: {}\n", one_line(e)));
     return kBadInput;
   }

@@ -18,7 +18,7 @@ namespace parplan::cli {
 template <typename E>
 E enum_flag(const std::string& value, std::string_view flag, std::string_view choices) {
   E out{};
-  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, value, choices));
+  if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, excerpt(value), choices));
   return out;
 }
 

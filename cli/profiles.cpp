@@ -47,7 +47,7 @@ Runner setup(CLI::App& app) {
       for (const ProfileSet::Entry& e : set.entries()) {
         for (const std::string& k : set.live_keys(e)) owner = same_name(k, o->show_name) ? &e : owner;
       }
-      if (!owner) throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", o->show_name));
+      if (!owner) throw InputError(fmt::format("show: unknown profile '{}' (see `parplan profiles list`)", excerpt(o->show_name)));
       doc = owner->kind == "gpu"       ? to_json(set.gpu_of(*owner))
             : owner->kind == "cluster" ? to_json(set.cluster_of(*owner))
                                        : to_json(set.model_of(*owner));
@@ -58,7 +58,7 @@ Runner setup(CLI::App& app) {
       return kOk;
     }
     if (!o->kind.empty() && o->kind != "gpu" && o->kind != "cluster" && o->kind != "model") {
-      throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", o->kind));
+      throw InputError(fmt::format("--kind: unknown kind '{}' (use gpu, cluster or model)", excerpt(o->kind)));
     }
     Table t({"kind", "name", "aliases", "summary"}, 4);
     for (const ProfileSet::Entry& e : set.entries()) {

@@ -174,7 +174,7 @@ std::vector<MappedRun> load_runs_files(const std::vector<std::string>& files, co
   for (const std::string& file : files) {
     for (MappedRun& r : load_published_runs(read_file(file, "--runs"), file, profiles, unstated)) {
       if (const auto [it, fresh] = seen.emplace(r.id, file); !fresh) {
-        throw InputError(fmt::format("--runs: run id '{}' is in {} and {}", r.id, it->second, file));
+        throw InputError(fmt::format("--runs: run id '{}' is in {} and {}", excerpt(r.id), it->second, file));
       }
       runs.push_back(std::move(r));
     }
@@ -274,7 +274,7 @@ Runner setup(CLI::App& app) {
     }
     const ProfileSet profiles = load_profiles(o->profiles);
     if (o->unstated != "strict" && o->unstated != "search") {
-      throw InputError(fmt::format("--unstated: '{}' is not strict or search", o->unstated));
+      throw InputError(fmt::format("--unstated: '{}' is not strict or search", excerpt(o->unstated)));
     }
     const Unstated unstated = o->unstated == "search" ? Unstated::search : Unstated::strict;
     if (!o->fit_fields.empty() && !o->cross_validate) throw InputError("--fit-fields: only with --cross-validate");

@@ -310,7 +310,7 @@ Baseline baseline_from_text(std::string_view text, const std::string& where) {
   if (!plans.is_object()) r.fail("plans", "expected an object keyed by plan path");
   Baseline b;
   for (auto it = plans.begin(); it != plans.end(); ++it) {
-    b[it.key()] = snapshot_from_json(it.value(), where, "/plans/" + pointer_token(it.key()));
+    b[it.key()] = snapshot_from_json(it.value(), where, "/plans/" + excerpt(pointer_token(it.key())));
   }
   r.finish();
   return b;
@@ -327,7 +327,7 @@ double parse_fraction(std::string_view text, std::string_view flag) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   v *= scale;
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v) || v < 0 || v > 1) {
-    throw InputError(fmt::format("{}: '{}' must be a fraction in [0, 1] or a percentage such as 20%", flag, text));
+    throw InputError(fmt::format("{}: '{}' must be a fraction in [0, 1] or a percentage such as 20%", flag, excerpt(text)));
   }
   return v;
 }
@@ -339,7 +339,7 @@ Headroom parse_headroom(std::string_view text, std::string_view flag) {
     h.bytes = parse_bytes(text, flag);
   } else {
     h.fraction = parse_fraction(text, flag);
-    if (h.fraction >= 1) throw InputError(fmt::format("{}: '{}' leaves no memory (use a fraction below 1)", flag, text));
+    if (h.fraction >= 1) throw InputError(fmt::format("{}: '{}' leaves no memory (use a fraction below 1)", flag, excerpt(text)));
   }
   return h;
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace parplan {
 
@@ -27,6 +28,17 @@ class InputError : public std::runtime_error {
     return r;
   }
 };
+
+// Input echoed in a message (a JSON key or value, a TOML value, a name from a file): at most `max` bytes, cut at a
+// UTF-8 character boundary, then "...". Every message that quotes input goes through it, so an error stays one short
+// line whatever the input holds (a 50 MB JSON key, a file that is not the document it was given as).
+constexpr size_t kExcerptBytes = 80;
+inline std::string excerpt(std::string_view s, size_t max = kExcerptBytes) {
+  if (s.size() <= max) return std::string(s);
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside a multi-byte character
+  return std::string(s.substr(0, n)) + "...";
+}
 
 // A runtime / backend failure (CUDA, NCCL, host backend): the message names the call and the library's text.
 class BackendError : public std::runtime_error {

@@ -32,7 +32,7 @@ class JsonReader {
     if (!has(key)) return fallback;
     std::string s = get_string(key);
     E out;
-    if (!parse_enum(s, out)) fail(key, "unknown value '" + s + "'");
+    if (!parse_enum(s, out)) fail(key, "unknown value '" + excerpt(s) + "'");
     return out;
   }
   JsonReader object(std::string_view key);

@@ -23,7 +23,7 @@ double split_number(std::string_view text, std::string_view flag, std::string_vi
   double v = 0;
   auto [ptr, ec] = std::from_chars(begin, end, v);
   if (ec != std::errc() || ptr == begin || !std::isfinite(v)) {
-    throw InputError(fmt::format("{}: '{}' is not a number", flag, text));
+    throw InputError(fmt::format("{}: '{}' is not a number", flag, excerpt(text)));
   }
   suffix = text.substr(static_cast<size_t>(ptr - s.data()), static_cast<size_t>(end - ptr));
   return v;
@@ -46,10 +46,10 @@ double parse_count(std::string_view text, std::string_view flag) {
   } else if (suffix == "T" || suffix == "t") {
     scale = 1e12;
   } else {
-    throw InputError(fmt::format("{}: unknown suffix '{}' in '{}' (use K, M, B or T)", flag, suffix, text));
+    throw InputError(fmt::format("{}: unknown suffix '{}' in '{}' (use K, M, B or T)", flag, excerpt(suffix), excerpt(text)));
   }
   v *= scale;
-  if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: '{}' must be positive", flag, text));
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: '{}' must be positive", flag, excerpt(text)));
   return v;
 }
 
@@ -71,9 +71,9 @@ int64_t parse_bytes(std::string_view text, std::string_view flag) {
       found = true;
     }
   }
-  if (!found) throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", flag, suffix, text));
+  if (!found) throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", flag, excerpt(suffix), excerpt(text)));
   v *= scale;
-  if (!(v >= 1) || v > 9e18) throw InputError(fmt::format("{}: '{}' must be at least 1 byte and below 8 EiB", flag, text));
+  if (!(v >= 1) || v > 9e18) throw InputError(fmt::format("{}: '{}' must be at least 1 byte and below 8 EiB", flag, excerpt(text)));
   return static_cast<int64_t>(v);
 }
 
@@ -87,9 +87,9 @@ double parse_seconds(std::string_view text, std::string_view flag) {
   } else if (suffix == "min") {
     v *= 60;
   } else if (!suffix.empty() && suffix != "s") {
-    throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use s, ms, us or min)", flag, suffix, text));
+    throw InputError(fmt::format("{}: unknown unit '{}' in '{}' (use s, ms, us or min)", flag, excerpt(suffix), excerpt(text)));
   }
-  if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: '{}' must be positive and finite", flag, text));
+  if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: '{}' must be positive and finite", flag, excerpt(text)));
   return v;
 }
 

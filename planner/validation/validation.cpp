@@ -36,7 +36,7 @@ class Obj {
     }
   }
   [[noreturn]] void fail(std::string_view key, std::string_view what) const {
-    throw InputError(fmt::format("{}: {}{}{}: {}", where_, path_, key.empty() ? "" : "/", key, what));
+    throw InputError(fmt::format("{}: {}{}{}: {}", where_, path_, key.empty() ? "" : "/", excerpt(key), what));
   }
   const json* get(std::string_view key) const {
     auto it = j_.find(std::string(key));
@@ -211,7 +211,7 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
   if (ffn_text.empty()) {
     gaps.missing("arch.ffn_type");
   } else if (!map_ffn_type(ffn_text, m.ffn_type)) {
-    skip.push_back(fmt::format("arch.ffn_type '{}' is not a GeLU/ReLU MLP or SwiGLU", ffn_text));
+    skip.push_back(fmt::format("arch.ffn_type '{}' is not a GeLU/ReLU MLP or SwiGLU", excerpt(ffn_text)));
   }
   if (layers && hidden && heads && kv && ffn && vocab && seq) {
     m.layers = *layers;
@@ -355,7 +355,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
     if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
   } else if (!map_precision(prec_text, tr.precision, &note)) {
-    skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", prec_text));
+    skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
   }
   if (!note.empty()) r.notes.push_back(note);
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
@@ -375,7 +375,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
       gaps.missing("recompute");
     }
   } else if (!map_recompute(recompute_text, pc.recompute)) {
-    skip.push_back(fmt::format("recompute '{}' is not none/selective/full", recompute_text));
+    skip.push_back(fmt::format("recompute '{}' is not none/selective/full", excerpt(recompute_text)));
   }
   note.clear();
   const std::string row_notes = top.text("notes");
@@ -564,7 +564,7 @@ std::vector<MappedRun> load_published_runs(std::string_view text, const std::str
   for (size_t i = 0; i < j.size(); ++i) {
     map_row(j[i], i, where, profiles, unstated, runs[i]);
     if (!ids.insert(runs[i].id).second) {
-      throw InputError(fmt::format("{}: /{}/id: duplicate run id '{}'", where, i, runs[i].id));
+      throw InputError(fmt::format("{}: /{}/id: duplicate run id '{}'", where, i, excerpt(runs[i].id)));
     }
   }
   return runs;

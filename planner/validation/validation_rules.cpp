@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <string>
 
+#include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
 
 namespace parplan {
@@ -122,7 +123,7 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     while (j < t.size() && t[j] == ' ') ++j;
     if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
   }
-  if (has(t, "pcie") || has(t, "nvl")) return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", text));
+  if (has(t, "pcie") || has(t, "nvl")) return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", excerpt(text)));
   std::string name;
   if (has(t, "h100")) {
     name = "H100-SXM5-80GB";  // every H100 training system in the schema is SXM 80 GB
@@ -136,13 +137,13 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     } else if (gb == 80) {
       name = "A100-SXM4-80GB";
     } else {
-      return unknown(fmt::format("GPU '{}' does not say 40 or 80 GB", text));
+      return unknown(fmt::format("GPU '{}' does not say 40 or 80 GB", excerpt(text)));
     }
   } else {
-    return unknown(fmt::format("unknown GPU '{}'", text));
+    return unknown(fmt::format("unknown GPU '{}'", excerpt(text)));
   }
   std::string found = known(name);
-  if (found.empty()) return unknown(fmt::format("GPU '{}' maps to {}, which has no profile", text, name));
+  if (found.empty()) return unknown(fmt::format("GPU '{}' maps to {}, which has no profile", excerpt(text), name));
   return found;
 }
 
