@@ -14,7 +14,7 @@ JsonReader::JsonReader(const nlohmann::json& j, std::string where, std::string p
   }
 }
 
-std::string JsonReader::path_of(std::string_view key) const { return fmt::format("{}/{}", path_, key); }
+std::string JsonReader::path_of(std::string_view key) const { return fmt::format("{}/{}", path_, excerpt(key)); }
 
 void JsonReader::fail(std::string_view key, std::string_view what) const {
   throw InputError(fmt::format("{}: {}: {}", where_, path_of(key), what));
@@ -97,63 +97,98 @@ void JsonReader::finish() const {
   }
 }
 
-nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
-  // nlohmann keeps the last of two equal keys; a document that says "tp": 8 and "tp": 4 is an error here, reported
-  // with its JSON path. Nesting is capped (no parplan document nests deeper than a few levels).
-  constexpr int kMaxDepth = 256;
+namespace {
+
+// The SAX events of nlohmann's DOM builder, plus what parplan refuses: a key given twice in one object (nlohmann keeps
+// the last: "tp": 8 then "tp": 4 would read as 4), nesting deeper than kMaxDepth (no parplan document nests deeper
+// than a few levels). The JSON path of the value being read is kept for the error.
+// nlohmann's callback parser (json::parse with a parser_callback_t) rescans the enclosing object or array at the end
+// of every nested value, quadratic in its width: 65,536 `{}` members took minutes. This builder is linear.
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+  StrictDomBuilder(json& out, std::string_view where) : dom_(out, true), where_(where) {}
+
+  bool null() { return value(dom_.null()); }
+  bool boolean(bool v) { return value(dom_.boolean(v)); }
+  bool number_integer(json::number_integer_t v) { return value(dom_.number_integer(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(dom_.number_unsigned(v)); }
+  bool number_float(json::number_float_t v, const json::string_t& s) { return value(dom_.number_float(v, s)); }
+  bool string(json::string_t& v) { return value(dom_.string(v)); }
+  bool binary(json::binary_t& v) { return value(dom_.binary(v)); }
+  bool start_object(std::size_t n) { return open(false) && dom_.start_object(n); }
+  bool start_array(std::size_t n) { return open(true) && dom_.start_array(n); }
+  bool end_object() { return close() && dom_.end_object(); }
+  bool end_array() { return close() && dom_.end_array(); }
+  bool key(json::string_t& k) {
+    Frame& f = stack_.back();
+    if (!f.keys.insert(k).second) throw InputError(fmt::format("{}: {}: duplicate key", where_, path(k)));
+    f.key = k;
+    return dom_.key(k);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t byte, const std::string& /*token*/, const Exception& ex) {
+    if (ex.id == 406) throw InputError(fmt::format("{}: malformed JSON: a number is out of range", where_));
+    if (std::string_view(ex.what()).find("; expected end of input") != std::string_view::npos) trailing(byte);
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", where_, byte));
+  }
+  // Text after the document: nlohmann stops at a NUL byte as at the end of the input, so "{}\0garbage" parsed.
+  [[noreturn]] void trailing(std::size_t byte) const {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}: text after the JSON document (only whitespace may "
+                                 "follow it)",
+                                 where_, byte));
+  }
+
+ private:
+  static constexpr size_t kMaxDepth = 256;
   struct Frame {
     bool array = false;
-    size_t index = 0;                     // arrays: the element being parsed
-    std::string key;                      // objects: the key being parsed (for the path)
-    std::unordered_set<std::string> keys;  // objects: the keys seen (a set: wide objects stay linear)
+    size_t index = 0;                      // arrays: the element being parsed
+    std::string key;                       // objects: the key being parsed (for the path)
+    std::unordered_set<std::string> keys;  // objects: the keys seen
   };
-  std::vector<Frame> stack;
-  auto path = [&](const std::string& last) {
+  bool open(bool array) {
+    if (stack_.size() >= kMaxDepth) {
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels", where_, kMaxDepth));
+    }
+    stack_.push_back(Frame{array, 0, {}, {}});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return value(true);
+  }
+  bool value(bool ok) {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    return ok;
+  }
+  // The JSON path of `last` inside the innermost object (each key cut to an excerpt).
+  std::string path(const std::string& last) const {
     std::string out;
-    for (size_t i = 0; i + 1 < stack.size(); ++i) {
+    for (size_t i = 0; i + 1 < stack_.size(); ++i) {
       out.push_back('/');
-      out.append(stack[i].array ? std::to_string(stack[i].index) : stack[i].key);
+      out.append(stack_[i].array ? std::to_string(stack_[i].index) : excerpt(stack_[i].key));
     }
     out.push_back('/');
-    out.append(last);
+    out.append(excerpt(last));
     return out;
-  };
-  auto element_done = [&] {
-    if (!stack.empty() && stack.back().array) ++stack.back().index;
-  };
-  const nlohmann::json::parser_callback_t cb = [&](int depth, nlohmann::json::parse_event_t event,
-                                                   nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if (depth > kMaxDepth) throw InputError(fmt::format("{}: JSON nested deeper than {} levels", where, kMaxDepth));
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        stack.push_back(Frame{event == E::array_start, 0, {}, {}});
-        break;
-      case E::key: {
-        Frame& f = stack.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second) throw InputError(fmt::format("{}: {}: duplicate key", where, path(f.key)));
-        break;
-      }
-      case E::object_end:
-      case E::array_end:
-        stack.pop_back();
-        element_done();
-        break;
-      case E::value:
-        element_done();
-        break;
-    }
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text.begin(), text.end(), cb);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
-  } catch (const nlohmann::json::exception&) {  // out_of_range: a number such as 1e309 overflows a double
-    throw InputError(fmt::format("{}: malformed JSON: a number is out of range", where));
   }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::string_view where_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view where) {
+  nlohmann::json out;
+  StrictDomBuilder sax(out, where);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
+  // A NUL byte outside a string ends nlohmann's input; inside one it is a syntax error. After a document that parsed,
+  // the first NUL is where the trailing bytes begin.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) sax.trailing(nul + 1);
+  return out;
 }
 
 }  // namespace parplan
