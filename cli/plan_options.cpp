@@ -267,28 +267,25 @@ bool names_a_file(const std::string& s) {
 ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
   ProfileSet set = ProfileSet::embedded();
   for (const auto& f : profile_files) {
-    // The names each earlier --profile file answers to (its own and those it took over), before this one is added.
-    std::vector<std::pair<size_t, std::vector<std::string>>> owned;
-    for (size_t i = 0; i < set.entries().size(); ++i) {
-      if (!set.entries()[i].embedded) owned.emplace_back(i, set.live_keys(set.entries()[i]));
-    }
     add_profile_file(set, f, "--profile");
+    // An earlier --profile file (another file) answering to one of this one's names or aliases (its own, or those it
+    // took over) is a clash: the order of the flags would decide which one a name means.
     const ProfileSet::Entry& added = set.entries().back();
-    std::unordered_set<std::string> mine{lower_name(added.name)};  // names compare without regard to case
-    for (const std::string& a : added.aliases) mine.insert(lower_name(a));
-    for (const auto& [i, keys] : owned) {
+    const ProfileSet::Entry* clash = nullptr;
+    std::string name;
+    for (const auto& [i, k] : added.replaced) {
       const ProfileSet::Entry& e = set.entries()[i];
-      if (e.kind != added.kind || same_file(e.where, added.where)) continue;
-      for (const std::string& k : keys) {
-        if (mine.count(lower_name(k)) == 0) continue;
-        if (same_name(k, e.name) && same_name(k, added.name)) {
-          throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", e.where, added.where,
-                                       added.kind, added.name));
-        }
-        throw InputError(fmt::format("--profile: {} '{}' in '{}' and {} '{}' in '{}' both answer to '{}' (give one)",
-                                     e.kind, e.name, e.where, added.kind, added.name, added.where, k));
-      }
+      if (e.embedded || same_file(e.where, added.where) || (clash && clash <= &e)) continue;
+      clash = &e;
+      name = k;
     }
+    if (!clash) continue;
+    if (same_name(clash->name, added.name)) {
+      throw InputError(fmt::format("--profile: '{}' and '{}' both define {} '{}' (give one)", clash->where, added.where,
+                                   added.kind, added.name));
+    }
+    throw InputError(fmt::format("--profile: {} '{}' in '{}' and {} '{}' in '{}' both answer to '{}' (give one)",
+                                 clash->kind, clash->name, clash->where, added.kind, added.name, added.where, name));
   }
   return set;
 }

@@ -4,6 +4,8 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "planner/spec/spec.hpp"
@@ -32,6 +34,9 @@ class ProfileSet {
     std::vector<std::string> aliases;
     size_t index = 0;       // position among the profiles of its kind
     bool embedded = false;  // compiled in (else a --profile file)
+    // The earlier entries this one replaced (they answered to one of its names or aliases), each with a name they
+    // shared: (entry index, lower-case name).
+    std::vector<std::pair<size_t, std::string>> replaced;
   };
   const std::vector<Entry>& entries() const { return entries_; }
   // The spec an entry added (whatever a later entry overrides).
@@ -46,11 +51,30 @@ class ProfileSet {
   template <typename T>
   struct Named {
     T spec;
-    std::vector<std::string> keys;  // lower-case name + aliases
+    std::vector<std::string> keys;  // lower-case name + aliases, as the file gives them
+    size_t group = 0;               // the group of names it answered to when added (KeyIndex)
+    size_t entry = 0;               // its index in entries_
   };
+  // The names of one kind. A profile answers to a group of names: its own, and the whole group of every earlier
+  // profile it shares a name with (it replaces them). Groups only merge, so each name belongs to one group and each
+  // group to the latest profile that took it: look-ups and additions are linear in the names involved, whatever the
+  // number of profiles.
+  struct KeyIndex {
+    std::unordered_map<std::string, size_t> group_of;         // name -> group
+    std::vector<std::vector<std::string>> groups;             // group -> names (emptied when merged into another)
+    std::vector<size_t> owner;                                // group -> the profile (index of its kind) answering
+    std::unordered_map<std::string, size_t> first_seen;       // name -> order it was first given (display order)
+  };
+  // Adds a profile answering to `keys` (its own names) and to the groups they belong to; returns Entry::replaced.
+  template <typename T>
+  std::vector<std::pair<size_t, std::string>> claim(std::vector<Named<T>>& v, KeyIndex& ix, T spec,
+                                                    std::vector<std::string> keys);
+  template <typename T>
+  std::vector<std::string> live(const std::vector<Named<T>>& v, const KeyIndex& ix, size_t index) const;
   std::vector<Named<GpuSpec>> gpus_;
   std::vector<Named<ClusterSpec>> clusters_;
   std::vector<Named<ModelSpec>> models_;
+  KeyIndex gpu_keys_, cluster_keys_, model_keys_;
   std::vector<Entry> entries_;
 };
 
