@@ -1,4 +1,5 @@
 // `parplan suggest`: search every mesh and knob for a model on N GPUs, rank the plans that fit, explain rejections.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -187,6 +188,13 @@ nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
 }
 
 // What a plan that does not fit would need: the model-state floor, more GPUs (verified by searching), other GPUs.
+// The searches it runs are bounded, whatever the profiles hold: GPU counts up to the --gpus maximum, at most
+// kMaxAdviceMeshes meshes (or 4x the user's own search) each, at most kMaxOtherGpus other GPUs (those with the most
+// memory). Without the bounds, a cluster of 720,720 GPUs per node or 2,000 GPU profiles made it run for minutes.
+constexpr int64_t kMaxGpus = 100'000'000;  // the --gpus range
+constexpr int64_t kMaxAdviceMeshes = 100'000;
+constexpr size_t kMaxOtherGpus = 6;
+
 struct Advice {
   StateFloor floor;
   int64_t fits_at_gpus = 0;  // smallest count tried where a plan fits (0: none tried fits)
@@ -197,8 +205,39 @@ struct Advice {
     std::string config;
   };
   std::vector<GpuOption> other_gpus;
+  size_t other_gpus_not_tried = 0;  // beyond kMaxOtherGpus
   bool unpinned_fits = false;  // a search without the user's knob pins finds a plan
 };
+
+// The GPU profiles (one per name, precision supported) other than the request's: at most kMaxOtherGpus, those with
+// the most memory, in the order of the profiles.
+std::vector<const GpuSpec*> other_gpus(const SearchRequest& req, const ProfileSet& profiles, size_t* not_tried) {
+  std::vector<const GpuSpec*> gpus;
+  for (const auto& e : profiles.entries()) {
+    const GpuSpec* g = e.kind == "gpu" ? profiles.find_gpu(e.name) : nullptr;
+    if (!g || g->name == req.gpu.name || !precision_supported(*g, req.training)) continue;
+    if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
+  }
+  *not_tried = gpus.size() > kMaxOtherGpus ? gpus.size() - kMaxOtherGpus : 0;
+  if (*not_tried > 0) {
+    std::vector<const GpuSpec*> most = gpus;
+    std::stable_sort(most.begin(), most.end(),
+                     [](const GpuSpec* a, const GpuSpec* b) { return a->memory_bytes > b->memory_bytes; });
+    most.resize(kMaxOtherGpus);
+    std::erase_if(gpus, [&](const GpuSpec* g) { return std::find(most.begin(), most.end(), g) == most.end(); });
+  }
+  return gpus;
+}
+
+// The first cluster profile built around `g`, else `fallback`.
+ClusterSpec cluster_for(const GpuSpec& g, const ProfileSet& profiles, const ClusterSpec& fallback) {
+  for (const auto& ce : profiles.entries()) {
+    const ClusterSpec* c = ce.kind == "cluster" ? profiles.find_cluster(ce.name) : nullptr;
+    const GpuSpec* cg = c ? profiles.find_gpu(c->gpu) : nullptr;
+    if (cg && cg->name == g.name) return *c;
+  }
+  return fallback;
+}
 
 Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned) {
   Advice a;
@@ -208,16 +247,19 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
   q.top_k = 1;
   q.progress = nullptr;
   q.objective = Objective::fastest;
+  const int64_t budget = std::max(kMaxAdviceMeshes, 4 * mesh_count(req, req.gpus));
   if (pinned) {
     q.space = SearchSpace{};
     q.space.allow_tp_across_nodes = req.space.allow_tp_across_nodes;
-    a.unpinned_fits = !search(q).top.empty();
+    a.unpinned_fits = mesh_count(q, req.gpus) <= budget && !search(q).top.empty();
     q.space = req.space;
   }
   int tried = 0;
-  for (int64_t n : fewest_gpus_counts(std::max<int64_t>(req.gpus, a.floor.min_gpus) * 4, req.cluster.gpus_per_node)) {
+  const int64_t most = std::min(kMaxGpus, std::max<int64_t>(req.gpus, a.floor.min_gpus) * 4);
+  for (int64_t n : fewest_gpus_counts(most, req.cluster.gpus_per_node)) {
     if (n <= req.gpus || n < a.floor.min_gpus || tried >= 6) continue;
     ++tried;
+    if (mesh_count(q, n) > budget) continue;
     q.gpus = n;
     if (!search(q).top.empty()) {
       a.fits_at_gpus = n;
@@ -225,21 +267,9 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
     }
   }
   q.gpus = req.gpus;
-  for (const auto& e : profiles.entries()) {
-    if (e.kind != "gpu") continue;
-    const GpuSpec* g = profiles.find_gpu(e.name);
-    if (!g || g->name == req.gpu.name) continue;
+  for (const GpuSpec* g : other_gpus(req, profiles, &a.other_gpus_not_tried)) {
     q.gpu = *g;
-    q.cluster = req.cluster;
-    for (const auto& ce : profiles.entries()) {
-      const ClusterSpec* c = ce.kind == "cluster" ? profiles.find_cluster(ce.name) : nullptr;
-      const GpuSpec* cg = c ? profiles.find_gpu(c->gpu) : nullptr;
-      if (cg && cg->name == g->name) {
-        q.cluster = *c;
-        break;
-      }
-    }
-    if (!precision_supported(q.gpu, q.training)) continue;
+    q.cluster = cluster_for(*g, profiles, req.cluster);
     const SearchResult r = search(q);
     Advice::GpuOption opt{g->name, q.cluster.name, !r.top.empty(), 0, ""};
     if (opt.fits) {
@@ -300,6 +330,8 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   s += fmt::format("  - more GPUs: the sharded model states need at least {} GPUs", f.min_gpus);
   if (a.fits_at_gpus > 0) {
     s += fmt::format("; a plan fits on {} GPUs (parplan suggest ... --gpus {})\n", a.fits_at_gpus, a.fits_at_gpus);
+  } else if (f.min_gpus > kMaxGpus) {
+    s += fmt::format(", more than the {} GPUs parplan plans for\n", kMaxGpus);
   } else {
     s += "; no plan found within 6 larger counts tried\n";
   }
@@ -311,6 +343,9 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
     } else {
       s += fmt::format("  - {} ({}): does not fit on {} GPUs either\n", g.gpu, g.cluster, req.gpus);
     }
+  }
+  if (a.other_gpus_not_tried > 0) {
+    s += fmt::format("  ({} other GPU profiles with less memory not tried)\n", a.other_gpus_not_tried);
   }
   return s;
 }

@@ -25,30 +25,48 @@ std::vector<int64_t> divisors(int64_t n) {
   return small;
 }
 
+// The divisors of m, a divisor of n, from the sorted divisors of n: linear in their number where divisors(m) is
+// linear in sqrt(m) (10^4 steps for each of thousands of sub-meshes of 10^8 GPUs).
+std::vector<int64_t> divisors_of(int64_t m, const std::vector<int64_t>& of_n) {
+  std::vector<int64_t> out;
+  for (int64_t d : of_n) {
+    if (d > m) break;
+    if (m % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
 bool allowed(const std::vector<int64_t>& list, int64_t v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
-std::vector<Mesh> meshes(const SearchRequest& req, int64_t n) {
+// Calls f(mesh) for every mesh of n GPUs the search space admits, in a fixed order.
+template <class F>
+void for_each_mesh(const SearchRequest& req, int64_t n, F&& f) {
   const SearchSpace& s = req.space;
-  std::vector<Mesh> out;
-  for (int64_t tp : divisors(n)) {
+  const std::vector<int64_t> all = divisors(n);
+  for (int64_t tp : all) {
     if (!allowed(s.tp, tp)) continue;
-    for (int64_t pp : divisors(n / tp)) {
+    for (int64_t pp : divisors_of(n / tp, all)) {
       if (!allowed(s.pp, pp)) continue;
-      for (int64_t cp : divisors(n / tp / pp)) {
+      for (int64_t cp : divisors_of(n / tp / pp, all)) {
         const int64_t dp = n / tp / pp / cp;
         if (!allowed(s.cp, cp) || !allowed(s.dp, dp)) continue;
         if (req.model.is_moe()) {
-          for (int64_t ep : divisors(dp)) {
-            if (allowed(s.ep, ep)) out.push_back({dp, tp, pp, cp, ep});
+          for (int64_t ep : divisors_of(dp, all)) {
+            if (allowed(s.ep, ep)) f(Mesh{dp, tp, pp, cp, ep});
           }
         } else if (allowed(s.ep, 1)) {
-          out.push_back({dp, tp, pp, cp, 1});
+          f(Mesh{dp, tp, pp, cp, 1});
         }
       }
     }
   }
+}
+
+std::vector<Mesh> meshes(const SearchRequest& req, int64_t n) {
+  std::vector<Mesh> out;
+  for_each_mesh(req, n, [&](const Mesh& m) { out.push_back(m); });
   return out;
 }
 
@@ -481,6 +499,12 @@ SearchResult search(const SearchRequest& req) {
   r.closest = total.closest;
   if (req.explain && r.closest) r.by_reason[static_cast<size_t>(Reject::out_of_memory)].best = r.closest;
   return r;
+}
+
+int64_t mesh_count(const SearchRequest& req, int64_t gpus) {
+  int64_t n = 0;
+  for_each_mesh(req, gpus, [&](const Mesh&) { ++n; });
+  return n;
 }
 
 Plan candidate_plan(const SearchRequest& req, const Candidate& c) {

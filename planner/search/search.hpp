@@ -100,6 +100,10 @@ SearchResult search(const SearchRequest& req);
 // 16 nodes, then {4,5,6,7} x 2^k nodes), and `max_gpus` itself.
 std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node);
 
+// The meshes (dp x tp x pp x cp x ep) search() tries for `gpus`, counted without listing them: a search's work is
+// about this many times the knob combinations of a mesh.
+int64_t mesh_count(const SearchRequest& req, int64_t gpus);
+
 // The full Plan of a candidate.
 Plan candidate_plan(const SearchRequest& req, const Candidate& c);
 
