@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/core.h>
-#include <set>
-#include <sstream>
+#include <map>
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
+#include "cli/toml.hpp"
 #include "planner/spec/error.hpp"
 
 namespace parplan::cli {
@@ -25,69 +25,34 @@ std::string relative_to(const std::string& p, const fs::path& base_dir) {
 
 bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
 
-std::string_view trim(std::string_view v) {
-  const size_t a = v.find_first_not_of(" \t\r");
-  if (a == std::string_view::npos) return {};
-  return v.substr(a, v.find_last_not_of(" \t\r") - a + 1);
-}
-
-// The TOML text's lines, trimmed of blanks, one at a time (the checks below read the raw text: the reader loses what
-// they look for).
-template <class F>
-void for_each_trimmed_line(std::string_view text, F&& f) {
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    f(trim(text.substr(at, end - at)));
-    at = end + 1;
+// What a TOML value must be for `op`, or empty when it is that: a TOML integer for an integer option, a number for
+// a numeric one, true / false for a flag, a string or an array of strings for a repeatable one, a string (or a number,
+// for values such as max-bubble = 0.2) for a text option.
+std::string_view wrong_kind(const CLI::Option& op, const TomlValue& v) {
+  using K = TomlValue::Kind;
+  if (op.get_expected_max() == 0) return v.kind == K::boolean ? "" : "true or false";
+  if (is_integer_option(op)) return v.kind == K::integer ? "" : "a decimal integer";
+  if (is_number_option(op)) return v.kind == K::integer || v.kind == K::number ? "" : "a number";
+  if (op.get_expected_max() > 1) {
+    const bool strings = std::all_of(v.items.begin(), v.items.end(), [](const TomlValue& x) { return x.kind == K::string; });
+    return v.kind == K::string || (v.kind == K::array && strings) ? "" : "a quoted string or an array of them";
   }
+  return v.kind == K::string || v.kind == K::integer || v.kind == K::number ? "" : "a quoted string";
 }
 
-// CLI11's TOML reader strips quotes and reads any word, so `tp = "2"` read as 2 and `sp = "yes"` or
-// `recompute = full` passed. Each top-level `key = value` line's raw value must be of the option's kind: a TOML
-// number for a numeric option, true / false for a flag, a quoted string (or a number, for values such as
-// max-bubble = 0.2) for a text option, a string or an array for a repeatable one.
-void check_toml_value_kinds(const CLI::App& app, std::string_view text, const std::string& path) {
-  auto is_number = [](std::string_view v) {  // TOML's digit separators (1_000) are not read
-    const std::string t(v);
-    char* end = nullptr;
-    std::strtod(t.c_str(), &end);
-    return !t.empty() && end == t.c_str() + t.size();
-  };
-  for_each_trimmed_line(text, [&](std::string_view line) {
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return;
-    std::string_view key = trim(line.substr(0, eq));
-    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front()) {
-      key = key.substr(1, key.size() - 2);  // a quoted key ("tp" = 2) names the same option
-    }
-    if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-                           std::string_view::npos) {
-      return;  // a comment, or a line inside a multi-line array
-    }
-    const CLI::Option* op = app.get_option_no_throw("--" + std::string(key));
-    if (op == nullptr) return;  // reported by the caller
-    std::string_view value = trim(line.substr(eq + 1));
-    const bool quoted = !value.empty() && (value.front() == '"' || value.front() == '\'');
-    if (!quoted) value = trim(value.substr(0, value.find('#')));
-    const bool array = !value.empty() && value.front() == '[';
-    const bool boolean = value == "true" || value == "false";
-    const std::string type = op->get_type_name();
-    std::string_view want;
-    if (op->get_expected_max() == 0) {
-      if (!boolean) want = "true or false";
-    } else if (is_integer_option(*op)) {
-      if (quoted || !is_decimal_integer(value)) want = "a decimal integer";
-    } else if (type.starts_with("FLOAT")) {
-      if (quoted || !is_number(value)) want = "a number";
-    } else if (op->get_expected_max() > 1) {
-      if (!quoted && !array) want = "a quoted string or an array of them";
-    } else if (!quoted && (array || boolean || !is_number(value))) {
-      want = "a quoted string";
-    }
-    if (!want.empty()) {
-      throw InputError(fmt::format("{}: key '{}' takes {}, not {}", path, key, want, value.empty() ? "nothing" : value));
-    }
-  });
+// The command-line words that give `item` to its option (--key=value, once per array element; a flag set to false
+// is left out: false is every flag's default).
+void append_words(const TomlItem& item, std::vector<std::string>& words) {
+  const std::string flag = "--" + item.key;
+  if (item.value.kind == TomlValue::Kind::boolean) {
+    if (item.value.text == "true") words.push_back(flag);
+    return;
+  }
+  if (item.value.kind == TomlValue::Kind::array) {
+    for (const TomlValue& x : item.value.items) words.push_back(flag + "=" + x.text);
+    return;
+  }
+  words.push_back(flag + "=" + item.value.text);
 }
 
 }  // namespace
@@ -116,47 +81,32 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
 }
 
 void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
-  // Section headers are refused from the text itself: the TOML reader maps [default] (any case) to the top level and
-  // skips a bare [], so neither would reach the check on its items below.
-  for_each_trimmed_line(text, [&](std::string_view line) {
-    if (line.starts_with('[')) {
-      const size_t close = line.find(']');
-      throw InputError(fmt::format("{}: section {} (sections are not supported; use top-level keys)", path,
-                                   line.substr(0, close == std::string_view::npos ? line.size() : close + 1)));
-    }
-  });
-  std::vector<CLI::ConfigItem> items;
-  try {
-    std::istringstream in{std::string(text)};
-    items = CLI::ConfigTOML().from_config(in);
-  } catch (const CLI::Error& e) {
-    throw InputError(fmt::format("{}: malformed TOML: {}", path, e.what()));
-  }
-  std::set<std::string> seen;
-  for (const CLI::ConfigItem& item : items) {
-    const std::string key = item.fullname();
-    if (!item.parents.empty()) {
-      if (item.name == "--") continue;  // leaving a section
-      if (item.name == "++") {           // entering one (even an empty one, which has no key to report)
-        std::string section;
-        for (const std::string& p : item.parents) section += (section.empty() ? "" : ".") + p;
-        throw InputError(fmt::format("{}: section [{}] (sections are not supported; use top-level keys)", path, section));
+  std::map<const CLI::Option*, const TomlItem*> given;
+  std::vector<std::string> words;
+  const std::vector<TomlItem> items = read_toml(text, path);
+  for (const TomlItem& item : items) {
+    auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", path, item.line, what)); };
+    const std::string key = excerpt(item.key);
+    const CLI::Option* op = item.key.empty() ? nullptr : app.get_option_no_throw("--" + item.key);
+    if (op == nullptr) fail(fmt::format("unknown key '{}'", key));
+    if (const auto [it, fresh] = given.emplace(op, &item); !fresh) {
+      const TomlItem& first = *it->second;
+      if (first.key == item.key) {
+        fail(fmt::format("key '{}' is given more than once (first on line {})", key, first.line));
       }
-      throw InputError(fmt::format("{}: unknown key '{}' (sections are not supported; use top-level keys)", path, key));
+      fail(fmt::format("keys '{}' (line {}) and '{}' name the same option {}; give one", excerpt(first.key), first.line,
+                       key, op->get_name()));
     }
-    const CLI::Option* op = item.name.empty() ? nullptr : app.get_option_no_throw("--" + item.name);
-    if (op == nullptr) throw InputError(fmt::format("{}: unknown key '{}'", path, key));
-    // CLI11 folds a repeated key on consecutive lines into one item with several values.
-    if (!seen.insert(item.name).second || (op->get_items_expected_max() <= 1 && item.inputs.size() > 1)) {
-      throw InputError(fmt::format("{}: key '{}' is given more than once (or as a list)", path, key));
+    if (const std::string_view want = wrong_kind(*op, item.value); !want.empty()) {
+      fail(fmt::format("key '{}' takes {}, not {}", key, want, item.value.raw.empty() ? "nothing" : excerpt(item.value.raw)));
     }
+    append_words(item, words);
   }
-  check_toml_value_kinds(app, text, path);
+  std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
   try {
-    std::istringstream in{std::string(text)};
-    app.parse_from_stream(in);
-  } catch (const CLI::Error& e) {
-    throw InputError(fmt::format("{}: {}", path, e.what()));
+    app.parse(words);
+  } catch (const CLI::Error& e) {  // CLI11's message quotes the value
+    throw InputError(fmt::format("{}: {}", path, excerpt(e.what(), 2 * kExcerptBytes)));
   }
 }
 

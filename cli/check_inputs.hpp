@@ -30,8 +30,9 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config);
 // the config file (plan, profile, baseline, junit) are relative to the config file's directory.
 void merge_check_config(CheckOptions& o);
 
-// Assigns the keys of a TOML document to `app`'s options (CLI11 config support). Every key must be an option's
-// long name without "--"; unknown keys, sections and repeated keys are InputError "<path>: unknown key 'k'".
+// Assigns the keys of a TOML document (cli/toml.hpp) to `app`'s options. Every key must be an option's long name
+// without "--", once (two spellings of one option, sp and sequence-parallel, are refused naming both), with a value
+// of the option's kind; errors are InputError "<path>:<line>: ..." naming the key.
 void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path);
 
 // Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given.

@@ -428,7 +428,7 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   };
   const std::vector<Case> cases = {
       {kData + "malformed.json", kData + "malformed.json: malformed JSON"},
-      {kData + "unknown_key.toml", kData + "unknown_key.toml: unknown key 'tensor-parallel'"},
+      {kData + "unknown_key.toml", kData + "unknown_key.toml:3: unknown key 'tensor-parallel'"},
       {d.file("missing.json"), d.file("missing.json")},
   };
   for (const Case& c : cases) {
@@ -446,22 +446,22 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   write(d.file("section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\ntp = 2\n");
   const auto sec = run_parplan({"check", "--plan", d.file("section.toml")});
   CHECK(sec.exit_code == 2);
-  CHECK(has(sec.err, d.file("section.toml") + ": section [mesh] (sections are not supported"));
+  CHECK(has(sec.err, d.file("section.toml") + ":3: section [mesh] (sections are not supported"));
   // An empty section header was accepted (no key inside it to report), in plans and in --config.
   write(d.file("empty_section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\n");
   const auto empty = run_parplan({"check", "--plan", d.file("empty_section.toml")});
   CHECK(empty.exit_code == 2);
-  CHECK(has(empty.err, d.file("empty_section.toml") + ": section [mesh]"));
+  CHECK(has(empty.err, d.file("empty_section.toml") + ":3: section [mesh]"));
   write(d.file("empty_section_cfg.toml"), "plan = [\"empty_section.toml\"]\n[gates]\n");
   const auto empty_cfg = run_parplan({"check", "--config", d.file("empty_section_cfg.toml")});
   CHECK(empty_cfg.exit_code == 2);
-  CHECK(has(empty_cfg.err, d.file("empty_section_cfg.toml") + ": section [gates]"));
+  CHECK(has(empty_cfg.err, d.file("empty_section_cfg.toml") + ":2: section [gates]"));
   // [default] (which the TOML reader folds into the top level) and a bare [] are sections too.
   for (const char* header : {"[DEFAULT]", "[default]", "[]"}) {
     write(d.file("default.toml"), std::string(header) + "\nmodel = \"llama2-7b\"\ngpus = 8\n");
     const auto r = run_parplan({"check", "--plan", d.file("default.toml")});
     CHECK(r.exit_code == 2);
-    CHECK(has(r.err, d.file("default.toml") + ": section " + header));
+    CHECK(has(r.err, d.file("default.toml") + ":1: section " + header));
   }
   // Values of the wrong TOML kind: the reader stripped quotes and read any word, so tp = "2" read as 2.
   const std::vector<std::pair<std::string, std::string>> kinds = {
@@ -486,7 +486,7 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
     const auto r = run_parplan({"check", "--plan", d.file("kind.toml")});
     CHECK(r.exit_code == 2);
     CHECK(parplan::test::line_count(r.err) == 1);
-    CHECK(has(r.err, d.file("kind.toml") + ": " + needle));
+    CHECK(has(r.err, d.file("kind.toml") + ":3: " + needle));
   }
   // The right kinds still read, comments after a value included; a number is a value for a text option.
   write(d.file("kinds_ok.toml"), "model = \"llama2-7b\"  # 7B\ngpus = 8\ntp = 2 # two\nbucket-mb = 25.5\n"
@@ -497,11 +497,11 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
   write(d.file("cfg_ok.toml"), "plan = [\"kinds_ok.toml\"]\nmax-bubble = 0.2\nmin-mfu = \"1%\"\n");
   CHECK(run_parplan({"check", "--config", d.file("cfg_ok.toml")}).exit_code == 0);
   write(d.file("twice.toml"), "model = \"llama2-7b\"\ngpus = 8\ngpus = 16\n");
-  CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml: key 'gpus' is given more than once"));
+  CHECK(has(run_parplan({"check", "--plan", d.file("twice.toml")}).err, "twice.toml:3: key 'gpus' is given more than once (first on line 2)"));
   write(d.file("badcfg.toml"), "plan = [\"a.toml\"]\nmax-bubbles = 0.2\n");
   const auto cfg = run_parplan({"check", "--config", d.file("badcfg.toml")});
   CHECK(cfg.exit_code == 2);
-  CHECK(has(cfg.err, d.file("badcfg.toml") + ": unknown key 'max-bubbles'"));
+  CHECK(has(cfg.err, d.file("badcfg.toml") + ":2: unknown key 'max-bubbles'"));
   for (const auto& flags : std::vector<std::vector<std::string>>{{"--headroom", "150%"},
                                                                 {"--max-bubble", "abc"},
                                                                 {"--min-mfu", "2"},
