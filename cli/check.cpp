@@ -1,15 +1,20 @@
 // `parplan check`: memory-fit and performance gates for CI over one or more plan files; exit 1 when any fails.
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/core.h>
-#include <fstream>
 #include <optional>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/check_inputs.hpp"
 #include "cli/check_report.hpp"
 #include "cli/command.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
+#include "cli/text.hpp"
 #include "planner/check/check.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/spec/error.hpp"
@@ -36,6 +41,38 @@ CheckLimits parse_limits(const CheckOptions& o) {
   }
   return lim;
 }
+
+// Appends the job summary to $GITHUB_STEP_SUMMARY. Anything but a regular file or a character device is refused
+// (opening a FIFO without a reader blocked for ever); a failed write (/dev/full) is reported. False, after a warning
+// on stderr, when the summary was not written.
+bool append_step_summary(const std::string& path, std::string_view text) {
+  auto warn = [&](std::string_view why) {
+    fmt::print(stderr, "parplan: warning: cannot append to GITHUB_STEP_SUMMARY '{}': {}\n", printable(path), why);
+    return false;
+  };
+  auto special = [](const struct stat& st) { return !S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode); };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && special(st)) return warn("not a regular file");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) return warn(std::strerror(errno));
+  bool ok = ::fstat(fd, &st) == 0 && !special(st) && ::fcntl(fd, F_SETFL, O_APPEND) == 0;
+  int err = ok ? 0 : EINVAL;
+  for (size_t at = 0; ok && at < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    err = n < 0 ? errno : EIO;
+    at += ok ? static_cast<size_t>(n) : 0;
+  }
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  return ok || warn(std::strerror(err));
+}
+
+// A plan path that is not UTF-8 (a Latin-1 file name) is written with U+FFFD in JSON (nlohmann threw).
+constexpr auto kReplaceBadUtf8 = nlohmann::json::error_handler_t::replace;
 
 bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
@@ -96,7 +133,8 @@ Runner setup(CLI::App& app) {
         fmt::print(stderr,
                    "parplan check: warning: --memory {:.2f} GiB is above {}'s GPU ({:.2f} GiB); its capacity is the "
                    "budget\n",
-                   static_cast<double>(*limits.memory_bytes) / (1 << 30), c.path, c.result.capacity_bytes / (1 << 30));
+                   static_cast<double>(*limits.memory_bytes) / (1 << 30), printable(c.path),
+                   c.result.capacity_bytes / (1 << 30));
       }
     }
 
@@ -105,31 +143,31 @@ Runner setup(CLI::App& app) {
     std::string new_baseline;
     if (o->update_baseline) {
       for (const PlanCheck& c : checks) baseline[c.path] = c.result.now;
-      new_baseline = baseline_to_json(baseline).dump(2) + "\n";
+      new_baseline = baseline_to_json(baseline).dump(2, ' ', false, kReplaceBadUtf8) + "\n";
     }
     std::vector<OutputFile> files;
     if (!o->junit.empty()) files.push_back({o->junit, junit, "--junit"});
     if (o->update_baseline) files.push_back({o->baseline, new_baseline, "--baseline"});
     write_files_atomic(files);
     lock.reset();
+    bool summary_written = true;  // else exit 3 once every other output is written
     if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary && *summary) {
-      std::ofstream out(summary, std::ios::app | std::ios::binary);
-      out << render_markdown_summary(checks);
-      if (!out) fmt::print(stderr, "parplan: warning: cannot append to GITHUB_STEP_SUMMARY '{}'\n", summary);
+      summary_written = append_step_summary(summary, render_markdown_summary(checks));
     }
     // Workflow commands on stdout; with --json on stderr, so stdout stays one JSON document (the runner reads both).
     if (env_is("GITHUB_ACTIONS", "true")) {
       fmt::print(o->json ? stderr : report, "{}", render_github_annotations(checks));
     }
     if (o->json) {
-      fmt::print("{}\n", check_to_json(checks).dump(2));
+      fmt::print("{}\n", check_to_json(checks).dump(2, ' ', false, kReplaceBadUtf8));
     } else {
       fmt::print(report, "{}", render_check_text(checks));
       if (o->update_baseline) {
-        fmt::print(report, "baseline written to {} ({} plan{})\n", o->baseline, checks.size(),
+        fmt::print(report, "baseline written to {} ({} plan{})\n", printable(o->baseline), checks.size(),
                    checks.size() == 1 ? "" : "s");
       }
     }
+    if (!summary_written) return kBackendFailure;
     return all_pass ? kOk : kCheckFailed;
   };
 }

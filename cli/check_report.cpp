@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "cli/render.hpp"
+#include "cli/text.hpp"
 
 namespace parplan::cli {
 namespace {
@@ -42,10 +43,20 @@ std::string md_cell(std::string_view s) {
 }  // namespace
 
 std::string xml_escape(std::string_view s) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
   std::string out;
   out.reserve(s.size());
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_char_length(s, i);
+    if (n != 1) {
+      // Bytes that are not UTF-8 (a plan file named in Latin-1) would make the document not well-formed; U+FFFE and
+      // U+FFFF are not XML characters.
+      const std::string_view ch = s.substr(i, n);
+      out += n == 0 || ch == "\xEF\xBF\xBE" || ch == "\xEF\xBF\xBF" ? kReplacement : ch;
+      i += n == 0 ? 1 : n;
+      continue;
+    }
+    const char ch = s[i++];
     switch (ch) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -56,8 +67,8 @@ std::string xml_escape(std::string_view s) {
       case '\r': out += "&#13;"; break;
       case '\t': out += "&#9;"; break;
       default:
-        if (c < 0x20 || c == 0x7f) {
-          out += '?';  // XML 1.0 cannot carry these, not even as character references
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          out += kReplacement;  // XML 1.0 cannot carry these, not even as character references
         } else {
           out += ch;
         }
@@ -97,7 +108,8 @@ std::string workflow_escape_property(std::string_view s) {
 std::string render_check_text(const std::vector<PlanCheck>& checks) {
   std::string s;
   for (const PlanCheck& c : checks) {
-    s += fmt::format("{} {}: {}{}\n", c.result.pass ? "PASS" : "FAIL", c.path, c.result.summary, baseline_note(c));
+    s += fmt::format("{} {}: {}{}\n", c.result.pass ? "PASS" : "FAIL", printable(c.path), c.result.summary,
+                     baseline_note(c));
     for (const GateResult& g : c.result.gates) {
       if (!g.pass) s += fmt::format("  {}: {}\n", to_string(g.gate), g.message);
     }
@@ -179,9 +191,9 @@ std::string render_github_annotations(const std::vector<PlanCheck>& checks) {
   for (const PlanCheck& c : checks) {
     for (const GateResult& g : c.result.gates) {
       if (g.pass) continue;
-      s += fmt::format("::error file={},title={}::{}\n", workflow_escape_property(c.path),
+      s += fmt::format("::error file={},title={}::{}\n", workflow_escape_property(printable(c.path)),
                        workflow_escape_property(fmt::format("parplan check: {}", to_string(g.gate))),
-                       workflow_escape_data(fmt::format("{}: {}\n{}", c.path, g.message, c.result.summary)));
+                       workflow_escape_data(fmt::format("{}: {}\n{}", printable(c.path), g.message, c.result.summary)));
     }
   }
   return s;
@@ -201,7 +213,7 @@ std::string render_markdown_summary(const std::vector<PlanCheck>& checks) {
       if (!details.empty()) details += "; ";
       details += fmt::format("{}: {}", to_string(g.gate), g.message);
     }
-    s += fmt::format("| {} | {} | {} ({}) | {} | {}{} | {} | {} | {} |\n", r.pass ? "✅" : "❌", md_cell(c.path),
+    s += fmt::format("| {} | {} | {} ({}) | {} | {}{} | {} | {} | {} |\n", r.pass ? "✅" : "❌", md_cell(printable(c.path)),
                      fmt_bytes(r.peak_bytes), r.peak_stage, fmt_bytes(r.limit_bytes), r.margin_bytes >= 0 ? "+" : "",
                      fmt_bytes(r.margin_bytes), fmt_seconds(r.now.step_s), fmt_percent(r.mfu),
                      md_cell(details));

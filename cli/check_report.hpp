@@ -1,5 +1,7 @@
 // Renderings of `parplan check` results: text lines, JSON, JUnit XML, GitHub Actions workflow commands and the
-// Markdown job summary, with the escaping each format needs.
+// Markdown job summary, with the escaping each format needs. A plan path is shown through cli::printable (control
+// characters and bytes that are not UTF-8 escaped) in every line of text, annotation and summary: a path holding a
+// line break and `::error ...` cannot inject a workflow command.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,7 +27,8 @@ std::string render_github_annotations(const std::vector<PlanCheck>& checks);
 std::string render_markdown_summary(const std::vector<PlanCheck>& checks);
 
 // Escaping for each format.
-std::string xml_escape(std::string_view s);             // & < > " ' and control characters XML 1.0 forbids
+// & < > " ' escaped; what XML 1.0 cannot carry (bytes that are not UTF-8, control characters) becomes U+FFFD.
+std::string xml_escape(std::string_view s);
 std::string workflow_escape_data(std::string_view s);   // % \r \n
 std::string workflow_escape_property(std::string_view s);  // % \r \n : ,
 
