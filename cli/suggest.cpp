@@ -13,16 +13,21 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
+#include "planner/check/check.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/spec/plan_json.hpp"
 #include "planner/search/search.hpp"
 #include "planner/search/search_report.hpp"
 #include "planner/spec/spec_json.hpp"
+#include "planner/spec/units.hpp"
 #include "simulator/simulate.hpp"
 
 namespace parplan::cli {
 namespace {
+
+// The memory suggest keeps free on each GPU unless --headroom says otherwise (docs/suggest.md#memory-headroom).
+constexpr const char* kDefaultHeadroom = "5%";
 
 struct SuggestOptions {
   ModelOptions model;
@@ -35,15 +40,27 @@ struct SuggestOptions {
   int simulate = 0;
   std::optional<int> threads;
   std::optional<double> min_tokens_per_s;
+  std::string headroom = kDefaultHeadroom, memory;
   bool explain = false, json = false;
   std::string out;
 };
+
+MemoryLimit request_limit(const SearchRequest& r) {
+  return memory_limit(static_cast<double>(r.gpu.memory_bytes), r.memory_bytes, r.headroom);
+}
 
 bool precision_supported(const GpuSpec& gpu, const TrainingSpec& tr) {
   Plan p;
   p.gpu = gpu;
   p.training = tr;
   return gpu.peak(p.gemm_dtype()) > 0;
+}
+
+// --memory and --headroom (check's parsers and meaning): the limit a plan's peak must stay under.
+void set_memory_limit(SearchRequest& r, const SuggestOptions& o) {
+  if (!o.memory.empty()) r.memory_bytes = parse_bytes(o.memory, "--memory");
+  r.headroom = parse_headroom(o.headroom, "--headroom");
+  refuse_empty_limit(request_limit(r), r.gpu.name);
 }
 
 // The search request from the flags: target, global batch and the pinned knobs.
@@ -133,6 +150,7 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   if (!precision_supported(r.gpu, tr)) {
     throw InputError(fmt::format("--precision: {} has no {} tensor-core peak", r.gpu.name, to_string(tr.precision)));
   }
+  set_memory_limit(r, o);
   return r;
 }
 
@@ -287,12 +305,19 @@ bool memory_decided(const SearchResult& res) {
   return res.by_reason[static_cast<size_t>(Reject::out_of_memory)].count > 0;
 }
 
+// The GPU's memory, and the limit under it when a budget or headroom lowered it: "79.65 GiB" or "79.65 GiB, limit
+// 71.68 GiB".
+std::string memory_text(const StateFloor& f) {
+  if (f.limit_bytes >= f.capacity_bytes) return fmt_bytes(f.capacity_bytes);
+  return fmt::format("{}, limit {}", fmt_bytes(f.capacity_bytes), fmt_bytes(f.limit_bytes));
+}
+
 std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
   const StateFloor& f = a.floor;
   // When every configuration broke a mesh or batch rule, memory never came into it: say so, not "fits in memory".
   std::string s = memory_decided(res)
                       ? fmt::format("NOTHING FITS: no configuration of {} on {} x {} ({}) fits in memory.\n",
-                                    req.model.name, req.gpus, req.gpu.name, fmt_bytes(f.capacity_bytes))
+                                    req.model.name, req.gpus, req.gpu.name, memory_text(f))
                       : fmt::format("NOTHING VALID: every configuration of {} on {} x {} breaks a mesh, batch or "
                                     "schedule rule (reasons above); none reached the memory check.\n",
                                     req.model.name, req.gpus, req.gpu.name);
@@ -314,7 +339,10 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
       req.gpus, f.per_gpu_bytes / 1e9);
   s += fmt::format(" (with 16-bit gradients, {:.0f} bytes/param: {:.3g} TB, {:.2f} GB per GPU)", f.bytes_per_param_16bit_grads,
                    f.params * f.bytes_per_param_16bit_grads / 1e12, f.per_gpu_bytes_16bit_grads / 1e9);
-  s += fmt::format(" vs {} of HBM ({:.2f} GB).\n", fmt_bytes(f.capacity_bytes), f.capacity_bytes / 1e9);
+  s += f.limit_bytes < f.capacity_bytes
+           ? fmt::format(" vs the {} limit ({:.2f} GB) of {} of HBM.\n", fmt_bytes(f.limit_bytes), f.limit_bytes / 1e9,
+                         fmt_bytes(f.capacity_bytes))
+           : fmt::format(" vs {} of HBM ({:.2f} GB).\n", fmt_bytes(f.capacity_bytes), f.capacity_bytes / 1e9);
   if (!f.fits) {
     s += "  The model states alone do not fit even fully sharded: no recompute, ZeRO stage or mesh can help on this count.\n";
   } else if (res.closest) {
@@ -324,7 +352,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   if (res.closest) {
     const Candidate& c = *res.closest;
     s += fmt::format("  Closest: {} needs {} on stage {}, over by {}.\n", config_line(c, req.model.is_moe()),
-                     fmt_bytes(c.peak_bytes), c.peak_stage, fmt_bytes(c.peak_bytes - c.capacity_bytes));
+                     fmt_bytes(c.peak_bytes), c.peak_stage, fmt_bytes(c.peak_bytes - c.limit_bytes));
   }
   s += "  What it would need:\n";
   s += fmt::format("  - more GPUs: the sharded model states need at least {} GPUs", f.min_gpus);
@@ -363,11 +391,34 @@ nlohmann::json advice_json(const Advice& a) {
           {"model_state_bytes_per_gpu_fully_sharded", f.per_gpu_bytes},
           {"model_state_bytes_per_gpu_16bit_grads", f.per_gpu_bytes_16bit_grads},
           {"capacity_bytes", f.capacity_bytes},
+          {"limit_bytes", f.limit_bytes},
           {"model_states_fit_sharded", f.fits},
           {"min_gpus_for_model_states", f.min_gpus},
           {"fits_at_gpus", a.fits_at_gpus},
           {"fits_without_pins", a.unpinned_fits},
           {"other_gpus", other}};
+}
+
+nlohmann::json limit_json(const MemoryLimit& m) {
+  return {{"capacity_bytes", m.capacity_bytes}, {"budget_bytes", m.budget_bytes}, {"headroom_bytes", m.headroom_bytes},
+          {"limit_bytes", m.limit_bytes}};
+}
+
+// "Memory limit 71.68 GiB per GPU = capacity 79.65 GiB - 7.96 GiB headroom (10%)", or "Memory limit 79.65 GiB per
+// GPU: the capacity, no headroom".
+std::string limit_text(const SearchRequest& req) {
+  const MemoryLimit m = request_limit(req);
+  if (m.limit_bytes >= m.capacity_bytes) {
+    return fmt::format("Memory limit {} per GPU: the capacity, no headroom", fmt_bytes(m.capacity_bytes));
+  }
+  std::string s = fmt::format("Memory limit {} per GPU = {} {}", fmt_bytes(m.limit_bytes),
+                              m.budget_bytes < m.capacity_bytes ? "budget" : "capacity", fmt_bytes(m.budget_bytes));
+  if (m.headroom_bytes > 0) {
+    s += fmt::format(" - {} headroom", fmt_bytes(m.headroom_bytes));
+    if (req.headroom.fraction > 0) s += fmt::format(" ({:g}%)", req.headroom.fraction * 100);
+  }
+  if (m.budget_bytes < m.capacity_bytes) s += fmt::format(" (of {})", fmt_bytes(m.capacity_bytes));
+  return s;
 }
 
 // Plan i (> 0) of a fastest-step ranking is a tie with the first when their predicted steps differ by less than the
@@ -406,6 +457,7 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
       {"global_batch", req.training.global_batch},
       {"seq_len", req.training.seq_len},
       {"global_batch_source", batch_note},
+      {"memory_limit", limit_json(request_limit(req))},
       {"search", {{"candidates", res.candidates}, {"rejected", res.rejected}, {"evaluated", res.evaluated},
                   {"fit", res.evaluated}, {"below_throughput", res.below_throughput}, {"gpu_counts", res.gpu_counts}}},
       {"fits", !res.top.empty()},
@@ -427,11 +479,12 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
                    double seconds, const std::vector<double>& sim_step) {
   const bool moe = req.model.is_moe();
   std::string s = note + "\n";
-  s += fmt::format("Search: {} x {} ({}, {} GPUs/node) | global batch {} x seq {} = {} tokens/step ({}) | objective {}{}\n\n",
+  s += fmt::format("Search: {} x {} ({}, {} GPUs/node) | global batch {} x seq {} = {} tokens/step ({}) | objective {}{}\n",
                    req.gpus, req.gpu.name, req.cluster.name, req.cluster.gpus_per_node, req.training.global_batch,
                    req.training.seq_len, fmt_count(static_cast<double>(req.training.global_batch * req.training.seq_len)),
                    batch_note, to_string(req.objective),
                    req.objective == Objective::fewest_gpus ? fmt::format(" (>= {:.0f} tokens/s)", req.min_tokens_per_s) : "");
+  s += limit_text(req) + "\n\n";
   if (!res.top.empty()) {
     const bool sim = !sim_step.empty();
     std::vector<std::string> head = {"#", "dp x tp x pp x cp", "knobs", "peak mem", "headroom", "step"};
@@ -472,7 +525,7 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
     if (st.count == 0) continue;
     std::string detail;
     if (static_cast<Reject>(r) == Reject::out_of_memory && res.closest) {
-      detail = fmt::format("closest over by {} ({})", fmt_bytes(res.closest->peak_bytes - res.closest->capacity_bytes),
+      detail = fmt::format("closest over by {} ({})", fmt_bytes(res.closest->peak_bytes - res.closest->limit_bytes),
                            config_line(*res.closest, moe));
     } else if (st.best) {
       const Candidate& b = *st.best;
@@ -578,6 +631,10 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
+  app.add_option("--headroom", o.headroom,
+                 fmt::format("Memory to keep free per GPU: 10% (of the budget) or 8GiB (default {}; 0 for none)",
+                             kDefaultHeadroom));
+  app.add_option("--memory", o.memory, "Per-GPU memory budget, e.g. 70GiB (default: the GPU's capacity)");
   app.add_option("--objective", o.objective, "fastest (default) | fewest-gpus | headroom");
   app.add_option("--min-tokens-per-s", o.min_tokens_per_s, "Throughput the fewest-gpus objective must reach")->check(CLI::Range(0.0, 1e15));
   app.add_option("--top", o.top, "Plans to show (default 5)")->check(CLI::Range(1, 1000));

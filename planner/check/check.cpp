@@ -122,14 +122,11 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
   CheckResult r;
   r.now = snapshot(e);
   r.capacity_bytes = e.capacity_bytes > 0 ? e.capacity_bytes : static_cast<double>(plan.gpu.memory_bytes);
-  r.budget_bytes = lim.memory_bytes ? std::min(static_cast<double>(*lim.memory_bytes), r.capacity_bytes) : r.capacity_bytes;
-  const double headroom_bytes = r.budget_bytes * lim.headroom.fraction + static_cast<double>(lim.headroom.bytes);
-  if (headroom_bytes >= r.budget_bytes) {
-    throw InputError(fmt::format("--headroom: {} leaves nothing of the {} {} of {}", gib(headroom_bytes),
-                                 gib(r.budget_bytes), r.budget_bytes < r.capacity_bytes ? "budget" : "memory",
-                                 plan.gpu.name));
-  }
-  r.limit_bytes = r.budget_bytes - headroom_bytes;
+  const MemoryLimit m = memory_limit(r.capacity_bytes, lim.memory_bytes, lim.headroom);
+  refuse_empty_limit(m, plan.gpu.name);
+  r.budget_bytes = m.budget_bytes;
+  const double headroom_bytes = m.headroom_bytes;
+  r.limit_bytes = m.limit_bytes;
   r.peak_bytes = e.peak_memory_bytes;
   r.peak_stage = e.peak_stage;
   r.margin_bytes = r.limit_bytes - r.peak_bytes;

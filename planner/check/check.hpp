@@ -11,15 +11,10 @@
 #include <vector>
 
 #include "planner/cost/cost_model.hpp"
+#include "planner/spec/memory_budget.hpp"
 #include "planner/spec/spec.hpp"
 
 namespace parplan {
-
-// Required free memory per GPU: a fraction of the budget and/or absolute bytes (both apply when both are set).
-struct Headroom {
-  double fraction = 0;  // 0.1 = keep 10% of the budget free
-  int64_t bytes = 0;
-};
 
 struct CheckLimits {
   std::optional<int64_t> memory_bytes;  // per-GPU memory budget; default and upper bound: the GPU's capacity

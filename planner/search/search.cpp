@@ -119,7 +119,10 @@ void offer_top(std::vector<Candidate>& top, const Candidate& c, size_t k, Object
 class Evaluator {
  public:
   Evaluator(const SearchRequest& req, int64_t gpus, Objective rank_by)
-      : req_(req), rank_by_(rank_by), capacity_(static_cast<double>(req.gpu.memory_bytes)) {
+      : req_(req),
+        rank_by_(rank_by),
+        capacity_(static_cast<double>(req.gpu.memory_bytes)),
+        limit_(memory_limit(capacity_, req.memory_bytes, req.headroom).limit_bytes) {
     plan_.model = req.model;
     plan_.gpu = req.gpu;
     plan_.cluster = req.cluster;
@@ -296,6 +299,7 @@ class Evaluator {
     c.num_gpus = plan_.num_gpus;
     c.reasons = reasons;
     c.capacity_bytes = capacity_;
+    c.limit_bytes = limit_;
     return c;
   }
 
@@ -312,7 +316,7 @@ class Evaluator {
     }
     int64_t at = 0;
     const double pk = peak(&at);
-    if (pk > capacity_) {
+    if (pk > limit_) {
       ++acc.rejected;
       ++acc.by_reason[static_cast<size_t>(Reject::out_of_memory)].count;
       Candidate c = make(1u << static_cast<int>(Reject::out_of_memory));
@@ -346,7 +350,7 @@ class Evaluator {
     if (estimable(r)) {
       c.has_memory = true;
       c.peak_bytes = peak(&c.peak_stage);
-      if (c.peak_bytes <= capacity_) {
+      if (c.peak_bytes <= limit_) {
         c.has_time = true;
         c.time = time();
       }
@@ -357,7 +361,7 @@ class Evaluator {
 
   const SearchRequest& req_;
   Objective rank_by_;
-  double capacity_;
+  double capacity_, limit_;
   Plan plan_;
   ValidateOptions vo_;
   StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach

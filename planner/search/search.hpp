@@ -11,6 +11,7 @@
 
 #include "planner/spec/config.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/spec/memory_budget.hpp"
 #include "planner/spec/spec.hpp"
 
 namespace parplan {
@@ -53,6 +54,9 @@ struct SearchRequest {
   TrainingSpec training;  // global_batch (sequences) is fixed for the whole search; seq_len 0 = the model's
   int64_t gpus = 0;       // the GPU count (fewest_gpus: the largest count tried)
   SearchSpace space;
+  // A plan fits when its peak is at most min(memory_bytes, the GPU's capacity) less the headroom (memory_limit()).
+  std::optional<int64_t> memory_bytes;
+  Headroom headroom;
   Objective objective = Objective::fastest;
   double min_tokens_per_s = 0;  // fewest_gpus: the throughput a plan must reach
   int top_k = 5;
@@ -71,7 +75,8 @@ struct Candidate {
   bool has_time = false;    // time computed (the plan fits; or, for --explain, as if the constraint were lifted)
   double peak_bytes = 0;
   int64_t peak_stage = 0;
-  double capacity_bytes = 0;
+  double capacity_bytes = 0;  // the GPU's memory
+  double limit_bytes = 0;     // the most the plan may use: capacity, or the budget, less the headroom
   TimeBreakdown time;
   double headroom_bytes() const { return capacity_bytes - peak_bytes; }
 };
@@ -88,7 +93,7 @@ struct SearchResult {
   int64_t evaluated = 0;       // full step-time estimates of plans that fit (== plans that fit)
   int64_t below_throughput = 0;  // fewest_gpus: fitting plans slower than min_tokens_per_s
   std::array<RejectStats, kNumRejects> by_reason{};
-  std::optional<Candidate> closest;  // out of memory by the least (the closest miss)
+  std::optional<Candidate> closest;  // over the memory limit by the least (the closest miss)
   std::vector<int64_t> gpu_counts;   // counts searched (one entry unless fewest_gpus)
 };
 

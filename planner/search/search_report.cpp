@@ -104,8 +104,9 @@ StateFloor state_floor(const SearchRequest& req, int64_t gpus) {
   f.per_gpu_bytes = model_state_bytes(f.params, gpus, o).total();
   f.fixed_bytes_per_gpu = static_cast<double>(req.gpu.cuda_context_bytes + req.gpu.workspace_bytes);
   f.capacity_bytes = static_cast<double>(req.gpu.memory_bytes);
-  f.fits = f.per_gpu_bytes + f.fixed_bytes_per_gpu <= f.capacity_bytes;
-  const double room = f.capacity_bytes - f.fixed_bytes_per_gpu;
+  f.limit_bytes = memory_limit(f.capacity_bytes, req.memory_bytes, req.headroom).limit_bytes;
+  f.fits = f.per_gpu_bytes + f.fixed_bytes_per_gpu <= f.limit_bytes;
+  const double room = f.limit_bytes - f.fixed_bytes_per_gpu;
   f.min_gpus = room > 0 ? static_cast<int64_t>(std::ceil(f.total_bytes / room)) : 0;
   o.grad_bytes = 2;
   f.bytes_per_param_16bit_grads = model_state_bytes(1.0, 1, o).total();

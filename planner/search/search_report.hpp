@@ -21,9 +21,10 @@ struct StateFloor {
   double total_bytes = 0;          // params x bytes_per_param
   double per_gpu_bytes = 0;        // total / gpus
   double fixed_bytes_per_gpu = 0;  // CUDA context + workspace (held whatever the mesh)
-  double capacity_bytes = 0;
-  bool fits = false;               // per_gpu + fixed <= capacity (activations not counted)
-  int64_t min_gpus = 0;            // smallest count for which the sharded states + fixed memory fit
+  double capacity_bytes = 0;       // the GPU's memory
+  double limit_bytes = 0;          // what a plan may use of it (the request's budget less its headroom)
+  bool fits = false;               // per_gpu + fixed <= limit (activations not counted)
+  int64_t min_gpus = 0;            // smallest count for which the sharded states + fixed memory fit the limit
   // The same with 16-bit gradients (2 + 2 + 12 = 16 bytes per parameter with Adam).
   double bytes_per_param_16bit_grads = 0, per_gpu_bytes_16bit_grads = 0;
 };

@@ -233,7 +233,9 @@ TEST_CASE("suggest --simulate shares a task budget: plans past it are not simula
 
 TEST_CASE("suggest --overlap-p2p: interleaved plans overlap their sends, the others wait for them") {
   auto plans = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "10"};
+    // --headroom 0: the interleaved plans that lead leave 0.8-3.9 GiB free, under the default 5%.
+    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "10",
+                                     "--headroom", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = run_parplan(args);
     REQUIRE(r.exit_code == 0);
@@ -304,4 +306,53 @@ TEST_CASE("suggest: plans within the family's out-of-sample error of the first a
   CHECK(t.out.find("= #1 within model error") != std::string::npos);
   CHECK(t.out.find("Out of sample: A100-SXM4-80GB 16-bit plans are predicted within") != std::string::npos);
   MESSAGE("ties ", ties, ", apart ", apart);
+}
+
+TEST_CASE("suggest --headroom and --memory keep only plans that leave that much memory free") {
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return nlohmann::json::parse(r.out);
+  };
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  // --headroom 0: the search as it was, plans to within a GiB of the GPU's 79.65 GiB.
+  const auto none = run({"--headroom", "0"});
+  const double capacity = none["memory_limit"]["capacity_bytes"].get<double>();
+  CHECK(none["memory_limit"]["limit_bytes"].get<double>() == capacity);
+  double least_free = capacity;
+  for (const auto& p : none["plans"]) least_free = std::min(least_free, p["headroom_bytes"].get<double>());
+  CHECK(least_free < 0.05 * capacity);
+  // A fraction of the budget, or bytes: every plan leaves at least that much.
+  for (const auto& [flag, keep] : std::vector<std::pair<std::string, double>>{{"10%", 0.1 * capacity}, {"12GiB", 12 * kGiB}}) {
+    CAPTURE(flag);
+    const auto j = run({"--headroom", flag});
+    CHECK(j["memory_limit"]["headroom_bytes"].get<double>() == doctest::Approx(keep));
+    REQUIRE_FALSE(j["plans"].empty());
+    for (const auto& p : j["plans"]) CHECK(p["headroom_bytes"].get<double>() >= keep);
+  }
+  // The default keeps 5%: the same plans as --headroom 5%.
+  const auto dflt = run({});
+  CHECK(dflt["plans"] == run({"--headroom", "5%"})["plans"]);
+  CHECK(dflt["memory_limit"]["headroom_bytes"].get<double>() == doctest::Approx(0.05 * capacity));
+  // --memory: a budget below the GPU's memory, the headroom a fraction of it.
+  const auto budget = run({"--memory", "70GiB", "--headroom", "0"});
+  CHECK(budget["memory_limit"]["limit_bytes"].get<double>() == 70 * kGiB);
+  for (const auto& p : budget["plans"]) CHECK(p["peak_memory_bytes"].get<double>() <= 70 * kGiB);
+  // The text says what the limit is.
+  const auto t = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--headroom", "10%"});
+  CHECK(t.out.find("Memory limit 71.68 GiB per GPU = capacity 79.65 GiB - 7.96 GiB headroom (10%)") != std::string::npos);
+}
+
+TEST_CASE("suggest: when nothing fits under the headroom, the closest miss is measured against the limit") {
+  // 175B on 64 A100-80GB fits with 2.4 GiB free; keeping 60 GiB free, nothing does.
+  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--cluster", "dgx-a100", "--headroom",
+                              "60GiB", "--json"});
+  CHECK(r.exit_code == 1);
+  const auto j = nlohmann::json::parse(r.out);
+  const double limit = j["memory_limit"]["limit_bytes"].get<double>();
+  CHECK(j["advice"]["limit_bytes"].get<double>() == limit);
+  CHECK(j["closest"]["peak_memory_bytes"].get<double>() > limit);
+  CHECK(j["closest"]["peak_memory_bytes"].get<double>() < j["memory_limit"]["capacity_bytes"].get<double>());
 }
