@@ -2,6 +2,7 @@
 // and their translation into a validated Plan.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fmt/core.h>
 #include <optional>
 #include <string>
@@ -20,6 +21,24 @@ E enum_flag(const std::string& value, std::string_view flag, std::string_view ch
   E out{};
   if (!parse_enum(value, out)) throw InputError(fmt::format("{}: unknown value '{}' (use {})", flag, excerpt(value), choices));
   return out;
+}
+
+// The enum values a comma-separated flag names ("1f1b,interleaved"), each once, in the order given; an InputError
+// naming the flag for an unknown or empty entry.
+template <typename E>
+std::vector<E> enum_list(const std::string& value, std::string_view flag, std::string_view choices) {
+  std::vector<E> out;
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(value.find(',', begin), value.size());
+    const std::string item = value.substr(begin, end - begin);
+    if (item.empty()) {
+      throw InputError(fmt::format("{}: '{}' has an empty entry (use {}, separated by commas)", flag, value, choices));
+    }
+    const E e = enum_flag<E>(item, flag, choices);
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+    if (end == value.size()) return out;
+    begin = end + 1;
+  }
 }
 
 struct ModelOptions {

@@ -63,6 +63,50 @@ void set_memory_limit(SearchRequest& r, const SuggestOptions& o) {
   refuse_empty_limit(request_limit(r), r.gpu.name);
 }
 
+// The search space from the pins: mesh sizes, micro-batch, schedules, recompute, sequence parallelism, sharding.
+void pin_space(const SuggestOptions& o, SearchSpace& s) {
+  auto pin = [](const std::optional<int64_t>& v, std::vector<int64_t>& dst) {
+    if (v) dst = {*v};
+  };
+  pin(o.dp, s.dp);
+  pin(o.tp, s.tp);
+  pin(o.pp, s.pp);
+  pin(o.cp, s.cp);
+  pin(o.ep, s.ep);
+  pin(o.micro_batch, s.micro_batch);
+  s.max_micro_batch = o.max_micro_batch;
+  if (o.vpp) {
+    s.vpp = {*o.vpp};
+    if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
+  }
+  if (!o.schedule.empty()) s.schedules = enum_list<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1");
+  if (o.vpp && std::find(s.schedules.begin(), s.schedules.end(), Schedule::interleaved) == s.schedules.end()) {
+    throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
+  }
+  if (!o.recompute.empty()) s.recompute = enum_list<Recompute>(o.recompute, "--recompute", "none, selective, full");
+  if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
+  if (o.sp) s.sequence_parallel = {true};
+  if (o.no_sp) s.sequence_parallel = {false};
+  if (o.distributed_optimizer && o.no_distributed_optimizer) {
+    throw InputError("--distributed-optimizer and --no-distributed-optimizer: give one, not both");
+  }
+  if (o.zero) {
+    s.sharding = {{static_cast<int>(*o.zero), o.distributed_optimizer}};
+    // --zero 0 pins ZeRO off; the distributed optimizer is a knob of its own, still tried unless pinned off.
+    if (*o.zero == 0 && !o.distributed_optimizer && !o.no_distributed_optimizer) s.sharding.push_back({0, true});
+  } else if (o.distributed_optimizer) {
+    s.sharding = {{0, true}};
+  } else if (o.no_distributed_optimizer) {
+    std::erase_if(s.sharding, [](const auto& sh) { return sh.distributed_optimizer; });
+  }
+  s.overlap_p2p = o.overlap_p2p;
+  if (!o.zero3_gather_unit.empty()) {
+    s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
+  }
+  s.uneven_stages = !o.even_stages;
+  s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
+}
+
 // The search request from the flags: target, global batch and the pinned knobs.
 SearchRequest build_request(const SuggestOptions& o, const Target& t, std::string& batch_note) {
   SearchRequest r;
@@ -94,47 +138,7 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
     tr.global_batch = default_global_batch(seq, 1, 1);
     batch_note = "default: ~4Mi tokens, see docs/suggest.md";
   }
-  SearchSpace& s = r.space;
-  auto pin = [](const std::optional<int64_t>& v, std::vector<int64_t>& dst) {
-    if (v) dst = {*v};
-  };
-  pin(o.dp, s.dp);
-  pin(o.tp, s.tp);
-  pin(o.pp, s.pp);
-  pin(o.cp, s.cp);
-  pin(o.ep, s.ep);
-  pin(o.micro_batch, s.micro_batch);
-  s.max_micro_batch = o.max_micro_batch;
-  if (o.vpp) {
-    s.vpp = {*o.vpp};
-    if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
-  }
-  if (!o.schedule.empty()) s.schedules = {enum_flag<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1")};
-  if (o.vpp && s.schedules.front() != Schedule::interleaved) {
-    throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
-  }
-  if (!o.recompute.empty()) s.recompute = {enum_flag<Recompute>(o.recompute, "--recompute", "none, selective, full")};
-  if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
-  if (o.sp) s.sequence_parallel = {true};
-  if (o.no_sp) s.sequence_parallel = {false};
-  if (o.distributed_optimizer && o.no_distributed_optimizer) {
-    throw InputError("--distributed-optimizer and --no-distributed-optimizer: give one, not both");
-  }
-  if (o.zero) {
-    s.sharding = {{static_cast<int>(*o.zero), o.distributed_optimizer}};
-    // --zero 0 pins ZeRO off; the distributed optimizer is a knob of its own, still tried unless pinned off.
-    if (*o.zero == 0 && !o.distributed_optimizer && !o.no_distributed_optimizer) s.sharding.push_back({0, true});
-  } else if (o.distributed_optimizer) {
-    s.sharding = {{0, true}};
-  } else if (o.no_distributed_optimizer) {
-    std::erase_if(s.sharding, [](const auto& sh) { return sh.distributed_optimizer; });
-  }
-  s.overlap_p2p = o.overlap_p2p;
-  if (!o.zero3_gather_unit.empty()) {
-    s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
-  }
-  s.uneven_stages = !o.even_stages;
-  s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
+  pin_space(o, r.space);
   r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
   if (r.objective == Objective::fewest_gpus) {
     if (!o.min_tokens_per_s) throw InputError("--objective fewest-gpus needs --min-tokens-per-s");
@@ -618,8 +622,8 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   app.add_option("--global-batch", o.global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
   app.add_option("--tokens-per-step", o.tokens_per_step, "Tokens per step (alternative to --global-batch)")->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
-  app.add_option("--schedule", o.schedule, "Pin the schedule: gpipe | 1f1b | interleaved | zb-h1");
-  app.add_option("--recompute", o.recompute, "Pin recompute: none | selective | full");
+  app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1");
+  app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,full");
   app.add_flag("--sp,--sequence-parallel", o.sp, "Pin sequence parallelism on");
   app.add_flag("--no-sp", o.no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o.zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/run_helper.hpp"
 
@@ -355,4 +356,32 @@ TEST_CASE("suggest: when nothing fits under the headroom, the closest miss is me
   CHECK(j["advice"]["limit_bytes"].get<double>() == limit);
   CHECK(j["closest"]["peak_memory_bytes"].get<double>() > limit);
   CHECK(j["closest"]["peak_memory_bytes"].get<double>() < j["memory_limit"]["capacity_bytes"].get<double>());
+}
+
+TEST_CASE("suggest --schedule and --recompute take a set: the search tries those values only") {
+  auto plans = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "30"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    return nlohmann::json::parse(r.out)["plans"];
+  };
+  const auto both = plans({"--schedule", "1f1b,interleaved", "--recompute", "none,selective"});
+  std::set<std::string> schedules, recomputes;
+  for (const auto& p : both) {
+    schedules.insert(p["parallel"]["schedule"].get<std::string>());
+    recomputes.insert(p["parallel"]["recompute"].get<std::string>());
+  }
+  CHECK(schedules == std::set<std::string>{"1f1b", "interleaved"});
+  CHECK(recomputes == std::set<std::string>{"none", "selective"});
+  // The set's best is the better of the two single pins' bests.
+  const double one = plans({"--schedule", "1f1b", "--recompute", "none,selective"})[0]["step_s"].get<double>();
+  const double il = plans({"--schedule", "interleaved", "--recompute", "none,selective"})[0]["step_s"].get<double>();
+  CHECK(both[0]["step_s"].get<double>() == std::min(one, il));
+  // A value given twice is searched once.
+  CHECK(plans({"--schedule", "1f1b,1f1b"}) == plans({"--schedule", "1f1b"}));
+  // --vpp pins the interleaved plans' chunks; the other schedules in the set are searched beside them.
+  for (const auto& p : plans({"--schedule", "zb-h1,interleaved", "--vpp", "2"})) {
+    if (p["parallel"]["schedule"] == "interleaved") CHECK(p["parallel"]["vpp"] == 2);
+  }
 }
