@@ -32,7 +32,7 @@ SearchRequest request(const ProfileSet& ps, bool one_t) {
   r.gpu = ps.gpu("h100-sxm5-80gb", "bench");
   r.cluster = ps.cluster("dgx-h100", "bench");
   r.gpus = one_t ? 16384 : 64;
-  r.training.global_batch = (int64_t{1} << 22) / r.model.seq_len;  // the CLI default (docs/suggest.md)
+  r.training.global_batch = (int64_t{1} << 22) / r.model.seq_len;  // 4 Mi tokens: the CLI default up to 2,048 GPUs
   r.training.seq_len = r.model.seq_len;
   r.threads = 1;
   return r;

@@ -22,7 +22,8 @@ struct EstimateOptions {
   std::string out;
 };
 
-std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note) {
+// `batch_note`: how the flags' global batch was rounded, if it was (build_plan).
+std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note, const std::string& batch_note) {
   const ParallelConfig& pc = plan.parallel;
   std::string s;
   if (!note.empty()) s += note + "\n";
@@ -33,6 +34,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
       "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} microbatches = global batch {} x seq {}\n", pc.dp,
       pc.tp, pc.pp, pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
       pc.num_microbatches, plan.training.global_batch, plan.seq_len());
+  if (!batch_note.empty()) s += batch_note + "\n";
   const char* sharding_note = pc.distributed_optimizer ? " + distributed optimizer"
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
@@ -100,17 +102,18 @@ Runner setup(CLI::App& app) {
     refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile"});
     const ProfileSet profiles = load_profiles(o->model);
-    std::string note;
-    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
+    std::string note, batch_note;
+    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note, &batch_note)
                                            : load_plan_file(o->plan_file, profiles);
     const Estimate e = estimate(plan);
     if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(plan).dump(2) + "\n", "-o");
     if (o->json) {
       nlohmann::json j = estimate_to_json(plan, e);
       j["accuracy"] = accuracy_json(plan);
+      if (!batch_note.empty()) j["global_batch_note"] = batch_note;
       fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", render_estimate(plan, e, note));  // plan on stdout: report to stderr
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", render_estimate(plan, e, note, batch_note));  // plan on stdout: report to stderr
     }
     return e.fits ? kOk : kCheckFailed;
   };

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cli/io.hpp"
+#include "cli/render.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/json_reader.hpp"
@@ -145,21 +146,30 @@ void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   }
 }
 
-// The global batch (given, from --microbatches, or ~4Mi tokens) and the microbatches per step it divides into.
-void set_batch(Plan& plan, const MeshOptions& me) {
+// The global batch (--global-batch, from --microbatches, --tokens-per-step or the default for the GPU count) and the
+// microbatches per step it divides into. Returns a line saying how the batch was rounded, if it was.
+std::string set_batch(Plan& plan, const MeshOptions& me) {
   ParallelConfig& pc = plan.parallel;
   TrainingSpec& tr = plan.training;
   const int64_t unit = saturating_product({pc.dp, pc.micro_batch});
-  if (me.global_batch) {
-    tr.global_batch = *me.global_batch;
-  } else if (me.microbatches) {
+  std::string note;
+  if (me.microbatches && me.tokens_per_step) throw InputError("--microbatches and --tokens-per-step: give one, not both");
+  if (me.microbatches && !me.global_batch) {
     tr.global_batch = saturating_product({unit, *me.microbatches});
     if (tr.global_batch > kMaxGlobalBatch) {
       throw InputError(fmt::format("--microbatches: dp {} x micro-batch {} x {} microbatches exceeds {} sequences per step",
                                    pc.dp, pc.micro_batch, *me.microbatches, kMaxGlobalBatch));
     }
   } else {
-    tr.global_batch = default_global_batch(tr.seq_len, pc.dp, pc.micro_batch);
+    const BatchRequest b = requested_batch(me.global_batch, me.tokens_per_step, tr.seq_len, plan.num_gpus);
+    // Rounded up to whole dp x micro-batch units (a unit past the batch, however large, is one unit: no overflow).
+    tr.global_batch = b.exact ? b.sequences : unit >= b.sequences ? unit : (b.sequences + unit - 1) / unit * unit;
+    if (tr.global_batch != b.sequences) {
+      note = fmt::format("global batch {}: {} ({} sequences of {}) rounded up to a multiple of dp {} x micro-batch {}",
+                         tr.global_batch, b.what, b.sequences, tr.seq_len, pc.dp, pc.micro_batch);
+    } else if (b.source != b.what) {
+      note = fmt::format("global batch {}: {}", tr.global_batch, b.source);
+    }
   }
   pc.num_microbatches = microbatches_per_step(tr.global_batch, pc.dp, pc.micro_batch);
   if (pc.num_microbatches == 0) {
@@ -169,6 +179,7 @@ void set_batch(Plan& plan, const MeshOptions& me) {
     throw InputError(fmt::format("--microbatches: {} disagrees with global batch {} / (dp {} x micro-batch {}) = {}",
                                  *me.microbatches, tr.global_batch, pc.dp, pc.micro_batch, pc.num_microbatches));
   }
+  return note;
 }
 
 // Throws the first validity rule the plan breaks, naming the flag that sets it.
@@ -215,7 +226,7 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--vpp", o.vpp, "Virtual pipeline chunks per stage (interleaved)")->check(CLI::Range(int64_t{1}, int64_t{1024}));
   app.add_option("--micro-batch", o.micro_batch, "Sequences per microbatch")->check(pos);
   app.add_option("--microbatches", o.microbatches, "Microbatches per step (default: global batch / (dp micro-batch))")->check(pos);
-  app.add_option("--global-batch", o.global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
+  add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule, "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b; interleaved when --vpp > 1)");
   app.add_option("--recompute", o.recompute, "none | selective | full");
   app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
@@ -246,6 +257,16 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_split,
                "Count the loss as a layer of the last stage (and chunk) when splitting (Megatron-Core)");
   o.options = options_since(app, before);
+}
+
+void add_batch_options(CLI::App& app, std::optional<int64_t>& global_batch, std::optional<int64_t>& tokens_per_step) {
+  app.add_option("--global-batch", global_batch,
+                 "Sequences per step (default: 4 Mi tokens up to 2,048 GPUs, twice that per 4x GPUs; "
+                 "docs/cost-model.md)")
+      ->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
+  app.add_option("--tokens-per-step", tokens_per_step,
+                 "Tokens per step, rounded up to whole sequences (instead of --global-batch)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
 }
 
 void forbid_with_plan_file(const ModelOptions& mo, const MeshOptions& me, std::initializer_list<std::string_view> allowed) {
@@ -359,13 +380,38 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   return t;
 }
 
-int64_t default_global_batch(int64_t seq, int64_t dp, int64_t micro_batch) {
-  const int64_t unit = dp * micro_batch;
-  const int64_t target = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, seq));
-  return ((target + unit - 1) / unit) * unit;
+int64_t default_tokens_per_step(int64_t gpus) {
+  int64_t tokens = int64_t{1} << 22;
+  for (int64_t n = 2048; n < gpus; n *= 4) tokens *= 2;
+  return tokens;
 }
 
-Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note) {
+BatchRequest requested_batch(std::optional<int64_t> global_batch, std::optional<int64_t> tokens_per_step, int64_t seq,
+                             int64_t gpus) {
+  if (global_batch && tokens_per_step) throw InputError("--global-batch and --tokens-per-step: give one, not both");
+  BatchRequest b;
+  if (global_batch) {
+    b.sequences = *global_batch;
+    b.exact = true;
+    b.what = b.source = "--global-batch";
+  } else if (tokens_per_step) {
+    b.sequences = (*tokens_per_step + seq - 1) / seq;
+    b.what = b.source = fmt::format("--tokens-per-step {}", *tokens_per_step);
+    if (*tokens_per_step % seq != 0) b.source += fmt::format(" rounded up to whole sequences of {}", seq);
+    if (b.sequences > kMaxGlobalBatch) {
+      throw InputError(fmt::format("--tokens-per-step: {} tokens are {} sequences of {}, more than a plan's {} per step",
+                                   *tokens_per_step, b.sequences, seq, kMaxGlobalBatch));
+    }
+  } else {
+    const int64_t tokens = default_tokens_per_step(gpus);
+    b.sequences = std::max<int64_t>(1, tokens / seq);
+    b.what = b.source = fmt::format("the default for {}, {} Mi tokens", count_of(gpus, "GPU"), tokens >> 20);
+  }
+  return b;
+}
+
+Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note,
+                std::string* batch_note) {
   Target t = resolve_target(mo, profiles);
   if (model_note) *model_note = t.model_note;
   Plan plan;
@@ -375,7 +421,8 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   size_mesh(plan, mo, me);
   set_knobs(plan.parallel, me);
   set_training(plan, mo, me);
-  set_batch(plan, me);
+  const std::string note = set_batch(plan, me);
+  if (batch_note) *batch_note = note;
   check_plan_inputs(plan, "flags");
   refuse_invalid(plan, mo);
   return plan;

@@ -55,7 +55,7 @@ struct ModelOptions {
 };
 
 struct MeshOptions {
-  std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch;
+  std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch, tokens_per_step;
   std::optional<int64_t> first_stage_layers, last_stage_layers, etp;
   std::string schedule, recompute, zero3_gather_unit;
   bool sequence_parallel = false, distributed_optimizer = false;
@@ -69,10 +69,13 @@ struct MeshOptions {
 
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
 void add_model_options(CLI::App& app, ModelOptions& o);
-// Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --schedule --recompute
+// Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute
 // --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
+
+// Adds --global-batch and --tokens-per-step: the two ways to give the batch (requested_batch()).
+void add_batch_options(CLI::App& app, std::optional<int64_t>& global_batch, std::optional<int64_t>& tokens_per_step);
 
 // With --plan FILE the plan comes from the document: any model or mesh flag given beside it (other than `allowed`)
 // is an InputError naming it, not silently ignored.
@@ -97,12 +100,26 @@ struct Target {
 };
 Target resolve_target(const ModelOptions& o, const ProfileSet& profiles);
 
-// The documented default global batch: about 4 Mi tokens (4,194,304 / seq sequences, at least one per dp rank),
-// rounded up to a multiple of dp x micro_batch.
-int64_t default_global_batch(int64_t seq, int64_t dp, int64_t micro_batch);
+// The documented default tokens per step for a GPU count (docs/cost-model.md#default-global-batch): 4 Mi up to 2,048
+// GPUs, twice as many each time the count quadruples past that (8 Mi up to 8,192 GPUs, 16 Mi up to 32,768, ...).
+int64_t default_tokens_per_step(int64_t gpus);
 
-// A complete, validated plan from the flags (InputError naming the flag on any inconsistency).
-Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note = nullptr);
+// The global batch the flags ask for, before a mesh rounds it: --global-batch sequences, --tokens-per-step in whole
+// sequences (rounded up), or the default tokens for the GPU count in whole sequences (at least one).
+struct BatchRequest {
+  int64_t sequences = 0;
+  bool exact = false;  // --global-batch: a mesh it does not divide is an error, not a reason to round it
+  std::string what;    // "--global-batch", "--tokens-per-step 1000000", "the default for 64 GPUs, 4 Mi tokens"
+  std::string source;  // `what`, and "rounded up to whole sequences of 2048" when the tokens were
+};
+BatchRequest requested_batch(std::optional<int64_t> global_batch, std::optional<int64_t> tokens_per_step, int64_t seq,
+                             int64_t gpus);
+
+// A complete, validated plan from the flags (InputError naming the flag on any inconsistency). `batch_note` (may be
+// null) is set to one line when the flags' batch was rounded (to whole sequences, or up to a multiple of dp x
+// micro-batch), else cleared.
+Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note = nullptr,
+                std::string* batch_note = nullptr);
 
 // Loads a Plan document; --plan FILE.
 Plan load_plan_file(const std::string& path, const ProfileSet& profiles);

@@ -32,6 +32,8 @@ std::string fmt_count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+std::string count_of(int64_t n, std::string_view noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
 std::string Table::render() const {
   std::vector<size_t> width(header_.size(), 0);
   auto measure = [&](const std::vector<std::string>& r) {

@@ -1,6 +1,8 @@
 // Terminal rendering helpers: human units (GiB, ms, %) and aligned text tables.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace parplan::cli {
@@ -9,6 +11,7 @@ std::string fmt_bytes(double bytes);     // "74.21 GiB"
 std::string fmt_seconds(double s);       // "13.21 s", "812.4 ms", "35.0 us"
 std::string fmt_percent(double frac);    // "12.3%"
 std::string fmt_count(double n);         // "174.6B", "1.3T", "350M"
+std::string count_of(int64_t n, std::string_view noun);  // "1 GPU", "64 GPUs" (the plural adds an s)
 
 class Table {
  public:

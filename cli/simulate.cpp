@@ -139,9 +139,10 @@ Runner setup(CLI::App& app) {
     refuse_shared_outputs(outputs);
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
-    std::string note;
-    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note)
+    std::string note, batch_note;
+    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note, &batch_note)
                                            : load_plan_file(o->plan_file, profiles);
+    if (!batch_note.empty()) note += (note.empty() ? "" : "\n") + batch_note;
     refuse_replacing_input(o->trace, "--trace");  // before simulating, and both before either is written
     refuse_replacing_input(o->svg, "--svg");
     sim::SimOptions so;

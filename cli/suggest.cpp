@@ -120,24 +120,9 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   tr.attention = enum_flag<AttentionKernel>(o.model.attention, "--attention", "flash, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.seq_len = t.model.seq_len;
-  const int64_t seq = tr.seq_len;
-  if (o.global_batch && o.tokens_per_step) throw InputError("--global-batch and --tokens-per-step: give one, not both");
-  if (o.global_batch) {
-    tr.global_batch = *o.global_batch;
-    batch_note = "--global-batch";
-  } else if (o.tokens_per_step) {
-    tr.global_batch = (*o.tokens_per_step + seq - 1) / seq;
-    batch_note = *o.tokens_per_step % seq == 0
-                     ? "--tokens-per-step"
-                     : fmt::format("--tokens-per-step {} rounded up to whole sequences of {}", *o.tokens_per_step, seq);
-    if (tr.global_batch > kMaxGlobalBatch) {
-      throw InputError(fmt::format("--tokens-per-step: {} tokens are {} sequences of {}, more than a plan's {} per step",
-                                   *o.tokens_per_step, tr.global_batch, seq, kMaxGlobalBatch));
-    }
-  } else {
-    tr.global_batch = default_global_batch(seq, 1, 1);
-    batch_note = "default: ~4Mi tokens, see docs/suggest.md";
-  }
+  const BatchRequest b = requested_batch(o.global_batch, o.tokens_per_step, tr.seq_len, r.gpus);
+  tr.global_batch = b.sequences;
+  batch_note = b.source;
   pin_space(o, r.space);
   r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
   if (r.objective == Objective::fewest_gpus) {
@@ -620,8 +605,7 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--vpp", o.vpp, "Pin interleaved chunks per stage (implies --schedule interleaved)")->check(CLI::Range(int64_t{2}, int64_t{1024}));
   app.add_option("--micro-batch", o.micro_batch, "Pin the micro-batch size")->check(pos);
   app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
-  app.add_option("--global-batch", o.global_batch, "Sequences per step (default: ~4Mi tokens)")->check(pos);
-  app.add_option("--tokens-per-step", o.tokens_per_step, "Tokens per step (alternative to --global-batch)")->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1");
   app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,full");
   app.add_flag("--sp,--sequence-parallel", o.sp, "Pin sequence parallelism on");

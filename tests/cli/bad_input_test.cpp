@@ -114,6 +114,13 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--global-batch", "100"}), "--global-batch"},  // 100 % 64
       {with(kModel, {"--gpus", "64", "--global-batch", "128", "--microbatches", "3"}), "--microbatches"},
       {with(kModel, {"--gpus", "64", "--global-batch", "32"}), "--global-batch"},  // fewer sequences than dp 64
+      {with(kModel, {"--gpus", "64", "--global-batch", "64", "--tokens-per-step", "131072"}),
+       "--global-batch and --tokens-per-step: give one"},
+      {with(kModel, {"--gpus", "64", "--microbatches", "2", "--tokens-per-step", "131072"}),
+       "--microbatches and --tokens-per-step: give one"},
+      {with(kModel, {"--gpus", "64", "--tokens-per-step", "0"}), "--tokens-per-step"},
+      {with(kModel, {"--gpus", "64", "--tokens-per-step", "1125899906842624"}),
+       "--tokens-per-step: 1125899906842624 tokens are 549755813888 sequences"},
       // dp x micro-batch x microbatches = 10^20 sequences: once a wrapped (signed-overflow) global batch.
       {with(kModel, {"--gpus", "80000", "--tp", "8", "--dp", "10000", "--micro-batch", "100000", "--microbatches",
                      "100000000"}),

@@ -292,3 +292,58 @@ TEST_CASE("estimate states the out-of-sample error of the plan's family, or that
   REQUIRE_MESSAGE((h.exit_code == 0 || h.exit_code == 1), h.err);  // 1: the plan does not fit; the JSON is printed
   CHECK(nlohmann::json::parse(h.out).at("accuracy").is_null());  // no published H200 16-bit run is scored
 }
+
+TEST_CASE("the default global batch grows with the GPU count: 4 Mi tokens up to 2,048 GPUs, x2 per 4x GPUs") {
+  // Llama 3 405B (seq 8192) at tp 8, pp 16: dp = GPUs / 128 divides every default here.
+  auto batch = [](int64_t gpus) {
+    const auto r = run_parplan({"estimate", "--model", "llama3-405b", "--gpus", std::to_string(gpus), "--tp", "8",
+                                "--pp", "16", "--json"});
+    REQUIRE(r.exit_code <= 1);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK_FALSE(j.contains("global_batch_note"));  // nothing was rounded
+    return j["plan"]["training"]["global_batch"].get<int64_t>() * 8192;
+  };
+  constexpr int64_t kMi = int64_t{1} << 20;
+  CHECK(batch(128) == 4 * kMi);
+  CHECK(batch(2048) == 4 * kMi);
+  CHECK(batch(4096) == 8 * kMi);
+  CHECK(batch(8192) == 8 * kMi);
+  CHECK(batch(16384) == 16 * kMi);  // Llama 3 405B's final 16M tokens per step on 16k GPUs
+  CHECK(batch(32768) == 16 * kMi);
+  CHECK(batch(65536) == 32 * kMi);
+  // suggest uses the same rule, and says so.
+  const auto s = run_parplan({"suggest", "--model", "llama3-405b", "--gpus", "16384", "--top", "1", "--json"});
+  REQUIRE(s.exit_code == 0);
+  const auto j = nlohmann::json::parse(s.out);
+  CHECK(j["global_batch"] == 2048);
+  CHECK(j["global_batch_source"] == "the default for 16384 GPUs, 16 Mi tokens");
+}
+
+TEST_CASE("estimate --tokens-per-step, and a line when the batch asked for was rounded") {
+  const std::vector<std::string> base = {"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "2"};
+  auto run = [&base](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    REQUIRE_MESSAGE(r.exit_code <= 1, r.err);
+    return r;
+  };
+  // Whole sequences of 2048 on dp 4: the same plan as --global-batch, and no note.
+  const auto exact = nlohmann::json::parse(run({"--tokens-per-step", "1048576", "--json"}).out);
+  CHECK(exact["plan"]["training"]["global_batch"] == 512);
+  CHECK(exact["time"] == nlohmann::json::parse(run({"--global-batch", "512", "--json"}).out)["time"]);
+  CHECK_FALSE(exact.contains("global_batch_note"));
+  // 1,000,000 tokens: 489 sequences, rounded up to 492 for dp 4; the text and --json say so.
+  const auto text = run({"--tokens-per-step", "1000000"}).out;
+  CHECK(text.find("global batch 492: --tokens-per-step 1000000 (489 sequences of 2048) rounded up to a multiple of "
+                  "dp 4 x micro-batch 1\n") != std::string::npos);
+  CHECK(nlohmann::json::parse(run({"--tokens-per-step", "1000000", "--json"}).out)["global_batch_note"] ==
+        "global batch 492: --tokens-per-step 1000000 (489 sequences of 2048) rounded up to a multiple of dp 4 x "
+        "micro-batch 1");
+  // --gpus 60 with dp 60: the default 2048 sequences become 2100.
+  const auto r60 = run_parplan({"estimate", "--params", "175e9", "--gpus", "60"});
+  CHECK(r60.out.find("global batch 2100: the default for 60 GPUs, 4 Mi tokens (2048 sequences of 2048) rounded up to "
+                     "a multiple of dp 60 x micro-batch 1\n") != std::string::npos);
+  // A batch given as it is used says nothing more.
+  CHECK(run({"--global-batch", "512"}).out.find("global batch 512:") == std::string::npos);
+}
