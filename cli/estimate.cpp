@@ -18,7 +18,7 @@ struct EstimateOptions {
   ModelOptions model;
   MeshOptions mesh;
   std::string plan_file;
-  bool json = false;
+  bool json = false, wide = false;
   std::string out;
 };
 
@@ -31,9 +31,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    fmt_count(static_cast<double>(total_params(plan.model))), plan.num_gpus, plan.gpu.name,
                    plan.cluster.name, plan.cluster.gpus_per_node);
   s += fmt::format(
-      "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} microbatches = global batch {} x seq {}\n", pc.dp,
-      pc.tp, pc.pp, pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
-      pc.num_microbatches, plan.training.global_batch, plan.seq_len());
+      "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp, pc.tp, pc.pp,
+      pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
+      count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
   const char* sharding_note = pc.distributed_optimizer ? " + distributed optimizer"
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
@@ -71,8 +71,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   }
 
   const TimeBreakdown& t = e.time;
-  s += fmt::format("Step time {}  | {:.0f} tokens/s  | MFU {}  | HFU {}\n", fmt_seconds(t.step_s), t.tokens_per_s,
-                   fmt_percent(t.mfu), fmt_percent(t.hfu));
+  s += fmt::format("Step time {}  | {:.0f} tokens/s ({:.0f} per GPU)  | MFU {}, HFU {} of {}\n", fmt_seconds(t.step_s),
+                   t.tokens_per_s, t.tokens_per_s / static_cast<double>(plan.num_gpus), fmt_percent(t.mfu),
+                   fmt_percent(t.hfu), mfu_basis(plan));
   s += accuracy_sentence(plan);
   Table tt({"term", "time", "fraction"});
   auto row = [&](const char* name, double v) { tt.add({name, fmt_seconds(v), fmt_percent(t.step_s > 0 ? v / t.step_s : 0)}); };
@@ -97,6 +98,7 @@ Runner setup(CLI::App& app) {
   add_mesh_options(app, o->mesh);
   app.add_option("--plan", o->plan_file, "Read the plan from a Plan document instead of flags");
   app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
+  app.add_flag("--wide", o->wide, kWideHelp);
   app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
   return [o]() {
     refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
@@ -113,7 +115,8 @@ Runner setup(CLI::App& app) {
       if (!batch_note.empty()) j["global_batch_note"] = batch_note;
       fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", render_estimate(plan, e, note, batch_note));  // plan on stdout: report to stderr
+      const std::string text = render_estimate(plan, e, note, batch_note);
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", o->wide ? text : wrap_lines(text));  // plan on stdout: report to stderr
     }
     return e.fits ? kOk : kCheckFailed;
   };

@@ -327,13 +327,17 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
       t.model = profiles.model(o.model, "--model");
     }
     t.model_note = fmt::format("model {} ({})", t.model.name, t.model.source.empty() ? "profile" : t.model.source);
+    if (o.seq && *o.seq != t.model.seq_len) {
+      t.model_note += fmt::format("; seq {} (--seq; the profile's is {})", *o.seq, t.model.seq_len);
+    }
   } else if (!o.params.empty()) {
     t.model = infer_gpt_shape(parse_count(o.params, "--params"));
+    if (o.seq) t.model.seq_len = *o.seq;  // the shape keeps its layers and widths; learned positions follow the seq
     t.model_note = fmt::format(
-        "model inferred from --params {}: GPT-style, {} layers, hidden {}, {} heads, ffn {}, vocab {}, seq {} "
+        "model inferred from --params {}: GPT-style, {} layers, hidden {}, {} heads, ffn {}, vocab {}, seq {}{} "
         "({:.4g}B parameters; rule in docs/cost-model.md)",
         o.params, t.model.layers, t.model.hidden, t.model.heads, t.model.ffn_hidden, t.model.vocab, t.model.seq_len,
-        static_cast<double>(total_params(t.model)) / 1e9);
+        o.seq ? " (--seq)" : "", static_cast<double>(total_params(t.model)) / 1e9);
   } else {
     throw InputError("--model or --params is required");
   }

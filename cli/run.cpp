@@ -169,8 +169,9 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return kOk;
     }
-    fmt::print(report, "parplan run: {} on {} backend, {}; median of {} steps after {} warm-up\n", plan.model.name, o->backend,
-               local ? fmt::format("rank {} only (rank-local)", o->rank) : fmt::format("{} ranks", ranks), o->steps, o->warmup);
+    fmt::print(report, "parplan run: {} on {} backend, {}; median of {} after {} warm-up\n", plan.model.name, o->backend,
+               local ? fmt::format("rank {} only (rank-local)", o->rank) : count_of(ranks, "rank"),
+               count_of(o->steps, "step"), o->warmup);
     fmt::print(report, "predicted with GPU profile {} (from {})\n", plan.gpu.name, choice.from);
     Table t({"term", "predicted", "measured", "error", "note"}, 1);
     for (const auto& row : rows) {

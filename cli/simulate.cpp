@@ -23,14 +23,15 @@ struct SimulateOptions {
   ModelOptions model;
   MeshOptions mesh;
   std::string plan_file, trace, svg;
-  bool ascii = false, json = false, no_overlap = false, no_contention = false;
+  bool ascii = false, json = false, no_overlap = false, no_contention = false, wide = false;
 };
 
 std::string title_of(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  return fmt::format("{} on {} x {}: dp {} tp {} pp {} cp {}, {}{}, {} microbatches", plan.model.name, plan.num_gpus,
-                     plan.gpu.name, pc.dp, pc.tp, pc.pp, pc.cp, to_string(pc.schedule),
-                     pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "", pc.num_microbatches);
+  return fmt::format("{} on {} x {}: dp {} tp {} pp {} cp {}, {}{}, {}", plan.model.name, plan.num_gpus, plan.gpu.name,
+                     pc.dp, pc.tp, pc.pp, pc.cp, to_string(pc.schedule),
+                     pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
+                     count_of(pc.num_microbatches, "microbatch"));
 }
 
 std::string render_text(const Plan& plan, const sim::SimResult& r, const Estimate& est, const std::string& note) {
@@ -129,6 +130,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--svg", o->svg, "Write an SVG picture of the schedule");
   app.add_flag("--ascii", o->ascii, "Print the schedule as text (small cases)");
   app.add_flag("--json", o->json, "Print the summary as JSON");
+  app.add_flag("--wide", o->wide, kWideHelp);
   app.add_flag("--no-overlap", o->no_overlap,
                "Serialise TP/CP/DP communication and p2p sends with compute (ZeRO-3 parameter prefetch stays on)");
   app.add_flag("--no-contention", o->no_contention, "Give every transfer the full link bandwidth");
@@ -171,7 +173,8 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", to_json(priced, r, closed, so).dump(2));
     } else {
       std::FILE* report = report_stream(outputs);  // a trace or SVG on stdout: the report to stderr
-      fmt::print(report, "{}", render_text(plan, r, closed, note));
+      const std::string text = render_text(plan, r, closed, note);
+      fmt::print(report, "{}", o->wide ? text : wrap_lines(text));
       if (o->ascii) fmt::print(report, "\n{}", sim::render_ascii(r.timeline, 100));
     }
     return kOk;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 #include <cstdio>
 #include <fmt/core.h>
 #include <limits>
@@ -41,7 +42,7 @@ struct SuggestOptions {
   std::optional<int> threads;
   std::optional<double> min_tokens_per_s;
   std::string headroom = kDefaultHeadroom, memory;
-  bool explain = false, json = false;
+  bool explain = false, json = false, wide = false;
   std::string out;
 };
 
@@ -316,16 +317,16 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
          "candidate each one refused).\n";
     if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
     if (a.fits_at_gpus > 0) {
-      s += fmt::format("  - another GPU count: a plan fits on {} GPUs (parplan suggest ... --gpus {})\n", a.fits_at_gpus,
-                       a.fits_at_gpus);
+      s += fmt::format("  - another GPU count: a plan fits on {} (parplan suggest ... --gpus {})\n",
+                       count_of(a.fits_at_gpus, "GPU"), a.fits_at_gpus);
     }
     return s;
   }
   s += fmt::format(
       "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
-      "fully sharded over {} GPUs (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
+      "fully sharded over {} (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
       fmt_count(f.params), f.bytes_per_param, req.training.grad_bytes(), f.total_bytes / 1e12,
-      req.gpus, f.per_gpu_bytes / 1e9);
+      count_of(req.gpus, "GPU"), f.per_gpu_bytes / 1e9);
   s += fmt::format(" (with 16-bit gradients, {:.0f} bytes/param: {:.3g} TB, {:.2f} GB per GPU)", f.bytes_per_param_16bit_grads,
                    f.params * f.bytes_per_param_16bit_grads / 1e12, f.per_gpu_bytes_16bit_grads / 1e9);
   s += f.limit_bytes < f.capacity_bytes
@@ -344,9 +345,10 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
                      fmt_bytes(c.peak_bytes), c.peak_stage, fmt_bytes(c.peak_bytes - c.limit_bytes));
   }
   s += "  What it would need:\n";
-  s += fmt::format("  - more GPUs: the sharded model states need at least {} GPUs", f.min_gpus);
+  s += fmt::format("  - more GPUs: the sharded model states need at least {}", count_of(f.min_gpus, "GPU"));
   if (a.fits_at_gpus > 0) {
-    s += fmt::format("; a plan fits on {} GPUs (parplan suggest ... --gpus {})\n", a.fits_at_gpus, a.fits_at_gpus);
+    s += fmt::format("; a plan fits on {} (parplan suggest ... --gpus {})\n", count_of(a.fits_at_gpus, "GPU"),
+                     a.fits_at_gpus);
   } else if (f.min_gpus > kMaxGpus) {
     s += fmt::format(", more than the {} GPUs parplan plans for\n", kMaxGpus);
   } else {
@@ -355,10 +357,11 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
   for (const auto& g : a.other_gpus) {
     if (g.fits) {
-      s += fmt::format("  - a GPU with more memory: {} ({}) fits on {} GPUs: {} ({} per step)\n", g.gpu, g.cluster, req.gpus,
+      s += fmt::format("  - a GPU with more memory: {} ({}) fits on {}: {} ({} per step)\n", g.gpu, g.cluster,
+                       count_of(req.gpus, "GPU"),
                        g.config, fmt_seconds(g.step_s));
     } else {
-      s += fmt::format("  - {} ({}): does not fit on {} GPUs either\n", g.gpu, g.cluster, req.gpus);
+      s += fmt::format("  - {} ({}): does not fit on {} either\n", g.gpu, g.cluster, count_of(req.gpus, "GPU"));
     }
   }
   if (a.other_gpus_not_tried > 0) {
@@ -462,52 +465,71 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
   return j;
 }
 
-// `sim_step` (suggest --simulate): the simulated step of each ranked plan (NaN past the simulated ones), which set
-// their order; empty when nothing was simulated.
-std::string render(const SearchRequest& req, const SearchResult& res, const std::string& note, const std::string& batch_note,
-                   double seconds, const std::vector<double>& sim_step) {
-  const bool moe = req.model.is_moe();
+// The model, the search setup and the memory limit.
+std::string search_header(const SearchRequest& req, const std::string& note, const std::string& batch_note) {
   std::string s = note + "\n";
-  s += fmt::format("Search: {} x {} ({}, {} GPUs/node) | global batch {} x seq {} = {} tokens/step ({}) | objective {}{}\n",
-                   req.gpus, req.gpu.name, req.cluster.name, req.cluster.gpus_per_node, req.training.global_batch,
-                   req.training.seq_len, fmt_count(static_cast<double>(req.training.global_batch * req.training.seq_len)),
-                   batch_note, to_string(req.objective),
+  s += fmt::format("Search: {} x {} ({}, {} GPUs/node), objective {}{}\n", req.gpus, req.gpu.name, req.cluster.name,
+                   req.cluster.gpus_per_node, to_string(req.objective),
                    req.objective == Objective::fewest_gpus ? fmt::format(" (>= {:.0f} tokens/s)", req.min_tokens_per_s) : "");
-  s += limit_text(req) + "\n\n";
-  if (!res.top.empty()) {
-    const bool sim = !sim_step.empty();
-    std::vector<std::string> head = {"#", "dp x tp x pp x cp", "knobs", "peak mem", "headroom", "step"};
-    if (sim) head.push_back("simulated");
-    for (const char* h : {"tokens/s", "MFU", "bubble", "comm", "why"}) head.push_back(h);
-    Table t(head, 3);
-    for (size_t i = 0; i < res.top.size(); ++i) {
-      const Candidate& c = res.top[i];
-      const bool simulated = i < sim_step.size() && !std::isnan(sim_step[i]);
-      std::vector<std::string> row = {
-          std::to_string(i + 1),
-          (req.objective == Objective::fewest_gpus ? fmt::format("{} GPUs: ", c.num_gpus) : "") + mesh_text(c, moe),
-          knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
-      if (sim) row.push_back(simulated && std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "-");
-      for (std::string x : {fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu),
-                            fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {
-        row.push_back(std::move(x));
-      }
-      row.push_back((is_tie(req, res, i) ? "= #1 within model error; " : "") +
-                    (simulated ? simulated_rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0])
-                               : rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective)));
-      t.add(row);
+  s += fmt::format("Global batch {} x seq {} = {} tokens/step ({})\n", req.training.global_batch, req.training.seq_len,
+                   fmt_count(static_cast<double>(req.training.global_batch * req.training.seq_len)), batch_note);
+  return s + limit_text(req) + "\n\n";
+}
+
+// What the table's columns count: the mesh order, the GPUs tokens/s adds up, MFU's peak.
+std::string table_legend(const SearchRequest& req, const SearchResult& res) {
+  const Candidate& first = res.top[0];
+  const std::string gpus = req.objective == Objective::fewest_gpus ? "each plan's GPUs"
+                                                                   : "all " + count_of(first.num_gpus, "GPU");
+  return fmt::format("mesh: dp x tp x pp x cp{}; tokens/s: {} (#1: {:.0f} per GPU); MFU: of {}\n",
+                     req.model.is_moe() ? ", ep expert-parallel" : "", gpus,
+                     first.time.tokens_per_s / static_cast<double>(first.num_gpus), mfu_basis(candidate_plan(req, first)));
+}
+
+// The ranked plans; `sim_step` (suggest --simulate): the simulated step of each (NaN past the simulated ones), which
+// set their order; empty when nothing was simulated. `wide`: the reason as the last column, else on the line below.
+std::string plans_table(const SearchRequest& req, const SearchResult& res, const std::vector<double>& sim_step, bool wide) {
+  const bool sim = !sim_step.empty();
+  std::vector<std::string> head = {"#", "mesh", "knobs", "peak mem", "headroom", "step"};
+  if (sim) head.push_back("simulated");
+  for (const char* h : {"tokens/s", "MFU", "bubble", "comm"}) head.push_back(h);
+  if (wide) head.push_back("why");
+  Table t(head, 3);
+  for (size_t i = 0; i < res.top.size(); ++i) {
+    const Candidate& c = res.top[i];
+    const bool simulated = i < sim_step.size() && !std::isnan(sim_step[i]);
+    std::vector<std::string> row = {
+        std::to_string(i + 1),
+        (req.objective == Objective::fewest_gpus ? count_of(c.num_gpus, "GPU") + ": " : "") + mesh_text(c, req.model.is_moe()),
+        knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
+    if (sim) row.push_back(simulated && std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "-");
+    for (std::string x : {fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu),
+                          fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {
+      row.push_back(std::move(x));
     }
-    s += t.render();
-    s += accuracy_sentence(req.gpu.name, req.training.precision) + "\n";
+    std::string why = (is_tie(req, res, i) ? "= #1 within model error; " : "") +
+                      (simulated ? simulated_rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), sim_step[i], sim_step[0])
+                                 : rank_reason(c, res.top[0], static_cast<int64_t>(i + 1), req.objective));
+    if (wide) row.push_back(std::exchange(why, ""));
+    t.add(row, why);
   }
-  s += fmt::format("Searched {} configurations in {:.3f} s: {} fit and were estimated", res.candidates, seconds, res.evaluated);
+  return t.render(wide ? 0 : kTextWidth) + table_legend(req, res) +
+         accuracy_sentence(req.gpu.name, req.training.precision) + "\n";
+}
+
+// How many configurations were searched and why the others were rejected; --explain's best rejected ones.
+std::string rejections_text(const SearchRequest& req, const SearchResult& res, double seconds, bool wide) {
+  const bool moe = req.model.is_moe();
+  std::string s = fmt::format("Searched {} in {:.3f} s: {} fit and were estimated",
+                              count_of(res.candidates, "configuration"), seconds, res.evaluated);
   if (req.objective == Objective::fewest_gpus) {
     s += fmt::format(" ({} below the throughput; GPU counts tried:", res.below_throughput);
     for (int64_t n : res.gpu_counts) s += fmt::format(" {}", n);
     s += ")";
   }
   s += fmt::format(", {} rejected:\n", res.rejected);
-  Table rt({"reason", "count", "detail"}, 1);
+  Table rt(wide ? std::vector<std::string>{"reason", "count", "detail"} : std::vector<std::string>{"reason", "count"}, 1);
+  rt.note_indent(2);
   std::string explained;
   for (int r = 0; r < kNumRejects; ++r) {
     const RejectStats& st = res.by_reason[static_cast<size_t>(r)];
@@ -526,9 +548,11 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
       }
       explained += line + "\n      " + describe(static_cast<Reject>(r), candidate_plan(req, b)) + "\n";
     }
-    rt.add({std::string(reject_name(static_cast<Reject>(r))), std::to_string(st.count), detail});
+    std::vector<std::string> row = {std::string(reject_name(static_cast<Reject>(r))), std::to_string(st.count)};
+    if (wide) row.push_back(std::exchange(detail, ""));
+    rt.add(row, detail);
   }
-  s += rt.render();
+  s += rt.render(wide ? 0 : kTextWidth);
   if (req.explain) {
     s += "\nBest candidate rejected for each single reason (estimated as if the constraint were lifted):\n";
     s += explained.empty() ? "  (no candidate was rejected for one reason only)\n" : explained;
@@ -536,6 +560,13 @@ std::string render(const SearchRequest& req, const SearchResult& res, const std:
     s += "(--explain shows the best candidate rejected for each reason)\n";
   }
   return s;
+}
+
+std::string render(const SearchRequest& req, const SearchResult& res, const std::string& note, const std::string& batch_note,
+                   double seconds, const std::vector<double>& sim_step, bool wide) {
+  std::string s = search_header(req, note, batch_note);
+  if (!res.top.empty()) s += plans_table(req, res, sim_step, wide);
+  return s + rejections_text(req, res, seconds, wide);
 }
 
 // The simulated tasks --simulate may spend over all the plans it re-ranks: one largest simulation's worth (measured:
@@ -629,6 +660,8 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--threads", o.threads, "Search threads (default: hardware concurrency)")->check(CLI::Range(1, 1024));
   app.add_option("--simulate", o.simulate, "Re-rank the top K plans by simulated step time (simulator/; at most 100)")->check(CLI::Range(1, 100));
   app.add_flag("--explain", o.explain, "Show the best rejected candidate for each reason");
+  app.add_flag("--wide", o.wide, "Full-width tables, each plan's reason in a column; long lines whole (by default they "
+                                 "wrap at 120 columns)");
   app.add_flag("--json", o.json, "Print the result as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o.out, "Write the winner's Plan document (JSON) for simulate, check and run");
 }
@@ -738,11 +771,11 @@ std::string simulated_text(const Outcome& r) {
 // The text report: the ranked plans and rejections, the advice when nothing fits, the --simulate comparison, where -o
 // wrote the winner.
 std::string outcome_text(const Outcome& r) {
-  std::string text = render(r.req, r.res, r.model_note, r.batch_note, r.seconds, r.simulated.step_s);
+  std::string text = render(r.req, r.res, r.model_note, r.batch_note, r.seconds, r.simulated.step_s, r.o.wide);
   if (r.advice) text += "\n" + advice_text(r.req, r.res, *r.advice);
   if (r.o.simulate > 0 && !r.res.top.empty()) text += simulated_text(r);
   if (r.res.top.empty() && r.req.objective == Objective::fewest_gpus) {
-    text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {} GPUs.\n", r.req.min_tokens_per_s, r.req.gpus);
+    text += fmt::format("\nNO PLAN reaches {:.0f} tokens/s on up to {}.\n", r.req.min_tokens_per_s, count_of(r.req.gpus, "GPU"));
   }
   if (!r.o.out.empty() && !r.res.top.empty()) {
     text += is_stdout(r.o.out) ? "\nWrote the #1 plan to stdout\n" : fmt::format("\nWrote the #1 plan to {}\n", r.o.out);
@@ -785,7 +818,8 @@ Runner setup(CLI::App& app) {
       fmt::print("{}\n", outcome_json(outcome).dump(2));
     } else {
       // with the plan on stdout, the report goes to stderr
-      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", outcome_text(outcome));
+      const std::string text = outcome_text(outcome);
+      fmt::print(is_stdout(o->out) ? stderr : stdout, "{}", o->wide ? text : wrap_lines(text));
     }
     return res.top.empty() ? kCheckFailed : kOk;
   };

@@ -71,7 +71,7 @@ std::string rank_reason(const Candidate& c, const Candidate& w, int64_t rank, Ob
       if (slower == 0) return fmt::format("same step time as #1, {}", memory_delta(c, w));
       return fmt::format("{}: {}; {}", speed, biggest_cost(c.time, w.time), memory_delta(c, w));
     case Objective::fewest_gpus:
-      if (c.num_gpus != w.num_gpus) return fmt::format("{} GPUs vs {}", c.num_gpus, w.num_gpus);
+      if (c.num_gpus != w.num_gpus) return fmt::format("{} GPU{} vs {}", c.num_gpus, c.num_gpus == 1 ? "" : "s", w.num_gpus);
       return fmt::format("{}: {}", speed, biggest_cost(c.time, w.time));
     case Objective::headroom:
       return fmt::format("{:.1f} GiB less headroom; {}", (c.peak_bytes - w.peak_bytes) / kGiB,

@@ -334,14 +334,14 @@ TEST_CASE("estimate --tokens-per-step, and a line when the batch asked for was r
   CHECK(exact["time"] == nlohmann::json::parse(run({"--global-batch", "512", "--json"}).out)["time"]);
   CHECK_FALSE(exact.contains("global_batch_note"));
   // 1,000,000 tokens: 489 sequences, rounded up to 492 for dp 4; the text and --json say so.
-  const auto text = run({"--tokens-per-step", "1000000"}).out;
+  const auto text = run({"--tokens-per-step", "1000000", "--wide"}).out;
   CHECK(text.find("global batch 492: --tokens-per-step 1000000 (489 sequences of 2048) rounded up to a multiple of "
                   "dp 4 x micro-batch 1\n") != std::string::npos);
   CHECK(nlohmann::json::parse(run({"--tokens-per-step", "1000000", "--json"}).out)["global_batch_note"] ==
         "global batch 492: --tokens-per-step 1000000 (489 sequences of 2048) rounded up to a multiple of dp 4 x "
         "micro-batch 1");
   // --gpus 60 with dp 60: the default 2048 sequences become 2100.
-  const auto r60 = run_parplan({"estimate", "--params", "175e9", "--gpus", "60"});
+  const auto r60 = run_parplan({"estimate", "--params", "175e9", "--gpus", "60", "--wide"});
   CHECK(r60.out.find("global batch 2100: the default for 60 GPUs, 4 Mi tokens (2048 sequences of 2048) rounded up to "
                      "a multiple of dp 60 x micro-batch 1\n") != std::string::npos);
   // A batch given as it is used says nothing more.

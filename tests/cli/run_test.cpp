@@ -156,3 +156,10 @@ TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and sa
   CHECK(r4.out.find("predicted with GPU profile " + g["name"].get<std::string>()) != std::string::npos);
   std::remove(measured.c_str());
 }
+
+TEST_CASE("run says 1 step, not 1 steps") {
+  const std::string plan = make_plan("one-step");
+  const auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "1", "--warmup", "0"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("8 ranks; median of 1 step after 0 warm-up") != std::string::npos);
+}

@@ -13,6 +13,15 @@
 using parplan::test::run_parplan;
 
 namespace {
+// `suggest --params 175e9 --gpus 64 --json --top N` with `extra` flags, which must succeed.
+nlohmann::json suggest_175b(const char* top, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", top};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_parplan(args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return nlohmann::json::parse(r.out);
+}
+
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("parplan_suggest_test_" + std::to_string(getpid()) + "_" + name)).string();
 }
@@ -64,7 +73,7 @@ TEST_CASE("suggest: steps equal to a part in a million tie and rank by memory, w
 }
 
 TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would need") {
-  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb"});
+  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--wide"});
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("NOTHING FITS") != std::string::npos);
   CHECK(r.out.find("16 bytes/param") != std::string::npos);
@@ -310,13 +319,7 @@ TEST_CASE("suggest: plans within the family's out-of-sample error of the first a
 }
 
 TEST_CASE("suggest --headroom and --memory keep only plans that leave that much memory free") {
-  auto run = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "10"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = run_parplan(args);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    return nlohmann::json::parse(r.out);
-  };
+  auto run = [](const std::vector<std::string>& extra) { return suggest_175b("10", extra); };
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   // --headroom 0: the search as it was, plans to within a GiB of the GPU's 79.65 GiB.
   const auto none = run({"--headroom", "0"});
@@ -359,13 +362,7 @@ TEST_CASE("suggest: when nothing fits under the headroom, the closest miss is me
 }
 
 TEST_CASE("suggest --schedule and --recompute take a set: the search tries those values only") {
-  auto plans = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--json", "--top", "30"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = run_parplan(args);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-    return nlohmann::json::parse(r.out)["plans"];
-  };
+  auto plans = [](const std::vector<std::string>& extra) { return suggest_175b("30", extra)["plans"]; };
   const auto both = plans({"--schedule", "1f1b,interleaved", "--recompute", "none,selective"});
   std::set<std::string> schedules, recomputes;
   for (const auto& p : both) {
@@ -384,4 +381,84 @@ TEST_CASE("suggest --schedule and --recompute take a set: the search tries those
   for (const auto& p : plans({"--schedule", "zb-h1,interleaved", "--vpp", "2"})) {
     if (p["parallel"]["schedule"] == "interleaved") CHECK(p["parallel"]["vpp"] == 2);
   }
+}
+
+namespace {
+// The widest line of `text`.
+size_t widest_line(const std::string& text) {
+  size_t widest = 0, at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    widest = std::max(widest, end - at);
+    at = end + 1;
+  }
+  return widest;
+}
+}  // namespace
+
+TEST_CASE("suggest's text fits 120 columns; --wide keeps each reason in its row") {
+  const std::vector<std::vector<std::string>> runs = {
+      {"--params", "175e9", "--gpus", "64"},
+      {"--params", "175e9", "--gpus", "64", "--explain"},
+      {"--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb"},  // nothing fits: the advice
+      {"--model", "llama3-405b", "--gpus", "16384"},
+      {"--model", "mixtral-8x7b", "--gpus", "64"},
+      {"--model", "gpt3-1.3b", "--gpus", "64", "--objective", "fewest-gpus", "--min-tokens-per-s", "1000"},
+      // knobs too long for one line beside a simulated column: they wrap in their column
+      {"--model", "llama3-405b", "--gpus", "2048", "--schedule", "interleaved", "--overlap-p2p", "--recompute",
+       "selective", "--distributed-optimizer", "--sp", "--simulate", "2", "--top", "3", "--headroom", "0"},
+  };
+  for (const auto& extra : runs) {
+    std::vector<std::string> args = {"suggest"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_parplan(args);
+    CAPTURE(r.out);
+    REQUIRE(r.exit_code <= 1);
+    CHECK(widest_line(r.out) <= 120);
+  }
+  const auto narrow = run_parplan({"suggest", "--params", "175e9", "--gpus", "64"});
+  CHECK(narrow.out.find("\n1  1x4x16x1  ") != std::string::npos);
+  CHECK(narrow.out.find("\n   fastest step that fits\n") != std::string::npos);  // the reason under its row
+  const auto wide = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--wide"});
+  CHECK(widest_line(wide.out) > 120);
+  const size_t row = wide.out.find("\n1  1x4x16x1  ");
+  REQUIRE(row != std::string::npos);
+  const std::string first = wide.out.substr(row + 1, wide.out.find('\n', row + 1) - row - 1);
+  CHECK(first.ends_with("fastest step that fits"));
+  // The knobs that did not fit their column continue under it.
+  std::vector<std::string> last = {"suggest"};
+  last.insert(last.end(), runs.back().begin(), runs.back().end());
+  const auto knobs = run_parplan(last);
+  CHECK(knobs.out.find("\n             p2p-overlap last2L rc-selective\n") != std::string::npos);
+}
+
+TEST_CASE("suggest and estimate say what tokens/s adds up and what MFU is measured against") {
+  const auto s = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--wide"});
+  CHECK(s.out.find("mesh: dp x tp x pp x cp; tokens/s: all 64 GPUs (#1: 522 per GPU); MFU: of the bf16 dense peak "
+                   "(989 TFLOP/s per GPU)\n") != std::string::npos);
+  const auto fp8 = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--wide"});
+  CHECK(fp8.out.find("MFU: of the fp8 dense peak (1979 TFLOP/s per GPU)") != std::string::npos);
+  const auto e = run_parplan({"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "8", "--sp",
+                              "--recompute", "selective"});
+  CHECK(e.out.find("| 29234 tokens/s (457 per GPU)  | MFU 49.7%, HFU 50.1% of the bf16 dense peak (989 TFLOP/s per "
+                   "GPU)\n") != std::string::npos);
+  CHECK(widest_line(e.out) <= 120);
+  CHECK(widest_line(run_parplan({"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "8", "--sp",
+                                 "--recompute", "selective", "--wide"}).out) > 120);
+}
+
+TEST_CASE("counts of one are singular, and a --seq beside --params is the seq the plan uses") {
+  const auto one = run_parplan({"suggest", "--model", "gpt3-1.3b", "--gpus", "64", "--objective", "fewest-gpus",
+                                "--min-tokens-per-s", "1000"});
+  CHECK(one.out.find("1 GPU: 1x1x1x1") != std::string::npos);
+  CHECK(one.out.find("1 GPUs") == std::string::npos);
+  const auto mb = run_parplan({"estimate", "--model", "gpt3-1.3b", "--gpus", "8", "--global-batch", "8"});
+  CHECK(mb.out.find("micro-batch 1 x 1 microbatch = global batch 8") != std::string::npos);
+  const auto seq = run_parplan({"suggest", "--params", "50e6", "--seq", "256", "--gpus", "1", "--wide"});
+  CHECK(seq.out.find("vocab 51200, seq 256 (--seq) (0.04841B parameters") != std::string::npos);
+  CHECK(seq.out.find("seq 2048") == std::string::npos);
+  CHECK(seq.out.find("Global batch 16384 x seq 256 = 4.194M tokens/step (the default for 1 GPU, 4 Mi tokens)") !=
+        std::string::npos);
+  const auto profile = run_parplan({"estimate", "--model", "gpt3-1.3b", "--seq", "1024", "--gpus", "8", "--wide"});
+  CHECK(profile.out.find("; seq 1024 (--seq; the profile's is 2048)") != std::string::npos);
 }
