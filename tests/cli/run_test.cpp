@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -67,7 +68,17 @@ TEST_CASE("run --backend cuda without a usable GPU exits 3 with the call and the
   auto r = run_parplan({"run", "--plan", plan, "--backend", "cuda", "--rank", "0"});
   if (r.exit_code == 0) return;  // a machine with a GPU
   CHECK(r.exit_code == 3);
-  CHECK(r.err.find("no usable GPU") != std::string::npos);
+  CHECK(parplan::test::line_count(r.err) == 1);
+  CHECK(r.err.starts_with("parplan: backend error: no usable GPU: "));
+  // Not the CUDA runtime's "driver version is insufficient", which is what it says where there is no driver at all.
+  CHECK(r.err.find("driver version is insufficient") == std::string::npos);
+  // A machine without a driver (no libcuda to load, as on CPU-only CI) is told so, when the CUDA backend is built.
+  void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (libcuda) {
+    dlclose(libcuda);
+  } else if (r.err.find("cudaGetDeviceCount") != std::string::npos) {
+    CHECK(r.err.find("this machine has no NVIDIA driver") != std::string::npos);
+  }
 }
 
 TEST_CASE("--version names the CUDA backend plugin run would load; PARPLAN_CUDA_PLUGIN chooses it, and a wrong one "
