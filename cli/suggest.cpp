@@ -358,8 +358,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   for (const auto& g : a.other_gpus) {
     if (g.fits) {
       s += fmt::format("  - a GPU with more memory: {} ({}) fits on {}: {} ({} per step)\n", g.gpu, g.cluster,
-                       count_of(req.gpus, "GPU"),
-                       g.config, fmt_seconds(g.step_s));
+                       count_of(req.gpus, "GPU"), g.config, fmt_seconds(g.step_s));
     } else {
       s += fmt::format("  - {} ({}): does not fit on {} either\n", g.gpu, g.cluster, count_of(req.gpus, "GPU"));
     }
@@ -400,16 +399,22 @@ nlohmann::json limit_json(const MemoryLimit& m) {
 // GPU: the capacity, no headroom".
 std::string limit_text(const SearchRequest& req) {
   const MemoryLimit m = request_limit(req);
+  std::string s;
   if (m.limit_bytes >= m.capacity_bytes) {
-    return fmt::format("Memory limit {} per GPU: the capacity, no headroom", fmt_bytes(m.capacity_bytes));
+    s = fmt::format("Memory limit {} per GPU: the capacity, no headroom", fmt_bytes(m.capacity_bytes));
+  } else {
+    s = fmt::format("Memory limit {} per GPU = {} {}", fmt_bytes(m.limit_bytes),
+                    m.budget_bytes < m.capacity_bytes ? "budget" : "capacity", fmt_bytes(m.budget_bytes));
+    if (m.headroom_bytes > 0) {
+      s += fmt::format(" - {} headroom", fmt_bytes(m.headroom_bytes));
+      if (req.headroom.fraction > 0) s += fmt::format(" ({:g}%)", req.headroom.fraction * 100);
+    }
+    if (m.budget_bytes < m.capacity_bytes) s += fmt::format(" (of {})", fmt_bytes(m.capacity_bytes));
   }
-  std::string s = fmt::format("Memory limit {} per GPU = {} {}", fmt_bytes(m.limit_bytes),
-                              m.budget_bytes < m.capacity_bytes ? "budget" : "capacity", fmt_bytes(m.budget_bytes));
-  if (m.headroom_bytes > 0) {
-    s += fmt::format(" - {} headroom", fmt_bytes(m.headroom_bytes));
-    if (req.headroom.fraction > 0) s += fmt::format(" ({:g}%)", req.headroom.fraction * 100);
+  if (req.memory_bytes && static_cast<double>(*req.memory_bytes) > m.capacity_bytes) {
+    s += fmt::format(" (--memory {} is more than the GPU has: the capacity is the budget)",
+                     fmt_bytes(static_cast<double>(*req.memory_bytes)));
   }
-  if (m.budget_bytes < m.capacity_bytes) s += fmt::format(" (of {})", fmt_bytes(m.capacity_bytes));
   return s;
 }
 

@@ -344,6 +344,10 @@ TEST_CASE("suggest --headroom and --memory keep only plans that leave that much 
   const auto budget = run({"--memory", "70GiB", "--headroom", "0"});
   CHECK(budget["memory_limit"]["limit_bytes"].get<double>() == 70 * kGiB);
   for (const auto& p : budget["plans"]) CHECK(p["peak_memory_bytes"].get<double>() <= 70 * kGiB);
+  // A budget above the GPU's memory is capped at it, and the text says so.
+  CHECK(run({"--memory", "100GiB"})["memory_limit"]["budget_bytes"].get<double>() == capacity);
+  CHECK(run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--memory", "100GiB", "--wide"})
+            .out.find("(--memory 100.00 GiB is more than the GPU has: the capacity is the budget)") != std::string::npos);
   // The text says what the limit is.
   const auto t = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--headroom", "10%"});
   CHECK(t.out.find("Memory limit 71.68 GiB per GPU = capacity 79.65 GiB - 7.96 GiB headroom (10%)") != std::string::npos);
