@@ -10,18 +10,14 @@
 #include "planner/spec/json_reader.hpp"
 #include "planner/spec/spec_json.hpp"
 
+#include "planner/spec/units.hpp"
+
 namespace parplan {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return r;
-}
-
 template <typename V, typename I>
 auto lookup(const V& v, const I& ix, std::string_view name) -> decltype(&v.front().spec) {
-  const auto it = ix.group_of.find(lower(name));
+  const auto it = ix.group_of.find(ascii_lower(name));
   return it == ix.group_of.end() ? nullptr : &v[ix.owner[it->second]].spec;
 }
 
@@ -81,22 +77,22 @@ std::string ProfileSet::add(std::string_view text, const std::string& where) {
     GpuSpec g = gpu_from_json(r);
     name = g.name;
     r.finish();
-    keys.push_back(lower(name));
-    for (auto& a : aliases) keys.push_back(lower(a));
+    keys.push_back(ascii_lower(name));
+    for (auto& a : aliases) keys.push_back(ascii_lower(a));
     replaced = claim(gpus_, gpu_keys_, std::move(g), std::move(keys));
   } else if (kind == "cluster") {
     ClusterSpec c = cluster_from_json(r);
     name = c.name;
     r.finish();
-    keys.push_back(lower(name));
-    for (auto& a : aliases) keys.push_back(lower(a));
+    keys.push_back(ascii_lower(name));
+    for (auto& a : aliases) keys.push_back(ascii_lower(a));
     replaced = claim(clusters_, cluster_keys_, std::move(c), std::move(keys));
   } else if (kind == "model") {
     ModelSpec m = model_from_json(r);
     name = m.name;
     r.finish();
-    keys.push_back(lower(name));
-    for (auto& a : aliases) keys.push_back(lower(a));
+    keys.push_back(ascii_lower(name));
+    for (auto& a : aliases) keys.push_back(ascii_lower(a));
     replaced = claim(models_, model_keys_, std::move(m), std::move(keys));
   } else {
     r.fail("kind", fmt::format("unknown kind '{}' (expected gpu, cluster or model)", excerpt(kind)));

@@ -1,6 +1,7 @@
 // Human quantity parsing (see units.hpp).
 #include "planner/spec/units.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -10,6 +11,12 @@
 #include "planner/spec/error.hpp"
 
 namespace parplan {
+
+std::string ascii_lower(std::string_view s) {
+  std::string r(s);
+  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return r;
+}
 namespace {
 
 // Splits "1.3T" into 1.3 and "T"; throws when the number part is not a finite number.

@@ -2,9 +2,13 @@
 // ("80GiB", "72GB", "512MiB", plain bytes). Errors name the flag.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace parplan {
+
+// The text with ASCII letters lower-cased (for matching free text and names without regard to case).
+std::string ascii_lower(std::string_view s);
 
 double parse_count(std::string_view text, std::string_view flag);
 int64_t parse_bytes(std::string_view text, std::string_view flag);

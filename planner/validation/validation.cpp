@@ -12,16 +12,13 @@
 #include "planner/spec/error.hpp"
 #include "planner/spec/json_reader.hpp"
 
+#include "planner/spec/units.hpp"
+
 namespace parplan {
 namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return r;
-}
 bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
 // A strict view of one JSON object of a row: known keys only, typed, null = absent.
@@ -157,7 +154,7 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
              shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
              moe_ffn = a.integer("moe_ffn", 1, 10'000'000);
-  const std::string attention = lower(a.text("attention"));
+  const std::string attention = ascii_lower(a.text("attention"));
   if (has(attention, "mla")) skip.push_back("arch.attention MLA (latent attention) is not modelled");
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
   if (experts.value_or(1) <= 1) return;
@@ -196,7 +193,7 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
   if (!heads) gaps.missing("arch.heads");
   // A GPT-3-style model (arch_notes name GPT-3; Brown et al. 2020) whose shape is not stated in full, searched: multi-head attention, a 4h
   // GeLU MLP, and the GPT-2 BPE vocabulary (50257) padded as parplan's GPT-3 profiles pad it (51200, Megatron-LM).
-  const bool gpt3 = gaps.search() && has(lower(arch_notes), "gpt-3");
+  const bool gpt3 = gaps.search() && has(ascii_lower(arch_notes), "gpt-3");
   if (!kv && heads && gpt3 && gaps.assume("arch.kv_heads", fmt::format("{} (heads: GPT-3-style MHA)", *heads))) kv = heads;
   if (!ffn && ffn_text.empty() && hidden && gpt3 &&
       gaps.assume("arch.ffn", fmt::format("{} (4h GeLU MLP, GPT-3 style)", 4 * *hidden))) {
@@ -225,7 +222,7 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
       skip.push_back(fmt::format("arch: heads {} / kv_heads {} do not divide hidden {}", m.heads, m.kv_heads, m.hidden));
     }
   }
-  const std::string an = lower(arch_notes);
+  const std::string an = ascii_lower(arch_notes);
   if (m.ffn_type == FfnType::swiglu) {  // Llama-family conventions: no biases, RMSNorm, rotary, no dropout
     m.bias = false;
     m.norm = NormType::rmsnorm;
@@ -315,7 +312,7 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
   if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
   // Megatron-Core MoE recipes state the expert tensor parallel size in their notes ("ETP=1"): parallel folding.
-  if (const size_t at = lower(out.notes).find("etp="); at != std::string::npos) {
+  if (const size_t at = ascii_lower(out.notes).find("etp="); at != std::string::npos) {
     int64_t etp = 0;
     for (size_t i = at + 4; i < out.notes.size() && std::isdigit(static_cast<unsigned char>(out.notes[i])) && etp < 1'000'000; ++i) {
       etp = etp * 10 + (out.notes[i] - '0');
@@ -338,7 +335,7 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
 // Sequence parallelism: as stated, else when the recompute text names it ("selective + sequence parallel").
 bool sequence_parallel(const std::optional<bool>& stated, std::string_view recompute_text) {
   if (stated) return *stated;
-  const std::string rt = lower(recompute_text);
+  const std::string rt = ascii_lower(recompute_text);
   return has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
 }
 
@@ -350,7 +347,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   TrainingSpec tr;
   const std::string prec_text = top.text("precision");
   std::string note;
-  const bool prec_unstated = prec_text.empty() || (gaps.search() && has(lower(prec_text), "not stated"));
+  const bool prec_unstated = prec_text.empty() || (gaps.search() && has(ascii_lower(prec_text), "not stated"));
   if (prec_unstated) {
     // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
     if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
@@ -361,11 +358,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
   // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
   tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;
-  const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(lower(recompute_text), "not stated"));
+  const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(ascii_lower(recompute_text), "not stated"));
   if (rc_unstated) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
     // ran full recompute. Otherwise the mode is unknown (searched under Unstated::search).
-    const std::string basis = lower(ms.text("tflops_basis"));
+    const std::string basis = ascii_lower(ms.text("tflops_basis"));
     if (has(basis, "eq.3") || has(basis, "eq. 3")) {
       pc.recompute = Recompute::full;
       r.notes.push_back("recompute not stated: full (FLOP basis Narayanan Eq. 3 counts the recompute pass)");
@@ -401,7 +398,7 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
   if (other && other->is_object()) {
     auto it = other->find("schedule");
     if (it != other->end() && it->is_string()) {
-      const std::string name = it->get<std::string>(), t = lower(name);
+      const std::string name = it->get<std::string>(), t = ascii_lower(name);
       if (t == "zb-1p" || t == "zb-h1") {
         pc.schedule = Schedule::zero_bubble;
         if (t == "zb-1p") {
@@ -425,7 +422,7 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
     r.notes.push_back(fmt::format("{} layers + embedding + loss in {} chunks: Megatron-Core's pipeline split", layers,
                                   chunks));
   }
-  if (has(lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0) {
+  if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0) {
     pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;
     r.notes.push_back(fmt::format("first and last stages hold {} layers, the others {} (arch_notes)",
                                   pc.first_stage_layers, (layers + 2) / p));

@@ -7,13 +7,10 @@
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
 
+#include "planner/spec/units.hpp"
+
 namespace parplan {
 namespace {
-std::string lower(std::string_view s) {
-  std::string r(s);
-  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return r;
-}
 bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
 // The first stand-alone 20xx year in the text, 0 if none.
@@ -55,7 +52,7 @@ std::string source_key(std::string_view source) {
 }
 
 bool map_ffn_type(std::string_view text, FfnType& out) {
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (")) {
     out = FfnType::swiglu;  // gated MLPs: three matrices
     return true;
@@ -68,7 +65,7 @@ bool map_ffn_type(std::string_view text, FfnType& out) {
 }
 
 bool map_precision(std::string_view text, Precision& out, std::string* note) {
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   if (has(t, "not stated")) return false;
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
   if (has(t, "fp8") || has(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"
@@ -87,7 +84,7 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
 }
 
 bool map_recompute(std::string_view text, Recompute& out) {
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;
   if (has(t, "selective")) {
     out = Recompute::selective;
@@ -112,7 +109,7 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
   };
   if (text.empty()) return unknown("GPU not stated");
   if (std::string exact = known(text); !exact.empty()) return exact;  // a profile name or alias
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   // Memory size written in the text ("80GB", "80 GB", "40G").
   int64_t gb = 0;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -151,7 +148,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
   // Numbers followed by Gb/s or Tb/s (bits), or GB/s or TB/s (bytes: the capital B, as written); "N x M Gb/s"
   // multiplies; "per GPU" after the figure makes it per GPU, otherwise the figure is per node (the field is
   // inter_node_per_node). The first figure wins.
-  const std::string t = lower(text);
+  const std::string t = ascii_lower(text);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
     size_t j = i;
@@ -183,7 +180,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
 }
 
 AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note) {
-  const std::string all = lower(std::string(source) + " " + std::string(other_text));
+  const std::string all = ascii_lower(std::string(source) + " " + std::string(other_text));
   auto say = [&](std::string s) {
     if (note) *note = std::move(s);
   };
@@ -221,7 +218,7 @@ bool modern_backward(std::string_view source, std::string_view other_text, std::
     *why = fmt::format("source year {}", year);
     return year >= 2022;
   }
-  if (has(lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
+  if (has(ascii_lower(std::string(source) + " " + std::string(other_text)), "megatron-deepspeed")) {
     *why = "Megatron-DeepSpeed, forked from the 2021 Megatron-LM";
     return false;
   }
@@ -254,7 +251,7 @@ bool map_grad_accumulation_fusion(std::string_view source, std::string_view othe
 
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out) {
-  const std::string pn = lower(parallel_notes), all = pn + " " + lower(notes);
+  const std::string pn = ascii_lower(parallel_notes), all = pn + " " + ascii_lower(notes);
   auto say = [&](std::string s) {
     if (out) out->push_back(std::move(s));
   };
