@@ -15,6 +15,21 @@
 namespace parplan::cli {
 namespace {
 
+// One line: size, layers, attention and experts.
+std::string model_summary(const ModelSpec& m) {
+  std::string s = fmt::format("{} params", fmt_count(static_cast<double>(total_params(m))));
+  if (m.is_moe()) s += fmt::format(" ({} active)", fmt_count(static_cast<double>(active_params(m))));
+  s += fmt::format(", {} layers", m.layers);
+  if (m.is_moe() && m.dense_layers > 0) s += fmt::format(" ({} dense)", m.dense_layers);
+  s += fmt::format(", hidden {}, {} heads{}", m.hidden, m.heads, m.is_mla() ? " MLA" : "");
+  if (m.is_moe()) {
+    s += fmt::format(", {} experts{} top-{}", m.experts,
+                     m.shared_experts > 0 ? fmt::format(" + {} shared", m.shared_experts) : "", m.top_k);
+  }
+  return s;
+}
+
+
 struct ProfilesOptions {
   std::vector<std::string> user;
   std::string show_name, validate_file, kind;
@@ -79,10 +94,7 @@ Runner setup(CLI::App& app) {
         summary = fmt::format("{} x {}/node, intra {:.0f} GB/s, inter {:.0f} GB/s per GPU", c.gpus_per_node, c.gpu,
                               c.intra_node.bandwidth_Bps / 1e9, c.inter_node.bandwidth_Bps / 1e9);
       } else {
-        const ModelSpec& m = set.model_of(e);
-        summary = fmt::format("{} params, {} layers, hidden {}, {} heads{}", fmt_count(static_cast<double>(total_params(m))),
-                              m.layers, m.hidden, m.heads,
-                              m.is_moe() ? fmt::format(", {} experts top-{}", m.experts, m.top_k) : "");
+        summary = model_summary(set.model_of(e));
       }
       if (!e.embedded) summary += fmt::format(" (from {})", e.where);
       t.add({e.kind, e.name, aliases, summary});

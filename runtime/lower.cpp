@@ -263,7 +263,10 @@ class Lowerer {
   std::vector<LinearShape> linears() const {
     const int64_t tp = pc_.tp, h = m_.hidden, f = m_.ffn_hidden;
     const int64_t up = (m_.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
-    return {{"qkv", (h + 2 * m_.kv_dim()) / tp, h}, {"attn.out", h, h / tp}, {"mlp.up", up, h}, {"mlp.down", h, f / tp}};
+    return {{"qkv", (m_.q_dim() + 2 * m_.kv_dim()) / tp, h},
+            {"attn.out", h, m_.context_dim() / tp},
+            {"mlp.up", up, h},
+            {"mlp.down", h, f / tp}};
   }
 
   // Returns the index of the op issued, -1 when none; `overlap`: the compute stream does not wait for it.
@@ -658,6 +661,10 @@ int group_color(const ParallelConfig& pc, Group g, int64_t rank) {
 Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& order) {
   if (plan.model.is_moe()) {
     throw InputError("run: MoE plans (experts > 1) are not lowered yet: expert all-to-all and grouped expert GEMMs are missing");
+  }
+  if (plan.model.is_mla()) {
+    throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
+                     "are missing");
   }
   if (rank < 0 || rank >= plan.parallel.gpus()) {
     throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", rank, plan.parallel.gpus()));

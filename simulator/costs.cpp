@@ -19,7 +19,6 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   const int64_t p = pc.pp;
   const int64_t v = pc.chunks_per_stage();
   const Estimate e = estimate(plan);
-  const LayerCost& lc = e.layer;
   const EdgeCost& edge = e.edge;
 
   StepCosts sc;
@@ -39,6 +38,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     StageCosts& st = sc.stages[static_cast<size_t>(i)];
     st.pp_tier = pp_tier;
     st.dp_tier = dp_tier;
+    // The stage's mean layer (its dense layers, a MoE model's leading ones, spread evenly over its chunks).
+    const LayerCost lc = mean_layer_cost(e.layer, e.dense_layer, stage_layers(plan, i), stage_dense_layers(plan, i));
     const double Lc = d(stage_layers(plan, i)) / d(v);
     st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
     st.chunks.resize(static_cast<size_t>(v));

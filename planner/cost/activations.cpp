@@ -10,16 +10,20 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   const double s_local = static_cast<double>(a.seq) / static_cast<double>(a.cp);
   const double sbh = s_local * static_cast<double>(a.micro_batch) * static_cast<double>(m.hidden);
   const double h = static_cast<double>(m.hidden);
-  const double kv_ratio = static_cast<double>(m.kv_dim()) / h;
+  // Q, K and V as attention reads them and the attention output (the out-projection's input), per hidden width.
+  const double attn_ratio = static_cast<double>(m.q_dim() + m.k_width() + m.v_width() + m.context_dim()) / h;
   const double f_ratio = static_cast<double>(m.ffn_hidden) / h;
-  const double routed = static_cast<double>(m.is_moe() ? m.top_k : 1);
+  const double routed = static_cast<double>(m.is_moe() ? m.experts_per_token() : 1);
 
   LayerActivationBytes r;
   // norm inputs (2), QKV input (1), MLP input (1) in A bytes; two hidden dropout masks.
   r.replicated = sbh * (4.0 * A + 2.0 * mask);
   if (a.sequence_parallel) r.replicated /= t;
+  if (m.is_mla()) {  // the latents, the up-projections' inputs, whole on every tp rank (and their norms' inputs)
+    r.replicated += sbh * A * 2.0 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank) / h;
+  }
   const double mlp_stored = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;
-  r.tp_sharded = sbh * A * (1.0 + 2.0 * kv_ratio + 1.0 + mlp_stored * f_ratio * routed) / t;
+  r.tp_sharded = sbh * A * (attn_ratio + mlp_stored * f_ratio * routed) / t;
 
   const double heads = static_cast<double>(m.heads);
   const double b = static_cast<double>(a.micro_batch);

@@ -7,6 +7,10 @@
 //   + selective recompute    drops the 5 a s^2 b attention-core term;   full recompute: 2 s b h (/t with SP).
 // Generalised term by term: 34 = 10 (norm inputs 4, QKV input 2, MLP input 2, dropout masks 2; sharded only by SP)
 //   + 24 (Q 2, K 2 kv/a, V 2 kv/a, out-proj input 2, MLP: GeLU in+out 2x2f/h, SwiGLU 3x2f/h, x top_k for MoE; /t).
+// Q, K, V and the out-projection input at their own widths (heads x head_dim when it is not h; MLA: query/key heads
+// with their rotary part, value heads at v_head_dim, DeepSeek-V2 Sec. 2.1); MoE: x (top_k + shared experts). MLA also
+// keeps its two latents (the up-projections' inputs and their norms' inputs), 2 (q_lora + kv_lora) s b, on every tp rank.
+// A MoE model's leading dense layers are counted with their own model (dense_layer_model, spec.hpp).
 // Attention core: unfused 5 a s^2 b (softmax out 2, dropout mask 1, dropout out 2; 2 without dropout), /t;
 //   flash attention keeps only the fp32 log-sum-exp, 4 a s b / t. Context parallel: s -> s/cp for queries.
 #pragma once

@@ -52,10 +52,14 @@ double layer_expert_params(const Plan& plan, const ParamCounts& c) {
   return d(c.mlp_per_expert) * d(plan.model.experts / plan.parallel.ep) / d(split);
 }
 
-// Parameters of one transformer layer held by one GPU (attention split by tp, local experts split by tp).
+// Parameters of one transformer layer held by one GPU: attention split by tp but for MLA's down-projections, the
+// shared experts split by tp as a dense MLP, the local routed experts by the expert tp. A MoE model's leading dense
+// layers are priced with dense_layer_plan().
 double layer_params(const Plan& plan) {
   const ParamCounts c = count_params(plan.model);
-  return d(c.attention) / d(plan.parallel.tp) + d(c.norms) + d(c.router) + layer_expert_params(plan, c);
+  const double tp = d(plan.parallel.tp);
+  return d(c.attention - c.qkv_replicated) / tp + d(c.qkv_replicated) + d(c.norms) + d(c.router) +
+         d(c.shared_mlp) / tp + layer_expert_params(plan, c);
 }
 
 }  // namespace
@@ -89,7 +93,7 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
   const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
   const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
-  const double routed = d(m.is_moe() ? m.top_k : 1);
+  const double routed = d(m.is_moe() ? m.experts_per_token() : 1);
   LayerMemoryBytes b;
   auto add = [&b](double fwd, double bwd) {
     b.elementwise_forward += fwd;
@@ -110,7 +114,11 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
     add(2.0 * T * f * A * routed, 3.0 * T * f * A * routed);
   }
   if (m.position == PositionEmbedding::rotary) {
-    const double qk = 2.0 * T * d(m.hidden + 2 * m.kv_dim()) / d(pc.tp) * A;
+    // Queries and keys (and, as Megatron's fused kernel passes them, values); MLA: the rotary parts only, the keys'
+    // one shared by all heads.
+    const double width = m.is_mla() ? d(m.heads * m.qk_rope_head_dim) / d(pc.tp) + d(m.qk_rope_head_dim)
+                                    : d(m.q_dim() + 2 * m.kv_dim()) / d(pc.tp);
+    const double qk = 2.0 * T * width * A;
     add(qk, qk);
   }
   if (plan.training.attention == AttentionKernel::unfused) {
@@ -129,6 +137,7 @@ PlanParamCounts plan_param_counts(const Plan& plan) {
   PlanParamCounts p;
   p.counts = count_params(plan.model);
   p.layer_params = layer_params(plan);
+  if (plan.model.is_moe() && plan.model.dense_layers > 0) p.dense_layer_params = layer_params(dense_layer_plan(plan));
   return p;
 }
 
@@ -145,7 +154,8 @@ double output_weight_params(const Plan& plan, const ParamCounts& c) {
 double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
   const ParallelConfig& pc = plan.parallel;
   const ParamCounts& c = counts.counts;
-  double p = d(stage_layers(plan, stage)) * counts.layer_params;
+  const int64_t dense = stage_dense_layers(plan, stage);
+  double p = d(stage_layers(plan, stage) - dense) * counts.layer_params + d(dense) * counts.dense_layer_params;
   if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
   if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c);
   return p;
@@ -175,7 +185,7 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 }  // namespace
 
 double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
-  return d(stage_layers(plan, stage)) * layer_expert_params(plan, c);
+  return d(stage_layers(plan, stage) - stage_dense_layers(plan, stage)) * layer_expert_params(plan, c);
 }
 
 double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
@@ -200,7 +210,7 @@ namespace {
 // s_q = s / cp query positions per sequence, heads_local = heads / tp.
 struct LayerDims {
   int64_t tp, cp, b, s, T;
-  int64_t h, kv, f, hd;
+  int64_t h, kv, f;  // kv: key + value widths per token (2 kv_heads head_dim unless MLA)
   int64_t heads_local, s_q;
 };
 
@@ -208,7 +218,7 @@ LayerDims layer_dims(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   const int64_t tp = pc.tp, cp = pc.cp, b = pc.micro_batch, s = plan.seq_len();
-  return {tp, cp, b, s, b * s / cp, m.hidden, m.kv_dim(), m.ffn_hidden, m.head_dim(), m.heads / tp, s / cp};
+  return {tp, cp, b, s, b * s / cp, m.hidden, m.k_width() + m.v_width(), m.ffn_hidden, m.heads / tp, s / cp};
 }
 
 // A layer's work in its forward and its backward pass.
@@ -224,6 +234,25 @@ struct LayerGemms {
   double total = 0;  // every GEMM of the forward
 };
 
+// The projections to queries, keys and values. Standard attention: one GEMM, split over tp. MLA (DeepSeek-V2
+// Sec. 2.1): the down-projections to the latents (and the shared rotary key), whole on every tp rank as Megatron-Core
+// runs them, then the up-projections to the local heads.
+double qkv_gemms_s(const Plan& plan, const LayerDims& x) {
+  const ModelSpec& m = plan.model;
+  const GpuSpec& gpu = plan.gpu;
+  const DType gd = plan.gemm_dtype();
+  const int64_t T = x.T, h = x.h, tp = x.tp;
+  if (!m.is_mla()) return gemm_time_s(gpu, gd, T, (m.q_dim() + 2 * m.kv_dim()) / tp, h);
+  double t = gemm_time_s(gpu, gd, T, m.kv_lora_rank + m.qk_rope_head_dim, h) +
+             gemm_time_s(gpu, gd, T, m.heads * (m.head_dim() + m.v_head_dim()) / tp, m.kv_lora_rank);
+  if (m.q_lora_rank > 0) {
+    t += gemm_time_s(gpu, gd, T, m.q_lora_rank, h) + gemm_time_s(gpu, gd, T, m.q_dim() / tp, m.q_lora_rank);
+  } else {
+    t += gemm_time_s(gpu, gd, T, m.q_dim() / tp, h);
+  }
+  return t;
+}
+
 LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -231,11 +260,15 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   const DType gd = plan.gemm_dtype(), ad = plan.activation_dtype();
   const int64_t T = x.T, h = x.h, f = x.f, tp = x.tp;
   LayerGemms g;
-  g.qkv = gemm_time_s(gpu, gd, T, (h + 2 * x.kv) / tp, h);
-  g.proj = gemm_time_s(gpu, gd, T, h, h / tp);
+  g.qkv = qkv_gemms_s(plan, x);
+  g.proj = gemm_time_s(gpu, gd, T, h, m.context_dim() / tp);
   double gemm = g.qkv + g.proj;
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
   g.column = g.qkv + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
+  if (m.is_moe() && m.shared_experts > 0) {  // the shared experts: one dense MLP, split over tp
+    const int64_t shared = m.shared_experts;
+    gemm += gemm_time_s(gpu, gd, T, shared * up_width, h) + gemm_time_s(gpu, gd, T, h, shared * f / tp);
+  }
   if (m.is_moe() && pc.etp > 0) {
     // Folding: a rank's T / tp tokens (SP) go to the experts of its ep group, gathered over its etp group; each
     // local expert runs its share of them on an etp-th of the FFN (Liu et al. 2025, MoE parallel folding).
@@ -260,14 +293,18 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
 PassTimes attention_core(const Plan& plan, const LayerDims& x) {
   const GpuSpec& gpu = plan.gpu;
   const DType ad = plan.activation_dtype();
-  const int64_t b = x.b, heads_local = x.heads_local, s_q = x.s_q, s = x.s, hd = x.hd;
+  const ModelSpec& m = plan.model;
+  const int64_t b = x.b, heads_local = x.heads_local, s_q = x.s_q, s = x.s;
   double attn_fwd, attn_bwd;
   if (plan.training.attention == AttentionKernel::flash) {
-    const double flops = 2.0 * 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(hd) * (plan.model.causal ? 0.5 : 1.0);
+    // Scores over the query/key head width, context over the value head width (both the head width unless MLA).
+    const double flops = 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(m.qk_head_dim() + m.v_head_dim()) *
+                         (m.causal ? 0.5 : 1.0);
     attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_fraction) + gpu.gemm.kernel_overhead_s;
     attn_bwd = kFlashBackwardFactor * (attn_fwd - gpu.gemm.kernel_overhead_s) + gpu.gemm.kernel_overhead_s;
   } else {
-    attn_fwd = gemm_time_s(gpu, ad, s_q, s, hd, b * heads_local) + gemm_time_s(gpu, ad, s_q, hd, s, b * heads_local);
+    attn_fwd = gemm_time_s(gpu, ad, s_q, s, m.qk_head_dim(), b * heads_local) +
+               gemm_time_s(gpu, ad, s_q, m.v_head_dim(), s, b * heads_local);
     attn_bwd = 2.0 * attn_fwd;
   }
   return {attn_fwd, attn_bwd};
@@ -344,7 +381,7 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
 // Context parallel: ring attention, (cp-1) steps each passing this rank's K and V chunk; backward twice that.
 void cp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const double A = d(dtype_bytes(plan.activation_dtype()));
-  lc.cp_bytes = 2.0 * A * d(x.b) * d(x.s_q) * d(x.kv) / d(x.tp);
+  lc.cp_bytes = A * d(x.b) * d(x.s_q) * d(x.kv) / d(x.tp);
   const double cp_fwd =
       d(x.cp - 1) * collective_time_s(Collective::send_recv, lc.cp_bytes, 2, group_link(plan, GroupKind::cp));
   lc.cp_comm_forward_s = x.cp > 1 ? cp_fwd : 0.0;
@@ -466,6 +503,28 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
 }
 }  // namespace
+
+LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense) {
+  // Every field of LayerCost, so that a field added there and not here fails to compile.
+  static constexpr double LayerCost::*kFields[] = {
+      &LayerCost::forward_s,          &LayerCost::backward_input_s,     &LayerCost::backward_weight_s,
+      &LayerCost::grad_accumulation_s, &LayerCost::recompute_s,         &LayerCost::tp_comm_forward_s,
+      &LayerCost::tp_comm_backward_s, &LayerCost::tp_comm_recompute_s, &LayerCost::cp_comm_forward_s,
+      &LayerCost::cp_comm_backward_s, &LayerCost::ep_comm_forward_s,   &LayerCost::ep_comm_backward_s,
+      &LayerCost::zero3_gather_s,     &LayerCost::tp_bytes,            &LayerCost::cp_bytes,
+      &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
+      &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
+      &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
+      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s};
+  static_assert(sizeof(LayerCost) == std::size(kFields) * sizeof(double), "mean_layer_cost: list every LayerCost field");
+  if (layers <= 0 || dense <= 0) return lc;
+  const double w = d(dense) / d(layers);
+  LayerCost out;
+  for (double LayerCost::*f : kFields) out.*f = (1.0 - w) * lc.*f + w * dense_lc.*f;
+  return out;
+}
+
+bool has_dense_layers(const ModelSpec& m) { return m.is_moe() && m.dense_layers > 0; }
 
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -612,6 +671,11 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
   in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
   in.recompute_working_set_bytes = recompute_working_set_bytes(plan.model, a);
+  if (plan.model.is_moe() && plan.model.dense_layers > 0) {  // the leading dense layers, with their own MLP
+    const ModelSpec dense = dense_layer_model(plan.model);
+    in.dense_layer_activation_bytes = layer_activation_bytes(dense, a).total;
+    in.recompute_working_set_bytes = std::max(in.recompute_working_set_bytes, recompute_working_set_bytes(dense, a));
+  }
   return in;
 }
 
@@ -633,15 +697,19 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
   sm.weights = dense.weights + experts.weights;
   sm.grads = dense.grads + experts.grads;
-  if (pc.zero_stage == 2) sm.grads += zero_unsharded_grad_bytes(plan, in.params.layer_params);
+  if (pc.zero_stage == 2) {
+    sm.grads += zero_unsharded_grad_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
+  }
   sm.optimizer = dense.optimizer + experts.optimizer;
 
   // Activations held at the schedule's peak.
   const int64_t v = pc.chunks_per_stage();
   sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
-  const double per_layer = in.layer_activation_bytes;
-  const double layers_per_chunk = d(sm.layers) / d(v);
-  sm.activations = d(sm.in_flight_chunks) * layers_per_chunk * per_layer;
+  // A chunk's share of the stage's layers (its dense ones spread evenly over its chunks).
+  const int64_t dense_layers = stage_dense_layers(plan, stage);
+  const double stage_layer_bytes =
+      d(sm.layers - dense_layers) * in.layer_activation_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
+  sm.activations = d(sm.in_flight_chunks) * stage_layer_bytes / d(v);
   if (stage == 0) {
     sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
                       in.embedding_activation_bytes;
@@ -654,7 +722,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.activations += held * in.output_activation_bytes;
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;
-  sm.zero3_buffers = zero3_buffer_bytes(plan, in.params.layer_params);
+  sm.zero3_buffers = zero3_buffer_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
   for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
@@ -687,6 +755,7 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   const int64_t p = pc.pp;
   Estimate e;
   e.layer = layer_cost(plan);
+  if (has_dense_layers(plan.model)) e.dense_layer = layer_cost(dense_layer_plan(plan));
   e.edge = edge_cost(plan);
   e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
   e.p2p_s = p2p_time_s(plan);
@@ -774,6 +843,7 @@ namespace {
 struct StepInputs {
   const Plan& plan;
   const LayerCost& lc;
+  const LayerCost& dense_lc;  // a MoE model's leading dense layers (unused when it has none)
   const EdgeCost& edge;
   double p2p_s;
   const PlanParamCounts& params;
@@ -781,12 +851,20 @@ struct StepInputs {
   // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
   // what remains is the fill / drain path's transfers, charged in pipeline_terms().
   bool p2p_overlap;
+  // The per-layer costs stage i scales by: lc, or the mean over its layers when it holds dense ones (into `buf`).
+  const LayerCost& layer(int64_t i, LayerCost& buf) const {
+    const int64_t dense = stage_dense_layers(plan, i);
+    if (dense == 0) return lc;
+    buf = mean_layer_cost(lc, dense_lc, stage_layers(plan, i), dense);
+    return buf;
+  }
 };
 
 // Stage i's time per microbatch: its StageTime and, into t, its ops as the pipeline schedules them (inline: the
 // search's hot path, where the compiler then keeps it inside stage_times()).
 inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime& t) {
-  const LayerCost& lc = in.lc;
+  LayerCost buf;
+  const LayerCost& lc = in.layer(i, buf);
   const EdgeCost& edge = in.edge;
   const int64_t p = in.p, v = in.v;
   const double p2p_s = in.p2p_s;
@@ -826,9 +904,10 @@ void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::v
   }
   int64_t prev_layers = -1;
   for (int64_t i = 0; i < p; ++i) {
-    // Middle stages with as many layers as the one before have its times (the search asks for no StageTime).
+    // Middle stages with as many layers as the one before (and no dense ones) have its times (the search asks for
+    // no StageTime).
     if (!stages && i >= 1 && i < p - 1) {
-      const int64_t layers = stage_layers(in.plan, i);
+      const int64_t layers = stage_layers(in.plan, i) + (stage_dense_layers(in.plan, i) > 0 ? -1'000'000'000 : 0);
       if (i >= 2 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
         continue;
@@ -845,7 +924,8 @@ const StageDpTail& dp_tail(const StepInputs& in, StepScratch& scratch, int64_t i
                            double stage_p, double expert_p) {
   const auto k = static_cast<size_t>(i);
   if (!scratch.dp_ready[k]) {
-    scratch.dp[k] = stage_dp_tail(in.plan, in.lc, i, t, stage_p, expert_p);
+    LayerCost buf;
+    scratch.dp[k] = stage_dp_tail(in.plan, in.layer(i, buf), i, t, stage_p, expert_p);
     scratch.dp_ready[k] = 1;
   }
   return scratch.dp[k];
@@ -878,7 +958,8 @@ void last_send_delays(const StepInputs& in, StepScratch& scratch, std::span<Stag
                                     moe_expert_params(in.plan, i, in.params.counts));
     // The reduction's exposed part counts from the end of the backward, whose exposed TP/CP communication comes
     // after the last bucket leaves (as the simulator runs a pass: compute, then its exposed collectives).
-    const double trailing_comm = d(layers) * in.lc.exposed_backward_comm_s / d(in.v);
+    LayerCost buf;
+    const double trailing_comm = d(layers) * in.layer(i, buf).exposed_backward_comm_s / d(in.v);
     if (sd.dc.group > 1) t.last_send_delay_s = std::min(in.p2p_s, std::max(0.0, sd.exposed - trailing_comm));
   }
 }
@@ -981,8 +1062,8 @@ void charge_tail(const DecidingTail& tail, TimeBreakdown& tb, DpCost* dp_out) {
   tb.optimizer_s = best.opt;
   if (dp_out) *dp_out = best.dc;
   tb.bubble_s += tail.wait - best.lead;
-  if (tb.bubble_s < 0) {
-    tb.dp_comm_exposed_s += tb.bubble_s;
+  if (tb.bubble_s < 0) {  // the tail began inside the bubble; a rounding-level excess leaves no negative term
+    tb.dp_comm_exposed_s = std::max(0.0, tb.dp_comm_exposed_s + tb.bubble_s);
     tb.bubble_s = 0;
   }
   tb.step_s = tail.finish;
@@ -1006,7 +1087,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& e
                         DpCost* dp_out, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
-  const StepInputs in{plan, lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
+  const LayerCost dense_lc = has_dense_layers(plan.model) ? layer_cost(dense_layer_plan(plan)) : LayerCost{};
+  const StepInputs in{plan, lc, dense_lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
   scratch.resize(static_cast<size_t>(p));
   const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
   const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));

@@ -44,6 +44,13 @@ struct LayerCost {
   double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;  // all passes of one microbatch
 };
 
+// A MoE model with leading dense layers (ModelSpec::dense_layers): they are priced as a layer of
+// dense_layer_plan() (spec.hpp), the other layers as the model's own.
+bool has_dense_layers(const ModelSpec& m);
+// The mean per-layer cost over `layers` layers of which `dense` cost dense_lc and the rest lc: what a stage's layer
+// terms scale by (the simulator spreads it evenly over the stage's chunks).
+LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense);
+
 // Bytes of the first and last stage's own work for one microbatch on one GPU: edge_cost() prices them, the runtime
 // issues them (T tokens of the microbatch, Tn = T / tp with sequence parallelism, A the activation bytes).
 struct EdgeBytes {
@@ -136,6 +143,7 @@ struct Estimate {
   std::vector<StageMemory> memory;  // per pipeline stage
   std::vector<StageTime> stages;    // per pipeline stage
   LayerCost layer;
+  LayerCost dense_layer;  // a MoE model's leading dense layers (has_dense_layers); zeros otherwise
   EdgeCost edge;
   DpCost dp;
   double p2p_bytes = 0, p2p_s = 0;  // one activation transfer between stages
@@ -166,6 +174,7 @@ double peak_memory_bytes(const Plan& plan, int64_t* peak_stage = nullptr);
 struct PlanParamCounts {
   ParamCounts counts;
   double layer_params = 0;  // parameters of one layer on one GPU
+  double dense_layer_params = 0;  // of one of a MoE model's leading dense layers (0 when it has none)
 };
 PlanParamCounts plan_param_counts(const Plan& plan);
 double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& pc);
@@ -174,6 +183,7 @@ struct StageMemoryInputs {
   PlanParamCounts params;
   ModelStateOptions states;
   double layer_activation_bytes = 0;      // stored per layer per microbatch
+  double dense_layer_activation_bytes = 0;  // per leading dense layer of a MoE model (0 when it has none)
   double embedding_activation_bytes = 0;  // first stage, per microbatch
   double output_activation_bytes = 0;     // last stage, per microbatch
   double recompute_working_set_bytes = 0;

@@ -5,19 +5,38 @@ namespace parplan {
 
 LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
   const double bs = static_cast<double>(b) * static_cast<double>(s);
-  const double h = static_cast<double>(m.hidden), kv = static_cast<double>(m.kv_dim());
-  const double f = static_cast<double>(m.ffn_hidden);
+  const double h = static_cast<double>(m.hidden);
+  const double f = static_cast<double>(m.ffn_hidden), heads = static_cast<double>(m.heads);
   const double attn_fraction = causal ? 0.5 : 1.0;
   LayerFlops lf;
-  lf.qkv = 2.0 * bs * h * (h + 2.0 * kv);
-  lf.scores = 2.0 * bs * static_cast<double>(s) * h * attn_fraction;
-  lf.context = lf.scores;
-  lf.attn_out = 2.0 * bs * h * h;
+  if (m.is_mla()) {  // the down- and up-projections' weights (DeepSeek-V2 Sec. 2.1)
+    const double q_lora = static_cast<double>(m.q_lora_rank), kv_lora = static_cast<double>(m.kv_lora_rank);
+    const double q_in = m.q_lora_rank > 0 ? q_lora : h;
+    lf.qkv = 2.0 * bs *
+             ((m.q_lora_rank > 0 ? h * q_lora : 0.0) + q_in * static_cast<double>(m.q_dim()) +
+              h * (kv_lora + static_cast<double>(m.qk_rope_head_dim)) +
+              kv_lora * heads * static_cast<double>(m.head_dim() + m.v_head_dim()));
+  } else {
+    lf.qkv = 2.0 * bs * h * static_cast<double>(m.q_dim() + 2 * m.kv_dim());
+  }
+  lf.scores = 2.0 * bs * static_cast<double>(s) * heads * static_cast<double>(m.qk_head_dim()) * attn_fraction;
+  lf.context = 2.0 * bs * static_cast<double>(s) * heads * static_cast<double>(m.v_head_dim()) * attn_fraction;
+  lf.attn_out = 2.0 * bs * static_cast<double>(m.context_dim()) * h;
   const double mats = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;
-  lf.mlp = 2.0 * mats * bs * h * f * static_cast<double>(m.is_moe() ? m.top_k : 1);
+  lf.mlp = 2.0 * mats * bs * h * f * static_cast<double>(m.is_moe() ? m.experts_per_token() : 1);
   lf.router = m.is_moe() ? 2.0 * bs * h * static_cast<double>(m.experts) : 0.0;
   return lf;
 }
+
+namespace {
+// Forward FLOPs of every layer: a MoE model's leading dense layers have their own MLP.
+double all_layers_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
+  const double main = layer_forward_flops(m, b, s, causal).total();
+  if (!m.is_moe() || m.dense_layers == 0) return static_cast<double>(m.layers) * main;
+  return static_cast<double>(m.moe_layers()) * main +
+         static_cast<double>(m.dense_layers) * layer_forward_flops(dense_layer_model(m), b, s, causal).total();
+}
+}  // namespace
 
 double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s) {
   return 2.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(m.hidden) *
@@ -25,24 +44,22 @@ double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s) {
 }
 
 double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s) {
-  const double layer = layer_forward_flops(m, global_batch, s, false).total();
-  return 3.0 * (static_cast<double>(m.layers) * layer + logits_forward_flops(m, global_batch, s));
+  return 3.0 * (all_layers_forward_flops(m, global_batch, s, false) + logits_forward_flops(m, global_batch, s));
 }
 
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r) {
-  const LayerFlops lf = layer_forward_flops(m, global_batch, s, false);
   double extra = 0.0;
   switch (r) {
     case Recompute::none:
       break;
     case Recompute::selective:
-      extra = lf.attention_core();
+      extra = static_cast<double>(m.layers) * layer_forward_flops(m, global_batch, s, false).attention_core();
       break;
     case Recompute::full:
-      extra = lf.total();
+      extra = all_layers_forward_flops(m, global_batch, s, false);
       break;
   }
-  return model_flops_per_step(m, global_batch, s) + static_cast<double>(m.layers) * extra;
+  return model_flops_per_step(m, global_batch, s) + extra;
 }
 
 }  // namespace parplan

@@ -1,8 +1,11 @@
 // FLOPs of a transformer layer and of a training step.
 // Source: Narayanan et al. 2021 (SC21) Eq. 3: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration with full
 // recompute (4 forward-equivalents); Korthikanti et al. 2022 Eq. 7 model FLOPs: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
-// Per layer forward (b sequences of s tokens): QKV 2bsh(h+2kv), scores 2bs^2h, context 2bs^2h, output 2bsh^2,
-// MLP 4bshf (GeLU) or 6bshf (SwiGLU) per routed expert, router 2bshE; logits 2bshV. Backward = 2 x forward.
+// Per layer forward (b sequences of s tokens): QKV 2bsh(q+2kv) (q = heads x head_dim, h unless the head width is
+// set), scores 2bs^2 q, context 2bs^2 q, output 2bsqh, MLP 4bshf (GeLU) or 6bshf (SwiGLU) per expert a token runs
+// (top_k routed + the shared ones), router 2bshE; logits 2bshV. Backward = 2 x forward. MLA (DeepSeek-V2 Sec. 2.1):
+// QKV is 2bs x the down- and up-projection weights, scores use the query/key head width (nope + rope), context and
+// output the value head width. A MoE model's leading dense layers count with their own MLP width.
 #pragma once
 #include <cstdint>
 

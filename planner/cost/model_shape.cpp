@@ -11,16 +11,35 @@ namespace parplan {
 
 ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
-  const int64_t h = m.hidden, kv = m.kv_dim(), f = m.ffn_hidden;
+  const int64_t h = m.hidden, f = m.ffn_hidden;
   const int64_t b = m.bias ? 1 : 0;
-  c.qkv = h * (h + 2 * kv) + b * (h + 2 * kv);
-  c.attn_out = h * h + b * h;
-  const int64_t up_width = m.ffn_type == FfnType::swiglu ? 2 * f : f;
-  c.mlp_up = up_width * h + b * up_width;
-  c.mlp_down = f * h + b * h;
+  if (m.is_mla()) {
+    // Down-projections (queries: h -> q_lora, keys/values: h -> kv_lora + the shared rotary key) with the norms on
+    // their latents, then the up-projections to every head (DeepSeek-V2 Sec. 2.1.2-2.1.3).
+    const int64_t q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
+    c.qkv_replicated = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank : 0) +
+                       h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
+    c.qkv = c.qkv_replicated + q_in * m.q_dim() + m.kv_lora_rank * m.heads * (m.head_dim() + m.v_head_dim());
+  } else {
+    const int64_t width = m.q_dim() + 2 * m.kv_dim();
+    c.qkv = h * width + b * width;
+  }
+  c.attn_out = m.context_dim() * h + b * h;
+  auto mlp = [&](int64_t width, int64_t& up, int64_t& down) {
+    const int64_t up_width = m.ffn_type == FfnType::swiglu ? 2 * width : width;
+    up = up_width * h + b * up_width;
+    down = width * h + b * h;
+  };
+  mlp(f, c.mlp_up, c.mlp_down);
   c.attention = c.qkv + c.attn_out;
   c.mlp_per_expert = c.mlp_up + c.mlp_down;
   c.router = m.is_moe() ? h * m.experts : 0;
+  c.shared_mlp = m.is_moe() ? m.shared_experts * c.mlp_per_expert : 0;
+  if (m.is_moe() && m.dense_layers > 0) {
+    int64_t up = 0, down = 0;
+    mlp(m.dense_ffn_hidden, up, down);
+    c.dense_mlp = up + down;
+  }
   const int64_t norm_params = m.norm == NormType::layernorm ? 2 * h : h;
   c.norms = 2 * norm_params;
   c.final_norm = norm_params;
@@ -30,16 +49,23 @@ ParamCounts count_params(const ModelSpec& m) {
   return c;
 }
 
+namespace {
+// Every layer's parameters with `experts` of each MoE layer's routed experts counted.
+int64_t layer_params_total(const ModelSpec& m, const ParamCounts& c, int64_t experts) {
+  if (!m.is_moe()) return m.layers * (c.attention + c.norms + c.mlp_per_expert);
+  return m.layers * (c.attention + c.norms) + m.dense_layers * c.dense_mlp +
+         m.moe_layers() * (c.router + c.shared_mlp + c.per_layer_experts(experts));
+}
+}  // namespace
+
 int64_t total_params(const ModelSpec& m) {
-  ParamCounts c = count_params(m);
-  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.experts)) + c.embedding + c.positions + c.lm_head +
-         c.final_norm;
+  const ParamCounts c = count_params(m);
+  return layer_params_total(m, c, m.experts) + c.embedding + c.positions + c.lm_head + c.final_norm;
 }
 
 int64_t active_params(const ModelSpec& m) {
-  ParamCounts c = count_params(m);
-  return m.layers * (c.per_layer_dense() + c.per_layer_experts(m.top_k)) + c.embedding + c.positions + c.lm_head +
-         c.final_norm;
+  const ParamCounts c = count_params(m);
+  return layer_params_total(m, c, m.top_k) + c.embedding + c.positions + c.lm_head + c.final_norm;
 }
 
 ModelSpec infer_gpt_shape(double params) {

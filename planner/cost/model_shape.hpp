@@ -12,17 +12,21 @@ namespace parplan {
 struct ParamCounts {
   // Per layer, the four linears (+ biases): QKV, attention output, MLP up (SwiGLU: gate and up), MLP down; the MLP's
   // per expert. ZeRO-3's per-linear gathers take their shares from these (zero3.cpp).
+  // MLA: qkv holds the down-projections, their latent norms and the up-projections; qkv_replicated the first two,
+  // which tensor parallelism does not split (Megatron-Core's MLA keeps them whole on every tp rank).
   int64_t qkv = 0, attn_out = 0, mlp_up = 0, mlp_down = 0;
+  int64_t qkv_replicated = 0;
   int64_t attention = 0;       // per layer: QKV + output projection (+ biases)
   int64_t mlp_per_expert = 0;  // per layer, per expert: MLP weights (+ biases)
-  int64_t router = 0;          // per layer: MoE router
+  int64_t router = 0;          // per MoE layer: router
+  int64_t shared_mlp = 0;      // per MoE layer: the shared experts' MLPs (split over tp like a dense MLP)
+  int64_t dense_mlp = 0;       // per leading dense layer of a MoE model: its MLP
   int64_t norms = 0;           // per layer: the two norms
   int64_t embedding = 0;       // word embedding (vocab-parallel: split over tp)
   int64_t positions = 0;       // learned position embedding (Megatron: a plain nn.Embedding, whole on every tp rank)
   int64_t lm_head = 0;         // 0 when tied to the embedding
   int64_t final_norm = 0;
 
-  int64_t per_layer_dense() const { return attention + router + norms; }  // replicated over ep
   // Input-embedding parameters held by one tensor-parallel rank of the first stage.
   double embedding_per_tp_rank(int64_t tp) const {
     return static_cast<double>(embedding) / static_cast<double>(tp) + static_cast<double>(positions);

@@ -18,9 +18,12 @@ std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan) {
   const double tp = d(pc.tp);
   // Each local expert's MLP is split by the expert tp (etp under folding, else tp).
   const double local = d(m.experts / pc.ep), experts = !m.is_moe() ? 1.0 : pc.etp > 0 ? local * tp / d(pc.etp) : local;
-  // The MoE router gathers with the MLP's first linear.
-  const std::array<double, kZero3Linears> w = {d(c.qkv) / tp, d(c.attn_out) / tp,
-                                               d(c.mlp_up) / tp * experts + d(c.router), d(c.mlp_down) / tp * experts};
+  // The MoE router gathers with the MLP's first linear, the shared experts with the MLP's linears; MLA's
+  // down-projections (whole on every tp rank) with the QKV projections.
+  const double shared = d(m.is_moe() ? m.shared_experts : 0);
+  const std::array<double, kZero3Linears> w = {
+      d(c.qkv - c.qkv_replicated) / tp + d(c.qkv_replicated), d(c.attn_out) / tp,
+      d(c.mlp_up) / tp * (experts + shared) + d(c.router), d(c.mlp_down) / tp * (experts + shared)};
   const double sum = w[0] + w[1] + w[2] + w[3];
   std::array<double, kZero3Linears> s{};
   for (int k = 0; k < kZero3Linears; ++k) s[static_cast<size_t>(k)] = w[static_cast<size_t>(k)] / sum;

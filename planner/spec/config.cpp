@@ -55,6 +55,24 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
   return rest / free_stages + (order < rest % free_stages ? 1 : 0);
 }
 
+int64_t stage_dense_layers(const Plan& plan, int64_t stage) {
+  const int64_t dense = plan.model.is_moe() ? plan.model.dense_layers : 0;
+  if (dense == 0) return 0;
+  const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
+  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...; a stage's chunks share its layers evenly
+  // (the last chunk takes what an uneven count leaves).
+  int64_t start = 0, held = 0;
+  for (int64_t c = 0; c < v && start < dense; ++c) {
+    for (int64_t j = 0; j < p && start < dense; ++j) {
+      const int64_t n = stage_layers(plan, j);
+      const int64_t chunk = c < v - 1 ? n / v : n - (v - 1) * (n / v);
+      if (j == stage) held += std::clamp<int64_t>(dense - start, 0, chunk);
+      start += chunk;
+    }
+  }
+  return held;
+}
+
 bool stage_layers_divisible(const Plan& plan, int64_t v) {
   const ParallelConfig& pc = plan.parallel;
   if (v <= 0) return false;
@@ -88,7 +106,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.gpus() != plan.num_gpus) v.add(Reject::gpu_count_mismatch);
   if (pc.tp > plan.cluster.gpus_per_node && !opt.allow_tp_across_nodes) v.add(Reject::tp_crosses_node);
   if (m.heads % pc.tp != 0 || m.kv_heads % pc.tp != 0) v.add(Reject::tp_not_dividing_heads);
-  if (m.ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
+  if (m.ffn_hidden % pc.tp != 0 || m.dense_ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
   if (pc.pp > m.layers) v.add(Reject::pp_exceeds_layers);
   if (pc.split_extra_layers() > 0) {  // an even split of L + e + l, every stage keeping a layer; not with first/last
     const int64_t total = m.layers + pc.split_extra_layers();
@@ -183,6 +201,9 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::tp_not_dividing_heads:
       return fmt::format("tp {} does not divide the {} attention heads / {} kv heads", pc.tp, m.heads, m.kv_heads);
     case Reject::tp_not_dividing_ffn:
+      if (m.dense_ffn_hidden % pc.tp != 0) {
+        return fmt::format("tp {} does not divide the dense layers' ffn width {}", pc.tp, m.dense_ffn_hidden);
+      }
       return fmt::format("tp {} does not divide the ffn width {}", pc.tp, m.ffn_hidden);
     case Reject::pp_exceeds_layers:
       return fmt::format("pp {} exceeds the {} layers", pc.pp, m.layers);

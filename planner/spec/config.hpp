@@ -48,6 +48,9 @@ std::string describe(Reject r, const Plan& plan);  // one sentence with the numb
 // Layers held by pipeline stage `stage` (even split; the first/last stage counts when set; any remainder goes to the
 // middle stages, which carry no embedding or output layer).
 int64_t stage_layers(const Plan& plan, int64_t stage);
+// Of those, the MoE model's leading dense layers (ModelSpec::dense_layers) the stage holds, in model order over the
+// stages' chunks (interleaved: chunk 0 of every stage, then chunk 1, ...). 0 for a dense model.
+int64_t stage_dense_layers(const Plan& plan, int64_t stage);
 // Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
 bool stage_layers_divisible(const Plan& plan, int64_t v);
 // Layers that no even split interleaves (layers % (pp v) != 0): the largest last-stage layer count, a multiple of v,

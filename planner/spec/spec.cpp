@@ -79,6 +79,26 @@ int64_t dtype_bytes(DType d) {
   return 4;
 }
 
+ModelSpec dense_layer_model(const ModelSpec& m) {
+  ModelSpec d = m;
+  d.experts = 1;
+  d.top_k = 1;
+  d.shared_experts = 0;
+  d.dense_layers = 0;
+  d.dense_ffn_hidden = 0;
+  d.ffn_hidden = m.dense_ffn_hidden;
+  d.layers = m.dense_layers;
+  return d;
+}
+
+Plan dense_layer_plan(const Plan& plan) {
+  Plan d = plan;
+  d.model = dense_layer_model(plan.model);
+  d.parallel.ep = 1;
+  d.parallel.etp = 0;
+  return d;
+}
+
 DType Plan::gemm_dtype() const {
   switch (training.precision) {
     case Precision::bf16:

@@ -80,14 +80,42 @@ struct ModelSpec {
   bool dropout = true;  // dropout layers (adds masks to activation memory)
   NormType norm = NormType::layernorm;
   PositionEmbedding position = PositionEmbedding::learned;
-  int64_t experts = 1;  // MoE experts per layer; 1 = dense
-  int64_t top_k = 1;    // experts each token is routed to
+  int64_t experts = 1;  // MoE routed experts per layer; 1 = dense
+  int64_t top_k = 1;    // routed experts each token goes to
+  // MoE only: experts every token goes to (DeepSeekMoE's shared experts, Dai et al. 2024), each ffn_hidden wide; they
+  // run as a dense MLP split over tp, beside the routed experts.
+  int64_t shared_experts = 0;
+  // MoE only: the first dense_layers layers have a dense MLP dense_ffn_hidden wide instead of experts (DeepSeek-V3's
+  // first_k_dense_replace = 3, 18432 wide).
+  int64_t dense_layers = 0;
+  int64_t dense_ffn_hidden = 0;
+  // Attention head width when it is not hidden / heads (Qwen3: hidden 4096, 64 heads of 128); 0 = hidden / heads.
+  // With MLA: the query/key head's part without rotary position (qk_nope_head_dim).
+  int64_t head_dim_override = 0;
+  // Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2, arXiv:2405.04434 Sec. 2.1; V3 arXiv:2412.19437
+  // Sec. 2.1): keys and values come up from a kv_lora_rank-wide latent, queries from a q_lora_rank-wide one (0 =
+  // straight from the hidden state); each query/key head adds a qk_rope_head_dim rotary part (the key's shared by all
+  // heads, projected from the hidden state). kv_lora_rank 0 = standard (GQA/MHA) attention.
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim_override = 0;  // value head width when not head_dim() (0)
   bool causal = true;
   std::string source;
 
-  int64_t head_dim() const { return hidden / heads; }
-  int64_t kv_dim() const { return kv_heads * head_dim(); }
+  int64_t head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  int64_t qk_head_dim() const { return head_dim() + qk_rope_head_dim; }  // query/key width per head
+  int64_t v_head_dim() const { return v_head_dim_override > 0 ? v_head_dim_override : head_dim(); }
+  int64_t q_dim() const { return heads * qk_head_dim(); }            // queries per token
+  int64_t kv_dim() const { return kv_heads * head_dim(); }           // keys (= values) per token, standard attention
+  int64_t k_width() const { return kv_heads * qk_head_dim(); }        // keys per token as attention reads them
+  int64_t v_width() const { return kv_heads * v_head_dim(); }         // values per token
+  int64_t context_dim() const { return heads * v_head_dim(); }       // attention output (out-projection input)
   bool is_moe() const { return experts > 1; }
+  // Expert MLPs each token runs in a MoE layer: its routed top_k and the shared ones.
+  int64_t experts_per_token() const { return top_k + shared_experts; }
+  int64_t moe_layers() const { return layers - dense_layers; }
 };
 
 // GEMM efficiency model (named calibration fields): achieved = peak * peak_fraction * wave_efficiency,
@@ -213,5 +241,10 @@ struct Plan {
 };
 
 int64_t dtype_bytes(DType d);
+
+// The leading dense layers of a MoE model as a dense model of their own (experts 1, ffn_hidden = dense_ffn_hidden,
+// layers = dense_layers); the cost model prices those layers with it, and with the plan below (ep 1, etp unset).
+ModelSpec dense_layer_model(const ModelSpec& m);
+Plan dense_layer_plan(const Plan& plan);
 
 }  // namespace parplan

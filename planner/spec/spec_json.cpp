@@ -14,19 +14,56 @@ constexpr int64_t kMaxDim = 10'000'000;
 constexpr double kMaxParams = 1e15;  // 1000x the largest published dense model
 }  // namespace
 
+namespace {
+// The MoE layer kinds and multi-head latent attention: fields that need each other.
+template <typename Bad>
+void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
+  if (!m.is_moe()) {
+    for (auto [key, value] : {std::pair<std::string_view, int64_t>{"shared_experts", m.shared_experts},
+                              {"dense_layers", m.dense_layers}, {"dense_ffn_hidden", m.dense_ffn_hidden}}) {
+      if (value != 0) bad(key, fmt::format("{} is for MoE models; this one has experts 1", value));
+    }
+  }
+  if (m.dense_layers >= m.layers && m.dense_layers > 0) {
+    bad("dense_layers", fmt::format("{} dense layers leave none of the {} layers MoE", m.dense_layers, m.layers));
+  }
+  if ((m.dense_layers > 0) != (m.dense_ffn_hidden > 0)) {
+    bad(m.dense_layers > 0 ? "dense_ffn_hidden" : "dense_layers",
+        "dense_layers and dense_ffn_hidden go together (the leading dense layers and their MLP width)");
+  }
+  if (!m.is_mla()) {
+    for (auto [key, value] : {std::pair<std::string_view, int64_t>{"q_lora_rank", m.q_lora_rank},
+                              {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim_override}}) {
+      if (value != 0) bad(key, fmt::format("{} is for multi-head latent attention, which needs kv_lora_rank", value));
+    }
+  } else if (m.kv_heads != m.heads) {
+    bad("kv_heads", fmt::format("multi-head latent attention gives every head its keys and values: kv_heads {} must "
+                                "equal heads {}", m.kv_heads, m.heads));
+  }
+}
+}  // namespace
+
 void check_model(const ModelSpec& m, const std::string& where) {
   auto bad = [&](std::string_view key, std::string_view what) {
     throw InputError(fmt::format("{}: /{}: {}", where, key, what));
   };
-  if (m.hidden % m.heads != 0) bad("heads", fmt::format("{} heads do not divide hidden {}", m.heads, m.hidden));
+  if (m.head_dim_override == 0 && m.hidden % m.heads != 0) {
+    bad("heads", fmt::format("{} heads do not divide hidden {} (set head_dim when heads x head_dim != hidden)", m.heads,
+                             m.hidden));
+  }
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
     bad("kv_heads", fmt::format("{} kv heads must divide the {} heads", m.kv_heads, m.heads));
   }
   if (m.top_k > m.experts) bad("top_k", fmt::format("top_k {} exceeds the {} experts", m.top_k, m.experts));
+  check_moe_and_mla(m, bad);
   // Every field may be in range while the product is absurd; bound the parameter count (an upper bound, in double)
   // so the 64-bit counts of model_shape.cpp cannot overflow.
-  const double h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
-  const double per_layer = 4.0 * h * (h + 3.0) + static_cast<double>(m.experts) * (3.0 * h * f + 2.0 * f + 2.0 * h);
+  const double h = std::max(static_cast<double>(m.hidden), static_cast<double>(m.heads) *
+                                                                static_cast<double>(m.head_dim() + m.qk_rope_head_dim +
+                                                                                    m.v_head_dim_override));
+  const double f = static_cast<double>(std::max(m.ffn_hidden, m.dense_ffn_hidden));
+  const double per_layer = 4.0 * h * (h + 3.0) + static_cast<double>(m.experts + m.shared_experts + 1) *
+                                                     (3.0 * h * f + 2.0 * f + 2.0 * h);
   const double params = static_cast<double>(m.layers) * per_layer +
                         2.0 * h * static_cast<double>(m.vocab + m.seq_len + 1);
   if (params > kMaxParams) {
@@ -51,8 +88,16 @@ ModelSpec model_from_json(JsonReader& r) {
   m.dropout = r.get_bool("dropout", true);
   m.norm = r.get_enum("norm", NormType::layernorm);
   m.position = r.get_enum("position", PositionEmbedding::learned);
+  m.head_dim_override = r.get_int("head_dim", 0, 1, kMaxDim);
+  m.q_lora_rank = r.get_int("q_lora_rank", 0, 1, kMaxDim);
+  m.kv_lora_rank = r.get_int("kv_lora_rank", 0, 1, kMaxDim);
+  m.qk_rope_head_dim = r.get_int("qk_rope_head_dim", 0, 1, kMaxDim);
+  m.v_head_dim_override = r.get_int("v_head_dim", 0, 1, kMaxDim);
   m.experts = r.get_int("experts", 1, 1, 65'536);
   m.top_k = r.get_int("top_k", 1, 1, 65'536);
+  m.shared_experts = r.get_int("shared_experts", 0, 0, 65'536);
+  m.dense_layers = r.get_int("dense_layers", 0, 0, 100'000);
+  m.dense_ffn_hidden = r.get_int("dense_ffn_hidden", 0, 1, kMaxDim);
   m.causal = r.get_bool("causal", true);
   m.source = r.get_string("source", "");
   check_model(m, r.where());
@@ -170,7 +215,7 @@ TrainingSpec training_from_json(JsonReader& r) {
 }
 
 nlohmann::json to_json(const ModelSpec& m) {
-  return {{"kind", "model"},         {"name", m.name},
+  nlohmann::json j = {{"kind", "model"},         {"name", m.name},
           {"layers", m.layers},      {"hidden", m.hidden},
           {"heads", m.heads},        {"kv_heads", m.kv_heads},
           {"ffn_hidden", m.ffn_hidden}, {"ffn_type", to_string(m.ffn_type)},
@@ -180,6 +225,15 @@ nlohmann::json to_json(const ModelSpec& m) {
           {"position", to_string(m.position)},    {"experts", m.experts},
           {"top_k", m.top_k},        {"causal", m.causal},
           {"source", m.source}};
+  // The fields that default to 0 are written only when set, so documents of models without them stay as they were.
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"head_dim", m.head_dim_override},
+                            {"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
+                            {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim_override},
+                            {"shared_experts", m.shared_experts}, {"dense_layers", m.dense_layers},
+                            {"dense_ffn_hidden", m.dense_ffn_hidden}}) {
+    if (value != 0) j[key] = value;
+  }
+  return j;
 }
 
 namespace {

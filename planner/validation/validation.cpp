@@ -146,17 +146,59 @@ void read_measured(const Obj& top, const Obj& ms, MappedRun& r) {
   if (const auto mem = ms.number("memory_per_gpu_GB", 1e-6, 1e6)) r.measured_memory_bytes = *mem * 1e9;
 }
 
-// The mixture-of-experts fields of a row's arch (experts, top_k, shared_experts, dense_layers, moe_ffn) and its
-// attention kind. Routed experts whose FFN is arch.ffn map onto the model's experts and top_k; what the cost model
-// does not represent (shared experts, leading dense layers, a per-expert FFN size of its own, MLA or linear
-// attention) is a skip reason naming the field.
+// The integer after the first of `keys` found in `text` (lower-cased notes), skipping spaces, '=' and ':'; e.g.
+// "kv_channels 128" -> 128. nullopt when no key is there or no digits follow it.
+std::optional<int64_t> number_after(std::string_view text, std::initializer_list<std::string_view> keys) {
+  for (std::string_view key : keys) {
+    size_t at = text.find(key);
+    if (at == std::string_view::npos) continue;
+    at += key.size();
+    while (at < text.size() && (text[at] == ' ' || text[at] == '=' || text[at] == ':')) ++at;
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; at < text.size() && text[at] >= '0' && text[at] <= '9' && digits < 9; ++at, ++digits) v = v * 10 + (text[at] - '0');
+    if (digits > 0) return v;
+  }
+  return std::nullopt;
+}
+
+// Multi-head latent attention's ranks and head widths from the row's notes, in the two phrasings the file uses
+// ("q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128"; "kv compression 512, query compression 1536, head
+// dim 128, decoupled RoPE 64"); what is missing is a skip reason.
+void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& skip) {
+  const auto q_lora = number_after(notes, {"q_lora", "query compression"});
+  const auto kv_lora = number_after(notes, {"kv_lora", "kv compression"});
+  const auto head = number_after(notes, {"qk_head", "head dim"});
+  const auto rope = number_after(notes, {"rope", "decoupled rope"});
+  if (!q_lora || !kv_lora || !head || !rope) {
+    skip.push_back("arch.attention MLA: arch_notes do not state its ranks and head widths");
+    return;
+  }
+  m.q_lora_rank = *q_lora;
+  m.kv_lora_rank = *kv_lora;
+  m.head_dim_override = *head;
+  m.qk_rope_head_dim = *rope;
+  m.v_head_dim_override = number_after(notes, {"v_head"}).value_or(0);  // else the head width, as DeepSeek-V3's
+  m.kv_heads = m.heads;
+}
+
+// The mixture-of-experts fields of a row's arch (experts, top_k, shared_experts, dense_layers, moe_ffn), its
+// attention kind, and a head width the notes state as Megatron's kv_channels. Routed experts whose FFN is arch.ffn
+// map onto the model's experts and top_k, shared experts and leading dense layers onto its own fields (the dense
+// layers' FFN from "dense ... ffn N" in ffn_type or arch_notes); what the cost model does not represent (a per-expert
+// FFN size other than arch.ffn, linear attention, multi-token prediction) is a skip reason naming the field.
 void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
              shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
              moe_ffn = a.integer("moe_ffn", 1, 10'000'000);
   const std::string attention = ascii_lower(a.text("attention"));
-  if (has(attention, "mla")) skip.push_back("arch.attention MLA (latent attention) is not modelled");
+  const std::string notes = ascii_lower(a.text("arch_notes")), ffn_type = ascii_lower(a.text("ffn_type"));
+  if (const auto kv_channels = number_after(notes, {"kv_channels"}); kv_channels && m.heads > 0) {
+    m.head_dim_override = *kv_channels;
+  }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
+  if (has(attention, "mla")) read_mla(notes, m, skip);
+  if (has(notes, "mtp")) skip.push_back("arch_notes MTP: multi-token prediction layers are not modelled");
   if (experts.value_or(1) <= 1) return;
   m.experts = *experts;
   if (!top_k) {
@@ -166,8 +208,16 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   } else {
     m.top_k = *top_k;
   }
-  if (shared.value_or(0) > 0) skip.push_back(fmt::format("arch.shared_experts {}: shared experts are not modelled", *shared));
-  if (dense.value_or(0) > 0) skip.push_back(fmt::format("arch.dense_layers {}: leading dense layers are not modelled", *dense));
+  m.shared_experts = shared.value_or(0);
+  if (dense.value_or(0) > 0) {
+    const auto dense_ffn = number_after(ffn_type.substr(std::min(ffn_type.size(), ffn_type.find("dense"))), {"ffn"});
+    if (dense_ffn) {
+      m.dense_layers = *dense;
+      m.dense_ffn_hidden = *dense_ffn;
+    } else {
+      skip.push_back(fmt::format("arch.dense_layers {}: the dense layers' FFN width is not stated", *dense));
+    }
+  }
   const auto ffn = a.integer("ffn", 1, 10'000'000);
   if (moe_ffn && ffn && *moe_ffn != *ffn) {
     skip.push_back(fmt::format("arch.moe_ffn {} differs from arch.ffn {}: a per-expert FFN size is not modelled",
@@ -201,6 +251,8 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
     ffn_text = "GeLU MLP (4h)";
   }
   if (!vocab && gpt3 && gaps.assume("arch.vocab", "51200 (GPT-2 BPE padded as Megatron-LM pads it)")) vocab = 51200;
+  // Multi-head latent attention gives every head its own keys and values (read_mla).
+  if (!kv && heads && has(ascii_lower(a.text("attention")), "mla")) kv = heads;
   if (!kv) gaps.missing("arch.kv_heads");
   if (!ffn) gaps.missing("arch.ffn");
   if (!vocab) gaps.missing("arch.vocab");

@@ -30,6 +30,45 @@ TEST_CASE("Llama and Mixtral parameter counts match their published sizes") {
   CHECK(active_params(mix) / 1e9 == doctest::Approx(12.9).epsilon(0.005));
 }
 
+TEST_CASE("MoE parameter counts with shared experts, leading dense layers, MLA and head_dim match published sizes") {
+  // DeepSeek-V3 (arXiv:2412.19437 Sec. 4.2): 671B total, 37B activated; MLA, 1 shared + 256 routed, 3 dense layers.
+  const ModelSpec& v3 = test::profiles().model("deepseek-v3", "t");
+  CHECK(v3.is_mla());
+  CHECK(total_params(v3) / 1e9 == doctest::Approx(671.0).epsilon(0.005));
+  CHECK(active_params(v3) / 1e9 == doctest::Approx(37.0).epsilon(0.02));
+  // DeepSeekMoE 16B (arXiv:2401.06066 Sec. 5.1): 16.4B total, 2.8B activated; 2 shared + 64 routed, 1 dense layer.
+  const ModelSpec& ds16 = test::profiles().model("deepseek-moe-16b", "t");
+  CHECK(total_params(ds16) / 1e9 == doctest::Approx(16.4).epsilon(0.005));
+  CHECK(active_params(ds16) / 1e9 == doctest::Approx(2.8).epsilon(0.015));
+  // Qwen3 (arXiv:2505.09388 Table 2): 235B / 22B and 30.5B / 3.3B, heads x head_dim (8192, 4096) wider than hidden.
+  const ModelSpec& q235 = test::profiles().model("qwen3-235b-a22b", "t");
+  CHECK(q235.q_dim() == 2 * q235.hidden);
+  CHECK(total_params(q235) / 1e9 == doctest::Approx(235.0).epsilon(0.005));
+  CHECK(active_params(q235) / 1e9 == doctest::Approx(22.0).epsilon(0.01));
+  const ModelSpec& q30 = test::profiles().model("qwen3-30b-a3b", "t");
+  CHECK(total_params(q30) / 1e9 == doctest::Approx(30.5).epsilon(0.005));
+  CHECK(active_params(q30) / 1e9 == doctest::Approx(3.3).epsilon(0.02));
+  // Mixtral 8x22B (release): 141B total, 39B active.
+  const ModelSpec& m22 = test::profiles().model("mixtral-8x22b", "t");
+  CHECK(total_params(m22) / 1e9 == doctest::Approx(141.0).epsilon(0.005));
+  CHECK(active_params(m22) / 1e9 == doctest::Approx(39.0).epsilon(0.01));
+}
+
+TEST_CASE("A MoE model's parts add up term by term (DeepSeekMoE 16B by hand)") {
+  const ModelSpec& m = test::profiles().model("deepseek-moe-16b", "t");
+  const ParamCounts c = count_params(m);
+  const int64_t h = 2048;
+  CHECK(c.attention == 4 * h * h);                 // MHA, no biases
+  CHECK(c.mlp_per_expert == 3 * h * 1408);         // SwiGLU expert
+  CHECK(c.shared_mlp == 2 * c.mlp_per_expert);     // 2 shared experts of the routed width
+  CHECK(c.dense_mlp == 3 * h * 10944);             // the first layer's dense MLP
+  CHECK(c.router == 64 * h);
+  const int64_t layers = 28 * (c.attention + c.norms) + c.dense_mlp + 27 * (c.router + c.shared_mlp + 64 * c.mlp_per_expert);
+  CHECK(total_params(m) == layers + 2 * 102400 * h + c.final_norm);
+  const int64_t active = 28 * (c.attention + c.norms) + c.dense_mlp + 27 * (c.router + c.shared_mlp + 6 * c.mlp_per_expert);
+  CHECK(active_params(m) == active + 2 * 102400 * h + c.final_norm);
+}
+
 TEST_CASE("infer_gpt_shape reproduces GPT-3 175B and scales monotonically") {
   ModelSpec m = infer_gpt_shape(175e9);
   CHECK(m.layers == 96);

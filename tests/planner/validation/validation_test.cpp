@@ -354,13 +354,47 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   REQUIRE(r.scored());
   CHECK_FALSE(r.plan->model.is_moe());
 
+  // Shared experts, leading dense layers (their FFN from "dense ... ffn N"), MLA (its ranks from the notes) and a
+  // head width stated as kv_channels map onto the model.
+  row = moe_row(256, 8, 1, 3, 2048, "MLA");
+  row["arch"]["ffn"] = 2048;
+  row["arch"]["kv_heads"] = nullptr;
+  row["arch"]["ffn_type"] = "SwiGLU MoE (256 routed + 1 shared expert, top-8); first 3 layers dense SwiGLU ffn 18432";
+  row["arch"]["arch_notes"] = "DeepSeek-V3; MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128";
+  row["parallel"]["ep"] = 1;
+  r = map_one(row);
+  REQUIRE(r.scored());
+  const ModelSpec& m = r.plan->model;
+  CHECK(m.shared_experts == 1);
+  CHECK(m.dense_layers == 3);
+  CHECK(m.dense_ffn_hidden == 18432);
+  CHECK(m.q_lora_rank == 1536);
+  CHECK(m.kv_lora_rank == 512);
+  CHECK(m.head_dim() == 128);
+  CHECK(m.qk_rope_head_dim == 64);
+  CHECK(m.v_head_dim() == 128);
+  CHECK(m.kv_heads == m.heads);
+  row["arch"]["arch_notes"] = "MLA (kv compression 512, query compression 1536, head dim 128, decoupled RoPE 64)";
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.q_lora_rank == 1536);
+  CHECK(r.plan->model.qk_rope_head_dim == 64);
+  row = base_row();
+  row["arch"]["arch_notes"] = "Qwen3-style; kv_channels 256";  // heads of 256 on hidden 12288 / 96 heads = 128
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.head_dim() == 256);
+  CHECK(r.plan->model.q_dim() == 2 * r.plan->model.hidden);
+
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
   r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
   CHECK_FALSE(r.scored());
-  CHECK(has_reason(r, "arch.shared_experts 1"));
-  CHECK(has_reason(r, "arch.dense_layers 3"));
+  CHECK(has_reason(r, "arch.dense_layers 3: the dense layers' FFN width is not stated"));
   CHECK(has_reason(r, "arch.moe_ffn 2048 differs from arch.ffn 49152"));
-  CHECK(has_reason(r, "arch.attention MLA"));
+  CHECK(has_reason(r, "arch.attention MLA: arch_notes do not state"));
+  row = moe_row(256, 8, 1, 0, 49152, "MLA");
+  row["arch"]["arch_notes"] = "MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64; MTP 1 layer enabled";
+  CHECK(has_reason(map_one(row), "MTP"));
   row = base_row();
   row["arch"]["attention"] = "hybrid linear attention";
   CHECK(has_reason(map_one(row), "linear attention"));
