@@ -127,6 +127,10 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
   pc.etp = me.etp.value_or(0);
+  pc.moe_dispatcher = me.moe_dispatcher.empty()
+                          ? MoeDispatcher::alltoall
+                          : enum_flag<MoeDispatcher>(me.moe_dispatcher, "--moe-dispatcher", "alltoall, deepep");
+  pc.overlap_ep_comm = me.overlap_ep;
   pc.embedding_in_pipeline_split = me.embedding_in_split;
   pc.loss_in_pipeline_split = me.loss_in_split;
 }
@@ -252,6 +256,11 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--etp", o.etp,
                  "Expert tensor parallel size (MoE): the experts' tp under Megatron-Core's parallel folding, ep x etp "
                  "dividing tp x cp x dp (default: the experts split over tp, ep groups within dp)")->check(pos);
+  app.add_option("--moe-dispatcher", o.moe_dispatcher,
+                 "alltoall | deepep: MoE tokens by NCCL all-to-all (default) or DeepEP's node-deduplicating kernels");
+  app.add_flag("--overlap-ep", o.overlap_ep,
+               "Overlap MoE all-to-alls with another microbatch's compute (Megatron-Core "
+               "--overlap-moe-expert-parallel-comm)");
   app.add_flag("--account-for-embedding-in-pipeline-split", o.embedding_in_split,
                "Count the embedding as a layer of the first stage (and chunk) when splitting (Megatron-Core)");
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_split,

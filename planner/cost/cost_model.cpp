@@ -6,6 +6,7 @@
 
 #include "planner/cost/activations.hpp"
 #include "planner/cost/collectives.hpp"
+#include "planner/cost/expert_comm.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/cost/flops.hpp"
 #include "planner/cost/gemm.hpp"
@@ -388,17 +389,16 @@ void cp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   lc.cp_comm_backward_s = 2.0 * lc.cp_comm_forward_s;
 }
 
-// Expert parallel: all-to-all dispatch + combine of the routed tokens.
+// Expert parallel: dispatch + combine of the routed tokens in each pass (expert_comm.hpp).
 void ep_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   if (!(m.is_moe() && pc.ep > 1)) return;
-  const double A = d(dtype_bytes(plan.activation_dtype()));
   const double tokens = pc.sequence_parallel ? d(x.T) / d(x.tp) : d(x.T);
-  lc.ep_bytes = A * tokens * d(m.top_k) * d(x.h);
-  const double a2a = collective_time_s(Collective::all_to_all, lc.ep_bytes, pc.ep, group_link(plan, GroupKind::ep));
-  lc.ep_comm_forward_s = 2.0 * a2a;
-  lc.ep_comm_backward_s = 2.0 * a2a;
+  const ExpertA2A a2a = expert_a2a(plan, tokens);
+  lc.ep_bytes = a2a.copies_bytes;
+  lc.ep_comm_forward_s = 2.0 * a2a.time_s;
+  lc.ep_comm_backward_s = 2.0 * a2a.time_s;
 }
 
 // A ZeRO-3 collective of one layer of `params` parameters (`experts` of them its local experts), `bytes_per_param`
@@ -494,12 +494,17 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   const double cp_b = exposed_s(lc.cp_comm_backward_s, attn.backward, pc.overlap_cp_comm);
   const bool full = pc.recompute == Recompute::full;
   const double z_f = z.forward, z_b = z.backward;
-  lc.exposed_forward_comm_s = tp_f + cp_f + lc.ep_comm_forward_s + z_f;
-  lc.exposed_backward_comm_s = tp_b + cp_b + lc.ep_comm_backward_s + z_b;
+  // MoE all-to-alls overlapped with another microbatch's pass (expert_comm.hpp): a forward's behind the other's
+  // backward compute, a backward's behind the other's forward; needs a second microbatch in flight.
+  const bool ep_overlap = pc.overlap_ep_comm && pc.num_microbatches > 1;
+  const double ep_f = exposed_s(lc.ep_comm_forward_s, g.total * 2.0 + attn.backward, ep_overlap);
+  const double ep_b = exposed_s(lc.ep_comm_backward_s, g.total + attn.forward, ep_overlap);
+  lc.exposed_forward_comm_s = tp_f + cp_f + ep_f + z_f;
+  lc.exposed_backward_comm_s = tp_b + cp_b + ep_b + z_b;
   lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
   lc.exposed_tp_s = tp_f + tp_b + tp_r;
   lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
-  lc.exposed_ep_s = lc.ep_comm_forward_s + lc.ep_comm_backward_s + (full ? lc.ep_comm_forward_s : 0.0);
+  lc.exposed_ep_s = ep_f + ep_b + (full ? lc.ep_comm_forward_s : 0.0);
   lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
 }
 }  // namespace

@@ -35,6 +35,8 @@ constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {{"flash", Atte
                                                                   {"unfused", AttentionKernel::unfused}};
 constexpr std::pair<std::string_view, Zero3GatherUnit> kZ3Unit[] = {{"layer", Zero3GatherUnit::layer},
                                                                     {"linear", Zero3GatherUnit::linear}};
+constexpr std::pair<std::string_view, MoeDispatcher> kDispatcher[] = {{"alltoall", MoeDispatcher::alltoall},
+                                                                       {"deepep", MoeDispatcher::deepep}};
 
 template <typename E, size_t N>
 std::string_view name_of(E e, const std::pair<std::string_view, E> (&table)[N]) {
@@ -55,6 +57,7 @@ std::string_view to_string(Recompute e) { return name_of(e, kRec); }
 std::string_view to_string(Schedule e) { return name_of(e, kSched); }
 std::string_view to_string(AttentionKernel e) { return name_of(e, kAttn); }
 std::string_view to_string(Zero3GatherUnit e) { return name_of(e, kZ3Unit); }
+std::string_view to_string(MoeDispatcher e) { return name_of(e, kDispatcher); }
 bool parse_enum(std::string_view s, DType& out) { return lookup(s, out, kDTypes); }
 bool parse_enum(std::string_view s, FfnType& out) { return lookup(s, out, kFfn); }
 bool parse_enum(std::string_view s, NormType& out) { return lookup(s, out, kNorm); }
@@ -64,6 +67,7 @@ bool parse_enum(std::string_view s, Recompute& out) { return lookup(s, out, kRec
 bool parse_enum(std::string_view s, Schedule& out) { return lookup(s, out, kSched); }
 bool parse_enum(std::string_view s, AttentionKernel& out) { return lookup(s, out, kAttn); }
 bool parse_enum(std::string_view s, Zero3GatherUnit& out) { return lookup(s, out, kZ3Unit); }
+bool parse_enum(std::string_view s, MoeDispatcher& out) { return lookup(s, out, kDispatcher); }
 
 int64_t dtype_bytes(DType d) {
   switch (d) {

@@ -43,6 +43,10 @@ enum class AttentionKernel : uint8_t { flash, unfused };
 // What ZeRO-3 all-gathers at a time (and prefetches one ahead): one transformer layer (PyTorch FSDP wrapping each
 // block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see planner/cost/zero3.hpp.
 enum class Zero3GatherUnit : uint8_t { layer, linear };
+// How MoE tokens reach their experts' ranks (planner/cost/expert_comm.hpp): NCCL all-to-all of every routed copy
+// (Megatron-Core --moe-token-dispatcher-type alltoall), or DeepEP's dispatch and combine kernels, which send a token
+// over InfiniBand once per destination node and forward it over NVLink inside the node (flex + DeepEP).
+enum class MoeDispatcher : uint8_t { alltoall, deepep };
 
 std::string_view to_string(DType);
 std::string_view to_string(FfnType);
@@ -53,6 +57,7 @@ std::string_view to_string(Recompute);
 std::string_view to_string(Schedule);
 std::string_view to_string(AttentionKernel);
 std::string_view to_string(Zero3GatherUnit);
+std::string_view to_string(MoeDispatcher);
 // Parsers return false on an unknown name (callers build the error message with the flag or JSON path).
 bool parse_enum(std::string_view s, DType& out);
 bool parse_enum(std::string_view s, FfnType& out);
@@ -63,6 +68,7 @@ bool parse_enum(std::string_view s, Recompute& out);
 bool parse_enum(std::string_view s, Schedule& out);
 bool parse_enum(std::string_view s, AttentionKernel& out);
 bool parse_enum(std::string_view s, Zero3GatherUnit& out);
+bool parse_enum(std::string_view s, MoeDispatcher& out);
 
 // A decoder-only transformer.
 struct ModelSpec {
@@ -196,6 +202,10 @@ struct ParallelConfig {
   // false = the sender waits for its send before its next op: Megatron-LM's batched, waited p2p (1F1B and GPipe
   // always; interleaved without the option).
   bool overlap_p2p_comm = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // MoE all-to-alls overlapped with another microbatch's compute (Megatron-Core --overlap-moe-expert-parallel-comm,
+  // the "1F1B A2A overlap"; DeepSeek-V3's DualPipe overlaps the same way): see expert_comm.hpp.
+  bool overlap_ep_comm = false;
   int64_t first_stage_layers = 0;   // 0 = even split; else layers on the first stage (uneven pipelines)
   int64_t last_stage_layers = 0;    // 0 = even split; else layers on the last stage
   // Megatron-Core's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split: the split

@@ -193,6 +193,8 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
+  p.moe_dispatcher = r.get_enum("moe_dispatcher", MoeDispatcher::alltoall);
+  p.overlap_ep_comm = r.get_bool("overlap_ep_comm", false);
   p.etp = r.get_int("etp", 0, 0, kMax);
   p.first_stage_layers = r.get_int("first_stage_layers", 0, 0, kMax);
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
@@ -312,6 +314,8 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"p2p_scatter_gather", p.p2p_scatter_gather},
           {"overlap_cp_comm", p.overlap_cp_comm},
           {"overlap_p2p_comm", p.overlap_p2p_comm},
+          {"moe_dispatcher", to_string(p.moe_dispatcher)},
+          {"overlap_ep_comm", p.overlap_ep_comm},
           {"etp", p.etp},
           {"first_stage_layers", p.first_stage_layers},
           {"last_stage_layers", p.last_stage_layers},

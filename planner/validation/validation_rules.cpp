@@ -287,6 +287,16 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     pc.overlap_tp_comm = true;
     say("TP collectives: overlapped with the GEMMs (--tp-comm-overlap stated)");
   }
+  // Megatron-Core MoE recipes name their token dispatcher ("dispatcher DeepEP", "dispatcher A2A") and the 1F1B
+  // all-to-all overlap ("1F1B EP A2A overlap"): planner/cost/expert_comm.hpp.
+  if (pc.ep > 1 && has(pn, "dispatcher deepep")) {
+    pc.moe_dispatcher = MoeDispatcher::deepep;
+    say("MoE tokens: DeepEP's dispatch and combine (stated)");
+  }
+  if (pc.ep > 1 && has(pn, "a2a overlap")) {
+    pc.overlap_ep_comm = true;
+    say("MoE all-to-alls: overlapped with another microbatch's compute (1F1B A2A overlap stated)");
+  }
 }
 
 }  // namespace parplan

@@ -386,6 +386,25 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK(r.plan->model.head_dim() == 256);
   CHECK(r.plan->model.q_dim() == 2 * r.plan->model.hidden);
 
+  // The recipes' dispatcher and all-to-all overlap, from their parallel notes.
+  row = moe_row(8, 2, 0, 0, 49152, "GQA/MHA");
+  row["arch"]["ffn_type"] = "SwiGLU MoE (8 experts, top-2)";
+  row["parallel"]["dp"] = 1;
+  row["parallel"]["ep"] = 1;
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.moe_dispatcher == MoeDispatcher::alltoall);
+  CHECK_FALSE(r.plan->parallel.overlap_ep_comm);
+  row["hardware"]["num_gpus"] = 512;
+  row["parallel"]["dp"] = 8;
+  row["parallel"]["ep"] = 8;
+  row["parallel"]["global_batch_seqs"] = 512;
+  row["parallel"]["parallel_notes"] = "EDP=1, ETP=1; dispatcher DeepEP; +1F1B EP A2A overlap";
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.moe_dispatcher == MoeDispatcher::deepep);
+  CHECK(r.plan->parallel.overlap_ep_comm);
+
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
   r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
   CHECK_FALSE(r.scored());

@@ -1,0 +1,50 @@
+// Expert-parallel token exchange (formulas and sources in expert_comm.hpp).
+#include "planner/cost/expert_comm.hpp"
+
+#include <algorithm>
+
+#include "planner/cost/collectives.hpp"
+#include "planner/cost/layout.hpp"
+
+namespace parplan {
+
+double node_hit_probability(int64_t experts, int64_t experts_per_node, int64_t top_k) {
+  if (experts_per_node >= experts) return 1.0;
+  double miss = 1.0;  // C(E - e, k) / C(E, k) = prod_i (E - e - i) / (E - i)
+  for (int64_t i = 0; i < top_k; ++i) {
+    miss *= std::max(0.0, static_cast<double>(experts - experts_per_node - i)) / static_cast<double>(experts - i);
+  }
+  return 1.0 - miss;
+}
+
+ExpertA2A expert_a2a(const Plan& plan, double tokens) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  ExpertA2A a;
+  const int64_t n = pc.ep;
+  if (!m.is_moe() || n <= 1) return a;
+  const double A = static_cast<double>(dtype_bytes(plan.activation_dtype()));
+  const double token_bytes = tokens * static_cast<double>(m.hidden) * A;
+  a.copies_bytes = token_bytes * static_cast<double>(m.top_k);
+  // The group's ranks per node: all of it inside one node, else a node's worth of its stride-spaced ranks.
+  const int64_t stride = group_stride(pc, GroupKind::ep), gpn = plan.cluster.gpus_per_node;
+  a.ranks_per_node = stride * n <= gpn ? n : std::clamp<int64_t>(gpn / stride, 1, n);
+  a.nodes = n / a.ranks_per_node;
+  const double nd = static_cast<double>(n), g = static_cast<double>(a.ranks_per_node);
+  if (pc.moe_dispatcher == MoeDispatcher::deepep) {
+    const double hit = node_hit_probability(m.experts, m.experts / a.nodes, m.top_k);
+    a.inter_node_bytes = token_bytes * static_cast<double>(a.nodes - 1) * hit;
+    a.intra_node_bytes = a.copies_bytes * (g - 1.0) / g;
+  } else {
+    a.inter_node_bytes = a.copies_bytes * (nd - g) / nd;
+    a.intra_node_bytes = a.copies_bytes * (g - 1.0) / nd;
+  }
+  const LinkSpec& intra = plan.cluster.intra_node;
+  const LinkSpec& inter = plan.cluster.inter_node;
+  const double latency = static_cast<double>(latency_steps(Collective::all_to_all, n)) *
+                         (a.nodes > 1 ? inter.latency_s : intra.latency_s);
+  a.time_s = std::max(a.inter_node_bytes / inter.effective_Bps(), a.intra_node_bytes / intra.effective_Bps()) + latency;
+  return a;
+}
+
+}  // namespace parplan

@@ -1,0 +1,91 @@
+// Tests for planner/cost/expert_comm: the MoE token exchange per tier, NCCL all-to-all and DeepEP's dispatch.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "planner/cost/collectives.hpp"
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/expert_comm.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+namespace {
+// Qwen3-235B-A22B (128 experts, top-8) on 4 DGX H100 nodes: tp 2 (SP) x dp 16 x pp 1, ep 32 with etp 1 (folding).
+Plan qwen3_ep(int64_t ep, MoeDispatcher dispatcher) {
+  Plan p;
+  p.model = test::profiles().model("qwen3-235b-a22b", "test");
+  p.gpu = test::profiles().gpu("h100", "test");
+  p.cluster = test::profiles().cluster("dgx-h100", "test");
+  p.parallel.tp = 2;
+  p.parallel.sequence_parallel = true;
+  p.parallel.dp = 16;
+  p.parallel.ep = ep;
+  p.parallel.etp = 1;
+  p.parallel.moe_dispatcher = dispatcher;
+  p.parallel.num_microbatches = 4;
+  p.num_gpus = 32;
+  p.training.global_batch = 64;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("node_hit_probability: 1 - C(E - e, k) / C(E, k), the chance a node holds one of a token's experts") {
+  // 128 experts over 4 nodes (32 each), top-8: 1 - prod_{i<8} (96 - i) / (128 - i).
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (96.0 - i) / (128.0 - i);
+  CHECK(node_hit_probability(128, 32, 8) == doctest::Approx(1.0 - miss).epsilon(1e-12));
+  CHECK(node_hit_probability(128, 32, 8) == doctest::Approx(0.9073).epsilon(1e-3));
+  CHECK(node_hit_probability(8, 8, 2) == 1.0);  // one node holds them all
+  CHECK(node_hit_probability(256, 32, 1) == doctest::Approx(32.0 / 256.0).epsilon(1e-12));
+}
+
+TEST_CASE("expert a2a inside a node is the nccl-tests all-to-all, for either dispatcher") {
+  for (MoeDispatcher disp : {MoeDispatcher::alltoall, MoeDispatcher::deepep}) {
+    const Plan p = qwen3_ep(8, disp);
+    const double tokens = 2048;
+    const ExpertA2A a = expert_a2a(p, tokens);
+    CHECK(a.nodes == 1);
+    CHECK(a.ranks_per_node == 8);
+    CHECK(a.inter_node_bytes == 0.0);
+    CHECK(a.copies_bytes == doctest::Approx(tokens * 8 * 4096 * 2).epsilon(1e-12));
+    CHECK(a.time_s == doctest::Approx(collective_time_s(Collective::all_to_all, a.copies_bytes, 8, p.cluster.intra_node))
+                          .epsilon(1e-12));
+  }
+}
+
+TEST_CASE("expert a2a across nodes: all-to-all sends (n - g)/n of the copies over the NIC, DeepEP one per node hit") {
+  const double tokens = 2048, token_bytes = tokens * 4096 * 2;
+  const ExpertA2A nccl = expert_a2a(qwen3_ep(32, MoeDispatcher::alltoall), tokens);
+  REQUIRE(nccl.nodes == 4);
+  REQUIRE(nccl.ranks_per_node == 8);
+  CHECK(nccl.inter_node_bytes == doctest::Approx(8 * token_bytes * 24.0 / 32.0).epsilon(1e-12));
+  CHECK(nccl.intra_node_bytes == doctest::Approx(8 * token_bytes * 7.0 / 32.0).epsilon(1e-12));
+  const ExpertA2A deepep = expert_a2a(qwen3_ep(32, MoeDispatcher::deepep), tokens);
+  CHECK(deepep.inter_node_bytes == doctest::Approx(token_bytes * 3.0 * node_hit_probability(128, 32, 8)).epsilon(1e-12));
+  CHECK(deepep.intra_node_bytes == doctest::Approx(8 * token_bytes * 7.0 / 8.0).epsilon(1e-12));
+  // 6 copies of each token cross the NIC with the all-to-all, 2.72 with DeepEP: 2.2x less on the slow tier.
+  CHECK(nccl.inter_node_bytes / deepep.inter_node_bytes == doctest::Approx(6.0 / (3.0 * 0.9073)).epsilon(1e-3));
+  CHECK(deepep.time_s < nccl.time_s);
+  // The NIC is the bound on both: its bytes over its effective bandwidth, plus the latencies.
+  const LinkSpec& ib = qwen3_ep(32, MoeDispatcher::alltoall).cluster.inter_node;
+  CHECK(nccl.time_s == doctest::Approx(nccl.inter_node_bytes / ib.effective_Bps() + 31 * ib.latency_s).epsilon(1e-12));
+}
+
+TEST_CASE("overlap_ep_comm hides the all-to-alls behind another microbatch's compute; one microbatch cannot") {
+  Plan p = qwen3_ep(32, MoeDispatcher::alltoall);
+  REQUIRE(validate(p).ok());
+  const LayerCost plain = layer_cost(p);
+  p.parallel.overlap_ep_comm = true;
+  const LayerCost overlapped = layer_cost(p);
+  CHECK(overlapped.ep_comm_forward_s == plain.ep_comm_forward_s);  // the same transfers ...
+  CHECK(overlapped.exposed_ep_s < plain.exposed_ep_s);              // ... less of them on the critical path
+  CHECK(overlapped.exposed_ep_s >= 0.0);
+  const double fwd_hidden_behind = 2.0 * overlapped.gemm_forward_s;  // at least the other's dgrad + wgrad GEMMs
+  CHECK(overlapped.exposed_ep_s <= std::max(0.0, plain.ep_comm_forward_s - fwd_hidden_behind) +
+                                       std::max(0.0, plain.ep_comm_backward_s - overlapped.gemm_forward_s) + 1e-12);
+  p.parallel.num_microbatches = 1;
+  p.training.global_batch = 16;
+  CHECK(layer_cost(p).exposed_ep_s == doctest::Approx(plain.exposed_ep_s).epsilon(1e-12));
+}
