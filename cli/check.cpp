@@ -74,6 +74,26 @@ bool append_step_summary(const std::string& path, std::string_view text) {
 // A plan path that is not UTF-8 (a Latin-1 file name) is written with U+FFFD in JSON (nlohmann threw).
 constexpr auto kReplaceBadUtf8 = nlohmann::json::error_handler_t::replace;
 
+// The baseline entry of a plan: under its key (name or content hash); else under the plan path as given, the key
+// of baselines written before (docs/ci.md).
+const PlanSnapshot* find_entry(const Baseline& b, const std::string& key, const std::string& path) {
+  auto it = b.find(key);
+  if (it == b.end()) it = b.find(path);
+  return it == b.end() ? nullptr : &it->second;
+}
+
+// Two plan files with one name would share one baseline entry: refused, naming both.
+void refuse_shared_names(const std::vector<std::string>& paths, const std::vector<CheckPlanFile>& plans) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (!plans[i].plan.name.empty() && plans[i].plan.name == plans[j].plan.name) {
+        throw InputError(fmt::format("--plan: {} and {} are both named '{}'; a baseline entry needs a name of its own",
+                                     printable(paths[j]), printable(paths[i]), printable(plans[i].plan.name)));
+      }
+    }
+  }
+}
+
 bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
   return v && std::string_view(v) == value;
@@ -86,6 +106,7 @@ Runner setup(CLI::App& app) {
     merge_check_config(*o);
     const CheckLimits limits = parse_limits(*o);
     if (o->update_baseline && o->baseline.empty()) throw InputError("--update-baseline: needs --baseline FILE");
+    if (o->require_baseline && o->baseline.empty()) throw InputError("--require-baseline: needs --baseline FILE");
     require_writable(o->junit, "--junit");
     if (o->update_baseline) require_writable(o->baseline, "--baseline");
     // A document on stdout is all of stdout: the text report then goes to stderr, and a second document is refused.
@@ -98,9 +119,10 @@ Runner setup(CLI::App& app) {
 
     // Read every input before evaluating or writing anything: bad input exits 2 with no output files.
     const ProfileSet profiles = load_profiles(o->profiles);
-    std::vector<Plan> plans;
+    std::vector<CheckPlanFile> plans;
     plans.reserve(paths.size());
     for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));
+    refuse_shared_names(paths, plans);
     Baseline baseline;
     std::optional<FileLock> lock;
     const bool compare = !o->baseline.empty() && !o->update_baseline;
@@ -116,13 +138,20 @@ Runner setup(CLI::App& app) {
 
     std::vector<PlanCheck> checks;
     for (size_t i = 0; i < plans.size(); ++i) {
-      const Estimate e = estimate(plans[i]);
+      const Estimate e = estimate(plans[i].plan);
       PlanCheck c;
       c.path = paths[i];
-      const auto it = baseline.find(c.path);
-      const PlanSnapshot* base = compare && it != baseline.end() ? &it->second : nullptr;
+      c.key = plans[i].key;
+      const PlanSnapshot* base = compare ? find_entry(baseline, c.key, c.path) : nullptr;
       c.baseline_missing = compare && base == nullptr;
-      c.result = check_plan(plans[i], e, limits, base);
+      c.result = check_plan(plans[i].plan, e, limits, base);
+      if (c.baseline_missing && o->require_baseline) {
+        c.result.gates.push_back({Gate::baseline, false, 0, 0,
+                                  fmt::format("no entry '{}' in the baseline {} (--require-baseline); record it with "
+                                              "--update-baseline",
+                                              printable(c.key), printable(o->baseline))});
+        c.result.pass = false;
+      }
       checks.push_back(std::move(c));
     }
     bool all_pass = true;
@@ -142,7 +171,10 @@ Runner setup(CLI::App& app) {
     const std::string junit = o->junit.empty() ? "" : render_junit(checks);
     std::string new_baseline;
     if (o->update_baseline) {
-      for (const PlanCheck& c : checks) baseline[c.path] = c.result.now;
+      for (size_t i = 0; i < checks.size(); ++i) {
+        baseline.erase(checks[i].path);  // an entry keyed by path (written before keys were names) moves to its key
+        baseline[plans[i].key] = checks[i].result.now;
+      }
       new_baseline = baseline_to_json(baseline).dump(2, ' ', false, kReplaceBadUtf8) + "\n";
     }
     std::vector<OutputFile> files;

@@ -12,6 +12,7 @@
 #include "cli/plan_options.hpp"
 #include "cli/toml.hpp"
 #include "planner/spec/error.hpp"
+#include "planner/spec/json_reader.hpp"
 
 namespace parplan::cli {
 namespace fs = std::filesystem;
@@ -24,6 +25,16 @@ std::string relative_to(const std::string& p, const fs::path& base_dir) {
 }
 
 bool has_extension(const fs::path& p, std::string_view ext) { return p.extension().string() == ext; }
+
+std::string content_key(std::string_view canonical) { return "content:" + short_hash(canonical); }
+
+// A TOML value without its spelling (quotes, spacing, comments inside an array): its text, arrays item by item.
+std::string toml_canonical(const TomlValue& v) {
+  if (v.kind != TomlValue::Kind::array) return v.text;
+  std::string s = "[";
+  for (const TomlValue& x : v.items) s += x.text + "\x1f";
+  return s + "]";
+}
 
 // What a TOML value must be for `op`, or empty when it is that: a TOML integer for an integer option, a number for
 // a numeric one, true / false for a flag, a string or an array of strings for a repeatable one, a string (or a number,
@@ -72,10 +83,11 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
   app.add_option("--max-step-time", o.max_step_time, "Fail when the step time exceeds this (12s, 850ms)");
   app.add_option("--baseline", o.baseline, "Baseline JSON: fail when memory or step time regressed (docs/ci.md)");
   app.add_flag("--update-baseline", o.update_baseline, "Write the current results to --baseline instead of comparing");
+  app.add_flag("--require-baseline", o.require_baseline, "Fail a plan that has no entry in --baseline");
   app.add_option("--max-memory-regression", o.max_memory_regression,
                  "Allowed peak-memory growth over the baseline (default 5%)");
   app.add_option("--max-time-regression", o.max_time_regression,
-                 "Allowed step-time growth over the baseline (default 5%)");
+                 "Allowed growth of time per token (step time / tokens per step) over the baseline (default 5%)");
   app.add_option("--junit", o.junit, "Write a JUnit XML report (one test case per plan)");
   app.add_flag("--json", o.json, "Print the results as JSON");
 }
@@ -135,6 +147,7 @@ void merge_check_config(CheckOptions& o) {
   take(o.max_time_regression, c.max_time_regression);
   take(o.junit, relative_to(c.junit, dir));
   o.update_baseline = o.update_baseline || c.update_baseline;
+  o.require_baseline = o.require_baseline || c.require_baseline;
   o.json = o.json || c.json;
 }
 
@@ -162,16 +175,28 @@ std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths
   return out;
 }
 
-Plan load_check_plan(const std::string& path, const ProfileSet& profiles,
-                     const std::vector<std::string>& profile_files) {
-  if (!has_extension(path, ".toml")) return load_plan_file(path, profiles);
+CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profiles,
+                              const std::vector<std::string>& profile_files) {
+  if (!has_extension(path, ".toml")) {
+    CheckPlanFile f{load_plan_file(path, profiles), ""};
+    f.key = f.plan.name.empty() ? content_key(parse_json_text(read_file(path, "--plan"), path).dump()) : f.plan.name;
+    return f;
+  }
   const std::string text = read_file(path, "--plan");
   CLI::App app{"parplan plan (TOML)"};
   app.set_help_flag();
   ModelOptions mo;
   MeshOptions me;
+  std::string name;
   add_model_options(app, mo);
   add_mesh_options(app, me);
+  app.add_option("--name", name, "The plan's name: its key in a check baseline");
+  std::vector<TomlItem> items = read_toml(text, path);
+  for (const TomlItem& item : items) {
+    if (item.key == "name" && item.value.kind == TomlValue::Kind::string && item.value.text.empty()) {
+      throw InputError(fmt::format("{}:{}: key 'name' must not be empty", path, item.line));
+    }
+  }
   parse_toml_options(app, text, path);
   // File references inside the TOML plan are relative to the plan file.
   const fs::path dir = fs::path(path).parent_path();
@@ -182,7 +207,15 @@ Plan load_check_plan(const std::string& path, const ProfileSet& profiles,
   mo.profile_files.insert(mo.profile_files.begin(), profile_files.begin(), profile_files.end());
   try {
     const ProfileSet set = load_profiles(mo);
-    return build_plan(mo, me, set);
+    CheckPlanFile f{build_plan(mo, me, set), name};
+    f.plan.name = name;
+    if (f.key.empty()) {
+      std::sort(items.begin(), items.end(), [](const TomlItem& a, const TomlItem& b) { return a.key < b.key; });
+      std::string canonical;
+      for (const TomlItem& item : items) canonical += item.key + "=" + toml_canonical(item.value) + "\n";
+      f.key = content_key(canonical);
+    }
+    return f;
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", path, e.what()));
   }

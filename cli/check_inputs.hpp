@@ -19,6 +19,7 @@ struct CheckOptions {
   std::string headroom, memory, max_bubble, max_dp_comm, min_mfu, max_step_time;
   std::string baseline, max_memory_regression, max_time_regression;
   bool update_baseline = false;
+  bool require_baseline = false;  // a plan without a baseline entry fails (exit 1)
   std::string junit;
   bool json = false;
 };
@@ -38,9 +39,17 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
 // Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given.
 std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths);
 
-// Loads one plan: *.toml through the plan flags of cli/plan_options.hpp (paths inside relative to the file),
-// anything else as a Plan document. Every error is one line naming the file.
-Plan load_check_plan(const std::string& path, const ProfileSet& profiles,
-                     const std::vector<std::string>& profile_files);
+// A plan to check and its baseline key: the plan's name (the Plan document's "name", `name = "..."` in a TOML plan)
+// or else "content:<hash>" of its document (JSON: key order and spacing do not count; TOML: its items, sorted by
+// key, comments and spacing do not count), so the key does not depend on the path the plan was found under.
+struct CheckPlanFile {
+  Plan plan;
+  std::string key;
+};
+
+// Loads one plan: *.toml through the plan flags of cli/plan_options.hpp (paths inside relative to the file) and an
+// optional `name`, anything else as a Plan document. Every error is one line naming the file.
+CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profiles,
+                              const std::vector<std::string>& profile_files);
 
 }  // namespace parplan::cli

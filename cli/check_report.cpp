@@ -147,6 +147,7 @@ nlohmann::json check_to_json(const std::vector<PlanCheck>& checks) {
                      {"bubble_fraction", r.bubble_fraction},
                      {"dp_comm_fraction", r.dp_comm_fraction},
                      {"gates", std::move(gates)},
+                     {"baseline_key", c.key},
                      {"baseline_missing", c.baseline_missing},
                      {"memory_moved", delta_json(r.memory_moved)},
                      {"time_moved", delta_json(r.time_moved)}});

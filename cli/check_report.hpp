@@ -13,7 +13,8 @@
 namespace parplan::cli {
 
 struct PlanCheck {
-  std::string path;  // the plan file, as the baseline keys it
+  std::string path;  // the plan file as given
+  std::string key;   // its baseline key: the plan's name or "content:<hash>" (cli/check_inputs.hpp)
   CheckResult result;
   bool baseline_missing = false;  // --baseline given but the file has no entry for this plan
 };

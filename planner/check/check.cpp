@@ -87,6 +87,39 @@ std::string describe_memory_move(const TermDelta& d) {
                      signed_gib(d.after - d.before));
 }
 
+// Whether the time regression compares time per token: both snapshots know their tokens per step.
+bool per_token(const PlanSnapshot& before, const PlanSnapshot& now) {
+  return before.tokens_per_step > 0 && now.tokens_per_step > 0;
+}
+
+// The baseline's step time and time terms scaled to the current tokens per step (time per token x tokens now), so
+// that they compare with now's seconds; unchanged when the baseline does not know its tokens per step.
+PlanSnapshot per_current_tokens(const PlanSnapshot& before, const PlanSnapshot& now) {
+  PlanSnapshot s = before;
+  if (!per_token(before, now)) return s;
+  const double scale = now.tokens_per_step / before.tokens_per_step;
+  s.step_s *= scale;
+  for (double& t : s.time_s) t *= scale;
+  s.tokens_per_step = now.tokens_per_step;
+  return s;
+}
+
+std::string describe_time_regression(const PlanSnapshot& before, const PlanSnapshot& now, double growth_frac,
+                                     double allowed) {
+  if (!per_token(before, now)) {
+    return fmt::format("step time {} vs baseline {} ({:+.1f}%, allowed {:+.1f}%; the baseline has no tokens_per_step)",
+                       secs(now.step_s), secs(before.step_s), growth_frac * 100, allowed * 100);
+  }
+  auto per_tok = [](const PlanSnapshot& x) { return fmt::format("{:.3g} us", x.step_s / x.tokens_per_step * 1e6); };
+  std::string msg = fmt::format("time per token {} vs baseline {} ({:+.1f}%, allowed {:+.1f}%)", per_tok(now),
+                                per_tok(before), growth_frac * 100, allowed * 100);
+  msg += before.tokens_per_step == now.tokens_per_step
+             ? fmt::format("; step time {} vs {}", secs(now.step_s), secs(before.step_s))
+             : fmt::format("; step time {} for {:.0f} tokens vs {} for {:.0f}", secs(now.step_s), now.tokens_per_step,
+                           secs(before.step_s), before.tokens_per_step);
+  return msg;
+}
+
 std::string describe_time_move(const TermDelta& d) {
   return fmt::format("{} grew most: {} -> {} ({}; slowest stage {})", d.term, secs(d.before), secs(d.after),
                      signed_secs(d.after - d.before), d.stage);
@@ -103,12 +136,18 @@ std::string_view to_string(Gate g) {
     case Gate::step_time: return "step_time";
     case Gate::memory_regression: return "memory_regression";
     case Gate::time_regression: return "time_regression";
+    case Gate::baseline: return "baseline";
   }
   return "?";
 }
 
-PlanSnapshot snapshot(const Estimate& e) {
+double tokens_per_step(const Plan& plan) {
+  return static_cast<double>(plan.training.global_batch) * static_cast<double>(plan.seq_len());
+}
+
+PlanSnapshot snapshot(const Estimate& e, double tokens) {
   PlanSnapshot s;
+  s.tokens_per_step = tokens;
   s.peak_memory_bytes = e.peak_memory_bytes;
   s.peak_stage = e.peak_stage;
   for (const StageMemory& m : e.memory) s.stage_memory_bytes.push_back(memory_terms(m));
@@ -120,7 +159,7 @@ PlanSnapshot snapshot(const Estimate& e) {
 
 CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& lim, const PlanSnapshot* baseline) {
   CheckResult r;
-  r.now = snapshot(e);
+  r.now = snapshot(e, tokens_per_step(plan));
   r.capacity_bytes = e.capacity_bytes > 0 ? e.capacity_bytes : static_cast<double>(plan.gpu.memory_bytes);
   const MemoryLimit m = memory_limit(r.capacity_bytes, lim.memory_bytes, lim.headroom);
   refuse_empty_limit(m, plan.gpu.name);
@@ -187,7 +226,8 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
 
   if (baseline) {
     r.memory_moved = memory_growth(*baseline, r.now);
-    r.time_moved = time_growth(*baseline, r.now);
+    const PlanSnapshot base_now = per_current_tokens(*baseline, r.now);
+    r.time_moved = time_growth(base_now, r.now);
     const double mg = growth(baseline->peak_memory_bytes, r.now.peak_memory_bytes);
     const bool mem_ok = mg <= lim.max_memory_regression;
     std::string msg = fmt::format("peak memory {} vs baseline {} ({:+.1f}%, allowed {:+.1f}%)", gib(r.now.peak_memory_bytes),
@@ -195,10 +235,9 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
     if (r.memory_moved) msg += "; " + describe_memory_move(*r.memory_moved);
     r.gates.push_back({Gate::memory_regression, mem_ok, mg, lim.max_memory_regression, std::move(msg)});
 
-    const double tg = growth(baseline->step_s, r.now.step_s);
+    const double tg = growth(base_now.step_s, r.now.step_s);
     const bool time_ok = tg <= lim.max_time_regression;
-    msg = fmt::format("step time {} vs baseline {} ({:+.1f}%, allowed {:+.1f}%)", secs(r.now.step_s),
-                      secs(baseline->step_s), tg * 100, lim.max_time_regression * 100);
+    msg = describe_time_regression(*baseline, r.now, tg, lim.max_time_regression);
     if (r.time_moved) msg += "; " + describe_time_move(*r.time_moved);
     r.gates.push_back({Gate::time_regression, time_ok, tg, lim.max_time_regression, std::move(msg)});
   }
@@ -219,7 +258,8 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
       r.summary += fmt::format(" ({} on stage {} {})", r.memory_moved->term, r.memory_moved->stage,
                                signed_gib(r.memory_moved->after - r.memory_moved->before));
     }
-    r.summary += fmt::format(", step time {:+.1f}%", growth(baseline->step_s, r.now.step_s) * 100);
+    r.summary += fmt::format(", {} {:+.1f}%", per_token(*baseline, r.now) ? "time per token" : "step time",
+                             growth(per_current_tokens(*baseline, r.now).step_s, r.now.step_s) * 100);
     if (r.time_moved) {
       r.summary += fmt::format(" ({} {})", r.time_moved->term, signed_secs(r.time_moved->after - r.time_moved->before));
     }
@@ -235,6 +275,7 @@ nlohmann::json snapshot_to_json(const PlanSnapshot& s) {
   j["peak_stage"] = s.peak_stage;
   j["step_s"] = s.step_s;
   j["slowest_stage"] = s.slowest_stage;
+  if (s.tokens_per_step > 0) j["tokens_per_step"] = s.tokens_per_step;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& m : s.stage_memory_bytes) {
     nlohmann::json st = nlohmann::json::object();
@@ -281,6 +322,8 @@ PlanSnapshot snapshot_from_json(const nlohmann::json& j, const std::string& wher
   s.peak_stage = r.get_int("peak_stage", 0, 1'000'000);
   s.step_s = r.get_double("step_s", 1e-12, kMaxValue);
   s.slowest_stage = r.get_int("slowest_stage", 0, 1'000'000);
+  // Optional: baselines written before the time-per-token gate lack it (their time gate compares step time).
+  if (r.has("tokens_per_step")) s.tokens_per_step = r.get_double("tokens_per_step", 1.0, kMaxValue);
   const nlohmann::json& stages = r.raw("stage_memory_bytes");
   if (!stages.is_array()) r.fail("stage_memory_bytes", "expected an array of objects");
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -304,7 +347,7 @@ Baseline baseline_from_text(std::string_view text, const std::string& where) {
   JsonReader r(j, where);
   r.get_int("parplan_check_baseline", kBaselineFormatVersion, kBaselineFormatVersion);
   const nlohmann::json& plans = r.raw("plans");
-  if (!plans.is_object()) r.fail("plans", "expected an object keyed by plan path");
+  if (!plans.is_object()) r.fail("plans", "expected an object keyed by plan name");
   Baseline b;
   for (auto it = plans.begin(); it != plans.end(); ++it) {
     b[it.key()] = snapshot_from_json(it.value(), where, "/plans/" + excerpt(pointer_token(it.key())));

@@ -24,11 +24,14 @@ struct CheckLimits {
   std::optional<double> min_mfu;               // model FLOPs utilisation, 0..1
   std::optional<double> max_step_s;
   double max_memory_regression = 0.05;  // peak memory may grow by this fraction over the baseline
-  double max_time_regression = 0.05;    // step time may grow by this fraction over the baseline
+  // Time per token (step time / tokens per step) may grow by this fraction over the baseline: a larger batch or a
+  // longer sequence that takes longer per step but not per token is no regression (docs/ci.md).
+  double max_time_regression = 0.05;
 };
 
-enum class Gate : uint8_t { memory, bubble, dp_comm, mfu, step_time, memory_regression, time_regression };
-std::string_view to_string(Gate g);  // "memory", "bubble", "dp_comm", "mfu", "step_time", ...
+// baseline: the plan has no baseline entry and one is required (check --require-baseline).
+enum class Gate : uint8_t { memory, bubble, dp_comm, mfu, step_time, memory_regression, time_regression, baseline };
+std::string_view to_string(Gate g);  // "memory", "bubble", "dp_comm", "mfu", "step_time", ..., "baseline"
 
 // Per-GPU memory terms of one stage, in the order of kMemoryTerms (step-time terms: kTimeTerms, cost_model.hpp).
 inline constexpr int kNumMemoryTerms = 10;
@@ -42,8 +45,10 @@ struct PlanSnapshot {
   double step_s = 0;
   std::array<double, kNumTimeTerms> time_s{};
   int64_t slowest_stage = 0;
+  double tokens_per_step = 0;  // global batch x sequence length; 0 = unknown (a baseline written before it was kept)
 };
-PlanSnapshot snapshot(const Estimate& e);
+PlanSnapshot snapshot(const Estimate& e, double tokens_per_step = 0);
+double tokens_per_step(const Plan& plan);
 
 // The term that grew most between a baseline and now (absolute growth, bytes or seconds).
 struct TermDelta {
@@ -78,7 +83,8 @@ struct CheckResult {
 // Evaluates every configured gate. `baseline` (may be null) is the stored snapshot of the same plan.
 CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& limits, const PlanSnapshot* baseline);
 
-// Baseline document: {"parplan_check_baseline": 1, "plans": {"<plan path>": {snapshot}}} (docs/ci.md).
+// Baseline document: {"parplan_check_baseline": 1, "plans": {"<plan key>": {snapshot}}} (docs/ci.md). The key is the
+// plan's name, or "content:<hash>" of its document; baselines written before keep the plan path as typed.
 inline constexpr int kBaselineFormatVersion = 1;
 using Baseline = std::map<std::string, PlanSnapshot>;
 nlohmann::json snapshot_to_json(const PlanSnapshot& s);

@@ -27,6 +27,10 @@ Plan plan_from_json(const nlohmann::json& j, const ProfileSet& profiles, const s
   JsonReader r(j, where);
   r.get_int("parplan_plan", kPlanFormatVersion, kPlanFormatVersion, kPlanFormatVersion);
   Plan plan;
+  if (r.has("name")) {
+    plan.name = r.get_string("name");
+    if (plan.name.empty()) r.fail("name", "must not be empty (leave it out for an unnamed plan)");
+  }
   plan.model = inline_or_named<ModelSpec>(r, "model", "model", model_from_json,
                                          [&](const std::string& n, const std::string& f) { return profiles.model(n, f); });
   plan.cluster = inline_or_named<ClusterSpec>(
@@ -60,13 +64,15 @@ Plan plan_from_text(std::string_view text, const ProfileSet& profiles, const std
 }
 
 nlohmann::json plan_to_json(const Plan& plan) {
-  return {{"parplan_plan", kPlanFormatVersion},
-          {"model", to_json(plan.model)},
-          {"gpu", to_json(plan.gpu)},
-          {"cluster", to_json(plan.cluster)},
-          {"num_gpus", plan.num_gpus},
-          {"parallel", to_json(plan.parallel)},
-          {"training", to_json(plan.training)}};
+  nlohmann::json j = {{"parplan_plan", kPlanFormatVersion},
+                      {"model", to_json(plan.model)},
+                      {"gpu", to_json(plan.gpu)},
+                      {"cluster", to_json(plan.cluster)},
+                      {"num_gpus", plan.num_gpus},
+                      {"parallel", to_json(plan.parallel)},
+                      {"training", to_json(plan.training)}};
+  if (!plan.name.empty()) j["name"] = plan.name;
+  return j;
 }
 
 void check_plan_inputs(const Plan& plan, const std::string& where) {

@@ -238,6 +238,8 @@ struct TrainingSpec {
 };
 
 struct Plan {
+  // Optional label (the Plan document's "name"): `check` keys its baseline entries by it (docs/ci.md).
+  std::string name;
   ModelSpec model;
   GpuSpec gpu;
   ClusterSpec cluster;

@@ -206,6 +206,8 @@ TEST_CASE("bad input: plan documents") {
       {"plan_duplicate_key.json", "/parallel/tp: duplicate key"},
       {"plan_nul_key.json", "/parallel/d\\x00q: unknown key"},  // a JSON \u0000 does not end the line early
       {"plan_deep_nesting.json", "JSON nested deeper than 256 levels"},
+      {"plan_empty_name.json", "/name: must not be empty"},
+      {"plan_name_not_string.json", "/name"},
   };
   for (const auto& [file, names] : cases) expect_bad_estimate({"--plan", kBad + file}, kBad + file + ": " + names);
 }
@@ -458,6 +460,7 @@ TEST_CASE("bad input: check") {
       {{"check", "--plan", ok, "--max-step-time", "0s"}, "--max-step-time"},
       {{"check", "--plan", ok, "--max-step-time", "1e308min"}, "--max-step-time"},
       {{"check", "--plan", ok, "--max-time-regression", "-5%"}, "--max-time-regression"},
+      {{"check", "--plan", ok, "--require-baseline"}, "--require-baseline: needs --baseline FILE"},
       {{"check", "--plan", ok, "--baseline", kBad + "model_ok.json"}, "model_ok.json: /parplan_check_baseline"},
       {{"check", "--plan", ok, "--junit", "/nonexistent-dir/report.xml"}, "--junit"},
       {{"check", "--plan", ok, "--config", kBad + "does-not-exist.toml"}, "--config"},

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -310,15 +312,16 @@ TEST_CASE("check: JSON plan documents from estimate -o are accepted") {
 TEST_CASE("check: baseline update, then a regression fails naming the term and stage that grew") {
   TempDir d("baseline");
   const std::string plan = d.file("llama.toml"), base = d.file("baseline.json");
-  fs::copy_file(kSmall, plan);
+  // Named: the entry follows the plan through edits (an unnamed plan is keyed by its content).
+  write(plan, "name = \"llama\"\n" + read_text(kSmall));
   const auto up = run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"});
   REQUIRE_MESSAGE(up.exit_code == 0, up.err);
   const auto doc = nlohmann::json::parse(read_text(base));
   CHECK(doc["parplan_check_baseline"] == 1);
-  CHECK(doc["plans"].contains(plan));
+  CHECK(doc["plans"].contains("llama"));
   CHECK(run_parplan({"check", "--plan", plan, "--baseline", base}).exit_code == 0);
 
-  std::string text = read_text(kSmall);
+  std::string text = read_text(plan);
   text.replace(text.find("micro-batch = 1"), 15, "micro-batch = 4");
   write(plan, text);
   const auto r = run_parplan({"check", "--plan", plan, "--baseline", base});
@@ -341,6 +344,110 @@ TEST_CASE("check: baseline update, then a regression fails naming the term and s
   const auto bad = run_parplan({"check", "--plan", plan, "--baseline", d.file("bad.json")});
   CHECK(bad.exit_code == 2);
   CHECK(has(bad.err, d.file("bad.json") + ": /plans/x/"));
+}
+
+TEST_CASE("check: --require-baseline fails a plan with no entry, naming it; without it the plan passes") {
+  TempDir d("require");
+  const std::string base = d.file("baseline.json");
+  REQUIRE(run_parplan({"check", "--plan", kDp, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  const auto loose = run_parplan({"check", "--plan", kDp, "--plan", kSmall, "--baseline", base});
+  CHECK(loose.exit_code == 0);
+  CHECK(has(loose.out, "no baseline entry yet"));
+  const auto r = run_parplan({"check", "--plan", kDp, "--plan", kSmall, "--baseline", base, "--require-baseline"});
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "PASS " + kDp));
+  CHECK(has(r.out, "FAIL " + kSmall));
+  CHECK(has(r.out, "  baseline: no entry 'content:"));
+  const auto j = json_of(run_parplan({"check", "--plan", kSmall, "--baseline", base, "--require-baseline", "--json"}));
+  CHECK(j["plans"][0]["gates"].back()["gate"] == "baseline");
+  CHECK(j["plans"][0]["pass"] == false);
+  // From a config file too; and it needs a baseline to compare with.
+  write(d.file("ci.toml"), "plan = [\"" + kSmall + "\"]\nbaseline = \"baseline.json\"\nrequire-baseline = true\n");
+  CHECK(run_parplan({"check", "--config", d.file("ci.toml")}).exit_code == 1);
+  const auto none = run_parplan({"check", "--plan", kSmall, "--require-baseline"});
+  CHECK(none.exit_code == 2);
+  CHECK(has(none.err, "--require-baseline: needs --baseline FILE"));
+}
+
+TEST_CASE("check: baseline entries are keyed by name or content, not by the path the plan was found under") {
+  TempDir d("keys");
+  fs::create_directories(d.path / "a");
+  fs::create_directories(d.path / "b");
+  const std::string base = d.file("baseline.json");
+  // Unnamed: the key is the content hash; comments and spacing do not change it, the path does not matter.
+  fs::copy_file(kSmall, d.file("a/llama.toml"));
+  write(d.file("b/copy.toml"), "# moved\n" + read_text(kSmall));
+  REQUIRE(run_parplan({"check", "--plan", d.file("a/llama.toml"), "--baseline", base, "--update-baseline"}).exit_code == 0);
+  const auto keys = nlohmann::json::parse(read_text(base))["plans"];
+  REQUIRE(keys.size() == 1);
+  const std::string key = keys.begin().key();
+  CHECK(key.rfind("content:", 0) == 0);
+  const auto moved = run_parplan({"check", "--plan", d.file("b/copy.toml"), "--baseline", base, "--require-baseline"});
+  CHECK_MESSAGE(moved.exit_code == 0, moved.out);
+  CHECK_FALSE(has(moved.out, "no baseline entry"));
+  // A JSON plan document: named by its "name".
+  const auto est = run_parplan({"estimate", "--model", "llama2-7b", "--cluster", "dgx-h100", "--gpus", "16", "--tp",
+                                "2", "--pp", "2", "--global-batch", "256", "-o", d.file("a/p.json")});
+  REQUIRE(est.exit_code == 0);
+  auto doc = nlohmann::json::parse(read_text(d.file("a/p.json")));
+  doc["name"] = "llama-json";
+  write(d.file("a/p.json"), doc.dump(1));
+  write(d.file("b/p.json"), doc.dump());
+  REQUIRE(run_parplan({"check", "--plan", d.file("a/p.json"), "--baseline", base, "--update-baseline"}).exit_code == 0);
+  CHECK(nlohmann::json::parse(read_text(base))["plans"].contains("llama-json"));
+  CHECK(run_parplan({"check", "--plan", d.file("b/p.json"), "--baseline", base, "--require-baseline"}).exit_code == 0);
+  // The name goes through estimate --plan -o.
+  REQUIRE(run_parplan({"estimate", "--plan", d.file("a/p.json"), "-o", d.file("a/q.json")}).exit_code == 0);
+  CHECK(nlohmann::json::parse(read_text(d.file("a/q.json")))["name"] == "llama-json");
+}
+
+TEST_CASE("check: a baseline keyed by plan path (written before names) is read, and rewritten under the new key") {
+  TempDir d("migrate");
+  const std::string plan = d.file("llama.toml"), base = d.file("baseline.json");
+  fs::copy_file(kSmall, plan);
+  REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  auto doc = nlohmann::json::parse(read_text(base));
+  const std::string key = doc["plans"].begin().key();
+  // The old form: the entry under the path as typed, and no tokens_per_step.
+  nlohmann::json entry = doc["plans"][key];
+  entry.erase("tokens_per_step");
+  doc["plans"] = {{plan, entry}};
+  write(base, doc.dump(2));
+  const auto r = run_parplan({"check", "--plan", plan, "--baseline", base, "--require-baseline"});
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  CHECK(has(r.out, "vs baseline: memory +0.0%"));
+  REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  const auto plans = nlohmann::json::parse(read_text(base))["plans"];
+  CHECK(plans.size() == 1);
+  CHECK(plans.contains(key));
+  CHECK(plans[key].contains("tokens_per_step"));
+}
+
+TEST_CASE("check: the time gate compares time per token, so a larger batch is no regression") {
+  TempDir d("per_token");
+  const std::string plan = d.file("llama.toml"), base = d.file("baseline.json");
+  const std::string text = "name = \"llama\"\n" + read_text(kSmall);
+  write(plan, text);
+  REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
+  std::string doubled = text;
+  doubled.replace(doubled.find("global-batch = 256"), 18, "global-batch = 512");
+  write(plan, doubled);
+  const auto r = run_parplan({"check", "--plan", plan, "--baseline", base, "--max-memory-regression", "100%"});
+  CHECK_MESSAGE(r.exit_code == 0, r.out);
+  CHECK(has(r.out, "time per token"));
+  const auto j = json_of(run_parplan({"check", "--plan", plan, "--baseline", base, "--json"}));
+  const auto& gates = j["plans"][0]["gates"];
+  const auto time_gate = std::find_if(gates.begin(), gates.end(), [](const auto& g) { return g["gate"] == "time_regression"; });
+  REQUIRE(time_gate != gates.end());
+  CHECK(std::fabs((*time_gate)["value"].get<double>()) < 0.05);
+  CHECK(has((*time_gate)["message"].get<std::string>(), "for 2097152 tokens vs"));
+  // A longer step at the same tokens per step is still a regression: a slower GPU.
+  std::string slower = text;
+  slower.replace(slower.find("cluster = \"dgx-h100\""), 20, "cluster = \"dgx-a100\"");
+  write(plan, slower);
+  const auto s = run_parplan({"check", "--plan", plan, "--baseline", base, "--max-memory-regression", "100%"});
+  CHECK(s.exit_code == 1);
+  CHECK(has(s.out, "time_regression: time per token"));
 }
 
 TEST_CASE("check: --junit writes well-formed XML with one test case per plan and the numbers in failures") {
@@ -443,6 +550,17 @@ TEST_CASE("check: bad input is one line naming the path, exit 2, and no output f
     CHECK_FALSE(fs::exists(junit));
     CHECK_FALSE(fs::exists(base));
   }
+  // Plan names: not empty, not shared by two plans (they would share one baseline entry).
+  write(d.file("noname.toml"), "name = \"\"\n" + read_text(kSmall));
+  const auto noname = run_parplan({"check", "--plan", d.file("noname.toml")});
+  CHECK(noname.exit_code == 2);
+  CHECK(has(noname.err, d.file("noname.toml") + ":1: key 'name' must not be empty"));
+  write(d.file("one.toml"), "name = \"x\"\n" + read_text(kSmall));
+  write(d.file("two.toml"), "name = \"x\"\n" + read_text(kDp));
+  const auto twice = run_parplan({"check", "--plan", d.file("one.toml"), "--plan", d.file("two.toml")});
+  CHECK(twice.exit_code == 2);
+  CHECK(parplan::test::line_count(twice.err) == 1);
+  CHECK(has(twice.err, "are both named 'x'"));
   write(d.file("section.toml"), "model = \"llama2-7b\"\ngpus = 8\n[mesh]\ntp = 2\n");
   const auto sec = run_parplan({"check", "--plan", d.file("section.toml")});
   CHECK(sec.exit_code == 2);

@@ -189,6 +189,31 @@ TEST_CASE("check: step-time regression names the time term that grew; the thresh
   CHECK(check_plan(p, e, lim, &before).pass);
 }
 
+TEST_CASE("check: the time regression compares time per token; a baseline without tokens compares step time") {
+  const Plan p = test::korthikanti_175b();
+  const Estimate e = estimate(p);
+  const double tokens = tokens_per_step(p);
+  CHECK(tokens == doctest::Approx(static_cast<double>(p.training.global_batch * p.seq_len())));
+  // The baseline ran half the tokens in half the time: the same time per token.
+  PlanSnapshot before = snapshot(e, tokens / 2);
+  before.step_s /= 2;
+  for (double& t : before.time_s) t /= 2;
+  const CheckResult r = check_plan(p, e, {}, &before);
+  const GateResult* g = gate(r, Gate::time_regression);
+  REQUIRE(g != nullptr);
+  CHECK(g->pass);
+  CHECK(g->value == doctest::Approx(0).epsilon(1e-9));
+  CHECK(contains(g->message, "time per token"));
+  CHECK_FALSE(r.time_moved.has_value());
+  CHECK(contains(r.summary, "time per token +0.0%"));
+  // Without tokens_per_step (a baseline written before it was kept) the step times are compared: +100%.
+  before.tokens_per_step = 0;
+  const CheckResult old = check_plan(p, e, {}, &before);
+  CHECK_FALSE(gate(old, Gate::time_regression)->pass);
+  CHECK(gate(old, Gate::time_regression)->value == doctest::Approx(1.0));
+  CHECK(contains(gate(old, Gate::time_regression)->message, "the baseline has no tokens_per_step"));
+}
+
 TEST_CASE("check: memory regression on one stage names that stage") {
   const Plan p = test::korthikanti_175b();
   const Estimate e = estimate(p);
@@ -216,6 +241,9 @@ TEST_CASE("baseline document: round trip, strict keys with the JSON path") {
   CHECK(s.step_s == doctest::Approx(e.time.step_s));
   CHECK(s.stage_memory_bytes.size() == e.memory.size());
   CHECK(s.time_s == snapshot(e).time_s);
+  CHECK(s.tokens_per_step == 0);  // unknown: not written, read back as unknown
+  b["plans/t.json"] = snapshot(e, 1048576);
+  CHECK(baseline_from_text(baseline_to_json(b).dump(), "base.json").at("plans/t.json").tokens_per_step == 1048576);
 
   auto j = baseline_to_json(b);
   j["plans"]["plans/a.json"]["surprise"] = 1;
