@@ -164,7 +164,7 @@ Runner setup(CLI::App& app) {
     const Estimate closed = estimate(priced, eo);
     // The trace and the SVG are written as a pair: both or neither (an error or a signal leaves no lone trace).
     const std::string trace = o->trace.empty() ? "" : sim::chrome_trace_json(r.timeline);
-    const std::string svg = o->svg.empty() ? "" : sim::render_svg(r.timeline, title_of(plan));
+    const std::string svg = o->svg.empty() ? "" : sim::render_svg(r.timeline, title_of(plan), {&r.summary});
     std::vector<OutputFile> files;
     if (!o->trace.empty()) files.push_back({o->trace, trace, "--trace"});
     if (!o->svg.empty()) files.push_back({o->svg, svg, "--svg"});

@@ -88,6 +88,105 @@ struct Bin {
 }  // namespace
 
 namespace {
+constexpr double kCutPx = 36;  // width of one elision mark
+
+// Where time is drawn: seconds to pixels, with the elided spans (cuts) each drawn as kCutPx pixels.
+struct TimeMap {
+  struct Cut {
+    double a = 0, b = 0;  // the elided span [a, b], seconds
+  };
+  std::vector<Cut> cuts;  // sorted, disjoint
+  double sx = 1;          // pixels per second outside the cuts
+  double x(double t) const {
+    double elided = 0, px = kLeft;
+    for (const Cut& c : cuts) {
+      if (t <= c.a) break;
+      if (t < c.b) return px + (c.a - elided) * sx + kCutPx * (t - c.a) / (c.b - c.a);
+      elided += c.b - c.a;
+      px += kCutPx;
+    }
+    return px + (t - elided) * sx;
+  }
+  bool hidden(double t0, double t1) const {  // [t0, t1] lies inside one cut
+    return std::any_of(cuts.begin(), cuts.end(), [&](const Cut& c) { return t0 >= c.a && t1 <= c.b; });
+  }
+  // The parts of [t0, t1] outside the cuts.
+  std::vector<std::pair<double, double>> pieces(double t0, double t1) const {
+    std::vector<std::pair<double, double>> out;
+    for (const Cut& c : cuts) {
+      if (c.b <= t0 || c.a >= t1) continue;
+      if (c.a > t0) out.emplace_back(t0, c.a);
+      t0 = std::max(t0, c.b);
+    }
+    if (t1 > t0) out.emplace_back(t0, t1);
+    return out;
+  }
+};
+
+// Per track, the spans in which its compute stream runs only microbatches in [lo, hi) (idle time between two of
+// them included); the spans common to every track are where the steady state can be elided.
+std::vector<TimeMap::Cut> steady_spans(const TimelineTrack& tr, int32_t lo, int32_t hi) {
+  std::vector<TimeMap::Cut> spans;
+  bool open = false;
+  for (const TimelineEvent& e : tr.streams.front().events) {
+    const bool inside = e.microbatch >= lo && e.microbatch < hi;
+    if (inside && open) spans.back().b = std::max(spans.back().b, e.end_s);
+    if (inside && !open) spans.push_back({e.start_s, e.end_s});
+    open = inside;
+  }
+  return spans;
+}
+
+std::vector<TimeMap::Cut> intersect(const std::vector<TimeMap::Cut>& x, const std::vector<TimeMap::Cut>& y) {
+  std::vector<TimeMap::Cut> out;
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    const double a = std::max(x[i].a, y[j].a), b = std::min(x[i].b, y[j].b);
+    if (b > a) out.push_back({a, b});
+    (x[i].b < y[j].b ? i : j)++;
+  }
+  return out;
+}
+
+// What the picture elides: microbatches [keep, m - keep) of a step of m > kSvgElideAbove, keep = the pipeline's
+// chunks (stages x chunks per stage) plus three steady cycles, cut where every stage runs only those microbatches.
+struct Elision {
+  std::vector<TimeMap::Cut> cuts;
+  int32_t microbatches = 0, hidden = 0, first_hidden = -1, last_hidden = -1;
+};
+Elision find_elision(const Timeline& t, double span) {
+  Elision el;
+  int32_t chunks = 1;
+  for (const auto& tr : t.tracks) {
+    for (const TimelineEvent& e : tr.streams.front().events) {
+      el.microbatches = std::max(el.microbatches, e.microbatch + 1);
+      chunks = std::max(chunks, e.chunk + 1);
+    }
+  }
+  const int32_t keep = static_cast<int32_t>(t.tracks.size()) * chunks + 3;
+  if (el.microbatches <= kSvgElideAbove || el.microbatches - 2 * keep < kSvgMinElided) return el;
+  std::vector<TimeMap::Cut> common = {{0, span}};
+  for (const auto& tr : t.tracks) common = intersect(common, steady_spans(tr, keep, el.microbatches - keep));
+  for (const TimeMap::Cut& c : common) {
+    if (c.b - c.a > 0.02 * span) el.cuts.push_back(c);  // a sliver is not worth a mark
+  }
+  // Hidden: a microbatch none of whose compute is drawn.
+  std::vector<char> shown(static_cast<size_t>(el.microbatches), 0);
+  TimeMap map;
+  map.cuts = el.cuts;
+  for (const auto& tr : t.tracks) {
+    for (const TimelineEvent& e : tr.streams.front().events) {
+      if (e.microbatch >= 0 && !map.hidden(e.start_s, e.end_s)) shown[static_cast<size_t>(e.microbatch)] = 1;
+    }
+  }
+  for (int32_t m = 0; m < el.microbatches; ++m) {
+    if (shown[static_cast<size_t>(m)]) continue;
+    ++el.hidden;
+    if (el.first_hidden < 0) el.first_hidden = m;
+    el.last_hidden = m;
+  }
+  return el;
+}
+
 // The axis spans the step and anything drawn after it (with a sharded optimizer the parameter all-gather runs on
 // into the next step's first forward), so no bar leaves the picture.
 double drawn_span(const Timeline& t, double step) {
@@ -134,8 +233,9 @@ void draw_header(std::string& o, double width, double height, const std::string&
   o += fmt::format("<text x=\"{:.0f}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", kLeft, escape(title));
 }
 
-// One stream's bars in the row at `ry` of height `rh` (the compute row labels the bars its labels fit).
-void draw_stream(std::string& o, const TimelineStream& stream, double ry, double rh, bool compute, double sx,
+// One stream's bars in the row at `ry` of height `rh` (the compute row labels the bars its labels fit). An event
+// an elision cuts is drawn up to the cut and from it; one inside a cut is not drawn.
+void draw_stream(std::string& o, const TimelineStream& stream, double ry, double rh, bool compute, const TimeMap& map,
                  bool chunks) {
   // Bars narrower than a pixel are binned by pixel column: one bar per column, in the colour that fills most of
   // it, titled with its event count (a 2,048-microbatch step drew 450,000 bars, 39 MB, that no browser shows).
@@ -151,41 +251,42 @@ void draw_stream(std::string& o, const TimelineStream& stream, double ry, double
     bin = Bin{};
   };
   for (const TimelineEvent& e : stream.events) {
-    const double x = kLeft + e.start_s * sx, w = std::max(0.0, (e.end_s - e.start_s) * sx);
-    if (w <= 0) continue;
-    if (w < 1.0) {
-      const int64_t column = static_cast<int64_t>(std::floor(x - kLeft));
-      if (column != bin.column) {
-        flush();
-        bin.column = column;
-        bin.x0 = x;
-        bin.start_s = e.start_s;
+    if (e.end_s <= e.start_s || map.hidden(e.start_s, e.end_s)) continue;
+    for (const auto& [t0, t1] : map.pieces(e.start_s, e.end_s)) {
+      const double x = map.x(t0), w = (t1 - t0) * map.sx;  // a piece is outside the cuts: no gap inside it
+      if (w < 1.0) {
+        const int64_t column = static_cast<int64_t>(std::floor(x - kLeft));
+        if (column != bin.column) {
+          flush();
+          bin.column = column;
+          bin.x0 = x;
+          bin.start_s = e.start_s;
+        }
+        ++bin.events;
+        bin.x1 = std::max(bin.x1, x + w);
+        bin.end_s = std::max(bin.end_s, e.end_s);
+        bin.add(fill_of(e), t1 - t0);
+        continue;
       }
-      ++bin.events;
-      bin.x1 = std::max(bin.x1, x + w);
-      bin.end_s = std::max(bin.end_s, e.end_s);
-      bin.add(fill_of(e), e.end_s - e.start_s);
-      continue;
-    }
-    flush();
-    o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
-                     "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
-                     x, ry, w, rh, fill_of(e), stream.name, event_name(e, chunks), e.start_s * 1e3,
-                     e.end_s * 1e3);
-    const std::string label = event_name(e, chunks);
-    // Only where the label fits its bar (about 6 px per character at font-size 9, digits and capitals).
-    if (compute && e.microbatch >= 0 && w >= 6.0 * static_cast<double>(label.size()) + 2 &&
-        !(e.category == EventCategory::layer_comm)) {
-      o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
-                       x + w / 2, ry + rh * 0.65, label);
+      flush();
+      const std::string label = event_name(e, chunks);
+      o += fmt::format("<rect x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" fill=\"{}\" "
+                       "stroke=\"white\" stroke-width=\"0.3\"><title>{} {} {:.3f}-{:.3f} ms</title></rect>\n",
+                       x, ry, w, rh, fill_of(e), stream.name, label, e.start_s * 1e3, e.end_s * 1e3);
+      // Only where the label fits its bar (about 6 px per character at font-size 9, digits and capitals).
+      if (compute && e.microbatch >= 0 && w >= 6.0 * static_cast<double>(label.size()) + 2 &&
+          !(e.category == EventCategory::layer_comm)) {
+        o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
+                         x + w / 2, ry + rh * 0.65, label);
+      }
     }
   }
   flush();
 }
 
 // One stage at `y`: its label, the compute row's background, the communication rows' labels, then every stream.
-void draw_track(std::string& o, const TimelineTrack& tr, double y, const std::vector<size_t>& comm_rows, double sx,
-                bool chunks) {
+void draw_track(std::string& o, const TimelineTrack& tr, double y, const std::vector<size_t>& comm_rows,
+                const TimeMap& map, bool chunks) {
   o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\" text-anchor=\"end\">stage {}</text>\n", kLeft - 8,
                    y + kRowCompute * 0.7, tr.stage);
   o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.2f}\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f4f4f4\"/>\n", kLeft, y,
@@ -199,25 +300,31 @@ void draw_track(std::string& o, const TimelineTrack& tr, double y, const std::ve
     const auto sub = std::find(comm_rows.begin(), comm_rows.end(), k) - comm_rows.begin();
     const double ry = compute ? y : y + kRowCompute + kRowComm * static_cast<double>(sub);
     const double rh = compute ? kRowCompute : kRowComm;
-    draw_stream(o, tr.streams[k], ry, rh, compute, sx, chunks);
+    draw_stream(o, tr.streams[k], ry, rh, compute, map, chunks);
   }
 }
 
 // The time axis at `ay` with ticks in ms, and a dashed line at the step's end when bars run past it.
-void draw_time_axis(std::string& o, double ay, double span, double step, double sx) {
+void draw_time_axis(std::string& o, double ay, double span, double step, const TimeMap& map) {
   o += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.2f}\" x2=\"{:.0f}\" y2=\"{:.2f}\" stroke=\"black\"/>\n", kLeft, ay,
                    kLeft + kPlot, ay);
-  const double ts = tick_step(span);
+  double shown = span;  // ticks spaced for the time drawn; none inside a cut
+  for (const TimeMap::Cut& c : map.cuts) shown -= c.b - c.a;
+  const double ts = tick_step(shown);
   // Tick labels in ms as plain decimals (no exponents): as many decimals as the tick spacing needs.
   const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(ts * 1e3) + 1e-9)));
   for (int k = 0; k * ts <= span * (1 + 1e-9); ++k) {
-    const double x = kLeft + k * ts * sx;
+    const double tk = k * ts;
+    if (std::any_of(map.cuts.begin(), map.cuts.end(), [&](const TimeMap::Cut& c) { return tk > c.a && tk < c.b; })) {
+      continue;
+    }
+    const double x = map.x(tk);
     o += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"black\"/>"
                      "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">{:.{}f}</text>\n",
                      x, ay, x, ay + 5, x, ay + 17, k * ts * 1e3, decimals);
   }
   if (span > step * (1 + 1e-9)) {
-    const double x = kLeft + step * sx;
+    const double x = map.x(step);
     o += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.0f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"black\" "
                      "stroke-dasharray=\"4 3\"/><text x=\"{:.2f}\" y=\"{:.0f}\" text-anchor=\"end\" font-size=\"9\">"
                      "step end (later bars overlap the next step)</text>\n",
@@ -247,24 +354,71 @@ void draw_legend(std::string& o, double ly) {
     lx += 30 + 6.2 * static_cast<double>(std::char_traits<char>::length(it.label));
   }
 }
+
+// The elision marks: a dashed band across the stages per cut, "..." on each stage, the count above; and the note
+// under the legend saying which microbatches are not drawn.
+void draw_elision(std::string& o, const Elision& el, const TimeMap& map, const Rows& rows, double note_y) {
+  for (const TimeMap::Cut& c : map.cuts) {
+    const double x = map.x(c.a);
+    o += fmt::format("<g class=\"elided\"><rect x=\"{:.2f}\" y=\"{:.0f}\" width=\"{:.0f}\" height=\"{:.2f}\" "
+                     "fill=\"white\" stroke=\"#777\" stroke-dasharray=\"3 3\"/>",
+                     x, kTop - 2, kCutPx, rows.y_next - kTop);
+    for (const double y : rows.track_y) {
+      o += fmt::format("<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"middle\">...</text>", x + kCutPx / 2,
+                       y + kRowCompute * 0.6);
+    }
+    o += fmt::format("<title>{:.3f}-{:.3f} ms elided</title></g>\n", c.a * 1e3, c.b * 1e3);
+  }
+  if (el.hidden == 0) return;
+  o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\">... elided: {} of {} microbatches not drawn (microbatches {}-{}); "
+                   "the fill, the first and last steady cycles and the drain are drawn to scale</text>\n",
+                   kLeft, note_y, el.hidden, el.microbatches, el.first_hidden, el.last_hidden);
+}
+
 }  // namespace
 
-std::string render_svg(const Timeline& t, const std::string& title) {
+std::string svg_fractions_line(const SimSummary& s) {
+  auto pct = [](double f) { return fmt::format("{:.1f}%", f * 100); };
+  std::string line = fmt::format("stage {} (the busiest): bubble {}, TP comm {}", s.critical_stage, pct(s.bubble),
+                                 pct(s.tp_comm));
+  if (s.cp_comm > 0) line += ", CP comm " + pct(s.cp_comm);
+  if (s.ep_comm > 0) line += ", EP comm " + pct(s.ep_comm);
+  line += ", PP comm " + pct(s.pp_comm);
+  if (s.zero3_comm > 0) line += ", ZeRO-3 gathers " + pct(s.zero3_comm);
+  line += fmt::format(", DP comm {} exposed ({} in all), compute {}, optimizer {} of the step", pct(s.dp_comm_exposed),
+                      pct(s.dp_comm_total), pct(s.compute), pct(s.optimizer));
+  return line;
+}
+
+std::string render_svg(const Timeline& t, const std::string& title, const SvgOptions& options) {
   const double step = t.step_s > 0 ? t.step_s : 1.0;
   const double span = drawn_span(t, step);  // a dashed line marks the step's end when it is wider
-  const double sx = kPlot / span;
+  const Elision el = options.elide ? find_elision(t, span) : Elision{};
+  TimeMap map;
+  map.cuts = el.cuts;
+  double shown = span;
+  for (const TimeMap::Cut& c : map.cuts) shown -= c.b - c.a;
+  map.sx = (kPlot - kCutPx * static_cast<double>(map.cuts.size())) / shown;
   const Rows rows = stage_rows(t);
-  const double height = rows.y_next + 80;
+  const double notes = (options.summary ? 18.0 : 0.0) + (el.hidden > 0 ? 18.0 : 0.0);
+  const double height = rows.y_next + 80 + notes;
   const double width = kLeft + kPlot + kRight;
   std::string o;
   draw_header(o, width, height, title);
   const bool chunks = has_chunks(t);
   for (size_t i = 0; i < t.tracks.size(); ++i) {
-    draw_track(o, t.tracks[i], rows.track_y[i], rows.comm_rows[i], sx, chunks);
+    draw_track(o, t.tracks[i], rows.track_y[i], rows.comm_rows[i], map, chunks);
   }
-  const double ay = rows.y_next + 4;  // the time axis, below the stages; the legend below it
-  draw_time_axis(o, ay, span, step, sx);
+  const double ay = rows.y_next + 4;  // the time axis, below the stages; the legend below it, then the notes
+  draw_time_axis(o, ay, span, step, map);
   draw_legend(o, ay + 40);
+  double note_y = ay + 70;
+  if (options.summary) {
+    o += fmt::format("<text x=\"{:.0f}\" y=\"{:.2f}\">{}</text>\n", kLeft, note_y,
+                     escape(svg_fractions_line(*options.summary)));
+    note_y += 18;
+  }
+  draw_elision(o, el, map, rows, note_y);
   o += "</svg>\n";
   return o;
 }

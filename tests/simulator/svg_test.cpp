@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fmt/core.h>
 #include <map>
 #include <set>
 #include <string>
@@ -139,7 +140,9 @@ TEST_CASE("svg: bars narrower than a pixel are binned by pixel column, each bin 
   o.record_timeline = true;
   const SimResult r = simulate(plan, o);
   const size_t events = drawn_events(r.timeline);
-  const std::string svg = render_svg(r.timeline, "t");
+  SvgOptions all;
+  all.elide = false;  // every microbatch drawn: binned
+  const std::string svg = render_svg(r.timeline, "t", all);
   size_t bars = 0, counted = 0, bins = 0;
   for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
     ++bars;
@@ -156,5 +159,91 @@ TEST_CASE("svg: bars narrower than a pixel are binned by pixel column, each bin 
   CHECK(bins > 0);
   CHECK(bars < events / 4);
   CHECK(svg.size() < 4'000'000);
-  CHECK(svg == render_svg(simulate(plan, o).timeline, "t"));  // deterministic
+  CHECK(svg == render_svg(simulate(plan, o).timeline, "t", all));  // deterministic
+}
+
+namespace {
+// The 175B plan on 4 stages with `m` microbatches (1F1B).
+SimResult many_microbatches(int64_t m, parplan::Schedule schedule = parplan::Schedule::one_f_one_b) {
+  parplan::Plan plan = parplan::test::korthikanti_175b();
+  plan.parallel.pp = 4;
+  plan.parallel.vpp = schedule == parplan::Schedule::interleaved ? 2 : 1;
+  plan.parallel.schedule = schedule;
+  plan.parallel.num_microbatches = m;
+  plan.training.global_batch = m;
+  SimOptions o;
+  o.record_timeline = true;
+  return simulate(plan, o);
+}
+
+// The microbatch numbers in the titles of bars drawn one per event ("compute F12 ..." -> 12).
+std::set<int> drawn_microbatches(const std::string& svg) {
+  std::set<int> out;
+  for (size_t p = svg.find("<title>compute "); p != std::string::npos; p = svg.find("<title>compute ", p + 1)) {
+    const size_t at = p + 15;
+    if (svg.compare(at, 1, "F") != 0 && svg.compare(at, 1, "B") != 0) continue;
+    out.insert(std::stoi(svg.substr(at + 1)));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("svg: 512 microbatches draw the fill, three steady cycles, an elision mark with the count, and the drain") {
+  const SimResult r = many_microbatches(512);
+  SvgOptions opt;
+  opt.summary = &r.summary;
+  const std::string svg = render_svg(r.timeline, "t", opt);
+  CHECK(svg.size() < 150'000);  // every microbatch drawn (binned): about 1 MB of slivers
+  SvgOptions all = opt;
+  all.elide = false;
+  CHECK(render_svg(r.timeline, "t", all).size() > 4 * svg.size());
+  CHECK(count(svg, "<g class=\"elided\">") == 1);
+  CHECK(svg.find(">...</text>") != std::string::npos);
+  // The count: 4 stages + 3 cycles = 7 microbatches kept at each end; the hidden ones are the rest, named.
+  const size_t note = svg.find("... elided: ");
+  REQUIRE(note != std::string::npos);
+  const int hidden = std::stoi(svg.substr(note + 12));
+  CHECK(hidden > 400);
+  CHECK(hidden <= 512 - 14);
+  CHECK(svg.find(fmt::format("{} of 512 microbatches not drawn", hidden)) != std::string::npos);
+  // Fill and drain are drawn bar by bar with their labels; the hidden microbatches are not drawn at all.
+  const std::set<int> drawn = drawn_microbatches(svg);
+  for (int m : {0, 1, 6, 505, 511}) CHECK(drawn.count(m) == 1);
+  CHECK(drawn.size() + static_cast<size_t>(hidden) == 512);
+  // The fractions, as the summary has them.
+  CHECK(svg.find(fmt::format("bubble {:.1f}%", r.summary.bubble * 100)) != std::string::npos);
+  CHECK(svg.find(fmt::format("PP comm {:.1f}%", r.summary.pp_comm * 100)) != std::string::npos);
+  CHECK(svg.find("DP comm ") != std::string::npos);
+  CHECK(svg == render_svg(many_microbatches(512).timeline, "t", opt));  // deterministic
+  // Interleaved: kept microbatches follow the chunks (4 stages x 2 chunks + 3 = 11 at each end).
+  const SimResult iv = many_microbatches(512, parplan::Schedule::interleaved);
+  const std::string isvg = render_svg(iv.timeline, "t");
+  CHECK(isvg.size() < 200'000);
+  CHECK(isvg.find("... elided: ") != std::string::npos);
+}
+
+TEST_CASE("svg: a small step is drawn as before; the fractions add one line of text and nothing else") {
+  const SimResult r = many_microbatches(8);
+  const std::string plain = render_svg(r.timeline, "t");
+  CHECK(plain.find("elided") == std::string::npos);
+  SvgOptions opt;
+  opt.summary = &r.summary;
+  std::string with = render_svg(r.timeline, "t", opt);
+  const std::string line = svg_fractions_line(r.summary);
+  const size_t at = with.find(">" + line + "</text>\n");
+  REQUIRE(at != std::string::npos);
+  const size_t start = with.rfind("<text", at);
+  with.erase(start, at + line.size() + 9 - start);
+  // Only the height grew (by the line).
+  const size_t h = plain.find("height=\"");
+  const std::string plain_h = plain.substr(h + 8, plain.find('"', h + 8) - h - 8);
+  const std::string with_h = with.substr(h + 8, with.find('"', h + 8) - h - 8);
+  CHECK(std::stod(with_h) == doctest::Approx(std::stod(plain_h) + 18));
+  auto without_size = [](std::string s) {
+    const size_t p = s.find("<defs>");
+    return s.substr(p);
+  };
+  CHECK(without_size(with) == without_size(plain));
+  // 32 microbatches (the limit) are all drawn.
+  CHECK(render_svg(many_microbatches(32).timeline, "t").find("elided") == std::string::npos);
 }
