@@ -1,10 +1,12 @@
 // `parplan run`: lower a plan to per-rank programs, execute them on a backend and print predicted vs measured.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fmt/core.h>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <unistd.h>
 
 #include "cli/command.hpp"
@@ -13,6 +15,7 @@
 #include "cli/render.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/spec/error.hpp"
+#include "runtime/calibrate.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/lower.hpp"
 #include "runtime/measured_timeline.hpp"
@@ -80,6 +83,25 @@ GpuChoice choose_gpu(const Plan& plan, const ProfileSet& profiles, const std::ve
   return {plan.gpu, "the plan"};
 }
 
+// --backend host predicting with the plan's GPU (a datasheet this CPU is not): the host's own profile, measured now
+// with the plan's ranks as threads sharing this machine's CPU threads (runtime/calibrate.hpp, calibrate --backend
+// host), and from 2 ranks its collective sweep as the cluster's links (both tiers: every rank is in this process).
+GpuChoice calibrate_host(Plan& plan, int ranks) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<runtime::World> world = runtime::make_host_world(ranks);
+  const runtime::CalibrationResult r = runtime::calibrate(*world, runtime::default_calibrate_options(false));
+  const std::string name = "host-measured";
+  GpuChoice c{runtime::measured_gpu(plan.gpu, r, true, name), ""};
+  if (ranks >= 2) {
+    plan.cluster = runtime::measured_cluster(plan.cluster, r, name, c.gpu.name);
+    plan.cluster.inter_node = plan.cluster.intra_node;
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  c.from = fmt::format("calibrating this host: {} on {} in {:.1f} s; --gpu names another profile",
+                       count_of(ranks, "rank thread"), count_of(std::max(1U, std::thread::hardware_concurrency()), "CPU thread"), took);
+  return c;
+}
+
 std::string fmt_value(const runtime::TermRow& row, double v) { return row.is_bytes ? fmt_bytes(v) : fmt_seconds(v); }
 
 Runner setup(CLI::App& app) {
@@ -88,7 +110,8 @@ Runner setup(CLI::App& app) {
   app.add_option("--profile", o->profile_files, "User profile files overriding embedded ones");
   app.add_option("--gpu", o->gpu,
                  "GPU profile (name or JSON file) the prediction uses instead of the plan's, e.g. calibrate's measured "
-                 "profile (default: a --profile GPU profile if one is given, else the plan's GPU)");
+                 "profile (default: a --profile GPU profile if one is given, else the plan's GPU; --backend host: "
+                 "this host, calibrated first)");
   app.add_option("--backend", o->backend, "cuda (cuBLAS + NCCL, one thread per GPU or one process per GPU under mpirun) or host (CPU threads)")
       ->check(CLI::IsMember({"cuda", "host"}))
       ->capture_default_str();
@@ -121,7 +144,7 @@ Runner setup(CLI::App& app) {
     const bool local = o->rank >= 0;
     if (local && o->rank >= ranks) throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", o->rank, ranks));
     const int64_t per_stage = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;
-    const Estimate e = estimate(plan);  // the prediction, also sizing the host guard below
+    Estimate e = estimate(plan);  // the prediction (redone below with a host profile), also sizing the host guard
     if (o->backend == "host") {
       // The host backend allocates every rank's tensors in this process: refuse what cannot fit in RAM (it would be
       // killed for memory) before allocating anything. The model's per-stage bytes, less what only a GPU holds.
@@ -148,6 +171,12 @@ Runner setup(CLI::App& app) {
                                      o->steps + o->warmup, total / 1e12, kMaxHostFlop / 1e12));
       }
     }
+    GpuChoice used = choice;
+    if (o->backend == "host" && o->gpu.empty() && choice.from == "the plan") {
+      used = calibrate_host(plan, local ? 1 : static_cast<int>(ranks));
+      plan.gpu = used.gpu;
+      e = estimate(plan);
+    }
     std::vector<runtime::Program> programs;
     for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {
       programs.push_back(runtime::lower(plan, r, runtime::stage_schedule(plan, r / per_stage)));
@@ -155,11 +184,16 @@ Runner setup(CLI::App& app) {
     const int world_ranks = local ? 1 : static_cast<int>(ranks);
     std::unique_ptr<runtime::World> world =
         o->backend == "host" ? runtime::make_host_world(world_ranks) : runtime::make_cuda_world(world_ranks);
-    const runtime::RunResult result = runtime::execute(*world, programs, {o->warmup, o->steps, local});
+    runtime::ExecOptions xo{o->warmup, o->steps, local, {}};
+    xo.on_step = [](int done, int total, bool warmup, double step_s) {
+      fmt::print(stderr, "parplan run: step {}/{}{} {}\n", done, total, warmup ? " (warm-up)" : "", fmt_seconds(step_s));
+      std::fflush(stderr);
+    };
+    const runtime::RunResult result = runtime::execute(*world, programs, xo);
     const auto rows = runtime::compare(e, result, programs, local);
     if (!o->trace.empty()) write_file_atomic(o->trace, sim::chrome_trace_json(runtime::measured_timeline(result, programs, local)), "--trace");
     if (o->json) {
-      nlohmann::json j = {{"backend", o->backend}, {"gpu_profile", {{"name", plan.gpu.name}, {"from", choice.from}}}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
+      nlohmann::json j = {{"backend", o->backend}, {"gpu_profile", {{"name", plan.gpu.name}, {"from", used.from}}}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
                           {"warmup", o->warmup}, {"step_s", result.step_s}, {"terms", nlohmann::json::array()}};
       for (const auto& row : rows) {
         j["terms"].push_back({{"term", row.term}, {"unit", row.is_bytes ? "bytes" : "s"}, {"predicted", row.predicted},
@@ -172,7 +206,7 @@ Runner setup(CLI::App& app) {
     fmt::print(report, "parplan run: {} on {} backend, {}; median of {} after {} warm-up\n", plan.model.name, o->backend,
                local ? fmt::format("rank {} only (rank-local)", o->rank) : count_of(ranks, "rank"),
                count_of(o->steps, "step"), o->warmup);
-    fmt::print(report, "predicted with GPU profile {} (from {})\n", plan.gpu.name, choice.from);
+    fmt::print(report, "predicted with GPU profile {} (from {})\n", plan.gpu.name, used.from);
     Table t({"term", "predicted", "measured", "error", "note"}, 1);
     for (const auto& row : rows) {
       t.add({row.term, fmt_value(row, row.predicted), row.measured_valid ? fmt_value(row, row.measured) : "-",

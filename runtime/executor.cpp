@@ -40,8 +40,8 @@ size_t exchange_end(const std::vector<Op>& ops, size_t i) {
 
 class RankExecutor {
  public:
-  RankExecutor(Device& dev, const Program& prog, const ExecOptions& opt, RankRun& out)
-      : dev_(dev), prog_(prog), opt_(opt), out_(out), bufs_(prog.slots.size()) {}
+  RankExecutor(Device& dev, const Program& prog, const ExecOptions& opt, RankRun& out, bool reports)
+      : dev_(dev), prog_(prog), opt_(opt), out_(out), reports_(reports), bufs_(prog.slots.size()) {}
 
   void run() {
     out_.rank = prog_.rank;
@@ -55,11 +55,16 @@ class RankExecutor {
       if (is_allowance(prog_.slots[i].kind)) out_.allowance_bytes += prog_.slots[i].bytes;
     }
     dev_.synchronize();
-    for (int s = 0; s < opt_.warmup; ++s) step(nullptr);
+    const int total = opt_.warmup + opt_.steps;
+    auto progress = [&](int done, bool warmup, double seconds) {
+      if (reports_ && opt_.on_step) opt_.on_step(done, total, warmup, seconds);
+    };
+    for (int s = 0; s < opt_.warmup; ++s) progress(s + 1, true, step(nullptr));
     dev_.reset_peak();
     for (int s = 0; s < opt_.steps; ++s) {
       out_.step_ops.emplace_back(prog_.ops.size());
       out_.step_s.push_back(step(&out_.step_ops.back()));
+      progress(opt_.warmup + s + 1, false, out_.step_s.back());
     }
     const MemoryStats m = dev_.memory_stats();
     out_.peak_bytes = m.peak_allocated_bytes;
@@ -221,6 +226,7 @@ class RankExecutor {
   const Program& prog_;
   const ExecOptions& opt_;
   RankRun& out_;
+  bool reports_;  // this rank calls opt_.on_step
   std::vector<Buffer> bufs_;
   std::unique_ptr<Communicator> comms_[kNumGroups];
 };
@@ -269,7 +275,7 @@ RunResult execute(World& world, const std::vector<Program>& programs, const Exec
   r.ranks.resize(programs.size());
   world.run([&](Device& dev) {
     const size_t i = opt.rank_local ? 0 : static_cast<size_t>(dev.rank());
-    RankExecutor(dev, programs[i], opt, r.ranks[i]).run();
+    RankExecutor(dev, programs[i], opt, r.ranks[i], i == 0).run();
   });
   r.step_s.assign(static_cast<size_t>(opt.steps), 0.0);
   for (const RankRun& rr : r.ranks) {

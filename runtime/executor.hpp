@@ -2,6 +2,7 @@
 // step times (median step chosen over the slowest rank), exact peak memory and the collectives each rank ran.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "runtime/backend.hpp"
@@ -15,6 +16,9 @@ struct ExecOptions {
   // Rank-local mode: the world has one rank that runs programs[0] (any plan rank); collectives and p2p are not
   // executed, their time is the op's predicted_s, marked not measured and placed by place_predicted_communication.
   bool rank_local = false;
+  // Called on the first program's thread after each of its steps (warm-up ones too): the steps done so far
+  // (1-based), warmup + steps, whether it was a warm-up step, and its time. For progress lines; may be empty.
+  std::function<void(int done, int total, bool warmup, double step_s)> on_step;
 };
 
 struct OpTime {

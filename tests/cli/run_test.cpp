@@ -36,6 +36,14 @@ TEST_CASE("run --backend host executes a 2x2x2 plan and reports predicted vs mea
   const std::string trace = "/tmp/parplan-run-test-trace.json";
   auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "2", "--warmup", "1", "--trace", trace});
   CHECK(r.exit_code == 0);
+  // Predicted with this host's profile, calibrated first with the plan's 8 ranks as threads.
+  CHECK(r.out.find("predicted with GPU profile host-measured (from calibrating this host: 8 rank threads on ") !=
+        std::string::npos);
+  // Progress on stderr, one line per step, warm-up included.
+  CHECK(r.err.find("parplan run: step 1/3 (warm-up) ") != std::string::npos);
+  CHECK(r.err.find("parplan run: step 2/3 ") != std::string::npos);
+  CHECK(r.err.find("parplan run: step 3/3 ") != std::string::npos);
+  CHECK(r.err.find("step 4/") == std::string::npos);
   for (const char* term : {"step", "compute", "bubble", "tp comm", "pp comm", "dp comm", "optimizer", "tensors stage 0", "tensors stage 1"}) {
     CHECK(r.out.find(term) != std::string::npos);
   }
@@ -136,12 +144,14 @@ TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and sa
     return run_parplan(args);
   };
 
+  // No profile chosen: the host backend predicts with this host, calibrated first (one rank thread: rank-local).
   auto r0 = with({"--json"});
   REQUIRE(r0.exit_code == 0);
   const auto j0 = nlohmann::json::parse(r0.out);
-  CHECK(j0["gpu_profile"]["name"] == plan_gpu);
-  CHECK(j0["gpu_profile"]["from"] == "the plan");
-  CHECK(r0.err.empty());
+  CHECK(j0["gpu_profile"]["name"] == "host-measured");
+  CHECK(j0["gpu_profile"]["from"].get<std::string>().starts_with("calibrating this host: 1 rank thread on "));
+  CHECK(r0.err.starts_with("parplan run: step 1/1 "));  // the progress line, alone
+  CHECK(parplan::test::line_count(r0.err) == 1);
 
   auto r1 = with({"--profile", measured, "--json"});  // one user GPU profile: used, and announced on stderr
   REQUIRE(r1.exit_code == 0);
@@ -149,13 +159,13 @@ TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and sa
   CHECK(j1["gpu_profile"]["name"] == g["name"]);
   CHECK(j1["gpu_profile"]["from"] == "--profile " + measured);
   CHECK(r1.err.find("predicting with GPU profile '" + g["name"].get<std::string>() + "'") != std::string::npos);
-  CHECK(compute(r1.out) > compute(r0.out));
 
   auto r2 = with({"--profile", measured, "--gpu", plan_gpu, "--json"});  // --gpu wins: back to the plan's GPU
   REQUIRE(r2.exit_code == 0);
   CHECK(nlohmann::json::parse(r2.out)["gpu_profile"]["from"] == "--gpu");
-  CHECK(compute(r2.out) == doctest::Approx(compute(r0.out)));
-  CHECK(r2.err.empty());
+  CHECK(compute(r1.out) > compute(r2.out));
+  CHECK(compute(r0.out) > compute(r2.out));  // this CPU is slower than the plan's datasheet GPU
+  CHECK(r2.err.find("predicting with") == std::string::npos);
 
   auto r3 = with({"--gpu", measured, "--json"});  // --gpu FILE
   REQUIRE(r3.exit_code == 0);
