@@ -126,7 +126,7 @@ TEST_CASE("hardening: a baseline of 4n plans reads in about 4x the time of n") {
   Scratch d;
   const std::string base = d.file("one.json");
   REQUIRE(run_parplan({"check", "--plan", kSmall, "--baseline", base, "--update-baseline"}).exit_code == 0);
-  const std::string entry = nlohmann::json::parse(read_text(base))["plans"][kSmall].dump();
+  const std::string entry = nlohmann::json::parse(read_text(base))["plans"].begin().value().dump();
   auto text = [&](size_t n) {
     std::string t = R"({"parplan_check_baseline": 1, "plans": {)";
     for (size_t i = 0; i < n; ++i) t += fmt::format("\"plans/p{}.toml\": {},", i, entry);
