@@ -18,7 +18,7 @@ struct ExecOptions {
   bool rank_local = false;
   // Called on the first program's thread after each of its steps (warm-up ones too): the steps done so far
   // (1-based), warmup + steps, whether it was a warm-up step, and its time. For progress lines; may be empty.
-  std::function<void(int done, int total, bool warmup, double step_s)> on_step;
+  std::function<void(int done, int total, bool warmup, double step_s)> on_step = {};
 };
 
 struct OpTime {
