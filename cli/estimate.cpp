@@ -35,7 +35,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
       pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
       count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
-  const char* sharding_note = pc.distributed_optimizer ? " + distributed optimizer"
+  const char* sharding_note = pc.step_zero_stage() != pc.zero_stage
+                                  ? " (with pp: ZeRO-1 within the step, as FSDP with PP runs)"
+                              : pc.distributed_optimizer ? " + distributed optimizer"
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
                                   : "";
@@ -83,7 +85,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   row("CP comm (exposed)", t.cp_comm_s);
   if (plan.model.is_moe()) row("EP all-to-all", t.ep_comm_s);
   row("PP send/recv", t.pp_comm_s);
-  if (pc.zero_stage >= 3) row("ZeRO-3 gathers (exposed)", t.zero3_exposed_s);
+  if (pc.step_zero_stage() >= 3) row("ZeRO-3 gathers (exposed)", t.zero3_exposed_s);
   row("DP comm (exposed)", t.dp_comm_exposed_s);
   row("optimizer step", t.optimizer_s);
   s += tt.render();

@@ -56,8 +56,6 @@ std::string_view reject_flag(Reject r) {
       return "--global-batch";
     case Reject::sp_without_tp:
       return "--sequence-parallel";
-    case Reject::zero_with_pipeline:
-      return "--zero";
     case Reject::precision_unsupported:
       return "--precision";
     case Reject::zb_full_recompute:

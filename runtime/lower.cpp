@@ -565,7 +565,7 @@ class Lowerer {
     const int64_t total_layers = layers_in_chunk();
     const int64_t done = layer_index + 1;
     const int64_t due = dc.buckets * done / total_layers;  // buckets ready after `done` layers of this backward
-    const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
+    const bool sharded = pc_.step_zero_stage() >= 1 || pc_.distributed_optimizer;
     const DType gdt = plan_.training.grad_fp32 ? DType::fp32 : wd_;
     // DpCost::grad_bytes split into DpCost::buckets whole-element buckets (sizes differ by at most one unit), so
     // the buckets add up to the planner's bytes exactly; sharded buckets are whole multiples of the group size.
@@ -592,13 +592,13 @@ class Lowerer {
     chunk_ = 0;
     const double params = stage_params(plan_, coord_.pp);
     const DpCost& dc = dp_;
-    const bool sharded = pc_.zero_stage >= 1 || pc_.distributed_optimizer;
+    const bool sharded = pc_.step_zero_stage() >= 1 || pc_.distributed_optimizer;
     // The planner's Adam traffic (stage_optimizer_step_bytes, cost_model.hpp), each part on its own slot.
     const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, params);  // dense: lower() refuses MoE plans
     memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
-    if (dc.group > 1 && sharded && pc_.zero_stage < 3) {
+    if (dc.group > 1 && sharded && pc_.step_zero_stage() < 3) {
       collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather, 2.0 * params,
                  wd_, weights_);
     }

@@ -173,7 +173,7 @@ double grad_accumulation_bytes(const Plan& plan, double params) {
   if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
   const ParallelConfig& pc = plan.parallel;
   const double g = d(plan.training.grad_bytes());
-  const double shard = pc.zero_stage >= 2 ? d(pc.dp * pc.cp) : 1.0;
+  const double shard = pc.step_zero_stage() >= 2 ? d(pc.dp * pc.cp) : 1.0;
   return params / shard * (2.0 * g + d(dtype_bytes(plan.activation_dtype())));
 }
 
@@ -476,7 +476,7 @@ PassTimes zero3_linear_exposed(const Plan& plan, const LayerCost& lc, const Laye
 PassTimes zero3_exposed(const Plan& plan, const LayerCost& lc, const LayerGemms& g, const PassTimes& attn,
                         const PassTimes& mem, double layer_experts) {
   const ParallelConfig& pc = plan.parallel;
-  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
+  if (pc.step_zero_stage() >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) {
     return zero3_linear_exposed(plan, lc, g, attn, mem, layer_experts);
   }
   return {exposed_s(lc.zero3_gather_s, lc.forward_s, true),
@@ -555,7 +555,7 @@ LayerCost layer_cost(const Plan& plan) {
   cp_comm(plan, x, lc);
   ep_comm(plan, x, lc);
   const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
-  if (plan.parallel.zero_stage >= 3) {
+  if (plan.parallel.step_zero_stage() >= 3) {
     lc.zero3_gather_s = zero3_collective_s(plan, Collective::all_gather, 2.0, lc.params, layer_experts);
   }
 
@@ -642,8 +642,8 @@ DpCost dp_cost(const Plan& plan, double params, double expert_params) {
   dc.group = pc.dp * pc.cp;
   if (dc.group <= 1) return dc;
   const double grad_bytes_per_param = d(plan.training.grad_bytes());
-  const bool sharded = pc.zero_stage >= 1 || pc.distributed_optimizer;
-  dc.per_microbatch = pc.zero_stage >= 2;
+  const bool sharded = pc.step_zero_stage() >= 1 || pc.distributed_optimizer;
+  dc.per_microbatch = pc.step_zero_stage() >= 2;
   // Each part over its own group: the dense parameters over dp cp, the experts over the expert-data-parallel group
   // (nothing to reduce where each expert has one copy: dp cp = ep).
   auto part = [&](double n, int64_t group, const LinkSpec& l) {
@@ -651,7 +651,7 @@ DpCost dp_cost(const Plan& plan, double params, double expert_params) {
     dc.grad_bytes += n * grad_bytes_per_param;
     if (sharded) {
       dc.grad_reduce_s += collective_time_s(Collective::reduce_scatter, n * grad_bytes_per_param, group, l);
-      if (pc.zero_stage < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, 2.0 * n, group, l);
+      if (pc.step_zero_stage() < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, 2.0 * n, group, l);
     } else {
       dc.grad_reduce_s += collective_time_s(Collective::all_reduce, n * grad_bytes_per_param, group, l);
     }
@@ -702,7 +702,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
   sm.weights = dense.weights + experts.weights;
   sm.grads = dense.grads + experts.grads;
-  if (pc.zero_stage == 2) {
+  if (pc.step_zero_stage() == 2) {
     sm.grads += zero_unsharded_grad_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
   }
   sm.optimizer = dense.optimizer + experts.optimizer;
@@ -803,7 +803,7 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
       r.total = md * dc.grad_reduce_s;
       // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
       // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
-      const double gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
+      const double gathers = pc.step_zero_stage() >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
                                                       (pc.recompute == Recompute::full ? 2.0 : 1.0)
                                                 : 0.0;
       // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
@@ -816,7 +816,7 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
       // backlog grows by the difference every microbatch (the simulator's dp stream does the same).
       // GPipe runs every forward before the first backward, so there the reduce-scatters have only the backward
       // phase (backward and recompute) to run beside.
-      const double forward_gathers = pc.zero_stage >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
+      const double forward_gathers = pc.step_zero_stage() >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s : 0.0;
       // No reduce-scatter leaves before the first microbatch's forward (and, under ZB-H1, its B_input) is done, and
       // the link can do only that microbatch's gathers by then: all the rest of the link work follows.
       const double first_release = t.forward_s + (zb ? t.backward_input_s : 0.0);

@@ -27,7 +27,7 @@ OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const Mode
 
 ModelStateOptions model_state_options(const Plan& plan) {
   ModelStateOptions o;
-  o.zero_stage = plan.parallel.zero_stage;
+  o.zero_stage = plan.parallel.step_zero_stage();
   o.distributed_optimizer = plan.parallel.distributed_optimizer;
   o.weight_bytes = 2;
   o.grad_bytes = plan.training.grad_bytes();

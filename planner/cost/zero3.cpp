@@ -45,12 +45,12 @@ double zero3_unsharded_grad_params(const Plan& plan, double layer_params) {
 }
 
 double zero_unsharded_grad_bytes(const Plan& plan, double layer_params) {
-  if (plan.parallel.zero_stage < 2) return 0.0;
+  if (plan.parallel.step_zero_stage() < 2) return 0.0;
   return d(plan.training.grad_bytes()) * zero3_unsharded_grad_params(plan, layer_params);
 }
 
 double zero3_buffer_bytes(const Plan& plan, double layer_params) {
-  if (plan.parallel.zero_stage < 3) return 0.0;
+  if (plan.parallel.step_zero_stage() < 3) return 0.0;
   return 2.0 * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 

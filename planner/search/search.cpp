@@ -182,13 +182,18 @@ class Evaluator {
   }
 
   // With one data-parallel rank (dp x cp == 1) every sharding option costs what plain replication costs; it is
-  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space.
+  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space. With pipelining ZeRO-2/3
+  // run as ZeRO-1 within the step (ParallelConfig::step_zero_stage): tried as the distributed optimizer (or ZeRO-1)
+  // when that is in the space.
   bool redundant(const Sharding& sh) const {
-    if (plan_.parallel.dp * plan_.parallel.cp != 1 || (sh.zero_stage == 0 && !sh.distributed_optimizer)) return false;
-    for (const Sharding& o : req_.space.sharding) {
-      if (o.zero_stage == 0 && !o.distributed_optimizer) return true;
+    auto space_has = [&](auto pred) {
+      return std::any_of(req_.space.sharding.begin(), req_.space.sharding.end(), pred);
+    };
+    if (plan_.parallel.pp > 1 && sh.zero_stage >= 2) {
+      return space_has([](const Sharding& o) { return o.zero_stage == 1 || (o.zero_stage == 0 && o.distributed_optimizer); });
     }
-    return false;
+    if (plan_.parallel.dp * plan_.parallel.cp != 1 || (sh.zero_stage == 0 && !sh.distributed_optimizer)) return false;
+    return space_has([](const Sharding& o) { return o.zero_stage == 0 && !o.distributed_optimizer; });
   }
 
   // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward

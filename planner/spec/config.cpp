@@ -141,7 +141,6 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
   if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
-  if (pc.zero_stage >= 2 && pc.pp > 1) v.add(Reject::zero_with_pipeline);
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
   if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
@@ -172,8 +171,6 @@ std::string_view reject_name(Reject r) {
       return "batch_not_divisible";
     case Reject::sp_without_tp:
       return "sp_without_tp";
-    case Reject::zero_with_pipeline:
-      return "zero_with_pipeline";
     case Reject::precision_unsupported:
       return "precision_unsupported";
     case Reject::zb_full_recompute:
@@ -260,9 +257,6 @@ std::string describe(Reject r, const Plan& plan) {
                          pc.micro_batch, pc.num_microbatches);
     case Reject::sp_without_tp:
       return "sequence parallelism needs tp > 1";
-    case Reject::zero_with_pipeline:
-      return fmt::format("ZeRO stage {} with pp {}: gradient/parameter sharding is not combined with pipelining",
-                         pc.zero_stage, pc.pp);
     case Reject::precision_unsupported:
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
     case Reject::zb_full_recompute:

@@ -21,7 +21,6 @@ enum class Reject : uint8_t {
   ep_invalid,             // ep must divide experts and dp; dense models need ep == 1
   batch_not_divisible,    // global batch != dp * micro_batch * num_microbatches
   sp_without_tp,          // sequence parallel needs tp > 1
-  zero_with_pipeline,     // ZeRO-2/3 with pp > 1 (gradients/params re-sharded every microbatch; unsupported)
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
   zb_full_recompute,      // ZB-H1's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)

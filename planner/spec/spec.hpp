@@ -216,6 +216,12 @@ struct ParallelConfig {
   int64_t split_extra_layers() const { return (embedding_in_pipeline_split ? 1 : 0) + (loss_in_pipeline_split ? 1 : 0); }
 
   int64_t gpus() const { return saturating_product({dp, tp, pp, cp}); }  // INT64_MAX on overflow
+  // The ZeRO stage within a step. A ZeRO-2/3 (FSDP) plan with pipelining runs as the framework that combines them
+  // does (torchtitan's FSDP2 with PP, Llama 3's 4D parallelism; torch.distributed.pipelining defers FSDP's gradient
+  // sync and reshard to the last microbatch, and torchtitan turns reshard_after_forward off with PP): parameters
+  // gathered once and kept through the step, gradients accumulated unsharded and reduce-scattered after the last
+  // microbatch, optimizer states sharded: ZeRO-1 for memory and time. Without pipelining, the stage as given.
+  int step_zero_stage() const { return pp > 1 && zero_stage >= 2 ? 1 : zero_stage; }
   // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
   int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
   // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.

@@ -482,3 +482,30 @@ TEST_CASE("MoE ZeRO-3: a layer's experts are gathered over the expert-data-paral
   CHECK(lc.zero3_gather_s <
         0.9 * collective_time_s(Collective::all_gather, 2.0 * lc.params, 32, group_link(p, GroupKind::dp_cp)));
 }
+
+TEST_CASE("ZeRO-2/3 with pipelining run as ZeRO-1 within the step (FSDP with PP, torchtitan / Llama 3)") {
+  // GPT-3 175B at tp 8 pp 8 dp 2: ZeRO-3 and ZeRO-2 cost what the distributed optimizer costs, memory and time.
+  Plan dist = test::korthikanti_175b();
+  dist.parallel.dp = 2;
+  dist.num_gpus = 128;
+  dist.training.global_batch = 128;
+  dist.parallel.distributed_optimizer = true;
+  REQUIRE(validate(dist).ok());
+  const Estimate d = estimate(dist);
+  for (int zero : {2, 3}) {
+    Plan z = dist;
+    z.parallel.distributed_optimizer = false;
+    z.parallel.zero_stage = zero;
+    REQUIRE(validate(z).ok());
+    CHECK(z.parallel.step_zero_stage() == 1);
+    const Estimate e = estimate(z);
+    CAPTURE(zero);
+    CHECK(e.peak_memory_bytes == doctest::Approx(d.peak_memory_bytes).epsilon(1e-12));
+    CHECK(e.time.step_s == doctest::Approx(d.time.step_s).epsilon(1e-12));
+    CHECK(e.time.zero3_exposed_s == 0.0);
+  }
+  // Without pipelining the stage is what it says: ZeRO-3 shards the weights.
+  Plan flat = test::korthikanti_175b_sharded_dp(3, 4);
+  CHECK(flat.parallel.step_zero_stage() == 3);
+  CHECK(estimate(flat).memory[0].weights < estimate(test::korthikanti_175b_sharded_dp(1, 4)).memory[0].weights / 4);
+}

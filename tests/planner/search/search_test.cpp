@@ -316,7 +316,6 @@ TEST_CASE("search: each rejection reason is counted, and a lifted constraint dis
   CHECK(count(Reject::pp_exceeds_layers) > 0);      // 24 layers: pp 32
   CHECK(count(Reject::vpp_invalid) > 0);
   CHECK(count(Reject::sp_without_tp) > 0);
-  CHECK(count(Reject::zero_with_pipeline) > 0);
   CHECK(count(Reject::batch_not_divisible) == 0);   // dp divides 64 for every mesh of 32 GPUs
   CHECK(count(Reject::gpu_count_mismatch) == 0);
   for (const Candidate& c : res.top) CHECK(c.reasons == 0);
