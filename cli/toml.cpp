@@ -60,7 +60,7 @@ void append_utf8(std::string& out, unsigned cp) {
 
 class Reader {
  public:
-  Reader(std::string_view text, const std::string& path) : s_(text), path_(path) {}
+  Reader(std::string_view text, const std::string& path, bool tables) : s_(text), path_(path), tables_(tables) {}
 
   std::vector<TomlItem> read() {
     std::vector<TomlItem> items;
@@ -72,8 +72,13 @@ class Reader {
         comment();
         continue;
       }
-      if (peek() == '[') section();
+      if (peek() == '[' && !tables_) section();
+      if (peek() == '[') {
+        table_header();
+        continue;
+      }
       items.push_back(item());
+      items.back().key.insert(0, prefix_);
     }
   }
 
@@ -126,6 +131,25 @@ class Reader {
     const bool closed = end != std::string_view::npos && s_[end] == ']';
     const std::string_view header = s_.substr(i_, closed ? end + 1 - i_ : std::min(end, s_.size()) - i_);
     fail(fmt::format("section {} (sections are not supported; use top-level keys)", excerpt(header)));
+  }
+
+  // A `[name]` or `[a.b]` header line: the keys after it are "name.key" (tables mode).
+  void table_header() {
+    ++i_;
+    if (peek() == '[') fail("arrays of tables ([[...]]) are not supported");
+    prefix_.clear();
+    for (;;) {
+      skip_blanks();
+      prefix_ += key() + ".";
+      skip_blanks();
+      if (peek() != '.') break;
+      ++i_;
+    }
+    if (peek() != ']') fail("expected ']' at the end of the table header");
+    ++i_;
+    skip_blanks();
+    if (peek() == '#') comment();
+    if (!at_end() && !newline()) fail("text after the table header");
   }
 
   std::string key() {
@@ -254,11 +278,15 @@ class Reader {
 
   std::string_view s_;
   const std::string& path_;
+  bool tables_ = false;
+  std::string prefix_;  // "table." in tables mode after a header
   size_t i_ = 0, line_ = 1;
 };
 
 }  // namespace
 
-std::vector<TomlItem> read_toml(std::string_view text, const std::string& path) { return Reader(text, path).read(); }
+std::vector<TomlItem> read_toml(std::string_view text, const std::string& path, bool tables) {
+  return Reader(text, path, tables).read();
+}
 
 }  // namespace parplan::cli

@@ -25,7 +25,8 @@ struct TomlItem {
   TomlValue value;
 };
 
-// The items of `text` in document order; `path` names the file in errors.
-std::vector<TomlItem> read_toml(std::string_view text, const std::string& path);
+// The items of `text` in document order; `path` names the file in errors. With `tables`, `[name]` (and `[a.b]`)
+// headers are read too and the keys after one are "name.key" (torchtitan's job configs); arrays of tables are not.
+std::vector<TomlItem> read_toml(std::string_view text, const std::string& path, bool tables = false);
 
 }  // namespace parplan::cli
