@@ -12,6 +12,7 @@
 #include "cli/check_inputs.hpp"
 #include "cli/check_report.hpp"
 #include "cli/command.hpp"
+#include "cli/interop/from_file.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/text.hpp"
@@ -102,7 +103,9 @@ bool env_is(const char* name, std::string_view value) {
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<CheckOptions>();
   add_check_options(app, *o, true);
-  return [o]() {
+  auto from = std::make_shared<FromOptions>();
+  add_from_options(app, *from, true);
+  return [o, from]() {
     merge_check_config(*o);
     const CheckLimits limits = parse_limits(*o);
     if (o->update_baseline && o->baseline.empty()) throw InputError("--update-baseline: needs --baseline FILE");
@@ -114,14 +117,18 @@ Runner setup(CLI::App& app) {
         {"--junit", o->junit}, {"--baseline", o->update_baseline ? o->baseline : ""}, json_output(o->json)};
     refuse_shared_outputs(outputs);
     std::FILE* report = report_stream(outputs);
-    const std::vector<std::string> paths = expand_plan_paths(o->plans);
-    if (paths.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
+    std::vector<std::string> paths = expand_plan_paths(o->plans);
+    if (paths.empty() && from->file.empty()) throw InputError("--plan: no plan files given (--plan FILE|DIR, or plan = [...] in --config)");
 
     // Read every input before evaluating or writing anything: bad input exits 2 with no output files.
     const ProfileSet profiles = load_profiles(o->profiles);
     std::vector<CheckPlanFile> plans;
     plans.reserve(paths.size());
     for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));
+    if (!from->file.empty() || from->format != "auto") {  // --from FILE: one more plan, named by the file
+      plans.push_back(check_plan_of(load_plan_source("check", "", *from, from->model, from->mesh, profiles)));
+      paths.push_back(from->file);
+    }
     refuse_shared_names(paths, plans);
     Baseline baseline;
     std::optional<FileLock> lock;

@@ -13,6 +13,7 @@
 #include "cli/toml.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/json_reader.hpp"
+#include "planner/spec/plan_json.hpp"
 
 namespace parplan::cli {
 namespace fs = std::filesystem;
@@ -173,6 +174,12 @@ std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;
+}
+
+CheckPlanFile check_plan_of(Plan plan) {
+  CheckPlanFile f{std::move(plan), ""};
+  f.key = f.plan.name.empty() ? content_key(plan_to_json(f.plan).dump()) : f.plan.name;
+  return f;
 }
 
 CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profiles,

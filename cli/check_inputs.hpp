@@ -47,6 +47,9 @@ struct CheckPlanFile {
   std::string key;
 };
 
+// A plan read some other way (--from): keyed by its name, else by the content of its Plan document.
+CheckPlanFile check_plan_of(Plan plan);
+
 // Loads one plan: *.toml through the plan flags of cli/plan_options.hpp (paths inside relative to the file) and an
 // optional `name`, anything else as a Plan document. Every error is one line naming the file.
 CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profiles,

@@ -3,6 +3,7 @@
 
 #include "cli/accuracy_note.hpp"
 #include "cli/command.hpp"
+#include "cli/interop/from_file.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
@@ -18,6 +19,7 @@ struct EstimateOptions {
   ModelOptions model;
   MeshOptions mesh;
   std::string plan_file;
+  FromOptions from;
   bool json = false, wide = false;
   std::string out;
 };
@@ -99,6 +101,7 @@ Runner setup(CLI::App& app) {
   add_model_options(app, o->model);
   add_mesh_options(app, o->mesh);
   app.add_option("--plan", o->plan_file, "Read the plan from a Plan document instead of flags");
+  add_from_options(app, o->from, false);
   app.add_flag("--json", o->json, "Print the estimate as JSON (schema: docs/json-schema.md)");
   app.add_flag("--wide", o->wide, kWideHelp);
   app.add_option("-o,--out", o->out, "Write the Plan document (JSON) for simulate, check and run");
@@ -107,8 +110,7 @@ Runner setup(CLI::App& app) {
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note, batch_note;
-    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note, &batch_note)
-                                           : load_plan_file(o->plan_file, profiles);
+    const Plan plan = load_plan_source("estimate", o->plan_file, o->from, o->model, o->mesh, profiles, &note, &batch_note);
     const Estimate e = estimate(plan);
     if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(plan).dump(2) + "\n", "-o");
     if (o->json) {

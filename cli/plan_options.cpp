@@ -345,6 +345,9 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
         "({:.4g}B parameters; rule in docs/cost-model.md)",
         o.params, t.model.layers, t.model.hidden, t.model.heads, t.model.ffn_hidden, t.model.vocab, t.model.seq_len,
         o.seq ? " (--seq)" : "", static_cast<double>(total_params(t.model)) / 1e9);
+  } else if (o.model_spec) {
+    t.model = *o.model_spec;
+    t.model_note = fmt::format("model {} ({})", t.model.name, t.model.source);
   } else {
     throw InputError("--model or --params is required");
   }

@@ -51,6 +51,7 @@ struct ModelOptions {
   std::string precision = "bf16";
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
+  std::optional<ModelSpec> model_spec;  // a model shape read from a framework config (--from), when no --model / --params
   std::vector<const CLI::Option*> options;  // the flags above, as added by add_model_options
 };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/command.hpp"
+#include "cli/interop/from_file.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
@@ -28,6 +29,7 @@ namespace {
 
 struct RunOptions {
   std::string plan_file;
+  FromOptions from;
   std::vector<std::string> profile_files;
   std::string gpu;
   std::string backend = "cuda";
@@ -106,7 +108,8 @@ std::string fmt_value(const runtime::TermRow& row, double v) { return row.is_byt
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  app.add_option("--plan", o->plan_file, "The Plan document to run (from estimate -o / suggest -o)")->required();
+  app.add_option("--plan", o->plan_file, "The Plan document to run (from estimate -o / suggest -o)");
+  add_from_options(app, o->from, true);
   app.add_option("--profile", o->profile_files, "User profile files overriding embedded ones");
   app.add_option("--gpu", o->gpu,
                  "GPU profile (name or JSON file) the prediction uses instead of the plan's, e.g. calibrate's measured "
@@ -129,7 +132,8 @@ Runner setup(CLI::App& app) {
     ModelOptions mo;
     mo.profile_files = o->profile_files;
     const ProfileSet profiles = load_profiles(mo);
-    Plan plan = load_plan_file(o->plan_file, profiles);
+    if (o->plan_file.empty() && o->from.file.empty()) throw InputError("--plan is required (or --from FILE)");
+    Plan plan = load_plan_source("run", o->plan_file, o->from, o->from.model, o->from.mesh, profiles);
     const GpuChoice choice = choose_gpu(plan, profiles, o->profile_files, o->gpu);
     if (choice.from.starts_with("--profile")) {
       fmt::print(stderr, "parplan run: predicting with GPU profile '{}' from {} (the plan names '{}'; --gpu chooses another)\n",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/interop/from_file.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
@@ -23,6 +24,7 @@ struct SimulateOptions {
   ModelOptions model;
   MeshOptions mesh;
   std::string plan_file, trace, svg;
+  FromOptions from;
   bool ascii = false, json = false, no_overlap = false, no_contention = false, wide = false;
 };
 
@@ -126,6 +128,7 @@ Runner setup(CLI::App& app) {
   add_model_options(app, o->model);
   add_mesh_options(app, o->mesh);
   app.add_option("--plan", o->plan_file, "Read the plan from a Plan document instead of flags");
+  add_from_options(app, o->from, false);
   app.add_option("--trace", o->trace, "Write a Chrome trace event JSON (chrome://tracing, Perfetto)");
   app.add_option("--svg", o->svg, "Write an SVG picture of the schedule");
   app.add_flag("--ascii", o->ascii, "Print the schedule as text (small cases)");
@@ -142,8 +145,7 @@ Runner setup(CLI::App& app) {
     if (!o->plan_file.empty()) forbid_with_plan_file(o->model, o->mesh, {"--profile", "--bucket-mb"});
     const ProfileSet profiles = load_profiles(o->model);
     std::string note, batch_note;
-    const Plan plan = o->plan_file.empty() ? build_plan(o->model, o->mesh, profiles, &note, &batch_note)
-                                           : load_plan_file(o->plan_file, profiles);
+    const Plan plan = load_plan_source("simulate", o->plan_file, o->from, o->model, o->mesh, profiles, &note, &batch_note);
     if (!batch_note.empty()) note += (note.empty() ? "" : "\n") + batch_note;
     refuse_replacing_input(o->trace, "--trace");  // before simulating, and both before either is written
     refuse_replacing_input(o->svg, "--svg");

@@ -1,0 +1,84 @@
+// Training-framework configs (Megatron-LM launch scripts and YAML args, NeMo YAML, torchtitan TOML, DeepSpeed JSON,
+// nanotron YAML) read into parplan's plan flags: each value the file gives becomes the plan flag that means it
+// (--tensor-model-parallel-size 8 -> --tp 8), remembering where it came from; what the file leaves out and parplan
+// needs is filled with the framework's default and listed as assumed; what parplan does not model is listed as
+// ignored. Mapping tables: docs/interop.md.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan::cli {
+
+enum class Framework { megatron, nemo, torchtitan, deepspeed, nanotron };
+inline constexpr std::string_view kFrameworkChoices = "auto, megatron, nemo, torchtitan, deepspeed, nanotron";
+std::string_view framework_name(Framework f);           // "megatron"
+std::string_view framework_document(Framework f);       // "a Megatron-LM launch script or YAML args"
+// The framework a --format value names (`flag` in the error), or nullopt for "auto".
+std::optional<Framework> parse_framework(const std::string& value, std::string_view flag);
+
+// One plan flag's value from the file.
+struct Setting {
+  std::string value;        // as the plan flag takes it ("8", "selective"; "" for a flag without a value)
+  std::string origin;       // the file's option and line: "--tensor-model-parallel-size (line 12)"
+  std::string placeholder;  // set when the value is an unresolved ${VAR} / $(cmd) / ${oc.env:...}: the text
+};
+
+struct Imported {
+  Framework format = Framework::megatron;
+  std::map<std::string, Setting> flags;  // plan flag ("--tp") -> value
+  std::optional<ModelSpec> model;        // the model's shape, when the file gives one
+  std::string model_name;                // a parplan model profile the file names (torchtitan name + flavor)
+  std::string model_origin;              // where model / model_name came from
+  std::string gpus_hint;                 // the file's options that give the GPU count (for the error without it)
+  std::vector<std::string> assumed;      // "--tp 1: ... (Megatron-LM default)"
+  std::vector<std::string> ignored;      // "--lr 3e-4 (line 20): not modelled"
+
+  // Sets `flag`; a second, different value for it is an InputError naming both origins.
+  void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);
+  // Sets `flag` to the framework default `value` unless the file gave it, and lists it as assumed (`why`).
+  void assume(const std::string& flag, const std::string& value, const std::string& why);
+  bool has(const std::string& flag) const { return flags.count(flag) != 0; }
+};
+
+// The format `text` reads as: from its content (a shebang or pretrain_*.py command, a JSON object, TOML table headers,
+// YAML with trainer:/parallelism: ...), else from the extension. nullopt when neither says.
+std::optional<Framework> guess_framework(std::string_view text, const std::string& path);
+
+// Reads `text` (the file `path`) as `format` (nullopt: guess_framework). A file that reads as another format than
+// the one asked for is an InputError saying which it looks like; syntax errors name the line.
+Imported import_framework(std::string_view text, const std::string& path, std::optional<Framework> format);
+
+// The readers, one per framework (cli/interop/<framework>.cpp).
+Imported import_megatron_script(std::string_view text, const std::string& path);
+Imported import_megatron_yaml(std::string_view text, const std::string& path);
+Imported import_nemo(std::string_view text, const std::string& path);
+Imported import_torchtitan(std::string_view text, const std::string& path);
+Imported import_deepspeed(std::string_view text, const std::string& path);
+Imported import_nanotron(std::string_view text, const std::string& path);
+
+// Megatron-LM's arguments (shared by the launch-script, YAML and NeMo readers): `args` are (name without "--",
+// value or nullopt for a flag given alone, origin); each known one becomes a plan flag or part of the model shape,
+// unknown ones are listed as ignored. Fills the Megatron-LM defaults for what is left out.
+struct MegatronArg {
+  std::string name;
+  std::optional<std::string> value;
+  std::string origin;
+  std::string placeholder;  // unresolved text in the value
+};
+void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, const std::string& path);
+
+// The model shape from Megatron-style sizes (layers, hidden, heads, ...), Megatron-LM's defaults for the rest.
+struct ShapeArgs {
+  std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab, seq, experts, top_k;
+  bool swiglu = false, rmsnorm = false, rotary = false, bias = true, tied = true, dropout = true;
+};
+// nullopt without layers, hidden and heads; a vocabulary the file does not give is 50257, assumed for `vocab_why`.
+std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path,
+                                          std::string_view vocab_why);
+
+}  // namespace parplan::cli

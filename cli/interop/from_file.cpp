@@ -1,0 +1,146 @@
+// --from FILE: a framework config -> plan flags -> build_plan (see from_file.hpp).
+#include "cli/interop/from_file.hpp"
+
+#include <fmt/core.h>
+#include <map>
+
+#include "cli/io.hpp"
+#include "cli/text.hpp"
+#include "planner/spec/error.hpp"
+
+namespace parplan::cli {
+namespace {
+
+// The command line's values of the given plan flags, as flag -> value ("" for a switch); repeatable ones joined.
+std::map<std::string, std::vector<std::string>> given_flags(const ModelOptions& mo, const MeshOptions& me) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto* set : {&mo.options, &me.options}) {
+    for (const CLI::Option* op : *set) {
+      if (op->count() == 0) continue;
+      out[op->get_name()] = op->get_expected_max() == 0 ? std::vector<std::string>{""} : op->results();
+    }
+  }
+  return out;
+}
+
+// The flag a build_plan message starts with ("--tp: ..."), or "".
+std::string leading_flag(const std::string& msg) {
+  if (!msg.starts_with("--")) return "";
+  const size_t end = msg.find_first_of(":/ ");
+  return msg.substr(0, end);
+}
+
+}  // namespace
+
+void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
+  app.add_option("--from", o.file,
+                 "Read the plan from a training framework's config: a Megatron-LM launch script or YAML args, a NeMo "
+                 "YAML, a torchtitan TOML, a DeepSpeed JSON or a nanotron YAML (docs/interop.md)");
+  app.add_option("--format", o.format, "The --from file's format: auto (default), megatron, nemo, torchtitan, deepspeed, nanotron");
+  if (with_target) add_target_options(app, o.model);
+}
+
+void add_target_options(CLI::App& app, ModelOptions& mo) {
+  const size_t before = app.get_options().size();
+  app.add_option("--gpus", mo.gpus, "The GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
+  app.add_option("--model", mo.model, "The model (profile name or JSON file) instead of the file's shape");
+  app.add_option("--cluster", mo.cluster, "The cluster profile (default dgx-h100)");
+  const auto all = app.get_options();
+  mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+}
+
+FromResult plan_from_framework(const std::string& file, const std::string& format, const ModelOptions& mo,
+                               const MeshOptions& me, const ProfileSet& profiles) {
+  const std::optional<Framework> fw = parse_framework(format, "--format");
+  FromResult r;
+  r.imported = import_framework(read_file(file, "--from"), file, fw);
+  Imported& im = r.imported;
+  const std::string where = printable(file);
+  std::map<std::string, Setting> flags = im.flags;
+  for (const auto& [flag, values] : given_flags(mo, me)) {
+    const auto it = flags.find(flag);
+    const std::string v = values.empty() ? "" : values.front();
+    if (it != flags.end() && !it->second.origin.starts_with("assumed") && it->second.value != v) {
+      r.overridden.push_back(fmt::format("{} {} (command line) replaces {}{}", flag, v,
+                                         it->second.placeholder.empty() ? it->second.value : it->second.placeholder,
+                                         " from " + it->second.origin));
+    }
+    flags[flag] = Setting{v, "the command line", ""};
+  }
+  const auto given = given_flags(mo, me);
+  const bool model_given = given.count("--model") || given.count("--params");
+  for (const auto& [flag, s] : flags) {
+    if (!s.placeholder.empty()) {
+      throw InputError(fmt::format("{}: {} is {}, which the file does not set: set it in the file or give {} N", where,
+                                   s.origin, excerpt(s.placeholder), flag));
+    }
+  }
+  if (!flags.count("--gpus") && !flags.count("--dp")) {
+    throw InputError(fmt::format("{}: the GPU count is not in the file ({}): give --gpus N", where, im.gpus_hint));
+  }
+  if (!model_given && !im.model && im.model_name.empty()) {
+    throw InputError(fmt::format("{}: {} gives no model shape: give --model NAME", where, framework_document(im.format)));
+  }
+  std::vector<std::string> words;
+  for (const auto& [flag, s] : flags) {
+    if (flag == "--profile" && given.count(flag)) {
+      for (const std::string& p : given.at(flag)) words.push_back(flag + "=" + p);
+    } else {
+      words.push_back(s.value.empty() ? flag : flag + "=" + s.value);
+    }
+  }
+  if (!model_given && !im.model) words.push_back("--model=" + im.model_name);
+  CLI::App app{"parplan --from"};
+  app.set_help_flag();
+  ModelOptions m;
+  MeshOptions x;
+  add_model_options(app, m);
+  add_mesh_options(app, x);
+  std::reverse(words.begin(), words.end());
+  try {
+    app.parse(words);
+  } catch (const CLI::Error& e) {
+    throw InputError(fmt::format("{}: {}", where, excerpt(e.what(), 2 * kExcerptBytes)));
+  }
+  if (!model_given && im.model) {
+    m.model_spec = im.model;
+    if (im.model->seq_len == 0 && !m.seq) {
+      throw InputError(fmt::format("{}: the sequence length is not in the file: give it there (or --seq N)", where));
+    }
+  }
+  try {
+    r.plan = build_plan(m, x, profiles);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    const std::string flag = leading_flag(msg);
+    const auto it = flags.find(flag);
+    std::string from;
+    if (it != flags.end() && it->second.origin != "the command line") from = fmt::format(" (from {})", it->second.origin);
+    if (flag == "--model" && !model_given && !im.model) from = fmt::format(" (from {}; give --model NAME)", im.model_origin);
+    throw InputError(fmt::format("{}: {}{}", where, msg, from));
+  }
+  return r;
+}
+
+void print_from_summary(std::FILE* to, std::string_view command, const std::string& file, const FromResult& r) {
+  fmt::print(to, "parplan {}: {} read as {}: {} value{} assumed, {} option{} ignored{} (parplan import lists them)\n",
+             command, printable(file), framework_name(r.imported.format), r.imported.assumed.size(),
+             r.imported.assumed.size() == 1 ? "" : "s", r.imported.ignored.size(),
+             r.imported.ignored.size() == 1 ? "" : "s",
+             r.overridden.empty() ? "" : fmt::format(", {} replaced by the command line", r.overridden.size()));
+}
+
+Plan load_plan_source(std::string_view command, const std::string& plan_file, const FromOptions& from,
+                      const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* note,
+                      std::string* batch_note) {
+  if (from.file.empty()) {
+    if (from.format != "auto") throw InputError("--format: needs --from FILE");
+    return plan_file.empty() ? build_plan(mo, me, profiles, note, batch_note) : load_plan_file(plan_file, profiles);
+  }
+  if (!plan_file.empty()) throw InputError("--from and --plan: give one");
+  FromResult r = plan_from_framework(from.file, from.format, mo, me, profiles);
+  print_from_summary(stderr, command, from.file, r);
+  return std::move(r.plan);
+}
+
+}  // namespace parplan::cli

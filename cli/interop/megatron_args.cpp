@@ -1,0 +1,219 @@
+// Megatron-LM arguments -> plan flags and model shape (see framework.hpp); shared by the launch-script, YAML and NeMo
+// readers. Argument names and defaults: Megatron-LM megatron/training/arguments.py (core_r0.9+).
+#include <fmt/core.h>
+#include <string>
+
+#include "cli/interop/framework.hpp"
+#include "planner/spec/error.hpp"
+
+namespace parplan::cli {
+namespace {
+
+// Megatron arguments that are one plan flag, value for value.
+struct Direct {
+  std::string_view megatron, flag;
+};
+constexpr Direct kDirect[] = {
+    {"tensor-model-parallel-size", "--tp"},
+    {"pipeline-model-parallel-size", "--pp"},
+    {"context-parallel-size", "--cp"},
+    {"expert-model-parallel-size", "--ep"},
+    {"expert-tensor-parallel-size", "--etp"},
+    {"virtual-pipeline-model-parallel-size", "--vpp"},
+    {"micro-batch-size", "--micro-batch"},
+    {"global-batch-size", "--global-batch"},
+    {"zero-stage", "--zero"},
+    {"decoder-first-pipeline-num-layers", "--first-stage-layers"},
+    {"decoder-last-pipeline-num-layers", "--last-stage-layers"},
+};
+// Megatron flags (no value) that are one plan flag.
+constexpr Direct kSwitch[] = {
+    {"sequence-parallel", "--sequence-parallel"},
+    {"use-distributed-optimizer", "--distributed-optimizer"},
+    {"account-for-embedding-in-pipeline-split", "--account-for-embedding-in-pipeline-split"},
+    {"account-for-loss-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
+    {"tp-comm-overlap", "--overlap-tp"},
+};
+
+int64_t int_arg(const MegatronArg& a, const std::string& path) {
+  if (!a.placeholder.empty()) {
+    throw InputError(fmt::format("{}: {} is {}, which the file does not set: give the value in the file", path, a.origin,
+                                 excerpt(a.placeholder)));
+  }
+  const std::string& v = a.value.value_or("");
+  int64_t out = 0;
+  size_t used = 0;
+  try {
+    out = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || out < 0 || (v.size() > 1 && v[0] == '0')) {
+    throw InputError(fmt::format("{}: {} takes a non-negative decimal integer, not '{}'", path, a.origin, excerpt(v)));
+  }
+  return out;
+}
+
+struct Collected {
+  ShapeArgs shape;
+  std::optional<int64_t> layers_per_virtual_stage;
+  std::string vstage_origin;
+  std::string precision, precision_origin;
+  bool overlap_grad_reduce = false;
+  bool recompute_given = false;
+};
+
+void set_precision(Collected& c, const std::string& p, const MegatronArg& a, const std::string& path) {
+  if (p == "fp8" || c.precision == "fp8") {  // fp8 GEMMs run beside --bf16 (or --fp16)
+    if (p == "fp8") {
+      c.precision = "fp8";
+      c.precision_origin = a.origin;
+    }
+    return;
+  }
+  if (!c.precision.empty() && c.precision != p) {
+    throw InputError(fmt::format("{}: {} says {} but {} says {}: give one", path, c.precision_origin, c.precision, a.origin, p));
+  }
+  c.precision = p;
+  c.precision_origin = a.origin;
+}
+
+// The shape arguments; false when `a` is not one.
+bool shape_arg(const MegatronArg& a, Collected& c, const std::string& path) {
+  ShapeArgs& s = c.shape;
+  const std::string& n = a.name;
+  auto num = [&](std::optional<int64_t>& field) {
+    field = int_arg(a, path);
+    return true;
+  };
+  if (n == "num-layers") return num(s.layers);
+  if (n == "hidden-size") return num(s.hidden);
+  if (n == "ffn-hidden-size") return num(s.ffn);
+  if (n == "num-attention-heads") return num(s.heads);
+  if (n == "num-query-groups") return num(s.kv_heads);
+  if (n == "num-experts") return num(s.experts);
+  if (n == "moe-router-topk") return num(s.top_k);
+  if (n == "vocab-size") return num(s.vocab);
+  if (n == "swiglu") return s.swiglu = true;
+  if (n == "group-query-attention") return true;  // num-query-groups carries the count
+  if (n == "disable-bias-linear") return !(s.bias = false);
+  if (n == "untie-embeddings-and-output-weights") return !(s.tied = false);
+  if (n == "normalization") return s.rmsnorm = a.value && *a.value == "RMSNorm", true;
+  if (n == "position-embedding-type") return s.rotary = a.value && *a.value == "rope", true;
+  if (n == "attention-dropout" || n == "hidden-dropout") {
+    if (a.value && std::stod("0" + *a.value) == 0) s.dropout = false;
+    return true;
+  }
+  return false;
+}
+
+// One argument; false when parplan has no use for it.
+bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
+  if (!a.placeholder.empty()) {
+    for (const Direct& d : kDirect) {
+      if (a.name == d.megatron) {
+        out.flags[std::string(d.flag)] = Setting{"", a.origin, a.placeholder};
+        return true;
+      }
+    }
+  }
+  for (const Direct& d : kDirect) {
+    if (a.name == d.megatron) {
+      out.set(std::string(d.flag), std::to_string(int_arg(a, path)), a.origin, path);
+      return true;
+    }
+  }
+  for (const Direct& d : kSwitch) {
+    if (a.name == d.megatron) {
+      out.set(std::string(d.flag), "", a.origin, path);
+      return true;
+    }
+  }
+  if (a.name == "seq-length") {
+    c.shape.seq = int_arg(a, path);
+    out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
+    return true;
+  }
+  if (a.name == "num-layers-per-virtual-pipeline-stage") {
+    c.layers_per_virtual_stage = int_arg(a, path);
+    c.vstage_origin = a.origin;
+    return true;
+  }
+  if (a.name == "recompute-granularity" || a.name == "recompute-activations") {
+    const std::string v = a.name == "recompute-activations" ? "selective" : a.value.value_or("");
+    if (v != "full" && v != "selective") {
+      throw InputError(fmt::format("{}: {} is '{}' (Megatron-LM takes full or selective)", path, a.origin, excerpt(v)));
+    }
+    out.set("--recompute", v, a.origin, path);
+    c.recompute_given = true;
+    return true;
+  }
+  if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
+  if (a.name == "fp8-format") return set_precision(c, "fp8", a, path), true;
+  if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
+  return shape_arg(a, c, path);
+}
+
+}  // namespace
+
+std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path, std::string_view vocab_why) {
+  if (!s.layers || !s.hidden || !s.heads) return std::nullopt;
+  ModelSpec m;
+  m.name = fmt::format("{} ({} layers, hidden {})", path, *s.layers, *s.hidden);
+  m.layers = *s.layers;
+  m.hidden = *s.hidden;
+  m.heads = *s.heads;
+  m.kv_heads = s.kv_heads.value_or(m.heads);
+  m.ffn_type = s.swiglu ? FfnType::swiglu : FfnType::gelu;
+  // Megatron-LM: ffn_hidden_size defaults to 4h, or int(4h * 2/3 / 64) * 64 with --swiglu.
+  m.ffn_hidden = s.ffn.value_or(s.swiglu ? 4 * m.hidden * 2 / 3 / 64 * 64 : 4 * m.hidden);
+  if (!s.vocab) out.assumed.push_back(fmt::format("vocabulary 50257: {}", vocab_why));
+  m.vocab = s.vocab.value_or(50257);
+  m.seq_len = s.seq.value_or(0);
+  m.tied_embeddings = s.tied;
+  m.bias = s.bias;
+  m.dropout = s.dropout;
+  m.norm = s.rmsnorm ? NormType::rmsnorm : NormType::layernorm;
+  m.position = s.rotary ? PositionEmbedding::rotary : PositionEmbedding::learned;
+  m.experts = s.experts.value_or(1);
+  m.top_k = m.is_moe() ? s.top_k.value_or(2) : 1;
+  m.source = fmt::format("shape read from {}", path);
+  return m;
+}
+
+void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, const std::string& path) {
+  Collected c;
+  for (const MegatronArg& a : args) {
+    if (!apply_one(a, c, out, path)) out.ignored.push_back(fmt::format("{}: not modelled", a.origin));
+  }
+  out.model = model_from_shape(c.shape, out, path,
+                               "no vocabulary size in the file (Megatron-LM and NeMo take it from the tokenizer; "
+                               "GPT-2 BPE's assumed)");
+  if (out.model) out.model_origin = "--num-layers / --hidden-size / --num-attention-heads";
+  if (c.layers_per_virtual_stage) {
+    const auto pp_it = out.flags.find("--pp");
+    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : std::stoll(pp_it->second.value);
+    if (!out.model) throw InputError(fmt::format("{}: {} needs --num-layers in the file", path, c.vstage_origin));
+    const int64_t per = *c.layers_per_virtual_stage;
+    if (per == 0 || out.model->layers % (pp * per) != 0) {
+      throw InputError(fmt::format("{}: {}: {} layers do not split into pp {} stages of chunks of {}", path,
+                                   c.vstage_origin, out.model->layers, pp, per));
+    }
+    out.set("--vpp", std::to_string(out.model->layers / (pp * per)), c.vstage_origin, path);
+  }
+  if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
+  out.assume("--precision", "bf16", "no --bf16 / --fp16 (Megatron-LM's default is fp32, which parplan does not model)");
+  if (!c.overlap_grad_reduce) {
+    out.assume("--no-overlap-dp", "", "no --overlap-grad-reduce (Megatron-LM default: gradients reduced after the backward pass)");
+  }
+  out.assume("--tp", "1", "no --tensor-model-parallel-size (Megatron-LM default 1)");
+  out.assume("--pp", "1", "no --pipeline-model-parallel-size (Megatron-LM default 1)");
+  out.assume("--cp", "1", "no --context-parallel-size (Megatron-LM default 1)");
+  out.assume("--micro-batch", "1", "no --micro-batch-size (1 assumed)");
+  if (!out.has("--global-batch")) {
+    out.assume("--microbatches", "1", "no --global-batch-size (Megatron-LM default: micro-batch x data-parallel size)");
+  }
+  if (!c.recompute_given) out.assume("--recompute", "none", "no --recompute-granularity (Megatron-LM default: none)");
+}
+
+}  // namespace parplan::cli

@@ -1,0 +1,213 @@
+// The torchtitan TOML and DeepSpeed JSON readers (see framework.hpp). Key names: torchtitan
+// torchtitan/config/job_config.py (2025: [parallelism], [training] local_batch_size); DeepSpeed
+// docs/_pages/config-json.md (0.16).
+#include <algorithm>
+#include <cctype>
+#include <fmt/core.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/interop/framework.hpp"
+#include "cli/text.hpp"
+#include "cli/toml.hpp"
+#include "planner/spec/error.hpp"
+
+namespace parplan::cli {
+namespace {
+
+std::string origin(const TomlItem& it) { return fmt::format("{} (line {})", it.key, it.line); }
+
+int64_t toml_int(const TomlItem& it, const std::string& path) {
+  if (it.value.kind != TomlValue::Kind::integer) {
+    throw InputError(fmt::format("{}: {} takes an integer, not {}", path, origin(it), excerpt(it.value.raw)));
+  }
+  return std::stoll(it.value.text);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct Titan {
+  std::map<std::string, const TomlItem*> items;
+  int64_t get(const std::string& key, int64_t fallback, const std::string& path) const {
+    const auto it = items.find(key);
+    return it == items.end() ? fallback : toml_int(*it->second, path);
+  }
+  std::string where(const std::string& key, const std::string& fallback) const {
+    const auto it = items.find(key);
+    return it == items.end() ? fallback : origin(*it->second);
+  }
+};
+
+constexpr std::string_view kTitanRead[] = {
+    "model.name", "model.flavor", "model.converters", "parallelism.data_parallel_shard_degree",
+    "parallelism.data_parallel_replicate_degree", "parallelism.tensor_parallel_degree",
+    "parallelism.pipeline_parallel_degree", "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
+    "parallelism.expert_tensor_parallel_degree", "parallelism.pipeline_parallel_schedule",
+    "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
+    "training.global_batch_size", "training.seq_len", "training.mixed_precision_param", "activation_checkpoint.mode"};
+
+// The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
+void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
+  auto deg = [&](const std::string& key, const std::string& flag) {
+    const int64_t v = t.get("parallelism." + key, 1, path);
+    if (v < 1) throw InputError(fmt::format("{}: {} must be at least 1", path, t.where("parallelism." + key, key)));
+    if (t.items.count("parallelism." + key)) out.set(flag, std::to_string(v), t.where("parallelism." + key, ""), path);
+    else out.assume(flag, "1", fmt::format("parallelism.{} not given (torchtitan default 1)", key));
+    return v;
+  };
+  const int64_t tp = deg("tensor_parallel_degree", "--tp"), pp = deg("pipeline_parallel_degree", "--pp");
+  deg("context_parallel_degree", "--cp");
+  deg("expert_parallel_degree", "--ep");
+  if (t.items.count("parallelism.expert_tensor_parallel_degree")) deg("expert_tensor_parallel_degree", "--etp");
+  if (tp > 1) out.assume("--sequence-parallel", "", "torchtitan's tensor parallelism shards the norms over the sequence");
+  const int64_t shard = t.get("parallelism.data_parallel_shard_degree", -1, path);
+  const int64_t rep = t.get("parallelism.data_parallel_replicate_degree", 1, path);
+  if (shard == 0 || shard < -1 || rep < 1) {
+    throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
+                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
+  }
+  const std::string dp_origin = t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree -1 (default)") + " x " +
+                                t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
+  if (shard > 0) out.set("--dp", std::to_string(shard * rep), dp_origin, path);
+  else out.assumed.push_back("--dp: data_parallel_shard_degree -1: the GPUs left after tp, pp, cp and replication");
+  if (shard != 1 && pp > 1) {
+    out.set("--zero", "1", dp_origin, path);
+    out.assumed.push_back("--zero 1: FSDP with pipeline parallelism keeps parameters gathered across microbatches; "
+                          "parplan models it as ZeRO-1 (it refuses ZeRO-2/3 with pp > 1)");
+  } else if (shard != 1) {
+    out.set("--zero", "3", dp_origin, path);
+  }
+  if (t.items.count("parallelism.pipeline_parallel_schedule")) {
+    const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");
+    const std::string s = lower(it.value.text);
+    const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
+    if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
+    out.set("--schedule", sched, origin(it), path);
+  }
+}
+
+// local batch (split into microbatches of pipeline_parallel_microbatch_size with pp > 1), global batch, seq.
+void titan_batch(const Titan& t, Imported& out, const std::string& path) {
+  const std::string lkey = t.items.count("training.local_batch_size") ? "training.local_batch_size" : "training.batch_size";
+  const int64_t local = t.get(lkey, 8, path);
+  if (!t.items.count(lkey)) out.assumed.push_back("local batch 8: training.local_batch_size not given (torchtitan default 8)");
+  const bool pipelined = out.flags.count("--pp") && out.flags.at("--pp").value != "1";
+  const int64_t mb = pipelined ? t.get("parallelism.pipeline_parallel_microbatch_size", 1, path) : local;
+  if (mb < 1 || local < 1 || local % mb != 0) {
+    throw InputError(fmt::format("{}: {} {} is not a multiple of the pipeline microbatch {}", path, t.where(lkey, lkey), local, mb));
+  }
+  out.set("--micro-batch", std::to_string(mb), pipelined ? t.where("parallelism.pipeline_parallel_microbatch_size", "pipeline_parallel_microbatch_size 1 (default)") : t.where(lkey, lkey), path);
+  const int64_t global = t.get("training.global_batch_size", -1, path);
+  if (global > 0) out.set("--global-batch", std::to_string(global), t.where("training.global_batch_size", ""), path);
+  else out.set("--microbatches", std::to_string(local / mb), t.where(lkey, lkey) + " (global_batch_size -1: local x dp)", path);
+  const int64_t seq = t.get("training.seq_len", 2048, path);
+  if (t.items.count("training.seq_len")) out.set("--seq", std::to_string(seq), t.where("training.seq_len", ""), path);
+  else out.assume("--seq", "2048", "training.seq_len not given (torchtitan default 2048)");
+}
+
+}  // namespace
+
+Imported import_torchtitan(std::string_view text, const std::string& path) {
+  Imported out;
+  out.format = Framework::torchtitan;
+  out.gpus_hint = "torchrun's world size (NGPU): not in the TOML";
+  Titan t;
+  const std::vector<TomlItem> items = read_toml(text, path, true);
+  for (const TomlItem& it : items) {
+    if (!t.items.emplace(it.key, &it).second) {
+      throw InputError(fmt::format("{}:{}: key '{}' is given more than once", path, it.line, excerpt(it.key)));
+    }
+    if (std::find(std::begin(kTitanRead), std::end(kTitanRead), std::string_view(it.key)) == std::end(kTitanRead) && !it.key.starts_with("float8.")) {
+      out.ignored.push_back(fmt::format("{}: not modelled", origin(it)));
+    }
+  }
+  if (t.items.count("model.name")) {
+    const std::string flavor = t.items.count("model.flavor") ? t.items.at("model.flavor")->value.text : "";
+    out.model_name = lower(t.items.at("model.name")->value.text + (flavor.empty() ? "" : "-" + flavor));
+    out.model_origin = t.where("model.name", "") + " / " + t.where("model.flavor", "model.flavor");
+  }
+  titan_mesh(t, out, path);
+  titan_batch(t, out, path);
+  bool fp8 = false;
+  if (t.items.count("model.converters")) {
+    for (const TomlValue& v : t.items.at("model.converters")->value.items) fp8 = fp8 || v.text.starts_with("float8");
+  }
+  if (fp8) out.set("--precision", "fp8", t.where("model.converters", ""), path);
+  const std::string mp = t.items.count("training.mixed_precision_param") ? t.items.at("training.mixed_precision_param")->value.text : "bfloat16";
+  if (mp != "bfloat16") {
+    throw InputError(fmt::format("{}: {}: '{}' is not modelled (bfloat16 is)", path, t.where("training.mixed_precision_param", ""), excerpt(mp)));
+  }
+  out.assume("--precision", "bf16", "training.mixed_precision_param not given (torchtitan default bfloat16)");
+  if (t.items.count("activation_checkpoint.mode")) {
+    const TomlItem& it = *t.items.at("activation_checkpoint.mode");
+    const std::string m = it.value.text;
+    if (m != "none" && m != "selective" && m != "full") {
+      throw InputError(fmt::format("{}: {}: '{}' (torchtitan takes none, selective, full)", path, origin(it), excerpt(m)));
+    }
+    out.set("--recompute", m, origin(it), path);
+  }
+  out.assume("--recompute", "selective", "activation_checkpoint.mode not given (torchtitan default selective)");
+  return out;
+}
+
+namespace {
+
+void ds_key(const nlohmann::json& v, const std::string& key, const std::string& flag, Imported& out, const std::string& path) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+    throw InputError(fmt::format("{}: /{}: must be a positive integer, not {}", path, key, excerpt(v.dump())));
+  }
+  out.set(flag, std::to_string(v.get<int64_t>()), "/" + key, path);
+}
+
+bool enabled(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_object() && j[key].contains("enabled") && j[key]["enabled"] == true;
+}
+
+}  // namespace
+
+Imported import_deepspeed(std::string_view text, const std::string& path) {
+  Imported out;
+  out.format = Framework::deepspeed;
+  out.gpus_hint = "the deepspeed launcher's --num_gpus x --num_nodes: not in the JSON";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", path, printable(excerpt(e.what(), 2 * kExcerptBytes))));
+  }
+  if (!j.is_object()) throw InputError(fmt::format("{}: a DeepSpeed config is a JSON object", path));
+  for (const auto& [key, v] : j.items()) {
+    if (key == "train_micro_batch_size_per_gpu") ds_key(v, key, "--micro-batch", out, path);
+    else if (key == "gradient_accumulation_steps") ds_key(v, key, "--microbatches", out, path);
+    else if (key == "train_batch_size") ds_key(v, key, "--global-batch", out, path);
+    else if (key == "bf16" || key == "fp16") {
+      if (enabled(j, key.c_str())) out.set("--precision", key, "/" + key + "/enabled", path);
+    } else if (key == "zero_optimization") {
+      if (!v.is_object()) throw InputError(fmt::format("{}: /zero_optimization: must be an object", path));
+      for (const auto& [zk, zv] : v.items()) {
+        if (zk == "stage") {
+          if (!zv.is_number_integer() || zv.get<int64_t>() < 0 || zv.get<int64_t>() > 3) {
+            throw InputError(fmt::format("{}: /zero_optimization/stage: must be 0, 1, 2 or 3, not {}", path, excerpt(zv.dump())));
+          }
+          out.set("--zero", std::to_string(zv.get<int64_t>()), "/zero_optimization/stage", path);
+          if (zv.get<int64_t>() == 3) out.set("--zero3-gather-unit", "linear", "/zero_optimization/stage 3 (DeepSpeed gathers per submodule)", path);
+        } else {
+          out.ignored.push_back(fmt::format("/zero_optimization/{}: not modelled{}", zk,
+                                            zk.starts_with("offload") ? " (offload to CPU/NVMe is not modelled)" : ""));
+        }
+      }
+    } else {
+      out.ignored.push_back(fmt::format("/{}: not modelled", printable(excerpt(key))));
+    }
+  }
+  out.assume("--precision", "bf16", "neither /bf16/enabled nor /fp16/enabled (DeepSpeed's default is fp32, which parplan does not model)");
+  out.assume("--micro-batch", "1", "no /train_micro_batch_size_per_gpu (DeepSpeed default 1)");
+  if (!out.has("--global-batch")) out.assume("--microbatches", "1", "no /gradient_accumulation_steps (DeepSpeed default 1)");
+  out.assume("--zero", "0", "no /zero_optimization/stage (DeepSpeed default 0)");
+  return out;
+}
+
+}  // namespace parplan::cli

@@ -1,0 +1,190 @@
+// The YAML readers (see framework.hpp): Megatron-LM --yaml-cfg args, NeMo configs (model.* are Megatron arguments
+// with '_' for '-'; trainer.* the launch), nanotron configs (parallelism, model.model_config, tokens, optimizer).
+// Key names: NeMo examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (NeMo 1.x/2.0 YAML);
+// nanotron examples/config_tiny_llama.yaml (nanotron 0.4).
+#include <algorithm>
+#include <fmt/core.h>
+
+#include "cli/interop/framework.hpp"
+#include "cli/interop/yaml.hpp"
+#include "planner/spec/error.hpp"
+
+namespace parplan::cli {
+namespace {
+
+std::string origin(const YamlLeaf& l) { return fmt::format("{} (line {})", l.path, l.line); }
+bool is_null(const YamlLeaf& l) { return !l.quoted && (l.value.empty() || l.value == "null" || l.value == "~" || l.value == "None"); }
+bool is_true(const YamlLeaf& l) { return !l.quoted && (l.value == "true" || l.value == "True"); }
+bool is_false(const YamlLeaf& l) { return !l.quoted && (l.value == "false" || l.value == "False"); }
+std::string last_key(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+std::string dashed(std::string s) {
+  for (char& c : s) c = c == '_' ? '-' : c;
+  return s;
+}
+
+// The Megatron argument a YAML leaf gives: `name` (with dashes); a boolean true is the flag alone, false or null is
+// nothing (returns false).
+bool megatron_arg(const YamlLeaf& l, const std::string& name, std::vector<MegatronArg>& args) {
+  if (is_null(l) || is_false(l)) return false;
+  MegatronArg a;
+  a.name = name;
+  a.origin = origin(l);
+  if (!is_true(l)) a.value = l.value;
+  if (l.value.find("${") != std::string::npos) a.placeholder = l.value;
+  args.push_back(std::move(a));
+  return true;
+}
+
+int64_t yaml_int(const YamlLeaf& l, const std::string& path) {
+  if (l.value.find("${") != std::string::npos) {
+    throw InputError(fmt::format("{}: {} is {}, which parplan does not resolve: give the value in the file", path, origin(l), excerpt(l.value)));
+  }
+  const bool digits = !l.quoted && !l.value.empty() && l.value.find_first_not_of("0123456789") == std::string::npos &&
+                      (l.value.size() == 1 || l.value[0] != '0') && l.value.size() < 15;
+  if (!digits) throw InputError(fmt::format("{}: {} takes a decimal integer, not '{}'", path, origin(l), excerpt(l.value)));
+  return std::stoll(l.value);
+}
+
+}  // namespace
+
+Imported import_megatron_yaml(std::string_view text, const std::string& path) {
+  Imported out;
+  out.format = Framework::megatron;
+  out.gpus_hint = "the YAML args do not give the GPU count";
+  std::vector<MegatronArg> args;
+  for (const YamlLeaf& l : read_yaml(text, path)) {
+    if (l.path.find('[') != std::string::npos || !megatron_arg(l, dashed(last_key(l.path)), args)) continue;
+  }
+  apply_megatron_args(args, out, path);
+  return out;
+}
+
+namespace {
+
+// NeMo's model.* keys whose Megatron argument has another name.
+std::string nemo_to_megatron(const std::string& key) {
+  if (key == "encoder_seq_length") return "seq-length";
+  if (key == "activations_checkpoint_granularity") return "recompute-granularity";
+  if (key == "num_moe_experts") return "num-experts";
+  if (key == "fp8") return "fp8-format";
+  return dashed(key);
+}
+
+// The NeMo model.* keys that are not Megatron arguments but are read: false when `l` is none of them.
+bool nemo_model_key(const YamlLeaf& l, const std::string& key, std::vector<MegatronArg>& args) {
+  auto flag = [&](const std::string& name) {
+    args.push_back(MegatronArg{name, std::nullopt, origin(l), ""});
+    return true;
+  };
+  if (key == "activation") return l.value == "swiglu" || l.value == "fast-swiglu" ? flag("swiglu") : true;
+  if (key == "normalization") return l.value == "rmsnorm" ? flag("normalization") && (args.back().value = "RMSNorm", true) : true;
+  if (key == "position_embedding_type") return l.value == "rope" ? flag("position-embedding-type") && (args.back().value = "rope", true) : true;
+  if (key == "bias") return is_false(l) ? flag("disable-bias-linear") : true;
+  if (key == "share_embeddings_and_output_weights") return is_false(l) ? flag("untie-embeddings-and-output-weights") : true;
+  if (key == "name" && l.path == "model.optim.name") {
+    if (l.value == "distributed_fused_adam") flag("use-distributed-optimizer"), flag("overlap-grad-reduce");
+    return true;
+  }
+  return false;
+}
+
+constexpr std::string_view kNemoMegatronKeys[] = {
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+    "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
+    "micro_batch_size", "global_batch_size", "encoder_seq_length", "num_layers", "hidden_size", "ffn_hidden_size",
+    "num_attention_heads", "num_query_groups", "num_moe_experts", "moe_router_topk", "activations_checkpoint_granularity",
+    "fp8", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
+    "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
+
+}  // namespace
+
+Imported import_nemo(std::string_view text, const std::string& path) {
+  Imported out;
+  out.format = Framework::nemo;
+  out.gpus_hint = "trainer.devices x trainer.num_nodes";
+  std::vector<MegatronArg> args;
+  const YamlLeaf *devices = nullptr, *nodes = nullptr;
+  const std::vector<YamlLeaf> leaves = read_yaml(text, path);
+  for (const YamlLeaf& l : leaves) {
+    const std::string key = last_key(l.path);
+    if (l.path == "trainer.devices") devices = &l;
+    else if (l.path == "trainer.num_nodes") nodes = &l;
+    else if (l.path == "trainer.precision") {
+      const std::string& p = l.value;
+      const std::string arg = p.starts_with("bf16") ? "bf16" : p.starts_with("16") ? "fp16" : "";
+      if (!arg.empty()) args.push_back(MegatronArg{arg, std::nullopt, origin(l), ""});
+      else out.ignored.push_back(fmt::format("{}: precision '{}' is not modelled", origin(l), excerpt(p)));
+    } else if (l.path.starts_with("model.") && l.path.find('[') == std::string::npos &&
+               std::find(std::begin(kNemoMegatronKeys), std::end(kNemoMegatronKeys), std::string_view(key)) != std::end(kNemoMegatronKeys) &&
+               l.path.find('.', 6) == std::string::npos) {
+      if (key == "fp8" && is_true(l)) args.push_back(MegatronArg{"fp8-format", "hybrid", origin(l), ""});
+      else if (key != "fp8") megatron_arg(l, nemo_to_megatron(key), args);
+    } else if (!(l.path.starts_with("model.") && nemo_model_key(l, key, args)) && !is_null(l)) {
+      out.ignored.push_back(fmt::format("{}: not modelled", origin(l)));
+    }
+  }
+  apply_megatron_args(args, out, path);
+  if (devices && nodes) {
+    out.set("--gpus", std::to_string(yaml_int(*devices, path) * yaml_int(*nodes, path)),
+            origin(*devices) + " x " + origin(*nodes), path);
+  } else if (devices) {
+    out.set("--gpus", std::to_string(yaml_int(*devices, path)), origin(*devices), path);
+  }
+  return out;
+}
+
+Imported import_nanotron(std::string_view text, const std::string& path) {
+  Imported out;
+  out.format = Framework::nanotron;
+  out.gpus_hint = "parallelism.dp x tp x pp";
+  ShapeArgs shape;
+  shape.swiglu = shape.rmsnorm = shape.rotary = true;  // nanotron's LlamaConfig
+  shape.bias = shape.dropout = false;
+  shape.tied = false;
+  auto num = [&](const YamlLeaf& l, const std::string& flag) { out.set(flag, std::to_string(yaml_int(l, path)), origin(l), path); };
+  for (const YamlLeaf& l : read_yaml(text, path)) {
+    const std::string& p = l.path;
+    const std::string mc = "model.model_config.";
+    if (p == "parallelism.dp") num(l, "--dp");
+    else if (p == "parallelism.tp") num(l, "--tp");
+    else if (p == "parallelism.pp") num(l, "--pp");
+    else if (p == "parallelism.pp_engine") {
+      if (l.value != "1f1b" && l.value != "afab") throw InputError(fmt::format("{}: {}: '{}' is not 1f1b or afab", path, origin(l), excerpt(l.value)));
+      out.set("--schedule", l.value == "afab" ? "gpipe" : "1f1b", origin(l), path);
+    } else if (p == "parallelism.tp_mode") {
+      if (l.value == "REDUCE_SCATTER") out.set("--sequence-parallel", "", origin(l), path);
+    } else if (p == "parallelism.recompute_layer") {
+      if (is_true(l)) out.set("--recompute", "full", origin(l), path);
+    } else if (p == "tokens.micro_batch_size") num(l, "--micro-batch");
+    else if (p == "tokens.batch_accumulation_per_replica") num(l, "--microbatches");
+    else if (p == "tokens.sequence_length") {
+      num(l, "--seq");
+      shape.seq = yaml_int(l, path);
+    } else if (p == "optimizer.zero_stage") num(l, "--zero");
+    else if (p == "model.dtype") {
+      if (l.value != "bfloat16") throw InputError(fmt::format("{}: {}: '{}' is not modelled (bfloat16 is)", path, origin(l), excerpt(l.value)));
+      out.set("--precision", "bf16", origin(l), path);
+    } else if (p == mc + "num_hidden_layers") shape.layers = yaml_int(l, path);
+    else if (p == mc + "hidden_size") shape.hidden = yaml_int(l, path);
+    else if (p == mc + "intermediate_size") shape.ffn = yaml_int(l, path);
+    else if (p == mc + "num_attention_heads") shape.heads = yaml_int(l, path);
+    else if (p == mc + "num_key_value_heads") { if (!is_null(l)) shape.kv_heads = yaml_int(l, path); }
+    else if (p == mc + "vocab_size") shape.vocab = yaml_int(l, path);
+    else if (p == mc + "tie_word_embeddings") shape.tied = is_true(l);
+    else if (!is_null(l)) out.ignored.push_back(fmt::format("{}: not modelled", origin(l)));
+  }
+  out.model = model_from_shape(shape, out, path, "model.model_config.vocab_size not given");
+  if (out.model) out.model_origin = "model.model_config";
+  out.assume("--tp", "1", "parallelism.tp not given (nanotron requires it; 1 assumed)");
+  out.assume("--pp", "1", "parallelism.pp not given (nanotron requires it; 1 assumed)");
+  out.assume("--micro-batch", "1", "tokens.micro_batch_size not given (1 assumed)");
+  out.assume("--microbatches", "1", "tokens.batch_accumulation_per_replica not given (nanotron default 1)");
+  out.assume("--precision", "bf16", "model.dtype not given (nanotron default bfloat16)");
+  out.assume("--recompute", "none", "parallelism.recompute_layer not given (nanotron default false)");
+  return out;
+}
+
+}  // namespace parplan::cli

@@ -1,0 +1,111 @@
+// parplan import / export / --from (issue 31): fixtures written from each framework's documented config format
+// (tests/cli/data/interop/) import with every parallel field asserted; export writes each framework's option names.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/run_helper.hpp"
+
+using parplan::test::run_parplan;
+using parplan::test::ScratchDir;
+
+namespace {
+
+const std::string kDir = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
+
+nlohmann::json import_json(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"import", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_parplan(args, {}, 60);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+struct Mesh {
+  int64_t gpus, dp, tp, pp, cp, ep, vpp, micro, global, microbatches, seq, zero;
+  bool sp, distopt;
+  std::string schedule, recompute, precision;
+};
+
+void check_mesh(const nlohmann::json& plan, const Mesh& m) {
+  const auto& p = plan["parallel"];
+  CHECK(plan["num_gpus"] == m.gpus);
+  CHECK(p["dp"] == m.dp);
+  CHECK(p["tp"] == m.tp);
+  CHECK(p["pp"] == m.pp);
+  CHECK(p["cp"] == m.cp);
+  CHECK(p["ep"] == m.ep);
+  CHECK(p["vpp"] == m.vpp);
+  CHECK(p["micro_batch"] == m.micro);
+  CHECK(p["num_microbatches"] == m.microbatches);
+  CHECK(plan["training"]["global_batch"] == m.global);
+  CHECK(plan["training"]["seq_len"] == m.seq);
+  CHECK(p["zero_stage"] == m.zero);
+  CHECK(p["sequence_parallel"] == m.sp);
+  CHECK(p["distributed_optimizer"] == m.distopt);
+  CHECK(p["schedule"] == m.schedule);
+  CHECK(p["recompute"] == m.recompute);
+  CHECK(plan["training"]["precision"] == m.precision);
+}
+
+}  // namespace
+
+TEST_CASE("import: a Megatron-LM launch script with variables, arrays and continuations") {
+  const auto j = import_json({kDir + "train_gpt_70b.sh"});
+  CHECK(j["format"] == "megatron");
+  // 64 nodes (${NUM_NODES:-64}) x 8; tp ${TP}, pp $PP, 80 layers / (4 stages x 5 layers) = vpp 4;
+  // global batch $((8 * 64 / 2)) = 256 over dp 16 x micro 1.
+  check_mesh(j["plan"], {512, 16, 8, 4, 1, 1, 4, 1, 256, 16, 4096, 0, true, true, "interleaved", "selective", "bf16"});
+  const auto& m = j["plan"]["model"];
+  CHECK(m["layers"] == 80);
+  CHECK(m["hidden"] == 8192);
+  CHECK(m["heads"] == 64);
+  CHECK(m["kv_heads"] == 8);
+  CHECK(m["ffn_hidden"] == 28672);
+  CHECK(m["vocab"] == 128256);
+  CHECK(m["ffn_type"] == "swiglu");
+  CHECK(j["plan"]["parallel"]["overlap_dp_comm"] == true);  // --overlap-grad-reduce
+  CHECK(j["from_file"]["--tp"]["origin"] == "--tensor-model-parallel-size (line 51)");
+  bool lr_ignored = false;
+  for (const auto& l : j["ignored"]) lr_ignored = lr_ignored || l.get<std::string>().starts_with("--lr (line 42)");
+  CHECK(lr_ignored);
+}
+
+TEST_CASE("import: Megatron-LM YAML args, NeMo YAML, torchtitan TOML, DeepSpeed JSON, nanotron YAML") {
+  SUBCASE("megatron yaml") {
+    const auto j = import_json({kDir + "megatron_args.yaml", "--gpus", "32"});
+    CHECK(j["format"] == "megatron");
+    check_mesh(j["plan"], {32, 4, 2, 2, 2, 1, 1, 1, 64, 16, 8192, 0, true, true, "1f1b", "none", "bf16"});
+    CHECK(j["plan"]["parallel"]["overlap_dp_comm"] == false);  // overlap_grad_reduce: false
+  }
+  SUBCASE("nemo") {
+    const auto j = import_json({kDir + "nemo_gpt.yaml"});
+    CHECK(j["format"] == "nemo");
+    // 16 nodes x 8 devices; tp 4 pp 4 cp 2 -> dp 4; 512 / (4 x 2) = 64 microbatches.
+    check_mesh(j["plan"], {128, 4, 4, 4, 2, 1, 2, 2, 512, 64, 8192, 0, true, true, "interleaved", "selective", "bf16"});
+    CHECK(j["plan"]["model"]["kv_heads"] == 8);
+  }
+  SUBCASE("torchtitan") {
+    const auto j = import_json({kDir + "llama3_8b.toml"});
+    CHECK(j["format"] == "torchtitan");
+    // dp = shard 4 x replicate 2 (FSDP: ZeRO-3); tp 2 cp 2 -> 32 GPUs; 64 / (8 x 2) = 4 microbatches.
+    check_mesh(j["plan"], {32, 8, 2, 1, 2, 1, 1, 2, 64, 4, 8192, 3, true, false, "1f1b", "full", "fp8"});
+    CHECK(j["plan"]["model"]["name"] == "llama3-8b");
+  }
+  SUBCASE("deepspeed") {
+    const auto j = import_json({kDir + "ds_config.json", "--model", "llama3-8b", "--gpus", "32"});
+    CHECK(j["format"] == "deepspeed");
+    check_mesh(j["plan"], {32, 32, 1, 1, 1, 1, 1, 4, 256, 2, 8192, 3, false, false, "1f1b", "none", "bf16"});
+    CHECK(j["plan"]["parallel"]["zero3_gather_unit"] == "linear");
+  }
+  SUBCASE("nanotron") {
+    const auto j = import_json({kDir + "nanotron_llama.yaml"});
+    CHECK(j["format"] == "nanotron");
+    check_mesh(j["plan"], {16, 4, 2, 2, 1, 1, 1, 2, 32, 4, 4096, 1, true, false, "1f1b", "none", "bf16"});
+    CHECK(j["plan"]["model"]["layers"] == 16);
+    CHECK(j["plan"]["model"]["kv_heads"] == 8);
+  }
+}
