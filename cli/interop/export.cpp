@@ -1,0 +1,220 @@
+// Plan -> framework config (see export.hpp). Option names: Megatron-LM megatron/training/arguments.py (core_r0.9+),
+// NeMo megatron_gpt_config.yaml, torchtitan torchtitan/config/job_config.py, DeepSpeed docs/_pages/config-json.md.
+#include "cli/interop/export.hpp"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "planner/spec/error.hpp"
+
+namespace parplan::cli {
+namespace {
+
+struct Writer {
+  Exported out;
+  std::string comment = "#";
+  void cannot(const std::string& what) { out.warnings.push_back(what); }
+  std::string comments() const {
+    std::string s;
+    for (const std::string& w : out.warnings) s += fmt::format("{} parplan: not expressible: {}\n", comment, w);
+    return s;
+  }
+};
+
+// The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
+void common_cannot(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.schedule == Schedule::zero_bubble) w.cannot("schedule zb-h1");
+  if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
+  if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
+  if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");
+  if (!pc.overlap_cp_comm) w.cannot("--no-overlap-cp");
+}
+
+std::string megatron_recompute(Recompute r) { return r == Recompute::full ? "full" : "selective"; }
+
+// Megatron-LM's model-shape arguments for `m`.
+std::vector<std::string> megatron_shape(const ModelSpec& m) {
+  std::vector<std::string> a = {fmt::format("--num-layers {}", m.layers), fmt::format("--hidden-size {}", m.hidden),
+                                fmt::format("--ffn-hidden-size {}", m.ffn_hidden),
+                                fmt::format("--num-attention-heads {}", m.heads)};
+  if (m.kv_heads != m.heads) a.push_back(fmt::format("--group-query-attention --num-query-groups {}", m.kv_heads));
+  if (m.ffn_type == FfnType::swiglu) a.push_back("--swiglu");
+  if (m.norm == NormType::rmsnorm) a.push_back("--normalization RMSNorm");
+  if (m.position == PositionEmbedding::rotary) a.push_back("--position-embedding-type rope");
+  if (!m.bias) a.push_back("--disable-bias-linear");
+  if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
+  if (!m.dropout) a.push_back("--attention-dropout 0.0 --hidden-dropout 0.0");
+  if (m.is_moe()) a.push_back(fmt::format("--num-experts {} --moe-router-topk {}", m.experts, m.top_k));
+  a.push_back(fmt::format("--vocab-size {}", m.vocab));
+  return a;
+}
+
+Exported to_megatron(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe (Megatron-LM runs 1F1B or interleaved 1F1B)");
+  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer) {
+    w.cannot("ZeRO-3 gathering whole layers (Megatron-DeepSpeed --zero-stage 3 gathers per submodule)");
+  }
+  if (pc.overlap_p2p_comm) w.cannot("--overlap-p2p (give --overlap-p2p-communication where your Megatron-LM has it)");
+  std::vector<std::string> a = {fmt::format("--tensor-model-parallel-size {}", pc.tp),
+                                fmt::format("--pipeline-model-parallel-size {}", pc.pp),
+                                fmt::format("--context-parallel-size {}", pc.cp)};
+  if (pc.ep > 1) a.push_back(fmt::format("--expert-model-parallel-size {}", pc.ep));
+  if (pc.etp > 0) a.push_back(fmt::format("--expert-tensor-parallel-size {}", pc.etp));
+  if (pc.schedule == Schedule::interleaved) a.push_back(fmt::format("--virtual-pipeline-model-parallel-size {}", pc.vpp));
+  if (pc.sequence_parallel) a.push_back("--sequence-parallel");
+  if (pc.first_stage_layers > 0) a.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", pc.first_stage_layers));
+  if (pc.last_stage_layers > 0) a.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", pc.last_stage_layers));
+  if (pc.embedding_in_pipeline_split) a.push_back("--account-for-embedding-in-pipeline-split");
+  if (pc.loss_in_pipeline_split) a.push_back("--account-for-loss-in-pipeline-split");
+  a.push_back(fmt::format("--micro-batch-size {}", pc.micro_batch));
+  a.push_back(fmt::format("--global-batch-size {}", plan.training.global_batch));
+  a.push_back(fmt::format("--seq-length {}", plan.seq_len()));
+  a.push_back(fmt::format("--max-position-embeddings {}", plan.seq_len()));
+  for (std::string& s : megatron_shape(plan.model)) a.push_back(std::move(s));
+  if (pc.recompute != Recompute::none) a.push_back("--recompute-granularity " + megatron_recompute(pc.recompute));
+  if (pc.recompute == Recompute::full) a.push_back("--recompute-method uniform --recompute-num-layers 1");
+  const Precision p = plan.training.precision;
+  a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
+  if (p == Precision::fp8) a.push_back("--fp8-format hybrid");
+  if (pc.distributed_optimizer) a.push_back("--use-distributed-optimizer");
+  if (pc.overlap_dp_comm) a.push_back("--overlap-grad-reduce");
+  if (pc.overlap_tp_comm) a.push_back("--tp-comm-overlap");
+  if (pc.zero_stage > 0) a.push_back(fmt::format("--zero-stage {}", pc.zero_stage));  // Megatron-DeepSpeed
+  const int64_t per_node = plan.cluster.gpus_per_node > 0 && plan.num_gpus % plan.cluster.gpus_per_node == 0
+                               ? plan.cluster.gpus_per_node : plan.num_gpus;
+  std::string s = w.comments();
+  s += fmt::format("torchrun --nproc_per_node {} --nnodes {} pretrain_gpt.py \\\n", per_node, plan.num_gpus / per_node);
+  for (size_t i = 0; i < a.size(); ++i) s += fmt::format("    {}{}\n", a[i], i + 1 == a.size() ? "" : " \\");
+  w.out.text += s;
+  return w.out;
+}
+
+Exported to_nemo(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  const ModelSpec& m = plan.model;
+  if (pc.zero_stage > 0) w.cannot(fmt::format("ZeRO stage {} (NeMo shards the optimizer with distributed_fused_adam)", pc.zero_stage));
+  if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe");
+  if (pc.distributed_optimizer != pc.overlap_dp_comm) {
+    w.cannot(pc.overlap_dp_comm ? "overlapped gradient reduction without the distributed optimizer"
+                                : "the distributed optimizer without overlapped gradient reduction");
+  }
+  const int64_t per_node = plan.cluster.gpus_per_node > 0 && plan.num_gpus % plan.cluster.gpus_per_node == 0
+                               ? plan.cluster.gpus_per_node : plan.num_gpus;
+  std::string s = w.comments();
+  s += fmt::format("trainer:\n  devices: {}\n  num_nodes: {}\n  precision: {}\n", per_node, plan.num_gpus / per_node,
+                   plan.training.precision == Precision::fp16 ? "16-mixed" : "bf16-mixed");
+  s += "model:\n";
+  s += fmt::format("  micro_batch_size: {}\n  global_batch_size: {}\n", pc.micro_batch, plan.training.global_batch);
+  s += fmt::format("  tensor_model_parallel_size: {}\n  pipeline_model_parallel_size: {}\n", pc.tp, pc.pp);
+  s += fmt::format("  virtual_pipeline_model_parallel_size: {}\n", pc.schedule == Schedule::interleaved ? std::to_string(pc.vpp) : "null");
+  s += fmt::format("  context_parallel_size: {}\n  expert_model_parallel_size: {}\n", pc.cp, pc.ep);
+  if (pc.etp > 0) s += fmt::format("  expert_tensor_parallel_size: {}\n", pc.etp);
+  s += fmt::format("  sequence_parallel: {}\n", pc.sequence_parallel);
+  s += fmt::format("  encoder_seq_length: {}\n  max_position_embeddings: {}\n", plan.seq_len(), plan.seq_len());
+  s += fmt::format("  num_layers: {}\n  hidden_size: {}\n  ffn_hidden_size: {}\n  num_attention_heads: {}\n", m.layers,
+                   m.hidden, m.ffn_hidden, m.heads);
+  s += fmt::format("  num_query_groups: {}\n", m.kv_heads);
+  s += fmt::format("  activation: {}\n  normalization: {}\n", m.ffn_type == FfnType::swiglu ? "fast-swiglu" : "gelu",
+                   m.norm == NormType::rmsnorm ? "rmsnorm" : "layernorm");
+  s += fmt::format("  position_embedding_type: {}\n  bias: {}\n  share_embeddings_and_output_weights: {}\n",
+                   m.position == PositionEmbedding::rotary ? "rope" : "learned_absolute", m.bias, m.tied_embeddings);
+  if (!m.dropout) s += "  hidden_dropout: 0.0\n  attention_dropout: 0.0\n";
+  if (m.is_moe()) s += fmt::format("  num_moe_experts: {}\n  moe_router_topk: {}\n", m.experts, m.top_k);
+  s += fmt::format("  activations_checkpoint_granularity: {}\n",
+                   pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
+  if (pc.recompute == Recompute::full) s += "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
+  s += fmt::format("  fp8: {}\n", plan.training.precision == Precision::fp8);
+  s += fmt::format("  optim:\n    name: {}\n", pc.distributed_optimizer ? "distributed_fused_adam" : "fused_adam");
+  s += fmt::format("  # vocabulary {}: NeMo takes it from model.tokenizer\n", m.vocab);
+  w.out.text = s;
+  return w.out;
+}
+
+// torchtitan's model name and flavor for a parplan model profile, when it has one ("llama3-8b" -> llama3, 8B).
+std::pair<std::string, std::string> titan_model(const std::string& name) {
+  for (const char* f : {"8b", "70b", "405b"}) {
+    if (name == std::string("llama3-") + f) {
+      std::string flavor = f;
+      flavor.back() = 'B';
+      return {"llama3", flavor};
+    }
+  }
+  return {"", ""};
+}
+
+Exported to_torchtitan(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  const bool pipelined = pc.pp > 1;
+  const bool fsdp = pipelined ? pc.zero_stage == 1 : pc.zero_stage == 3;
+  if (pc.zero_stage != 0 && !fsdp) w.cannot(fmt::format("ZeRO stage {} with pp {} (torchtitan shards with FSDP: ZeRO-3, or ZeRO-1 under pipelining)", pc.zero_stage, pc.pp));
+  if (pc.schedule == Schedule::interleaved) w.cannot(fmt::format("interleaved vpp {} (set pipeline_parallel_layers_per_stage = layers / (pp x vpp))", pc.vpp));
+  if (pc.tp > 1 && !pc.sequence_parallel) w.cannot("tp without sequence parallelism (torchtitan's TP shards the norms over the sequence)");
+  if (plan.training.precision == Precision::fp16) w.cannot("fp16 (torchtitan trains in bfloat16)");
+  if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer");
+  const auto [name, flavor] = titan_model(plan.model.name);
+  if (name.empty()) w.cannot(fmt::format("model '{}' (no torchtitan flavor; give [model] name / flavor)", plan.model.name));
+  std::string s = w.comments();
+  s += "[model]\n";
+  if (!name.empty()) s += fmt::format("name = \"{}\"\nflavor = \"{}\"\n", name, flavor);
+  if (plan.training.precision == Precision::fp8) s += "converters = [\"float8\"]\n";
+  s += "\n[training]\n";
+  s += fmt::format("local_batch_size = {}\n", pipelined ? pc.micro_batch * pc.num_microbatches : pc.micro_batch);
+  s += fmt::format("global_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"bfloat16\"\n", plan.training.global_batch, plan.seq_len());
+  s += "\n[parallelism]\n";
+  s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", fsdp ? 1 : pc.dp, fsdp ? pc.dp : 1);
+  s += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", pc.tp, pc.pp, pc.cp);
+  s += fmt::format("expert_parallel_degree = {}\n", pc.ep);
+  if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
+  if (pipelined) {
+    s += fmt::format("pipeline_parallel_microbatch_size = {}\npipeline_parallel_schedule = \"{}\"\n", pc.micro_batch,
+                     pc.schedule == Schedule::gpipe ? "GPipe" : "1F1B");
+  }
+  s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", to_string(pc.recompute));
+  w.out.text = s;
+  return w.out;
+}
+
+Exported to_deepspeed(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.tp > 1 || pc.pp > 1 || pc.cp > 1 || pc.ep > 1) {
+    w.cannot(fmt::format("tp {} x pp {} x cp {} x ep {} (a DeepSpeed config holds data parallelism only; the model code sets the rest)", pc.tp, pc.pp, pc.cp, pc.ep));
+  }
+  if (pc.sequence_parallel) w.cannot("sequence parallelism");
+  if (pc.recompute != Recompute::none) w.cannot(fmt::format("recompute {} (activation checkpointing is set in the model code)", to_string(pc.recompute)));
+  if (plan.training.precision == Precision::fp8) w.cannot("fp8");
+  if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer (ZeRO-1 is DeepSpeed's)");
+  nlohmann::ordered_json j;
+  if (!w.out.warnings.empty()) j["comment"] = nlohmann::json(w.out.warnings);
+  j["train_batch_size"] = plan.training.global_batch;
+  j["train_micro_batch_size_per_gpu"] = pc.micro_batch;
+  j["gradient_accumulation_steps"] = pc.num_microbatches;
+  j["bf16"] = {{"enabled", plan.training.precision != Precision::fp16}};
+  j["fp16"] = {{"enabled", plan.training.precision == Precision::fp16}};
+  j["zero_optimization"] = {{"stage", pc.zero_stage}, {"overlap_comm", pc.overlap_dp_comm}};
+  w.out.text = j.dump(2) + "\n";
+  return w.out;
+}
+
+}  // namespace
+
+Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
+  Writer w;
+  common_cannot(plan, w);
+  Exported out;
+  switch (to) {
+    case Framework::megatron: out = to_megatron(plan, w); break;
+    case Framework::nemo: out = to_nemo(plan, w); break;
+    case Framework::torchtitan: out = to_torchtitan(plan, w); break;
+    case Framework::deepspeed: out = to_deepspeed(plan, w); break;
+    case Framework::nanotron: throw InputError("--to: nanotron is read (import) but not written (use megatron, nemo, torchtitan, deepspeed)");
+  }
+  if (to != Framework::deepspeed) {
+    out.text = fmt::format("# parplan export --to {}: {} ({} on {} GPUs)\n", framework_name(to), source, plan.model.name,
+                           plan.num_gpus) + out.text;
+  }
+  return out;
+}
+
+}  // namespace parplan::cli
