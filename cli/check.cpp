@@ -125,7 +125,8 @@ Runner setup(CLI::App& app) {
     std::vector<CheckPlanFile> plans;
     plans.reserve(paths.size());
     for (const std::string& p : paths) plans.push_back(load_check_plan(p, profiles, o->profiles));
-    if (!from->file.empty() || from->format != "auto") {  // --from FILE: one more plan, named by the file
+    refuse_without_from(*from);
+    if (!from->file.empty()) {  // --from FILE: one more plan, named by the file
       plans.push_back(check_plan_of(load_plan_source("check", "", *from, from->model, from->mesh, profiles)));
       paths.push_back(from->file);
     }

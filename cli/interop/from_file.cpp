@@ -37,16 +37,27 @@ void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
                  "Read the plan from a training framework's config: a Megatron-LM launch script or YAML args, a NeMo "
                  "YAML, a torchtitan TOML, a DeepSpeed JSON or a nanotron YAML (docs/interop.md)");
   app.add_option("--format", o.format, "The --from file's format: auto (default), megatron, nemo, torchtitan, deepspeed, nanotron");
-  if (with_target) add_target_options(app, o.model);
+  if (with_target) add_target_options(app, o.model, o.mesh);
 }
 
-void add_target_options(CLI::App& app, ModelOptions& mo) {
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me) {
   const size_t before = app.get_options().size();
-  app.add_option("--gpus", mo.gpus, "The GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
-  app.add_option("--model", mo.model, "The model (profile name or JSON file) instead of the file's shape");
-  app.add_option("--cluster", mo.cluster, "The cluster profile (default dgx-h100)");
+  app.add_option("--gpus", mo.gpus, "With --from: the GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
+  app.add_option("--model", mo.model, "With --from: the model (profile name or JSON file) instead of the file's shape");
+  app.add_option("--cluster", mo.cluster, "With --from: the cluster profile (default dgx-h100)");
   const auto all = app.get_options();
   mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  add_mesh_options(app, me);  // with --from: values replacing the file's (--tp 8)
+}
+
+void refuse_without_from(const FromOptions& from) {
+  if (!from.file.empty()) return;
+  if (from.format != "auto") throw InputError("--format: needs --from FILE");
+  for (const auto* set : {&from.model.options, &from.mesh.options}) {
+    for (const CLI::Option* op : *set) {
+      if (op->count() > 0) throw InputError(fmt::format("{}: needs --from FILE (it replaces the file's value)", op->get_name()));
+    }
+  }
 }
 
 FromResult plan_from_framework(const std::string& file, const std::string& format, const ModelOptions& mo,
@@ -134,7 +145,7 @@ Plan load_plan_source(std::string_view command, const std::string& plan_file, co
                       const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* note,
                       std::string* batch_note) {
   if (from.file.empty()) {
-    if (from.format != "auto") throw InputError("--format: needs --from FILE");
+    refuse_without_from(from);
     return plan_file.empty() ? build_plan(mo, me, profiles, note, batch_note) : load_plan_file(plan_file, profiles);
   }
   if (!plan_file.empty()) throw InputError("--from and --plan: give one");

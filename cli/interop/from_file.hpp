@@ -20,11 +20,14 @@ struct FromOptions {
   MeshOptions mesh;
 };
 
-// Adds --from and --format; with `with_target` also --gpus, --model, --gpu, --cluster (into o.model).
+// Adds --from and --format; with `with_target` also add_target_options (into o.model, o.mesh).
 void add_from_options(CLI::App& app, FromOptions& o, bool with_target);
 
-// Adds --gpus, --model, --cluster into `mo` (for commands without the plan flags: import, check, run).
-void add_target_options(CLI::App& app, ModelOptions& mo);
+// Adds --gpus, --model, --cluster into `mo` and the mesh flags into `me` (for commands without the plan flags:
+// import, check, run, export), each replacing the file's value.
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me);
+// Without --from, any of those flags (or --format) is an InputError: nothing would read it.
+void refuse_without_from(const FromOptions& from);
 
 struct FromResult {
   Plan plan;

@@ -823,3 +823,52 @@ TEST_CASE("extreme scale: 10^7 GPUs and 1T+ parameters give finite numbers or a 
   CHECK((s.exit_code == 0 || s.exit_code == 1));
   MESSAGE("bad-input and extreme-scale invocations run so far: " << g_cases_run);
 }
+
+TEST_CASE("bad input: framework configs (import, --from, export)") {
+  ScratchDir in;
+  const std::string d = in.path.string() + "/";
+  const std::string cmd = "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
+                          "--num-attention-heads 16 --seq-length 2048";
+  parplan::test::write_text(d + "placeholder.sh", cmd + " --tensor-model-parallel-size ${TP}\n");
+  parplan::test::write_text(d + "two_tp.sh", "TP=2\n" + cmd + " --tensor-model-parallel-size $TP \\\n  --tensor-model-parallel-size 4\n");
+  parplan::test::write_text(d + "two_precisions.sh", cmd + " --bf16 --fp16\n");
+  parplan::test::write_text(d + "no_command.sh", "echo hello\n");
+  parplan::test::write_text(d + "tab.yaml", "trainer:\n  devices: 8\nmodel:\n\ttensor_model_parallel_size: 2\n");
+  parplan::test::write_text(d + "anchor.yaml", "trainer:\n  devices: &d 8\n");
+  parplan::test::write_text(d + "interpolated.yaml", "trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  tensor_model_parallel_size: ${tp}\n");
+  parplan::test::write_text(d + "array_tables.toml", "[[layers]]\nx = 1\n");
+  parplan::test::write_text(d + "no_format.yaml", "model:\n  x: 1\n");
+  parplan::test::write_text(d + "ds_bad_stage.json", "{\"zero_optimization\": {\"stage\": 4}}");
+  const std::string interop = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
+  const std::vector<BadCase> cases = {
+      {{"import", d + "placeholder.sh"}, "--tensor-model-parallel-size ${TP} (line 1) is ${TP}, which the file does not set: set it in the file or give --tp N"},
+      {{"import", d + "two_tp.sh"}, "--tensor-model-parallel-size (line 2) says 2 but --tensor-model-parallel-size (line 3) says 4"},
+      {{"import", d + "two_precisions.sh"}, "--bf16 (line 1) says bf16 but --fp16 (line 1) says fp16"},
+      {{"import", d + "no_command.sh"}, "no pretrain_*.py command"},
+      {{"import", d + "tab.yaml"}, "tab.yaml:4: a tab in the indentation"},
+      {{"import", d + "anchor.yaml"}, "anchor.yaml:2: key 'trainer.devices': anchors"},
+      {{"import", d + "interpolated.yaml"}, "model.tensor_model_parallel_size (line 5) is ${tp}"},
+      {{"import", d + "array_tables.toml"}, "array_tables.toml:1: arrays of tables"},
+      {{"import", d + "no_format.yaml"}, "cannot tell the format"},
+      {{"import", d + "ds_bad_stage.json"}, "/zero_optimization/stage: must be 0, 1, 2 or 3"},
+      {{"import", interop + "llama3_8b.toml", "--format", "nemo"}, "looks like a torchtitan TOML job config, not a NeMo YAML config (give --format torchtitan)"},
+      {{"import", interop + "llama3_8b.toml", "--format", "pytorch"}, "--format: unknown format 'pytorch'"},
+      {{"import", interop + "megatron_args.yaml"}, "the GPU count is not in the file"},
+      {{"import", interop + "ds_config.json", "--gpus", "32"}, "gives no model shape: give --model NAME"},
+      {{"import", interop + "nemo_gpt.yaml", "--gpus", "7"}, "--gpus: 7 GPUs are not divisible"},
+      {{"import", interop + "train_gpt_70b.sh", "--tp", "3"}, "--gpus: 512 GPUs are not divisible by tp*pp*cp = 12 (from --nproc_per_node 8 (line 14) x --nnodes 64 (line 15))"},
+      {{"estimate", "--model", "gpt3-13b", "--gpus", "8", "--format", "megatron"}, "--format: needs --from FILE"},
+      {{"estimate", "--from", interop + "nemo_gpt.yaml", "--plan", kBad + "plan_ok.json"}, "--from and --plan: give one"},
+      {{"check", "--plan", kBad + "plan_ok.json", "--tp", "4"}, "--tp: needs --from FILE"},
+      {{"export", "--plan", kBad + "plan_ok.json", "--to", "nanotron"}, "--to: nanotron is read (import) but not written"},
+      {{"export", "--plan", kBad + "plan_ok.json", "--to", "jax"}, "--to: unknown format 'jax'"},
+  };
+  for (const auto& c : cases) {
+    ScratchDir out;
+    std::vector<std::string> args = c.args;
+    args.push_back("-o");
+    args.push_back((out.path / "out.txt").string());
+    if (args[0] == "check") args.resize(args.size() - 2);  // check writes no -o
+    expect_bad({args, c.names}, &out);
+  }
+}

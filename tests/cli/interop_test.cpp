@@ -109,3 +109,64 @@ TEST_CASE("import: Megatron-LM YAML args, NeMo YAML, torchtitan TOML, DeepSpeed 
     CHECK(j["plan"]["model"]["kv_heads"] == 8);
   }
 }
+
+TEST_CASE("import -o writes the Plan document that estimate --plan reads; --from gives the same estimate") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  const auto w = run_parplan({"import", kDir + "train_gpt_70b.sh", "-o", plan}, {}, 60);
+  REQUIRE(w.exit_code == 0);
+  const auto a = run_parplan({"estimate", "--plan", plan, "--json"}, {}, 60);
+  const auto b = run_parplan({"estimate", "--from", kDir + "train_gpt_70b.sh", "--json"}, {}, 60);
+  CAPTURE(b.err);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(nlohmann::json::parse(a.out)["time"] == nlohmann::json::parse(b.out)["time"]);
+  CHECK(b.err.find("train_gpt_70b.sh read as megatron: 1 value assumed, 5 options ignored") != std::string::npos);
+  // A command-line flag replaces the file's value, and says so.
+  const auto c = run_parplan({"import", kDir + "train_gpt_70b.sh", "--gpus", "256", "--json"}, {}, 60);
+  REQUIRE(c.exit_code == 0);
+  const auto j = nlohmann::json::parse(c.out);
+  CHECK(j["plan"]["parallel"]["dp"] == 8);
+  CHECK(j["replaced"][0].get<std::string>().starts_with("--gpus 256 (command line) replaces 512"));
+}
+
+TEST_CASE("check --from gates the launch script; simulate and run take --from too") {
+  const auto ok = run_parplan({"check", "--from", kDir + "train_gpt_70b.sh", "--headroom", "10%"}, {}, 60);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("PASS " + kDir + "train_gpt_70b.sh") != std::string::npos);
+  // The NeMo config peaks at 18.16 GiB per GPU: under a 16 GiB budget the gate fails (exit 1).
+  const auto bad = run_parplan({"check", "--from", kDir + "nemo_gpt.yaml", "--memory", "16GiB"}, {}, 60);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out.find("FAIL " + kDir + "nemo_gpt.yaml") != std::string::npos);
+  CHECK(run_parplan({"simulate", "--from", kDir + "nanotron_llama.yaml"}, {}, 120).exit_code == 0);
+}
+
+TEST_CASE("export writes each framework's option names; what it cannot express is a comment and a warning") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", kDir + "nemo_gpt.yaml", "-o", plan}, {}, 60).exit_code == 0);
+  const auto m = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  REQUIRE(m.exit_code == 0);
+  CHECK(m.out.find("pretrain_gpt.py \\\n") != std::string::npos);
+  CHECK(m.out.find("    --tensor-model-parallel-size 4 \\\n") != std::string::npos);
+  CHECK(m.out.find("    --virtual-pipeline-model-parallel-size 2 \\\n") != std::string::npos);
+  CHECK(m.err.empty());
+  const std::string toml = (dir.path / "job.toml").string();
+  const auto t = run_parplan({"export", "--plan", plan, "--to", "torchtitan", "-o", toml}, {}, 60);
+  REQUIRE(t.exit_code == 0);
+  const std::string text = parplan::test::read_text(toml);
+  CHECK(text.find("[parallelism]\n") != std::string::npos);
+  CHECK(text.find("tensor_parallel_degree = 4\n") != std::string::npos);
+  CHECK(text.find("# parplan: not expressible: interleaved vpp 2") != std::string::npos);
+  CHECK(t.err.find("parplan export: warning: torchtitan cannot express interleaved vpp 2") != std::string::npos);
+  // The TOML it wrote reads back (the model has no torchtitan flavor: --model gives it).
+  const auto back = run_parplan({"import", toml, "--model", "llama3-8b", "--json"}, {}, 60);
+  CAPTURE(back.err);
+  REQUIRE(back.exit_code == 0);
+  CHECK(nlohmann::json::parse(back.out)["plan"]["parallel"]["tp"] == 4);
+  const auto ds = run_parplan({"export", "--plan", plan, "--to", "deepspeed"}, {}, 60);
+  REQUIRE(ds.exit_code == 0);
+  const auto dj = nlohmann::json::parse(ds.out);
+  CHECK(dj["train_micro_batch_size_per_gpu"] == 2);
+  CHECK(dj["comment"][0].get<std::string>().starts_with("tp 4 x pp 4 x cp 2"));
+}
