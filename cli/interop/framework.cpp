@@ -50,6 +50,11 @@ void Imported::assume(const std::string& flag, const std::string& value, const s
   assumed.push_back(fmt::format("{}{}{}: {}", flag, value.empty() ? "" : " ", value, why));
 }
 
+std::string dashed(std::string s) {
+  for (char& c : s) c = c == '_' ? '-' : c;
+  return s;
+}
+
 namespace {
 
 bool ends_with(const std::string& s, std::string_view e) { return s.size() >= e.size() && s.ends_with(e); }

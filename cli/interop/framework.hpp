@@ -45,6 +45,9 @@ struct Imported {
   bool has(const std::string& flag) const { return flags.count(flag) != 0; }
 };
 
+// `s` with every '_' written '-' (Megatron-DeepSpeed's --num_gpus, YAML keys as Megatron arguments).
+std::string dashed(std::string s);
+
 // The format `text` reads as: from its content (a shebang or pretrain_*.py command, a JSON object, TOML table headers,
 // YAML with trainer:/parallelism: ...), else from the extension. nullopt when neither says.
 std::optional<Framework> guess_framework(std::string_view text, const std::string& path);

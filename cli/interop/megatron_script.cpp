@@ -277,16 +277,27 @@ class Shell {
       else mark(w, s.substr(i, end + 1 - i));
       return end;
     }
-    if (!it->second.placeholder.empty()) {
-      mark(w, it->second.placeholder);
-      return end;
+    const std::string& unresolved = it->second.placeholder;
+    const size_t first_new = out.size();
+    end = splice(it->second, all, quoted, end, w, out);
+    if (!unresolved.empty()) {  // the words holding the unresolved part carry it
+      for (size_t k = first_new; k < out.size(); ++k) {
+        if (out[k].text.find(unresolved) != std::string::npos && out[k].placeholder.empty()) out[k].placeholder = unresolved;
+      }
+      if (w.text.find(unresolved) != std::string::npos && w.placeholder.empty()) w.placeholder = unresolved;
     }
-    if (all && it->second.items.size() > 1 && w.text.empty()) {
+    return end;
+  }
+
+  // The value of `v` (all elements with [@]) into `w` / `out`; returns `end`.
+  size_t splice(const Var& v, bool all, bool quoted, size_t end, Word& w, std::vector<Word>& out) {
+    const auto* it = &v;
+    if (all && it->items.size() > 1 && w.text.empty()) {
       // "${ARR[@]}": one word per element.
-      for (size_t k = 0; k < it->second.items.size(); ++k) {
-        w.text = it->second.items[k];
-        if (k < it->second.lines.size()) w.line = it->second.lines[k];
-        if (k + 1 < it->second.items.size()) {
+      for (size_t k = 0; k < it->items.size(); ++k) {
+        w.text = it->items[k];
+        if (k < it->lines.size()) w.line = it->lines[k];
+        if (k + 1 < it->items.size()) {
           out.push_back(w);
           w.text.clear();
         }
@@ -294,8 +305,8 @@ class Shell {
       return end;
     }
     std::string value;
-    for (size_t k = 0; k < (all ? it->second.items.size() : std::min<size_t>(1, it->second.items.size())); ++k) {
-      value += (k ? " " : "") + it->second.items[k];
+    for (size_t k = 0; k < (all ? it->items.size() : std::min<size_t>(1, it->items.size())); ++k) {
+      value += (k ? " " : "") + it->items[k];
     }
     append(value, quoted, w, out);
     return end;
@@ -386,7 +397,7 @@ void launcher_gpus(const std::vector<Word>& ws, size_t script, Imported& out, co
       vw = &ws[k];
       name.resize(eq);
     }
-    for (char& ch : name) ch = ch == '_' ? '-' : ch;
+    name = dashed(name);
     const bool is_per_node = name == "--nproc-per-node" || name == "--num-gpus";
     const bool is_nodes = name == "--nnodes" || name == "--num-nodes";
     if (!is_per_node && !is_nodes) continue;
@@ -396,10 +407,10 @@ void launcher_gpus(const std::vector<Word>& ws, size_t script, Imported& out, co
     (is_per_node ? per_node : nodes) = std::stoll(value);
     origin += (origin.empty() ? "" : " x ") + fmt::format("{} {} (line {})", ws[k].text.substr(0, ws[k].text.find('=')), value, ws[k].line);
   }
-  if (per_node) {
-    out.set("--gpus", std::to_string(*per_node * nodes.value_or(1)), origin, path);
-  } else if (!placeholder.empty()) {
+  if (!placeholder.empty()) {  // a node or GPU count the script leaves to its environment
     out.flags["--gpus"] = Setting{"", "the launcher's GPU count", placeholder};
+  } else if (per_node) {
+    out.set("--gpus", std::to_string(*per_node * nodes.value_or(1)), origin, path);
   }
 }
 
@@ -449,7 +460,7 @@ Imported import_megatron_script(std::string_view text, const std::string& path) 
       a.value = command[++k].text;
       if (a.placeholder.empty()) a.placeholder = command[k].placeholder;
     }
-    for (char& ch : a.name) ch = ch == '_' ? '-' : ch;  // Megatron-DeepSpeed spells some with '_'
+    a.name = dashed(a.name);  // Megatron-DeepSpeed spells some with '_'
     a.origin = origin_of(w, a.name);
     if (a.value && !a.placeholder.empty()) a.origin = fmt::format("--{} {} (line {})", a.name, *a.value, w.line);
     args.push_back(std::move(a));

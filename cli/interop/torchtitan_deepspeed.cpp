@@ -11,6 +11,7 @@
 #include "cli/text.hpp"
 #include "cli/toml.hpp"
 #include "planner/spec/error.hpp"
+#include "planner/spec/units.hpp"
 
 namespace parplan::cli {
 namespace {
@@ -22,11 +23,6 @@ int64_t toml_int(const TomlItem& it, const std::string& path) {
     throw InputError(fmt::format("{}: {} takes an integer, not {}", path, origin(it), excerpt(it.value.raw)));
   }
   return std::stoll(it.value.text);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 struct Titan {
@@ -82,7 +78,7 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   }
   if (t.items.count("parallelism.pipeline_parallel_schedule")) {
     const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");
-    const std::string s = lower(it.value.text);
+    const std::string s = ascii_lower(it.value.text);
     const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
     if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
     out.set("--schedule", sched, origin(it), path);
@@ -126,7 +122,7 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
   }
   if (t.items.count("model.name")) {
     const std::string flavor = t.items.count("model.flavor") ? t.items.at("model.flavor")->value.text : "";
-    out.model_name = lower(t.items.at("model.name")->value.text + (flavor.empty() ? "" : "-" + flavor));
+    out.model_name = ascii_lower(t.items.at("model.name")->value.text + (flavor.empty() ? "" : "-" + flavor));
     out.model_origin = t.where("model.name", "") + " / " + t.where("model.flavor", "model.flavor");
   }
   titan_mesh(t, out, path);

@@ -20,10 +20,6 @@ std::string last_key(const std::string& path) {
   const size_t dot = path.rfind('.');
   return dot == std::string::npos ? path : path.substr(dot + 1);
 }
-std::string dashed(std::string s) {
-  for (char& c : s) c = c == '_' ? '-' : c;
-  return s;
-}
 
 // The Megatron argument a YAML leaf gives: `name` (with dashes); a boolean true is the flag alone, false or null is
 // nothing (returns false).

@@ -854,6 +854,7 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", interop + "llama3_8b.toml", "--format", "nemo"}, "looks like a torchtitan TOML job config, not a NeMo YAML config (give --format torchtitan)"},
       {{"import", interop + "llama3_8b.toml", "--format", "pytorch"}, "--format: unknown format 'pytorch'"},
       {{"import", interop + "megatron_args.yaml"}, "the GPU count is not in the file"},
+      {{"import", interop + "megatron_deepspeed.sh"}, "the launcher's GPU count is $SLURM_NNODES (--nnodes, line 23), which the file does not set: set it in the file or give --gpus N"},
       {{"import", interop + "ds_config.json", "--gpus", "32"}, "gives no model shape: give --model NAME"},
       {{"import", interop + "nemo_gpt.yaml", "--gpus", "7"}, "--gpus: 7 GPUs are not divisible"},
       {{"import", interop + "train_gpt_70b.sh", "--tp", "3"}, "--gpus: 512 GPUs are not divisible by tp*pp*cp = 12 (from --nproc_per_node 8 (line 14) x --nnodes 64 (line 15))"},

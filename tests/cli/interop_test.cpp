@@ -74,6 +74,12 @@ TEST_CASE("import: a Megatron-LM launch script with variables, arrays and contin
   CHECK(lr_ignored);
 }
 
+TEST_CASE("import: a Megatron-DeepSpeed script: an argument string, a heredoc, the node count from SLURM") {
+  const auto j = import_json({kDir + "megatron_deepspeed.sh", "--gpus", "16"});
+  check_mesh(j["plan"], {16, 8, 2, 1, 1, 1, 1, 4, 512, 16, 2048, 1, false, false, "1f1b", "none", "fp16"});
+  CHECK(j["replaced"][0] == "--gpus 16 (command line) replaces $SLURM_NNODES (--nnodes, line 23) from the launcher's GPU count");
+}
+
 TEST_CASE("import: Megatron-LM YAML args, NeMo YAML, torchtitan TOML, DeepSpeed JSON, nanotron YAML") {
   SUBCASE("megatron yaml") {
     const auto j = import_json({kDir + "megatron_args.yaml", "--gpus", "32"});
