@@ -50,6 +50,14 @@ void Imported::assume(const std::string& flag, const std::string& value, const s
   assumed.push_back(fmt::format("{}{}{}: {}", flag, value.empty() ? "" : " ", value, why));
 }
 
+std::optional<int64_t> decimal(std::string_view s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  if (s.size() > 1 && s[0] == '0') return std::nullopt;
+  int64_t v = 0;
+  for (const char c : s) v = v * 10 + (c - '0');
+  return v;
+}
+
 std::string dashed(std::string s) {
   for (char& c : s) c = c == '_' ? '-' : c;
   return s;

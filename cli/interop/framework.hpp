@@ -45,6 +45,9 @@ struct Imported {
   bool has(const std::string& flag) const { return flags.count(flag) != 0; }
 };
 
+// `s` as a non-negative decimal integer below 10^18 (no sign, no leading zero), or nullopt.
+std::optional<int64_t> decimal(std::string_view s);
+
 // `s` with every '_' written '-' (Megatron-DeepSpeed's --num_gpus, YAML keys as Megatron arguments).
 std::string dashed(std::string s);
 

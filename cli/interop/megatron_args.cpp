@@ -41,17 +41,9 @@ int64_t int_arg(const MegatronArg& a, const std::string& path) {
                                  excerpt(a.placeholder)));
   }
   const std::string& v = a.value.value_or("");
-  int64_t out = 0;
-  size_t used = 0;
-  try {
-    out = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (v.empty() || used != v.size() || out < 0 || (v.size() > 1 && v[0] == '0')) {
-    throw InputError(fmt::format("{}: {} takes a non-negative decimal integer, not '{}'", path, a.origin, excerpt(v)));
-  }
-  return out;
+  const std::optional<int64_t> out = decimal(v);
+  if (!out) throw InputError(fmt::format("{}: {} takes a non-negative decimal integer, not '{}'", path, a.origin, excerpt(v)));
+  return *out;
 }
 
 struct Collected {
@@ -101,7 +93,7 @@ bool shape_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   if (n == "normalization") return s.rmsnorm = a.value && *a.value == "RMSNorm", true;
   if (n == "position-embedding-type") return s.rotary = a.value && *a.value == "rope", true;
   if (n == "attention-dropout" || n == "hidden-dropout") {
-    if (a.value && std::stod("0" + *a.value) == 0) s.dropout = false;
+    if (a.value && (*a.value == "0" || *a.value == "0.0" || *a.value == "0." || *a.value == ".0")) s.dropout = false;
     return true;
   }
   return false;
@@ -192,7 +184,7 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
   if (out.model) out.model_origin = "--num-layers / --hidden-size / --num-attention-heads";
   if (c.layers_per_virtual_stage) {
     const auto pp_it = out.flags.find("--pp");
-    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : std::stoll(pp_it->second.value);
+    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
     if (!out.model) throw InputError(fmt::format("{}: {} needs --num-layers in the file", path, c.vstage_origin));
     const int64_t per = *c.layers_per_virtual_stage;
     if (per == 0 || out.model->layers % (pp * per) != 0) {

@@ -322,9 +322,11 @@ class Shell {
     size_t i = 0;
     std::function<std::optional<int64_t>()> sum, product, atom;
     auto blanks = [&] { while (i < e.size() && e[i] == ' ') ++i; };
+    int depth = 0;
     atom = [&]() -> std::optional<int64_t> {
       blanks();
       if (i < e.size() && e[i] == '(') {
+        if (++depth > 64) return std::nullopt;  // bounded recursion
         ++i;
         auto v = sum();
         blanks();
@@ -338,15 +340,13 @@ class Shell {
       const std::string tok = e.substr(b, i - b);
       if (i < e.size() && e[i] == '}') ++i;
       if (tok.empty()) return std::nullopt;
-      if (std::isdigit(static_cast<unsigned char>(tok[0]))) return std::stoll(tok);
+      if (std::isdigit(static_cast<unsigned char>(tok[0]))) return decimal(tok);
       const auto it = vars_.find(tok);
       if (it == vars_.end() || !it->second.placeholder.empty() || it->second.items.empty()) {
         why = fmt::format(" ({} is not set)", tok);
         return std::nullopt;
       }
-      const std::string& v = it->second.items[0];
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-      return std::stoll(v);
+      return decimal(it->second.items[0]);
     };
     product = [&]() -> std::optional<int64_t> {
       auto v = atom();
@@ -354,7 +354,9 @@ class Shell {
         const char op = e[i++];
         const auto r = atom();
         if (!r || (op == '/' && *r == 0)) return std::nullopt;
-        v = op == '*' ? *v * *r : *v / *r;
+        int64_t x = 0;
+        if (op == '*' && __builtin_mul_overflow(*v, *r, &x)) return std::nullopt;
+        v = op == '*' ? x : *v / *r;
       }
       return v;
     };
@@ -364,7 +366,9 @@ class Shell {
         const char op = e[i++];
         const auto r = product();
         if (!r) return std::nullopt;
-        v = op == '+' ? *v + *r : *v - *r;
+        int64_t x = 0;
+        if (op == '+' ? __builtin_add_overflow(*v, *r, &x) : __builtin_sub_overflow(*v, *r, &x)) return std::nullopt;
+        v = x;
       }
       return v;
     };
@@ -402,15 +406,15 @@ void launcher_gpus(const std::vector<Word>& ws, size_t script, Imported& out, co
     const bool is_nodes = name == "--nnodes" || name == "--num-nodes";
     if (!is_per_node && !is_nodes) continue;
     if (!vw->placeholder.empty()) placeholder = vw->placeholder + " (" + ws[k].text + ", line " + std::to_string(ws[k].line) + ")";
-    const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits) continue;
-    (is_per_node ? per_node : nodes) = std::stoll(value);
+    const std::optional<int64_t> n = decimal(value);
+    if (!n) continue;
+    (is_per_node ? per_node : nodes) = *n;
     origin += (origin.empty() ? "" : " x ") + fmt::format("{} {} (line {})", ws[k].text.substr(0, ws[k].text.find('=')), value, ws[k].line);
   }
   if (!placeholder.empty()) {  // a node or GPU count the script leaves to its environment
     out.flags["--gpus"] = Setting{"", "the launcher's GPU count", placeholder};
   } else if (per_node) {
-    out.set("--gpus", std::to_string(*per_node * nodes.value_or(1)), origin, path);
+    out.set("--gpus", std::to_string(saturating_product({*per_node, nodes.value_or(1)})), origin, path);
   }
 }
 

@@ -19,10 +19,12 @@ namespace {
 std::string origin(const TomlItem& it) { return fmt::format("{} (line {})", it.key, it.line); }
 
 int64_t toml_int(const TomlItem& it, const std::string& path) {
-  if (it.value.kind != TomlValue::Kind::integer) {
-    throw InputError(fmt::format("{}: {} takes an integer, not {}", path, origin(it), excerpt(it.value.raw)));
+  const std::string& t = it.value.text;
+  const std::optional<int64_t> v = t == "-1" ? std::optional<int64_t>(-1) : decimal(t);
+  if (it.value.kind != TomlValue::Kind::integer || !v) {
+    throw InputError(fmt::format("{}: {} takes -1 or a non-negative integer below 10^18, not {}", path, origin(it), excerpt(it.value.raw)));
   }
-  return std::stoll(it.value.text);
+  return *v;
 }
 
 struct Titan {

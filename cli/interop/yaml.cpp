@@ -88,6 +88,12 @@ class Reader {
 
   // The block at `indent` starting at the current line: a list when it starts with "- ", else a mapping.
   void block(size_t indent, const std::string& path) {
+    struct Depth {  // nesting is bounded: "- - - - ..." on one line would otherwise recurse once per dash
+      size_t& d;
+      explicit Depth(size_t& depth) : d(++depth) {}
+      ~Depth() { --d; }
+    } guard(depth_);
+    if (depth_ > kMaxDepth) fail(lines_[at_].number, fmt::format("nesting deeper than {} levels", kMaxDepth));
     if (is_item(lines_[at_].text)) {
       list(indent, path);
     } else {
@@ -188,8 +194,9 @@ class Reader {
   const std::string& path_;
   std::vector<Line> lines_;
   std::vector<YamlLeaf> leaves_;
-  size_t at_ = 0;
+  size_t at_ = 0, depth_ = 0;
   bool seen_document_ = false;
+  static constexpr size_t kMaxDepth = 64;
 };
 
 }  // namespace

@@ -38,10 +38,9 @@ int64_t yaml_int(const YamlLeaf& l, const std::string& path) {
   if (l.value.find("${") != std::string::npos) {
     throw InputError(fmt::format("{}: {} is {}, which parplan does not resolve: give the value in the file", path, origin(l), excerpt(l.value)));
   }
-  const bool digits = !l.quoted && !l.value.empty() && l.value.find_first_not_of("0123456789") == std::string::npos &&
-                      (l.value.size() == 1 || l.value[0] != '0') && l.value.size() < 15;
-  if (!digits) throw InputError(fmt::format("{}: {} takes a decimal integer, not '{}'", path, origin(l), excerpt(l.value)));
-  return std::stoll(l.value);
+  const std::optional<int64_t> v = l.quoted ? std::nullopt : decimal(l.value);
+  if (!v) throw InputError(fmt::format("{}: {} takes a decimal integer, not '{}'", path, origin(l), excerpt(l.value)));
+  return *v;
 }
 
 }  // namespace
@@ -124,7 +123,7 @@ Imported import_nemo(std::string_view text, const std::string& path) {
   }
   apply_megatron_args(args, out, path);
   if (devices && nodes) {
-    out.set("--gpus", std::to_string(yaml_int(*devices, path) * yaml_int(*nodes, path)),
+    out.set("--gpus", std::to_string(saturating_product({yaml_int(*devices, path), yaml_int(*nodes, path)})),
             origin(*devices) + " x " + origin(*nodes), path);
   } else if (devices) {
     out.set("--gpus", std::to_string(yaml_int(*devices, path)), origin(*devices), path);

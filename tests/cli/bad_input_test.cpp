@@ -838,6 +838,12 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   parplan::test::write_text(d + "interpolated.yaml", "trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  tensor_model_parallel_size: ${tp}\n");
   parplan::test::write_text(d + "array_tables.toml", "[[layers]]\nx = 1\n");
   parplan::test::write_text(d + "no_format.yaml", "model:\n  x: 1\n");
+  {
+    std::string deep;
+    for (int i = 0; i < 100000; ++i) deep += "- ";
+    parplan::test::write_text(d + "deep.yaml", deep + "x\n");  // once a recursion per dash
+  }
+  parplan::test::write_text(d + "overflow.sh", "A=$((99999999999*99999999999*999999999))\n" + cmd + " --global-batch-size $A\n");
   parplan::test::write_text(d + "ds_bad_stage.json", "{\"zero_optimization\": {\"stage\": 4}}");
   const std::string interop = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
   const std::vector<BadCase> cases = {
@@ -851,6 +857,8 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", d + "array_tables.toml"}, "array_tables.toml:1: arrays of tables"},
       {{"import", d + "no_format.yaml"}, "cannot tell the format"},
       {{"import", d + "ds_bad_stage.json"}, "/zero_optimization/stage: must be 0, 1, 2 or 3"},
+      {{"import", d + "deep.yaml", "--format", "nemo"}, "deep.yaml:1: nesting deeper than 64 levels"},
+      {{"import", d + "overflow.sh"}, "--global-batch-size $((99999999999*99999999999*999999999)) (line 2) is $(("},
       {{"import", interop + "llama3_8b.toml", "--format", "nemo"}, "looks like a torchtitan TOML job config, not a NeMo YAML config (give --format torchtitan)"},
       {{"import", interop + "llama3_8b.toml", "--format", "pytorch"}, "--format: unknown format 'pytorch'"},
       {{"import", interop + "megatron_args.yaml"}, "the GPU count is not in the file"},
