@@ -11,6 +11,7 @@
 
 #include "cli/accuracy_note.hpp"
 #include "cli/command.hpp"
+#include "cli/interop/export.hpp"
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
@@ -43,7 +44,7 @@ struct SuggestOptions {
   std::optional<double> min_tokens_per_s;
   std::string headroom = kDefaultHeadroom, memory;
   bool explain = false, json = false, wide = false;
-  std::string out;
+  std::string out, emit;
 };
 
 MemoryLimit request_limit(const SearchRequest& r) {
@@ -669,6 +670,8 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
                                  "wrap at 120 columns)");
   app.add_flag("--json", o.json, "Print the result as JSON (schema: docs/json-schema.md)");
   app.add_option("-o,--out", o.out, "Write the winner's Plan document (JSON) for simulate, check and run");
+  app.add_option("--emit", o.emit, "With -o: write the winner as megatron | nemo | torchtitan | deepspeed config instead "
+                                   "(parplan export; docs/interop.md)");
 }
 
 // The "meshes searched" meter on stderr: on a terminal only (a log file gets no progress meter), from the first
@@ -797,6 +800,12 @@ Runner setup(CLI::App& app) {
     std::string batch_note;
     SearchRequest req = build_request(*o, target, batch_note);
     const auto start = std::chrono::steady_clock::now();
+    std::optional<Framework> emit;
+    if (!o->emit.empty()) {
+      emit = parse_framework(o->emit, "--emit");
+      if (!emit || *emit == Framework::nanotron) throw InputError("--emit: give megatron, nemo, torchtitan or deepspeed");
+      if (o->out.empty()) throw InputError("--emit: needs -o FILE");
+    }
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds
     refuse_replacing_input(o->out, "-o");
     refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
@@ -816,7 +825,11 @@ Runner setup(CLI::App& app) {
     std::optional<Advice> advice;
     if (res.top.empty() && req.objective != Objective::fewest_gpus) advice = advise(req, profiles, any_knob_pinned(*o));
     if (!o->out.empty() && !res.top.empty()) {
-      write_file_atomic(o->out, plan_to_json(candidate_plan(req, res.top[0])).dump(2) + "\n", "-o");
+      const Plan best = candidate_plan(req, res.top[0]);
+      Exported config;
+      if (emit) config = export_plan(best, *emit, "parplan suggest");
+      write_file_atomic(o->out, emit ? config.text : plan_to_json(best).dump(2) + "\n", "-o");
+      for (const std::string& w : config.warnings) fmt::print(stderr, "parplan suggest: warning: {} cannot express {}\n", o->emit, w);
     }
     const Outcome outcome{*o, req, res, target.model_note, batch_note, seconds, simulated, advice};
     if (o->json) {

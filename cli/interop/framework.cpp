@@ -1,6 +1,7 @@
 // Framework names, format detection and the shared bookkeeping of the config readers (see framework.hpp).
 #include "cli/interop/framework.hpp"
 
+#include <cctype>
 #include <fmt/core.h>
 
 #include "planner/spec/error.hpp"
@@ -81,6 +82,16 @@ std::optional<Framework> guess_yaml(std::string_view text) {
   return std::nullopt;
 }
 
+// A word "pretrain_<name>.py" in `text` (the Megatron-LM entry points).
+bool runs_pretrain(std::string_view text) {
+  for (size_t at = text.find("pretrain_"); at != std::string_view::npos; at = text.find("pretrain_", at + 1)) {
+    size_t e = at + 9;
+    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    if (text.substr(e, 3) == ".py") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<Framework> guess_framework(std::string_view text, const std::string& path) {
@@ -88,7 +99,9 @@ std::optional<Framework> guess_framework(std::string_view text, const std::strin
   while (b < text.size() && (text[b] == ' ' || text[b] == '\t' || text[b] == '\n' || text[b] == '\r')) ++b;
   const std::string_view body = text.substr(b);
   if (body.starts_with("{")) return Framework::deepspeed;
-  if (body.starts_with("#!") || text.find("pretrain_") != std::string_view::npos) return Framework::megatron;
+  if (body.starts_with("#!")) return Framework::megatron;
+  if (ends_with(path, ".yaml") || ends_with(path, ".yml")) return guess_yaml(text);
+  if (runs_pretrain(text)) return Framework::megatron;
   // TOML: a [table] header line; YAML: "key:" lines.
   if (body.starts_with("[") || text.find("\n[") != std::string_view::npos) return Framework::torchtitan;
   if (auto y = guess_yaml(text)) return y;
@@ -113,7 +126,7 @@ Imported import_framework(std::string_view text, const std::string& path, std::o
   }
   switch (*format) {
     case Framework::megatron:
-      return yaml || (!text.empty() && text.find("pretrain_") == std::string_view::npos && text.find(": ") != std::string_view::npos)
+      return yaml || (!runs_pretrain(text) && text.find(": ") != std::string_view::npos)
                  ? import_megatron_yaml(text, path)
                  : import_megatron_script(text, path);
     case Framework::nemo: return import_nemo(text, path);

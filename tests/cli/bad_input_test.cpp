@@ -871,13 +871,15 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"check", "--plan", kBad + "plan_ok.json", "--tp", "4"}, "--tp: needs --from FILE"},
       {{"export", "--plan", kBad + "plan_ok.json", "--to", "nanotron"}, "--to: nanotron is read (import) but not written"},
       {{"export", "--plan", kBad + "plan_ok.json", "--to", "jax"}, "--to: unknown format 'jax'"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "megatron"}, "--emit: needs -o FILE"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "nanotron"}, "--emit: give megatron, nemo, torchtitan or deepspeed"},
   };
   for (const auto& c : cases) {
     ScratchDir out;
     std::vector<std::string> args = c.args;
     args.push_back("-o");
     args.push_back((out.path / "out.txt").string());
-    if (args[0] == "check") args.resize(args.size() - 2);  // check writes no -o
+    if (args[0] == "check" || c.names.find("needs -o") != std::string::npos) args.resize(args.size() - 2);  // no -o here
     expect_bad({args, c.names}, &out);
   }
 }

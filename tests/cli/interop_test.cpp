@@ -176,3 +176,21 @@ TEST_CASE("export writes each framework's option names; what it cannot express i
   CHECK(dj["train_micro_batch_size_per_gpu"] == 2);
   CHECK(dj["comment"][0].get<std::string>().starts_with("tp 4 x pp 4 x cp 2"));
 }
+
+TEST_CASE("suggest --emit writes the winner as a framework config") {
+  ScratchDir dir;
+  const std::string toml = (dir.path / "best.toml").string();
+  const auto s = run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "16", "--threads", "1", "-o", toml, "--emit",
+                              "torchtitan"}, {}, 300);
+  CAPTURE(s.err);
+  REQUIRE(s.exit_code == 0);
+  const std::string text = parplan::test::read_text(toml);
+  CHECK(text.find("[parallelism]\n") != std::string::npos);
+  CHECK(text.find("name = \"llama3\"\nflavor = \"8B\"\n") != std::string::npos);
+  // What it wrote reads back as a plan on the same 16 GPUs.
+  const auto back = run_parplan({"import", toml, "--json"}, {}, 60);
+  CAPTURE(back.err);
+  REQUIRE(back.exit_code == 0);
+  CHECK(nlohmann::json::parse(back.out)["plan"]["num_gpus"] == 16);
+  CHECK(run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "megatron"}, {}, 60).exit_code == 2);
+}
