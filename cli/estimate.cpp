@@ -43,11 +43,11 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
                                   : "";
-  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}  | {} ({} attention)\n\n",
+  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}  | {} ({} attention)\n\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
-                   to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage,
-                   sharding_note, to_string(plan.training.precision),
-                   to_string(plan.training.attention));
+                   to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
+                   pc.offload.any() ? fmt::format("  | offload {}", to_string(pc.offload)) : "",
+                   to_string(plan.training.precision), to_string(plan.training.attention));
 
   s += "Memory per GPU by pipeline stage (* = peak)\n";
   Table mt({"stage", "layers", "in-flight", "weights", "grads", "optimizer", "activations", "other", "total"});
@@ -64,8 +64,21 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    "CUDA context {}, fragmentation {}\n",
                    pk.stage, fmt_bytes(pk.recompute_working_set), fmt_bytes(pk.zero3_buffers), fmt_bytes(pk.workspace),
                    fmt_bytes(pk.comm_buffers), fmt_bytes(pk.cuda_context), fmt_bytes(pk.fragmentation));
+  if (pc.offload.any()) {
+    s += fmt::format("  host memory: {} offloaded per GPU on stage {}, {} per node{}\n", fmt_bytes(pk.host), pk.stage,
+                     fmt_bytes(e.host_bytes_per_node),
+                     plan.cluster.host_memory_bytes > 0
+                         ? fmt::format(" of {}{}", fmt_bytes(static_cast<double>(plan.cluster.host_memory_bytes)),
+                                       e.host_fits ? "" : ": DOES NOT FIT")
+                         : " (the cluster profile gives no host memory: not checked)");
+  }
   const double headroom = e.capacity_bytes - e.peak_memory_bytes;
-  if (e.fits) {
+  if (!e.host_fits && e.peak_memory_bytes <= e.capacity_bytes) {
+    s += fmt::format("DOES NOT FIT: the GPU peak {} fits {}, but the offloaded states need {} per node, above its {} of "
+                     "host memory\n\n",
+                     fmt_bytes(e.peak_memory_bytes), fmt_bytes(e.capacity_bytes), fmt_bytes(e.host_bytes_per_node),
+                     fmt_bytes(static_cast<double>(plan.cluster.host_memory_bytes)));
+  } else if (e.fits) {
     s += fmt::format("FITS: peak {} on stage {} of {} ({} headroom, {} used)\n\n", fmt_bytes(e.peak_memory_bytes),
                      e.peak_stage, fmt_bytes(e.capacity_bytes), fmt_bytes(headroom),
                      fmt_percent(e.peak_memory_bytes / e.capacity_bytes));
@@ -93,6 +106,16 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   s += tt.render();
   s += fmt::format("  DP comm total {} ({} hidden behind backward); slowest stage {}\n", fmt_seconds(t.dp_comm_total_s),
                    fmt_seconds(t.dp_comm_total_s - t.dp_comm_exposed_s), t.slowest_stage);
+  if (pc.offload.optimizer) {
+    const OffloadStepTime& o = t.offload;
+    s += fmt::format("  optimizer step on the host: gradients to host {} ({}), CPU Adam {}, parameters to GPU {} ({})\n",
+                     fmt_seconds(o.grad_d2h_s), fmt_bytes(o.grad_bytes), fmt_seconds(o.cpu_optimizer_s),
+                     fmt_seconds(o.param_h2d_s), fmt_bytes(o.param_bytes));
+  }
+  if (pc.offload.params) {
+    s += fmt::format("  ZeRO-3 gathers include the copy of each offloaded shard to the GPU ({} per layer)\n",
+                     fmt_seconds(e.layer.offload_fetch_s));
+  }
   return s;
 }
 

@@ -60,9 +60,12 @@ std::string_view reject_flag(Reject r) {
       return "--precision";
     case Reject::zb_full_recompute:
       return "--schedule";
+    case Reject::offload_invalid:
+      return "--offload";
     case Reject::overlap_p2p_not_interleaved:
       return "--overlap-p2p";
     case Reject::out_of_memory:
+    case Reject::host_out_of_memory:
     case Reject::count:
       break;
   }
@@ -116,6 +119,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
                              ? Zero3GatherUnit::layer
                              : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   pc.distributed_optimizer = me.distributed_optimizer;
+  if (!me.offload.empty()) pc.offload = offload_flag(me.offload);
   pc.overlap_dp_comm = !me.no_overlap_dp;
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
@@ -202,6 +206,14 @@ void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
 
 }  // namespace
 
+OffloadSet offload_flag(const std::string& value) {
+  OffloadSet o;
+  if (!parse_offload(value, o)) {
+    throw InputError(fmt::format("--offload: unknown value '{}' (use {})", excerpt(value), kOffloadChoices));
+  }
+  return o;
+}
+
 void add_model_options(CLI::App& app, ModelOptions& o) {
   const size_t before = app.get_options().size();
   app.add_option("--model", o.model, "Model profile name or JSON file (see `parplan profiles list`)");
@@ -237,6 +249,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                  "layer | linear: ZeRO-3 gathers and prefetches one layer (PyTorch FSDP, default) or one linear "
                  "(DeepSpeed ZeRO-3) at a time");
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
+  app.add_option("--offload", o.offload,
+                 "none | optimizer | optimizer,params: keep the optimizer states (ZeRO-Offload, with ZeRO 1-3 or "
+                 "--distributed-optimizer) and the ZeRO-3 parameters (ZeRO-Infinity) in host memory");
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");

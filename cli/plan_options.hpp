@@ -58,7 +58,7 @@ struct ModelOptions {
 struct MeshOptions {
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch, tokens_per_step;
   std::optional<int64_t> first_stage_layers, last_stage_layers, etp;
-  std::string schedule, recompute, zero3_gather_unit, moe_dispatcher;
+  std::string schedule, recompute, zero3_gather_unit, moe_dispatcher, offload;
   bool overlap_ep = false;
   bool sequence_parallel = false, distributed_optimizer = false;
   int zero = 0;
@@ -72,10 +72,12 @@ struct MeshOptions {
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
 void add_model_options(CLI::App& app, ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute
-// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
+// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --offload --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers --etp --moe-dispatcher --overlap-ep --account-for-*-in-pipeline-split.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
 
+// The --offload set (parse_offload), or an InputError naming the flag.
+OffloadSet offload_flag(const std::string& value);
 // Adds --global-batch and --tokens-per-step: the two ways to give the batch (requested_batch()).
 void add_batch_options(CLI::App& app, std::optional<int64_t>& global_batch, std::optional<int64_t>& tokens_per_step);
 

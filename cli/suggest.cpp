@@ -43,6 +43,7 @@ struct SuggestOptions {
   std::optional<int> threads;
   std::optional<double> min_tokens_per_s;
   std::string headroom = kDefaultHeadroom, memory;
+  std::string offload = "auto";  // auto: offload sets searched only when nothing fits without them
   bool explain = false, json = false, wide = false;
   std::string out, emit;
 };
@@ -105,6 +106,21 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   if (!o.zero3_gather_unit.empty()) {
     s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   }
+  if (o.offload != "auto") {
+    const OffloadSet off = offload_flag(o.offload);
+    s.offload = {off};
+    // A pinned set no sharding in the space can run would leave nothing to search: say which knob it needs.
+    const bool runnable = std::any_of(s.sharding.begin(), s.sharding.end(), [&off](const Sharding& sh) {
+      return off.params ? sh.zero_stage >= 3 : !off.optimizer || sh.zero_stage >= 1 || sh.distributed_optimizer;
+    });
+    if (off.params && !off.optimizer) {
+      throw InputError("--offload: params are updated on the host, so the optimizer is offloaded too (use optimizer,params)");
+    }
+    if (!runnable) {
+      throw InputError(fmt::format("--offload {}: needs {} among the searched sharding (--zero / --distributed-optimizer)",
+                                   o.offload, off.params ? "ZeRO-3" : "ZeRO 1-3 or the distributed optimizer"));
+    }
+  }
   s.uneven_stages = !o.even_stages;
   s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
 }
@@ -160,6 +176,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
   if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
   if (p.distributed_optimizer) s += " dist-opt";
+  if (p.offload.any()) s += p.offload.params ? " off-opt+par" : " off-opt";
   return s;
 }
 
@@ -303,6 +320,22 @@ std::string memory_text(const StateFloor& f) {
   return fmt::format("{}, limit {}", fmt_bytes(f.capacity_bytes), fmt_bytes(f.limit_bytes));
 }
 
+// The advice's offload line: what offload was searched, or how to search it.
+std::string offload_advice(const SearchRequest& req) {
+  const auto& sets = req.space.offload;
+  const bool tried = std::any_of(sets.begin(), sets.end(), [](const OffloadSet& o) { return o.any(); });
+  if (tried) {
+    std::string names;
+    for (const OffloadSet& o : sets) {
+      if (o.any()) names += (names.empty() ? "" : ", ") + to_string(o);
+    }
+    return fmt::format("  - offload to host memory: tried ({}); no plan fits with it either\n", names);
+  }
+  return "  - offload to host memory: --offload optimizer (ZeRO-Offload: fp32 master weights and Adam moments on the "
+         "host, the CPU runs the optimizer) or optimizer,params (ZeRO-3 parameters too); --offload auto searches "
+         "them when nothing fits\n";
+}
+
 std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
   const StateFloor& f = a.floor;
   // When every configuration broke a mesh or batch rule, memory never came into it: say so, not "fits in memory".
@@ -356,6 +389,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
     s += "; no plan found within 6 larger counts tried\n";
   }
   if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
+  s += offload_advice(req);
   for (const auto& g : a.other_gpus) {
     if (g.fits) {
       s += fmt::format("  - a GPU with more memory: {} ({}) fits on {}: {} ({} per step)\n", g.gpu, g.cluster,
@@ -656,6 +690,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
+  app.add_option("--offload", o.offload,
+                 "auto (default: optimizer and ZeRO-3 parameter offload searched only when no plan fits without "
+                 "them) | none | optimizer | optimizer,params (pin that set)");
   app.add_option("--headroom", o.headroom,
                  fmt::format("Memory to keep free per GPU: 10% (of the budget) or 8GiB (default {}; 0 for none)",
                              kDefaultHeadroom));
@@ -722,6 +759,20 @@ void refuse_pins_without_mesh(const SuggestOptions& o, int64_t gpus) {
   }
 }
 
+// --offload auto: when no plan fits with every state on the GPU (and the objective is not fewest-gpus, whose counts
+// each have their own answer), search again with optimizer and ZeRO-3 parameter offload added to the space; the
+// result replaces the first (it covers the same plans and more). Returns the line the report opens with when the
+// plans it found offload, else "".
+std::string search_with_offload(const SuggestOptions& o, SearchRequest& req, SearchResult& res) {
+  if (o.offload != "auto" || !res.top.empty() || req.objective == Objective::fewest_gpus) return "";
+  if (!(req.cluster.host_link.bandwidth_Bps > 0)) return "";  // no host link: nothing to offload over
+  req.space.offload = {OffloadSet{}, OffloadSet{true, false}, OffloadSet{true, true}};
+  res = search(req);
+  if (res.top.empty()) return "";
+  return "No plan fits with every state on the GPU: these plans offload to host memory (off-opt: optimizer states, "
+         "CPU Adam; off-opt+par: ZeRO-3 parameters too; --offload none to turn off).";
+}
+
 // Whether any flag narrowed the search space (the advice then also searches without the pins).
 bool any_knob_pinned(const SuggestOptions& o) {
   return o.dp || o.tp || o.pp || o.cp || o.ep || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
@@ -738,12 +789,14 @@ struct Outcome {
   double seconds;
   const SimulatedTop& simulated;
   const std::optional<Advice>& advice;
+  const std::string& offload_note;  // the plans offload because none fit without it (search_with_offload)
 };
 
 // The --json report: the search result, with each simulated plan's step and the reason for its simulated rank.
 nlohmann::json outcome_json(const Outcome& r) {
   const std::vector<double>& sim_step = r.simulated.step_s;
   nlohmann::json j = result_json(r.req, r.res, r.model_note, r.batch_note, r.advice);
+  if (!r.offload_note.empty()) j["offload_note"] = r.offload_note;
   for (size_t i = 0; i < sim_step.size() && i < j["plans"].size(); ++i) {
     if (std::isnan(sim_step[i])) continue;
     if (std::isfinite(sim_step[i])) j["plans"][i]["simulated_step_s"] = sim_step[i];
@@ -780,6 +833,7 @@ std::string simulated_text(const Outcome& r) {
 // wrote the winner.
 std::string outcome_text(const Outcome& r) {
   std::string text = render(r.req, r.res, r.model_note, r.batch_note, r.seconds, r.simulated.step_s, r.o.wide);
+  if (!r.offload_note.empty()) text = r.offload_note + "\n" + text;
   if (r.advice) text += "\n" + advice_text(r.req, r.res, *r.advice);
   if (r.o.simulate > 0 && !r.res.top.empty()) text += simulated_text(r);
   if (r.res.top.empty() && r.req.objective == Objective::fewest_gpus) {
@@ -817,6 +871,7 @@ Runner setup(CLI::App& app) {
     if (o->simulate > req.top_k) req.top_k = o->simulate;
     SearchResult res = search(req);
     if (res.candidates == 0 && req.objective != Objective::fewest_gpus) refuse_pins_without_mesh(*o, req.gpus);
+    const std::string offload_note = search_with_offload(*o, req, res);
     SimulatedTop simulated;
     if (o->simulate > 0) simulated = simulate_top(req, res, o->simulate);
     if (res.top.size() > static_cast<size_t>(o->top)) res.top.resize(static_cast<size_t>(o->top));
@@ -831,7 +886,7 @@ Runner setup(CLI::App& app) {
       write_file_atomic(o->out, emit ? config.text : plan_to_json(best).dump(2) + "\n", "-o");
       for (const std::string& w : config.warnings) fmt::print(stderr, "parplan suggest: warning: {} cannot express {}\n", o->emit, w);
     }
-    const Outcome outcome{*o, req, res, target.model_note, batch_note, seconds, simulated, advice};
+    const Outcome outcome{*o, req, res, target.model_note, batch_note, seconds, simulated, advice, offload_note};
     if (o->json) {
       fmt::print("{}\n", outcome_json(outcome).dump(2));
     } else {

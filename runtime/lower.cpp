@@ -666,6 +666,11 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
                      "are missing");
   }
+  if (plan.parallel.offload.any()) {
+    throw InputError(fmt::format("run: offload plans (offload {}) are not lowered yet: the host copies and the CPU "
+                                 "optimizer step are missing",
+                                 to_string(plan.parallel.offload)));
+  }
   if (rank < 0 || rank >= plan.parallel.gpus()) {
     throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", rank, plan.parallel.gpus()));
   }

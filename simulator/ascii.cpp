@@ -19,6 +19,7 @@ char glyph(const TimelineEvent& e) {
     case EventCategory::zero3_gather: return 'g';
     case EventCategory::pp_comm: return '>';
     case EventCategory::optimizer: return 'O';
+    case EventCategory::host_copy: return 'H';
     default: return '?';
   }
 }
@@ -45,7 +46,7 @@ std::string render_ascii(const Timeline& t, int width) {
   }
   out += fmt::format("{:>10}0{:>{}}\n", "", step >= 1 ? fmt::format("{:.4g} s", step) : fmt::format("{:.4g} ms", step * 1e3), width + 1);
   out += "  0-9 forward (microbatch mod 10)  a-z backward (mod 26)  W weight grad  r recompute  ~ exposed comm  "
-         "> blocking send  O optimizer  . idle\n";
+         "> blocking send  O optimizer  H host copy  . idle\n";
   return out;
 }
 

@@ -85,6 +85,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
         st.dp_total_s += dur;
         break;
       case EventCategory::optimizer:
+      case EventCategory::host_copy:  // the offloaded optimizer step's copies: the closed form's optimizer term
         st.optimizer_s += dur;
         break;
       case EventCategory::tp_comm:
@@ -92,7 +93,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
       case EventCategory::zero3_gather:  // link occupancy; the exposed part is in the compute ops' layer_comm
         break;
     }
-    if (on_compute && ti.category != EventCategory::optimizer) {
+    if (on_compute && ti.category != EventCategory::optimizer && ti.category != EventCategory::host_copy) {
       double& end = out.pipeline_end[static_cast<size_t>(ti.stage)];
       end = std::max(end, tt.end_s[t]);
     }
@@ -106,7 +107,7 @@ struct StageEnd {
   double end_s = 0, gather_exposed_s = 0;
 };
 StageEnd stage_end(const StepGraph& sg, const TaskTimes& tt, const StepCosts& costs, size_t iz) {
-  const double opt_end = tt.end_s[static_cast<size_t>(sg.optimizer_task[iz])];
+  const double opt_end = tt.end_s[static_cast<size_t>(sg.optimizer_end_task[iz])];
   double end = opt_end;
   double gather_exposed = 0;
   if (sg.first_gather_task[iz] >= 0) {

@@ -26,6 +26,7 @@ std::string colour(const TimelineEvent& e) {
     case EventCategory::backward_weight: return fmt::format("hsl({:.0f},35%,30%)", hue);
     case EventCategory::recompute: return "#bdbdbd";
     case EventCategory::optimizer: return "#555555";
+    case EventCategory::host_copy: return "#8d6e63";
     default: return "#999999";
   }
 }
@@ -345,7 +346,8 @@ void draw_legend(std::string& o, double ly) {
   w.category = EventCategory::backward_weight;
   const Item items[] = {{"forward (hue = microbatch)", colour(f)}, {"backward", colour(b)}, {"weight grad (W)", colour(w)},
                         {"recompute", "#bdbdbd"},           {"TP/CP comm", "url(#hatch-tp)"}, {"p2p", "url(#hatch-pp)"},
-                        {"DP comm, ZeRO-3 gathers", "url(#hatch-dp)"}, {"optimizer", "#555555"}};
+                        {"DP comm, ZeRO-3 gathers", "url(#hatch-dp)"}, {"optimizer", "#555555"},
+                        {"host copy (offload)", "#8d6e63"}};
   double lx = kLeft;
   for (const Item& it : items) {
     o += fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#333\" "

@@ -153,6 +153,7 @@ struct Builder {
     op_end.resize(static_cast<size_t>(p));
     op_out.resize(static_cast<size_t>(p));
     out.optimizer_task.assign(static_cast<size_t>(p), -1);
+    out.optimizer_end_task.assign(static_cast<size_t>(p), -1);
     out.first_gather_task.assign(static_cast<size_t>(p), -1);
     out.last_gather_task.assign(static_cast<size_t>(p), -1);
     out.embedding_task.assign(static_cast<size_t>(p), -1);
@@ -277,9 +278,22 @@ class StageEmitter {
   // The optimizer on the compute stream after the last DP task, then the sharded optimizer's all-gather of the
   // updated parameters, one piece per bucket.
   void emit_optimizer_and_gather() {
-    const int32_t opt = b_.task(sc_.optimizer_s, i_, StreamKind::compute, EventCategory::optimizer, -1, 0);
+    // Optimizer offload: the gradient copy to the host, the host's step, the parameter copy back, one after another.
+    const int32_t down = sc_.grad_to_host_s > 0
+                             ? b_.task(sc_.grad_to_host_s, i_, StreamKind::compute, EventCategory::host_copy, -1, 0)
+                             : -1;
+    if (down >= 0 && last_bucket_ >= 0) b_.out.graph.add_dep(last_bucket_, down);
+    int32_t opt = b_.task(sc_.optimizer_s, i_, StreamKind::compute, EventCategory::optimizer, -1, 0);
+    if (down >= 0) b_.out.graph.add_dep(down, opt);
     if (last_bucket_ >= 0) b_.out.graph.add_dep(last_bucket_, opt);
-    b_.out.optimizer_task[static_cast<size_t>(i_)] = opt;
+    const int32_t first_opt = opt;
+    if (sc_.params_to_gpu_s > 0) {
+      const int32_t up = b_.task(sc_.params_to_gpu_s, i_, StreamKind::compute, EventCategory::host_copy, -1, 0);
+      b_.out.graph.add_dep(opt, up);
+      opt = up;  // the step ends, and the parameter all-gather starts, when the parameters are back
+    }
+    b_.out.optimizer_task[static_cast<size_t>(i_)] = down >= 0 ? down : first_opt;
+    b_.out.optimizer_end_task[static_cast<size_t>(i_)] = opt;
     if (sc_.param_gather_s > 0 && sc_.dp_buckets > 0) {
       const int64_t n = sc_.dp_buckets;
       for (int64_t b = 0; b < n; ++b) {
@@ -476,7 +490,8 @@ int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, c
       }
       if (sc.param_gather_s > 0) tasks += buckets;
     }
-    tasks += (sc.embedding_grad_s > 0 ? 1 : 0) + 1;  // the embedding all-reduce, the optimizer
+    // the embedding all-reduce, the optimizer and its host copies
+    tasks += (sc.embedding_grad_s > 0 ? 1 : 0) + 1 + (sc.grad_to_host_s > 0 ? 1 : 0) + (sc.params_to_gpu_s > 0 ? 1 : 0);
   }
   return tasks > 9e18 ? INT64_MAX : static_cast<int64_t>(tasks);
 }

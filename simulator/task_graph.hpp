@@ -36,7 +36,10 @@ struct StageCosts {
   int64_t layers_per_chunk = 1;    // ZeRO-2/3 with overlap: a microbatch's buckets leave in up to this many pieces
   double param_gather_s = 0;       // all-gather of updated parameters after the optimizer (sharded optimizer)
   double embedding_grad_s = 0;     // tied-embedding gradient all-reduce, first <-> last stage, before the optimizer
-  double optimizer_s = 0;
+  double optimizer_s = 0;          // on the GPU, or (optimizer offload) the host CPU's step
+  // Optimizer offload: the gradient shard's copy to the host before the optimizer, the updated parameters' copy back
+  // after it (offload.hpp: serial with it).
+  double grad_to_host_s = 0, params_to_gpu_s = 0;
   int32_t pp_tier = 0, dp_tier = 0;  // network tier of the stage's p2p sends and DP collectives (0 intra, 1 inter)
 };
 
@@ -69,7 +72,8 @@ struct StepGraph {
   TaskGraph graph;
   std::vector<TaskInfo> info;  // parallel to graph tasks
   std::vector<int32_t> stage_stream;  // stage * kNumStreamKinds + kind -> stream id
-  std::vector<int32_t> optimizer_task;  // per stage
+  std::vector<int32_t> optimizer_task;  // per stage: the optimizer step's first task (offload: the gradient copy)
+  std::vector<int32_t> optimizer_end_task;  // per stage: its last task (offload: the parameter copy back)
   std::vector<int32_t> first_gather_task, last_gather_task;  // per stage, -1 without a parameter gather
   // Per stage: the tied-embedding all-reduce (-1: none) and the stage's last DP bucket before it (-1: none); it also
   // waits for the stage's last compute. The all-reduce joins the first and last stage, so it may wait for the other

@@ -17,6 +17,7 @@ std::string_view to_string(EventCategory c) {
     case EventCategory::dp_comm: return "dp_comm";
     case EventCategory::zero3_gather: return "zero3_gather";
     case EventCategory::optimizer: return "optimizer";
+    case EventCategory::host_copy: return "host_copy";
   }
   return "?";
 }
@@ -29,6 +30,7 @@ bool is_compute(EventCategory c) {
     case EventCategory::backward_weight:
     case EventCategory::recompute:
     case EventCategory::optimizer:
+    case EventCategory::host_copy:
       return true;
     default:
       return false;

@@ -26,6 +26,7 @@ const char* short_name(EventCategory c) {
     case EventCategory::dp_comm: return "DP";
     case EventCategory::zero3_gather: return "ZeRO-3 gather";
     case EventCategory::optimizer: return "optimizer";
+    case EventCategory::host_copy: return "host copy";
   }
   return "?";
 }

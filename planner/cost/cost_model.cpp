@@ -202,7 +202,18 @@ OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_par
   return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
 }
 
+double stage_owned_params(const Plan& plan, double stage_params, double expert_params) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.zero_stage == 0 && !pc.distributed_optimizer) return stage_params;
+  return (stage_params - expert_params) / d(pc.dp * pc.cp) + expert_params / d(expert_dp_size(pc));
+}
+
+OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double expert_params) {
+  return offload_step_time(plan, stage_owned_params(plan, stage_params, expert_params));
+}
+
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
+  if (plan.parallel.offload.optimizer) return stage_offload_step(plan, stage_params, expert_params).total();
   return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total());
 }
 
@@ -520,7 +531,7 @@ LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_
       &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
       &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
       &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
-      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s};
+      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s};
   static_assert(sizeof(LayerCost) == std::size(kFields) * sizeof(double), "mean_layer_cost: list every LayerCost field");
   if (layers <= 0 || dense <= 0) return lc;
   const double w = d(dense) / d(layers);
@@ -556,7 +567,9 @@ LayerCost layer_cost(const Plan& plan) {
   ep_comm(plan, x, lc);
   const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
   if (plan.parallel.step_zero_stage() >= 3) {
-    lc.zero3_gather_s = zero3_collective_s(plan, Collective::all_gather, 2.0, lc.params, layer_experts);
+    lc.offload_fetch_s = offload_param_fetch_s(plan, stage_owned_params(plan, lc.params, layer_experts));
+    lc.zero3_gather_s =
+        zero3_collective_s(plan, Collective::all_gather, 2.0, lc.params, layer_experts) + lc.offload_fetch_s;
   }
 
   charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
@@ -706,6 +719,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.grads += zero_unsharded_grad_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
   }
   sm.optimizer = dense.optimizer + experts.optimizer;
+  sm.host = dense.host + experts.host;
 
   // Activations held at the schedule's peak.
   const int64_t v = pc.chunks_per_stage();
@@ -776,7 +790,11 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
     }
   }
   e.capacity_bytes = d(plan.gpu.memory_bytes);
-  e.fits = e.peak_memory_bytes <= e.capacity_bytes;
+  double host = 0;
+  for (const StageMemory& m : e.memory) host = std::max(host, m.host);
+  e.host_bytes_per_node = host_bytes_per_node(plan, host);
+  e.host_fits = host_memory_fits(plan, host);
+  e.fits = e.peak_memory_bytes <= e.capacity_bytes && e.host_fits;
 
   StepScratch scratch;
   e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp, options);
@@ -999,6 +1017,7 @@ struct Tail {
   double after = 0;    // optimizer step and exposed parameter gather, after both
   double exposed = 0, total = 0, opt = 0, lead = 0;
   DpCost dc;
+  OffloadStepTime offload;
 };
 
 // The stage whose tail finishes last: it decides the step.
@@ -1042,7 +1061,7 @@ DecidingTail deciding_tail(const StepInputs& in, StepScratch& scratch, std::span
     // joins the first and the last stage, so it starts when both have reduced.
     const double opt = optimizer_step_s(plan, stage_p, expert_p);
     const Tail x{pipeline_s - stage_lead + exposed, tied, opt + gather, exposed + tied + gather, total + tied, opt,
-                 stage_lead, dc};
+                 stage_lead, dc, stage_offload_step(plan, stage_p, expert_p)};
     if (tied > 0) {
       tied_side[i == 0 ? 0 : 1] = x;
     } else {
@@ -1065,6 +1084,7 @@ void charge_tail(const DecidingTail& tail, TimeBreakdown& tb, DpCost* dp_out) {
   tb.dp_comm_exposed_s = best.exposed;
   tb.dp_comm_total_s = best.total;
   tb.optimizer_s = best.opt;
+  tb.offload = best.offload;
   if (dp_out) *dp_out = best.dc;
   tb.bubble_s += tail.wait - best.lead;
   if (tb.bubble_s < 0) {  // the tail began inside the bubble; a rounding-level excess leaves no negative term

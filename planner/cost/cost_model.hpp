@@ -11,6 +11,7 @@
 
 #include "planner/cost/model_shape.hpp"
 #include "planner/cost/model_states.hpp"
+#include "planner/cost/offload.hpp"
 #include "planner/cost/pipeline.hpp"
 #include "planner/spec/spec.hpp"
 
@@ -31,6 +32,7 @@ struct LayerCost {
   double ep_comm_forward_s = 0;  // MoE all-to-all dispatch + combine
   double ep_comm_backward_s = 0;
   double zero3_gather_s = 0;     // ZeRO-3 all-gather of the layer's parameters (once per pass)
+  double offload_fetch_s = 0;    // parameter offload: the copy of the shard to the GPU, part of zero3_gather_s
   double tp_bytes = 0;           // bytes of one TP collective (nccl-tests size convention)
   double cp_bytes = 0;           // bytes of one CP ring step
   double ep_bytes = 0;           // bytes of one all-to-all
@@ -105,6 +107,7 @@ struct StageMemory {
   double zero3_buffers = 0;  // gathered parameters + one unit's unsharded gradient (zero3_buffer_bytes, zero3.hpp)
   double workspace = 0, comm_buffers = 0, cuda_context = 0, fragmentation = 0;
   double total = 0;
+  double host = 0;  // offloaded states in host memory (ModelStateBytes::host), not in `total`
 };
 
 struct StageTime {
@@ -125,6 +128,7 @@ struct TimeBreakdown {
   double model_flops = 0, hardware_flops = 0;  // per step, whole job
   double mfu = 0, hfu = 0;
   int64_t slowest_stage = 0;
+  OffloadStepTime offload;  // the deciding stage's offloaded optimizer step: its parts add up to optimizer_s
   double bubble_fraction() const { return step_s > 0 ? bubble_s / step_s : 0; }
 };
 
@@ -150,7 +154,9 @@ struct Estimate {
   int64_t peak_stage = 0;
   double peak_memory_bytes = 0;
   double capacity_bytes = 0;
-  bool fits = false;
+  double host_bytes_per_node = 0;  // offloaded states of a node's GPUs (the most any stage's GPU holds)
+  bool host_fits = true;           // those fit the node's host memory (host_memory_fits, offload.hpp)
+  bool fits = false;               // GPU memory and host memory
   TimeBreakdown time;
 };
 
@@ -276,8 +282,15 @@ double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c);
 // own group (as stage_memory() shards their states).
 OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params = 0);
 
-// That traffic's time at achieved HBM bandwidth. The estimate's optimizer_s is the deciding stage's; the simulator
-// and the runtime take every stage's from here.
+// That traffic's time at achieved HBM bandwidth; with the optimizer offloaded, the host step instead
+// (stage_offload_step().total()). The estimate's optimizer_s is the deciding stage's; the simulator and the runtime
+// take every stage's from here.
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params = 0);
+
+// Parameters whose optimizer state one GPU of the stage owns and updates: its dense parameters / (dp cp) and its
+// experts / the expert-data-parallel group when the optimizer is sharded (ZeRO >= 1, distributed optimizer), else all.
+double stage_owned_params(const Plan& plan, double stage_params, double expert_params = 0);
+// The offloaded optimizer step (offload.hpp) of a GPU of the stage; zero without optimizer offload.
+OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double expert_params = 0);
 
 }  // namespace parplan

@@ -48,7 +48,7 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
     fractions[std::string(kTimeTerms[k])] = tb.step_s > 0 ? terms[k] / tb.step_s : 0.0;
   }
   seconds["dp_comm_total"] = tb.dp_comm_total_s;  // exposed + hidden: not a term of the step
-  return {{"parplan_estimate", kPlanFormatVersion},
+  nlohmann::json j = {{"parplan_estimate", kPlanFormatVersion},
           {"plan", plan_to_json(plan)},
           {"memory",
            {{"peak_bytes", e.peak_memory_bytes},
@@ -67,6 +67,21 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
             {"seconds", seconds},
             {"fractions", fractions}}},
           {"stages", stages}};
+  if (plan.parallel.offload.any()) {
+    // The offloaded states in host memory and the optimizer step's parts (they add up to seconds.optimizer).
+    for (size_t i = 0; i < e.memory.size(); ++i) j["stages"][i]["host_memory_bytes"] = e.memory[i].host;
+    j["memory"]["host_bytes_per_gpu"] = e.memory[static_cast<size_t>(e.peak_stage)].host;
+    j["memory"]["host_bytes_per_node"] = e.host_bytes_per_node;
+    j["memory"]["host_capacity_bytes"] = static_cast<double>(plan.cluster.host_memory_bytes);
+    j["memory"]["host_fits"] = e.host_fits;
+    const OffloadStepTime& o = tb.offload;
+    j["time"]["offload"] = {{"gradient_to_host_bytes", o.grad_bytes},
+                            {"params_to_gpu_bytes", o.param_bytes},
+                            {"gradient_to_host_s", o.grad_d2h_s},
+                            {"cpu_optimizer_s", o.cpu_optimizer_s},
+                            {"params_to_gpu_s", o.param_h2d_s}};
+  }
+  return j;
 }
 
 }  // namespace parplan

@@ -12,6 +12,15 @@ ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelState
   if (o.zero_stage >= 1 || o.distributed_optimizer) b.optimizer /= n;
   if (o.zero_stage >= 2) b.grads /= n;
   if (o.zero_stage >= 3) b.weights /= n;
+  if (o.offload.optimizer) {
+    b.host = b.optimizer + (o.zero_stage >= 2 ? b.grads : b.grads / n);
+    b.optimizer = 0;
+    if (o.zero_stage >= 2) b.grads = 0;
+  }
+  if (o.offload.params && o.zero_stage >= 3) {
+    b.host += b.weights;
+    b.weights = 0;
+  }
   return b;
 }
 
@@ -33,6 +42,7 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.grad_bytes = plan.training.grad_bytes();
   o.optimizer_bytes = 12;
   o.extra_weight_bytes = plan.training.precision == Precision::fp8 ? 1 : 0;
+  o.offload = plan.parallel.offload;
   return o;
 }
 

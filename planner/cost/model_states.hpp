@@ -5,6 +5,13 @@
 // P_os+g 2 Psi + (2+K) Psi/N; P_os+g+p (2+2+K) Psi/N. (7.5B on 64 GPUs: 120 / 31.4 / 16.6 / 1.9 GB.)
 // The Megatron distributed optimizer shards the optimizer state like ZeRO-1. Gradients are 4 bytes when
 // accumulated in fp32 (Megatron's main_grad); fp8 training keeps an extra 1-byte fp8 weight copy.
+// Offload moves states to host memory (ModelStateBytes::host; times in offload.hpp). Optimizer offload (ZeRO-Offload,
+// Ren et al. 2021, arXiv:2101.06840, Sec. 4.1, Fig. 2: the GPU holds the 16-bit parameters, 2 Psi; the host the
+// 16-bit gradients, 2 Psi, and the fp32 parameters, momentum and variance, 12 Psi): the K Psi / N optimizer shard and
+// the rank's gradient shard are on the host; with ZeRO-2/3 the GPU keeps no gradient shard (it goes down as it is
+// reduced), below that the GPU accumulates the whole gradient and copies its shard down once. Parameter offload
+// (ZeRO-3 only; ZeRO-Infinity, Rajbhandari et al. 2021, arXiv:2104.07857, Sec. 5.1): the 16-bit shard 2 Psi / N is
+// on the host too, and the GPU holds only the gathered working parameters (zero3_buffer_bytes, zero3.hpp).
 #pragma once
 #include <cstdint>
 
@@ -13,7 +20,8 @@
 namespace parplan {
 
 struct ModelStateBytes {
-  double weights = 0, grads = 0, optimizer = 0;
+  double weights = 0, grads = 0, optimizer = 0;  // on the GPU
+  double host = 0;                               // offloaded to host memory
   double total() const { return weights + grads + optimizer; }
 };
 
@@ -24,6 +32,7 @@ struct ModelStateOptions {
   int64_t grad_bytes = 2;         // 2, or 4 with fp32 gradient accumulation
   int64_t optimizer_bytes = 12;   // K: fp32 master + Adam moments
   int64_t extra_weight_bytes = 0; // e.g. fp8 weight cache
+  OffloadSet offload;             // states kept in host memory
 };
 
 // Bytes on one GPU for `params` parameters held by it (after tp/pp/ep splits), sharded over `shard` ranks.

@@ -74,7 +74,7 @@ auto key(const Candidate& c) {
   const ParallelConfig& p = c.parallel;
   return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
                          static_cast<int>(p.recompute), p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
-                         p.first_stage_layers, p.last_stage_layers);
+                         p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers);
 }
 
 // Order of rejected candidates kept as examples: estimated ones by the objective, then by memory, then by config.
@@ -161,12 +161,18 @@ class Evaluator {
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;
           for (const Sharding& sh : req_.space.sharding) {
-            if (redundant(sh)) continue;
             pc.zero_stage = sh.zero_stage;
             pc.zero3_gather_unit = sh.zero_stage >= 3 ? req_.space.zero3_gather_unit : Zero3GatherUnit::layer;
             pc.distributed_optimizer = sh.distributed_optimizer;
-            have_inputs_ = have_layer_ = false;
-            run_schedules();
+            for (const OffloadSet& off : req_.space.offload) {
+              if (redundant(sh, off)) continue;
+              pc.offload = off;
+              // An offload set this sharding cannot run (params without ZeRO-3, optimizer without a sharded
+              // optimizer): not a configuration, so neither counted nor rejected.
+              if (off.any() && !offload_supported(plan_)) continue;
+              have_inputs_ = have_layer_ = false;
+              run_schedules();
+            }
           }
         }
       }
@@ -182,18 +188,26 @@ class Evaluator {
   }
 
   // With one data-parallel rank (dp x cp == 1) every sharding option costs what plain replication costs; it is
-  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space. With pipelining ZeRO-2/3
-  // run as ZeRO-1 within the step (ParallelConfig::step_zero_stage): tried as the distributed optimizer (or ZeRO-1)
-  // when that is in the space.
-  bool redundant(const Sharding& sh) const {
-    auto space_has = [&](auto pred) {
-      return std::any_of(req_.space.sharding.begin(), req_.space.sharding.end(), pred);
-    };
+  // tried once, as {ZeRO 0, no distributed optimizer}, when that option is in the space. With an offload set, which
+  // needs a sharded optimizer (and ZeRO-3 for parameters), once, as the first sharding in the space that admits it.
+  // With pipelining ZeRO-2/3 run as ZeRO-1 within the step (ParallelConfig::step_zero_stage): tried as the
+  // distributed optimizer (or ZeRO-1) when that is in the space.
+  bool redundant(const Sharding& sh, const OffloadSet& off) const {
     if (plan_.parallel.pp > 1 && sh.zero_stage >= 2) {
-      return space_has([](const Sharding& o) { return o.zero_stage == 1 || (o.zero_stage == 0 && o.distributed_optimizer); });
+      return std::any_of(req_.space.sharding.begin(), req_.space.sharding.end(), [](const Sharding& o) {
+        return o.zero_stage == 1 || (o.zero_stage == 0 && o.distributed_optimizer);
+      });
     }
-    if (plan_.parallel.dp * plan_.parallel.cp != 1 || (sh.zero_stage == 0 && !sh.distributed_optimizer)) return false;
-    return space_has([](const Sharding& o) { return o.zero_stage == 0 && !o.distributed_optimizer; });
+    if (plan_.parallel.dp * plan_.parallel.cp != 1) return false;
+    auto admits = [&off](const Sharding& s) {
+      if (!off.any()) return s.zero_stage == 0 && !s.distributed_optimizer;
+      return off.params ? s.zero_stage >= 3 : s.zero_stage >= 1 || s.distributed_optimizer;
+    };
+    if (!off.any() && admits(sh)) return false;
+    for (const Sharding& o : req_.space.sharding) {
+      if (admits(o)) return &o != &sh;
+    }
+    return false;
   }
 
   // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward
@@ -282,6 +296,18 @@ class Evaluator {
     return best;
   }
 
+  // The offloaded states fit the node's host memory (host_memory_fits): stages 0, 1 and p-1 hold the most, as for
+  // peak() (the host holds only model states, which middle stages share with stage 1).
+  bool host_fits() {
+    const StageMemoryInputs& in = inputs();
+    const int64_t p = plan_.parallel.pp;
+    const int64_t stages[3] = {0, 1, p - 1};
+    for (int i = 0; i < (p >= 3 ? 3 : static_cast<int>(p)); ++i) {
+      if (!host_memory_fits(plan_, stage_memory(plan_, stages[i], in).host)) return false;
+    }
+    return true;
+  }
+
   TimeBreakdown time() {
     if (!have_layer_) {
       layer_ = layer_cost(plan_);
@@ -329,6 +355,11 @@ class Evaluator {
       c.peak_bytes = pk;
       c.peak_stage = at;
       if (!acc.closest || closest_before(c, *acc.closest)) acc.closest = c;
+      return;
+    }
+    if (plan_.parallel.offload.any() && !host_fits()) {
+      ++acc.rejected;
+      ++acc.by_reason[static_cast<size_t>(Reject::host_out_of_memory)].count;
       return;
     }
     const TimeBreakdown tb = time();

@@ -37,6 +37,9 @@ struct SearchSpace {
   std::vector<bool> sequence_parallel{false, true};  // on only where tp > 1
   // ZeRO-1 costs exactly what the distributed optimizer costs in the model, so the default tries it once.
   std::vector<Sharding> sharding{{0, false}, {0, true}, {2, false}, {3, false}};
+  // Offload sets tried with each sharding that admits them (offload_supported(), config.hpp); the default, none,
+  // keeps every state on the GPU. suggest adds the offload sets when no plan fits without them (docs/suggest.md).
+  std::vector<OffloadSet> offload{OffloadSet{}};
   bool uneven_stages = true;  // besides the even split, try a last stage one layer lighter (non-interleaved, pp > 1)
   bool allow_tp_across_nodes = false;
   // How ZeRO-3 candidates gather their parameters: a property of the user's framework (PyTorch FSDP: layer,

@@ -99,6 +99,48 @@ int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v) {
   return best;
 }
 
+namespace {
+// What keeps the plan's offload set from running as asked: ZeRO-Offload and Megatron-Core's optimizer CPU offload
+// update the optimizer shard a rank owns (ZeRO >= 1 or the distributed optimizer; DeepSpeed's offload_optimizer needs
+// ZeRO 1-3); parameter offload (ZeRO-Infinity offload_param) needs ZeRO-3's sharded parameters and updates them where
+// they live, on the host (FSDP's CPUOffload(offload_params=True) runs the optimizer on the CPU); either needs the
+// cluster's host link. Allocation-free: validate() runs it for every candidate of the search.
+enum class OffloadProblem : uint8_t { none, params_without_zero3, params_without_optimizer, no_sharding, no_host_link };
+OffloadProblem offload_problem_of(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.offload.params && pc.zero_stage < 3) return OffloadProblem::params_without_zero3;
+  if (pc.offload.params && !pc.offload.optimizer) return OffloadProblem::params_without_optimizer;
+  if (pc.offload.optimizer && pc.zero_stage == 0 && !pc.distributed_optimizer) return OffloadProblem::no_sharding;
+  if (pc.offload.any() && !(plan.cluster.host_link.bandwidth_Bps > 0)) return OffloadProblem::no_host_link;
+  return OffloadProblem::none;
+}
+
+std::string offload_problem(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const std::string what = to_string(pc.offload);
+  switch (offload_problem_of(plan)) {
+    case OffloadProblem::params_without_zero3:
+      return fmt::format("offload {} with ZeRO stage {}: parameter offload needs ZeRO-3 (--zero 3)", what,
+                         pc.zero_stage);
+    case OffloadProblem::params_without_optimizer:
+      return "offload params: the offloaded parameters are updated on the host, so the optimizer is offloaded too "
+             "(use optimizer,params)";
+    case OffloadProblem::no_sharding:
+      return fmt::format("offload {}: the host updates each rank's optimizer shard, which needs ZeRO 1-3 or the "
+                         "distributed optimizer",
+                         what);
+    case OffloadProblem::no_host_link:
+      return fmt::format("offload {}: cluster {} has no host_link (GPU <-> host bandwidth) in its profile", what,
+                         plan.cluster.name);
+    case OffloadProblem::none:
+      break;
+  }
+  return "offload " + what;
+}
+}  // namespace
+
+bool offload_supported(const Plan& plan) { return offload_problem_of(plan) == OffloadProblem::none; }
+
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;
   const ParallelConfig& pc = plan.parallel;
@@ -144,6 +186,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
   if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
+  if (!offload_supported(plan)) v.add(Reject::offload_invalid);
   return v;
 }
 
@@ -177,8 +220,12 @@ std::string_view reject_name(Reject r) {
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
       return "overlap_p2p_not_interleaved";
+    case Reject::offload_invalid:
+      return "offload_invalid";
     case Reject::out_of_memory:
       return "out_of_memory";
+    case Reject::host_out_of_memory:
+      return "host_out_of_memory";
     case Reject::count:
       break;
   }
@@ -267,8 +314,12 @@ std::string describe(Reject r, const Plan& plan) {
       return fmt::format("schedule {} waits for its pipeline sends; only the interleaved schedule overlaps them (give "
                          "--vpp 2 or more)",
                          to_string(pc.schedule));
+    case Reject::offload_invalid:
+      return offload_problem(plan);
     case Reject::out_of_memory:
       return "does not fit in GPU memory";
+    case Reject::host_out_of_memory:
+      return "the offloaded states do not fit in the node's host memory";
     case Reject::count:
       break;
   }

@@ -24,7 +24,9 @@ enum class Reject : uint8_t {
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
   zb_full_recompute,      // ZB-H1's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
+  offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
   out_of_memory,          // set by the memory model, not by validate()
+  host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count
 };
 inline constexpr int kNumRejects = static_cast<int>(Reject::count);
@@ -41,6 +43,8 @@ struct ValidateOptions {
 };
 
 Validity validate(const Plan& plan, const ValidateOptions& opt = {});
+// The plan's offload set has the sharding and the host link it needs (validate()'s offload_invalid rule).
+bool offload_supported(const Plan& plan);
 std::string_view reject_name(Reject r);          // short key, e.g. "tp_not_dividing_heads"
 std::string describe(Reject r, const Plan& plan);  // one sentence with the numbers
 

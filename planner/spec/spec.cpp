@@ -1,6 +1,7 @@
 // Enum names and small Plan helpers.
 #include "planner/spec/spec.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace parplan {
@@ -68,6 +69,27 @@ bool parse_enum(std::string_view s, Schedule& out) { return lookup(s, out, kSche
 bool parse_enum(std::string_view s, AttentionKernel& out) { return lookup(s, out, kAttn); }
 bool parse_enum(std::string_view s, Zero3GatherUnit& out) { return lookup(s, out, kZ3Unit); }
 bool parse_enum(std::string_view s, MoeDispatcher& out) { return lookup(s, out, kDispatcher); }
+
+std::string to_string(OffloadSet o) {
+  if (!o.any()) return "none";
+  std::string s = o.optimizer ? "optimizer" : "";
+  if (o.params) s += s.empty() ? "params" : ",params";
+  return s;
+}
+
+bool parse_offload(std::string_view s, OffloadSet& out) {
+  out = {};
+  if (s == "none") return true;
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(s.find(',', begin), s.size());
+    const std::string_view item = s.substr(begin, end - begin);
+    bool* part = item == "optimizer" ? &out.optimizer : item == "params" ? &out.params : nullptr;
+    if (part == nullptr || *part) return false;  // unknown, empty, "none" in a list, or given twice
+    *part = true;
+    if (end == s.size()) return true;
+    begin = end + 1;
+  }
+}
 
 int64_t dtype_bytes(DType d) {
   switch (d) {

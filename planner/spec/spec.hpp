@@ -70,6 +70,22 @@ bool parse_enum(std::string_view s, AttentionKernel& out);
 bool parse_enum(std::string_view s, Zero3GatherUnit& out);
 bool parse_enum(std::string_view s, MoeDispatcher& out);
 
+// What lives in host memory instead of GPU memory (planner/cost/offload.hpp). optimizer: the fp32 master weights and
+// Adam moments, updated by the host CPU (ZeRO-Offload, DeepSpeed offload_optimizer, Megatron-Core
+// --optimizer-cpu-offload); with ZeRO-2/3 also the gradient shard. params: the 16-bit parameter shard of ZeRO-3
+// (ZeRO-Infinity offload_param, FSDP CPUOffload(offload_params=True)), fetched to the GPU for each gather.
+struct OffloadSet {
+  bool optimizer = false;
+  bool params = false;
+  bool any() const { return optimizer || params; }
+  bool operator==(const OffloadSet&) const = default;
+};
+// "none", or the offloaded parts in a fixed order, comma-separated ("optimizer,params").
+std::string to_string(OffloadSet o);
+// "none" or a comma-separated list of optimizer, params (each at most once, none alone); false on anything else.
+bool parse_offload(std::string_view s, OffloadSet& out);
+inline constexpr std::string_view kOffloadChoices = "none, or a comma-separated list of optimizer, params";
+
 // A decoder-only transformer.
 struct ModelSpec {
   std::string name;
@@ -162,12 +178,25 @@ struct LinkSpec {
   double effective_Bps() const { return bandwidth_Bps * efficiency; }
 };
 
+// ZeRO-Offload's CPU-Adam (Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC,
+// arXiv:2101.06840, Table 3): one optimizer step over 10 billion parameters in 2.57 s on the host CPUs of the
+// paper's GPU server, 3.89e9 parameters/s: the default ClusterSpec::host_adam_params_per_s.
+inline constexpr double kCpuAdamParamsPerS = 10e9 / 2.57;
+
 struct ClusterSpec {
   std::string name;
   std::string gpu;  // GPU profile name
   int64_t gpus_per_node = 8;
   LinkSpec intra_node;  // NVLink / NVSwitch
   LinkSpec inter_node;  // per-GPU NIC
+  // The GPU <-> host-memory link of one GPU (PCIe, or NVLink-C2C on Grace superchips), per direction: what offloaded
+  // states cross (planner/cost/offload.hpp). 0 = unknown: offload plans are refused on this cluster.
+  LinkSpec host_link;
+  // Parameters per second one node's CPUs update with Adam (the offloaded optimizer step; its GPUs' shards share
+  // them). Default: ZeRO-Offload's CPU-Adam (offload.hpp, kCpuAdamParamsPerS).
+  double host_adam_params_per_s = kCpuAdamParamsPerS;
+  // Host memory of one node, what the offloaded states of its GPUs must fit in. 0 = unknown (not checked).
+  int64_t host_memory_bytes = 0;
   std::string source;
 };
 
@@ -190,6 +219,7 @@ struct ParallelConfig {
   int zero_stage = 0;               // 0..3 (3 = FSDP)
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
+  OffloadSet offload;                  // states kept in host memory (config.cpp: which sharding each needs)
   bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
   bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs
   // Megatron-LM's asynchronous backward TP collectives (--async-tensor-model-parallel-allreduce): the input-gradient

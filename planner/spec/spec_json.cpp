@@ -166,6 +166,9 @@ ClusterSpec cluster_from_json(JsonReader& r) {
   c.gpus_per_node = r.get_int("gpus_per_node", 1, 1'000'000);
   c.intra_node = link_from_json(r.object("intra_node"));
   c.inter_node = link_from_json(r.object("inter_node"));
+  if (r.has("host_link")) c.host_link = link_from_json(r.object("host_link"));
+  c.host_adam_params_per_s = r.get_double("host_adam_Gparams_per_s", kCpuAdamParamsPerS / 1e9, 1e-6, 1e6) * 1e9;
+  c.host_memory_bytes = static_cast<int64_t>(r.get_double("host_memory_GiB", 0.0, 0.0, 1e9) * kGiB);
   c.source = r.get_string("source", "");
   return c;
 }
@@ -187,6 +190,12 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
   p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
   p.distributed_optimizer = r.get_bool("distributed_optimizer", false);
+  if (r.has("offload")) {
+    const std::string offload = r.get_string("offload");
+    if (!parse_offload(offload, p.offload)) {
+      r.fail("offload", fmt::format("unknown value '{}' (use {})", excerpt(offload), kOffloadChoices));
+    }
+  }
   p.overlap_dp_comm = r.get_bool("overlap_dp_comm", true);
   p.overlap_tp_comm = r.get_bool("overlap_tp_comm", false);
   p.async_tp_backward = r.get_bool("async_tp_backward", true);
@@ -284,17 +293,21 @@ nlohmann::json to_json(const GpuSpec& g) {
 }
 
 nlohmann::json to_json(const ClusterSpec& c) {
-  return {{"kind", "cluster"},
+  nlohmann::json j = {{"kind", "cluster"},
           {"name", c.name},
           {"gpu", c.gpu},
           {"gpus_per_node", c.gpus_per_node},
           {"intra_node", link_to_json(c.intra_node)},
           {"inter_node", link_to_json(c.inter_node)},
           {"source", c.source}};
+  if (c.host_link.bandwidth_Bps > 0) j["host_link"] = link_to_json(c.host_link);
+  j["host_adam_Gparams_per_s"] = c.host_adam_params_per_s / 1e9;
+  if (c.host_memory_bytes > 0) j["host_memory_GiB"] = shortest_units(c.host_memory_bytes, kGiB);
+  return j;
 }
 
 nlohmann::json to_json(const ParallelConfig& p) {
-  return {{"dp", p.dp},
+  nlohmann::json j = {{"dp", p.dp},
           {"tp", p.tp},
           {"pp", p.pp},
           {"cp", p.cp},
@@ -321,6 +334,8 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"last_stage_layers", p.last_stage_layers},
           {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
           {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
+  if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
+  return j;
 }
 
 nlohmann::json to_json(const TrainingSpec& t) {

@@ -133,6 +133,13 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--zero", "-1"}), "--zero"},
       {with(kModel, {"--gpus", "64", "--zero", "3", "--zero3-gather-unit", "block"}), "--zero3-gather-unit"},
       {with(kModel, {"--gpus", "64", "--moe-dispatcher", "nccl"}), "--moe-dispatcher"},
+      {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},
+      {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "optimizer,"}), "--offload: unknown value"},
+      {with(kModel, {"--gpus", "64", "--offload", "optimizer"}), "--offload: offload optimizer: the host updates"},
+      {with(kModel, {"--gpus", "64", "--zero", "2", "--offload", "optimizer,params"}), "--offload: offload "
+                                                                                          "optimizer,params with ZeRO "
+                                                                                          "stage 2"},
+      {with(kModel, {"--gpus", "64", "--zero", "3", "--offload", "params"}), "--offload: offload params"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "0"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "nan"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--sp"}), "--sequence-parallel: sequence parallelism needs tp > 1"},
@@ -200,6 +207,8 @@ TEST_CASE("bad input: plan documents") {
       {"plan_async_tp_not_bool.json", "/parallel/async_tp_backward: expected true or false"},
       {"plan_p2p_scatter_gather_not_bool.json", "/parallel/p2p_scatter_gather: expected true or false"},
       {"plan_zero3_gather_unit_unknown.json", "/parallel/zero3_gather_unit"},
+      {"plan_offload_unknown.json", "/parallel/offload: unknown value 'gpu'"},
+      {"plan_offload_params_zero1.json", "/parallel: offload optimizer,params with ZeRO stage 1"},
       {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
       {"plan_seq_negative.json", "/training/seq_len"},

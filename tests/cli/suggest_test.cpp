@@ -72,8 +72,39 @@ TEST_CASE("suggest: steps equal to a part in a million tie and rank by memory, w
   CHECK(nlohmann::json::parse(one.out)["plans"][0]["peak_memory_bytes"] == p0["peak_memory_bytes"]);
 }
 
-TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would need") {
-  const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--wide"});
+TEST_CASE("suggest: 175B on 64 A100-40GB comes out as an optimizer-offload plan that fits (exit 0)") {
+  // The classic ZeRO-Offload case: 16 bytes/param of model states do not fit 64 x 40 GB even fully sharded.
+  const auto j = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json"});
+  REQUIRE(j.exit_code == 0);
+  const auto doc = nlohmann::json::parse(j.out);
+  REQUIRE(!doc["plans"].empty());
+  for (const auto& p : doc["plans"]) {
+    CHECK(p["parallel"]["offload"].get<std::string>().find("optimizer") == 0);
+    CHECK(p["peak_memory_bytes"].get<double>() <= doc["memory_limit"]["limit_bytes"].get<double>());
+  }
+  CHECK(doc["offload_note"].get<std::string>().find("No plan fits with every state on the GPU") == 0);
+  // The winner, estimated on its own: it fits and its optimizer term is the host tail.
+  parplan::test::ScratchDir dir;
+  const std::string plan = (dir.path / "offload.json").string();
+  REQUIRE(run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "-o", plan}).exit_code == 0);
+  const auto e = run_parplan({"estimate", "--plan", plan, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const auto est = nlohmann::json::parse(e.out);
+  CHECK(est["memory"]["fits"] == true);
+  CHECK(est["memory"]["host_bytes_per_gpu"].get<double>() > 0);
+  const auto& off = est["time"]["offload"];
+  CHECK(est["time"]["seconds"]["optimizer"].get<double>() ==
+        doctest::Approx(off["gradient_to_host_s"].get<double>() + off["cpu_optimizer_s"].get<double>() +
+                        off["params_to_gpu_s"].get<double>()));
+  CHECK(est["time"]["step_s"].get<double>() == doctest::Approx(doc["plans"][0]["step_s"].get<double>()));
+  const auto text = run_parplan({"estimate", "--plan", plan});
+  CHECK(text.out.find("optimizer step on the host: gradients to host") != std::string::npos);
+  CHECK(text.out.find("host memory: ") != std::string::npos);
+}
+
+TEST_CASE("suggest: 175B on 64 A100-40GB without offload exits 1 and says why and what it would need") {
+  const auto r =
+      run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--wide", "--offload", "none"});
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("NOTHING FITS") != std::string::npos);
   CHECK(r.out.find("16 bytes/param") != std::string::npos);
@@ -83,7 +114,13 @@ TEST_CASE("suggest: 175B on 64 A100-40GB exits 1 and says why and what it would 
   CHECK(r.out.find("a plan fits on") != std::string::npos);
   CHECK(r.out.find("A100-SXM4-80GB") != std::string::npos);
   CHECK(r.out.find("Closest:") != std::string::npos);
-  const auto j = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json"});
+  CHECK(r.out.find("- offload to host memory: --offload optimizer") != std::string::npos);
+  // With offload searched too and still nothing fitting (8 GPUs), the advice says it was tried.
+  const auto small = run_parplan({"suggest", "--params", "175e9", "--gpus", "8", "--gpu", "a100-40gb", "--wide"});
+  CHECK(small.exit_code == 1);
+  CHECK(small.out.find("- offload to host memory: tried (optimizer, optimizer,params)") != std::string::npos);
+  const auto j =
+      run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json", "--offload", "none"});
   CHECK(j.exit_code == 1);
   const auto doc = nlohmann::json::parse(j.out);
   CHECK(doc["fits"] == false);
@@ -185,6 +222,9 @@ TEST_CASE("suggest: bad input exits 2 with one line naming the flag") {
       {{"suggest", "--params", "175e9", "--gpus", "64", "--schedule", "fast"}, "--schedule"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--sp", "--no-sp"}, "--sp"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--gpu", "a100-80gb"}, "--precision"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "host"}, "--offload"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "params"}, "--offload"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "optimizer,params", "--zero", "1"}, "--offload"},
   };
   for (const auto& c : cases) {
     const auto r = run_parplan(c.args);
@@ -356,7 +396,7 @@ TEST_CASE("suggest --headroom and --memory keep only plans that leave that much 
 TEST_CASE("suggest: when nothing fits under the headroom, the closest miss is measured against the limit") {
   // 175B on 64 A100-80GB fits with 2.4 GiB free; keeping 60 GiB free, nothing does.
   const auto r = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--cluster", "dgx-a100", "--headroom",
-                              "60GiB", "--json"});
+                              "60GiB", "--json", "--offload", "none"});
   CHECK(r.exit_code == 1);
   const auto j = nlohmann::json::parse(r.out);
   const double limit = j["memory_limit"]["limit_bytes"].get<double>();
