@@ -2,6 +2,7 @@
 // against the memory model, options, determinism.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "planner/spec/config.hpp"
@@ -596,4 +597,31 @@ TEST_CASE("simulate: step_graph_tasks counts exactly the tasks simulate() builds
   }
   CHECK(checked >= 100);
   MESSAGE("plans counted: " << checked);
+}
+
+TEST_CASE("optimizer offload: the host copies and the CPU step are events after the DP reduction; the step matches") {
+  Plan plan = test::korthikanti_175b_sharded_dp(1, 8);  // ZeRO-1 over dp 8, one stage
+  plan.parallel.offload.optimizer = true;
+  REQUIRE(validate(plan).ok());
+  const Estimate e = estimate(plan);
+  const SimResult r = simulate_with_timeline(plan);
+  std::vector<TimelineEvent> tail;  // the compute stream's host copies and optimizer, in order
+  for (const TimelineStream& s : r.timeline.tracks[0].streams) {
+    for (const TimelineEvent& ev : s.events) {
+      if (ev.category == EventCategory::host_copy || ev.category == EventCategory::optimizer) tail.push_back(ev);
+    }
+  }
+  REQUIRE(tail.size() == 3);
+  std::sort(tail.begin(), tail.end(), [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+  CHECK(tail[0].category == EventCategory::host_copy);  // gradients down
+  CHECK(tail[1].category == EventCategory::optimizer);  // CPU Adam
+  CHECK(tail[2].category == EventCategory::host_copy);  // parameters up
+  CHECK(tail[0].duration_s() == doctest::Approx(e.time.offload.grad_d2h_s));
+  CHECK(tail[1].duration_s() == doctest::Approx(e.time.offload.cpu_optimizer_s));
+  CHECK(tail[2].duration_s() == doctest::Approx(e.time.offload.param_h2d_s));
+  CHECK(tail[1].start_s >= tail[0].end_s);
+  CHECK(tail[2].start_s >= tail[1].end_s);
+  CHECK(r.summary.optimizer * r.summary.step_s == doctest::Approx(e.time.optimizer_s).epsilon(1e-6));
+  CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));
+  CHECK(to_string(EventCategory::host_copy) == "host_copy");
 }
