@@ -266,6 +266,9 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"cluster_missing_inter_node.json", "/inter_node: missing required key"},
       {"cluster_link_unknown_key.json", "/intra_node/latency: unknown key"},
       {"cluster_nvls_above_one.json", "/intra_node/nvls_efficiency: 1.5 is out of range"},
+      {"cluster_host_link_zero.json", "/host_link/bandwidth_GBps: 0 is out of range"},
+      {"cluster_host_memory_negative.json", "/host_memory_GiB: -1 is out of range"},
+      {"cluster_host_adam_zero.json", "/host_adam_Gparams_per_s: 0 is out of range"},
   };
   for (const auto& [file, names] : cases) {
     const std::string path = kBad + file;
@@ -487,6 +490,7 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
       {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
       {{"run", "--backend", "gpu", "--plan", ok}, "--backend"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_offload_run.json"}, "run: offload plans (offload optimizer)"},
       {{"run", "--backend", "host", "--plan", ok, "--steps", "0"}, "--steps"},
       {{"run", "--backend", "host", "--plan", ok, "--warmup", "-1"}, "--warmup"},
       {{"run", "--backend", "host", "--plan", ok, "--rank", "-1"}, "--rank"},

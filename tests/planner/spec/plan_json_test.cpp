@@ -122,3 +122,20 @@ TEST_CASE("plan documents are a fixed point for DP bucket sizes in MB (a unit th
   }
   CHECK(failures == 0);
 }
+
+TEST_CASE("offload round-trips through the plan document; omitted means none; the cluster keeps its host fields") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.zero_stage = 1;
+  p.parallel.offload.optimizer = true;
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["offload"] == "optimizer");
+  CHECK(j["cluster"]["host_link"]["bandwidth_GBps"] == 32.0);
+  CHECK(j["cluster"]["host_memory_GiB"] == 2048.0);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.offload == p.parallel.offload);
+  CHECK(q.cluster.host_link.bandwidth_Bps == p.cluster.host_link.bandwidth_Bps);
+  CHECK(q.cluster.host_memory_bytes == p.cluster.host_memory_bytes);
+  CHECK(q.cluster.host_adam_params_per_s == doctest::Approx(p.cluster.host_adam_params_per_s));
+  CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
+  CHECK(!plan_to_json(test::korthikanti_175b())["parallel"].contains("offload"));
+}
