@@ -111,7 +111,7 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     s.offload = {off};
     // A pinned set no sharding in the space can run would leave nothing to search: say which knob it needs.
     const bool runnable = std::any_of(s.sharding.begin(), s.sharding.end(), [&off](const Sharding& sh) {
-      return off.params ? sh.zero_stage >= 3 : !off.optimizer || sh.zero_stage >= 1 || sh.distributed_optimizer;
+      return sharding_admits_offload(sh.zero_stage, sh.distributed_optimizer, off);
     });
     if (off.params && !off.optimizer) {
       throw InputError("--offload: params are updated on the host, so the optimizer is offloaded too (use optimizer,params)");

@@ -201,7 +201,7 @@ class Evaluator {
     if (plan_.parallel.dp * plan_.parallel.cp != 1) return false;
     auto admits = [&off](const Sharding& s) {
       if (!off.any()) return s.zero_stage == 0 && !s.distributed_optimizer;
-      return off.params ? s.zero_stage >= 3 : s.zero_stage >= 1 || s.distributed_optimizer;
+      return sharding_admits_offload(s.zero_stage, s.distributed_optimizer, off);
     };
     if (!off.any() && admits(sh)) return false;
     for (const Sharding& o : req_.space.sharding) {

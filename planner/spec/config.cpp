@@ -108,9 +108,11 @@ namespace {
 enum class OffloadProblem : uint8_t { none, params_without_zero3, params_without_optimizer, no_sharding, no_host_link };
 OffloadProblem offload_problem_of(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  if (pc.offload.params && pc.zero_stage < 3) return OffloadProblem::params_without_zero3;
-  if (pc.offload.params && !pc.offload.optimizer) return OffloadProblem::params_without_optimizer;
-  if (pc.offload.optimizer && pc.zero_stage == 0 && !pc.distributed_optimizer) return OffloadProblem::no_sharding;
+  if (!sharding_admits_offload(pc.zero_stage, pc.distributed_optimizer, pc.offload)) {
+    return pc.offload.params && pc.zero_stage < 3 ? OffloadProblem::params_without_zero3
+           : pc.offload.params                    ? OffloadProblem::params_without_optimizer
+                                                  : OffloadProblem::no_sharding;
+  }
   if (pc.offload.any() && !(plan.cluster.host_link.bandwidth_Bps > 0)) return OffloadProblem::no_host_link;
   return OffloadProblem::none;
 }
@@ -140,6 +142,11 @@ std::string offload_problem(const Plan& plan) {
 }  // namespace
 
 bool offload_supported(const Plan& plan) { return offload_problem_of(plan) == OffloadProblem::none; }
+
+bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, OffloadSet offload) {
+  if (offload.params) return offload.optimizer && zero_stage >= 3;
+  return !offload.optimizer || zero_stage >= 1 || distributed_optimizer;
+}
 
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;

@@ -45,6 +45,9 @@ struct ValidateOptions {
 Validity validate(const Plan& plan, const ValidateOptions& opt = {});
 // The plan's offload set has the sharding and the host link it needs (validate()'s offload_invalid rule).
 bool offload_supported(const Plan& plan);
+// The sharding part of that rule: optimizer offload needs a sharded optimizer (ZeRO >= 1 or the distributed
+// optimizer); parameter offload needs ZeRO-3 and the optimizer offloaded too. True for no offload.
+bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, OffloadSet offload);
 std::string_view reject_name(Reject r);          // short key, e.g. "tp_not_dividing_heads"
 std::string describe(Reject r, const Plan& plan);  // one sentence with the numbers
 
