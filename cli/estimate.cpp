@@ -1,4 +1,6 @@
 // `parplan estimate`: one plan, full memory and time breakdown; -o writes the Plan document.
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "cli/accuracy_note.hpp"
@@ -65,7 +67,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    pk.stage, fmt_bytes(pk.recompute_working_set), fmt_bytes(pk.zero3_buffers), fmt_bytes(pk.workspace),
                    fmt_bytes(pk.comm_buffers), fmt_bytes(pk.cuda_context), fmt_bytes(pk.fragmentation));
   if (pc.offload.any()) {
-    s += fmt::format("  host memory: {} offloaded per GPU on stage {}, {} per node{}\n", fmt_bytes(pk.host), pk.stage,
+    const StageMemory& hm = *std::max_element(e.memory.begin(), e.memory.end(),
+                                              [](const StageMemory& a, const StageMemory& b) { return a.host < b.host; });
+    s += fmt::format("  host memory: {} offloaded per GPU on stage {}, {} per node{}\n", fmt_bytes(hm.host), hm.stage,
                      fmt_bytes(e.host_bytes_per_node),
                      plan.cluster.host_memory_bytes > 0
                          ? fmt::format(" of {}{}", fmt_bytes(static_cast<double>(plan.cluster.host_memory_bytes)),

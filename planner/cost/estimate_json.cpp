@@ -1,6 +1,7 @@
 // Estimate JSON (see estimate_json.hpp and docs/json-schema.md).
 #include "planner/cost/estimate_json.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "planner/spec/plan_json.hpp"
@@ -70,7 +71,9 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
   if (plan.parallel.offload.any()) {
     // The offloaded states in host memory and the optimizer step's parts (they add up to seconds.optimizer).
     for (size_t i = 0; i < e.memory.size(); ++i) j["stages"][i]["host_memory_bytes"] = e.memory[i].host;
-    j["memory"]["host_bytes_per_gpu"] = e.memory[static_cast<size_t>(e.peak_stage)].host;
+    double host = 0;
+    for (const StageMemory& m : e.memory) host = std::max(host, m.host);
+    j["memory"]["host_bytes_per_gpu"] = host;  // the most any stage's GPU offloads
     j["memory"]["host_bytes_per_node"] = e.host_bytes_per_node;
     j["memory"]["host_capacity_bytes"] = static_cast<double>(plan.cluster.host_memory_bytes);
     j["memory"]["host_fits"] = e.host_fits;
