@@ -33,7 +33,7 @@ constexpr const char* kDefaultHeadroom = "5%";
 
 struct SuggestOptions {
   ModelOptions model;
-  std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, tokens_per_step, zero;
+  std::optional<int64_t> dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, tokens_per_step, zero;
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
        overlap_p2p = false;
@@ -76,6 +76,7 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   pin(o.pp, s.pp);
   pin(o.cp, s.cp);
   pin(o.ep, s.ep);
+  pin(o.etp, s.etp);
   pin(o.micro_batch, s.micro_batch);
   s.max_micro_batch = o.max_micro_batch;
   if (o.vpp) {
@@ -161,9 +162,14 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   return r;
 }
 
+// " ep 8", with the expert tp under parallel folding: " ep 8 etp 1" (sep "" gives " ep8 etp1").
+std::string expert_text(const ParallelConfig& p, std::string_view sep) {
+  return fmt::format(" ep{}{}{}", sep, p.ep, p.etp > 0 ? fmt::format(" etp{}{}", sep, p.etp) : "");
+}
+
 std::string mesh_text(const Candidate& c, bool moe) {
   const ParallelConfig& p = c.parallel;
-  return fmt::format("{}x{}x{}x{}{}", p.dp, p.tp, p.pp, p.cp, moe ? fmt::format(" ep{}", p.ep) : "");
+  return fmt::format("{}x{}x{}x{}{}", p.dp, p.tp, p.pp, p.cp, moe ? expert_text(p, "") : "");
 }
 
 std::string knobs_text(const ParallelConfig& p) {
@@ -187,7 +193,7 @@ double comm_fraction(const TimeBreakdown& t) {
 
 std::string config_line(const Candidate& c, bool moe) {
   return fmt::format("dp {} tp {} pp {} cp {}{} | {}", c.parallel.dp, c.parallel.tp, c.parallel.pp, c.parallel.cp,
-                     moe ? fmt::format(" ep {}", c.parallel.ep) : "", knobs_text(c.parallel));
+                     moe ? expert_text(c.parallel, " ") : "", knobs_text(c.parallel));
 }
 
 nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
@@ -673,6 +679,10 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--pp", o.pp, "Pin the pipeline stages")->check(pos);
   app.add_option("--cp", o.cp, "Pin the context-parallel size")->check(pos);
   app.add_option("--ep", o.ep, "Pin the expert-parallel size (MoE)")->check(pos);
+  app.add_option("--etp", o.etp,
+                 "Pin the expert tensor-parallel size (MoE; 0 = unset: experts split over tp, ep within dp; N = "
+                 "Megatron-Core parallel folding; default: both 0 and 1 are tried)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_option("--vpp", o.vpp, "Pin interleaved chunks per stage (implies --schedule interleaved)")->check(CLI::Range(int64_t{2}, int64_t{1024}));
   app.add_option("--micro-batch", o.micro_batch, "Pin the micro-batch size")->check(pos);
   app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
@@ -750,6 +760,7 @@ void refuse_pins_without_mesh(const SuggestOptions& o, int64_t gpus) {
   add("--pp", o.pp);
   add("--cp", o.cp);
   add("--ep", o.ep);
+  add("--etp", o.etp);
   add("--micro-batch", o.micro_batch);
   if (!pins.empty()) {
     throw InputError(fmt::format("{}: no configuration of {} GPUs has these sizes (dp x tp x pp x cp must equal "
@@ -775,7 +786,7 @@ std::string search_with_offload(const SuggestOptions& o, SearchRequest& req, Sea
 
 // Whether any flag narrowed the search space (the advice then also searches without the pins).
 bool any_knob_pinned(const SuggestOptions& o) {
-  return o.dp || o.tp || o.pp || o.cp || o.ep || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
+  return o.dp || o.tp || o.pp || o.cp || o.ep || o.etp || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
          !o.recompute.empty() || o.sp || o.no_sp || o.distributed_optimizer || o.no_distributed_optimizer;
 }
 

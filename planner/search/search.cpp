@@ -12,6 +12,7 @@ namespace {
 
 struct Mesh {
   int64_t dp, tp, pp, cp, ep;
+  int64_t etp = 0;  // MoE: 0 = experts split over tp, ep within dp; N = parallel folding with expert tp N
 };
 
 std::vector<int64_t> divisors(int64_t n) {
@@ -40,6 +41,29 @@ bool allowed(const std::vector<int64_t>& list, int64_t v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
+// Calls f(mesh) for every expert split of a MoE mesh: ep within dp with the experts split over tp (etp 0), and for
+// each expert tp N in the space, MoE parallel folding (Megatron-Core; ParallelConfig::etp): ep x N dividing the
+// stage's tp x cp x dp ranks. Folding with N = tp and cp = 1 is the unfolded layout again, and is not repeated.
+template <class F>
+void for_each_expert_split(const SearchSpace& s, const std::vector<int64_t>& all, Mesh m, F&& f) {
+  for (int64_t etp : s.etp) {
+    m.etp = etp;
+    if (etp == 0) {
+      for (int64_t ep : divisors_of(m.dp, all)) {
+        m.ep = ep;
+        if (allowed(s.ep, ep)) f(m);
+      }
+      continue;
+    }
+    const int64_t ranks = m.tp * m.cp * m.dp;
+    if (ranks % etp != 0 || (etp == m.tp && m.cp == 1)) continue;
+    for (int64_t ep : divisors_of(ranks / etp, all)) {
+      m.ep = ep;
+      if (allowed(s.ep, ep)) f(m);
+    }
+  }
+}
+
 // Calls f(mesh) for every mesh of n GPUs the search space admits, in a fixed order.
 template <class F>
 void for_each_mesh(const SearchRequest& req, int64_t n, F&& f) {
@@ -53,9 +77,7 @@ void for_each_mesh(const SearchRequest& req, int64_t n, F&& f) {
         const int64_t dp = n / tp / pp / cp;
         if (!allowed(s.cp, cp) || !allowed(s.dp, dp)) continue;
         if (req.model.is_moe()) {
-          for (int64_t ep : divisors_of(dp, all)) {
-            if (allowed(s.ep, ep)) f(Mesh{dp, tp, pp, cp, ep});
-          }
+          for_each_expert_split(s, all, Mesh{dp, tp, pp, cp, 1}, f);
         } else if (allowed(s.ep, 1)) {
           f(Mesh{dp, tp, pp, cp, 1});
         }
@@ -72,7 +94,7 @@ std::vector<Mesh> meshes(const SearchRequest& req, int64_t n) {
 
 auto key(const Candidate& c) {
   const ParallelConfig& p = c.parallel;
-  return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
+  return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
                          static_cast<int>(p.recompute), p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
                          p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers);
 }
@@ -139,6 +161,7 @@ class Evaluator {
     pc.pp = mesh.pp;
     pc.cp = mesh.cp;
     pc.ep = mesh.ep;
+    pc.etp = mesh.etp;
     const int64_t B = plan_.training.global_batch;
     std::vector<int64_t> mbs = req_.space.micro_batch;
     if (mbs.empty()) {

@@ -30,6 +30,9 @@ struct Sharding {
 // default set below for the rest. A one-element list pins the dimension.
 struct SearchSpace {
   std::vector<int64_t> dp, tp, pp, cp, ep, micro_batch;
+  // MoE expert tensor parallel sizes tried: 0 = unset (the experts split over tp, ep groups within dp), N = MoE
+  // parallel folding with expert tp N (ParallelConfig::etp). Megatron-Core's MoE recipes fold with etp 1.
+  std::vector<int64_t> etp{0, 1};
   int64_t max_micro_batch = 16;  // micro-batch sizes tried: divisors of global_batch / dp up to this
   std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble};
   std::vector<int64_t> vpp{2, 3, 4, 6, 8};  // chunks per stage tried with the interleaved schedule

@@ -108,8 +108,10 @@ namespace {
 enum class OffloadProblem : uint8_t { none, params_without_zero3, params_without_optimizer, no_sharding, no_host_link };
 OffloadProblem offload_problem_of(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  if (!sharding_admits_offload(pc.zero_stage, pc.distributed_optimizer, pc.offload)) {
-    return pc.offload.params && pc.zero_stage < 3 ? OffloadProblem::params_without_zero3
+  // The stage within the step: with pipelining ZeRO-3 keeps its parameters gathered (step_zero_stage), so there is
+  // no shard at rest to offload.
+  if (!sharding_admits_offload(pc.step_zero_stage(), pc.distributed_optimizer, pc.offload)) {
+    return pc.offload.params && pc.step_zero_stage() < 3 ? OffloadProblem::params_without_zero3
            : pc.offload.params                    ? OffloadProblem::params_without_optimizer
                                                   : OffloadProblem::no_sharding;
   }
@@ -122,8 +124,8 @@ std::string offload_problem(const Plan& plan) {
   const std::string what = to_string(pc.offload);
   switch (offload_problem_of(plan)) {
     case OffloadProblem::params_without_zero3:
-      return fmt::format("offload {} with ZeRO stage {}: parameter offload needs ZeRO-3 (--zero 3)", what,
-                         pc.zero_stage);
+      return fmt::format("offload {} with ZeRO stage {}: parameter offload needs ZeRO-3 (--zero 3) without pipelining",
+                         what, pc.zero_stage);
     case OffloadProblem::params_without_optimizer:
       return "offload params: the offloaded parameters are updated on the host, so the optimizer is offloaded too "
              "(use optimizer,params)";

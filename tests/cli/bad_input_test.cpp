@@ -143,7 +143,9 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--bucket-mb", "0"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "nan"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--sp"}), "--sequence-parallel: sequence parallelism needs tp > 1"},
-      {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "2"}), "--zero: ZeRO stage 2 with pp 2"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "3", "--offload", "optimizer,params"}),
+       "--offload: offload optimizer,params with ZeRO stage 3: parameter offload needs ZeRO-3 (--zero 3) without "
+       "pipelining"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--first-stage-layers", "95"}), "first/last stage layers"},
       {{"--model", "gpt3-175b", "--gpus", "64", "--gpu", "a100-80gb", "--precision", "fp8"}, "--precision: "},
       {with(kModel, {"--gpus", "64", "--gpu", "no-such-gpu"}), "--gpu"},

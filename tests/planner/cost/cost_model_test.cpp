@@ -214,9 +214,11 @@ TEST_CASE("unfused gradient accumulation: bytes per parameter and where the pass
   const double emb = grad_accumulation_bytes(p, 51200.0 * 12288 / 8);
   CHECK(e1.embedding_backward_s - e0.embedding_backward_s >= memory_bound_time_s(p.gpu, emb));
   CHECK(e1.output_backward_s - e0.output_backward_s >= memory_bound_time_s(p.gpu, emb));
-  // ZeRO-2/3 accumulate the reduce-scattered shard only.
+  // ZeRO-2/3 accumulate the reduce-scattered shard only (without pipelining: with pp > 1 they run as ZeRO-1).
   p.parallel.zero_stage = 2;
   p.parallel.dp = 4;
+  CHECK(grad_accumulation_bytes(p, 1e9) == doctest::Approx(6e9));
+  p.parallel.pp = 1;
   CHECK(grad_accumulation_bytes(p, 1e9) == doctest::Approx(6e9 / 4));
 }
 

@@ -88,6 +88,8 @@ Brute brute_force(const SearchRequest& req) {
             for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
               for (Sharding sh : req.space.sharding) {
                 if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer)) continue;
+                // With pipelining ZeRO-2/3 run as ZeRO-1 (the distributed optimizer, in the space).
+                if (pp > 1 && sh.zero_stage >= 2) continue;
                 for (Schedule s : req.space.schedules) {
                   // 1F1B in the space: GPipe (never better) and, with one stage, ZB-H1 (the same plan) are not
                   // tried (docs/suggest.md).
@@ -337,8 +339,9 @@ TEST_CASE("search: each rejection reason is counted, and a lifted constraint dis
   req = small_request(8);
   req.model = test::profiles().model("mixtral-8x7b", "test");
   req.gpu = test::profiles().gpu("h100-80gb", "test");
+  req.space.etp = {0};  // unfolded only: ep divides dp by construction and 8 experts for dp <= 8
   res = search(req);
-  CHECK(count(Reject::ep_invalid) == 0);  // ep divides dp by construction and 8 experts for dp <= 8
+  CHECK(count(Reject::ep_invalid) == 0);
   req.gpus = 32;
   req.space.tp = {1};
   req.space.pp = {1};
@@ -360,6 +363,37 @@ TEST_CASE("search: each rejection reason is counted, and a lifted constraint dis
   CHECK(count(Reject::out_of_memory) > 0);
   REQUIRE(res.closest);
   CHECK(res.closest->peak_bytes > res.closest->capacity_bytes);
+}
+
+TEST_CASE("search: MoE meshes with expert tensor parallelism (parallel folding) beside the unfolded ones") {
+  SearchRequest req = small_request(16);
+  req.model = test::profiles().model("mixtral-8x7b", "test");
+  req.gpu = test::profiles().gpu("h100-80gb", "test");
+  req.cluster = test::profiles().cluster("dgx-h100", "test");
+  req.training.global_batch = 64;
+  req.space.recompute = {Recompute::full};
+  req.space.schedules = {Schedule::one_f_one_b};
+  req.space.pp = {2};
+  req.space.tp = {2};
+  req.top_k = 1000;
+  req.space.etp = {0};
+  const int64_t unfolded = mesh_count(req, 16);
+  req.space.etp = {0, 1};
+  // pp 2, tp 2, cp 1, dp 4 (and cp 2 dp 2, cp 4 dp 1): unfolded ep | dp; folded etp 1: ep | tp cp dp = 8.
+  CHECK(mesh_count(req, 16) > unfolded);
+  const SearchResult res = search(req);
+  bool folded_beyond_dp = false;
+  for (const Candidate& c : res.top) {
+    if (c.parallel.etp == 1 && c.parallel.ep > c.parallel.dp) folded_beyond_dp = true;  // ep 8 over tp 2 x dp 4
+    if (c.parallel.etp > 0) CHECK(c.parallel.sequence_parallel);  // folding with tp > 1 needs SP (validate)
+  }
+  CHECK(folded_beyond_dp);
+  // etp = tp with cp 1 is the unfolded layout: not enumerated twice.
+  req.space.etp = {0, 2};
+  req.space.cp = {1};
+  const int64_t with_tp = mesh_count(req, 16);
+  req.space.etp = {0};
+  CHECK(with_tp == mesh_count(req, 16));
 }
 
 TEST_CASE("search: --explain keeps the best single-reason rejection, estimated as if allowed") {
