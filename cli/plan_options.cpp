@@ -137,10 +137,11 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.loss_in_pipeline_split = me.loss_in_split;
 }
 
+
 // The training settings from the flags: precision, attention kernel, gradient accumulation and the DP bucket size.
 void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   TrainingSpec& tr = plan.training;
-  tr.precision = enum_flag<Precision>(mo.precision, "--precision", "bf16, fp16, fp8");
+  set_precision(tr, mo);
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
@@ -206,6 +207,16 @@ void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
 
 }  // namespace
 
+void set_precision(TrainingSpec& tr, const ModelOptions& o) {
+  tr.precision = enum_flag<Precision>(o.precision, "--precision", "bf16, fp16, fp8");
+  if (o.fp8_recipe.empty()) return;
+  if (tr.precision != Precision::fp8) {
+    throw InputError(fmt::format("--fp8-recipe: {} needs --precision fp8 (the precision is {})", excerpt(o.fp8_recipe),
+                                 to_string(tr.precision)));
+  }
+  tr.fp8_recipe = enum_flag<Fp8Recipe>(o.fp8_recipe, "--fp8-recipe", "delayed, tensorwise, rowwise, blockwise, mxfp8");
+}
+
 OffloadSet offload_flag(const std::string& value) {
   OffloadSet o;
   if (!parse_offload(value, o)) {
@@ -224,6 +235,9 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--gpus", o.gpus, "Number of GPUs")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--seq", o.seq, "Sequence length in tokens (default: the model's)")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   app.add_option("--precision", o.precision, "bf16 | fp16 | fp8 (fp8: GEMMs in fp8)");
+  app.add_option("--fp8-recipe", o.fp8_recipe,
+                 "delayed | tensorwise | rowwise | blockwise | mxfp8: how fp8 operands are scaled (default tensorwise; "
+                 "with --precision fp8)");
   app.add_option("--attention", o.attention, "flash | unfused attention kernel");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
   o.options = options_since(app, before);

@@ -49,6 +49,7 @@ struct ModelOptions {
   std::optional<int64_t> gpus;
   std::optional<int64_t> seq;
   std::string precision = "bf16";
+  std::string fp8_recipe;  // with --precision fp8 only (default tensorwise)
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
   std::optional<ModelSpec> model_spec;  // a model shape read from a framework config (--from), when no --model / --params
@@ -71,6 +72,8 @@ struct MeshOptions {
 
 // Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
 void add_model_options(CLI::App& app, ModelOptions& o);
+// --precision and --fp8-recipe into tr (a recipe without fp8 is an error naming the flag).
+void set_precision(TrainingSpec& tr, const ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute
 // --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --offload --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers --etp --moe-dispatcher --overlap-ep --account-for-*-in-pipeline-split.

@@ -135,7 +135,7 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   if (!o.model.gpus) throw InputError("--gpus is required");
   r.gpus = *o.model.gpus;
   TrainingSpec& tr = r.training;
-  tr.precision = enum_flag<Precision>(o.model.precision, "--precision", "bf16, fp16, fp8");
+  set_precision(tr, o.model);
   tr.attention = enum_flag<AttentionKernel>(o.model.attention, "--attention", "flash, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.seq_len = t.model.seq_len;

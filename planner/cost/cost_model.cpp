@@ -7,6 +7,7 @@
 #include "planner/cost/activations.hpp"
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/expert_comm.hpp"
+#include "planner/cost/fp8.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/cost/flops.hpp"
 #include "planner/cost/gemm.hpp"
@@ -122,6 +123,10 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
     const double qk = 2.0 * T * width * A;
     add(qk, qk);
   }
+  const Fp8CastBytes cast = fp8_cast_bytes(plan, layer_params(plan));
+  b.fp8_cast_forward = cast.forward;
+  b.fp8_cast_backward = cast.backward;
+  add(cast.forward, cast.backward);
   if (plan.training.attention == AttentionKernel::unfused) {
     const double scores = d(pc.micro_batch) * d(m.heads / pc.tp) * (d(plan.seq_len()) / d(pc.cp)) * d(plan.seq_len());
     b.scores_forward = scores * 2.0 * A;
@@ -328,8 +333,12 @@ PassTimes memory_bound_ops(const Plan& plan) {
   const GpuSpec& gpu = plan.gpu;
   const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
   const double launches = kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
-  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches;
-  const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches;
+  // fp8: a cast kernel per GEMM operand (4 inputs, 4 weights) forward; backward a cast-transpose per output gradient
+  // and a transpose per saved input and weight (fp8.hpp).
+  const bool fp8 = plan.training.precision == Precision::fp8;
+  const double cast_fwd = fp8 ? 8.0 * gpu.gemm.kernel_overhead_s : 0.0, cast_bwd = fp8 ? 12.0 * gpu.gemm.kernel_overhead_s : 0.0;
+  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches + cast_fwd;
+  const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches + cast_bwd;
   return {mem, mem_bwd};
 }
 

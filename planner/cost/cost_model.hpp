@@ -228,6 +228,8 @@ struct LayerMemoryBytes {
   double elementwise_backward = 0;
   double scores_forward = 0;   // 0 with flash attention
   double scores_backward = 0;
+  double fp8_cast_forward = 0;  // fp8 training: the operand casts (fp8.hpp), part of elementwise_*
+  double fp8_cast_backward = 0;
   double forward() const { return elementwise_forward + scores_forward; }
   double backward() const { return elementwise_backward + scores_backward; }
 };

@@ -34,6 +34,11 @@ constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::
                                                             {"zb-h1", Schedule::zero_bubble}};
 constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {{"flash", AttentionKernel::flash},
                                                                   {"unfused", AttentionKernel::unfused}};
+constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipe[] = {{"delayed", Fp8Recipe::delayed},
+                                                                  {"tensorwise", Fp8Recipe::tensorwise},
+                                                                  {"rowwise", Fp8Recipe::rowwise},
+                                                                  {"blockwise", Fp8Recipe::blockwise},
+                                                                  {"mxfp8", Fp8Recipe::mxfp8}};
 constexpr std::pair<std::string_view, Zero3GatherUnit> kZ3Unit[] = {{"layer", Zero3GatherUnit::layer},
                                                                     {"linear", Zero3GatherUnit::linear}};
 constexpr std::pair<std::string_view, MoeDispatcher> kDispatcher[] = {{"alltoall", MoeDispatcher::alltoall},
@@ -57,6 +62,7 @@ std::string_view to_string(Precision e) { return name_of(e, kPrec); }
 std::string_view to_string(Recompute e) { return name_of(e, kRec); }
 std::string_view to_string(Schedule e) { return name_of(e, kSched); }
 std::string_view to_string(AttentionKernel e) { return name_of(e, kAttn); }
+std::string_view to_string(Fp8Recipe e) { return name_of(e, kFp8Recipe); }
 std::string_view to_string(Zero3GatherUnit e) { return name_of(e, kZ3Unit); }
 std::string_view to_string(MoeDispatcher e) { return name_of(e, kDispatcher); }
 bool parse_enum(std::string_view s, DType& out) { return lookup(s, out, kDTypes); }
@@ -67,6 +73,7 @@ bool parse_enum(std::string_view s, Precision& out) { return lookup(s, out, kPre
 bool parse_enum(std::string_view s, Recompute& out) { return lookup(s, out, kRec); }
 bool parse_enum(std::string_view s, Schedule& out) { return lookup(s, out, kSched); }
 bool parse_enum(std::string_view s, AttentionKernel& out) { return lookup(s, out, kAttn); }
+bool parse_enum(std::string_view s, Fp8Recipe& out) { return lookup(s, out, kFp8Recipe); }
 bool parse_enum(std::string_view s, Zero3GatherUnit& out) { return lookup(s, out, kZ3Unit); }
 bool parse_enum(std::string_view s, MoeDispatcher& out) { return lookup(s, out, kDispatcher); }
 

@@ -40,6 +40,11 @@ enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, every
 enum class Recompute : uint8_t { none, selective, full };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
 enum class AttentionKernel : uint8_t { flash, unfused };
+// How fp8 GEMM operands are scaled (planner/cost/fp8.hpp): delayed (amax from the history of earlier steps,
+// Transformer Engine's DelayedScaling), tensorwise / rowwise (current scaling: an amax pass over the tensor or each
+// row before the cast; torchao float8's recipes), blockwise (1x128 / 128x128 tiles, DeepSeek-V3) and mxfp8 (32-element
+// blocks with e8m0 scales, Blackwell), whose scales come out of the cast kernel itself.
+enum class Fp8Recipe : uint8_t { delayed, tensorwise, rowwise, blockwise, mxfp8 };
 // What ZeRO-3 all-gathers at a time (and prefetches one ahead): one transformer layer (PyTorch FSDP wrapping each
 // block) or one linear layer (DeepSpeed ZeRO-3's per-submodule fetch): see planner/cost/zero3.hpp.
 enum class Zero3GatherUnit : uint8_t { layer, linear };
@@ -56,6 +61,7 @@ std::string_view to_string(Precision);
 std::string_view to_string(Recompute);
 std::string_view to_string(Schedule);
 std::string_view to_string(AttentionKernel);
+std::string_view to_string(Fp8Recipe);
 std::string_view to_string(Zero3GatherUnit);
 std::string_view to_string(MoeDispatcher);
 // Parsers return false on an unknown name (callers build the error message with the flag or JSON path).
@@ -67,6 +73,7 @@ bool parse_enum(std::string_view s, Precision& out);
 bool parse_enum(std::string_view s, Recompute& out);
 bool parse_enum(std::string_view s, Schedule& out);
 bool parse_enum(std::string_view s, AttentionKernel& out);
+bool parse_enum(std::string_view s, Fp8Recipe& out);
 bool parse_enum(std::string_view s, Zero3GatherUnit& out);
 bool parse_enum(std::string_view s, MoeDispatcher& out);
 
@@ -263,6 +270,7 @@ struct TrainingSpec {
   int64_t global_batch = 0;  // sequences per step
   int64_t seq_len = 0;       // tokens per sequence (0 = the model's)
   AttentionKernel attention = AttentionKernel::flash;
+  Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;  // precision fp8 only
   bool grad_fp32 = true;     // gradients accumulated/reduced in fp32 (Megatron default for bf16)
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM

@@ -219,6 +219,7 @@ TrainingSpec training_from_json(JsonReader& r) {
   t.global_batch = r.get_int("global_batch", 1, kMaxGlobalBatch);
   t.seq_len = r.get_int("seq_len", 0, 0, 100'000'000);
   t.attention = r.get_enum("attention", AttentionKernel::flash);
+  t.fp8_recipe = r.get_enum("fp8_recipe", Fp8Recipe::tensorwise);
   t.grad_fp32 = r.get_bool("grad_fp32", true);
   t.fused_grad_accumulation = r.get_bool("fused_grad_accumulation", true);
   t.dp_bucket_bytes = static_cast<int64_t>(r.get_double("dp_bucket_MB", 40.0, 0.001, 1e6) * 1e6);
@@ -343,6 +344,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"global_batch", t.global_batch},
           {"seq_len", t.seq_len},
           {"attention", to_string(t.attention)},
+          {"fp8_recipe", to_string(t.fp8_recipe)},
           {"grad_fp32", t.grad_fp32},
           {"fused_grad_accumulation", t.fused_grad_accumulation},
           {"dp_bucket_MB", shortest_units(t.dp_bucket_bytes, 1e6)}};

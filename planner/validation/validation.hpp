@@ -48,6 +48,8 @@ std::vector<MappedRun> load_published_runs(std::string_view text, const std::str
 // text does not determine the value.
 bool map_ffn_type(std::string_view text, FfnType& out);
 bool map_precision(std::string_view text, Precision& out, std::string* note = nullptr);
+// The fp8 scaling recipe a precision text names (tensorwise when it names none, with a note).
+Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes = nullptr);
 bool map_recompute(std::string_view text, Recompute& out);
 // GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
 // with the reason in *why.

@@ -83,6 +83,18 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
   return true;
 }
 
+Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes) {
+  const std::string t = ascii_lower(text);
+  // "MXFP8", "FP8 blockwise" / DeepSeek-V3's "1x128 / 128x128" tiles, "rowwise", "delayed"; torchao's Float8Linear
+  // and "tensorwise" name its default, dynamic tensorwise scaling.
+  if (has(t, "mxfp8")) return Fp8Recipe::mxfp8;
+  if (has(t, "blockwise") || has(t, "1x128")) return Fp8Recipe::blockwise;
+  if (has(t, "rowwise")) return Fp8Recipe::rowwise;
+  if (has(t, "delayed")) return Fp8Recipe::delayed;
+  if (!has(t, "tensorwise") && notes) notes->push_back("fp8 recipe not named: tensorwise (torchao's default)");
+  return Fp8Recipe::tensorwise;
+}
+
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;

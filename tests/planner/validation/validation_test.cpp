@@ -424,6 +424,16 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   row["arch"]["top_k"] = nullptr;
   CHECK(has_reason(map_one(row), "arch.top_k not stated"));
 
+  // The fp8 recipe from the precision text.
+  CHECK(map_fp8_recipe("MXFP8 (--fp8-recipe mxfp8 e4m3; fp8 param gather)") == Fp8Recipe::mxfp8);
+  CHECK(map_fp8_recipe("FP8 blockwise (--fp8-recipe blockwise e4m3)") == Fp8Recipe::blockwise);
+  CHECK(map_fp8_recipe("FP8 mixed precision (E4M3 fine-grained 1x128 / 128x128 scaling)") == Fp8Recipe::blockwise);
+  CHECK(map_fp8_recipe("Float8 rowwise with bf16 all-gather") == Fp8Recipe::rowwise);
+  CHECK(map_fp8_recipe("Float8 tensorwise (torchao)") == Fp8Recipe::tensorwise);
+  std::vector<std::string> notes;
+  CHECK(map_fp8_recipe("Float8 (torchao Float8Linear on nn.Linear)", &notes) == Fp8Recipe::tensorwise);
+  CHECK(notes.size() == 1);
+
   // torchao's "Float8" names fp8.
   Precision p = Precision::bf16;
   CHECK(map_precision("Float8 rowwise (torchao)", p));

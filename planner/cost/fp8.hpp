@@ -1,0 +1,30 @@
+// FP8 training's quantization work: the casts of GEMM operands to fp8 (and their transposed copies), priced as
+// memory-bound passes, per layer and microbatch on one GPU.
+//
+// An fp8 GEMM reads fp8 operands with their scales, so every operand in 16 bits is cast first (NVIDIA Transformer
+// Engine, "Using FP8 with Transformer Engine": cast and cast-transpose kernels; torchao float8 README: the float8
+// conversion before each torch._scaled_mm). Per layer (h hidden, T tokens of the microbatch, widths per tp rank):
+//   forward   the inputs of the four linears, T (h [x (top_k + shared) for a MoE MLP] + h + context + f) elements
+//             ("X"), and the layer's weights W (cast each forward, as torchao does; Transformer Engine's weight cache
+//             across microbatches is not modelled): (X + W) (A + 1 + a) bytes.
+//   backward  the output gradients of the four linears ("G", the widths of their outputs) cast to fp8 and transposed
+//             for the weight gradient (two 1-byte writes), the saved fp8 inputs and weights transposed (read 1, write 1):
+//             G (A + 2 + a) + 2 X + 2 W bytes.
+// A = the activation dtype's bytes; a = A where the recipe scales from the tensor itself before casting (tensorwise,
+// rowwise: an amax pass reads it once more), 0 where the scale comes from history (delayed) or out of the cast kernel
+// (blockwise, mxfp8). The fp8 GEMMs themselves run at the fp8 peak (gemm.cpp).
+#pragma once
+
+#include "planner/spec/spec.hpp"
+
+namespace parplan {
+
+struct Fp8CastBytes {
+  double forward = 0, backward = 0;
+  double inputs = 0, output_grads = 0, weights = 0;  // elements: X, G and W above
+};
+
+// 0 unless the plan trains in fp8. `layer_params`: the layer's parameters on this GPU.
+Fp8CastBytes fp8_cast_bytes(const Plan& plan, double layer_params);
+
+}  // namespace parplan

@@ -1,0 +1,65 @@
+// Tests for planner/cost/fp8: the fp8 operand casts as memory-bound work, per recipe.
+#include <doctest/doctest.h>
+
+#include "planner/cost/cost_model.hpp"
+#include "planner/cost/fp8.hpp"
+#include "planner/spec/config.hpp"
+#include "planner/test_plans.hpp"
+
+using namespace parplan;
+
+namespace {
+// Llama 3 8B on 8 H100s, FSDP, one sequence of 8192 per microbatch (torchao's float8 benchmark layout).
+Plan llama3_8b_fp8(Fp8Recipe recipe) {
+  Plan p;
+  p.model = test::profiles().model("llama3-8b", "test");
+  p.gpu = test::profiles().gpu("h100", "test");
+  p.cluster = test::profiles().cluster("dgx-h100", "test");
+  p.parallel.dp = 8;
+  p.parallel.zero_stage = 3;
+  p.num_gpus = 8;
+  p.training.precision = Precision::fp8;
+  p.training.fp8_recipe = recipe;
+  p.training.global_batch = 8;
+  p.training.seq_len = 8192;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("fp8 casts: every GEMM operand in 16 bits is cast forward, output gradients cast-transposed backward") {
+  const Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  const double T = 8192, h = 4096, f = 14336, W = 218e6;
+  const Fp8CastBytes c = fp8_cast_bytes(p, W);
+  CHECK(c.inputs == doctest::Approx(T * (h + h + h + f)));                   // QKV, out-proj, MLP up, MLP down
+  CHECK(c.output_grads == doctest::Approx(T * ((h + 2 * 1024) + h + 2 * f + h)));  // their outputs' gradients
+  // Tensorwise scaling reads each bf16 tensor twice (amax, then the cast) and writes 1 byte; backward writes the
+  // cast and its transpose, and transposes the saved fp8 inputs and weights.
+  CHECK(c.forward == doctest::Approx((c.inputs + W) * (2 + 1 + 2)));
+  CHECK(c.backward == doctest::Approx(c.output_grads * (2 + 2 + 2) + 2 * c.inputs + 2 * W));
+  // Delayed scaling (amax from history) and MXFP8 (scales from the cast kernel) skip the amax pass.
+  for (Fp8Recipe r : {Fp8Recipe::delayed, Fp8Recipe::mxfp8, Fp8Recipe::blockwise}) {
+    const Fp8CastBytes d = fp8_cast_bytes(llama3_8b_fp8(r), W);
+    CHECK(d.forward == doctest::Approx((c.inputs + W) * 3));
+    CHECK(d.backward == doctest::Approx(c.output_grads * 4 + 2 * c.inputs + 2 * W));
+  }
+  CHECK(fp8_cast_bytes(llama3_8b_fp8(Fp8Recipe::rowwise), W).forward == doctest::Approx(c.forward));
+  // bf16 training casts nothing.
+  Plan bf16 = p;
+  bf16.training.precision = Precision::bf16;
+  CHECK(fp8_cast_bytes(bf16, W).forward == 0.0);
+}
+
+TEST_CASE("fp8 casts are part of the layer's memory-bound passes and slow the layer down") {
+  Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  REQUIRE(validate(p).ok());
+  const LayerMemoryBytes b = layer_memory_bound_bytes(p);
+  CHECK(b.fp8_cast_forward > 0);
+  CHECK(b.elementwise_forward > b.fp8_cast_forward);  // the norms, residuals and activation besides
+  Plan delayed = p;
+  delayed.training.fp8_recipe = Fp8Recipe::delayed;
+  CHECK(layer_cost(p).forward_s > layer_cost(delayed).forward_s);
+  // The casts take back part of what the fp8 GEMMs save over bf16, not all of it.
+  Plan bf16 = p;
+  bf16.training.precision = Precision::bf16;
+  CHECK(layer_cost(p).forward_s < layer_cost(bf16).forward_s);
+}
