@@ -45,7 +45,7 @@ std::string_view reject_flag(Reject r) {
     case Reject::pp_exceeds_layers:
       return "--pp";
     case Reject::uneven_stages_invalid:
-      return "--first-stage-layers/--last-stage-layers/--account-for-*-in-pipeline-split";
+      return "--first-stage-layers/--last-stage-layers/--stage-layers/--account-for-*-in-pipeline-split";
     case Reject::vpp_invalid:
       return "--vpp";
     case Reject::cp_not_dividing_seq:
@@ -128,6 +128,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
+  if (me.stage_layers) pc.stage_layout = parse_stage_layout(*me.stage_layers, "--stage-layers");
   pc.etp = me.etp.value_or(0);
   pc.moe_dispatcher = me.moe_dispatcher.empty()
                           ? MoeDispatcher::alltoall
@@ -280,6 +281,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);
+  app.add_option("--stage-layers", o.stage_layers,
+                 "Layers per pipeline stage, e.g. 3,4,4,3, or per chunk when interleaved, e.g. 0/1/1,1/1/1,1/1/0");
   app.add_option("--etp", o.etp,
                  "Expert tensor parallel size (MoE): the experts' tp under Megatron-Core's parallel folding, ep x etp "
                  "dividing tp x cp x dp (default: the experts split over tp, ep groups within dp)")->check(pos);

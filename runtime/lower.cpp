@@ -468,7 +468,10 @@ class Lowerer {
   // ---- pipeline tasks ----------------------------------------------------------------------------------------
   int64_t virtual_stage(int64_t chunk) const { return chunk * pc_.pp + coord_.pp; }
   int64_t last_virtual() const { return v_ * pc_.pp - 1; }
-  int64_t layers_in_chunk() const { return layers_ / v_; }
+  // The current chunk's layers: an explicit per-chunk layout's count (config.hpp chunk_layers), else an equal share.
+  int64_t layers_in_chunk() const {
+    return uneven_chunks(plan_, coord_.pp) ? chunk_layers(plan_, coord_.pp, chunk_) : layers_ / v_;
+  }
   int& stash_of(int64_t mb, int64_t chunk) {
     const size_t key = static_cast<size_t>(mb * v_ + chunk);
     if (stashes_.size() <= key) stashes_.resize(key + 1, -1);

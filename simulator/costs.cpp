@@ -38,13 +38,16 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     StageCosts& st = sc.stages[static_cast<size_t>(i)];
     st.pp_tier = pp_tier;
     st.dp_tier = dp_tier;
-    // The stage's mean layer (its dense layers, a MoE model's leading ones, spread evenly over its chunks).
+    // The stage's mean layer (its dense layers, a MoE model's leading ones, spread evenly over its chunks); an explicit
+    // per-chunk layout gives each chunk its own layers (chunk_layers).
     const LayerCost lc = mean_layer_cost(e.layer, e.dense_layer, stage_layers(plan, i), stage_dense_layers(plan, i));
-    const double Lc = d(stage_layers(plan, i)) / d(v);
+    const bool uneven = uneven_chunks(plan, i);
+    const double n = d(std::max<int64_t>(1, stage_layers(plan, i)));
     st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
     st.chunks.resize(static_cast<size_t>(v));
     for (int64_t c = 0; c < v; ++c) {
       ChunkCosts& cc = st.chunks[static_cast<size_t>(c)];
+      const double Lc = uneven ? d(chunk_layers(plan, i, c)) : d(stage_layers(plan, i)) / d(v);
       cc.forward_s = Lc * lc.forward_s;
       cc.forward_comm_s = Lc * lc.exposed_forward_comm_s;
       cc.backward_input_s = Lc * lc.backward_input_s;
@@ -67,8 +70,10 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
       cc.zero3_gather_recompute_s = pc.recompute == Recompute::full ? Lc * lc.zero3_gather_s : 0.0;
       // Embedding (first stage) and output layer (last stage): in the chunk that owns them, or spread evenly.
-      const double share_first = opt.edges_in_owning_chunk ? (c == 0 ? 1.0 : 0.0) : 1.0 / d(v);
-      const double share_last = opt.edges_in_owning_chunk ? (c == v - 1 ? 1.0 : 0.0) : 1.0 / d(v);
+      // Spread: as the closed form spreads the stage's time, in the chunks' layer fractions.
+      const double spread = uneven ? Lc / n : 1.0 / d(v);
+      const double share_first = opt.edges_in_owning_chunk ? (c == 0 ? 1.0 : 0.0) : spread;
+      const double share_last = opt.edges_in_owning_chunk ? (c == v - 1 ? 1.0 : 0.0) : spread;
       if (i == 0) {
         cc.forward_s += share_first * edge.embedding_forward_s;
         cc.backward_input_s += share_first * edge.embedding_backward_s;

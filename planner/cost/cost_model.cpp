@@ -708,6 +708,22 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
 
 StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
 
+namespace {
+// Interleaved, chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage
+// 0's chunk 0) over the stage's order (interleaved_peak_bytes).
+double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
+  const ParallelConfig& pc = plan.parallel;
+  std::vector<double> bytes(static_cast<size_t>(pc.vpp));
+  for (int64_t c = 0; c < pc.vpp; ++c) {
+    const int64_t dense = chunk_dense_layers(plan, stage, c);
+    bytes[static_cast<size_t>(c)] = d(chunk_layers(plan, stage, c) - dense) * in.layer_activation_bytes +
+                                    d(dense) * in.dense_layer_activation_bytes +
+                                    (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
+  }
+  return interleaved_peak_bytes(pc.pp, pc.num_microbatches, pc.vpp, stage, bytes);
+}
+}  // namespace
+
 StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
   const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
@@ -738,7 +754,9 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const double stage_layer_bytes =
       d(sm.layers - dense_layers) * in.layer_activation_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
   sm.activations = d(sm.in_flight_chunks) * stage_layer_bytes / d(v);
-  if (stage == 0) {
+  if (v > 1 && uneven_chunks(plan, stage)) {  // an explicit per-chunk layout: each chunk's bytes over the order
+    sm.activations = uneven_chunk_activations(plan, stage, in);
+  } else if (stage == 0) {
     sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
                       in.embedding_activation_bytes;
   }
@@ -923,6 +941,9 @@ inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime
   t.p2p_forward_s = forward_sends * p2p_s;
   t.p2p_backward_s = (sends - forward_sends) * p2p_s;
   t.last_send_delay_s = 0;
+  const bool uneven = v > 1 && uneven_chunks(in.plan, i);  // an explicit per-chunk layout: its layer fractions
+  t.first_chunk_share = uneven ? d(chunk_layers(in.plan, i, 0)) / L : -1.0;
+  t.last_chunk_share = uneven ? d(chunk_layers(in.plan, i, v - 1)) / L : -1.0;
   st.per_microbatch_s = t.total();
   return st;
 }
@@ -938,7 +959,7 @@ void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::v
   for (int64_t i = 0; i < p; ++i) {
     // Middle stages with as many layers as the one before (and no dense ones) have its times (the search asks for
     // no StageTime).
-    if (!stages && i >= 1 && i < p - 1) {
+    if (!stages && i >= 1 && i < p - 1 && in.plan.parallel.stage_layout.empty()) {
       const int64_t layers = stage_layers(in.plan, i) + (stage_dense_layers(in.plan, i) > 0 ? -1'000'000'000 : 0);
       if (i >= 2 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];

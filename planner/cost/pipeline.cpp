@@ -37,6 +37,20 @@ int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int6
   return fwd0(warm + j + 1) - bwd0(j);
 }
 
+double interleaved_peak_bytes(int64_t p, int64_t m, int64_t v, int64_t stage, std::span<const double> chunk_bytes) {
+  const int64_t total = m * v, group = p * v;
+  if (v < 1 || p < 1 || static_cast<int64_t>(chunk_bytes.size()) != v) return 0.0;
+  const int64_t warm = std::min(interleaved_warmup(p, v, stage), total);
+  const auto bytes = [&](int64_t c) { return chunk_bytes[static_cast<size_t>(c)]; };
+  double live = 0, peak = 0;
+  for (int64_t k = 0; k < warm; ++k) peak = std::max(peak, live += bytes((k % group) / p));
+  for (int64_t k = 0; k < total - warm; ++k) {  // one forward, one backward; the cool-down only frees
+    peak = std::max(peak, live += bytes(((k + warm) % group) / p));
+    live -= bytes(v - 1 - (k % group) / p);
+  }
+  return peak;
+}
+
 int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage) { return 2 * (p - stage - 1) + (v - 1) * p; }
 
 namespace {
@@ -61,12 +75,15 @@ struct ChunkOps {
 };
 ChunkOps chunk_sends(const StageMicrobatchTime& t, int64_t i, int64_t p, int64_t v) {
   // Every stage but the last sends v activations per microbatch, the last v gradients (p2p_sends_per_microbatch).
+  // Compute in the chunk's share (uneven chunks: their layer fractions), one transfer per chunk.
   const double inv = 1.0 / static_cast<double>(v);
+  const double first = t.first_chunk_share >= 0 ? t.first_chunk_share : inv;
+  const double last = t.last_chunk_share >= 0 ? t.last_chunk_share : inv;
   const double x = (i < p - 1 ? t.p2p_forward_s : t.p2p_backward_s) * inv;
-  const double f = t.forward_s * inv, b = (t.backward_input_s + t.backward_weight_s) * inv;
+  const double f = t.forward_s, b = t.backward_input_s + t.backward_weight_s;
   const int64_t last_vs = p * v - 1, vs_last_chunk = (v - 1) * p + i;
-  return {f + (i < last_vs ? x : 0.0), b + (i > 0 ? x : 0.0), f + (vs_last_chunk < last_vs ? x : 0.0),
-          b + (vs_last_chunk > 0 ? x : 0.0)};
+  return {first * f + (i < last_vs ? x : 0.0), first * b + (i > 0 ? x : 0.0),
+          last * f + (vs_last_chunk < last_vs ? x : 0.0), last * b + (vs_last_chunk > 0 ? x : 0.0)};
 }
 }  // namespace
 

@@ -25,6 +25,11 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
 // 4 are chunk 0 (not 2.5). Every steady-state forward reaches the chunk peak, so both maxima coincide.
 int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage);
 
+// Interleaved with chunks of different sizes: the most bytes stage `stage`'s live chunk-microbatches hold over its
+// order (Megatron-LM's, as in_flight_first_chunks walks it), a microbatch's chunk c holding chunk_bytes[c] (v
+// entries) from its forward to its backward. Equal chunks: in_flight_chunks x the chunk's bytes.
+double interleaved_peak_bytes(int64_t p, int64_t m, int64_t v, int64_t stage, std::span<const double> chunk_bytes);
+
 // Per-stage, per-microbatch time (all v chunks of the stage), split as the schedules need it.
 // Blocking sends wait after the op they follow: activations after forwards, gradients after backwards (ZB-H1: after
 // B_input), so the first stage sends only after forwards and the last only after backwards.
@@ -37,6 +42,9 @@ struct StageMicrobatchTime {
   // The last microbatch's gradient send takes this much longer: it shares the stage's link with the stage's DP
   // reduction, running by then (cost_model.cpp step_time). Once per step, on the final backward chain.
   double last_send_delay_s = 0;
+  // Interleaved: the stage's first (chunk 0) and last (chunk v-1) chunk's share of its compute; negative: 1/v (equal
+  // chunks). An explicit per-chunk layout (config.hpp chunk_layers) sets them to the chunks' layer fractions.
+  double first_chunk_share = -1, last_chunk_share = -1;
   double forward_slot() const { return forward_s + p2p_forward_s; }
   double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
   double total() const { return forward_slot() + backward_slot(); }

@@ -5,14 +5,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <vector>
+
+#include "planner/spec/error.hpp"
 
 namespace parplan {
 
 int64_t stage_layers(const Plan& plan, int64_t stage) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp, L = plan.model.layers;
+  if (!pc.stage_layout.empty()) {
+    if (stage < 0 || stage >= static_cast<int64_t>(pc.stage_layout.size())) return 0;  // validate() rejects the size
+    int64_t n = 0;
+    for (int64_t x : pc.stage_layout[static_cast<size_t>(stage)]) n += x;
+    return n;
+  }
   if (p == 1) return L;
   if (pc.split_extra_layers() > 0) {  // Megatron's accounting: (L + e + l) / p per stage, less e first and l last
     const int64_t per = (L + pc.split_extra_layers()) / p;
@@ -55,27 +64,98 @@ int64_t stage_layers(const Plan& plan, int64_t stage) {
   return rest / free_stages + (order < rest % free_stages ? 1 : 0);
 }
 
-int64_t stage_dense_layers(const Plan& plan, int64_t stage) {
+std::vector<std::vector<int64_t>> parse_stage_layout(std::string_view text, std::string_view what) {
+  std::vector<std::vector<int64_t>> out(1);
+  const char* at = text.data();
+  const char* const end = text.data() + text.size();
+  while (true) {
+    int64_t n = -1;
+    const auto [next, ec] = std::from_chars(at, end, n);
+    if (ec != std::errc() || n < 0 || n > 100'000'000 || out.size() > 1'000'000 || out.back().size() >= 1024) {
+      throw InputError(fmt::format("{}: '{}' is not a list of layer counts per stage (e.g. 3,4,4,3) or per chunk "
+                                   "(e.g. 0/1/1,1/1/1,1/1/0)",
+                                   what, text.substr(0, 80)));
+    }
+    out.back().push_back(n);
+    at = next;
+    if (at == end) return out;
+    if (*at == ',') {
+      out.emplace_back();
+    } else if (*at != '/') {
+      throw InputError(fmt::format("{}: '{}': counts are separated by ',' (stages) and '/' (chunks)", what,
+                                   text.substr(0, 80)));
+    }
+    ++at;
+  }
+}
+
+std::string format_stage_layout(const std::vector<std::vector<int64_t>>& layout) {
+  std::string out;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    if (i > 0) out += ',';
+    for (size_t c = 0; c < layout[i].size(); ++c) out += fmt::format("{}{}", c > 0 ? "/" : "", layout[i][c]);
+  }
+  return out;
+}
+
+int64_t chunk_layers(const Plan& plan, int64_t stage, int64_t chunk) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t v = pc.chunks_per_stage();
+  if (stage >= 0 && stage < static_cast<int64_t>(pc.stage_layout.size())) {
+    const std::vector<int64_t>& chunks = pc.stage_layout[static_cast<size_t>(stage)];
+    if (static_cast<int64_t>(chunks.size()) == v && v > 1) return chunk < v ? chunks[static_cast<size_t>(chunk)] : 0;
+  }
+  const int64_t n = stage_layers(plan, stage);
+  return chunk < v - 1 ? n / v : n - (v - 1) * (n / v);
+}
+
+bool uneven_chunks(const Plan& plan, int64_t stage) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t v = pc.chunks_per_stage();
+  if (v < 2 || stage < 0 || stage >= static_cast<int64_t>(pc.stage_layout.size()) ||
+      static_cast<int64_t>(pc.stage_layout[static_cast<size_t>(stage)].size()) != v) {
+    return false;  // derived chunks: priced at their average (as the closed form's stage times)
+  }
+  for (int64_t c = 1; c < v; ++c) {
+    if (chunk_layers(plan, stage, c) != chunk_layers(plan, stage, 0)) return true;
+  }
+  return false;
+}
+
+int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
   const int64_t dense = plan.model.is_moe() ? plan.model.dense_layers : 0;
   if (dense == 0) return 0;
   const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
-  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...; a stage's chunks share its layers evenly
-  // (the last chunk takes what an uneven count leaves).
-  int64_t start = 0, held = 0;
+  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...
+  int64_t start = 0;
   for (int64_t c = 0; c < v && start < dense; ++c) {
     for (int64_t j = 0; j < p && start < dense; ++j) {
-      const int64_t n = stage_layers(plan, j);
-      const int64_t chunk = c < v - 1 ? n / v : n - (v - 1) * (n / v);
-      if (j == stage) held += std::clamp<int64_t>(dense - start, 0, chunk);
-      start += chunk;
+      const int64_t n = chunk_layers(plan, j, c);
+      if (j == stage && c == chunk) return std::clamp<int64_t>(dense - start, 0, n);
+      start += n;
     }
   }
+  return 0;
+}
+
+int64_t stage_dense_layers(const Plan& plan, int64_t stage) {
+  if (!plan.model.is_moe() || plan.model.dense_layers == 0) return 0;
+  int64_t held = 0;
+  for (int64_t c = 0; c < plan.parallel.chunks_per_stage(); ++c) held += chunk_dense_layers(plan, stage, c);
   return held;
 }
 
 bool stage_layers_divisible(const Plan& plan, int64_t v) {
   const ParallelConfig& pc = plan.parallel;
   if (v <= 0) return false;
+  if (!pc.stage_layout.empty()) {  // a stage given by its chunks is divided; one given by its count must divide by v
+    for (const std::vector<int64_t>& st : pc.stage_layout) {
+      int64_t n = 0;
+      for (int64_t x : st) n += x;
+      if (n <= 0 || (static_cast<int64_t>(st.size()) != v && n % v != 0)) return false;
+    }
+    return true;
+  }
   // Megatron's accounting splits L + e + l layers into pp x v equal chunks; the embedding and the loss take a
   // layer's place in the first and the last chunk.
   if (pc.split_extra_layers() > 0) return (plan.model.layers + pc.split_extra_layers()) % (pc.pp * v) == 0;
@@ -100,6 +180,28 @@ int64_t interleaved_last_stage_layers(int64_t layers, int64_t pp, int64_t v) {
 }
 
 namespace {
+// The explicit layout: an entry per stage, each one count or one per chunk (chunks_per_stage(), more than one), no
+// chunk negative, every stage at least one layer, the model's layers in all; not with the other split settings.
+bool stage_layout_valid(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (static_cast<int64_t>(pc.stage_layout.size()) != pc.pp || pc.first_stage_layers > 0 || pc.last_stage_layers > 0 ||
+      pc.split_extra_layers() > 0) {
+    return false;
+  }
+  const int64_t v = pc.chunks_per_stage();
+  int64_t total = 0;
+  for (const std::vector<int64_t>& st : pc.stage_layout) {
+    if (st.size() != 1 && (v <= 1 || static_cast<int64_t>(st.size()) != v)) return false;
+    int64_t n = 0;
+    for (int64_t x : st) {
+      if (x < 0 || x > plan.model.layers) return false;
+      n += x;
+    }
+    if (n < 1) return false;
+    total += n;
+  }
+  return total == plan.model.layers;
+}
 // What keeps the plan's offload set from running as asked: ZeRO-Offload and Megatron-Core's optimizer CPU offload
 // update the optimizer shard a rank owns (ZeRO >= 1 or the distributed optimizer; DeepSpeed's offload_optimizer needs
 // ZeRO 1-3); parameter offload (ZeRO-Infinity offload_param) needs ZeRO-3's sharded parameters and updates them where
@@ -159,7 +261,9 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (m.heads % pc.tp != 0 || m.kv_heads % pc.tp != 0) v.add(Reject::tp_not_dividing_heads);
   if (m.ffn_hidden % pc.tp != 0 || m.dense_ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
   if (pc.pp > m.layers) v.add(Reject::pp_exceeds_layers);
-  if (pc.split_extra_layers() > 0) {  // an even split of L + e + l, every stage keeping a layer; not with first/last
+  if (!pc.stage_layout.empty()) {
+    if (!stage_layout_valid(plan)) v.add(Reject::uneven_stages_invalid);
+  } else if (pc.split_extra_layers() > 0) {  // an even split of L + e + l, every stage keeping a layer; not first/last
     const int64_t total = m.layers + pc.split_extra_layers();
     if (pc.pp < 2 || total % pc.pp != 0 || total / pc.pp < 2 || pc.first_stage_layers > 0 || pc.last_stage_layers > 0) {
       v.add(Reject::uneven_stages_invalid);
@@ -266,6 +370,12 @@ std::string describe(Reject r, const Plan& plan) {
                            "(Megatron's accounting; not with first/last stage layers)",
                            m.layers, pc.split_extra_layers(), pc.pp);
       }
+      if (!pc.stage_layout.empty()) {
+        return fmt::format("stage layers: {} entries for pp {}, each a stage's layer count or its {} chunks' counts "
+                           "(at least one layer per stage, {} in all, not with first/last stage layers or Megatron's "
+                           "accounting)",
+                           pc.stage_layout.size(), pc.pp, pc.chunks_per_stage(), m.layers);
+      }
       return fmt::format("first/last stage layers {}/{} cannot be placed on {} stages of {} layers",
                          pc.first_stage_layers, pc.last_stage_layers, pc.pp, m.layers);
     case Reject::vpp_invalid: {
@@ -277,15 +387,16 @@ std::string describe(Reject r, const Plan& plan) {
       }
       const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
       // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
-      const int64_t last = pc.schedule == Schedule::interleaved && pc.first_stage_layers == 0 &&
-                                   pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
+      const int64_t last = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
+                                   pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
                                    pc.num_microbatches % pc.pp == 0
                                ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
                                : 0;
       // Megatron's accounting (the embedding and the loss as layers) interleaves L + 2 layers in pp x vpp chunks.
-      const bool megatron = pc.schedule == Schedule::interleaved && pc.split_extra_layers() == 0 &&
-                            pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
-                            pc.num_microbatches % pc.pp == 0 && (m.layers + 2) % (pc.pp * pc.vpp) == 0;
+      const bool megatron = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
+                            pc.split_extra_layers() == 0 && pc.first_stage_layers == 0 && pc.last_stage_layers == 0 &&
+                            pc.pp > 1 && pc.vpp > 1 && pc.num_microbatches % pc.pp == 0 &&
+                            (m.layers + 2) % (pc.pp * pc.vpp) == 0;
       std::vector<std::string> ways;
       if (last > 0) ways.push_back(fmt::format("a last stage of {} layers would do: --last-stage-layers {}", last, last));
       if (megatron) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "planner/spec/spec.hpp"
 
@@ -51,12 +52,26 @@ bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, Offload
 std::string_view reject_name(Reject r);          // short key, e.g. "tp_not_dividing_heads"
 std::string describe(Reject r, const Plan& plan);  // one sentence with the numbers
 
-// Layers held by pipeline stage `stage` (even split; the first/last stage counts when set; any remainder goes to the
-// middle stages, which carry no embedding or output layer).
+// Layers held by pipeline stage `stage`: the explicit layout's (ParallelConfig::stage_layout) when given, else an even
+// split (the first/last stage counts when set; any remainder goes to the middle stages, which carry no embedding or
+// output layer).
 int64_t stage_layers(const Plan& plan, int64_t stage);
+// Transformer layers in chunk `chunk` of stage `stage` (chunks_per_stage() chunks): the explicit layout's count when
+// it gives the stage's chunks, else the stage's layers split evenly (the last chunk takes what an uneven count
+// leaves). One chunk per stage: stage_layers().
+int64_t chunk_layers(const Plan& plan, int64_t stage, int64_t chunk);
+// Stage `stage`'s chunks, as an explicit per-chunk layout gives them, hold different layer counts: the chunks are
+// priced apart. A derived split (an uneven count's remainder in the last chunk) is priced at the chunks' average.
+bool uneven_chunks(const Plan& plan, int64_t stage);
+// The layout as text: stages separated by ',', each a layer count or its chunks' counts separated by '/'
+// ("3,4,4,3"; "0/1/1,1/1/1,1/1/0"). Throws InputError("<what>: ...") on anything else.
+std::vector<std::vector<int64_t>> parse_stage_layout(std::string_view text, std::string_view what);
+std::string format_stage_layout(const std::vector<std::vector<int64_t>>& layout);  // parse_stage_layout's text
 // Of those, the MoE model's leading dense layers (ModelSpec::dense_layers) the stage holds, in model order over the
 // stages' chunks (interleaved: chunk 0 of every stage, then chunk 1, ...). 0 for a dense model.
 int64_t stage_dense_layers(const Plan& plan, int64_t stage);
+// The dense layers chunk `chunk` of stage `stage` holds (the same model order); stage_dense_layers sums them.
+int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk);
 // Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
 bool stage_layers_divisible(const Plan& plan, int64_t v);
 // Layers that no even split interleaves (layers % (pp v) != 0): the largest last-stage layer count, a multiple of v,

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace parplan {
 
@@ -250,6 +251,11 @@ struct ParallelConfig {
   // over pp (x vpp chunks) and the first (last) stage holds one transformer layer fewer (stage_layers, config.hpp).
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
+  // An explicit layer layout (plan field stage_layers, --stage-layers): one entry per pipeline stage, each either
+  // {n} (the stage's n layers; interleaved: split into chunks_per_stage() equal chunks) or {n_0, .., n_{v-1}} (the
+  // transformer layers of each of its v chunks, in chunk order; a chunk may hold none, e.g. the first stage's chunk 0
+  // with only the embedding). Empty: the split above (stage_layers(), config.hpp).
+  std::vector<std::vector<int64_t>> stage_layout;
   int64_t split_extra_layers() const { return (embedding_in_pipeline_split ? 1 : 0) + (loss_in_pipeline_split ? 1 : 0); }
 
   int64_t gpus() const { return saturating_product({dp, tp, pp, cp}); }  // INT64_MAX on overflow

@@ -173,6 +173,33 @@ ClusterSpec cluster_from_json(JsonReader& r) {
   return c;
 }
 
+namespace {
+// parallel.stage_layers: an array with an entry per stage, each a layer count or an array of its chunks' counts
+// (ParallelConfig::stage_layout); the counts' sums and sizes are checked by validate().
+std::vector<std::vector<int64_t>> stage_layout_from_json(JsonReader& r) {
+  const nlohmann::json& a = r.raw("stage_layers");
+  if (!a.is_array() || a.empty() || a.size() > 1'000'000) r.fail("stage_layers", "must be a non-empty array");
+  std::vector<std::vector<int64_t>> out;
+  const auto count = [&](const nlohmann::json& x, const std::string& at) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 100'000'000) {
+      r.fail(at, "must be a layer count (a non-negative integer) or an array of them (one per chunk)");
+    }
+    return x.get<int64_t>();
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string at = fmt::format("stage_layers/{}", i);
+    std::vector<int64_t>& st = out.emplace_back();
+    if (a[i].is_array()) {
+      if (a[i].empty() || a[i].size() > 1024) r.fail(at, "must list 1 to 1024 chunk layer counts");
+      for (size_t c = 0; c < a[i].size(); ++c) st.push_back(count(a[i][c], fmt::format("{}/{}", at, c)));
+    } else {
+      st.push_back(count(a[i], at));
+    }
+  }
+  return out;
+}
+}  // namespace
+
 ParallelConfig parallel_from_json(JsonReader& r) {
   ParallelConfig p;
   constexpr int64_t kMax = 100'000'000;
@@ -209,6 +236,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.last_stage_layers = r.get_int("last_stage_layers", 0, 0, kMax);
   p.embedding_in_pipeline_split = r.get_bool("embedding_in_pipeline_split", false);
   p.loss_in_pipeline_split = r.get_bool("loss_in_pipeline_split", false);
+  if (r.has("stage_layers")) p.stage_layout = stage_layout_from_json(r);
   if (p.gpus() > kMaxMeshGpus) r.fail("dp", fmt::format("dp*tp*pp*cp exceeds {} GPUs", kMaxMeshGpus));
   return p;
 }
@@ -336,6 +364,13 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
           {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
   if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
+  if (!p.stage_layout.empty()) {
+    nlohmann::json layout = nlohmann::json::array();
+    for (const std::vector<int64_t>& st : p.stage_layout) {
+      layout.push_back(st.size() == 1 ? nlohmann::json(st[0]) : nlohmann::json(st));
+    }
+    j["stage_layers"] = std::move(layout);
+  }
   return j;
 }
 

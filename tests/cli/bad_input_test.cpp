@@ -149,6 +149,11 @@ TEST_CASE("bad input: estimate flags") {
        "--offload: offload optimizer,params with ZeRO stage 3: parameter offload needs ZeRO-3 (--zero 3) without "
        "pipelining"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--first-stage-layers", "95"}), "first/last stage layers"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--stage-layers", "48,4x"}), "--stage-layers: '48,4x'"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--stage-layers", "48,47"}),
+       "--first-stage-layers/--last-stage-layers/--stage-layers/--account-for-*-in-pipeline-split: stage layers: 2 "
+       "entries for pp 2"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--vpp", "2", "--stage-layers", "24/24,24/23/1"}), "stage layers: "},
       {{"--model", "gpt3-175b", "--gpus", "64", "--gpu", "a100-80gb", "--precision", "fp8"}, "--precision: "},
       {with(kModel, {"--gpus", "64", "--gpu", "no-such-gpu"}), "--gpu"},
       {with(kModel, {"--gpus", "64", "--cluster", "no-such-cluster"}), "--cluster"},
@@ -222,6 +227,8 @@ TEST_CASE("bad input: plan documents") {
       {"plan_deep_nesting.json", "JSON nested deeper than 256 levels"},
       {"plan_empty_name.json", "/name: must not be empty"},
       {"plan_name_not_string.json", "/name"},
+      {"plan_stage_layers_not_counts.json", "/parallel/stage_layers/1/1: must be a layer count"},
+      {"plan_stage_layers_wrong_sum.json", "/parallel: stage layers: 2 entries for pp 2"},
   };
   for (const auto& [file, names] : cases) expect_bad_estimate({"--plan", kBad + file}, kBad + file + ": " + names);
 }

@@ -248,12 +248,13 @@ TEST_CASE("interleaved and ZB-H1 orders from the simulator run on host ranks and
 TEST_CASE("interleaving with uneven stages (4 + 2 layers, 2 chunks each) runs; the stages allocate what the memory "
           "model says, as with an even split") {
   // Per stage: (measured model-state + activation peak) - (the memory model's), and forward GEMMs.
-  const auto run = [](int64_t layers, int64_t last) {
+  const auto run = [](int64_t layers, int64_t last, const char* layout = nullptr) {
     Plan plan = small_plan(1, 1, 2, 4);
     plan.model.layers = layers;
     plan.parallel.schedule = Schedule::interleaved;
     plan.parallel.vpp = 2;
     plan.parallel.last_stage_layers = last;
+    if (layout) plan.parallel.stage_layout = parse_stage_layout(layout, "--stage-layers");
     REQUIRE(validate(plan).ok());
     std::vector<Program> progs;
     for (int64_t r = 0; r < 2; ++r) progs.push_back(lower(plan, r, stage_schedule(plan, r)));
@@ -280,6 +281,13 @@ TEST_CASE("interleaving with uneven stages (4 + 2 layers, 2 chunks each) runs; t
   // Twice the layers on stage 0: twice its forward GEMMs of the even split; the last stage's are unchanged.
   CHECK(uneven[0].second == 2 * even[0].second);
   CHECK(uneven[1].second == even[1].second);
+  // An explicit per-chunk layout (stage 0: chunk 0 without a layer, chunk 1 two; stage 1: 1 + 1): each chunk stashes
+  // its own layers, and the memory model's walk over the order (interleaved_peak_bytes) allocates the same bytes.
+  const auto chunks = run(4, 0, "0/2,1/1");
+  CHECK(std::llabs(chunks[0].first) <= 4);
+  CHECK(std::llabs(chunks[1].first) <= 4);
+  CHECK(chunks[0].second == even[0].second);
+  CHECK(chunks[1].second == even[1].second);
 }
 
 TEST_CASE("the measured timeline has a track per stage with forward and backward tasks and pp transfers") {

@@ -9,6 +9,7 @@
 #include "planner/cost/cost_model.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/test_plans.hpp"
+#include "simulator/costs.hpp"
 #include "simulator/simulate.hpp"
 
 using namespace parplan;
@@ -624,4 +625,27 @@ TEST_CASE("optimizer offload: the host copies and the CPU step are events after 
   CHECK(r.summary.optimizer * r.summary.step_s == doctest::Approx(e.time.optimizer_s).epsilon(1e-6));
   CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));
   CHECK(to_string(EventCategory::host_copy) == "host_copy");
+}
+
+TEST_CASE("simulate: interleaving with chunks of different sizes prices each chunk by its layers, as the closed form") {
+  // GPT-3 175B, pp 8, vpp 3, 16 microbatches: the first stage's chunk 0 and the last stage's chunk 2 one layer
+  // short, stage 3 two layers more (an explicit per-chunk layout).
+  SimOptions o;
+  o.overlap = false;
+  o.contention = false;
+  o.edges_in_owning_chunk = false;  // the closed form's spread of the edge layers (by the chunks' layer fractions)
+  Plan plan = grid_plan(Schedule::interleaved, 8, 16, 3, true);
+  plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
+  plan.parallel.stage_layout =
+      parse_stage_layout("3/4/4,4/4/4,4/4/4,5/5/4,4/4/4,4/4/4,4/4/4,4/4/3", "--stage-layers");
+  REQUIRE(validate(plan).ok());
+  const sim::StepCosts costs = sim::step_costs(plan);
+  const auto& s0 = costs.stages[0].chunks, &s3 = costs.stages[3].chunks, &s1 = costs.stages[1].chunks;
+  // Chunk forwards in the chunks' layer counts (stage 0's chunk 0 also carries the embedding).
+  CHECK(s3[0].forward_s / s3[2].forward_s == doctest::Approx(5.0 / 4.0));
+  CHECK(s1[0].forward_s == doctest::Approx(s1[2].forward_s));
+  CHECK(s0[1].forward_s == doctest::Approx(s1[1].forward_s));
+  CHECK(s0[0].forward_s < s0[1].forward_s);
+  const double closed = estimate(plan).time.step_s, simulated = simulate(plan, o).summary.step_s;
+  CHECK(std::abs(simulated / closed - 1.0) < 0.02);
 }

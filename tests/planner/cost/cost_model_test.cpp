@@ -9,6 +9,7 @@
 #include "planner/cost/gemm.hpp"
 #include "planner/cost/layout.hpp"
 #include "planner/cost/model_states.hpp"
+#include "planner/cost/pipeline.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -510,4 +511,28 @@ TEST_CASE("ZeRO-2/3 with pipelining run as ZeRO-1 within the step (FSDP with PP,
   Plan flat = test::korthikanti_175b_sharded_dp(3, 4);
   CHECK(flat.parallel.step_zero_stage() == 3);
   CHECK(estimate(flat).memory[0].weights < estimate(test::korthikanti_175b_sharded_dp(1, 4)).memory[0].weights / 4);
+}
+
+TEST_CASE("memory: an explicit per-chunk layout charges each chunk's layers for the microbatches it holds") {
+  Plan even = test::korthikanti_175b();  // 96 layers, pp 8, interleaved vpp 3, 64 microbatches: chunks of 4 layers
+  Plan same = even;
+  same.parallel.stage_layout = parse_stage_layout("4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,4/4/4", "--stage-layers");
+  Plan light = even;  // stage 0's chunk 0 one layer short, stage 3's chunk 0 one more
+  light.parallel.stage_layout = parse_stage_layout("3/4/4,4/4/4,4/4/4,5/4/4,4/4/4,4/4/4,4/4/4,4/4/4", "--stage-layers");
+  REQUIRE(validate(light).ok());
+  const StageMemoryInputs in = stage_memory_inputs(even);
+  for (int64_t i = 0; i < 8; ++i) {
+    CHECK(stage_memory(same, i, in).activations == doctest::Approx(stage_memory(even, i, in).activations));
+  }
+  // Megatron-LM's order holds chunk 0 of in_flight_first_chunks microbatches at the stage's peak: one layer more in
+  // chunk 0 is that many layers' activations more; one fewer, at most that many fewer (the peak may move to where
+  // the order holds more of the other chunks) and fewer than the even split's.
+  const int64_t first = in_flight_first_chunks(Schedule::interleaved, 8, 64, 3, 0);
+  const double even0 = stage_memory(even, 0, in).activations, light0 = stage_memory(light, 0, in).activations;
+  CHECK(light0 < even0);
+  CHECK(light0 >= even0 - static_cast<double>(first) * in.layer_activation_bytes);
+  const int64_t first3 = in_flight_first_chunks(Schedule::interleaved, 8, 64, 3, 3);
+  CHECK(stage_memory(light, 3, in).activations ==
+        doctest::Approx(stage_memory(even, 3, in).activations +
+                        static_cast<double>(first3) * in.layer_activation_bytes));
 }

@@ -318,3 +318,20 @@ TEST_CASE("1F1B, busy stages then a light last one: the fill grid and drain chai
     CHECK(one_f_one_b_step_s(m, st) == closed);
   }
 }
+
+TEST_CASE("interleaved peak bytes over chunks of different sizes: each chunk's live microbatches over the order") {
+  // Equal chunks: in_flight_chunks x the chunk's bytes, on every stage.
+  for (int64_t i : {0, 3, 7}) {
+    const std::vector<double> equal(3, 2.0);
+    CHECK(interleaved_peak_bytes(8, 64, 3, i, equal) ==
+          doctest::Approx(2.0 * static_cast<double>(in_flight_chunks(Schedule::interleaved, 8, 64, 3, i))));
+  }
+  // p = 2, v = 2, m = 4, stage 0 runs F c0 c0 c1 c1 c0 B c1 c0 B c1 c1 B c0 c1 B c0 ...: chunk 0 alone peaks at 4
+  // live microbatches (in_flight_first_chunks), chunk 1 alone at 2, both together at 5.
+  CHECK(interleaved_peak_bytes(2, 4, 2, 0, std::vector<double>{1.0, 0.0}) == 4.0);
+  CHECK(in_flight_first_chunks(Schedule::interleaved, 2, 4, 2, 0) == 4);
+  CHECK(interleaved_peak_bytes(2, 4, 2, 0, std::vector<double>{0.0, 1.0}) == 2.0);
+  CHECK(interleaved_peak_bytes(2, 4, 2, 0, std::vector<double>{1.0, 1.0}) == 5.0);
+  // A chunk without layers (the first stage's chunk 0 holding only the embedding) less than 1/v of the stage's.
+  CHECK(interleaved_peak_bytes(2, 4, 2, 0, std::vector<double>{0.5, 1.5}) < 5.0);
+}

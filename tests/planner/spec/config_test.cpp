@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/spec/config.hpp"
+#include "planner/spec/error.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -218,4 +219,55 @@ TEST_CASE("etp: ep x etp must divide tp x cp x dp; tp > 1 needs SP") {
   p.parallel.etp = 1;
   p.parallel.sequence_parallel = false;
   CHECK(validate(p).has(Reject::ep_invalid));
+}
+
+TEST_CASE("stage layers: an explicit layout, per stage or per chunk") {
+  Plan p = test::korthikanti_175b();  // 96 layers, pp 8, interleaved with vpp 3
+  p.parallel.stage_layout = parse_stage_layout("3/4/4,4/4/4,4/4/4,5/5/4,4/4/4,4/4/4,4/4/4,4/4/3", "--stage-layers");
+  REQUIRE(p.parallel.stage_layout.size() == 8);
+  CHECK(validate(p).ok());
+  CHECK(stage_layers(p, 0) == 11);
+  CHECK(stage_layers(p, 3) == 14);
+  CHECK(stage_layers(p, 7) == 11);
+  CHECK(chunk_layers(p, 0, 0) == 3);
+  CHECK(chunk_layers(p, 3, 1) == 5);
+  CHECK(chunk_layers(p, 7, 2) == 3);
+  CHECK(uneven_chunks(p, 0));
+  CHECK_FALSE(uneven_chunks(p, 1));
+  CHECK(format_stage_layout(p.parallel.stage_layout) == "3/4/4,4/4/4,4/4/4,5/5/4,4/4/4,4/4/4,4/4/4,4/4/3");
+  // A MoE model's 5 leading dense layers in model order over the chunks: stage 0's chunk 0 (3), then stage 1's (2).
+  p.model.experts = 8;
+  p.model.dense_layers = 5;
+  CHECK(chunk_dense_layers(p, 0, 0) == 3);
+  CHECK(chunk_dense_layers(p, 1, 0) == 2);
+  CHECK(stage_dense_layers(p, 0) == 3);
+  CHECK(stage_dense_layers(p, 1) == 2);
+  CHECK(stage_dense_layers(p, 2) == 0);
+  p.model = test::korthikanti_175b().model;
+
+  // Per stage: interleaving needs each count divisible by vpp; 1F1B takes any.
+  p.parallel.stage_layout = parse_stage_layout("11,12,12,14,12,12,12,11", "--stage-layers");
+  CHECK(validate(p).has(Reject::vpp_invalid));
+  p.parallel.schedule = Schedule::one_f_one_b;
+  p.parallel.vpp = 1;
+  CHECK(validate(p).ok());
+  CHECK(stage_layers(p, 3) == 14);
+  CHECK(chunk_layers(p, 3, 0) == 14);
+
+  // Wrong sizes, sums, chunk counts and combinations: uneven_stages_invalid.
+  for (const char* bad : {"12,12,12,12,12,12,24", "11,12,12,14,12,12,12,12", "0,24,12,12,12,12,12,12",
+                          "4/4/4,12,12,12,12,12,12,12"}) {
+    CAPTURE(bad);
+    p.parallel.stage_layout = parse_stage_layout(bad, "--stage-layers");
+    CHECK(validate(p).has(Reject::uneven_stages_invalid));
+    CHECK(describe(Reject::uneven_stages_invalid, p).find("stage layers") != std::string::npos);
+  }
+  p.parallel.stage_layout = parse_stage_layout("11,12,12,14,12,12,12,11", "--stage-layers");
+  p.parallel.first_stage_layers = 11;
+  CHECK(validate(p).has(Reject::uneven_stages_invalid));
+
+  for (const char* bad : {"", "3,,4", "3/x", "-1,2", "3;4", "3,4,"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_stage_layout(bad, "--stage-layers"), doctest::Contains("--stage-layers: "), InputError);
+  }
 }

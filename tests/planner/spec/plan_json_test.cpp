@@ -19,6 +19,18 @@ TEST_CASE("plan_to_json -> plan_from_json gives the same estimate") {
   CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
 }
 
+TEST_CASE("stage_layers round-trips, per stage and per chunk, and moves the estimate") {
+  Plan p = test::korthikanti_175b();  // interleaved, vpp 3, 96 layers on 8 stages
+  p.parallel.stage_layout = {{3, 4, 4}, {12}, {4, 4, 4}, {5, 5, 4}, {12}, {12}, {12}, {4, 4, 3}};
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["stage_layers"] == nlohmann::json::parse("[[3,4,4],12,[4,4,4],[5,5,4],12,12,12,[4,4,3]]"));
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.stage_layout == p.parallel.stage_layout);
+  CHECK(plan_to_json(q) == j);
+  CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
+  CHECK(estimate(q).time.step_s > estimate(test::korthikanti_175b()).time.step_s);  // stage 3 holds 14 layers
+}
+
 TEST_CASE("a hand-written plan may name profiles; the GPU comes from the cluster") {
   const char* text = R"({"model":"gpt3-175b","cluster":"dgx-a100","num_gpus":64,
     "parallel":{"dp":1,"tp":8,"pp":8,"num_microbatches":64,"recompute":"selective","sequence_parallel":true},
