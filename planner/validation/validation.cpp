@@ -475,7 +475,19 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
     r.notes.push_back(fmt::format("{} layers + embedding + loss in {} chunks: Megatron-Core's pipeline split", layers,
                                   chunks));
   }
-  if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0) {
+  const int64_t middle = p > 0 ? (layers + 2) / p : 0, v = pc.chunks_per_stage();
+  if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0 &&
+      v > 1 && middle % v == 0) {
+    // Interleaved: the embedding and the loss take a layer's place in the first and the last chunk (1F1B-I with one
+    // layer per chunk: the first stage's chunk 0 and the last stage's last chunk hold no transformer layer).
+    pc.stage_layout.assign(static_cast<size_t>(p), std::vector<int64_t>(static_cast<size_t>(v), middle / v));
+    --pc.stage_layout.front().front();
+    --pc.stage_layout.back().back();
+    r.notes.push_back(fmt::format("stage layers {}: chunks of {} layers, the first stage's first and the last stage's "
+                                  "last chunk one fewer (arch_notes)",
+                                  format_stage_layout(pc.stage_layout), middle / v));
+  } else if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 &&
+             (layers + 2) % p == 0) {
     pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;
     r.notes.push_back(fmt::format("first and last stages hold {} layers, the others {} (arch_notes)",
                                   pc.first_stage_layers, (layers + 2) / p));

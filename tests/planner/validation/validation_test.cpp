@@ -548,6 +548,16 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   r = map_one_with(zero_bubble_row("ZB-1p"), Unstated::search);
   REQUIRE(r.scored());
   CHECK(r.plan->parallel.schedule == Schedule::zero_bubble);
+  // 1F1B-I with one layer per chunk (vpp 3 = a middle stage's layers): the embedding and the loss take the place of a
+  // layer in the first stage's first chunk and the last stage's last chunk (an explicit per-chunk layout).
+  nlohmann::json interleaved = zero_bubble_row("1F1B-I");
+  interleaved["parallel"]["vpp_chunks_per_stage"] = 3;
+  r = map_one_with(interleaved, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.schedule == Schedule::interleaved);
+  CHECK(r.plan->parallel.vpp == 3);
+  CHECK(format_stage_layout(r.plan->parallel.stage_layout) == "0/1/1,1/1/1,1/1/1,1/1/1,1/1/1,1/1/1,1/1/1,1/1/0");
+  CHECK(r.plan->parallel.first_stage_layers == 0);
   for (const char* s : {"ZB-2p", "ZB-V"}) {
     CAPTURE(s);
     CHECK(has_reason(map_one_with(zero_bubble_row(s), Unstated::search), "is not modelled"));
