@@ -12,6 +12,7 @@
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/estimate_json.hpp"
 #include "planner/cost/model_shape.hpp"
+#include "planner/spec/config.hpp"
 #include "planner/spec/plan_json.hpp"
 
 namespace parplan::cli {
@@ -45,11 +46,13 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
                                   : "";
-  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}  | {} ({} attention)\n\n",
+  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}  | {} ({} attention)\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                    to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
                    pc.offload.any() ? fmt::format("  | offload {}", to_string(pc.offload)) : "",
                    to_string(plan.training.precision), to_string(plan.training.attention));
+  if (!pc.stage_layout.empty()) s += fmt::format("stage layers {}\n", format_stage_layout(pc.stage_layout));
+  s += "\n";
 
   s += "Memory per GPU by pipeline stage (* = peak)\n";
   Table mt({"stage", "layers", "in-flight", "weights", "grads", "optimizer", "activations", "other", "total"});

@@ -1,6 +1,7 @@
 // CLI tests for `parplan estimate` and `parplan profiles`: golden JSON, exit codes, plan files, one-line errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -56,6 +57,28 @@ TEST_CASE("estimate -o writes a plan that estimate --plan reads back to the same
   REQUIRE(b.exit_code == 0);
   CHECK(nlohmann::json::parse(a.out)["time"] == nlohmann::json::parse(b.out)["time"]);
   std::filesystem::remove(plan);
+}
+
+TEST_CASE("estimate --stage-layers: the plan's layout, per stage or per chunk, written with -o and read back") {
+  auto args = kKorthikanti175b;  // 96 layers, pp 8, vpp 3
+  args.insert(args.end(), {"--json", "--stage-layers", "3/4/4,4/4/4,4/4/4,5/5/4,12,12,12,4/4/3"});
+  const auto r = run_parplan(args);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["plan"]["parallel"]["stage_layers"] ==
+        nlohmann::json::parse("[[3,4,4],[4,4,4],[4,4,4],[5,5,4],12,12,12,[4,4,3]]"));
+  CHECK(j["stages"][0]["layers"] == 11);
+  CHECK(j["stages"][3]["layers"] == 14);
+  const auto even = run_parplan([] {
+    auto a = kKorthikanti175b;
+    a.push_back("--json");
+    return a;
+  }());
+  REQUIRE(even.exit_code == 0);
+  CHECK(j["time"]["step_s"].get<double>() > nlohmann::json::parse(even.out)["time"]["step_s"].get<double>());
+  args.erase(std::find(args.begin(), args.end(), "--json"));
+  const auto text = run_parplan(args);
+  CHECK(text.out.find("stage layers 3/4/4,4/4/4,4/4/4,5/5/4,12,12,12,4/4/3\n") != std::string::npos);
 }
 
 TEST_CASE("--params infers a GPT shape and says so") {
