@@ -72,7 +72,11 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   if (pc.offload.any()) {
     const StageMemory& hm = *std::max_element(e.memory.begin(), e.memory.end(),
                                               [](const StageMemory& a, const StageMemory& b) { return a.host < b.host; });
-    s += fmt::format("  host memory: {} offloaded per GPU on stage {}, {} per node{}\n", fmt_bytes(hm.host), hm.stage,
+    s += fmt::format("  host memory: {} offloaded per GPU on stage {}{}, {} per node{}\n", fmt_bytes(hm.host), hm.stage,
+                     pc.offload.activations
+                         ? fmt::format(" ({} of it activations; the GPU keeps {:g} layers')",
+                                       fmt_bytes(hm.offloaded_activations), kActivationOffloadWindowLayers)
+                         : "",
                      fmt_bytes(e.host_bytes_per_node),
                      plan.cluster.host_memory_bytes > 0
                          ? fmt::format(" of {}{}", fmt_bytes(static_cast<double>(plan.cluster.host_memory_bytes)),
@@ -108,6 +112,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   if (plan.model.is_moe()) row("EP all-to-all", t.ep_comm_s);
   row("PP send/recv", t.pp_comm_s);
   if (pc.step_zero_stage() >= 3) row("ZeRO-3 gathers (exposed)", t.zero3_exposed_s);
+  if (pc.offload.activations) row("host copies (exposed)", t.offload_exposed_s);
   row("DP comm (exposed)", t.dp_comm_exposed_s);
   row("optimizer step", t.optimizer_s);
   s += tt.render();
@@ -118,6 +123,13 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
     s += fmt::format("  optimizer step on the host: gradients to host {} ({}), CPU Adam {}, parameters to GPU {} ({})\n",
                      fmt_seconds(o.grad_d2h_s), fmt_bytes(o.grad_bytes), fmt_seconds(o.cpu_optimizer_s),
                      fmt_seconds(o.param_h2d_s), fmt_bytes(o.param_bytes));
+  }
+  if (pc.offload.activations) {
+    s += fmt::format("  activations to the host and back: {} each way per layer and microbatch beside the next layer's "
+                     "forward / backward ({} forward); exposed {} per layer, {} per microbatch on stage {}\n",
+                     fmt_seconds(e.layer.activation_copy_s), fmt_seconds(e.layer.forward_s),
+                     fmt_seconds(e.layer.exposed_offload_s),
+                     fmt_seconds(e.stages[static_cast<size_t>(t.slowest_stage)].offload_s), t.slowest_stage);
   }
   if (pc.offload.params) {
     s += fmt::format("  ZeRO-3 gathers include the copy of each offloaded shard to the GPU ({} per layer)\n",

@@ -265,8 +265,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                  "(DeepSpeed ZeRO-3) at a time");
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
   app.add_option("--offload", o.offload,
-                 "none | optimizer | optimizer,params: keep the optimizer states (ZeRO-Offload, with ZeRO 1-3 or "
-                 "--distributed-optimizer) and the ZeRO-3 parameters (ZeRO-Infinity) in host memory");
+                 "none, or a list of optimizer, params, activations: keep the optimizer states (ZeRO-Offload, with "
+                 "ZeRO 1-3 or --distributed-optimizer), the ZeRO-3 parameters (ZeRO-Infinity) and each layer's stored "
+                 "activations (TransformerEngine CPU offload) in host memory");
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");

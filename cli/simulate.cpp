@@ -61,6 +61,7 @@ std::string render_text(const Plan& plan, const sim::SimResult& r, const Estimat
   row("CP comm (exposed)", s.cp_comm, closed.cp_comm_s);
   if (plan.model.is_moe()) row("EP all-to-all", s.ep_comm, closed.ep_comm_s);
   if (plan.parallel.step_zero_stage() >= 3) row("ZeRO-3 gathers (exposed)", s.zero3_comm, closed.zero3_exposed_s);
+  if (plan.parallel.offload.activations) row("host copies (exposed)", s.offload_exposed, closed.offload_exposed_s);
   row("PP send/recv (exposed)", s.pp_comm, closed.pp_comm_s);
   row("DP comm (exposed)", s.dp_comm_exposed, closed.dp_comm_exposed_s);
   row("optimizer step", s.optimizer, closed.optimizer_s);
@@ -93,6 +94,7 @@ nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const Estimate
   j["fractions"] = {{"compute", s.compute},       {"bubble", s.bubble},
                     {"tp_comm", s.tp_comm},       {"cp_comm", s.cp_comm},
                     {"ep_comm", s.ep_comm},       {"zero3_comm", s.zero3_comm},
+                    {"offload_exposed", s.offload_exposed},
                     {"pp_comm", s.pp_comm},       {"dp_comm_exposed", s.dp_comm_exposed},
                     {"dp_comm_total", s.dp_comm_total}, {"optimizer", s.optimizer}};
   nlohmann::json stages = nlohmann::json::array();
@@ -106,6 +108,7 @@ nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const Estimate
                       {"cp_exposed_s", x.cp_exposed_s},
                       {"ep_exposed_s", x.ep_exposed_s},
                       {"zero3_exposed_s", x.zero3_exposed_s},
+                      {"offload_exposed_s", x.offload_exposed_s},
                       {"pp_exposed_s", x.pp_exposed_s},
                       {"pp_total_s", x.pp_total_s},
                       {"dp_exposed_s", x.dp_exposed_s},

@@ -182,12 +182,14 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
   if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
   if (p.distributed_optimizer) s += " dist-opt";
-  if (p.offload.any()) s += p.offload.params ? " off-opt+par" : " off-opt";
+  if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
+  if (p.offload.activations) s += " off-act";
   return s;
 }
 
 double comm_fraction(const TimeBreakdown& t) {
-  const double comm = t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.pp_comm_s + t.dp_comm_exposed_s + t.zero3_exposed_s;
+  const double comm = t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.pp_comm_s + t.dp_comm_exposed_s + t.zero3_exposed_s +
+                      t.offload_exposed_s;
   return t.step_s > 0 ? comm / t.step_s : 0.0;
 }
 
@@ -338,8 +340,9 @@ std::string offload_advice(const SearchRequest& req) {
     return fmt::format("  - offload to host memory: tried ({}); no plan fits with it either\n", names);
   }
   return "  - offload to host memory: --offload optimizer (ZeRO-Offload: fp32 master weights and Adam moments on the "
-         "host, the CPU runs the optimizer) or optimizer,params (ZeRO-3 parameters too); --offload auto searches "
-         "them when nothing fits\n";
+         "host, the CPU runs the optimizer), optimizer,params (ZeRO-3 parameters too) or activations (each layer's "
+         "stored activations, copied back before its backward), or a list of them; --offload auto searches them when "
+         "nothing fits\n";
 }
 
 std::string advice_text(const SearchRequest& req, const SearchResult& res, const Advice& a) {
@@ -701,8 +704,8 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
   app.add_option("--offload", o.offload,
-                 "auto (default: optimizer and ZeRO-3 parameter offload searched only when no plan fits without "
-                 "them) | none | optimizer | optimizer,params (pin that set)");
+                 "auto (default: optimizer, ZeRO-3 parameter and activation offload searched only when no plan fits "
+                 "without them) | none | a list of optimizer, params, activations (pin that set)");
   app.add_option("--headroom", o.headroom,
                  fmt::format("Memory to keep free per GPU: 10% (of the budget) or 8GiB (default {}; 0 for none)",
                              kDefaultHeadroom));
@@ -771,17 +774,19 @@ void refuse_pins_without_mesh(const SuggestOptions& o, int64_t gpus) {
 }
 
 // --offload auto: when no plan fits with every state on the GPU (and the objective is not fewest-gpus, whose counts
-// each have their own answer), search again with optimizer and ZeRO-3 parameter offload added to the space; the
+// each have their own answer), search again with optimizer, ZeRO-3 parameter and activation offload, alone and
+// combined, added to the space; the
 // result replaces the first (it covers the same plans and more). Returns the line the report opens with when the
 // plans it found offload, else "".
 std::string search_with_offload(const SuggestOptions& o, SearchRequest& req, SearchResult& res) {
   if (o.offload != "auto" || !res.top.empty() || req.objective == Objective::fewest_gpus) return "";
   if (!(req.cluster.host_link.bandwidth_Bps > 0)) return "";  // no host link: nothing to offload over
-  req.space.offload = {OffloadSet{}, OffloadSet{true, false}, OffloadSet{true, true}};
+  req.space.offload = {OffloadSet{},           OffloadSet{true, false, false}, OffloadSet{true, true, false},
+                       OffloadSet{false, false, true}, OffloadSet{true, false, true}, OffloadSet{true, true, true}};
   res = search(req);
   if (res.top.empty()) return "";
   return "No plan fits with every state on the GPU: these plans offload to host memory (off-opt: optimizer states, "
-         "CPU Adam; off-opt+par: ZeRO-3 parameters too; --offload none to turn off).";
+         "CPU Adam; off-opt+par: ZeRO-3 parameters too; off-act: activations; --offload none to turn off).";
 }
 
 // Whether any flag narrowed the search space (the advice then also searches without the pins).

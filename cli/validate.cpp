@@ -1,6 +1,7 @@
 // `parplan validate --runs FILE [--json] [--profile FILE...]`: the cost model scored against published runs.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <filesystem>
@@ -80,14 +81,24 @@ std::string fmt_err(double e) { return fmt::format("{:+.1f}%", e * 100.0); }
 // error: a miss on a row whose step is mostly one term points at that term's profile fields.
 std::string render_breakdown(const ValidationReport& rep) {
   static constexpr std::array<const char*, kNumTimeTerms> kHeads = {"compute", "bubble", "TP", "CP", "EP", "PP",
-                                                                      "ZeRO-3",  "DP",     "optim."};
+                                                                      "ZeRO-3",  "host",   "DP", "optim."};
+  // The host-copy column (activation offload) only when a row has such copies: published runs offload none.
+  const auto host = static_cast<size_t>(
+      std::find(kTimeTerms.begin(), kTimeTerms.end(), std::string_view("offload_exposed")) - kTimeTerms.begin());
+  const bool any_host = std::any_of(rep.rows.begin(), rep.rows.end(),
+                                    [host](const RunResult& r) { return time_terms(r.time)[host] > 0; });
   std::vector<std::string> heads = {"id", "error", "pred. MFU"};
-  heads.insert(heads.end(), kHeads.begin(), kHeads.end());
+  for (size_t k = 0; k < kHeads.size(); ++k) {
+    if (k != host || any_host) heads.emplace_back(kHeads[k]);
+  }
   Table t(heads, 3);
   for (const RunResult& r : rep.rows) {
     if (!r.run->scored()) continue;
     std::vector<std::string> row = {r.run->id, fmt_err(r.error), fmt_percent(r.time.mfu)};
-    for (double x : time_terms(r.time)) row.push_back(r.time.step_s > 0 ? fmt_percent(x / r.time.step_s) : "-");
+    const auto terms = time_terms(r.time);
+    for (size_t k = 0; k < terms.size(); ++k) {
+      if (k != host || any_host) row.push_back(r.time.step_s > 0 ? fmt_percent(terms[k] / r.time.step_s) : "-");
+    }
     t.add(row);
   }
   return "Where the predicted step goes (share of the predicted step per term; exposed communication only)\n" +

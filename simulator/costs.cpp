@@ -67,6 +67,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.exposed_cp_s = Lc * lc.exposed_cp_s;
       cc.exposed_ep_s = Lc * lc.exposed_ep_s;
       cc.exposed_zero3_s = Lc * lc.exposed_zero3_s;
+      cc.exposed_offload_s = Lc * lc.exposed_offload_s;
+      cc.host_copy_s = Lc * lc.activation_copy_s;
       cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
       cc.zero3_gather_recompute_s = pc.recompute == Recompute::full ? Lc * lc.zero3_gather_s : 0.0;
       // Embedding (first stage) and output layer (last stage): in the chunk that owns them, or spread evenly.

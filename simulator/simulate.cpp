@@ -62,6 +62,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
           st.cp_exposed_s += ti.costs->exposed_cp_s;
           st.ep_exposed_s += ti.costs->exposed_ep_s;
           st.zero3_exposed_s += ti.costs->exposed_zero3_s;
+          st.offload_exposed_s += ti.costs->exposed_offload_s;
         }
         [[fallthrough]];
       case EventCategory::backward:
@@ -86,6 +87,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
         break;
       case EventCategory::optimizer:
       case EventCategory::host_copy:  // the offloaded optimizer step's copies: the closed form's optimizer term
+        if (!on_compute) break;       // activation offload: beside the compute (its exposed part is layer_comm)
         st.optimizer_s += dur;
         break;
       case EventCategory::tp_comm:
@@ -192,6 +194,7 @@ void critical_stage_fractions(SimSummary& sum) {
   sum.cp_comm = c.cp_exposed_s / T;
   sum.ep_comm = c.ep_exposed_s / T;
   sum.zero3_comm = c.zero3_exposed_s / T;
+  sum.offload_exposed = c.offload_exposed_s / T;
   sum.pp_comm = c.pp_exposed_s / T;
   sum.dp_comm_exposed = c.dp_exposed_s / T;
   sum.dp_comm_total = c.dp_total_s / T;
@@ -229,6 +232,8 @@ Timeline timeline_events(const StepGraph& sg, const TaskTimes& tt, int64_t p, do
       std::stable_sort(st.events.begin(), st.events.end(),
                        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
+    // The host stream (the last kind) only where activation offload put copies on it: other traces keep their streams.
+    if (tr.streams.back().events.empty()) tr.streams.pop_back();
   }
   return tl;
 }

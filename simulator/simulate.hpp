@@ -27,6 +27,7 @@ struct StageSummary {
   double bubble_s = 0;        // idle inside the pipeline phase: step_s - busy - dp exposed - optimizer
   double exposed_comm_s = 0;  // exposed in-layer comm + blocking p2p + exposed DP
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0, zero3_exposed_s = 0;
+  double offload_exposed_s = 0;  // activation offload copies outlasting the compute (in exposed_comm_s)
   double pp_exposed_s = 0, pp_total_s = 0;
   double dp_exposed_s = 0, dp_total_s = 0;
   double optimizer_s = 0;
@@ -41,6 +42,7 @@ struct SimSummary {
   double step_s = 0;
   int64_t critical_stage = 0;  // the busiest stage; whole-step fractions are its
   double compute = 0, bubble = 0, tp_comm = 0, cp_comm = 0, ep_comm = 0, pp_comm = 0, zero3_comm = 0;
+  double offload_exposed = 0;
   double dp_comm_exposed = 0, dp_comm_total = 0, optimizer = 0;  // fractions of step_s
   std::vector<StageSummary> stages;
   int64_t tasks = 0, events = 0;

@@ -14,6 +14,7 @@ const char* to_string(StreamKind k) {
     case StreamKind::cp: return "cp";
     case StreamKind::pp: return "pp";
     case StreamKind::dp: return "dp";
+    case StreamKind::host: return "host";
   }
   return "?";
 }
@@ -404,6 +405,9 @@ class StageEmitter {
     }
     if (sh.cp_ov > 0) {
       b_.shadow(main_first, sh.cp_ov, i_, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
+    }
+    if (cc.host_copy_s > 0 && (op.kind == OpKind::forward || is_backward_pass(op.kind))) {
+      b_.shadow(main_first, cc.host_copy_s, i_, StreamKind::host, EventCategory::host_copy, op.microbatch, op.chunk);
     }
     if (sh.comm_s > 0) add(ot, sh.comm_s, EventCategory::layer_comm);
     // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (emit_dp_buckets).

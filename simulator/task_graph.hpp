@@ -25,6 +25,9 @@ struct ChunkCosts {
   // ZeRO-3: the chunk's parameter all-gathers of one pass, whole, as time on the DP link (0 without ZeRO-3). They
   // occupy the link the gradient reduce-scatters use; what they add to the critical path is in *_comm_s above.
   double zero3_gather_forward_s = 0, zero3_gather_backward_s = 0, zero3_gather_recompute_s = 0;
+  // Activation offload: the chunk's stored activations copied to the host beside the forward and back beside the
+  // backward, whole, on the host stream; what outlasts the compute is in *_comm_s above and in exposed_offload_s.
+  double host_copy_s = 0, exposed_offload_s = 0;
 };
 
 struct StageCosts {
@@ -52,8 +55,8 @@ struct StepCosts {
 };
 
 // What each task of the graph is, for the timeline and the summary.
-enum class StreamKind : uint8_t { compute, tp, cp, pp, dp };
-inline constexpr int kNumStreamKinds = 5;
+enum class StreamKind : uint8_t { compute, tp, cp, pp, dp, host };
+inline constexpr int kNumStreamKinds = 6;
 const char* to_string(StreamKind k);
 
 struct TaskInfo {

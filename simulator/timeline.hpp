@@ -21,7 +21,8 @@ enum class EventCategory : uint8_t {
   dp_comm,           // a data-parallel gradient bucket reduction or parameter all-gather
   zero3_gather,      // ZeRO-3 parameter all-gathers of one pass on the DP link (their exposed part is layer_comm)
   optimizer,         // the optimizer step
-  host_copy,         // optimizer offload: a gradient copy to host memory or a parameter copy back (host link)
+  host_copy,         // offload over the host link: optimizer offload's gradient copy down and parameter copy back
+                     // (compute stream), activation offload's copies (host stream)
 };
 std::string_view to_string(EventCategory c);
 bool is_compute(EventCategory c);  // forward / backward / recompute / optimizer (and its host copies)

@@ -334,7 +334,11 @@ PlanSnapshot snapshot_from_json(const nlohmann::json& j, const std::string& wher
     s.stage_memory_bytes.push_back(m);
   }
   JsonReader time = r.object("time_s");
-  for (size_t t = 0; t < s.time_s.size(); ++t) s.time_s[t] = time.get_double(kTimeTerms[t], 0, kMaxValue);
+  for (size_t t = 0; t < s.time_s.size(); ++t) {
+    // Optional: baselines written before activation offload lack its term (their plans had none: 0).
+    s.time_s[t] = kTimeTerms[t] == "offload_exposed" ? time.get_double(kTimeTerms[t], 0.0, 0, kMaxValue)
+                                                     : time.get_double(kTimeTerms[t], 0, kMaxValue);
+  }
   time.finish();
   r.finish();
   return s;

@@ -529,6 +529,25 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
 }
 }  // namespace
 
+namespace {
+// Activation offload (offload.hpp): the layer's stored activations go down while the next layer's forward runs and
+// come back while the next layer's backward runs (its input-gradient pass and recompute; with the zero-bubble
+// schedule the weight pass runs apart, so it hides nothing). What outlasts them is exposed in that pass. The link is
+// full duplex: the copies down share it with nothing in the forward; the copies up share its host-to-GPU direction
+// with the backward's fetch of offloaded ZeRO-3 parameters, which comes off the time they hide behind.
+void charge_activation_offload(const Plan& plan, LayerCost& lc) {
+  const double bytes = layer_activation_bytes(plan.model, activation_shape(plan)).total;
+  const bool split_w = plan.parallel.schedule == Schedule::zero_bubble;
+  const double backward =
+      std::max(0.0, lc.backward_input_s + lc.recompute_s + (split_w ? 0.0 : lc.backward_weight_s) - lc.offload_fetch_s);
+  const ActivationOffloadTime t = activation_offload_time(plan.cluster, bytes, lc.forward_s, backward);
+  lc.activation_copy_s = t.copy_s;
+  lc.exposed_offload_s = t.exposed_forward_s + t.exposed_backward_s;
+  lc.exposed_forward_comm_s += t.exposed_forward_s;
+  lc.exposed_backward_comm_s += t.exposed_backward_s;
+}
+}  // namespace
+
 LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense) {
   // Every field of LayerCost, so that a field added there and not here fails to compile.
   static constexpr double LayerCost::*kFields[] = {
@@ -540,7 +559,8 @@ LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_
       &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
       &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
       &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
-      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s};
+      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
+      &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s};
   static_assert(sizeof(LayerCost) == std::size(kFields) * sizeof(double), "mean_layer_cost: list every LayerCost field");
   if (layers <= 0 || dense <= 0) return lc;
   const double w = d(dense) / d(layers);
@@ -582,6 +602,7 @@ LayerCost layer_cost(const Plan& plan) {
   }
 
   charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
+  if (plan.parallel.offload.activations) charge_activation_offload(plan, lc);
   return lc;
 }
 
@@ -754,9 +775,17 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const double stage_layer_bytes =
       d(sm.layers - dense_layers) * in.layer_activation_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
   sm.activations = d(sm.in_flight_chunks) * stage_layer_bytes / d(v);
-  if (v > 1 && uneven_chunks(plan, stage)) {  // an explicit per-chunk layout: each chunk's bytes over the order
-    sm.activations = uneven_chunk_activations(plan, stage, in);
-  } else if (stage == 0) {
+  // An explicit per-chunk layout: each chunk's bytes over the order (the first stage's embedding included).
+  const bool uneven = v > 1 && uneven_chunks(plan, stage);
+  if (uneven) sm.activations = uneven_chunk_activations(plan, stage, in);
+  if (pc.offload.activations) {  // the layers' go to the host; the GPU keeps the window (offload.hpp)
+    const double window = kActivationOffloadWindowLayers *
+                          std::max(in.layer_activation_bytes, dense_layers > 0 ? in.dense_layer_activation_bytes : 0.0);
+    sm.offloaded_activations = sm.activations;
+    sm.host += sm.offloaded_activations;
+    sm.activations = std::min(sm.activations, window);
+  }
+  if (stage == 0 && !uneven) {
     sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
                       in.embedding_activation_bytes;
   }
@@ -931,6 +960,7 @@ inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime
   st.cp_comm_s = L * lc.exposed_cp_s;
   st.ep_comm_s = L * lc.exposed_ep_s;
   st.zero3_comm_s = L * lc.exposed_zero3_s;
+  st.offload_s = L * lc.exposed_offload_s;
   const double sends = in.p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
   const double forward_sends = in.p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
   st.p2p_s = sends * p2p_s;
@@ -1036,6 +1066,7 @@ TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobat
   tb.pp_comm_s = in.p2p_overlap ? p2p_fill_drain_s(p, v, in.p2p_s) : md * slow.p2p_s;
   tb.pipeline_s += in.p2p_overlap ? tb.pp_comm_s : 0.0;
   tb.zero3_exposed_s = md * slow.zero3_comm_s;
+  tb.offload_exposed_s = md * slow.offload_s;
   tb.bubble_s = pt.bubble_s;
   return tb;
 }

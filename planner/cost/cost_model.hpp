@@ -33,6 +33,8 @@ struct LayerCost {
   double ep_comm_backward_s = 0;
   double zero3_gather_s = 0;     // ZeRO-3 all-gather of the layer's parameters (once per pass)
   double offload_fetch_s = 0;    // parameter offload: the copy of the shard to the GPU, part of zero3_gather_s
+  double activation_copy_s = 0;  // activation offload: the layer's stored activations over the host link, each way
+  double exposed_offload_s = 0;  // what of those copies outlasts the layer's compute (in the exposed_*_comm_s)
   double tp_bytes = 0;           // bytes of one TP collective (nccl-tests size convention)
   double cp_bytes = 0;           // bytes of one CP ring step
   double ep_bytes = 0;           // bytes of one all-to-all
@@ -103,6 +105,7 @@ struct StageMemory {
   double weights = 0, optimizer = 0;
   double grads = 0;  // ZeRO-2: the shard plus one unit's unsharded gradient (zero_unsharded_grad_bytes, zero3.hpp)
   double activations = 0;           // stored activations at peak (layers + embedding / output layer)
+  double offloaded_activations = 0; // activation offload: the layers' stored activations on the host (in `host`)
   double recompute_working_set = 0;
   double zero3_buffers = 0;  // gathered parameters + one unit's unsharded gradient (zero3_buffer_bytes, zero3.hpp)
   double workspace = 0, comm_buffers = 0, cuda_context = 0, fragmentation = 0;
@@ -115,6 +118,7 @@ struct StageTime {
   int64_t layers = 0;
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, recompute_s = 0;  // compute, per microbatch
   double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, zero3_comm_s = 0;  // exposed, per microbatch
+  double offload_s = 0;  // activation offload copies outlasting the compute, per microbatch
   double p2p_s = 0;                                    // per microbatch
   double per_microbatch_s = 0;
 };
@@ -124,6 +128,7 @@ struct TimeBreakdown {
   double pipeline_s = 0;  // forward/backward phase incl. bubble
   double compute_s = 0, bubble_s = 0, tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0, pp_comm_s = 0;
   double dp_comm_total_s = 0, dp_comm_exposed_s = 0, optimizer_s = 0, zero3_exposed_s = 0;
+  double offload_exposed_s = 0;  // activation offload: host copies outlasting the layer compute they hide behind
   double tokens_per_s = 0;
   double model_flops = 0, hardware_flops = 0;  // per step, whole job
   double mfu = 0, hfu = 0;
@@ -134,13 +139,13 @@ struct TimeBreakdown {
 
 // The terms of TimeBreakdown that add up to step_s, in one order, with their names in the Estimate JSON
 // ("seconds" / "fractions"), the check baseline and validate --json.
-inline constexpr int kNumTimeTerms = 9;
+inline constexpr int kNumTimeTerms = 10;
 inline constexpr std::array<std::string_view, kNumTimeTerms> kTimeTerms = {
-    "compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "zero3_comm_exposed", "dp_comm_exposed",
-    "optimizer"};
+    "compute", "bubble", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "zero3_comm_exposed", "offload_exposed",
+    "dp_comm_exposed", "optimizer"};
 inline std::array<double, kNumTimeTerms> time_terms(const TimeBreakdown& t) {
-  return {t.compute_s, t.bubble_s,        t.tp_comm_s,         t.cp_comm_s,  t.ep_comm_s,
-          t.pp_comm_s, t.zero3_exposed_s, t.dp_comm_exposed_s, t.optimizer_s};
+  return {t.compute_s,       t.bubble_s,          t.tp_comm_s,          t.cp_comm_s,         t.ep_comm_s,
+          t.pp_comm_s,       t.zero3_exposed_s,   t.offload_exposed_s,  t.dp_comm_exposed_s, t.optimizer_s};
 }
 
 struct Estimate {

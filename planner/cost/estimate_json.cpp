@@ -38,6 +38,7 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
                         {"cp_comm", t.cp_comm_s},
                         {"ep_comm", t.ep_comm_s},
                         {"zero3_comm", t.zero3_comm_s},
+                        {"offload", t.offload_s},
                         {"pp_comm", t.p2p_s},
                         {"total", t.per_microbatch_s}}}});
   }
@@ -70,7 +71,12 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
           {"stages", stages}};
   if (plan.parallel.offload.any()) {
     // The offloaded states in host memory and the optimizer step's parts (they add up to seconds.optimizer).
-    for (size_t i = 0; i < e.memory.size(); ++i) j["stages"][i]["host_memory_bytes"] = e.memory[i].host;
+    for (size_t i = 0; i < e.memory.size(); ++i) {
+      j["stages"][i]["host_memory_bytes"] = e.memory[i].host;
+      if (plan.parallel.offload.activations) {
+        j["stages"][i]["offloaded_activation_bytes"] = e.memory[i].offloaded_activations;  // part of host_memory_bytes
+      }
+    }
     double host = 0;
     for (const StageMemory& m : e.memory) host = std::max(host, m.host);
     j["memory"]["host_bytes_per_gpu"] = host;  // the most any stage's GPU offloads

@@ -39,6 +39,15 @@ OffloadStepTime offload_step_time(const Plan& plan, double owned_params) {
   return t;
 }
 
+ActivationOffloadTime activation_offload_time(const ClusterSpec& c, double layer_bytes, double forward_s,
+                                              double backward_s) {
+  ActivationOffloadTime t;
+  t.copy_s = host_link_s(c, layer_bytes);
+  t.exposed_forward_s = std::max(0.0, t.copy_s - forward_s);
+  t.exposed_backward_s = std::max(0.0, t.copy_s - backward_s);
+  return t;
+}
+
 double offload_param_fetch_s(const Plan& plan, double shard_params) {
   if (!plan.parallel.offload.params) return 0.0;
   return host_link_s(plan.cluster, shard_params * 2.0);

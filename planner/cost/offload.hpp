@@ -14,6 +14,19 @@
 //   microbatch's compute, so only the last microbatch's copy is on the tail;
 // - a ZeRO-3 gather of offloaded parameters first copies the shard up: the copy is part of the gather, prefetched
 //   with it (zero3.hpp), so it is charged inside LayerCost::zero3_gather_s.
+//
+// Activation offload (OffloadSet::activations) follows TransformerEngine's CPU offload of activations
+// (transformer_engine.pytorch.cpu_offload, get_cpu_offload_context() with its AsyncDoubleBufferGroupOffloadHandler,
+// the mechanism Megatron-Core's --cpu-offloading / --cpu-offloading-num-layers drives): one offload group per
+// transformer layer; when layer l's forward ends its saved tensors are copied to pinned host memory on a separate
+// device-to-host stream while layer l+1 computes, and freed on the GPU when that copy ends; in the backward, layer
+// l's tensors are copied back on a host-to-device stream while layer l+1's backward runs (one group prefetched,
+// num_prefetch_group = 1). So a GPU holds at most two layers of stored activations at once ("double buffer"): the
+// layer computing and the one whose copy is in flight. parplan offloads every layer of the stage (TransformerEngine
+// takes a count, at most the model's layers - 1: the window of two covers the layer not worth offloading) and, beyond
+// TransformerEngine, with pipeline parallelism: every in-flight microbatch's layers are on the host, the window is
+// the two layers of the chunk-microbatch computing. Step-time rule: a layer's copy overlaps the next layer's forward
+// (down) or backward (up); what outlasts that compute is exposed, per layer and microbatch, once in each pass.
 #pragma once
 #include "planner/spec/spec.hpp"
 
@@ -41,6 +54,18 @@ OffloadStepTime offload_step_time(const Plan& plan, double owned_params);
 // check when the profile gives none).
 double host_bytes_per_node(const Plan& plan, double host_per_gpu);
 bool host_memory_fits(const Plan& plan, double host_per_gpu);
+
+// Activation offload: the layers of stored activations a GPU keeps (the double buffer above).
+inline constexpr double kActivationOffloadWindowLayers = 2.0;
+
+// Activation offload of one layer for one microbatch: its copy of `layer_bytes` over the host link (each way) and
+// what of the copy outlasts the layer compute it hides behind, forward (the copy down) and backward (the copy up).
+struct ActivationOffloadTime {
+  double copy_s = 0;
+  double exposed_forward_s = 0, exposed_backward_s = 0;
+};
+ActivationOffloadTime activation_offload_time(const ClusterSpec& c, double layer_bytes, double forward_s,
+                                              double backward_s);
 
 // The copy of `shard_params` offloaded 16-bit parameters to the GPU before a ZeRO-3 gather (0 without params offload).
 double offload_param_fetch_s(const Plan& plan, double shard_params);

@@ -18,7 +18,7 @@ struct Term {
 };
 
 // The step-time terms of a breakdown, in a fixed order.
-std::array<Term, 8> terms(const TimeBreakdown& t) {
+std::array<Term, 9> terms(const TimeBreakdown& t) {
   return {{{"compute", t.compute_s},
            {"pipeline bubble", t.bubble_s},
            {"TP comm", t.tp_comm_s},
@@ -26,6 +26,7 @@ std::array<Term, 8> terms(const TimeBreakdown& t) {
            {"PP send/recv", t.pp_comm_s},
            {"DP comm", t.dp_comm_exposed_s},
            {"ZeRO-3 gathers", t.zero3_exposed_s},
+           {"host copies", t.offload_exposed_s},
            {"optimizer", t.optimizer_s}}};
 }
 

@@ -81,6 +81,7 @@ std::string to_string(OffloadSet o) {
   if (!o.any()) return "none";
   std::string s = o.optimizer ? "optimizer" : "";
   if (o.params) s += s.empty() ? "params" : ",params";
+  if (o.activations) s += s.empty() ? "activations" : ",activations";
   return s;
 }
 
@@ -90,7 +91,10 @@ bool parse_offload(std::string_view s, OffloadSet& out) {
   for (size_t begin = 0;;) {
     const size_t end = std::min(s.find(',', begin), s.size());
     const std::string_view item = s.substr(begin, end - begin);
-    bool* part = item == "optimizer" ? &out.optimizer : item == "params" ? &out.params : nullptr;
+    bool* part = item == "optimizer"     ? &out.optimizer
+                 : item == "params"      ? &out.params
+                 : item == "activations" ? &out.activations
+                                         : nullptr;
     if (part == nullptr || *part) return false;  // unknown, empty, "none" in a list, or given twice
     *part = true;
     if (end == s.size()) return true;

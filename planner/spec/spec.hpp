@@ -82,17 +82,24 @@ bool parse_enum(std::string_view s, MoeDispatcher& out);
 // Adam moments, updated by the host CPU (ZeRO-Offload, DeepSpeed offload_optimizer, Megatron-Core
 // --optimizer-cpu-offload); with ZeRO-2/3 also the gradient shard. params: the 16-bit parameter shard of ZeRO-3
 // (ZeRO-Infinity offload_param, FSDP CPUOffload(offload_params=True)), fetched to the GPU for each gather.
+// activations: each layer's stored activations, copied to the host during the forward and back before the layer's
+// backward (TransformerEngine's CPU offload, Megatron-Core --cpu-offloading; activation_offload_window(),
+// planner/cost/offload.hpp).
 struct OffloadSet {
   bool optimizer = false;
   bool params = false;
-  bool any() const { return optimizer || params; }
+  bool activations = false;
+  bool any() const { return optimizer || params || activations; }
+  // The model states part (optimizer, params): what needs a sharded optimizer and the CPU's Adam step.
+  bool states() const { return optimizer || params; }
   bool operator==(const OffloadSet&) const = default;
 };
-// "none", or the offloaded parts in a fixed order, comma-separated ("optimizer,params").
+// "none", or the offloaded parts in a fixed order, comma-separated ("optimizer,params,activations").
 std::string to_string(OffloadSet o);
-// "none" or a comma-separated list of optimizer, params (each at most once, none alone); false on anything else.
+// "none" or a comma-separated list of optimizer, params, activations (each at most once, none alone); false on
+// anything else.
 bool parse_offload(std::string_view s, OffloadSet& out);
-inline constexpr std::string_view kOffloadChoices = "none, or a comma-separated list of optimizer, params";
+inline constexpr std::string_view kOffloadChoices = "none, or a comma-separated list of optimizer, params, activations";
 
 // A decoder-only transformer.
 struct ModelSpec {

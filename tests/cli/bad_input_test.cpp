@@ -137,6 +137,10 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "per-tensor"}), "--fp8-recipe"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "optimizer,"}), "--offload: unknown value"},
+      {with(kModel, {"--gpus", "64", "--offload", "activations,gpu"}), "--offload: unknown value 'activations,gpu'"},
+      {with(kModel, {"--gpus", "64", "--offload", "activations,activations"}), "--offload: unknown value"},
+      {with(kModel, {"--gpus", "64", "--offload", "activations", "--cluster", kBad + "cluster_no_host_link.json"}),
+       "--offload: offload activations: cluster test-no-host-link has no host_link"},
       {with(kModel, {"--gpus", "64", "--offload", "optimizer"}), "--offload: offload optimizer: the host updates"},
       {with(kModel, {"--gpus", "64", "--zero", "2", "--offload", "optimizer,params"}), "--offload: offload "
                                                                                           "optimizer,params with ZeRO "

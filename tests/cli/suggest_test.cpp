@@ -118,7 +118,8 @@ TEST_CASE("suggest: 175B on 64 A100-40GB without offload exits 1 and says why an
   // With offload searched too and still nothing fitting (8 GPUs), the advice says it was tried.
   const auto small = run_parplan({"suggest", "--params", "175e9", "--gpus", "8", "--gpu", "a100-40gb", "--wide"});
   CHECK(small.exit_code == 1);
-  CHECK(small.out.find("- offload to host memory: tried (optimizer, optimizer,params)") != std::string::npos);
+  CHECK(small.out.find("- offload to host memory: tried (optimizer, optimizer,params, activations, "
+                       "optimizer,activations, optimizer,params,activations)") != std::string::npos);
   const auto j =
       run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json", "--offload", "none"});
   CHECK(j.exit_code == 1);
@@ -505,4 +506,40 @@ TEST_CASE("counts of one are singular, and a --seq beside --params is the seq th
         std::string::npos);
   const auto profile = run_parplan({"estimate", "--model", "gpt3-1.3b", "--seq", "1024", "--gpus", "8", "--wide"});
   CHECK(profile.out.find("; seq 1024 (--seq; the profile's is 2048)") != std::string::npos);
+}
+
+TEST_CASE("suggest: activation offload is searched when nothing fits, and can be pinned; estimate shows its terms") {
+  // --offload auto adds the activation sets: on 175B / 64 A100-40GB the winner offloads activations too (micro-batch
+  // 8 without recompute: its stored layers live on the host, the copies hide behind the layers' compute).
+  const auto a = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json"});
+  REQUIRE(a.exit_code == 0);
+  const auto doc = nlohmann::json::parse(a.out);
+  REQUIRE(!doc["plans"].empty());
+  CHECK(doc["plans"][0]["parallel"]["offload"].get<std::string>().find("activations") != std::string::npos);
+  // Pinned: every plan has exactly that set.
+  const auto p = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--json",
+                              "--offload", "optimizer,activations"});
+  REQUIRE(p.exit_code == 0);
+  const auto pinned = nlohmann::json::parse(p.out);
+  REQUIRE(!pinned["plans"].empty());
+  for (const auto& plan : pinned["plans"]) CHECK(plan["parallel"]["offload"] == "optimizer,activations");
+  const auto text = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--offload",
+                                 "optimizer,activations", "--top", "1"});
+  CHECK(text.out.find(" off-opt off-act") != std::string::npos);
+
+  // estimate: the exposed copies are a term of the step, the host line says how much is activations.
+  const auto e = run_parplan({"estimate", "--params", "7e9", "--gpus", "8", "--gpu", "a100-40gb", "--zero", "3",
+                                "--offload", "activations"});
+  REQUIRE(e.exit_code == 0);
+  CHECK(e.out.find("host copies (exposed)") != std::string::npos);
+  CHECK(e.out.find("activations to the host and back: ") != std::string::npos);
+  CHECK(e.out.find("of it activations; the GPU keeps 2 layers'") != std::string::npos);
+  const auto j = run_parplan({"estimate", "--params", "7e9", "--gpus", "8", "--gpu", "a100-40gb", "--zero", "3",
+                                "--offload", "activations", "--json"});
+  REQUIRE(j.exit_code == 0);
+  const auto est = nlohmann::json::parse(j.out);
+  CHECK(est["plan"]["parallel"]["offload"] == "activations");
+  // docs/cost-model.md's worked example: 8.92 ms copies against a 4.82 ms forward, 34 layers x 256 microbatches.
+  CHECK(est["time"]["seconds"]["offload_exposed"].get<double>() == doctest::Approx(35.721).epsilon(1e-4));
+  CHECK(est["stages"][0]["offloaded_activation_bytes"].get<double>() == doctest::Approx(34 * 285474816.0));
 }

@@ -649,3 +649,29 @@ TEST_CASE("simulate: interleaving with chunks of different sizes prices each chu
   const double closed = estimate(plan).time.step_s, simulated = simulate(plan, o).summary.step_s;
   CHECK(std::abs(simulated / closed - 1.0) < 0.02);
 }
+
+TEST_CASE("activation offload: each op's copies are host_copy events on the host stream; the step matches") {
+  Plan plan = test::korthikanti_175b();  // pp 8 interleaved v 3, 4 layers per chunk
+  plan.parallel.offload.activations = true;
+  plan.cluster.host_link.bandwidth_Bps = 2e9;  // slow enough that the copies outlast the layers' compute
+  REQUIRE(validate(plan).ok());
+  const Estimate e = estimate(plan);
+  REQUIRE(e.time.offload_exposed_s > 0);
+  const SimResult r = simulate_with_timeline(plan);
+  for (const TimelineTrack& tr : r.timeline.tracks) {
+    int64_t copies = 0;
+    for (const TimelineStream& s : tr.streams) {
+      for (const TimelineEvent& ev : s.events) {
+        if (ev.category != EventCategory::host_copy) continue;
+        CHECK(s.name == "host");
+        CHECK(ev.duration_s() == doctest::Approx(4.0 * e.layer.activation_copy_s));
+        ++copies;
+      }
+    }
+    CHECK(copies == 2 * 64 * 3);  // down beside each forward, up beside each backward, of every chunk-microbatch
+  }
+  CHECK(r.summary.offload_exposed * r.summary.step_s == doctest::Approx(e.time.offload_exposed_s).epsilon(1e-6));
+  CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));
+  plan.parallel.offload.activations = false;  // without it: no host stream in the timeline
+  CHECK(simulate_with_timeline(plan).timeline.tracks[0].streams.size() == kNumStreamKinds - 1);
+}

@@ -245,6 +245,13 @@ TEST_CASE("baseline document: round trip, strict keys with the JSON path") {
   b["plans/t.json"] = snapshot(e, 1048576);
   CHECK(baseline_from_text(baseline_to_json(b).dump(), "base.json").at("plans/t.json").tokens_per_step == 1048576);
 
+  // A baseline written before activation offload has no offload_exposed term: it reads as 0; the others stay required.
+  auto old = baseline_to_json(b);
+  old["plans"]["plans/a.json"]["time_s"].erase("offload_exposed");
+  CHECK(baseline_from_text(old.dump(), "base.json").at("plans/a.json").time_s == snapshot(e).time_s);
+  old["plans"]["plans/a.json"]["time_s"].erase("bubble");
+  CHECK_THROWS_WITH_AS(baseline_from_text(old.dump(), "base.json"), doctest::Contains("time_s/bubble"), InputError);
+
   auto j = baseline_to_json(b);
   j["plans"]["plans/a.json"]["surprise"] = 1;
   try {

@@ -6,6 +6,7 @@
 #include "planner/cost/model_states.hpp"
 #include "planner/cost/offload.hpp"
 #include "planner/spec/config.hpp"
+#include "planner/spec/plan_json.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -145,7 +146,122 @@ TEST_CASE("offload sets parse from the flag / JSON syntax and print back") {
   CHECK(parse_offload("optimizer", o));
   CHECK(to_string(o) == "optimizer");
   CHECK(to_string(OffloadSet{}) == "none");
-  for (const char* bad : {"", "cpu", "optimizer,", ",params", "optimizer,optimizer", "none,params", "activations"}) {
+  CHECK(parse_offload("activations,optimizer", o));
+  CHECK(o == OffloadSet{true, false, true});
+  CHECK(to_string(o) == "optimizer,activations");
+  CHECK(parse_offload("activations", o));
+  CHECK((o.any() && !o.states()));
+  CHECK(to_string(OffloadSet{true, true, true}) == "optimizer,params,activations");
+  for (const char* bad : {"", "cpu", "optimizer,", ",params", "optimizer,optimizer", "none,params", "activation",
+                          "activations,activations", "activations,none"}) {
     CHECK_MESSAGE(!parse_offload(bad, o), bad);
   }
+}
+
+// Activation offload (offload.hpp: TransformerEngine's double-buffered CPU offload of activations). There is no
+// published step time for it on a plan parplan can rebuild, so the tests pin the formulas to the mechanism: two layers
+// of stored activations on the GPU, the layers' bytes on the host, each layer's copy hidden behind a layer's compute.
+namespace {
+// Korthikanti et al. 2022 Table 2: with selective recompute and sequence parallelism a layer stores 34 s b h / t bytes.
+constexpr double kKorthikantiLayerBytes = 34.0 * 2048 * 1 * 12288 / 8;
+}  // namespace
+
+TEST_CASE("activation offload memory: the GPU keeps two layers, the host the in-flight layers (hand computed)") {
+  Plan p = test::korthikanti_175b();  // pp 8 interleaved v 3: 12 layers per stage, 4 per chunk
+  const Estimate on = estimate(p);
+  REQUIRE(stage_memory_inputs(p).layer_activation_bytes == doctest::Approx(kKorthikantiLayerBytes));
+  p.parallel.offload.activations = true;
+  REQUIRE(validate(p).ok());
+  const Estimate off = estimate(p);
+  for (size_t i = 0; i < off.memory.size(); ++i) {
+    const StageMemory& g = on.memory[i];
+    const StageMemory& h = off.memory[i];
+    CHECK(h.in_flight_chunks == g.in_flight_chunks);
+    const double layers_part = static_cast<double>(g.in_flight_chunks) * 4.0 * kKorthikantiLayerBytes;
+    CHECK(h.offloaded_activations == doctest::Approx(layers_part));
+    CHECK(h.host == doctest::Approx(layers_part));  // no model state offloaded
+    // The window replaces the layers' part; the embedding (first stage) and the output layer (last) stay.
+    CHECK(h.activations == doctest::Approx(g.activations - layers_part + 2.0 * kKorthikantiLayerBytes));
+    CHECK(h.weights == g.weights);
+    CHECK(h.total < g.total);
+  }
+  // The interleaved peak holds many chunk-microbatches on stage 0: the host takes far more than the window keeps.
+  CHECK(off.memory[0].offloaded_activations > 10.0 * 2.0 * kKorthikantiLayerBytes);
+  CHECK(off.host_bytes_per_node == doctest::Approx(8.0 * off.memory[0].host));  // 8 GPUs of a node, stage 0 the most
+  // Host memory is checked like the optimizer offload's: a node with too little fails the plan.
+  p.cluster.host_memory_bytes = static_cast<int64_t>(off.host_bytes_per_node / 2);
+  const Estimate small = estimate(p);
+  CHECK(!small.host_fits);
+  CHECK(!small.fits);
+}
+
+TEST_CASE("activation offload time: hidden when PCIe keeps up, exposed per layer when it does not") {
+  Plan p = test::korthikanti_175b();
+  const Estimate on = estimate(p);
+  p.parallel.offload.activations = true;
+  // A100 PCIe Gen4 x16, 32 GB/s per direction (datasheet): 107 MB in 3.3 ms, inside the layer's forward.
+  const LayerCost fast = layer_cost(p);
+  CHECK(fast.activation_copy_s == doctest::Approx(kKorthikantiLayerBytes / 32e9));
+  CHECK(fast.activation_copy_s < fast.forward_s);
+  CHECK(fast.exposed_offload_s == 0);
+  const Estimate hidden = estimate(p);
+  CHECK(hidden.time.offload_exposed_s == 0);
+  CHECK(hidden.time.step_s == doctest::Approx(on.time.step_s).epsilon(1e-12));
+
+  // A 2 GB/s link: 53 ms per copy, longer than the layer's forward and its backward; the rest is exposed.
+  p.cluster.host_link.bandwidth_Bps = 2e9;
+  p.cluster.host_link.efficiency = 1.0;
+  p.cluster.host_link.latency_s = 0;
+  const LayerCost slow = layer_cost(p);
+  const double copy = kKorthikantiLayerBytes / 2e9;
+  CHECK(slow.activation_copy_s == doctest::Approx(copy));
+  REQUIRE(copy > slow.forward_s);
+  const double backward = slow.backward_input_s + slow.recompute_s + slow.backward_weight_s;
+  REQUIRE(copy > backward);
+  CHECK(slow.exposed_offload_s == doctest::Approx((copy - slow.forward_s) + (copy - backward)));
+  CHECK(slow.exposed_forward_comm_s - fast.exposed_forward_comm_s == doctest::Approx(copy - slow.forward_s));
+  const Estimate e = estimate(p);
+  // m microbatches x 12 layers on the slowest stage.
+  CHECK(e.time.offload_exposed_s == doctest::Approx(64.0 * 12.0 * slow.exposed_offload_s));
+  CHECK(e.time.step_s > on.time.step_s + e.time.offload_exposed_s);  // the bubble grows with the stage time too
+  double sum = 0;
+  for (double x : time_terms(e.time)) sum += x;
+  CHECK(sum == doctest::Approx(e.time.step_s).epsilon(1e-9));
+
+  // Zero-bubble's weight pass runs apart from the input-gradient pass: the copy up hides behind B and recompute only.
+  Plan zb = test::korthikanti_175b_sharded_dp(0, 8);
+  zb.parallel.offload.activations = true;
+  zb.cluster.host_link = p.cluster.host_link;
+  const LayerCost one = layer_cost(zb);
+  zb.parallel.schedule = Schedule::zero_bubble;
+  const LayerCost split = layer_cost(zb);
+  CHECK(split.exposed_offload_s >= one.exposed_offload_s);
+}
+
+TEST_CASE("activation offload: needs a host link, not a sharded optimizer; combines with optimizer offload") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.offload.activations = true;
+  CHECK(validate(p).ok());  // ZeRO 0, no distributed optimizer
+  p.cluster.host_link = {};
+  CHECK(validate(p).has(Reject::offload_invalid));
+  CHECK(describe(Reject::offload_invalid, p).find("offload activations: cluster dgx-a100 has no host_link") !=
+        std::string::npos);
+  Plan q = test::korthikanti_175b_sharded_dp(1, 8);
+  q.parallel.offload = {true, false, true};
+  REQUIRE(validate(q).ok());
+  const Estimate both = estimate(q);
+  q.parallel.offload.activations = false;
+  const Estimate opt = estimate(q);
+  CHECK(both.memory[0].host == doctest::Approx(opt.memory[0].host + both.memory[0].offloaded_activations));
+  CHECK(both.time.optimizer_s == doctest::Approx(opt.time.optimizer_s));
+}
+
+TEST_CASE("activation offload: the plan document round trip keeps the set") {
+  Plan p = test::korthikanti_175b_sharded_dp(1, 8);
+  p.parallel.offload = {true, false, true};
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["offload"] == "optimizer,activations");
+  const Plan back = plan_from_json(j, test::profiles(), "test");
+  CHECK(back.parallel.offload == p.parallel.offload);
+  CHECK(estimate(back).time.step_s == doctest::Approx(estimate(p).time.step_s));
 }
