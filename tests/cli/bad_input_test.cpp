@@ -222,6 +222,7 @@ TEST_CASE("bad input: plan documents") {
       {"plan_p2p_scatter_gather_not_bool.json", "/parallel/p2p_scatter_gather: expected true or false"},
       {"plan_zero3_gather_unit_unknown.json", "/parallel/zero3_gather_unit"},
       {"plan_offload_unknown.json", "/parallel/offload: unknown value 'gpu'"},
+      {"plan_offload_activations_unknown.json", "/parallel/offload: unknown value 'activations,cpu'"},
       {"plan_offload_params_zero1.json", "/parallel: offload optimizer,params with ZeRO stage 1"},
       {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
