@@ -143,7 +143,7 @@ PlanParamCounts plan_param_counts(const Plan& plan) {
   PlanParamCounts p;
   p.counts = count_params(plan.model);
   p.layer_params = layer_params(plan);
-  if (plan.model.is_moe() && plan.model.dense_layers > 0) p.dense_layer_params = layer_params(dense_layer_plan(plan));
+  if (plan.model.has_dense_layers()) p.dense_layer_params = layer_params(dense_layer_plan(plan));
   return p;
 }
 
@@ -569,7 +569,6 @@ LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_
   return out;
 }
 
-bool has_dense_layers(const ModelSpec& m) { return m.is_moe() && m.dense_layers > 0; }
 
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -604,6 +603,13 @@ LayerCost layer_cost(const Plan& plan) {
   charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
   if (plan.parallel.offload.activations) charge_activation_offload(plan, lc);
   return lc;
+}
+
+LayerCosts layer_costs(const Plan& plan) {
+  LayerCosts c;
+  c.layer = layer_cost(plan);
+  if (plan.model.has_dense_layers()) c.dense = layer_cost(dense_layer_plan(plan));
+  return c;
 }
 
 EdgeBytes edge_bytes(const Plan& plan) {
@@ -719,7 +725,7 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
   in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
   in.recompute_working_set_bytes = recompute_working_set_bytes(plan.model, a);
-  if (plan.model.is_moe() && plan.model.dense_layers > 0) {  // the leading dense layers, with their own MLP
+  if (plan.model.has_dense_layers()) {  // the leading dense layers, with their own MLP
     const ModelSpec dense = dense_layer_model(plan.model);
     in.dense_layer_activation_bytes = layer_activation_bytes(dense, a).total;
     in.recompute_working_set_bytes = std::max(in.recompute_working_set_bytes, recompute_working_set_bytes(dense, a));
@@ -829,8 +835,9 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
   Estimate e;
-  e.layer = layer_cost(plan);
-  if (has_dense_layers(plan.model)) e.dense_layer = layer_cost(dense_layer_plan(plan));
+  const LayerCosts lcs = layer_costs(plan);
+  e.layer = lcs.layer;
+  e.dense_layer = lcs.dense;
   e.edge = edge_cost(plan);
   e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
   e.p2p_s = p2p_time_s(plan);
@@ -853,7 +860,7 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   e.fits = e.peak_memory_bytes <= e.capacity_bytes && e.host_fits;
 
   StepScratch scratch;
-  e.time = step_time(plan, e.layer, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp, options);
+  e.time = step_time(plan, lcs, e.edge, e.p2p_s, in.params, scratch, &e.stages, &e.dp, options);
   return e;
 }
 
@@ -985,13 +992,13 @@ void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::v
     stages->clear();
     stages->reserve(static_cast<size_t>(p));
   }
-  int64_t prev_layers = -1;
+  int64_t prev_layers = -1;  // -1: the stage before is not one to repeat
   for (int64_t i = 0; i < p; ++i) {
-    // Middle stages with as many layers as the one before (and no dense ones) have its times (the search asks for
-    // no StageTime).
+    // Middle stages with as many layers as the one before (neither holding dense ones) have its times (the search
+    // asks for no StageTime).
     if (!stages && i >= 1 && i < p - 1 && in.plan.parallel.stage_layout.empty()) {
-      const int64_t layers = stage_layers(in.plan, i) + (stage_dense_layers(in.plan, i) > 0 ? -1'000'000'000 : 0);
-      if (i >= 2 && layers == prev_layers) {
+      const int64_t layers = stage_dense_layers(in.plan, i) > 0 ? -1 : stage_layers(in.plan, i);
+      if (i >= 2 && layers >= 0 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
         continue;
       }
@@ -1168,13 +1175,12 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
 }
 }  // namespace
 
-TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& edge, double p2p_s,
                         const PlanParamCounts& params, StepScratch& scratch, std::vector<StageTime>* stages,
                         DpCost* dp_out, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
-  const LayerCost dense_lc = has_dense_layers(plan.model) ? layer_cost(dense_layer_plan(plan)) : LayerCost{};
-  const StepInputs in{plan, lc, dense_lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
+  const StepInputs in{plan, lc.layer, lc.dense, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
   scratch.resize(static_cast<size_t>(p));
   const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
   const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));

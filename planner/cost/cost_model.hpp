@@ -48,9 +48,11 @@ struct LayerCost {
   double exposed_tp_s = 0, exposed_cp_s = 0, exposed_ep_s = 0, exposed_zero3_s = 0;  // all passes of one microbatch
 };
 
-// A MoE model with leading dense layers (ModelSpec::dense_layers): they are priced as a layer of
-// dense_layer_plan() (spec.hpp), the other layers as the model's own.
-bool has_dense_layers(const ModelSpec& m);
+// The per-layer costs a step scales: the model's layer and, for a MoE model with leading dense layers
+// (ModelSpec::has_dense_layers), one of those, priced as a layer of dense_layer_plan() (spec.hpp); zeros otherwise.
+struct LayerCosts {
+  LayerCost layer, dense;
+};
 // The mean per-layer cost over `layers` layers of which `dense` cost dense_lc and the rest lc: what a stage's layer
 // terms scale by (the simulator spreads it evenly over the stage's chunks).
 LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense);
@@ -152,7 +154,7 @@ struct Estimate {
   std::vector<StageMemory> memory;  // per pipeline stage
   std::vector<StageTime> stages;    // per pipeline stage
   LayerCost layer;
-  LayerCost dense_layer;  // a MoE model's leading dense layers (has_dense_layers); zeros otherwise
+  LayerCost dense_layer;  // a MoE model's leading dense layers (LayerCosts::dense); zeros otherwise
   EdgeCost edge;
   DpCost dp;
   double p2p_bytes = 0, p2p_s = 0;  // one activation transfer between stages
@@ -220,7 +222,7 @@ struct StepScratch {
 
 // The step-time composition of estimate() from its per-plan parts (layer, edge and p2p costs). `scratch` is resized
 // to pp stages; `stages` (optional) receives the per-stage times; `dp` (optional) the deciding stage's DpCost.
-TimeBreakdown step_time(const Plan& plan, const LayerCost& lc, const EdgeCost& edge, double p2p_s,
+TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& edge, double p2p_s,
                         const PlanParamCounts& params, StepScratch& scratch,
                         std::vector<StageTime>* stages = nullptr, DpCost* dp = nullptr,
                         const EstimateOptions& options = {});
@@ -241,6 +243,7 @@ struct LayerMemoryBytes {
 LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan);
 
 LayerCost layer_cost(const Plan& plan);
+LayerCosts layer_costs(const Plan& plan);  // layer_cost() of the model and of its dense layers
 EdgeCost edge_cost(const Plan& plan);
 // The DP gradient reduction (and, with sharded optimizer states below ZeRO-3, the parameter all-gather) of a stage
 // whose GPUs hold `stage_params` parameters, `expert_params` of them MoE experts: those are reduced over the

@@ -32,7 +32,7 @@ namespace {
 // Forward FLOPs of every layer: a MoE model's leading dense layers have their own MLP.
 double all_layers_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
   const double main = layer_forward_flops(m, b, s, causal).total();
-  if (!m.is_moe() || m.dense_layers == 0) return static_cast<double>(m.layers) * main;
+  if (!m.has_dense_layers()) return static_cast<double>(m.layers) * main;
   return static_cast<double>(m.moe_layers()) * main +
          static_cast<double>(m.dense_layers) * layer_forward_flops(dense_layer_model(m), b, s, causal).total();
 }

@@ -35,7 +35,7 @@ ParamCounts count_params(const ModelSpec& m) {
   c.mlp_per_expert = c.mlp_up + c.mlp_down;
   c.router = m.is_moe() ? h * m.experts : 0;
   c.shared_mlp = m.is_moe() ? m.shared_experts * c.mlp_per_expert : 0;
-  if (m.is_moe() && m.dense_layers > 0) {
+  if (m.has_dense_layers()) {
     int64_t up = 0, down = 0;
     mlp(m.dense_ffn_hidden, up, down);
     c.dense_mlp = up + down;

@@ -333,7 +333,7 @@ class Evaluator {
 
   TimeBreakdown time() {
     if (!have_layer_) {
-      layer_ = layer_cost(plan_);
+      layer_ = layer_costs(plan_);
       have_layer_ = true;
     }
     if (!have_edge_) {
@@ -428,7 +428,7 @@ class Evaluator {
   int64_t last_stage_pp_ = -1;
   std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
   StageMemoryInputs inputs_;
-  LayerCost layer_;
+  LayerCosts layer_;
   EdgeCost edge_;
   double p2p_ = 0;
 };

@@ -139,7 +139,7 @@ int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
 }
 
 int64_t stage_dense_layers(const Plan& plan, int64_t stage) {
-  if (!plan.model.is_moe() || plan.model.dense_layers == 0) return 0;
+  if (!plan.model.has_dense_layers()) return 0;
   int64_t held = 0;
   for (int64_t c = 0; c < plan.parallel.chunks_per_stage(); ++c) held += chunk_dense_layers(plan, stage, c);
   return held;

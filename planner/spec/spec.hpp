@@ -153,6 +153,8 @@ struct ModelSpec {
   // Expert MLPs each token runs in a MoE layer: its routed top_k and the shared ones.
   int64_t experts_per_token() const { return top_k + shared_experts; }
   int64_t moe_layers() const { return layers - dense_layers; }
+  // A MoE model with leading dense layers: priced as layers of dense_layer_model() below.
+  bool has_dense_layers() const { return is_moe() && dense_layers > 0; }
 };
 
 // GEMM efficiency model (named calibration fields): achieved = peak * peak_fraction * wave_efficiency,
