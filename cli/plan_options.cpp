@@ -143,7 +143,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
 void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   TrainingSpec& tr = plan.training;
   set_precision(tr, mo);
-  tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, unfused");
+  tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, flash2, unfused");
   tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
   tr.seq_len = plan.model.seq_len;
@@ -239,7 +239,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--fp8-recipe", o.fp8_recipe,
                  "delayed | tensorwise | rowwise | blockwise | mxfp8: how fp8 operands are scaled (default tensorwise; "
                  "with --precision fp8)");
-  app.add_option("--attention", o.attention, "flash | unfused attention kernel");
+  app.add_option("--attention", o.attention, "flash | flash2 | unfused attention kernel (flash: the GPU profile's fused kernel; flash2: FlashAttention-2, PyTorch SDPA's flash backend)");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
   o.options = options_since(app, before);
 }

@@ -202,6 +202,7 @@ GemmFit fit_gemm_peak_fraction(const std::vector<GemmPoint>& points, const GpuSp
   for (const GemmPoint* p : used) fit.best_fraction = std::max(fit.best_fraction, p->flops_per_s / gpu.peak(d));
 
   GpuSpec g = gpu;
+  g.gemm.fp8_efficiency = 1.0;  // the fitted fraction is d's own, fp8 included
   auto objective = [&](double x) {
     g.gemm.peak_fraction = x;
     double sum = 0;

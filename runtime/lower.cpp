@@ -318,7 +318,7 @@ class Lowerer {
   void attention_core(Term term, bool backward) {
     const int64_t s = plan_.seq_len(), sq = s / pc_.cp, hd = m_.head_dim();
     const int64_t batch = pc_.micro_batch * (m_.heads / pc_.tp);
-    const bool flash = plan_.training.attention == AttentionKernel::flash;
+    const bool flash = plan_.training.attention != AttentionKernel::unfused;
     const int64_t qb = flash ? std::min(sq, kAttentionQueryBlock) : sq;
     for (int64_t q0 = 0; q0 < sq; q0 += qb) {
       const int64_t rows = std::min(qb, sq - q0);

@@ -27,7 +27,7 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
 
   const double heads = static_cast<double>(m.heads);
   const double b = static_cast<double>(a.micro_batch);
-  if (a.attention == AttentionKernel::flash) {
+  if (a.attention != AttentionKernel::unfused) {  // a fused kernel keeps its softmax statistics, not the scores
     r.attention_core = 4.0 * heads * s_local * b / t;
   } else {
     const double scores = heads * s_local * static_cast<double>(a.seq) * b;  // local queries x all keys

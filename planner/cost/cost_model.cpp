@@ -313,12 +313,14 @@ PassTimes attention_core(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const int64_t b = x.b, heads_local = x.heads_local, s_q = x.s_q, s = x.s;
   double attn_fwd, attn_bwd;
-  if (plan.training.attention == AttentionKernel::flash) {
+  const AttentionKernel kernel = plan.training.attention;
+  if (kernel != AttentionKernel::unfused) {
     // Scores over the query/key head width, context over the value head width (both the head width unless MLA).
     const double flops = 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(m.qk_head_dim() + m.v_head_dim()) *
                          (m.causal ? 0.5 : 1.0);
-    attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_fraction) + gpu.gemm.kernel_overhead_s;
-    attn_bwd = kFlashBackwardFactor * (attn_fwd - gpu.gemm.kernel_overhead_s) + gpu.gemm.kernel_overhead_s;
+    attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, false)) + gpu.gemm.kernel_overhead_s;
+    attn_bwd = kFlashBackwardFactor * flops / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, true)) +
+               gpu.gemm.kernel_overhead_s;
   } else {
     attn_fwd = gemm_time_s(gpu, ad, s_q, s, m.qk_head_dim(), b * heads_local) +
                gemm_time_s(gpu, ad, s_q, m.v_head_dim(), s, b * heads_local);

@@ -12,7 +12,7 @@
 //             G (A + 2 + a) + 2 X + 2 W bytes.
 // A = the activation dtype's bytes; a = A where the recipe scales from the tensor itself before casting (tensorwise,
 // rowwise: an amax pass reads it once more), 0 where the scale comes from history (delayed) or out of the cast kernel
-// (blockwise, mxfp8). The fp8 GEMMs themselves run at the fp8 peak (gemm.cpp).
+// (blockwise, mxfp8). The fp8 GEMMs themselves run at the fp8 peak times the profile's fp8_efficiency (gemm.hpp).
 #pragma once
 
 #include "planner/spec/spec.hpp"

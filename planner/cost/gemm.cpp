@@ -26,7 +26,8 @@ double gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k,
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                        static_cast<double>(batch);
-  const double rate = gpu.peak(d) * gpu.gemm.peak_fraction * wave_efficiency(gpu.gemm, m, n, batch);
+  const double fraction = gpu.gemm.peak_fraction * (d == DType::fp8 ? gpu.gemm.fp8_efficiency : 1.0);
+  const double rate = gpu.peak(d) * fraction * wave_efficiency(gpu.gemm, m, n, batch);
   const double compute = flops / rate;
   const double bytes = static_cast<double>(dtype_bytes(d)) *
                        (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *

@@ -32,8 +32,8 @@ constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::
                                                             {"1f1b", Schedule::one_f_one_b},
                                                             {"interleaved", Schedule::interleaved},
                                                             {"zb-h1", Schedule::zero_bubble}};
-constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {{"flash", AttentionKernel::flash},
-                                                                  {"unfused", AttentionKernel::unfused}};
+constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {
+    {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
 constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipe[] = {{"delayed", Fp8Recipe::delayed},
                                                                   {"tensorwise", Fp8Recipe::tensorwise},
                                                                   {"rowwise", Fp8Recipe::rowwise},
@@ -134,6 +134,15 @@ Plan dense_layer_plan(const Plan& plan) {
   d.parallel.ep = 1;
   d.parallel.etp = 0;
   return d;
+}
+
+double GemmEfficiency::attention_efficiency(AttentionKernel kernel, bool backward) const {
+  const double fused_backward = attention_backward_fraction > 0 ? attention_backward_fraction : attention_fraction;
+  if (kernel == AttentionKernel::flash2 && flash2_fraction > 0) {
+    if (!backward) return flash2_fraction;
+    return flash2_backward_fraction > 0 ? flash2_backward_fraction : flash2_fraction;
+  }
+  return backward ? fused_backward : attention_fraction;
 }
 
 DType Plan::gemm_dtype() const {

@@ -40,7 +40,10 @@ enum class PositionEmbedding : uint8_t { learned, rotary, alibi };
 enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, everything else in bf16
 enum class Recompute : uint8_t { none, selective, full };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
-enum class AttentionKernel : uint8_t { flash, unfused };
+// flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
+// attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:
+// score matrix materialised.
+enum class AttentionKernel : uint8_t { flash, flash2, unfused };
 // How fp8 GEMM operands are scaled (planner/cost/fp8.hpp): delayed (amax from the history of earlier steps,
 // Transformer Engine's DelayedScaling), tensorwise / rowwise (current scaling: an amax pass over the tensor or each
 // row before the cast; torchao float8's recipes), blockwise (1x128 / 128x128 tiles, DeepSeek-V3) and mxfp8 (32-element
@@ -165,7 +168,16 @@ struct GemmEfficiency {
   int64_t tile_m = 128;        // output tile rows per CTA
   int64_t tile_n = 256;        // output tile columns per CTA
   double kernel_overhead_s = 4e-6;
-  double attention_fraction = 0.5;  // fraction of peak a fused (flash) attention kernel achieves
+  double attention_fraction = 0.5;  // fraction of peak a fused (flash) attention kernel achieves, forward
+  // The fused kernel's backward (2.5x the forward FLOPs); 0: attention_fraction.
+  double attention_backward_fraction = 0;
+  // FlashAttention-2 forward and backward; 0: the fused kernel's fractions (a profile measured with no FA2 figure).
+  double flash2_fraction = 0, flash2_backward_fraction = 0;
+  // fp8 GEMMs' fraction of the fp8 peak, as a multiple of peak_fraction (1: the bf16 fraction).
+  double fp8_efficiency = 1.0;
+
+  // The fraction of peak `kernel` (not unfused) achieves in the forward or the backward pass.
+  double attention_efficiency(AttentionKernel kernel, bool backward) const;
 };
 
 struct GpuSpec {

@@ -132,6 +132,10 @@ GpuSpec gpu_from_json(JsonReader& r) {
     g.gemm.tile_n = ge.get_int("tile_n", g.gemm.tile_n, 1, 4096);
     g.gemm.kernel_overhead_s = ge.get_double("kernel_overhead_us", g.gemm.kernel_overhead_s * 1e6, 0.0, 1e5) * 1e-6;
     g.gemm.attention_fraction = ge.get_double("attention_fraction", g.gemm.attention_fraction, 0.01, 1.0);
+    g.gemm.attention_backward_fraction = ge.get_double("attention_backward_fraction", 0.0, 0.0, 1.0);
+    g.gemm.flash2_fraction = ge.get_double("flash2_fraction", 0.0, 0.0, 1.0);
+    g.gemm.flash2_backward_fraction = ge.get_double("flash2_backward_fraction", 0.0, 0.0, 1.0);
+    g.gemm.fp8_efficiency = ge.get_double("fp8_efficiency", g.gemm.fp8_efficiency, 0.05, 2.0);
     ge.finish();
   }
   g.cuda_context_bytes = static_cast<int64_t>(r.get_double("cuda_context_MiB", 0.0, 0.0, 1e6) * kMiB);
@@ -313,7 +317,11 @@ nlohmann::json to_json(const GpuSpec& g) {
             {"tile_m", g.gemm.tile_m},
             {"tile_n", g.gemm.tile_n},
             {"kernel_overhead_us", g.gemm.kernel_overhead_s * 1e6},
-            {"attention_fraction", g.gemm.attention_fraction}}},
+            {"attention_fraction", g.gemm.attention_fraction},
+            {"attention_backward_fraction", g.gemm.attention_backward_fraction},
+            {"flash2_fraction", g.gemm.flash2_fraction},
+            {"flash2_backward_fraction", g.gemm.flash2_backward_fraction},
+            {"fp8_efficiency", g.gemm.fp8_efficiency}}},
           {"cuda_context_MiB", shortest_units(g.cuda_context_bytes, kMiB)},
           {"workspace_MiB", shortest_units(g.workspace_bytes, kMiB)},
           {"comm_buffer_MiB_per_group", shortest_units(g.comm_buffer_bytes_per_group, kMiB)},

@@ -204,6 +204,12 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
     say("attention: flash (stated)");
     return AttentionKernel::flash;
   }
+  // torchtitan (and the torchao benchmarks run through it) call torch.nn.functional.scaled_dot_product_attention,
+  // whose default backend on Ampere and Hopper is the flash backend, FlashAttention-2 (docs/cost-model.md).
+  if (has(all, "torchtitan") || has(all, "pytorch/ao")) {
+    say("attention: flash2 (torchtitan: PyTorch SDPA's flash backend)");
+    return AttentionKernel::flash2;
+  }
   // The first 20xx year in the source text: FlashAttention (2022-05) entered Megatron-LM and the other frameworks
   // in 2023; the 2021-2022 publications ran the unfused (softmax-fused) attention path.
   if (const int year = first_year(source); year > 0) {

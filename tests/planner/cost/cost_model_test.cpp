@@ -536,3 +536,20 @@ TEST_CASE("memory: an explicit per-chunk layout charges each chunk's layers for 
         doctest::Approx(stage_memory(even, 3, in).activations +
                         static_cast<double>(first3) * in.layer_activation_bytes));
 }
+
+TEST_CASE("the attention kernel sets the attention core's rate: FlashAttention-2 against the fused kernel") {
+  Plan p = test::korthikanti_175b();
+  p.gpu = test::profiles().gpu("h100", "t");
+  p.gpu.gemm.kernel_overhead_s = 0;
+  p.training.attention = AttentionKernel::flash;
+  const LayerCost fused = layer_cost(p);
+  p.training.attention = AttentionKernel::flash2;
+  const LayerCost fa2 = layer_cost(p);
+  const GemmEfficiency& e = p.gpu.gemm;
+  CHECK(fa2.attention_forward_s / fused.attention_forward_s == doctest::Approx(e.attention_fraction / e.flash2_fraction));
+  // The backward is 2.5x the forward's FLOPs at each kernel's backward rate; everything else is the same work.
+  const double bwd_delta = 2.5 * fused.attention_forward_s * e.attention_fraction *
+                           (1.0 / e.flash2_backward_fraction - 1.0 / e.attention_backward_fraction);
+  CHECK(fa2.backward_input_s - fused.backward_input_s == doctest::Approx(bwd_delta));
+  CHECK(fa2.backward_weight_s == doctest::Approx(fused.backward_weight_s));
+}

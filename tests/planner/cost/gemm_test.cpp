@@ -28,3 +28,15 @@ TEST_CASE("a large square GEMM runs at peak x peak_fraction; a thin one is HBM b
   CHECK(thin == doctest::Approx(bytes / (g.hbm_bandwidth_Bps * g.hbm_efficiency)));
   CHECK(gemm_time_s(g, DType::bf16, 0, 10, 10) == 0.0);
 }
+
+TEST_CASE("an fp8 GEMM reaches fp8_efficiency x peak_fraction of the fp8 peak") {
+  GpuSpec g = test::profiles().gpu("h100", "t");
+  g.gemm.kernel_overhead_s = 0;
+  const int64_t m = 128 * 132, n = 256 * 8, k = 8192;  // whole waves of 128x256 tiles on 132 SMs
+  const double flops = 2.0 * m * n * k;
+  CHECK(flops / gemm_time_s(g, DType::bf16, m, n, k) == doctest::Approx(989.4e12 * g.gemm.peak_fraction));
+  CHECK(flops / gemm_time_s(g, DType::fp8, m, n, k) ==
+        doctest::Approx(1978.9e12 * g.gemm.peak_fraction * g.gemm.fp8_efficiency));
+  g.gemm.fp8_efficiency = 1.0;  // the same fraction as bf16: twice as fast
+  CHECK(gemm_time_s(g, DType::bf16, m, n, k) == doctest::Approx(2.0 * gemm_time_s(g, DType::fp8, m, n, k)).epsilon(1e-3));
+}
