@@ -60,6 +60,8 @@ std::string_view reject_flag(Reject r) {
       return "--precision";
     case Reject::zb_full_recompute:
       return "--schedule";
+    case Reject::selective_op_unsupported:
+      return "--recompute";
     case Reject::offload_invalid:
       return "--offload";
     case Reject::overlap_p2p_not_interleaved:
@@ -112,7 +114,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.schedule = me.schedule.empty() ? (pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b)
                                     : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1");
   pc.recompute = me.recompute.empty() ? Recompute::none
-                                      : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, full");
+                                      : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, selective-op, full");
   pc.sequence_parallel = me.sequence_parallel;
   pc.zero_stage = me.zero;
   pc.zero3_gather_unit = me.zero3_gather_unit.empty()
@@ -257,7 +259,7 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--microbatches", o.microbatches, "Microbatches per step (default: global batch / (dp micro-batch))")->check(pos);
   add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule, "gpipe | 1f1b | interleaved | zb-h1 (default 1f1b; interleaved when --vpp > 1)");
-  app.add_option("--recompute", o.recompute, "none | selective | full");
+  app.add_option("--recompute", o.recompute, "none | selective (Megatron: attention core) | selective-op (torchtitan per-op SAC) | full");
   app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
   app.add_option("--zero", o.zero, "ZeRO stage 0..3 (3 = FSDP)")->check(CLI::Range(0, 3));
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,

@@ -87,7 +87,7 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   if (o.vpp && std::find(s.schedules.begin(), s.schedules.end(), Schedule::interleaved) == s.schedules.end()) {
     throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
   }
-  if (!o.recompute.empty()) s.recompute = enum_list<Recompute>(o.recompute, "--recompute", "none, selective, full");
+  if (!o.recompute.empty()) s.recompute = enum_list<Recompute>(o.recompute, "--recompute", "none, selective, selective-op, full");
   if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
   if (o.sp) s.sequence_parallel = {true};
   if (o.no_sp) s.sequence_parallel = {false};

@@ -669,6 +669,10 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
                      "are missing");
   }
+  if (plan.parallel.recompute == Recompute::selective_op) {
+    throw InputError("run: recompute selective-op (torchtitan's per-op policy) is not lowered yet: the runtime recomputes "
+                     "the attention core (selective) or the whole layer (full)");
+  }
   if (plan.parallel.offload.any()) {
     throw InputError(fmt::format("run: offload plans (offload {}) are not lowered yet: the host copies and the CPU "
                                  "optimizer step are missing",

@@ -12,7 +12,9 @@ Measures, with CUDA events on random data (median of ITERS after WARMUP):
              complex rotary embedding, repeat_kv, SDPA, SwiGLU), forward and forward+backward, and the bytes the
              forward keeps for the backward.
 Writes one JSON document (to argv[1], default kernels.json). Each measurement that fails records its error
-instead of stopping the others.
+instead of stopping the others. With --layer-variants (after the output path) it times only the decoder layers, eager
+and under torch.compile, without recompute, with torchtitan's per-op selective activation checkpointing and with full
+activation checkpointing.
 """
 import json
 import math
@@ -132,7 +134,29 @@ def rms_norm(x, weight, eps=1e-5):
     return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
 
 
-def layer(name, b, s, h, heads, kv_heads, ffn):
+def op_sac_context():
+    """torchtitan's per-op selective activation checkpointing policy: save the outputs of the matmuls (all but every
+    second one), of the attention kernels and of max; recompute everything else."""
+    from collections import defaultdict
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+    save = {torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_efficient_attention.default,
+            torch.ops.aten._scaled_dot_product_flash_attention.default,
+            torch.ops.aten._scaled_dot_product_cudnn_attention.default, torch.ops.aten.max.default}
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+        if func == torch.ops.aten.mm.default:
+            meta[key] += 1
+        keep = func in save and not (func == torch.ops.aten.mm.default and meta[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+    return create_selective_checkpoint_contexts(policy)
+
+
+def layer(name, b, s, h, heads, kv_heads, ffn, compiled=False, ac="none"):
+    """One decoder layer forward and forward+backward; `ac`: none, op (torchtitan's per-op SAC) or full (the whole
+    layer recomputed); `compiled`: torch.compile over the (checkpointed) layer, as torchtitan compiles each block."""
+    from torch.utils.checkpoint import checkpoint
     d = h // heads
     p = lambda *shape: (torch.randn(*shape, device=DEV, dtype=torch.bfloat16) * 0.02).requires_grad_()
     wq, wk, wv, wo = p(h, h), p(kv_heads * d, h), p(kv_heads * d, h), p(h, h)
@@ -148,8 +172,8 @@ def layer(name, b, s, h, heads, kv_heads, ffn):
         tc = torch.view_as_complex(t.float().reshape(*t.shape[:-1], -1, 2))
         return torch.view_as_real(tc * freqs_cis.view(1, s, 1, d // 2)).flatten(3).type_as(t)
 
-    def forward():
-        hn = rms_norm(x, n1)
+    def body(xin):
+        hn = rms_norm(xin, n1)
         q = F.linear(hn, wq).view(b, s, heads, d)
         k = F.linear(hn, wk).view(b, s, kv_heads, d)
         v = F.linear(hn, wv).view(b, s, kv_heads, d)
@@ -158,41 +182,70 @@ def layer(name, b, s, h, heads, kv_heads, ffn):
         k = k.repeat_interleave(rep, dim=2)
         v = v.repeat_interleave(rep, dim=2)
         o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
-        y = x + F.linear(o.transpose(1, 2).reshape(b, s, h), wo)
+        y = xin + F.linear(o.transpose(1, 2).reshape(b, s, h), wo)
         yn = rms_norm(y, n2)
         return y + F.linear(F.silu(F.linear(yn, w1)) * F.linear(yn, w3), w2)
 
+    if ac == "op":
+        wrapped = lambda xin: checkpoint(body, xin, use_reentrant=False, context_fn=op_sac_context)
+    elif ac == "full":
+        wrapped = lambda xin: checkpoint(body, xin, use_reentrant=False)
+    else:
+        wrapped = body
+    forward_fn = torch.compile(wrapped) if compiled else wrapped
     grad = torch.randn(b, s, h, device=DEV, dtype=torch.bfloat16)
 
     def fwd():
         with torch.no_grad():
-            forward()
+            forward_fn(x)
 
     def fwd_bwd():
         for t in params + [x]:
             t.grad = None
-        forward().backward(grad)
+        forward_fn(x).backward(grad)
 
     t_fwd, t_all = bench_ms(fwd), bench_ms(fwd_bwd)
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
-    out = forward()
+    out = forward_fn(x)
     torch.cuda.synchronize()
     kept = torch.cuda.memory_allocated() - before - out.numel() * out.element_size()
     del out
     linear_flops = 2.0 * b * s * (2 * h * h + 2 * h * kv_heads * d + 3 * h * ffn)
     attn_flops = 2.0 * b * heads * s * s * 2 * d * 0.5
     results["layer"].append({"name": name, "b": b, "s": s, "h": h, "heads": heads, "kv_heads": kv_heads, "ffn": ffn,
+                             "compiled": compiled, "ac": ac,
                              "fwd_ms": t_fwd, "fwd_bwd_ms": t_all, "bwd_ms": t_all - t_fwd,
                              "linear_flops_fwd": linear_flops, "attention_flops_fwd": attn_flops,
                              "fwd_bwd_tflops": 3.0 * (linear_flops + attn_flops) / t_all / 1e9,
                              "saved_activation_bytes": kept})
 
 
+def save(out_path, t0):
+    results["seconds"] = time.time() - t0
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+def layer_variants(out_path, t0):
+    """The decoder layer eager and compiled, without recompute, with torchtitan's per-op SAC and with full AC."""
+    for (name, b, s, h, heads, kvh, ffn) in [("llama3-8b", 1, 8192, 4096, 32, 8, 14336),
+                                             ("llama3-70b", 1, 8192, 8192, 64, 8, 28672)]:
+        for compiled in (False, True):
+            for ac in ("none", "op", "full"):
+                guarded("layer", f"{name} compiled={compiled} ac={ac}",
+                        lambda: layer(name, b, s, h, heads, kvh, ffn, compiled, ac))
+                save(out_path, t0)
+
+
 def main():
     out_path = sys.argv[1] if len(sys.argv) > 1 else "kernels.json"
     t0 = time.time()
     torch.manual_seed(0)
+    if "--layer-variants" in sys.argv[2:]:
+        layer_variants(out_path, t0)
+        print(json.dumps(results, indent=1)[:6000])
+        return
     for backend in ("flash", "cudnn", "efficient"):
         for (b, heads, s, dqk, dv) in [(1, 32, 8192, 128, 128), (1, 8, 8192, 128, 128), (4, 32, 2048, 128, 128),
                                       (1, 64, 4096, 128, 128), (1, 16, 4096, 192, 128)]:
@@ -217,9 +270,7 @@ def main():
                                              ("llama3-8b", 2, 4096, 4096, 32, 8, 14336),
                                              ("llama3-70b", 1, 8192, 8192, 64, 8, 28672)]:
         guarded("layer", f"{name} b{b} s{s}", lambda: layer(name, b, s, h, heads, kvh, ffn))
-    results["seconds"] = time.time() - t0
-    with open(out_path, "w") as f:
-        json.dump(results, f, indent=1)
+    save(out_path, t0)
     print(json.dumps(results, indent=1)[:6000])
 
 

@@ -33,6 +33,13 @@ void common_cannot(const Plan& plan, Writer& w) {
 
 std::string megatron_recompute(Recompute r) { return r == Recompute::full ? "full" : "selective"; }
 
+// Megatron-LM and NeMo have no per-op policy: selective-op is written as their selective (attention core).
+void megatron_recompute_cannot(const Plan& plan, Writer& w) {
+  if (plan.parallel.recompute == Recompute::selective_op) {
+    w.cannot("recompute selective-op (torchtitan's per-op policy): written as Megatron's selective");
+  }
+}
+
 // Megatron-LM's model-shape arguments for `m`.
 std::vector<std::string> megatron_shape(const ModelSpec& m) {
   std::vector<std::string> a = {fmt::format("--num-layers {}", m.layers), fmt::format("--hidden-size {}", m.hidden),
@@ -53,6 +60,7 @@ std::vector<std::string> megatron_shape(const ModelSpec& m) {
 Exported to_megatron(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe (Megatron-LM runs 1F1B or interleaved 1F1B)");
+  megatron_recompute_cannot(plan, w);
   if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer) {
     w.cannot("ZeRO-3 gathering whole layers (Megatron-DeepSpeed --zero-stage 3 gathers per submodule)");
   }
@@ -96,6 +104,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   const ModelSpec& m = plan.model;
   if (pc.zero_stage > 0) w.cannot(fmt::format("ZeRO stage {} (NeMo shards the optimizer with distributed_fused_adam)", pc.zero_stage));
   if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe");
+  megatron_recompute_cannot(plan, w);
   if (pc.distributed_optimizer != pc.overlap_dp_comm) {
     w.cannot(pc.overlap_dp_comm ? "overlapped gradient reduction without the distributed optimizer"
                                 : "the distributed optimizer without overlapped gradient reduction");
@@ -171,7 +180,14 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
     s += fmt::format("pipeline_parallel_microbatch_size = {}\npipeline_parallel_schedule = \"{}\"\n", pc.micro_batch,
                      pc.schedule == Schedule::gpipe ? "GPipe" : "1F1B");
   }
-  s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", to_string(pc.recompute));
+  // torchtitan's selective mode with option "op" is its per-op policy; Megatron's attention-core recompute has no
+  // torchtitan form.
+  if (pc.recompute == Recompute::selective) {
+    w.cannot("recompute selective (Megatron's attention-core recompute): written as torchtitan's per-op selective");
+  }
+  const bool selective = pc.recompute == Recompute::selective || pc.recompute == Recompute::selective_op;
+  s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", selective ? "selective" : to_string(pc.recompute));
+  if (selective) s += "selective_ac_option = \"op\"\n";
   w.out.text = s;
   return w.out;
 }

@@ -45,7 +45,8 @@ constexpr std::string_view kTitanRead[] = {
     "parallelism.pipeline_parallel_degree", "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "parallelism.pipeline_parallel_schedule",
     "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
-    "training.global_batch_size", "training.seq_len", "training.mixed_precision_param", "activation_checkpoint.mode"};
+    "training.global_batch_size", "training.seq_len", "training.mixed_precision_param", "activation_checkpoint.mode",
+    "activation_checkpoint.selective_ac_option"};
 
 // The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
 void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
@@ -145,9 +146,23 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
     if (m != "none" && m != "selective" && m != "full") {
       throw InputError(fmt::format("{}: {}: '{}' (torchtitan takes none, selective, full)", path, origin(it), excerpt(m)));
     }
-    out.set("--recompute", m, origin(it), path);
+    if (m == "selective") {
+      // selective_ac_option "op": the per-op policy; a number N: every N-th layer fully recomputed (not modelled).
+      const auto opt = t.items.find("activation_checkpoint.selective_ac_option");
+      if (opt == t.items.end() || opt->second->value.text != "op") {
+        throw InputError(fmt::format(
+            "{}: {}: selective activation checkpointing by layers (activation_checkpoint.selective_ac_option '{}') is "
+            "not modelled (selective_ac_option = \"op\" is: --recompute selective-op)",
+            path, opt == t.items.end() ? origin(it) : origin(*opt->second),
+            opt == t.items.end() ? std::string("2, the default") : excerpt(opt->second->value.text)));
+      }
+      out.set("--recompute", "selective-op", origin(*opt->second), path);
+    } else {
+      out.set("--recompute", m, origin(it), path);
+    }
   }
-  out.assume("--recompute", "selective", "activation_checkpoint.mode not given (torchtitan default selective)");
+  out.assume("--recompute", "selective-op",
+             "activation_checkpoint.mode not given (torchtitan's presets: selective, selective_ac_option op)");
   return out;
 }
 

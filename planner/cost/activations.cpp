@@ -1,7 +1,30 @@
 // Activation memory (formulas and sources in activations.hpp).
 #include "planner/cost/activations.hpp"
 
+
 namespace parplan {
+
+std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m) {
+  std::vector<LayerMatmul> mm = {{m.q_dim(), m.hidden, true},
+                                 {m.k_width(), m.hidden, true},
+                                 {m.v_width(), m.hidden, true},
+                                 {m.hidden, m.context_dim(), false}};
+  if (m.ffn_type == FfnType::swiglu) {
+    mm.insert(mm.end(), {{m.ffn_hidden, m.hidden, true}, {m.ffn_hidden, m.hidden, true}, {m.hidden, m.ffn_hidden, false}});
+  } else {
+    mm.insert(mm.end(), {{m.ffn_hidden, m.hidden, true}, {m.hidden, m.ffn_hidden, false}});
+  }
+  return mm;
+}
+
+double selective_op_saved_width(const ModelSpec& m) {
+  // The 1st, 3rd, ... matmul outputs are kept, except the last matmul's: it only feeds the residual add, whose
+  // backward does not read it (what torch.compile keeps; eager keeps it too). Plus the attention output.
+  const std::vector<LayerMatmul> mm = layer_matmuls(m);
+  double width = static_cast<double>(m.context_dim());
+  for (size_t i = 0; i + 1 < mm.size(); i += 2) width += static_cast<double>(mm[i].n);
+  return width;
+}
 
 LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const ActivationShape& a) {
   const double A = static_cast<double>(a.bytes_per_element);
@@ -41,6 +64,10 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
     case Recompute::selective:
       r.total = r.replicated + r.tp_sharded;
       break;
+    case Recompute::selective_op:
+      r.total = sbh * A / (a.sequence_parallel ? t : 1.0) + sbh * A * selective_op_saved_width(m) / h / t +
+                r.attention_core;
+      break;
     case Recompute::full:
       r.total = sbh * A / (a.sequence_parallel ? t : 1.0);  // the layer input only
       break;
@@ -69,6 +96,7 @@ double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a)
   ActivationShape full = a;
   full.recompute = Recompute::none;
   LayerActivationBytes l = layer_activation_bytes(m, full);
+  if (a.recompute == Recompute::selective_op) return l.total - layer_activation_bytes(m, a).total;  // rebuilt at once
   return a.recompute == Recompute::full ? l.total : l.attention_core;
 }
 

@@ -13,8 +13,15 @@
 // A MoE model's leading dense layers are counted with their own model (dense_layer_model, spec.hpp).
 // Attention core: unfused 5 a s^2 b (softmax out 2, dropout mask 1, dropout out 2; 2 without dropout), /t;
 //   flash attention keeps only the fp32 log-sum-exp, 4 a s b / t. Context parallel: s -> s/cp for queries.
+// torchtitan's per-op selective activation checkpointing (selective_op; torchtitan parallelize_llama.py,
+// _apply_ac_to_transformer_block: "saves output of all compute ops, except every second mm"): the layer input, the
+// outputs of the 1st, 3rd, ... matmul in forward order (wq, wv, w1 for a SwiGLU layer; wq, wv, up for GeLU; the last
+// matmul's output excepted) and of the attention kernel (its output and log-sum-exp). Measured on an H200 for Llama 3
+// 8B / 70B layers at 8192 tokens under torch.compile: 386.9 / 757.1 MB beside the input, exactly this count
+// (bench/gpu/results/h200-2026-11-26/layers.json; eager PyTorch also keeps the w2 output: 454.0 / 891.3 MB).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "planner/spec/spec.hpp"
 
@@ -48,5 +55,17 @@ double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& 
 // Peak working set of recomputing one layer during backward (full: one layer without recompute; selective: its
 // attention core), which stays live on top of the stored activations.
 double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a);
+
+// A dense layer's matmuls in torchtitan's forward order: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or up, down.
+// out[tokens, n] = in[tokens, k]; column-parallel ones split n over tp, row-parallel ones k.
+struct LayerMatmul {
+  int64_t n = 0, k = 0;
+  bool column_parallel = true;
+};
+std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m);
+
+// selective_op: the width (in elements per token, before tensor parallelism) of the matmul and attention outputs
+// kept per layer, beside the layer input. Dense layers with standard attention (validate() refuses the rest).
+double selective_op_saved_width(const ModelSpec& m);
 
 }  // namespace parplan

@@ -344,8 +344,8 @@ PassTimes memory_bound_ops(const Plan& plan) {
   return {mem, mem_bwd};
 }
 
-// The recomputed forward work of one layer, given its forward_s: none, the attention core (selective) or the whole
-// forward (full).
+// The recomputed forward work of one layer, given its forward_s: none, the attention core (selective), every second
+// matmul and the memory-bound ops (selective_op) or the whole forward (full).
 double recompute_s(const Plan& plan, const LayerDims& x, const LayerCost& lc, double attn_fwd) {
   switch (plan.parallel.recompute) {
     case Recompute::none:
@@ -362,6 +362,19 @@ double recompute_s(const Plan& plan, const LayerDims& x, const LayerCost& lc, do
                     2.0 * gpu.gemm.kernel_overhead_s;
       }
       return attn_fwd + softmax_s;
+    }
+    case Recompute::selective_op: {
+      // torchtitan's per-op policy (activations.hpp): the forward's memory-bound ops and every second matmul run
+      // again; the attention kernel and the other matmuls return their kept outputs, and the last matmul, whose
+      // output the backward does not read, is not rerun. Memory-bound forward = forward - GEMMs - attention core.
+      const std::vector<LayerMatmul> mm = layer_matmuls(plan.model);
+      double gemms = 0;
+      for (size_t i = 1; i + 1 < mm.size(); i += 2) {
+        const LayerMatmul& g = mm[i];
+        gemms += gemm_time_s(plan.gpu, plan.gemm_dtype(), x.T, g.column_parallel ? g.n / x.tp : g.n,
+                             g.column_parallel ? g.k : g.k / x.tp);
+      }
+      return gemms + (lc.forward_s - lc.gemm_forward_s - lc.attention_forward_s);
     }
     case Recompute::full:
       return lc.forward_s;

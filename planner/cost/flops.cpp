@@ -1,6 +1,10 @@
 // FLOP counts (formulas and sources in flops.hpp).
 #include "planner/cost/flops.hpp"
 
+#include <vector>
+
+#include "planner/cost/activations.hpp"
+
 namespace parplan {
 
 LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
@@ -55,6 +59,15 @@ double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t
     case Recompute::selective:
       extra = static_cast<double>(m.layers) * layer_forward_flops(m, global_batch, s, false).attention_core();
       break;
+    case Recompute::selective_op: {  // every second matmul but the last (recompute_s, cost_model.cpp)
+      const std::vector<LayerMatmul> mm = layer_matmuls(m);
+      for (size_t i = 1; i + 1 < mm.size(); i += 2) {
+        extra += 2.0 * static_cast<double>(global_batch) * static_cast<double>(s) * static_cast<double>(mm[i].n) *
+                 static_cast<double>(mm[i].k);
+      }
+      extra *= static_cast<double>(m.layers);
+      break;
+    }
     case Recompute::full:
       extra = all_layers_forward_flops(m, global_batch, s, false);
       break;

@@ -300,6 +300,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
+  if (pc.recompute == Recompute::selective_op &&
+      (plan.model.is_moe() || plan.model.is_mla() || plan.training.attention == AttentionKernel::unfused)) {
+    v.add(Reject::selective_op_unsupported);
+  }
   return v;
 }
 
@@ -329,6 +333,8 @@ std::string_view reject_name(Reject r) {
       return "sp_without_tp";
     case Reject::precision_unsupported:
       return "precision_unsupported";
+    case Reject::selective_op_unsupported:
+      return "selective_op_unsupported";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -426,6 +432,9 @@ std::string describe(Reject r, const Plan& plan) {
       return "sequence parallelism needs tp > 1";
     case Reject::precision_unsupported:
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
+    case Reject::selective_op_unsupported:
+      return "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers with standard attention "
+             "and a fused attention kernel; this plan has MoE layers, latent attention or unfused attention";
     case Reject::zb_full_recompute:
       return "schedule zb-h1 with full recompute: a weight-gradient pass (W) runs after its input-gradient pass and "
              "needs the layer activations that full recompute rebuilds only for that pass (keeping or rebuilding them "

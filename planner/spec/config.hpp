@@ -26,6 +26,7 @@ enum class Reject : uint8_t {
   zb_full_recompute,      // ZB-H1's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
+  selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

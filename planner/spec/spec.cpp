@@ -27,7 +27,10 @@ constexpr std::pair<std::string_view, PositionEmbedding> kPos[] = {
 constexpr std::pair<std::string_view, Precision> kPrec[] = {
     {"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp8", Precision::fp8}};
 constexpr std::pair<std::string_view, Recompute> kRec[] = {
-    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+    {"none", Recompute::none},
+    {"selective", Recompute::selective},
+    {"selective-op", Recompute::selective_op},
+    {"full", Recompute::full}};
 constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::gpipe},
                                                             {"1f1b", Schedule::one_f_one_b},
                                                             {"interleaved", Schedule::interleaved},

@@ -38,7 +38,10 @@ enum class FfnType : uint8_t { gelu, swiglu };
 enum class NormType : uint8_t { layernorm, rmsnorm };
 enum class PositionEmbedding : uint8_t { learned, rotary, alibi };
 enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, everything else in bf16
-enum class Recompute : uint8_t { none, selective, full };
+// selective: Megatron's, the attention core recomputed (Korthikanti et al. 2022); selective_op: torchtitan's per-op
+// selective activation checkpointing (the outputs of every other matmul and of attention kept, the rest recomputed);
+// full: the whole layer recomputed from its input.
+enum class Recompute : uint8_t { none, selective, full, selective_op };
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
 // flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
 // attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:

@@ -98,7 +98,9 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes)
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;
-  if (has(t, "selective")) {
+  if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
+    out = Recompute::selective_op;  // torchtitan's per-op selective activation checkpointing
+  } else if (has(t, "selective")) {
     out = Recompute::selective;
   } else if (has(t, "full") || has(t, "checkpoint")) {
     out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"

@@ -875,6 +875,8 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   }
   parplan::test::write_text(d + "overflow.sh", "A=$((99999999999*99999999999*999999999))\n" + cmd + " --global-batch-size $A\n");
   parplan::test::write_text(d + "ds_bad_stage.json", "{\"zero_optimization\": {\"stage\": 4}}");
+  parplan::test::write_text(d + "titan_layer_ac.toml", "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"2\"\n");
+  parplan::test::write_text(d + "titan_no_ac_option.toml", "[activation_checkpoint]\nmode = \"selective\"\n");
   const std::string interop = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
   const std::vector<BadCase> cases = {
       {{"import", d + "placeholder.sh"}, "--tensor-model-parallel-size ${TP} (line 1) is ${TP}, which the file does not set: set it in the file or give --tp N"},
@@ -887,6 +889,9 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", d + "array_tables.toml"}, "array_tables.toml:1: arrays of tables"},
       {{"import", d + "no_format.yaml"}, "cannot tell the format"},
       {{"import", d + "ds_bad_stage.json"}, "/zero_optimization/stage: must be 0, 1, 2 or 3"},
+      {{"import", d + "titan_layer_ac.toml", "--model", "llama3-8b", "--gpus", "8"}, "selective activation checkpointing by layers (activation_checkpoint.selective_ac_option '2') is not modelled"},
+      {{"import", d + "titan_no_ac_option.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option '2, the default') is not modelled"},
+      {{"estimate", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--recompute", "selective-op"}, "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers"},
       {{"import", d + "deep.yaml", "--format", "nemo"}, "deep.yaml:1: nesting deeper than 64 levels"},
       {{"import", d + "overflow.sh"}, "--global-batch-size $((99999999999*99999999999*999999999)) (line 2) is $(("},
       {{"import", interop + "llama3_8b.toml", "--format", "nemo"}, "looks like a torchtitan TOML job config, not a NeMo YAML config (give --format torchtitan)"},

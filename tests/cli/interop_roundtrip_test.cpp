@@ -42,6 +42,8 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
   }
   pc.sequence_parallel = pc.tp > 1 && (f == Framework::torchtitan || pick({0, 1}));
   pc.recompute = f == Framework::deepspeed ? Recompute::none : static_cast<Recompute>(pick({0, 1, 2}));
+  // torchtitan's selective mode is its per-op policy; Megatron's attention-core selective has no torchtitan form.
+  if (f == Framework::torchtitan && pc.recompute == Recompute::selective) pc.recompute = Recompute::selective_op;
   p.training.precision = static_cast<Precision>(f == Framework::deepspeed ? pick({0, 1}) : f == Framework::torchtitan ? pick({0, 2}) : pick({0, 1, 2}));
   p.training.grad_fp32 = p.training.precision != Precision::fp16;
   switch (f) {

@@ -100,6 +100,9 @@ TEST_CASE("import: Megatron-LM YAML args, NeMo YAML, torchtitan TOML, DeepSpeed 
     // dp = shard 4 x replicate 2 (FSDP: ZeRO-3); tp 2 cp 2 -> 32 GPUs; 64 / (8 x 2) = 4 microbatches.
     check_mesh(j["plan"], {32, 8, 2, 1, 2, 1, 1, 2, 64, 4, 8192, 3, true, false, "1f1b", "full", "fp8"});
     CHECK(j["plan"]["model"]["name"] == "llama3-8b");
+    // mode "selective" with selective_ac_option "op": torchtitan's per-op policy.
+    const auto op = import_json({kDir + "llama3_8b_sac_op.toml"});
+    CHECK(op["plan"]["parallel"]["recompute"] == "selective-op");
   }
   SUBCASE("deepspeed") {
     const auto j = import_json({kDir + "ds_config.json", "--model", "llama3-8b", "--gpus", "32"});

@@ -67,3 +67,24 @@ TEST_CASE("output layer holds fp32 logits 4sbV/t") {
   ActivationShape x = shape(8, true, Recompute::selective);
   CHECK(output_layer_activation_bytes(m, x) == doctest::Approx(4 * s * b * h / t + 4 * s * b * 51200 / t));
 }
+
+TEST_CASE("selective-op keeps the layer input, every other matmul's output and attention's, as measured on an H200") {
+  // bench/gpu/results/h200-2026-11-26/layers.json: a Llama 3 layer at 8192 tokens under torch.compile with torchtitan's
+  // per-op policy kept 386,925,568 B (8B) and 757,072,896 B (70B) beside its input.
+  for (const auto& [name, kept] : {std::pair<const char*, double>{"llama3-8b", 386925568.0}, {"llama3-70b", 757072896.0}}) {
+    const ModelSpec m = test::profiles().model(name, "t");
+    ActivationShape a;
+    a.seq = 8192;
+    a.attention = AttentionKernel::flash2;
+    a.recompute = Recompute::selective_op;
+    const double input = 8192.0 * static_cast<double>(m.hidden) * 2.0;
+    CHECK(layer_activation_bytes(m, a).total - input == doctest::Approx(kept).epsilon(0.002));
+    // SwiGLU: wq, wv and w1 kept (w2, the last, is not); with the attention output and its log-sum-exp.
+    CHECK(selective_op_saved_width(m) == static_cast<double>(m.q_dim() + m.v_width() + m.ffn_hidden + m.context_dim()));
+    // The backward rebuilds the rest of the layer at once.
+    ActivationShape none = a;
+    none.recompute = Recompute::none;
+    CHECK(recompute_working_set_bytes(m, a) ==
+          doctest::Approx(layer_activation_bytes(m, none).total - layer_activation_bytes(m, a).total));
+  }
+}

@@ -553,3 +553,22 @@ TEST_CASE("the attention kernel sets the attention core's rate: FlashAttention-2
   CHECK(fa2.backward_input_s - fused.backward_input_s == doctest::Approx(bwd_delta));
   CHECK(fa2.backward_weight_s == doctest::Approx(fused.backward_weight_s));
 }
+
+TEST_CASE("selective-op recomputes every second matmul but the last, and the forward's memory-bound ops") {
+  Plan p = test::korthikanti_175b();
+  p.model = test::profiles().model("llama3-8b", "t");
+  p.gpu = test::profiles().gpu("h200", "t");
+  p.parallel.tp = 1;
+  p.parallel.sequence_parallel = false;
+  p.training.attention = AttentionKernel::flash2;
+  p.parallel.recompute = Recompute::selective_op;
+  const LayerCost lc = layer_cost(p);
+  const ModelSpec& m = p.model;
+  const int64_t T = p.parallel.micro_batch * p.seq_len();  // the microbatch's tokens (cp 1)
+  // wk, wo and w3: the 2nd, 4th and 6th matmul of a SwiGLU layer.
+  const double gemms = gemm_time_s(p.gpu, DType::bf16, T, m.kv_dim(), m.hidden) +
+                       gemm_time_s(p.gpu, DType::bf16, T, m.hidden, m.context_dim()) +
+                       gemm_time_s(p.gpu, DType::bf16, T, m.ffn_hidden, m.hidden);
+  CHECK(lc.recompute_s == doctest::Approx(gemms + lc.forward_s - lc.gemm_forward_s - lc.attention_forward_s));
+  CHECK(lc.recompute_s < lc.forward_s);
+}

@@ -183,6 +183,11 @@ TEST_CASE("validation: free-text rules") {
   CHECK(rc == Recompute::full);
   CHECK(map_recompute("none", rc));
   CHECK(rc == Recompute::none);
+  for (const char* op : {"selective per-op activation checkpointing (per-op SAC)", "selective op AC",
+                         "selective activation checkpointing (preset: selective_ac_option='op', per-op SAC)"}) {
+    CHECK(map_recompute(op, rc));
+    CHECK(rc == Recompute::selective_op);
+  }
   CHECK_FALSE(map_recompute("partial checkpointing (saves expensive activations)", rc));
 
   CHECK(map_gpu("H100 (SXM, 80GB presumed)", profiles()) == "H100-SXM5-80GB");
