@@ -208,10 +208,9 @@ class RankExecutor {
       case CollectiveKind::reduce_scatter:
         comm.reduce_scatter(base, sub(base, comm.rank() * per, per), op.count, op.dtype);
         return;
-      case CollectiveKind::all_to_all: {
-        comm.all_to_all(base, base, op.count, op.dtype);
+      case CollectiveKind::all_to_all:  // out of place: the receive half follows the send half in the slot
+        comm.all_to_all(base, sub(slot(op.slot), op.offset + op.bytes, op.bytes), op.count, op.dtype);
         return;
-      }
       case CollectiveKind::barrier:
         comm.barrier();
         return;

@@ -7,6 +7,7 @@
 
 #include "planner/cost/activations.hpp"
 #include "planner/cost/collectives.hpp"
+#include "planner/cost/expert_comm.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/spec/error.hpp"
@@ -67,6 +68,15 @@ class Lowerer {
     dp_ = stage_dp_cost(plan, coord_.pp, plan_param_counts(plan));
     v_ = pc_.chunks_per_stage();
     layers_ = stage_layers(plan, coord_.pp);
+    if (m_.is_moe()) {
+      experts_ = expert_gemms(plan);
+      a2a_ = layer_expert_a2a(plan);
+    }
+    if (m_.has_dense_layers()) {  // a MoE model's leading dense layers, priced as layers of dense_layer_plan()
+      dense_plan_ = dense_layer_plan(plan);
+      dense_lc_ = layer_cost(dense_plan_);
+      dense_mb_ = layer_memory_bound_bytes(dense_plan_);
+    }
   }
 
   Program run(const std::vector<ScheduleStep>& order) {
@@ -112,6 +122,7 @@ class Lowerer {
     }
     const ActivationShape a = activation_shape_of(plan_);
     per_layer_stash_ = layer_activation_bytes(m_, a).total;
+    if (m_.has_dense_layers()) dense_layer_stash_ = layer_activation_bytes(dense_layer_model(m_), a).total;
     embedding_stash_ = embedding_activation_bytes(m_, a);
     output_stash_ = output_layer_activation_bytes(m_, a);
     scratch_ = add_slot(SlotKind::scratch, 0, true, "scratch (allowance)");  // sized by the ops that use it
@@ -249,6 +260,10 @@ class Lowerer {
         return group_link(plan_, GroupKind::dp_cp);
       case Group::pp:
         return group_link(plan_, GroupKind::pp);
+      case Group::ep:
+        return group_link(plan_, GroupKind::ep);
+      case Group::edp:
+        return expert_dp_link(plan_);
     }
     return group_link(plan_, GroupKind::tp);
   }
@@ -261,7 +276,7 @@ class Lowerer {
     int64_t n, k;
   };
   std::vector<LinearShape> linears() const {
-    const int64_t tp = pc_.tp, h = m_.hidden, f = m_.ffn_hidden;
+    const int64_t tp = pc_.tp, h = m_.hidden, f = lead_dense_ ? dense_plan_.model.ffn_hidden : m_.ffn_hidden;
     const int64_t up = (m_.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
     return {{"qkv", (m_.q_dim() + 2 * m_.kv_dim()) / tp, h},
             {"attn.out", h, m_.context_dim() / tp},
@@ -365,7 +380,7 @@ class Lowerer {
 
   void layer_forward(Term term, int stash) {
     const auto lin = linears();
-    const double mem = mb_bytes_.elementwise_forward;  // norms, residuals, dropout, activation, rotary
+    const double mem = layer_mb().elementwise_forward;  // norms, residuals, dropout, activation, rotary
     zero3_gather(term);
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true);
@@ -378,11 +393,83 @@ class Lowerer {
     tp_collectives(Term::tp_comm, false);
     memory("norm+act+residual", term, mem / 2, stash);
     tp_collectives(Term::tp_comm, true);
-    zero3_gather(term, 2);
-    gemm(lin[2].label, term, T_, lin[2].n, lin[2].k, 1, gd_, true);
-    zero3_gather(term, 3);
-    gemm(lin[3].label, term, T_, lin[3].n, lin[3].k, 1, gd_, true);
+    if (moe_layer()) {
+      moe_forward(term);
+    } else {
+      zero3_gather(term, 2);
+      gemm(lin[2].label, term, T_, lin[2].n, lin[2].k, 1, gd_, true);
+      zero3_gather(term, 3);
+      gemm(lin[3].label, term, T_, lin[3].n, lin[3].k, 1, gd_, true);
+    }
     tp_collectives(Term::tp_comm, false);
+  }
+
+  // ---- MoE layers ----------------------------------------------------------------------------------------------
+  // A MoE layer's MLP as layer_gemms() prices it: the router GEMM [T, experts, h] (activation dtype), the shared
+  // experts as one dense MLP split over tp, and the local experts' grouped GEMMs of expert_gemms() between the token
+  // dispatch and combine all-to-alls over the ep group (layer_expert_a2a() bytes each). Backward mirrors it: the
+  // combine's gradient goes back first, then the experts' input gradients, the dispatch's gradient, the router's and
+  // shared experts' input gradients; the weight gradients are issued with the layer's others (layer_backward_weight).
+  bool moe_layer() const { return m_.is_moe() && !lead_dense_; }
+  const LayerMemoryBytes& layer_mb() const { return lead_dense_ ? dense_mb_ : mb_bytes_; }
+  double layer_params() const { return lead_dense_ ? dense_lc_.params : lc_.params; }
+
+  // One dispatch or combine: an all-to-all of every routed copy (ExpertA2A::copies_bytes, the nccl-tests size),
+  // separate send and receive halves of the scratch (NCCL's grouped send / receive must not alias), priced as the
+  // cost model prices it (ExpertA2A::time_s).
+  void ep_all_to_all(const char* label) {
+    const size_t before = prog_.ops.size();
+    collective(label, Term::ep_comm, Group::ep, CollectiveKind::all_to_all, a2a_.copies_bytes, ad_);
+    if (prog_.ops.size() == before) return;
+    Op& op = prog_.ops.back();
+    op.predicted_s = a2a_.time_s;
+    need_scratch(2 * op.bytes);
+  }
+
+  int64_t shared_up() const { return m_.shared_experts * (m_.ffn_type == FfnType::swiglu ? 2 : 1) * m_.ffn_hidden / pc_.tp; }
+  int64_t shared_down() const { return m_.shared_experts * m_.ffn_hidden / pc_.tp; }
+
+  void moe_forward(Term term) {
+    const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
+    gemm("moe.router", term, T_, m_.experts, h, 1, ad_, true);
+    if (m_.shared_experts > 0) {
+      gemm("moe.shared.up", term, T_, shared_up(), h, 1, gd_, true);
+      gemm("moe.shared.down", term, T_, h, shared_down(), 1, gd_, true);
+    }
+    ep_all_to_all("ep.dispatch");
+    gemm("moe.experts.up", term, tpe, experts_.up_width, h, le, gd_, true);
+    gemm("moe.experts.down", term, tpe, h, experts_.down_k, le, gd_, true);
+    ep_all_to_all("ep.combine");
+  }
+
+  // The MLP's input gradients; its reduction over tp (and SP's re-gather of the MLP input) block: the cost model
+  // hides only the QKV weight gradient's worth of them in a MoE layer (LayerGemms::column).
+  void moe_backward_input() {
+    const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
+    ep_all_to_all("ep.combine.bwd");
+    gemm("moe.experts.down.dgrad", Term::backward, tpe, experts_.down_k, h, le, gd_, false);
+    gemm("moe.experts.up.dgrad", Term::backward, tpe, h, experts_.up_width, le, gd_, false);
+    ep_all_to_all("ep.dispatch.bwd");
+    if (m_.shared_experts > 0) {
+      gemm("moe.shared.down.dgrad", Term::backward, T_, shared_down(), h, 1, gd_, false);
+      gemm("moe.shared.up.dgrad", Term::backward, T_, h, shared_up(), 1, gd_, false);
+    }
+    gemm("moe.router.dgrad", Term::backward, T_, h, m_.experts, 1, ad_, false);
+    if (pc_.sequence_parallel && pc_.tp > 1) {
+      collective("tp.all_gather.regather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_);
+    }
+    tp_collectives(Term::tp_comm, false);
+  }
+
+  void moe_weight_gradients() {
+    const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
+    gemm("moe.experts.down.wgrad", Term::backward, h, experts_.down_k, tpe, le, gd_, false, false, false);
+    gemm("moe.experts.up.wgrad", Term::backward, experts_.up_width, h, tpe, le, gd_, false, false, false);
+    if (m_.shared_experts > 0) {
+      gemm("moe.shared.down.wgrad", Term::backward, h, shared_down(), T_, 1, gd_, false, false, false);
+      gemm("moe.shared.up.wgrad", Term::backward, shared_up(), h, T_, 1, gd_, false, false, false);
+    }
+    gemm("moe.router.wgrad", Term::backward, m_.experts, h, T_, 1, ad_, false, false, false);
   }
 
   // dgrad: dX[T,k] = dY[T,n] W[n,k]; wgrad: dW[n,k] += dY^T X (same FLOPs as the forward GEMM).
@@ -399,17 +486,21 @@ class Lowerer {
     zero3_gather(Term::zero3_comm);
     tp_collectives(Term::tp_comm, true);
     for (int i = 3; i >= 0; --i) {
-      const int32_t regather = (i == 2 || i == 0) ? sp_regather() : -1;
-      zero3_gather(Term::zero3_comm, i);
-      gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad", Term::backward,
-           T_, lin[i].k, lin[i].n, 1, gd_, false);
-      if (i == 2 || i == 0) {
-        if (async) {
-          const int32_t reduce = tp_collectives(Term::tp_comm, false, true);
-          weight_gradient(i, regather);
-          if (reduce >= 0) join_after(reduce);
-        } else {
-          tp_collectives(Term::tp_comm, false);
+      if (moe_layer() && i >= 2) {  // the MoE MLP in place of MLP down and up
+        if (i == 3) moe_backward_input();
+      } else {
+        const int32_t regather = (i == 2 || i == 0) ? sp_regather() : -1;
+        zero3_gather(Term::zero3_comm, i);
+        gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad",
+             Term::backward, T_, lin[i].k, lin[i].n, 1, gd_, false);
+        if (i == 2 || i == 0) {
+          if (async) {
+            const int32_t reduce = tp_collectives(Term::tp_comm, false, true);
+            weight_gradient(i, regather);
+            if (reduce >= 0) join_after(reduce);
+          } else {
+            tp_collectives(Term::tp_comm, false);
+          }
         }
       }
       if (i == 2) tp_collectives(Term::tp_comm, true);
@@ -418,7 +509,7 @@ class Lowerer {
         attention_core(Term::backward, true);
       }
     }
-    memory("norm+act+residual.bwd", Term::backward, mb_bytes_.elementwise_backward, stash);
+    memory("norm+act+residual.bwd", Term::backward, layer_mb().elementwise_backward, stash);
   }
 
   // The next compute op waits for op `index` (an overlapped collective issued earlier).
@@ -447,9 +538,13 @@ class Lowerer {
   void layer_backward_weight() {
     const bool async = async_backward();
     for (int i = 3; i >= 0; --i) {
-      if (!(async && (i == 2 || i == 0))) weight_gradient(i);
+      if (moe_layer() && i >= 2) {
+        if (i == 3) moe_weight_gradients();
+      } else if (!(async && (i == 2 || i == 0))) {
+        weight_gradient(i);
+      }
     }
-    accumulate_grads("grad.accumulate", lc_.params);
+    accumulate_grads("grad.accumulate", layer_params());
   }
 
   // Unfused gradient accumulation (TrainingSpec::fused_grad_accumulation false): this microbatch's weight gradients
@@ -472,6 +567,20 @@ class Lowerer {
   int64_t layers_in_chunk() const {
     return uneven_chunks(plan_, coord_.pp) ? chunk_layers(plan_, coord_.pp, chunk_) : layers_ / v_;
   }
+  // The chunk's layer stash: its layers' stored activations, a MoE model's leading dense layers at their own size
+  // (spread evenly over the stage's chunks, as StageMemory counts them, unless the chunks are laid out explicitly).
+  double chunk_layers_stash() const {
+    if (!m_.has_dense_layers()) return d(layers_in_chunk()) * per_layer_stash_;
+    if (uneven_chunks(plan_, coord_.pp)) {
+      const int64_t dense = chunk_dense_layers(plan_, coord_.pp, chunk_);
+      return d(layers_in_chunk() - dense) * per_layer_stash_ + d(dense) * dense_layer_stash_;
+    }
+    const int64_t dense = stage_dense_layers(plan_, coord_.pp);
+    return (d(layers_ - dense) * per_layer_stash_ + d(dense) * dense_layer_stash_) / d(v_);
+  }
+  // Layer `l` of the current chunk (model order) is next: a MoE model's leading dense layers come first.
+  void enter_layer(int64_t l) { lead_dense_ = m_.has_dense_layers() && l < chunk_dense_layers(plan_, coord_.pp, chunk_); }
+
   int& stash_of(int64_t mb, int64_t chunk) {
     const size_t key = static_cast<size_t>(mb * v_ + chunk);
     if (stashes_.size() <= key) stashes_.resize(key + 1, -1);
@@ -483,7 +592,7 @@ class Lowerer {
     mb_ = mb;
     chunk_ = chunk;
     const int64_t vs = virtual_stage(chunk);
-    double stash_bytes = d(layers_in_chunk()) * per_layer_stash_;
+    double stash_bytes = chunk_layers_stash();
     if (vs == 0) stash_bytes += embedding_stash_;
     if (vs == last_virtual()) stash_bytes += output_stash_;
     int& stash = stash_of(mb, chunk);
@@ -492,7 +601,11 @@ class Lowerer {
     if (vs > 0) p2p("pp.recv_forward", false, (vs - 1) % pc_.pp);
     alloc(stash);
     if (vs == 0) memory("embedding", Term::forward, edge_.embedding_forward, stash);
-    for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_forward(Term::forward, stash);
+    for (int64_t l = 0; l < layers_in_chunk(); ++l) {
+      enter_layer(l);
+      layer_forward(Term::forward, stash);
+    }
+    lead_dense_ = false;
     if (vs == last_virtual()) output_forward(stash);
     if (vs < last_virtual()) p2p("pp.send_forward", true, (vs + 1) % pc_.pp);
   }
@@ -529,12 +642,14 @@ class Lowerer {
       memory("final_norm.bwd", Term::backward, 2.0 * edge_.final_norm, stash);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
+      enter_layer(layers_in_chunk() - 1 - l);  // backward runs the layers in reverse
       if (pc_.recompute == Recompute::full) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
       if (pc_.recompute == Recompute::selective) attention_core(Term::recompute, false);
       layer_backward_input(stash);
       if (!split_weight_) layer_backward_weight();
       dp_buckets_after_layer(mb, l);
     }
+    lead_dense_ = false;
     if (vs == 0) {
       memory("embedding.bwd", Term::backward, edge_.embedding_backward, stash);
       accumulate_grads("embedding.grad.accumulate", count_params(m_).embedding_per_tp_rank(pc_.tp));
@@ -553,39 +668,69 @@ class Lowerer {
     int& stash = stash_of(mb, chunk);
     if (stash < 0) throw InputError(fmt::format("schedule: weight gradient of microbatch {} chunk {} without its forward", mb, chunk));
     if (virtual_stage(chunk) == last_virtual()) output_wgrad();
-    for (int64_t l = 0; l < layers_in_chunk(); ++l) layer_backward_weight();
+    for (int64_t l = 0; l < layers_in_chunk(); ++l) {
+      enter_layer(layers_in_chunk() - 1 - l);
+      layer_backward_weight();
+    }
+    lead_dense_ = false;
     release(stash);
     stash = -1;
   }
 
   // DP gradient reduction in DpCost::buckets buckets: without ZeRO-2/3, during the last microbatch's backward (one
   // bucket becomes ready every layers/buckets layers, overlapped like Megatron's); with ZeRO-2/3 every microbatch.
+  // A MoE stage reduces two parts, each over its own group (dp_cost): the dense parameters' gradients over dp cp and
+  // the local experts' over the expert-data-parallel group, the buckets shared between them by bytes.
+  struct GradPart {
+    Group group = Group::dp_cp;
+    int64_t ranks = 1, buckets = 0, issued = 0;
+    double bytes = 0, offset = 0;  // offset: where the part starts in the gradient buffer
+  };
+  std::vector<GradPart> grad_parts() const {
+    const DpCost& dc = dp_;
+    const double dense = dc.grad_bytes - dc.expert_grad_bytes, expert = dc.expert_grad_bytes;
+    std::vector<GradPart> parts;
+    int64_t expert_buckets = 0;
+    if (expert > 0) {
+      const int64_t share = std::llround(d(dc.buckets) * expert / dc.grad_bytes);
+      expert_buckets = dense > 0 ? std::clamp<int64_t>(share, 1, std::max<int64_t>(1, dc.buckets - 1)) : dc.buckets;
+    }
+    if (dense > 0) parts.push_back({Group::dp_cp, dc.group, std::max<int64_t>(1, dc.buckets - expert_buckets), 0, dense, 0});
+    if (expert > 0) parts.push_back({Group::edp, dc.expert_group, expert_buckets, 0, expert, dense});
+    return parts;
+  }
+
   void dp_buckets_after_layer(int64_t mb, int64_t layer_index) {
     const DpCost& dc = dp_;
-    if (dc.group <= 1) return;
+    if (dc.grad_bytes <= 0) return;
     const bool last_mb = mb == pc_.num_microbatches - 1 || dc.per_microbatch;
     if (!last_mb) return;
+    if (grad_parts_.empty()) grad_parts_ = grad_parts();
     const int64_t total_layers = layers_in_chunk();
     const int64_t done = layer_index + 1;
-    const int64_t due = dc.buckets * done / total_layers;  // buckets ready after `done` layers of this backward
+    for (GradPart& part : grad_parts_) {
+      const int64_t due = part.buckets * done / total_layers;  // buckets ready after `done` layers of this backward
+      while (part.issued < due) dp_bucket(part);
+      if (dc.per_microbatch && done == total_layers) part.issued = 0;
+    }
+  }
+
+  // Bucket `part.issued` of a part: its bytes split into whole-element buckets (sizes differ by at most one unit),
+  // so the buckets add up to the planner's bytes exactly; sharded buckets are whole multiples of the group size.
+  void dp_bucket(GradPart& part) {
     const bool sharded = pc_.step_zero_stage() >= 1 || pc_.distributed_optimizer;
     const DType gdt = plan_.training.grad_fp32 ? DType::fp32 : wd_;
-    // DpCost::grad_bytes split into DpCost::buckets whole-element buckets (sizes differ by at most one unit), so
-    // the buckets add up to the planner's bytes exactly; sharded buckets are whole multiples of the group size.
-    const int64_t es = dtype_bytes(gdt), unit = sharded ? dc.group : 1;
-    const int64_t units = bytes_of(dc.grad_bytes) / es / unit;
+    const int64_t es = dtype_bytes(gdt), unit = sharded ? part.ranks : 1;
+    const int64_t units = bytes_of(part.bytes) / es / unit;
     const int64_t grads_bytes = prog_.slots[static_cast<size_t>(grads_)].bytes;
-    while (buckets_issued_ < due) {
-      const int64_t j = buckets_issued_, base = units / dc.buckets, extra = units % dc.buckets;
-      const int64_t first = j * base + std::min(j, extra), len = base + (j < extra ? 1 : 0);
-      const int64_t offset = first * unit * es, bytes = len * unit * es;
-      // Buckets walk through the gradient buffer; a sharded (ZeRO-2) buffer too small for them stages in scratch.
-      collective(sharded ? "dp.reduce_scatter" : "dp.all_reduce", Term::dp_comm, Group::dp_cp,
-                 sharded ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, d(bytes), gdt, grads_,
-                 offset + bytes <= grads_bytes ? offset : 0, pc_.overlap_dp_comm);
-      ++buckets_issued_;
-    }
-    if (dc.per_microbatch && done == total_layers) buckets_issued_ = 0;
+    const int64_t j = part.issued, base = units / part.buckets, extra = units % part.buckets;
+    const int64_t first = j * base + std::min(j, extra), len = base + (j < extra ? 1 : 0);
+    const int64_t offset = bytes_of(part.offset) + first * unit * es, bytes = len * unit * es;
+    // Buckets walk through the gradient buffer; a sharded (ZeRO-2) buffer too small for them stages in scratch.
+    collective(sharded ? "dp.reduce_scatter" : "dp.all_reduce", Term::dp_comm, part.group,
+               sharded ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, d(bytes), gdt, grads_,
+               offset + bytes <= grads_bytes ? offset : 0, pc_.overlap_dp_comm);
+    ++part.issued;
   }
 
   // After the last task: optimizer step over the rank's shard, then the parameter all-gather when sharded.
@@ -594,16 +739,18 @@ class Lowerer {
     mb_ = -1;
     chunk_ = 0;
     const double params = stage_params(plan_, coord_.pp);
-    const DpCost& dc = dp_;
+    const double experts = moe_expert_params(plan_, coord_.pp, plan_param_counts(plan_).counts);
     const bool sharded = pc_.step_zero_stage() >= 1 || pc_.distributed_optimizer;
     // The planner's Adam traffic (stage_optimizer_step_bytes, cost_model.hpp), each part on its own slot.
-    const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, params);  // dense: lower() refuses MoE plans
+    const OptimizerStepBytes ob = stage_optimizer_step_bytes(plan_, params, experts);
     memory("optimizer.states", Term::optimizer, ob.states, optimizer_);
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
-    if (dc.group > 1 && sharded && pc_.step_zero_stage() < 3) {
-      collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather, 2.0 * params,
-                 wd_, weights_);
+    if (sharded && pc_.step_zero_stage() < 3) {  // each part's updated shards over its own group (dp_cost)
+      collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather,
+                 2.0 * (params - experts), wd_, weights_);
+      collective("dp.param_all_gather", Term::dp_comm, Group::edp, CollectiveKind::all_gather, 2.0 * experts, wd_,
+                 weights_);
     }
   }
 
@@ -621,13 +768,19 @@ class Lowerer {
   int64_t T_ = 0, v_ = 1, layers_ = 0;
   EdgeBytes edge_;
   DpCost dp_;  // this stage's DP reduction (stage_dp_cost)
+  ExpertGemms experts_;  // MoE: the local experts' grouped GEMMs (expert_gemms)
+  ExpertA2A a2a_;        // MoE: one dispatch or combine (layer_expert_a2a)
+  Plan dense_plan_;      // a MoE model's leading dense layers: dense_layer_plan(), their cost and traffic
+  LayerCost dense_lc_;
+  LayerMemoryBytes dense_mb_;
+  bool lead_dense_ = false;  // the layer being lowered is one of those
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
-  double per_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;
+  double per_layer_stash_ = 0, dense_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;
   std::vector<int> stashes_;
   bool split_weight_ = false;
   int32_t join_next_ = -1;  // >= 0: the next compute op waits for this op (an overlapped collective)
-  int64_t buckets_issued_ = 0;
+  std::vector<GradPart> grad_parts_;  // the DP reduction's parts, made at the first bucket
   Phase phase_ = Phase::forward;
   int64_t mb_ = -1, chunk_ = 0;
 };
@@ -642,11 +795,16 @@ std::vector<int64_t> group_members(const ParallelConfig& pc, Group g, int64_t ra
       return group_ranks(pc, GroupKind::cp, rank);
     case Group::pp:
       return group_ranks(pc, GroupKind::pp, rank);
-    case Group::dp_cp: {
-      // Same tp and pp coordinates; ordered by (dp, cp) in rank order.
+    case Group::ep:
+      return group_ranks(pc, GroupKind::ep, rank);
+    case Group::dp_cp:
+    case Group::edp: {
+      // Same tp and pp coordinates; ordered by (dp, cp) in rank order. The expert-data-parallel group (layout.hpp):
+      // the dp indices equal to this rank's mod ep (experts are not folded: lower() refuses etp).
       const RankCoord me = coord_of(pc, rank);
+      const int64_t step = g == Group::edp ? pc.ep : 1;
       std::vector<int64_t> out;
-      for (int64_t dp = 0; dp < pc.dp; ++dp) {
+      for (int64_t dp = me.dp % step; dp < pc.dp; dp += step) {
         for (int64_t cp = 0; cp < pc.cp; ++cp) out.push_back(rank_of(pc, RankCoord{me.tp, cp, dp, me.pp}));
       }
       std::sort(out.begin(), out.end());
@@ -662,8 +820,20 @@ int group_color(const ParallelConfig& pc, Group g, int64_t rank) {
 }
 
 Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& order) {
-  if (plan.model.is_moe()) {
-    throw InputError("run: MoE plans (experts > 1) are not lowered yet: expert all-to-all and grouped expert GEMMs are missing");
+  const ParallelConfig& pc = plan.parallel;
+  if (plan.model.is_moe() && pc.etp > 0) {
+    throw InputError(fmt::format("run: /parallel/etp {}: MoE parallel folding (expert tensor parallelism) is not lowered "
+                                 "yet; leave etp unset to split the experts over tp",
+                                 pc.etp));
+  }
+  if (plan.model.is_moe() && pc.ep > 1 && pc.moe_dispatcher == MoeDispatcher::deepep) {
+    throw InputError("run: /parallel/moe_dispatcher deepep is not lowered yet: the runtime's all-to-all sends every routed "
+                     "copy (use alltoall)");
+  }
+  if (plan.model.is_moe() && pc.zero_stage >= 3) {
+    throw InputError(fmt::format("run: /parallel/zero_stage {} with experts is not lowered yet: the ZeRO-3 gathers of a "
+                                 "MoE layer's experts over the expert-data-parallel group are missing",
+                                 pc.zero_stage));
   }
   if (plan.model.is_mla()) {
     throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "

@@ -7,7 +7,7 @@
 namespace parplan::runtime {
 namespace {
 
-enum StreamIndex { kCompute = 0, kTp, kCp, kPp, kDp, kStreams };
+enum StreamIndex { kCompute = 0, kTp, kCp, kPp, kDp, kEp, kStreams };
 
 bool is_comm(const Op& op) { return op.kind == OpKind::collective || op.kind == OpKind::p2p; }
 
@@ -42,7 +42,7 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
     tr.stage = rr.stage;
     tr.rank = rr.rank;
     tr.streams.resize(kStreams);
-    const char* names[kStreams] = {"compute", "tp", "cp", "pp", "dp"};
+    const char* names[kStreams] = {"compute", "tp", "cp", "pp", "dp", "ep"};
     for (int s = 0; s < kStreams; ++s) tr.streams[static_cast<size_t>(s)].name = names[s];
     for (size_t k = 0; k < ops.size(); ++k) {
       const Op& op = ops[k];
@@ -83,6 +83,10 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
           ev.category = EventCategory::layer_comm;
           stream = kDp;
           break;
+        case Term::ep_comm:
+          ev.category = EventCategory::ep_comm;
+          stream = kEp;
+          break;
         default:
           ev.category = EventCategory::tp_comm;
           stream = kTp;
@@ -93,6 +97,7 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
     for (TimelineStream& st : tr.streams) {
       std::stable_sort(st.events.begin(), st.events.end(), [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
+    if (tr.streams.back().events.empty()) tr.streams.pop_back();  // the ep stream only where a MoE plan has one
     tl.tracks.push_back(std::move(tr));
   }
   std::sort(tl.tracks.begin(), tl.tracks.end(), [](const TimelineTrack& a, const TimelineTrack& b) { return a.stage < b.stage; });

@@ -15,6 +15,8 @@ std::string_view to_string(Term t) {
       return "tp_comm";
     case Term::cp_comm:
       return "cp_comm";
+    case Term::ep_comm:
+      return "ep_comm";
     case Term::pp_comm:
       return "pp_comm";
     case Term::dp_comm:
@@ -73,6 +75,10 @@ std::string_view to_string(Group g) {
       return "dp";
     case Group::pp:
       return "pp";
+    case Group::ep:
+      return "ep";
+    case Group::edp:
+      return "edp";
   }
   return "?";
 }

@@ -11,8 +11,10 @@
 namespace parplan::runtime {
 
 // What an op's time counts towards in the predicted-vs-measured report.
-enum class Term : uint8_t { forward, backward, recompute, tp_comm, cp_comm, pp_comm, dp_comm, zero3_comm, optimizer, memory };
-inline constexpr int kNumTerms = 10;
+enum class Term : uint8_t {
+  forward, backward, recompute, tp_comm, cp_comm, ep_comm, pp_comm, dp_comm, zero3_comm, optimizer, memory
+};
+inline constexpr int kNumTerms = 11;
 std::string_view to_string(Term t);
 
 // Memory categories of the memory model (StageMemory) and the runtime's own allowances.
@@ -32,9 +34,11 @@ struct Slot {
 };
 
 // Communication groups. dp_cp is the data-parallel gradient group (dp x cp ranks with the same tp and pp
-// coordinates), which the planner's DpCost reduces over.
-enum class Group : uint8_t { tp, cp, dp_cp, pp };
-inline constexpr int kNumGroups = 4;
+// coordinates), which the planner's DpCost reduces over. MoE: ep is the expert-parallel group the token dispatch and
+// combine all-to-alls run over, edp the expert-data-parallel group (layout.hpp expert_dp_size) that reduces the
+// experts' gradients; for a dense model ep is each rank alone and edp equals dp_cp.
+enum class Group : uint8_t { tp, cp, dp_cp, pp, ep, edp };
+inline constexpr int kNumGroups = 6;
 std::string_view to_string(Group g);
 
 enum class OpKind : uint8_t { alloc, free, gemm, memory, collective, p2p };
@@ -73,7 +77,7 @@ struct Program {
   std::vector<Slot> slots;
   std::vector<Op> ops;
   // split() colour of this rank's group of each kind (every rank splits all kinds, in Group order).
-  int colors[kNumGroups] = {0, 0, 0, 0};
+  int colors[kNumGroups] = {0, 0, 0, 0, 0, 0};
 };
 
 }  // namespace parplan::runtime

@@ -54,6 +54,9 @@ std::vector<TermRow> compare(const Estimate& e, const RunResult& r, const std::v
   rows.push_back({"bubble", false, tb.bubble_s, std::max(0.0, step - busy), !rank_local, rank_local ? "not measured" : ""});
   rows.push_back({"tp comm", false, tb.tp_comm_s, term(Term::tp_comm), !rank_local, comm_note});
   rows.push_back({"cp comm", false, tb.cp_comm_s, term(Term::cp_comm), !rank_local, comm_note});
+  if (e.layer.ep_bytes > 0) {  // MoE with ep > 1: the expert all-to-alls (dispatch, combine, both passes)
+    rows.push_back({"ep comm", false, tb.ep_comm_s, term(Term::ep_comm), !rank_local, comm_note});
+  }
   rows.push_back({"pp comm", false, tb.pp_comm_s, term(Term::pp_comm), !rank_local, rank_local ? comm_note : "includes waiting for the peer stage"});
   rows.push_back({"dp comm (total)", false, tb.dp_comm_total_s, term(Term::dp_comm), !rank_local, comm_note});
   rows.push_back({"zero3 comm", false, tb.zero3_exposed_s, term(Term::zero3_comm), !rank_local, comm_note});

@@ -20,6 +20,7 @@ char glyph(const TimelineEvent& e) {
     case EventCategory::pp_comm: return '>';
     case EventCategory::optimizer: return 'O';
     case EventCategory::host_copy: return 'H';
+    case EventCategory::ep_comm: return 'e';
     default: return '?';
   }
 }

@@ -35,7 +35,8 @@ std::string fill_of(const TimelineEvent& e) {
   switch (e.category) {
     case EventCategory::layer_comm:
     case EventCategory::tp_comm:
-    case EventCategory::cp_comm: return "url(#hatch-tp)";
+    case EventCategory::cp_comm:
+    case EventCategory::ep_comm: return "url(#hatch-tp)";
     case EventCategory::pp_comm: return "url(#hatch-pp)";
     case EventCategory::dp_comm:
     case EventCategory::zero3_gather: return "url(#hatch-dp)";

@@ -18,6 +18,7 @@ std::string_view to_string(EventCategory c) {
     case EventCategory::zero3_gather: return "zero3_gather";
     case EventCategory::optimizer: return "optimizer";
     case EventCategory::host_copy: return "host_copy";
+    case EventCategory::ep_comm: return "ep_comm";
   }
   return "?";
 }

@@ -23,6 +23,7 @@ enum class EventCategory : uint8_t {
   optimizer,         // the optimizer step
   host_copy,         // offload over the host link: optimizer offload's gradient copy down and parameter copy back
                      // (compute stream), activation offload's copies (host stream)
+  ep_comm,           // a MoE token dispatch / combine all-to-all over the ep group (its exposed part is layer_comm)
 };
 std::string_view to_string(EventCategory c);
 bool is_compute(EventCategory c);  // forward / backward / recompute / optimizer (and its host copies)
@@ -39,7 +40,7 @@ struct TimelineEvent {
 };
 
 struct TimelineStream {
-  std::string name;  // "compute", "tp", "cp", "pp", "dp"
+  std::string name;  // "compute", "tp", "cp", "pp", "dp", "host", "ep"
   std::vector<TimelineEvent> events;  // sorted by start
 };
 

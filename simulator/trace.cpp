@@ -27,6 +27,7 @@ const char* short_name(EventCategory c) {
     case EventCategory::zero3_gather: return "ZeRO-3 gather";
     case EventCategory::optimizer: return "optimizer";
     case EventCategory::host_copy: return "host copy";
+    case EventCategory::ep_comm: return "EP";
   }
   return "?";
 }
@@ -58,7 +59,8 @@ std::string event_name(const TimelineEvent& e, bool with_chunk) {
   if (e.microbatch >= 0) {
     if (e.category == EventCategory::pp_comm || e.category == EventCategory::layer_comm ||
         e.category == EventCategory::zero3_gather ||
-        e.category == EventCategory::tp_comm || e.category == EventCategory::cp_comm) {
+        e.category == EventCategory::tp_comm || e.category == EventCategory::cp_comm ||
+        e.category == EventCategory::ep_comm) {
       n += ' ';
     }
     n += std::to_string(e.microbatch);

@@ -270,6 +270,32 @@ double qkv_gemms_s(const Plan& plan, const LayerDims& x) {
   return t;
 }
 
+}  // namespace
+
+ExpertGemms expert_gemms(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  const LayerDims x = layer_dims(plan);
+  ExpertGemms e;
+  if (!m.is_moe()) return e;
+  const int64_t mats = m.ffn_type == FfnType::swiglu ? 2 : 1;
+  e.local_experts = m.experts / pc.ep;
+  if (pc.etp > 0) {
+    // Folding: a rank's T / tp tokens (SP) go to the experts of its ep group, gathered over its etp group; each
+    // local expert runs its share of them on an etp-th of the FFN (Liu et al. 2025, MoE parallel folding).
+    e.tokens_per_expert = std::max<int64_t>(1, x.T / x.tp * pc.etp * m.top_k * pc.ep / m.experts);
+    e.up_width = mats * x.f / pc.etp;
+    e.down_k = x.f / pc.etp;
+  } else {
+    e.tokens_per_expert = std::max<int64_t>(1, x.T * m.top_k * pc.ep / m.experts);
+    e.up_width = mats * x.f / x.tp;
+    e.down_k = x.f / x.tp;
+  }
+  return e;
+}
+
+namespace {
+
 LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -286,19 +312,11 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
     const int64_t shared = m.shared_experts;
     gemm += gemm_time_s(gpu, gd, T, shared * up_width, h) + gemm_time_s(gpu, gd, T, h, shared * f / tp);
   }
-  if (m.is_moe() && pc.etp > 0) {
-    // Folding: a rank's T / tp tokens (SP) go to the experts of its ep group, gathered over its etp group; each
-    // local expert runs its share of them on an etp-th of the FFN (Liu et al. 2025, MoE parallel folding).
-    const int64_t etp = pc.etp, local_experts = m.experts / pc.ep;
-    const int64_t tokens_per_expert = std::max<int64_t>(1, T / tp * etp * m.top_k * pc.ep / m.experts);
-    const int64_t expert_up = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / etp;
-    gemm += gemm_time_s(gpu, gd, tokens_per_expert, expert_up, h, local_experts) +
-            gemm_time_s(gpu, gd, tokens_per_expert, h, f / etp, local_experts) + gemm_time_s(gpu, ad, T, m.experts, h);
-  } else if (m.is_moe()) {
-    const int64_t local_experts = m.experts / pc.ep;
-    const int64_t tokens_per_expert = std::max<int64_t>(1, T * m.top_k * pc.ep / m.experts);
-    gemm += gemm_time_s(gpu, gd, tokens_per_expert, up_width, h, local_experts) +
-            gemm_time_s(gpu, gd, tokens_per_expert, h, f / tp, local_experts) + gemm_time_s(gpu, ad, T, m.experts, h);
+  if (m.is_moe()) {
+    const ExpertGemms e = expert_gemms(plan);
+    gemm += gemm_time_s(gpu, gd, e.tokens_per_expert, e.up_width, h, e.local_experts) +
+            gemm_time_s(gpu, gd, e.tokens_per_expert, h, e.down_k, e.local_experts) +
+            gemm_time_s(gpu, ad, T, m.experts, h);
   } else {
     gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
   }
@@ -425,12 +443,11 @@ void cp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
 }
 
 // Expert parallel: dispatch + combine of the routed tokens in each pass (expert_comm.hpp).
-void ep_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
+void ep_comm(const Plan& plan, LayerCost& lc) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   if (!(m.is_moe() && pc.ep > 1)) return;
-  const double tokens = pc.sequence_parallel ? d(x.T) / d(x.tp) : d(x.T);
-  const ExpertA2A a2a = expert_a2a(plan, tokens);
+  const ExpertA2A a2a = layer_expert_a2a(plan);
   lc.ep_bytes = a2a.copies_bytes;
   lc.ep_comm_forward_s = 2.0 * a2a.time_s;
   lc.ep_comm_backward_s = 2.0 * a2a.time_s;
@@ -607,7 +624,7 @@ LayerCost layer_cost(const Plan& plan) {
   // Communication of each parallel dimension.
   const TpCollectives tc = tp_comm(plan, x, lc);
   cp_comm(plan, x, lc);
-  ep_comm(plan, x, lc);
+  ep_comm(plan, lc);
   const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
   if (plan.parallel.step_zero_stage() >= 3) {
     lc.offload_fetch_s = offload_param_fetch_s(plan, stage_owned_params(plan, lc.params, layer_experts));
@@ -721,7 +738,10 @@ DpCost dp_cost(const Plan& plan, double params, double expert_params) {
     }
   };
   part(params - expert_params, dc.group, group_link(plan, GroupKind::dp_cp));
+  const double dense_bytes = dc.grad_bytes;
   if (expert_params > 0) part(expert_params, expert_dp_size(pc), expert_dp_link(plan));
+  dc.expert_grad_bytes = dc.grad_bytes - dense_bytes;
+  dc.expert_group = expert_params > 0 ? expert_dp_size(pc) : 1;
   dc.buckets = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(dc.grad_bytes / d(plan.training.dp_bucket_bytes))));
   dc.bucket_s = dc.grad_reduce_s / d(dc.buckets);
   return dc;

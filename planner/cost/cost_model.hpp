@@ -57,6 +57,15 @@ struct LayerCosts {
 // terms scale by (the simulator spreads it evenly over the stage's chunks).
 LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense);
 
+// The local experts' grouped GEMMs of one MoE layer on one GPU for one microbatch (layer_gemms() prices them, the
+// runtime issues them): `local_experts` batched GEMMs of tokens_per_expert rows each, up [tokens, up_width, hidden]
+// (x2 width for SwiGLU) and down [tokens, hidden, down_k]. Routing taken as balanced (expert_comm.hpp): a rank's
+// tokens x top_k copies spread evenly over the experts of its ep group. All zeros for a dense model.
+struct ExpertGemms {
+  int64_t local_experts = 0, tokens_per_expert = 0, up_width = 0, down_k = 0;
+};
+ExpertGemms expert_gemms(const Plan& plan);
+
 // Bytes of the first and last stage's own work for one microbatch on one GPU: edge_cost() prices them, the runtime
 // issues them (T tokens of the microbatch, Tn = T / tp with sequence parallelism, A the activation bytes).
 struct EdgeBytes {
@@ -90,6 +99,10 @@ struct DpCost {
   int64_t buckets = 0;
   bool per_microbatch = false;   // ZeRO-2/3 reduce-scatter every microbatch
   int64_t group = 1;             // dp * cp ranks
+  // MoE: the part of grad_bytes that is the local experts' gradients, reduced over the expert-data-parallel group of
+  // expert_group ranks (layout.hpp); the rest over the dp * cp ranks. 0 and 1 for a dense model.
+  double expert_grad_bytes = 0;
+  int64_t expert_group = 1;
 };
 
 // One stage's DP gradient reduction in the step (step_time): the DpCost, its total time, the part exposed after the

@@ -47,4 +47,10 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
   return a;
 }
 
+ExpertA2A layer_expert_a2a(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const double T = static_cast<double>(pc.micro_batch * plan.seq_len() / pc.cp);
+  return expert_a2a(plan, pc.sequence_parallel ? T / static_cast<double>(pc.tp) : T);
+}
+
 }  // namespace parplan

@@ -32,6 +32,10 @@ struct ExpertA2A {
 
 // One dispatch (combine: the same bytes back) of `tokens` tokens on one rank.
 ExpertA2A expert_a2a(const Plan& plan, double tokens);
+// One dispatch of one layer and microbatch: expert_a2a() of the rank's tokens (micro_batch x seq / cp, and / tp with
+// sequence parallelism, whose ranks each route their own shard). The one home of the all-to-all's size: the cost
+// model prices it (LayerCost::ep_bytes) and the runtime sends it (copies_bytes is the nccl-tests size S).
+ExpertA2A layer_expert_a2a(const Plan& plan);
 
 // The chance that one node holding `experts_per_node` of `experts` experts holds at least one of a token's top_k
 // (drawn without replacement): 1 - C(E - e, k) / C(E, k).

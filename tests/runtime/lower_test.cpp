@@ -42,7 +42,8 @@ TEST_CASE("group members follow the planner's layout and colours separate groups
   for (int64_t r = 0; r < 8; ++r) {
     for (int g = 0; g < kNumGroups; ++g) colors.insert(group_color(pc, static_cast<Group>(g), r));
   }
-  CHECK(colors.size() == 4 + 8 + 4 + 4);  // tp, cp (cp = 1: 8 singletons), dp, pp
+  CHECK(colors.size() == 4 + 8 + 4 + 4 + 8 + 4);  // tp, cp (cp = 1: 8 singletons), dp, pp, ep (8 singletons), edp = dp
+  CHECK(group_members(pc, Group::edp, 5) == group_members(pc, Group::dp_cp, 5));  // a dense model: ep 1
 }
 
 TEST_CASE("the layer GEMMs and memory-bound ops are the ones layer_cost() prices") {
@@ -323,9 +324,6 @@ TEST_CASE("ops follow the schedule's order of tasks") {
 }
 
 TEST_CASE("lowering rejects what it cannot run") {
-  Plan moe = small_plan();
-  moe.model.experts = 4;
-  CHECK_THROWS_AS(lower(moe, 0, one_f_one_b(2, 2, 0)), InputError);
   CHECK_THROWS_AS(lower(small_plan(), 8, one_f_one_b(2, 2, 0)), InputError);
   std::vector<ScheduleStep> bad{{Phase::backward, 0, 0}};
   CHECK_THROWS_AS(lower(small_plan(), 0, bad), InputError);
