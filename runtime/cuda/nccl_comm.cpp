@@ -74,8 +74,23 @@ void NcclCommunicator::reduce_scatter(Buffer send, Buffer recv, int64_t count_pe
 
 void NcclCommunicator::all_to_all(Buffer send, Buffer recv, int64_t count_per_peer, DType dtype) {
   ncclComm_t c = live("all_to_all");
-  PARPLAN_NCCL_CHECK(c, ncclAlltoAll(send.ptr, recv.ptr, static_cast<size_t>(count_per_peer), nccl_type(dtype), c,
-                                     dev_.stream(Stream::comm)));
+  cudaStream_t st = dev_.stream(Stream::comm);
+  const int64_t block = count_per_peer * element_bytes(dtype);
+  // One NCCL group of a send and a receive per peer, as nccl-tests' alltoall runs it (every NCCL version has
+  // ncclSend / ncclRecv): block p of `send` goes to group rank p, block p of `recv` comes from it.
+  PARPLAN_NCCL_CHECK(c, ncclGroupStart());
+  try {
+    for (int peer = 0; peer < size_; ++peer) {
+      PARPLAN_NCCL_CHECK(c, ncclSend(static_cast<const char*>(send.ptr) + peer * block, static_cast<size_t>(count_per_peer),
+                                     nccl_type(dtype), peer, c, st));
+      PARPLAN_NCCL_CHECK(c, ncclRecv(static_cast<char*>(recv.ptr) + peer * block, static_cast<size_t>(count_per_peer),
+                                     nccl_type(dtype), peer, c, st));
+    }
+  } catch (...) {
+    (void)ncclGroupEnd();
+    throw;
+  }
+  PARPLAN_NCCL_CHECK(c, ncclGroupEnd());
   record(CollectiveKind::all_to_all, count_per_peer * size_ * element_bytes(dtype));
 }
 
