@@ -66,6 +66,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.exposed_tp_s = Lc * lc.exposed_tp_s;
       cc.exposed_cp_s = Lc * lc.exposed_cp_s;
       cc.exposed_ep_s = Lc * lc.exposed_ep_s;
+      cc.ep_forward_s = Lc * lc.ep_comm_forward_s;
+      cc.ep_backward_s = Lc * lc.ep_comm_backward_s;
       cc.exposed_zero3_s = Lc * lc.exposed_zero3_s;
       cc.exposed_offload_s = Lc * lc.exposed_offload_s;
       cc.host_copy_s = Lc * lc.activation_copy_s;

@@ -92,6 +92,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
         break;
       case EventCategory::tp_comm:
       case EventCategory::cp_comm:
+      case EventCategory::ep_comm:
       case EventCategory::zero3_gather:  // link occupancy; the exposed part is in the compute ops' layer_comm
         break;
     }
@@ -232,8 +233,12 @@ Timeline timeline_events(const StepGraph& sg, const TaskTimes& tt, int64_t p, do
       std::stable_sort(st.events.begin(), st.events.end(),
                        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
-    // The host stream (the last kind) only where activation offload put copies on it: other traces keep their streams.
-    if (tr.streams.back().events.empty()) tr.streams.pop_back();
+    // The host and ep streams (the last kinds) only where activation offload or a MoE plan's all-to-alls put events
+    // on them: other traces keep their streams.
+    for (const StreamKind k : {StreamKind::ep, StreamKind::host}) {
+      const auto at = tr.streams.begin() + static_cast<int>(k);
+      if (at->events.empty()) tr.streams.erase(at);
+    }
   }
   return tl;
 }

@@ -15,6 +15,7 @@ const char* to_string(StreamKind k) {
     case StreamKind::pp: return "pp";
     case StreamKind::dp: return "dp";
     case StreamKind::host: return "host";
+    case StreamKind::ep: return "ep";
   }
   return "?";
 }
@@ -24,21 +25,21 @@ namespace {
 // What a pipeline op of `kind` costs on a chunk: its compute, exposed comm and overlapped (shadow) comm.
 struct OpShape {
   EventCategory cat = EventCategory::forward;
-  double main_s = 0, comm_s = 0, tp_ov = 0, cp_ov = 0;
+  double main_s = 0, comm_s = 0, tp_ov = 0, cp_ov = 0, ep = 0;
 };
 OpShape op_shape(const ChunkCosts& cc, OpKind kind) {
   switch (kind) {
     case OpKind::forward:
       return {EventCategory::forward, cc.forward_s, cc.forward_comm_s, cc.tp_overlapped_forward_s,
-              cc.cp_overlapped_forward_s};
+              cc.cp_overlapped_forward_s, cc.ep_forward_s};
     case OpKind::backward:
       return {EventCategory::backward, cc.backward_input_s + cc.backward_weight_s, cc.backward_comm_s,
-              cc.tp_overlapped_backward_s, cc.cp_overlapped_backward_s};
+              cc.tp_overlapped_backward_s, cc.cp_overlapped_backward_s, cc.ep_backward_s};
     case OpKind::backward_input:
       return {EventCategory::backward_input, cc.backward_input_s, cc.backward_comm_s, cc.tp_overlapped_backward_s,
-              cc.cp_overlapped_backward_s};
+              cc.cp_overlapped_backward_s, cc.ep_backward_s};
     case OpKind::backward_weight:
-      return {EventCategory::backward_weight, cc.backward_weight_s, 0, 0, 0};
+      return {EventCategory::backward_weight, cc.backward_weight_s, 0, 0, 0, 0};
   }
   return {};
 }
@@ -406,6 +407,9 @@ class StageEmitter {
     if (sh.cp_ov > 0) {
       b_.shadow(main_first, sh.cp_ov, i_, StreamKind::cp, EventCategory::cp_comm, op.microbatch, op.chunk);
     }
+    if (sh.ep > 0) {  // the pass's expert dispatch and combine on the ep group (their exposed part: layer_comm)
+      b_.shadow(main_first, sh.ep, i_, StreamKind::ep, EventCategory::ep_comm, op.microbatch, op.chunk);
+    }
     if (cc.host_copy_s > 0 && (op.kind == OpKind::forward || is_backward_pass(op.kind))) {
       b_.shadow(main_first, cc.host_copy_s, i_, StreamKind::host, EventCategory::host_copy, op.microbatch, op.chunk);
     }
@@ -475,7 +479,7 @@ int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, c
             n += static_cast<double>(recompute_tasks(cc, true)) + (pieces - 1) * static_cast<double>(recompute_tasks(cc, false));
           }
           if (rel.microbatch) n += static_cast<double>(sc.dp_buckets);
-          n += (sh.tp_ov > 0 ? 1 : 0) + (sh.cp_ov > 0 ? 1 : 0) + (sh.comm_s > 0 ? 1 : 0);
+          n += (sh.tp_ov > 0 ? 1 : 0) + (sh.cp_ov > 0 ? 1 : 0) + (sh.ep > 0 ? 1 : 0) + (sh.comm_s > 0 ? 1 : 0);
           const bool sends = (k == OpKind::forward && vs < V - 1) || (is_backward_pass(k) && vs > 0);
           return n + (sends ? 1 : 0);
         };

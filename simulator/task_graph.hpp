@@ -28,6 +28,9 @@ struct ChunkCosts {
   // Activation offload: the chunk's stored activations copied to the host beside the forward and back beside the
   // backward, whole, on the host stream; what outlasts the compute is in *_comm_s above and in exposed_offload_s.
   double host_copy_s = 0, exposed_offload_s = 0;
+  // MoE with ep > 1: the chunk's token dispatch and combine all-to-alls of one pass, whole, on the ep stream (their
+  // exposed part is in *_comm_s above and exposed_ep_s).
+  double ep_forward_s = 0, ep_backward_s = 0;
 };
 
 struct StageCosts {
@@ -55,8 +58,8 @@ struct StepCosts {
 };
 
 // What each task of the graph is, for the timeline and the summary.
-enum class StreamKind : uint8_t { compute, tp, cp, pp, dp, host };
-inline constexpr int kNumStreamKinds = 6;
+enum class StreamKind : uint8_t { compute, tp, cp, pp, dp, host, ep };
+inline constexpr int kNumStreamKinds = 7;
 const char* to_string(StreamKind k);
 
 struct TaskInfo {

@@ -672,6 +672,39 @@ TEST_CASE("activation offload: each op's copies are host_copy events on the host
   }
   CHECK(r.summary.offload_exposed * r.summary.step_s == doctest::Approx(e.time.offload_exposed_s).epsilon(1e-6));
   CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));
-  plan.parallel.offload.activations = false;  // without it: no host stream in the timeline
-  CHECK(simulate_with_timeline(plan).timeline.tracks[0].streams.size() == kNumStreamKinds - 1);
+  plan.parallel.offload.activations = false;  // without it: no host stream in the timeline (nor an ep one, dense)
+  CHECK(simulate_with_timeline(plan).timeline.tracks[0].streams.size() == kNumStreamKinds - 2);
+}
+
+TEST_CASE("MoE: each pass's expert dispatch and combine are ep_comm events on the ep stream; exposed as priced") {
+  Plan plan = grid_plan(Schedule::one_f_one_b, 2, 4, 1, false);
+  plan.model.experts = 8;
+  plan.model.top_k = 2;
+  plan.parallel.tp = 1;
+  plan.parallel.sequence_parallel = false;
+  plan.parallel.dp = 8;
+  plan.parallel.ep = 8;
+  plan.num_gpus = 16;
+  plan.training.global_batch = 4 * 8;
+  REQUIRE(validate(plan).ok());
+  const LayerCost lc = layer_cost(plan);
+  REQUIRE(lc.ep_comm_forward_s > 0);
+  const SimResult r = simulate_with_timeline(plan);
+  const Estimate e = estimate(plan);
+  CHECK(r.summary.ep_comm * r.summary.step_s == doctest::Approx(e.time.ep_comm_s).epsilon(1e-6));
+  CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));  // the ep stream adds no time
+  const double layers = static_cast<double>(stage_layers(plan, 0));
+  for (const TimelineTrack& tr : r.timeline.tracks) {
+    REQUIRE(tr.streams.back().name == "ep");
+    // One per forward and one per backward of each microbatch: the stage's layers' dispatch + combine of that pass.
+    REQUIRE(tr.streams.back().events.size() == 2 * 4);
+    REQUIRE(lc.ep_comm_backward_s == lc.ep_comm_forward_s);  // the same exchanges back (expert_comm.hpp)
+    for (const TimelineEvent& ev : tr.streams.back().events) {
+      CHECK(ev.category == EventCategory::ep_comm);
+      CHECK(ev.duration_s() == doctest::Approx(layers * lc.ep_comm_forward_s));
+    }
+  }
+  // A dense plan has no ep stream.
+  const Plan dense = grid_plan(Schedule::one_f_one_b, 2, 4, 1, false);
+  for (const TimelineTrack& tr : simulate_with_timeline(dense).timeline.tracks) CHECK(tr.streams.back().name != "ep");
 }
