@@ -53,6 +53,33 @@ TEST_CASE("run --backend host executes a 2x2x2 plan and reports predicted vs mea
   std::remove(trace.c_str());
 }
 
+TEST_CASE("run --backend host executes a MoE plan (8 experts, top-2, ep 4): ep comm row, a2a events in both traces") {
+  const std::string model = "/tmp/parplan-run-test-moe-model.json", plan = "/tmp/parplan-run-test-moe-plan.json";
+  const std::string trace = "/tmp/parplan-run-test-moe-trace.json", sim = "/tmp/parplan-run-test-moe-sim.json";
+  std::ofstream(model) << R"({"kind":"model","name":"tiny-moe","layers":4,"hidden":64,"heads":4,"kv_heads":4,)"
+                          R"("ffn_hidden":128,"ffn_type":"swiglu","vocab":128,"seq_len":32,"norm":"rmsnorm",)"
+                          R"("position":"rotary","experts":8,"top_k":2,"causal":true,"source":"test"})";
+  REQUIRE(run_parplan({"estimate", "--model", model, "--gpus", "4", "--dp", "4", "--ep", "4", "--global-batch", "8",
+                       "-o", plan}).exit_code == 0);
+  auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "2", "--warmup", "1", "--trace", trace});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("parplan run: tiny-moe on host backend, 4 ranks") != std::string::npos);
+  CHECK(r.out.find("\nep comm ") != std::string::npos);
+  CHECK(r.out.find("+0.0%") != std::string::npos);  // tensor bytes (expert states included) equal the memory model's
+  REQUIRE(run_parplan({"simulate", "--plan", plan, "--trace", sim}).exit_code == 0);
+  for (const std::string& file : {trace, sim}) {
+    CAPTURE(file);
+    int a2a = 0;
+    const auto j = nlohmann::json::parse(read_text(file));
+    for (const auto& ev : j["traceEvents"]) {
+      if (ev.value("cat", "") == "ep_comm") ++a2a;
+    }
+    // measured: dispatch + combine, forward and backward, 4 layers x 2 microbatches; simulated: one per pass
+    CHECK(a2a == (file == trace ? 4 * 4 * 2 : 2 * 2));
+  }
+  for (const std::string& f : {model, plan, trace, sim}) std::remove(f.c_str());
+}
+
 TEST_CASE("run --rank R --json marks communication as not measured") {
   const std::string plan = make_plan("local");
   auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--rank", "3", "--steps", "1", "--warmup", "0", "--json"});
