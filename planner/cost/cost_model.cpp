@@ -298,7 +298,6 @@ namespace {
 
 LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
-  const ParallelConfig& pc = plan.parallel;
   const GpuSpec& gpu = plan.gpu;
   const DType gd = plan.gemm_dtype(), ad = plan.activation_dtype();
   const int64_t T = x.T, h = x.h, f = x.f, tp = x.tp;
