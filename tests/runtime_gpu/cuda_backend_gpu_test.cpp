@@ -98,6 +98,28 @@ TEST_CASE("NCCL all_reduce over every local GPU sums and logs ring bytes") {
   });
 }
 
+TEST_CASE("NCCL all_to_all over every local GPU: block p of a rank's send lands in rank p's receive, ring bytes logged") {
+  const int n = detect_cuda().device_count;
+  auto world = make_cuda_world(n);
+  world->run([&](Device& dev) {
+    auto comm = dev.split(0, dev.rank());
+    const int64_t per = 1 << 16, bytes = per * n * 4;  // elements per peer; the whole buffer
+    std::vector<float> host(static_cast<size_t>(per * n));
+    for (int p = 0; p < n; ++p) std::fill_n(host.begin() + p * per, per, static_cast<float>(100 * dev.rank() + p));
+    Buffer send = dev.allocate(bytes), recv = dev.allocate(bytes);
+    dev.upload(send, host.data(), bytes);
+    comm->all_to_all(send, recv, per, DType::fp32);
+    dev.download(host.data(), recv, bytes);
+    for (int p = 0; p < n; ++p) {
+      CHECK(host[static_cast<size_t>(p * per)] == static_cast<float>(100 * p + dev.rank()));
+      CHECK(host[static_cast<size_t>((p + 1) * per - 1)] == static_cast<float>(100 * p + dev.rank()));
+    }
+    CHECK(dev.collective_log().back().bytes_sent == ring_bytes_sent(CollectiveKind::all_to_all, bytes, n));
+    dev.free(send);
+    dev.free(recv);
+  });
+}
+
 TEST_CASE("CUDA events time a GEMM") {
   auto world = make_cuda_world(1);
   world->run([&](Device& dev) {
