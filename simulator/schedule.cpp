@@ -2,6 +2,7 @@
 #include "simulator/schedule.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <fmt/core.h>
 
 #include "planner/spec/error.hpp"
@@ -58,6 +59,42 @@ Order zb_h1(int64_t p, int64_t m, int64_t i) {
   return o;
 }
 
+// ZB-2p: every stage's order at once, from a list schedule with unit op times (the paper's handcrafted schedules take
+// T_F = T_B = T_W): at each tick a free stage runs its next B_input if its gradient has arrived, else its next F if its
+// input has arrived and fewer than 2p - 1 microbatches await their W, else a pending W. Ties cannot arise: a stage runs
+// one op per tick and an op finished at tick t is seen from t + 1 on. With T_F = T_B = T_W every stage is then busy
+// from its first op to its last (for m >= 2p - 1: ZB-H2's parallelogram, Qi et al. 2023 Fig. 3).
+std::vector<Order> zb_2p(int64_t p, int64_t m) {
+  const auto ps = static_cast<size_t>(p);
+  const int64_t limit = 2 * p - 1;
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  // Tick at which stage i's F / B_input of microbatch j is done (kNever: not yet run), next op counts per stage.
+  std::vector<std::vector<int64_t>> f_done(ps, std::vector<int64_t>(static_cast<size_t>(m), kNever));
+  std::vector<std::vector<int64_t>> b_done = f_done;
+  std::vector<int64_t> nf(ps, 0), nb(ps, 0), nw(ps, 0);
+  std::vector<Order> orders(ps);
+  for (Order& o : orders) o.reserve(static_cast<size_t>(3 * m));
+  int64_t left = 3 * p * m;
+  for (int64_t tick = 0; left > 0; ++tick) {
+    for (size_t i = 0; i < ps; ++i) {
+      const auto j_b = static_cast<size_t>(nb[i]), j_f = static_cast<size_t>(nf[i]);
+      if (nb[i] < m && (i + 1 < ps ? b_done[i + 1][j_b] : f_done[i][j_b]) < tick + 1) {
+        b_done[i][j_b] = tick + 1;
+        orders[i].push_back(op(OpKind::backward_input, nb[i]++, 0));
+      } else if (nf[i] < m && nf[i] - nw[i] < limit && (i == 0 || f_done[i - 1][j_f] < tick + 1)) {
+        f_done[i][j_f] = tick + 1;
+        orders[i].push_back(op(OpKind::forward, nf[i]++, 0));
+      } else if (nw[i] < nb[i]) {
+        orders[i].push_back(op(OpKind::backward_weight, nw[i]++, 0));
+      } else {
+        continue;
+      }
+      --left;
+    }
+  }
+  return orders;
+}
+
 // Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
 // only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
 // activations).
@@ -109,6 +146,10 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
   r.microbatches = m;
   r.chunks = v;
   r.order.resize(static_cast<size_t>(p));
+  if (s == Schedule::zb_2p) {
+    r.order = zb_2p(p, m);
+    return r;
+  }
   for (int64_t i = 0; i < p; ++i) {
     Order& o = r.order[static_cast<size_t>(i)];
     switch (s) {
@@ -116,6 +157,7 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
       case Schedule::one_f_one_b: o = one_f_one_b(p, m, i); break;
       case Schedule::interleaved: o = interleaved(p, m, v, i); break;
       case Schedule::zero_bubble: o = zb_h1(p, m, i); break;
+      case Schedule::zb_2p: break;  // all stages at once, above
     }
   }
   return r;

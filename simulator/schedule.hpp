@@ -1,4 +1,4 @@
-// Pipeline schedules: THE single definition of per-stage op order (GPipe, 1F1B, interleaved 1F1B, ZB-H1), their
+// Pipeline schedules: THE single definition of per-stage op order (GPipe, 1F1B, interleaved 1F1B, ZB-H1, ZB-2p), their
 // cross-stage dependencies and the live-activation counts they imply. The simulator times these orders; the
 // runtime executes the same ones.
 #pragma once
@@ -12,8 +12,8 @@ namespace parplan::sim {
 enum class OpKind : uint8_t {
   forward,
   backward,         // full backward: input and weight gradients
-  backward_input,   // ZB-H1: input-gradient half (on the critical path)
-  backward_weight,  // ZB-H1: weight-gradient half (deferred to fill bubbles)
+  backward_input,   // ZB-H1, ZB-2p: input-gradient half (on the critical path)
+  backward_weight,  // ZB-H1, ZB-2p: weight-gradient half (deferred to fill bubbles)
 };
 const char* to_string(OpKind k);
 
@@ -45,6 +45,10 @@ struct PipelineSchedule {
 //  zero_bubble:  ZB-H1 (Qi et al. 2023): 1F1B with the backward split into B (input grad) and W (weight grad);
 //                stage i defers its W passes by i microbatches so the last stages keep the gradient flowing and
 //                fill their cool-down with W. Bubble (p-1)(F + B - W) when W <= F + B.
+//  zb_2p:        ZB-2p (Qi et al. 2023), ZB-H2's shape: one list schedule of all stages with unit op times, each free
+//                stage running its next B if its gradient has arrived, else its next F if its input has arrived and
+//                fewer than 2p - 1 microbatches await their W, else a pending W (schedule.cpp). Stage i runs
+//                2(p-1-i) + 1 forwards before its first B; min(2p - 1, m) stashes on every stage.
 // Throws InputError for p, m, v < 1, v > 1 on a non-interleaved schedule, or m % p != 0 on interleaved.
 PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v = 1);
 // The plan's schedule (v = vpp for interleaved, else 1).

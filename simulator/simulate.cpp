@@ -29,7 +29,7 @@ constexpr int64_t kMaxTimelineTasks = int64_t{1} << 20;
 // alone took 6 GB and 26 s for pp 16 x 16,000,000 microbatches).
 void check_graph_size(Schedule kind, int64_t p, int64_t m, int64_t v, const StepCosts& costs, bool timeline) {
   const int64_t limit = timeline ? kMaxTimelineTasks : kMaxTasks;
-  if (count_step_tasks(p, m, v, kind == Schedule::zero_bubble, costs, limit) > limit) {
+  if (count_step_tasks(p, m, v, splits_backward(kind), costs, limit) > limit) {
     int64_t buckets = 0;  // the most DP gradient buckets of a stage, for the advice
     for (const StageCosts& sc : costs.stages) buckets = std::max(buckets, sc.dp_buckets);
     throw InputError(fmt::format(
@@ -252,7 +252,7 @@ void add_memory_curve(TimelineTrack& tr, const PipelineSchedule& s, const StageS
                                ? st.peak_activation_bytes / static_cast<double>(st.peak_live_until_weight_grad)
                                : 0.0;
   const EventCategory frees =
-      s.schedule == Schedule::zero_bubble ? EventCategory::backward_weight : EventCategory::backward;
+      splits_backward(s.schedule) ? EventCategory::backward_weight : EventCategory::backward;
   std::vector<std::pair<double, int>> deltas;
   std::vector<double> freed(static_cast<size_t>(s.microbatches * s.chunks), -1.0);  // an op split into
   for (const TimelineEvent& ev : tr.streams[0].events) {                               // pieces frees at its end
@@ -330,7 +330,7 @@ Priced priced(const Plan& input, const SimOptions& opt) {
 int64_t step_graph_tasks(const Plan& plan, const SimOptions& opt, int64_t limit) {
   const Priced p = priced(plan, opt);
   const ParallelConfig& pc = p.plan.parallel;
-  return count_step_tasks(pc.pp, pc.num_microbatches, pc.chunks_per_stage(), pc.schedule == Schedule::zero_bubble,
+  return count_step_tasks(pc.pp, pc.num_microbatches, pc.chunks_per_stage(), splits_backward(pc.schedule),
                           p.costs, limit);
 }
 

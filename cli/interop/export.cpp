@@ -24,7 +24,7 @@ struct Writer {
 // The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
 void common_cannot(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
-  if (pc.schedule == Schedule::zero_bubble) w.cannot("schedule zb-h1");
+  if (splits_backward(pc.schedule)) w.cannot(fmt::format("schedule {}", to_string(pc.schedule)));
   if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
   if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");

@@ -568,7 +568,7 @@ namespace {
 // with the backward's fetch of offloaded ZeRO-3 parameters, which comes off the time they hide behind.
 void charge_activation_offload(const Plan& plan, LayerCost& lc) {
   const double bytes = layer_activation_bytes(plan.model, activation_shape(plan)).total;
-  const bool split_w = plan.parallel.schedule == Schedule::zero_bubble;
+  const bool split_w = splits_backward(plan.parallel.schedule);
   const double backward =
       std::max(0.0, lc.backward_input_s + lc.recompute_s + (split_w ? 0.0 : lc.backward_weight_s) - lc.offload_fetch_s);
   const ActivationOffloadTime t = activation_offload_time(plan.cluster, bytes, lc.forward_s, backward);
@@ -912,7 +912,7 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
     // The buckets leave as the last microbatch's backward completes each layer's weight gradient. ZB-H1 splits the
     // backward: the weight gradients complete in its W pass only, so only that pass hides them, with one stage too
     // (so ZB-H1 at pp 1 is never faster than 1F1B; search.cpp relies on it).
-    const bool zb = pc.schedule == Schedule::zero_bubble;
+    const bool zb = splits_backward(pc.schedule);
     const double backward_window = zb ? t.backward_weight_s : bwd;
     if (dc.per_microbatch) {
       r.total = md * dc.grad_reduce_s;
@@ -1063,7 +1063,7 @@ const StageDpTail& dp_tail(const StepInputs& in, StepScratch& scratch, int64_t i
 bool last_send_shares_link(const StepInputs& in, const EstimateOptions& options) {
   const ParallelConfig& pc = in.plan.parallel;
   return options.link_sharing && in.p > 1 && !in.p2p_overlap && pc.overlap_dp_comm &&
-         pc.schedule != Schedule::zero_bubble &&
+         !splits_backward(pc.schedule) &&
          group_crosses_nodes(pc, GroupKind::pp, in.plan.cluster.gpus_per_node) ==
              group_crosses_nodes(pc, GroupKind::dp_cp, in.plan.cluster.gpus_per_node);
 }

@@ -15,6 +15,8 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
       return std::min(p - stage, m) * v;
     case Schedule::zero_bubble:
       return std::min(p, m) * v;  // p - i awaiting B, up to i more awaiting W (stage i defers its W by i)
+    case Schedule::zb_2p:
+      return std::min(2 * p - 1, m) * v;  // the order's limit (simulator/schedule.cpp), reached on every stage
     case Schedule::interleaved:
       return std::min(interleaved_warmup(p, v, stage) + 1, v * m);
   }
@@ -192,6 +194,33 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   return busy_stage_paths(m, stages, paths, true);
 }
 
+double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const double md = static_cast<double>(m);
+  // F, B and W of a stage with the sends after them: F with the activation's, B (input gradient) with the gradient's.
+  const auto b_of = [](const StageMicrobatchTime& t) { return t.backward_input_s + t.p2p_backward_s; };
+  // x_i = F_i + B_i - 2 W_i, summed over the stages after k (`after`); the forwards before k (`before`).
+  double after = 0, chain = 0, u_max = 0;
+  for (const StageMicrobatchTime& t : stages) {
+    after += t.forward_slot() + b_of(t) - 2.0 * t.backward_weight_s;
+    chain += t.forward_slot() + b_of(t);
+    u_max = std::max(u_max, t.forward_slot() + b_of(t));
+  }
+  double before = 0, step = 0;
+  for (int64_t k = 0; k < p; ++k) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
+    after -= t.forward_slot() + b_of(t) - 2.0 * t.backward_weight_s;
+    double path = before + md * t.total() + after;
+    // Few microbatches: the forward and input-gradient chain, every stage's F + B once and the slowest m - 1 more
+    // times, then stage 0's last W.
+    if (k == 0) path = std::max(path, chain + (md - 1.0) * u_max + t.backward_weight_s);
+    if (!paths.empty()) paths[static_cast<size_t>(k)] = path;
+    step = std::max(step, path);
+    before += t.forward_slot();
+  }
+  return step;
+}
+
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m), w = static_cast<double>(v);
@@ -318,6 +347,16 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     lead = own;
   }
   const double md = static_cast<double>(m);
+  if (s == Schedule::zb_2p) {  // each path ends at its own stage (pipeline.hpp): the stage ends are the paths
+    const StageSums sums = stage_sums(stages, true);
+    r.slowest_stage = sums.slowest_stage;
+    r.busy_s = md * sums.t_max;
+    zb_2p_step_s(m, stages, lead);
+    for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays
+    for (double& end : lead) end = r.step_s - end;
+    r.bubble_s = r.step_s - r.busy_s;
+    return r;
+  }
   const bool zb = s == Schedule::zero_bubble;
   const double w0 = stages[0].backward_weight_s;
   const StageSums sums = stage_sums(stages, zb);

@@ -6,7 +6,8 @@
 // min(2(p-i-1) + (v-1)p + 1, v m) chunk-microbatches (Megatron-LM warm-up + 1; stage 0: p + (p-1)/v microbatches,
 // Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 min(p, m) on every stage: stage i defers its W passes by i
 // microbatches, so it holds p - i microbatches awaiting B and up to i awaiting W, each kept whole until its W (as the
-// runtime keeps it): Qi et al.'s memory bound for ZB-H1, p M_B (1F1B's stage-0 peak), reached on every stage.
+// runtime keeps it): Qi et al.'s memory bound for ZB-H1, p M_B (1F1B's stage-0 peak), reached on every stage;
+// ZB-2p min(2p - 1, m) on every stage: Qi et al.'s ZB-H2 peak (2p - 1) M_B (their Table 1).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -104,6 +105,21 @@ double one_f_one_b_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // (no sends) -8.5..+12.2% and -3.4..+13.6% against the simulator.
 double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
+// ZB-2p (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"; simulator/schedule.cpp: the greedy order with
+// up to 2p - 1 microbatches in flight, the handcrafted ZB-H2's memory). With F, B (input gradient) and W of each
+// stage, sends after F and B, the path through stage k: the forwards before it, its m microbatches, and per later
+// stage i the paper's bubble term x_i = F_i + B_i - 2 W_i (its Table 1: ZB-H2's bubble (p - 1)(T_F + T_B - 2 T_W)):
+//   P_k = sum_{i<k} F_i + m t_k + sum_{i>k} x_i,
+// and stage 0 also C = sum_i (F_i + B_i) + (m - 1) max_i (F_i + B_i) + W_0 (few microbatches: the forward and
+// input-gradient chain). The step is the latest: uniform stages with W <= F <= B,
+//   max( m t + (p - 1) F,  m t + (p - 1)(F + B - 2 W),  (m + p - 1)(F + B) + W ),
+// equal to the simulator for every m (tests/simulator/task_graph_test.cpp). With m >= 2p - 1 stage 0 idles exactly
+// (p - 1) max(0, F + B - 2 W) between its first and its last op, the paper's ZB-H2 bubble; the step also holds the
+// (p - 1) F before the last stage starts, which the paper's post-validation (its Sec. 4: no optimizer sync across
+// stages) lets the next iteration fill and which parplan, pricing one iteration, keeps. P_k is where stage k ends
+// (`paths`); pipeline_time() takes the step as the latest. Uneven stages: tests/simulator/task_graph_test.cpp.
+double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
 // k runs its m microbatches (m t_k); its first backward (microbatch 0's last chunk) waits for the round trip of that
@@ -140,6 +156,7 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 //   1F1B:          one_f_one_b_step_s()                      (uniform: (m + p - 1) t)
 //   interleaved:   interleaved_step_s()                      (uniform: (m + (p-1)/v) t)
 //   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W)
+//   ZB-2p:         zb_2p_step_s()                            (uniform, m >= 2p-1: m t + (p-1) max(F, F + B_input - 2W))
 // GPipe's form is exact for its order, blocking sends included, without link contention (a flow shop of m identical
 // jobs takes one job's time plus m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4%
 // below it where the forward and the backward bottleneck are different stages. Each form is the longest of p paths

@@ -235,12 +235,12 @@ class Evaluator {
 
   // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward
   // phase to hide behind) and holds at least its activations on every stage (m microbatches against min(p - i, m)),
-  // so it never ranks above 1F1B on any objective; with one stage ZB-H1 has no bubble to fill (each B_input is
-  // followed by its W: same memory) and hides the DP reduction behind W only, so it is never faster. Either is tried,
-  // as 1F1B, when 1F1B is in the space; pinned (the space without 1F1B) they are searched.
+  // so it never ranks above 1F1B on any objective; with one stage ZB-H1 and ZB-2p have no bubble to fill (each
+  // B_input is followed by its W: same memory) and hide the DP reduction behind W only, so they are never faster.
+  // These are tried, as 1F1B, when 1F1B is in the space; pinned (the space without 1F1B) they are searched.
   bool dominated(Schedule s, int64_t pp) const {
     if (!in_space(Schedule::one_f_one_b)) return false;
-    return s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1);
+    return s == Schedule::gpipe || (splits_backward(s) && pp == 1);
   }
 
   // interleaved_last_stage_layers() for this model (a search over split sizes), cached per (pp, v): run_schedules()

@@ -297,7 +297,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
   if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
-  if (pc.schedule == Schedule::zero_bubble && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
+  if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
   if (pc.recompute == Recompute::selective_op &&
@@ -436,9 +436,11 @@ std::string describe(Reject r, const Plan& plan) {
       return "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers with standard attention "
              "and a fused attention kernel; this plan has MoE layers, latent attention or unfused attention";
     case Reject::zb_full_recompute:
-      return "schedule zb-h1 with full recompute: a weight-gradient pass (W) runs after its input-gradient pass and "
-             "needs the layer activations that full recompute rebuilds only for that pass (keeping or rebuilding them "
-             "again is not modelled); use selective recompute or another schedule";
+      return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
+                         "pass and needs the layer activations that full recompute rebuilds only for that pass "
+                         "(keeping or rebuilding them again is not modelled); use selective recompute or another "
+                         "schedule",
+                         to_string(pc.schedule));
     case Reject::overlap_p2p_not_interleaved:
       return fmt::format("schedule {} waits for its pipeline sends; only the interleaved schedule overlaps them (give "
                          "--vpp 2 or more)",

@@ -23,7 +23,7 @@ enum class Reject : uint8_t {
   batch_not_divisible,    // global batch != dp * micro_batch * num_microbatches
   sp_without_tp,          // sequence parallel needs tp > 1
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
-  zb_full_recompute,      // ZB-H1's deferred W needs the activations full recompute discards (not modelled)
+  zb_full_recompute,      // ZB-H1's / ZB-2p's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only

@@ -34,7 +34,8 @@ constexpr std::pair<std::string_view, Recompute> kRec[] = {
 constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::gpipe},
                                                             {"1f1b", Schedule::one_f_one_b},
                                                             {"interleaved", Schedule::interleaved},
-                                                            {"zb-h1", Schedule::zero_bubble}};
+                                                            {"zb-h1", Schedule::zero_bubble},
+                                                            {"zb-2p", Schedule::zb_2p}};
 constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {
     {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
 constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipe[] = {{"delayed", Fp8Recipe::delayed},

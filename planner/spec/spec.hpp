@@ -42,7 +42,9 @@ enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, every
 // selective activation checkpointing (the outputs of every other matmul and of attention kept, the rest recomputed);
 // full: the whole layer recomputed from its input.
 enum class Recompute : uint8_t { none, selective, full, selective_op };
-enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble };  // zero_bubble = ZB-H1
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p };  // zero_bubble = ZB-H1
+// The Zero Bubble schedules (ZB-H1, ZB-2p) split each backward into B (input gradient) and W (weight gradient).
+constexpr bool splits_backward(Schedule s) { return s == Schedule::zero_bubble || s == Schedule::zb_2p; }
 // flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
 // attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:
 // score matrix materialised.

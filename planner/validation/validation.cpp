@@ -458,10 +458,16 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
           r.notes.push_back("ZB-1p (searched, 1F1B's activation memory) priced as ZB-H1, its handcrafted schedule of "
                             "the same memory (Qi et al. 2023 Sec. 3)");
         }
+      } else if (t == "zb-2p") {
+        pc.schedule = Schedule::zb_2p;
+        r.notes.push_back("ZB-2p (searched, 2p M_B activation memory) priced as parplan's zb-2p order (2p - 1 in "
+                          "flight, ZB-H2's peak, Qi et al. 2023 Table 1), one iteration: the post-validation's overlap "
+                          "of iterations (their Sec. 4) is not modelled");
       } else if (t == "1f1b-i") {
         pc.schedule = Schedule::interleaved;
       } else if (t != "1f1b") {
-        r.skip_reasons.push_back(fmt::format("schedule {} is not modelled (1F1B, 1F1B-I and ZB-H1 are)", name));
+        r.skip_reasons.push_back(
+            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1 and ZB-2p are)", name));
       }
     }
   }

@@ -150,6 +150,24 @@ TEST_CASE("check --from gates the launch script; simulate and run take --from to
   CHECK(run_parplan({"simulate", "--from", kDir + "nanotron_llama.yaml"}, {}, 120).exit_code == 0);
 }
 
+TEST_CASE("export: the Zero Bubble schedules are not expressible; the config written runs 1F1B") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  const std::vector<std::string> args = {"estimate", "--model", "gpt3-1.3b", "--gpus", "8",
+                                        "--pp",       "4",       "--schedule", "zb-2p",  "-o", plan};
+  REQUIRE(run_parplan(args, {}, 60).exit_code == 0);
+  const auto m = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  REQUIRE(m.exit_code == 0);
+  CHECK(m.out.find("# parplan: not expressible: schedule zb-2p\n") != std::string::npos);
+  CHECK(m.out.find("    --pipeline-model-parallel-size 4 \\\n") != std::string::npos);
+  CHECK(m.out.find("--virtual-pipeline-model-parallel-size") == std::string::npos);
+  CHECK(m.err.find("parplan export: warning: megatron cannot express schedule zb-2p") != std::string::npos);
+  const auto t = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.out.find("pipeline_parallel_schedule = \"1F1B\"") != std::string::npos);
+  CHECK(t.err.find("torchtitan cannot express schedule zb-2p") != std::string::npos);
+}
+
 TEST_CASE("export writes each framework's option names; what it cannot express is a comment and a warning") {
   ScratchDir dir;
   const std::string plan = (dir.path / "plan.json").string();

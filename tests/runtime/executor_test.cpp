@@ -245,6 +245,29 @@ TEST_CASE("interleaved and ZB-H1 orders from the simulator run on host ranks and
   }
 }
 
+TEST_CASE("the ZB-2p order runs on host ranks and each stage allocates 2p - 1 stashes, the memory model's bytes") {
+  // pp 2, 4 microbatches: ZB-2p keeps min(2p - 1, m) = 3 microbatches until their W on both stages, ZB-H1
+  // min(p, m) = 2.
+  double peak[2] = {};
+  for (Schedule s : {Schedule::zero_bubble, Schedule::zb_2p}) {
+    Plan plan = small_plan(2, 1, 2, 4);
+    plan.parallel.schedule = s;
+    REQUIRE(validate(plan).ok());
+    std::vector<Program> progs;
+    for (int64_t r = 0; r < 4; ++r) progs.push_back(lower(plan, r, stage_schedule(plan, r / 2)));
+    auto world = make_host_world(4);
+    const RunResult r = execute(*world, progs, ExecOptions{.warmup = 0, .steps = 1});
+    for (const RankRun& rr : r.ranks) {
+      const StageMemory sm = stage_memory(plan, rr.stage);
+      CHECK(sm.in_flight_chunks == (s == Schedule::zb_2p ? 3 : 2));
+      const double model = sm.weights + sm.grads + sm.optimizer + sm.activations + sm.recompute_working_set;
+      CHECK(std::llabs(rr.model_peak_bytes() - std::llround(model)) <= 4);
+      if (rr.stage == 0) peak[s == Schedule::zb_2p] = static_cast<double>(rr.model_peak_bytes());
+    }
+  }
+  CHECK(peak[1] > peak[0]);
+}
+
 TEST_CASE("interleaving with uneven stages (4 + 2 layers, 2 chunks each) runs; the stages allocate what the memory "
           "model says, as with an even split") {
   // Per stage: (measured model-state + activation peak) - (the memory model's), and forward GEMMs.

@@ -29,6 +29,7 @@ TEST_CASE("schedule: every op once per stage, for all schedules") {
       check_complete(make_schedule(Schedule::gpipe, p, m), false);
       check_complete(make_schedule(Schedule::one_f_one_b, p, m), false);
       check_complete(make_schedule(Schedule::zero_bubble, p, m), true);
+      check_complete(make_schedule(Schedule::zb_2p, p, m), true);
       if (m % p == 0) {
         for (int64_t v : {2, 3}) check_complete(make_schedule(Schedule::interleaved, p, m, v), false);
       }
@@ -45,6 +46,33 @@ TEST_CASE("schedule: 1F1B warm-up is p - stage - 1 forwards, then strict alterna
   const auto& o3 = s.order[3];
   CHECK(o3[0] == PipeOp{OpKind::forward, 0, 0});
   CHECK(o3[1] == PipeOp{OpKind::backward, 0, 0});
+}
+
+TEST_CASE("schedule: ZB-2p runs 2p - 1 forwards on stage 0 before its first B, then B first, W to fill") {
+  // The paper's ZB-H2 shape (Qi et al. 2023 Fig. 3): stage i's warm-up is 2(p - 1 - i) + 1 forwards, so stage 0 holds
+  // 2p - 1 microbatches; the last stage alternates F and B from the start; the W passes come once the in-flight limit
+  // stops the forwards, and all that is left at the end.
+  const int64_t p = 4, m = 12;
+  const PipelineSchedule s = make_schedule(Schedule::zb_2p, p, m);
+  for (int64_t i = 0; i < p; ++i) {
+    const auto& o = s.order[static_cast<size_t>(i)];
+    const auto first_b = std::find_if(o.begin(), o.end(), [](const PipeOp& x) { return x.kind != OpKind::forward; });
+    CHECK(first_b - o.begin() == 2 * (p - 1 - i) + 1);
+    CHECK(first_b->kind == OpKind::backward_input);
+    CHECK(o.back() == PipeOp{OpKind::backward_weight, static_cast<int32_t>(m - 1), 0});
+  }
+  CHECK(s.order[3][1] == PipeOp{OpKind::backward_input, 0, 0});
+  CHECK(s.order[3][2] == PipeOp{OpKind::forward, 1, 0});
+  // Every op's producer on another stage comes earlier in the order of that stage (no deadlock).
+  for (int64_t i = 0; i < p; ++i) {
+    for (const PipeOp& x : s.order[static_cast<size_t>(i)]) {
+      const CrossDep d = cross_stage_dependency(s, i, x);
+      if (!d.exists) continue;
+      const auto& o = s.order[static_cast<size_t>(d.stage)];
+      CHECK(std::find(o.begin(), o.end(), d.op) != o.end());
+    }
+  }
+  CHECK_THROWS_AS(make_schedule(Schedule::zb_2p, 4, 8, 2), InputError);  // one chunk per stage
 }
 
 TEST_CASE("schedule: Megatron interleaved order maps forwards to chunks in groups of p") {

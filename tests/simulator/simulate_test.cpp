@@ -49,7 +49,8 @@ TEST_CASE("simulate: equals the closed-form estimate within 0.1% with overlap an
   int checked = 0;
   for (int64_t p : {2, 4, 8}) {
     for (int64_t m : {8, 16, 32}) {
-      for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+      for (Schedule s :
+           {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble, Schedule::zb_2p}) {
         for (int64_t v : {1, 2, 3}) {
           if ((s == Schedule::interleaved) != (v > 1)) continue;
           Plan plan = grid_plan(s, p, m, v, true);
@@ -282,7 +283,8 @@ TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP li
 }
 
 TEST_CASE("simulate: peak activations per stage equal the memory model's") {
-  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+  for (Schedule s :
+       {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble, Schedule::zb_2p}) {
     const Plan plan = grid_plan(s, 4, 8, s == Schedule::interleaved ? 2 : 1, false);
     REQUIRE(validate(plan).ok());
     const SimResult r = simulate(plan);
@@ -558,7 +560,8 @@ TEST_CASE("simulate: a last send sharing its link with the DP reduction, in the 
 
 TEST_CASE("simulate: step_graph_tasks counts exactly the tasks simulate() builds, without building them") {
   int checked = 0;
-  for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble}) {
+  for (Schedule s :
+       {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble, Schedule::zb_2p}) {
     for (int64_t pp : {1, 4}) {
       for (int zero : {0, 1, 2, 3}) {
         for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {

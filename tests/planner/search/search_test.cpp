@@ -91,9 +91,9 @@ Brute brute_force(const SearchRequest& req) {
                 // With pipelining ZeRO-2/3 run as ZeRO-1 (the distributed optimizer, in the space).
                 if (pp > 1 && sh.zero_stage >= 2) continue;
                 for (Schedule s : req.space.schedules) {
-                  // 1F1B in the space: GPipe (never better) and, with one stage, ZB-H1 (the same plan) are not
-                  // tried (docs/suggest.md).
-                  if ((s == Schedule::gpipe || (s == Schedule::zero_bubble && pp == 1)) &&
+                  // 1F1B in the space: GPipe (never better) and, with one stage, ZB-H1 and ZB-2p (the same plan)
+                  // are not tried (docs/suggest.md).
+                  if ((s == Schedule::gpipe || (splits_backward(s) && pp == 1)) &&
                       std::find(req.space.schedules.begin(), req.space.schedules.end(), Schedule::one_f_one_b) !=
                           req.space.schedules.end()) {
                     continue;
@@ -221,11 +221,31 @@ TEST_CASE("search: with one stage ZB-H1 is never better than 1F1B (same memory, 
     zb_slower += ez.time.step_s > ef.time.step_s;
   }
   CHECK(zb_slower > 0);  // where the DP reduction outlasts W
+  for (const Candidate& c : all.top) {  // ZB-2p with one stage runs ZB-H1's order (F, B, W per microbatch)
+    CHECK_FALSE((c.parallel.pp == 1 && c.parallel.schedule == Schedule::zb_2p));
+  }
   req.space.schedules = {Schedule::zero_bubble};
   const SearchResult pinned = search(req);
   int64_t pinned_pp1 = 0;
   for (const Candidate& c : pinned.top) pinned_pp1 += c.parallel.pp == 1 && c.parallel.schedule == Schedule::zero_bubble;
   CHECK(pinned_pp1 > 0);
+}
+
+TEST_CASE("search: ZB-2p is searched with pp > 1 and holds at least ZB-H1's memory (2p - 1 stashes against p)") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  const SearchResult all = search(req);
+  int64_t zb2p = 0;
+  for (const Candidate& c : all.top) {
+    if (c.parallel.schedule != Schedule::zb_2p) continue;
+    ++zb2p;
+    Plan z = candidate_plan(req, c), h = z;
+    h.parallel.schedule = Schedule::zero_bubble;
+    CHECK(estimate(z).peak_memory_bytes >= estimate(h).peak_memory_bytes);
+  }
+  CHECK(zb2p > 0);
+  req.space.schedules = {Schedule::zb_2p};  // pinned: only ZB-2p is listed
+  for (const Candidate& c : search(req).top) CHECK(c.parallel.schedule == Schedule::zb_2p);
 }
 
 TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
