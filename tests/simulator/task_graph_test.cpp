@@ -51,6 +51,37 @@ StepCosts with_sends(std::vector<StageMicrobatchTime>& st, int64_t v, double sen
 double bubble_fraction(const SimResult& r, int64_t stage = 0) {
   return r.summary.stages[static_cast<size_t>(stage)].bubble_s / r.summary.step_s;
 }
+// The seeded uneven stage sets of the closed-form tests (p 2..9, m 1..3p): even trials scale the first and last
+// stage as uneven splits make them, odd ones draw every stage's F, B_input and W; `send` is the trial's blocking
+// send, 0.05..0.45.
+struct UnevenSets {
+  uint64_t state = 2026;
+  double u01() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  }
+  struct Set {
+    int64_t p = 0, m = 0;
+    std::vector<StageMicrobatchTime> st;
+    double send = 0;
+  };
+  Set next(int trial) {
+    Set r;
+    r.p = 2 + static_cast<int64_t>(u01() * 8);
+    r.m = 1 + static_cast<int64_t>(u01() * static_cast<double>(3 * r.p));
+    r.st.assign(static_cast<size_t>(r.p), StageMicrobatchTime{1.0, 1.4, 0.6});
+    if (trial % 2 == 0) {
+      for (StageMicrobatchTime* e : {&r.st.front(), &r.st.back()}) {
+        const double x = 0.3 + 0.9 * u01();
+        *e = {e->forward_s * x, e->backward_input_s * x, e->backward_weight_s * x};
+      }
+    } else {
+      for (StageMicrobatchTime& e : r.st) e = {0.5 + u01(), 0.6 + u01(), 0.2 + 0.8 * u01()};
+    }
+    r.send = 0.05 + 0.4 * static_cast<double>((static_cast<uint64_t>(trial) * 2654435761ULL) % 1000) / 1000;
+    return r;
+  }
+};
 }  // namespace
 
 TEST_CASE("task graph: GPipe and 1F1B bubble is (p-1)/(m+p-1) with uniform stages and no comm") {
@@ -163,30 +194,17 @@ TEST_CASE("task graph: ZB-2p over uneven stages: the closed form against the sim
   // uneven splits make them, odd ones draw every stage's F, B_input and W, B below F and W above F included), each
   // without communication and with blocking sends. The paths P_k (pipeline.hpp) are exact for uniform stages with
   // W <= F <= B; the ranges measured here are printed and bounded.
-  uint64_t state = 2026;
-  auto u01 = [&state] {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>(state >> 11) / 9007199254740992.0;
-  };
+  UnevenSets gen;
   double lo[2][2] = {}, hi[2][2] = {}, abs_sum[2][2] = {};  // [edges, drawn][no sends, sends]
   int64_t sets[2] = {};
   for (int trial = 0; trial < 600; ++trial) {
-    const int64_t p = 2 + static_cast<int64_t>(u01() * 8);
-    const int64_t m = 1 + static_cast<int64_t>(u01() * static_cast<double>(3 * p));
-    std::vector<StageMicrobatchTime> st(static_cast<size_t>(p), StageMicrobatchTime{1.0, 1.4, 0.6});
+    UnevenSets::Set set = gen.next(trial);
+    const int64_t p = set.p, m = set.m;
+    std::vector<StageMicrobatchTime>& st = set.st;
     const int kind = trial % 2;
-    if (kind == 0) {
-      for (StageMicrobatchTime* e : {&st.front(), &st.back()}) {
-        const double x = 0.3 + 0.9 * u01();
-        *e = {e->forward_s * x, e->backward_input_s * x, e->backward_weight_s * x};
-      }
-    } else {
-      for (StageMicrobatchTime& e : st) e = {0.5 + u01(), 0.6 + u01(), 0.2 + 0.8 * u01()};
-    }
-    const double send = 0.05 + 0.4 * static_cast<double>((static_cast<uint64_t>(trial) * 2654435761ULL) % 1000) / 1000;
     ++sets[kind];
     for (int comm = 0; comm < 2; ++comm) {
-      const StepCosts c = with_sends(st, 1, comm ? send : 0.0);
+      const StepCosts c = with_sends(st, 1, comm ? set.send : 0.0);
       const double closed = pipeline_time(Schedule::zb_2p, m, 1, st).step_s;
       const double rel = closed / simulate_costs(make_schedule(Schedule::zb_2p, p, m), c).summary.step_s - 1;
       lo[kind][comm] = std::min(lo[kind][comm], rel);
@@ -224,11 +242,7 @@ TEST_CASE("task graph: uneven stages: pipeline_time's step and per-stage ends ag
   // paths alone (without the last forward's round trip) were up to 50% of the step early; sends split half after
   // the forward and half after the backward on every stage put GPipe at -9.0..+7.9% (ends up to 7.9% late), 1F1B
   // and ZB-H1 up to 2.1% / 3.4% above.
-  uint64_t state = 2026;
-  auto u01 = [&state] {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>(state >> 11) / 9007199254740992.0;
-  };
+  UnevenSets gen;
   struct Range {
     double lo = 0, hi = 0;
     void add(double x) { lo = std::min(lo, x), hi = std::max(hi, x); }
@@ -237,18 +251,10 @@ TEST_CASE("task graph: uneven stages: pipeline_time's step and per-stage ends ag
   int64_t exact[2][3] = {}, sets = 0;
   const Schedule schedules[3] = {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble};
   for (int trial = 0; trial < 600; ++trial) {
-    const int64_t p = 2 + static_cast<int64_t>(u01() * 8);
-    const int64_t m = 1 + static_cast<int64_t>(u01() * static_cast<double>(3 * p));
-    std::vector<StageMicrobatchTime> st(static_cast<size_t>(p), StageMicrobatchTime{1.0, 1.4, 0.6});
-    if (trial % 2 == 0) {
-      for (StageMicrobatchTime* e : {&st.front(), &st.back()}) {
-        const double x = 0.3 + 0.9 * u01();
-        *e = {e->forward_s * x, e->backward_input_s * x, e->backward_weight_s * x};
-      }
-    } else {
-      for (StageMicrobatchTime& e : st) e = {0.5 + u01(), 0.6 + u01(), 0.2 + 0.8 * u01()};
-    }
-    const double send = 0.05 + 0.4 * static_cast<double>((static_cast<uint64_t>(trial) * 2654435761ULL) % 1000) / 1000;
+    UnevenSets::Set set = gen.next(trial);
+    const int64_t p = set.p, m = set.m;
+    std::vector<StageMicrobatchTime>& st = set.st;
+    const double send = set.send;
     ++sets;
     for (int comm = 0; comm < 2; ++comm) {
       const StepCosts c = with_sends(st, 1, comm ? send : 0.0);
