@@ -2,6 +2,7 @@
 #include "cli/plan_options.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
@@ -9,6 +10,7 @@
 
 #include "cli/io.hpp"
 #include "cli/render.hpp"
+#include "cli/text.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/json_reader.hpp"
@@ -244,6 +246,14 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
                  "with --precision fp8)");
   app.add_option("--attention", o.attention, "flash | flash2 | unfused attention kernel (flash: the GPU profile's fused kernel; flash2: FlashAttention-2, PyTorch SDPA's flash backend)");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
+  app.add_option("--moe-capacity-factor", o.moe_capacity_factor,
+                 "none (dropless) | F >= 1: each expert takes at most F x tokens x top_k / experts tokens, padded to "
+                 "that (Megatron-Core --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity)");
+  app.add_option("--moe-imbalance", o.moe_imbalance,
+                 "Dropless MoE: the most-loaded expert's tokens over the mean (default: the model's, 1 = balanced)");
+  app.add_option("--mtp-layers", o.mtp_layers,
+                 "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; default: the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100}));
   o.options = options_since(app, before);
 }
 
@@ -357,6 +367,30 @@ ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
 
 ProfileSet load_profiles(const ModelOptions& o) { return load_profiles(o.profile_files); }
 
+namespace {
+// --moe-capacity-factor, --moe-imbalance and --mtp-layers over the model's fields, checked as the model JSON's are.
+void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
+  if (!o.moe_capacity_factor.empty()) {
+    const std::string& text = o.moe_capacity_factor;
+    double factor = 0;
+    if (text != "none") {
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), factor);
+      if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(factor)) {
+        throw InputError(fmt::format("--moe-capacity-factor: '{}' is not none or a number", printable(text)));
+      }
+    }
+    m.capacity_factor = factor;
+    if (factor != 0 && !o.moe_imbalance) m.imbalance = 1.0;  // a capacity pads every expert: no imbalance
+  }
+  if (o.moe_imbalance) m.imbalance = *o.moe_imbalance;
+  if (const std::string why = moe_routing_error(m); !why.empty()) {
+    const bool imbalance = o.moe_imbalance && (why.find("imbalance") != std::string::npos || o.moe_capacity_factor.empty());
+    throw InputError(fmt::format("{}: {}", imbalance ? "--moe-imbalance" : "--moe-capacity-factor", why));
+  }
+  if (o.mtp_layers) m.mtp_layers = *o.mtp_layers;
+}
+}  // namespace
+
 Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   ProfileSet profiles = base;
   Target t;
@@ -389,6 +423,7 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
     throw InputError("--model or --params is required");
   }
   if (o.seq) t.model.seq_len = *o.seq;
+  set_moe_routing(t.model, o);
 
   std::string gpu_name;
   if (!o.gpu.empty()) {

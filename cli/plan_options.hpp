@@ -52,6 +52,11 @@ struct ModelOptions {
   std::string fp8_recipe;  // with --precision fp8 only (default tensorwise)
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
+  // MoE routing and multi-token prediction, over the model's own (--moe-capacity-factor none|F, --moe-imbalance,
+  // --mtp-layers).
+  std::string moe_capacity_factor;
+  std::optional<double> moe_imbalance;
+  std::optional<int64_t> mtp_layers;
   std::optional<ModelSpec> model_spec;  // a model shape read from a framework config (--from), when no --model / --params
   std::vector<const CLI::Option*> options;  // the flags above, as added by add_model_options
 };

@@ -20,7 +20,7 @@ std::string model_summary(const ModelSpec& m) {
   std::string s = fmt::format("{} params", fmt_count(static_cast<double>(total_params(m))));
   if (m.is_moe()) s += fmt::format(" ({} active)", fmt_count(static_cast<double>(active_params(m))));
   s += fmt::format(", {} layers", m.layers);
-  if (m.has_dense_layers()) s += fmt::format(" ({} dense)", m.dense_layers);
+  if (m.has_dense_layers()) s += fmt::format(" ({} dense)", m.dense_layer_count());
   s += fmt::format(", hidden {}, {} heads{}", m.hidden, m.heads, m.is_mla() ? " MLA" : "");
   if (m.is_moe()) {
     s += fmt::format(", {} experts{} top-{}", m.experts,

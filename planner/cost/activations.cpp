@@ -36,7 +36,8 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   // Q, K and V as attention reads them and the attention output (the out-projection's input), per hidden width.
   const double attn_ratio = static_cast<double>(m.q_dim() + m.k_width() + m.v_width() + m.context_dim()) / h;
   const double f_ratio = static_cast<double>(m.ffn_hidden) / h;
-  const double routed = static_cast<double>(m.is_moe() ? m.experts_per_token() : 1);
+  const double routed =
+      m.is_moe() ? static_cast<double>(m.top_k) * a.moe_load + static_cast<double>(m.shared_experts) : 1.0;
 
   LayerActivationBytes r;
   // norm inputs (2), QKV input (1), MLP input (1) in A bytes; two hidden dropout masks.
@@ -57,12 +58,16 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
     r.attention_core = scores * (m.dropout ? (2.0 * A + mask) : A) / t;
   }
 
+  if (m.is_moe()) {
+    r.moe_routing = a.moe_expert_copies * h * A + a.moe_tokens * static_cast<double>(m.experts) * 4.0 +
+                    a.moe_dispatched * 12.0;
+  }
   switch (a.recompute) {
     case Recompute::none:
-      r.total = r.replicated + r.tp_sharded + r.attention_core;
+      r.total = r.replicated + r.tp_sharded + r.attention_core + r.moe_routing;
       break;
     case Recompute::selective:
-      r.total = r.replicated + r.tp_sharded;
+      r.total = r.replicated + r.tp_sharded + r.moe_routing;
       break;
     case Recompute::selective_op:
       r.total = sbh * A / (a.sequence_parallel ? t : 1.0) + sbh * A * selective_op_saved_width(m) / h / t +

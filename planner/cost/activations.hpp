@@ -6,7 +6,8 @@
 //   tensor + sequence par.   s b h / t (34 + 5 a s / h)
 //   + selective recompute    drops the 5 a s^2 b attention-core term;   full recompute: 2 s b h (/t with SP).
 // Generalised term by term: 34 = 10 (norm inputs 4, QKV input 2, MLP input 2, dropout masks 2; sharded only by SP)
-//   + 24 (Q 2, K 2 kv/a, V 2 kv/a, out-proj input 2, MLP: GeLU in+out 2x2f/h, SwiGLU 3x2f/h, x top_k for MoE; /t).
+//   + 24 (Q 2, K 2 kv/a, V 2 kv/a, out-proj input 2, MLP: GeLU in+out 2x2f/h, SwiGLU 3x2f/h, x top_k for MoE
+//   at the most-loaded rank's load, + the shared experts; /t).
 // Q, K, V and the out-projection input at their own widths (heads x head_dim when it is not h; MLA: query/key heads
 // with their rotary part, value heads at v_head_dim, DeepSeek-V2 Sec. 2.1); MoE: x (top_k + shared experts). MLA also
 // keeps its two latents (the up-projections' inputs and their norms' inputs), 2 (q_lora + kv_lora) s b, on every tp rank.
@@ -36,12 +37,22 @@ struct ActivationShape {
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::unfused;
   int64_t bytes_per_element = 2;  // activation dtype
+  // MoE layers only (moe_token_copies, expert_comm.hpp): the most-loaded rank's load, and per microbatch on one rank
+  // the tokens it routes, their top_k copies and the copies its experts run.
+  double moe_load = 1.0;
+  double moe_tokens = 0, moe_dispatched = 0, moe_expert_copies = 0;
 };
 
 struct LayerActivationBytes {
   double replicated = 0;      // the "10 sbh" part (sharded by SP only)
   double tp_sharded = 0;      // the "24 sbh / t" part
   double attention_core = 0;  // the "5 a s^2 b / t" part (or flash LSE)
+  // MoE routing buffers Megatron-Core keeps for the backward: the permuted copies the experts' first (grouped) GEMM
+  // saves for its weight gradient (expert copies x h, at the most-loaded rank's load), the router's fp32 scores
+  // (tokens x E) and top-k probabilities and indices (12 bytes per copy). Dropped by full recompute. (Where the
+  // probabilities are applied in unpermute rather than in the experts' activation, as older Megatron-Core versions
+  // do, the expert outputs are kept as well; not counted.)
+  double moe_routing = 0;
   double total = 0;           // what stays stored until backward, after recompute choices
 };
 

@@ -28,6 +28,7 @@ bool same_times(const StageMicrobatchTime& a, const StageMicrobatchTime& b) {
 }
 
 double d(int64_t x) { return static_cast<double>(x); }
+}  // namespace
 
 ActivationShape activation_shape(const Plan& plan) {
   ActivationShape a;
@@ -39,11 +40,21 @@ ActivationShape activation_shape(const Plan& plan) {
   a.recompute = plan.parallel.recompute;
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
+  if (plan.model.is_moe()) {
+    const MoeTokenCopies c = moe_token_copies(plan);
+    a.moe_load = moe_rank_load(plan.model, plan.parallel.ep);
+    a.moe_tokens = c.tokens;
+    a.moe_dispatched = c.dispatched;
+    a.moe_expert_copies = c.expert;
+  }
   return a;
 }
 
+namespace {
+
 // Kernel launches per layer pass that are not GEMMs (norms, residuals, activation, dropout, rotary...).
 constexpr double kMemoryBoundKernelsPerLayer = 10.0;
+constexpr double kMoeRoutingKernelsPerLayer = 5.0;
 // FlashAttention backward executes 2.5x the forward FLOPs (recomputes the scores; Dao 2023, FlashAttention-2 Sec. 3).
 constexpr double kFlashBackwardFactor = 2.5;
 
@@ -95,7 +106,8 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   const double T = d(pc.micro_batch) * d(plan.seq_len()) / d(pc.cp);
   const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
   const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
-  const double routed = d(m.is_moe() ? m.experts_per_token() : 1);
+  // MoE: the routed experts' copies at the most-loaded rank's load (expert_comm.hpp moe_rank_load).
+  const double routed = m.is_moe() ? d(m.top_k) * moe_rank_load(m, pc.ep) + d(m.shared_experts) : 1.0;
   LayerMemoryBytes b;
   auto add = [&b](double fwd, double bwd) {
     b.elementwise_forward += fwd;
@@ -123,6 +135,10 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
     const double qk = 2.0 * T * width * A;
     add(qk, qk);
   }
+  const MoeRoutingBytes routing = moe_routing_bytes(plan);  // router, permute / unpermute
+  b.moe_routing_forward = routing.forward;
+  b.moe_routing_backward = routing.backward;
+  add(routing.forward, routing.backward);
   const Fp8CastBytes cast = fp8_cast_bytes(plan, layer_params(plan));
   b.fp8_cast_forward = cast.forward;
   b.fp8_cast_backward = cast.backward;
@@ -163,8 +179,16 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
   const int64_t dense = stage_dense_layers(plan, stage);
   double p = d(stage_layers(plan, stage) - dense) * counts.layer_params + d(dense) * counts.dense_layer_params;
   if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
-  if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c);
+  if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c) + mtp_stage_params(plan, counts);
   return p;
+}
+
+double mtp_stage_params(const Plan& plan, const PlanParamCounts& counts) {
+  const ModelSpec& m = plan.model;
+  if (m.mtp_layers <= 0) return 0.0;
+  const bool dense = m.is_moe() && last_layer_dense(m);
+  return d(m.mtp_layers) * ((dense ? counts.dense_layer_params : counts.layer_params) +
+                            d(counts.counts.mtp_projection) / d(plan.parallel.tp));
 }
 
 // Megatron-LM's --gradient-accumulation-fusion makes the weight-gradient GEMM accumulate into the fp32 main_grad
@@ -191,7 +215,10 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 }  // namespace
 
 double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
-  return d(stage_layers(plan, stage) - stage_dense_layers(plan, stage)) * layer_expert_params(plan, c);
+  const ModelSpec& m = plan.model;
+  // The MTP modules' blocks on the last stage hold experts when the model's last layer does.
+  const int64_t mtp = stage == plan.parallel.pp - 1 && m.is_moe() && !last_layer_dense(m) ? m.mtp_layers : 0;
+  return d(stage_layers(plan, stage) - stage_dense_layers(plan, stage) + mtp) * layer_expert_params(plan, c);
 }
 
 double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
@@ -280,14 +307,15 @@ ExpertGemms expert_gemms(const Plan& plan) {
   if (!m.is_moe()) return e;
   const int64_t mats = m.ffn_type == FfnType::swiglu ? 2 : 1;
   e.local_experts = m.experts / pc.ep;
+  const double load = moe_rank_load(m, pc.ep);  // the most-loaded rank's experts set the time (expert_comm.hpp)
   if (pc.etp > 0) {
     // Folding: a rank's T / tp tokens (SP) go to the experts of its ep group, gathered over its etp group; each
     // local expert runs its share of them on an etp-th of the FFN (Liu et al. 2025, MoE parallel folding).
-    e.tokens_per_expert = std::max<int64_t>(1, x.T / x.tp * pc.etp * m.top_k * pc.ep / m.experts);
+    e.tokens_per_expert = std::max<int64_t>(1, std::llround(d(x.T / x.tp * pc.etp * m.top_k * pc.ep / m.experts) * load));
     e.up_width = mats * x.f / pc.etp;
     e.down_k = x.f / pc.etp;
   } else {
-    e.tokens_per_expert = std::max<int64_t>(1, x.T * m.top_k * pc.ep / m.experts);
+    e.tokens_per_expert = std::max<int64_t>(1, std::llround(d(x.T * m.top_k * pc.ep / m.experts) * load));
     e.up_width = mats * x.f / x.tp;
     e.down_k = x.f / x.tp;
   }
@@ -351,7 +379,9 @@ PassTimes attention_core(const Plan& plan, const LayerDims& x) {
 PassTimes memory_bound_ops(const Plan& plan) {
   const GpuSpec& gpu = plan.gpu;
   const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
-  const double launches = kMemoryBoundKernelsPerLayer * gpu.gemm.kernel_overhead_s;
+  // MoE: five more (score function, top-k, aux loss, permute, unpermute; their backwards in the backward).
+  const double launches =
+      (kMemoryBoundKernelsPerLayer + (plan.model.is_moe() ? kMoeRoutingKernelsPerLayer : 0.0)) * gpu.gemm.kernel_overhead_s;
   // fp8: a cast kernel per GEMM operand (4 inputs, 4 weights) forward; backward a cast-transpose per output gradient
   // and a transpose per saved input and weight (fp8.hpp).
   const bool fp8 = plan.training.precision == Precision::fp8;
@@ -661,6 +691,31 @@ EdgeBytes edge_bytes(const Plan& plan) {
   return b;
 }
 
+namespace {
+// The multi-token prediction modules (DeepSeek-V3 Sec. 2.2) on the last stage, per microbatch: each embeds the
+// tokens shifted by its depth, normalises that and the previous depth's hidden state, projects the two (2h -> h,
+// column-parallel), runs one block of the model's last layer kind and a second output head (the shared weights)
+// with its cross entropy. Set before the main head's TP collectives and gradient accumulation are added.
+void add_mtp_cost(const Plan& plan, const EdgeBytes& b, EdgeCost& e) {
+  const ModelSpec& m = plan.model;
+  const GpuSpec& gpu = plan.gpu;
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
+  const LayerCost lc = m.is_moe() && last_layer_dense(m) ? layer_cost(dense_layer_plan(plan)) : layer_cost(plan);
+  const double norms = 2.0 * memory_bound_time_s(gpu, b.final_norm);
+  const double proj = gemm_time_s(gpu, plan.gemm_dtype(), T, m.hidden / pc.tp, 2 * m.hidden);
+  const double embed_fwd = memory_bound_time_s(gpu, b.embedding_forward) + gpu.gemm.kernel_overhead_s;
+  const double embed_bwd = memory_bound_time_s(gpu, b.embedding_backward) + gpu.gemm.kernel_overhead_s;
+  const double fwd = embed_fwd + norms + proj + lc.forward_s + lc.exposed_forward_comm_s + e.output_forward_s;
+  const double bwd = embed_bwd + 1.5 * norms + 2.0 * proj + lc.backward_input_s + lc.backward_weight_s +
+                     lc.recompute_s + lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s + e.output_backward_s;
+  e.mtp_forward_s = d(m.mtp_layers) * fwd;
+  e.mtp_backward_s = d(m.mtp_layers) * bwd;
+  e.output_forward_s += e.mtp_forward_s;
+  e.output_backward_s += e.mtp_backward_s;
+}
+}  // namespace
+
 EdgeCost edge_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -677,6 +732,7 @@ EdgeCost edge_cost(const Plan& plan) {
   const double ce = memory_bound_time_s(gpu, b.cross_entropy);
   e.output_forward_s = norm + logits + ce;
   e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
+  if (m.mtp_layers > 0) add_mtp_cost(plan, b, e);
   // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
   const ParamCounts c = count_params(m);
   e.embedding_backward_s += grad_accumulation_s(plan, c.embedding_per_tp_rank(pc.tp), 1);
@@ -685,10 +741,12 @@ EdgeCost edge_cost(const Plan& plan) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first and
     // reduce-scatters their gradient in backward.
-    e.output_tp_comm_s = 3.0 * collective_time_s(Collective::all_reduce, b.ce_all_reduce, pc.tp, l);
+    // Each MTP module's head repeats them.
+    const double heads = d(1 + m.mtp_layers);
+    e.output_tp_comm_s = heads * 3.0 * collective_time_s(Collective::all_reduce, b.ce_all_reduce, pc.tp, l);
     if (pc.sequence_parallel) {
-      e.output_tp_comm_s += collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
-      e.output_tp_comm_backward_s = collective_time_s(Collective::reduce_scatter, b.sp_gather, pc.tp, l);
+      e.output_tp_comm_s += heads * collective_time_s(Collective::all_gather, b.sp_gather, pc.tp, l);
+      e.output_tp_comm_backward_s = heads * collective_time_s(Collective::reduce_scatter, b.sp_gather, pc.tp, l);
     }
   }
   return e;
@@ -758,6 +816,15 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   in.layer_activation_bytes = layer_activation_bytes(plan.model, a).total;
   in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
   in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
+  if (plan.model.mtp_layers > 0) {
+    // Each MTP module keeps its block's activations, its head's (as the output layer's) and the projection's input,
+    // the two normalised halves (2 h per token, and their norms' inputs: 4 h A, / tp with SP).
+    const ModelSpec& m = plan.model;
+    const ModelSpec block = m.is_moe() && last_layer_dense(m) ? dense_layer_model(m) : m;
+    const double tokens = d(a.micro_batch) * d(a.seq) / d(a.cp) / (a.sequence_parallel ? d(a.tp) : 1.0);
+    in.output_activation_bytes += d(m.mtp_layers) * (layer_activation_bytes(block, a).total + in.output_activation_bytes +
+                                                     4.0 * tokens * d(m.hidden) * d(a.bytes_per_element));
+  }
   in.recompute_working_set_bytes = recompute_working_set_bytes(plan.model, a);
   if (plan.model.has_dense_layers()) {  // the leading dense layers, with their own MLP
     const ModelSpec dense = dense_layer_model(plan.model);

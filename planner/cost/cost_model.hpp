@@ -9,6 +9,7 @@
 
 #include <span>
 
+#include "planner/cost/activations.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/cost/model_states.hpp"
 #include "planner/cost/offload.hpp"
@@ -82,7 +83,11 @@ EdgeBytes edge_bytes(const Plan& plan);
 // Costs that belong to the first / last stage only, per microbatch.
 struct EdgeCost {
   double embedding_forward_s = 0, embedding_backward_s = 0;
-  double output_forward_s = 0, output_backward_s = 0;  // final norm, logits GEMM, cross entropy
+  double output_forward_s = 0, output_backward_s = 0;  // final norm, logits GEMM, cross entropy (+ the MTP modules)
+  // Of the output layer's times, the multi-token prediction modules (mtp_cost in cost_model.cpp): per module the
+  // shifted tokens' embedding, the two input norms, the projection, one block (its exposed communication included)
+  // and a second output head with its cross entropy.
+  double mtp_forward_s = 0, mtp_backward_s = 0;
   // The output layer's TP collectives (edge_bytes), where the runtime issues them: in forward the vocab-parallel cross
   // entropy's 3 all-reduces and, with SP, the gather of the hidden states; in backward, with SP, the reduce-scatter
   // of their gradient.
@@ -204,6 +209,9 @@ struct PlanParamCounts {
 };
 PlanParamCounts plan_param_counts(const Plan& plan);
 double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& pc);
+// The last stage's multi-token prediction modules on one GPU (DeepSeek-V3 Sec. 2.2): per module one block of the
+// model's last layer kind and the projection (split by tp) with its norms; 0 without MTP.
+double mtp_stage_params(const Plan& plan, const PlanParamCounts& pc);
 
 struct StageMemoryInputs {
   PlanParamCounts params;
@@ -250,10 +258,14 @@ struct LayerMemoryBytes {
   double scores_backward = 0;
   double fp8_cast_forward = 0;  // fp8 training: the operand casts (fp8.hpp), part of elementwise_*
   double fp8_cast_backward = 0;
+  double moe_routing_forward = 0;  // MoE: router and token permutation (moe_routing_bytes), part of elementwise_*
+  double moe_routing_backward = 0;
   double forward() const { return elementwise_forward + scores_forward; }
   double backward() const { return elementwise_backward + scores_backward; }
 };
 LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan);
+// The activation shape of one layer and microbatch on one GPU (activations.hpp), MoE routing counts included.
+ActivationShape activation_shape(const Plan& plan);
 
 LayerCost layer_cost(const Plan& plan);
 LayerCosts layer_costs(const Plan& plan);  // layer_cost() of the model and of its dense layers

@@ -24,7 +24,7 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
   const int64_t n = pc.ep;
   if (!m.is_moe() || n <= 1) return a;
   const double A = static_cast<double>(dtype_bytes(plan.activation_dtype()));
-  const double token_bytes = tokens * static_cast<double>(m.hidden) * A;
+  const double token_bytes = tokens * static_cast<double>(m.hidden) * A * moe_rank_load(m, n);
   a.copies_bytes = token_bytes * static_cast<double>(m.top_k);
   // The group's ranks per node: all of it inside one node, else a node's worth of its stride-spaced ranks.
   const int64_t stride = group_stride(pc, GroupKind::ep), gpn = plan.cluster.gpus_per_node;
@@ -51,6 +51,43 @@ ExpertA2A layer_expert_a2a(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
   const double T = static_cast<double>(pc.micro_batch * plan.seq_len() / pc.cp);
   return expert_a2a(plan, pc.sequence_parallel ? T / static_cast<double>(pc.tp) : T);
+}
+
+double moe_rank_load(const ModelSpec& m, int64_t ep) {
+  if (!m.is_moe()) return 1.0;
+  if (m.capacity_factor > 0) return m.capacity_factor;
+  return std::min(m.imbalance, static_cast<double>(ep));
+}
+
+MoeTokenCopies moe_token_copies(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  MoeTokenCopies c;
+  if (!m.is_moe()) return c;
+  const double T = static_cast<double>(pc.micro_batch) * static_cast<double>(plan.seq_len()) / static_cast<double>(pc.cp);
+  const double tp = static_cast<double>(pc.tp), k = static_cast<double>(m.top_k);
+  c.tokens = pc.sequence_parallel ? T / tp : T;
+  c.dispatched = c.tokens * k;
+  const double gathered = pc.etp > 0 ? T / tp * static_cast<double>(pc.etp) : T;
+  c.expert = gathered * k * moe_rank_load(m, pc.ep);
+  return c;
+}
+
+MoeRoutingBytes moe_routing_bytes(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  MoeRoutingBytes b;
+  if (!m.is_moe()) return b;
+  const MoeTokenCopies c = moe_token_copies(plan);
+  const double A = static_cast<double>(dtype_bytes(plan.activation_dtype()));
+  const double h = static_cast<double>(m.hidden), E = static_cast<double>(m.experts), k = static_cast<double>(m.top_k);
+  const double t = c.tokens, n = c.dispatched;
+  b.forward = t * E * (A + 8.0) + 12.0 * t * k + (3.0 * n + t) * h * A;
+  b.backward = t * E * (20.0 + A) + (3.0 * n + 2.0 * t) * h * A;
+  if (plan.parallel.ep > 1 && m.experts / plan.parallel.ep > 1) {
+    b.forward += 4.0 * c.expert * h * A;
+    b.backward += 4.0 * c.expert * h * A;
+  }
+  return b;
 }
 
 }  // namespace parplan

@@ -12,6 +12,14 @@
 //     which forwards it over NVLink to the expert's GPU. Inter-node bytes per token: h A (N - 1) P, with P the chance
 //     that a node holding E/N of the E experts holds one of the token's top_k: 1 - C(E - E/N, k) / C(E, k). NVLink
 //     bytes: every copy whose expert sits on another GPU of its node, k h A (g - 1) / g. Same max over the tiers.
+// Load (moe_rank_load): the all-to-all and the experts' GEMMs wait for the most-loaded rank, which receives L times
+// the mean copies: L = the capacity factor when one is set (Megatron-Core --moe-expert-capacity-factor with
+// --moe-pad-expert-input-to-capacity: every expert's input is padded to capacity = factor x tokens x top_k / experts,
+// moe_utils.get_capacity; Fedus et al. 2021, Switch Transformer, arXiv:2101.03961, Sec. 2.2), else, dropless, the
+// imbalance I (the most-loaded expert's tokens over the mean) bounded by ep: a rank holding that expert and others
+// as loaded receives I times the mean, and no rank receives more than every token's copies, ep times the mean (ep 1:
+// one rank holds every expert and takes exactly tokens x top_k copies). Default I = 1: balanced routing, as
+// Megatron-Core's published MoE benchmarks force it (--moe-router-force-load-balancing).
 // Overlap (Megatron-Core --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DeepSeek-V3's DualPipe): in the
 // steady state of the pipeline one microbatch's forward runs beside another's backward, so the forward all-to-alls
 // hide behind the other's backward compute and the backward ones behind the forward compute (cost_model.cpp).
@@ -30,12 +38,44 @@ struct ExpertA2A {
   int64_t nodes = 1, ranks_per_node = 1;  // N and g of the ep group
 };
 
-// One dispatch (combine: the same bytes back) of `tokens` tokens on one rank.
+// One dispatch (combine: the same bytes back) of `tokens` tokens on one rank, at the most-loaded rank's load.
 ExpertA2A expert_a2a(const Plan& plan, double tokens);
 // One dispatch of one layer and microbatch: expert_a2a() of the rank's tokens (micro_batch x seq / cp, and / tp with
 // sequence parallelism, whose ranks each route their own shard). The one home of the all-to-all's size: the cost
 // model prices it (LayerCost::ep_bytes) and the runtime sends it (copies_bytes is the nccl-tests size S).
 ExpertA2A layer_expert_a2a(const Plan& plan);
+
+// The most-loaded EP rank's routed copies over the mean (above): capacity factor, or min(imbalance, ep).
+double moe_rank_load(const ModelSpec& m, int64_t ep);
+
+// Routed token copies of one MoE layer and microbatch on one rank: those it routes (its tokens x top_k, what it
+// permutes before the dispatch and unpermutes after the combine) and those its local experts run (x the load; with
+// expert tp set the rank's tokens gathered over its etp group, else every tp rank runs the microbatch's tokens).
+struct MoeTokenCopies {
+  double tokens = 0;      // tokens the rank routes (T / tp with sequence parallelism)
+  double dispatched = 0;  // tokens x top_k
+  double expert = 0;      // copies the rank's experts run, at the most-loaded rank's load
+};
+MoeTokenCopies moe_token_copies(const Plan& plan);
+
+// Memory-bound bytes of one MoE layer's routing on one rank, per microbatch (Megatron-Core megatron/core/transformer/
+// moe: router.py TopKRouter, moe_utils.py permute / unpermute, token_dispatcher.py MoEAlltoAllTokenDispatcher), with
+// n routed copies (h wide, A bytes), r expert copies and t tokens:
+//   router, forward: the score function (softmax / sigmoid) reads the logits and writes fp32 scores, top-k reads them
+//     and writes k fp32 probabilities and int64 indices per token, the auxiliary load-balancing loss reads the
+//     scores once more: t E (A + 8) + 12 t k; backward: top-k's gradient scattered into t E fp32, the aux loss's added
+//     (read + write), the score function's backward reads scores and gradient and writes the logits' gradient:
+//     t E (20 + A).
+//   permute (gather each copy into expert order): read n h A, write n h A; unpermute (weight by the probabilities and
+//     scatter-add back to token order): read n h A, write t h A. Backward: permute's is a scatter-add (read n h A,
+//     write t h A), unpermute's a gather that also reads the saved expert outputs for the probabilities' gradient
+//     (read t h A + n h A, write n h A).
+//   with ep > 1 and several local experts, the received copies are sorted by local expert after the dispatch and back
+//     before the combine (sort_chunks_by_idxs): read + write r h A each, in both passes.
+struct MoeRoutingBytes {
+  double forward = 0, backward = 0;
+};
+MoeRoutingBytes moe_routing_bytes(const Plan& plan);
 
 // The chance that one node holding `experts_per_node` of `experts` experts holds at least one of a token's top_k
 // (drawn without replacement): 1 - C(E - e, k) / C(E, k).

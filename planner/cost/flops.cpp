@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "planner/cost/activations.hpp"
+#include "planner/cost/model_shape.hpp"
 
 namespace parplan {
 
@@ -38,7 +39,7 @@ double all_layers_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool c
   const double main = layer_forward_flops(m, b, s, causal).total();
   if (!m.has_dense_layers()) return static_cast<double>(m.layers) * main;
   return static_cast<double>(m.moe_layers()) * main +
-         static_cast<double>(m.dense_layers) * layer_forward_flops(dense_layer_model(m), b, s, causal).total();
+         static_cast<double>(m.dense_layer_count()) * layer_forward_flops(dense_layer_model(m), b, s, causal).total();
 }
 }  // namespace
 
@@ -47,8 +48,18 @@ double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s) {
          static_cast<double>(m.vocab);
 }
 
+double mtp_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
+  if (m.mtp_layers <= 0) return 0.0;
+  const ModelSpec block = m.is_moe() && last_layer_dense(m) ? dense_layer_model(m) : m;
+  const double h = static_cast<double>(m.hidden);
+  const double projection = 2.0 * static_cast<double>(b) * static_cast<double>(s) * 2.0 * h * h;
+  return static_cast<double>(m.mtp_layers) *
+         (layer_forward_flops(block, b, s, causal).total() + projection + logits_forward_flops(m, b, s));
+}
+
 double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s) {
-  return 3.0 * (all_layers_forward_flops(m, global_batch, s, false) + logits_forward_flops(m, global_batch, s));
+  return 3.0 * (all_layers_forward_flops(m, global_batch, s, false) + logits_forward_flops(m, global_batch, s) +
+                mtp_forward_flops(m, global_batch, s, false));
 }
 
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r) {
@@ -69,7 +80,7 @@ double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t
       break;
     }
     case Recompute::full:
-      extra = all_layers_forward_flops(m, global_batch, s, false);
+      extra = all_layers_forward_flops(m, global_batch, s, false) + mtp_forward_flops(m, global_batch, s, false);
       break;
   }
   return model_flops_per_step(m, global_batch, s) + extra;

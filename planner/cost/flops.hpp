@@ -28,6 +28,10 @@ double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s);
 
 // Model FLOPs of one step (Korthikanti 2022 Eq. 7 basis: forward + backward = 3 x forward, attention counted in full,
 // no recompute) for `global_batch` sequences of s tokens.
+// Forward FLOPs of the multi-token prediction modules (DeepSeek-V3 Sec. 2.2; Megatron-LM's
+// num_floating_point_operations counts them too): per module one block of the model's last layer kind, the
+// projection 2 b s (2h) h and a second logits GEMM. 0 without MTP.
+double mtp_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal);
 double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s);
 
 // Hardware FLOPs of one step: model FLOPs plus the recompute pass (full: every layer's forward again;

@@ -46,6 +46,7 @@ ParamCounts count_params(const ModelSpec& m) {
   c.embedding = m.vocab * h;
   c.positions = m.position == PositionEmbedding::learned ? m.seq_len * h : 0;
   c.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
+  if (m.mtp_layers > 0) c.mtp_projection = 2 * h * h + 2 * norm_params;
   return c;
 }
 
@@ -53,7 +54,7 @@ namespace {
 // Every layer's parameters with `experts` of each MoE layer's routed experts counted.
 int64_t layer_params_total(const ModelSpec& m, const ParamCounts& c, int64_t experts) {
   if (!m.is_moe()) return m.layers * (c.attention + c.norms + c.mlp_per_expert);
-  return m.layers * (c.attention + c.norms) + m.dense_layers * c.dense_mlp +
+  return m.layers * (c.attention + c.norms) + m.dense_layer_count() * c.dense_mlp +
          m.moe_layers() * (c.router + c.shared_mlp + c.per_layer_experts(experts));
 }
 }  // namespace
@@ -66,6 +67,19 @@ int64_t total_params(const ModelSpec& m) {
 int64_t active_params(const ModelSpec& m) {
   const ParamCounts c = count_params(m);
   return layer_params_total(m, c, m.top_k) + c.embedding + c.positions + c.lm_head + c.final_norm;
+}
+
+bool last_layer_dense(const ModelSpec& m) {
+  return m.dense_layers_before(m.layers) - m.dense_layers_before(m.layers - 1) == 1;
+}
+
+int64_t mtp_params(const ModelSpec& m) {
+  if (m.mtp_layers <= 0) return 0;
+  const ParamCounts c = count_params(m);
+  const int64_t block = c.attention + c.norms +
+                        (m.is_moe() && !last_layer_dense(m) ? c.router + c.shared_mlp + c.per_layer_experts(m.experts)
+                                                            : (m.is_moe() ? c.dense_mlp : c.mlp_per_expert));
+  return m.mtp_layers * (block + c.mtp_projection);
 }
 
 ModelSpec infer_gpt_shape(double params) {

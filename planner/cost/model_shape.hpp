@@ -26,6 +26,9 @@ struct ParamCounts {
   int64_t positions = 0;       // learned position embedding (Megatron: a plain nn.Embedding, whole on every tp rank)
   int64_t lm_head = 0;         // 0 when tied to the embedding
   int64_t final_norm = 0;
+  // Per multi-token prediction module (DeepSeek-V3 Sec. 2.2): the projection M_k (2 hidden -> hidden) and the norms of
+  // its two inputs; its transformer block is counted as a layer (mtp_params).
+  int64_t mtp_projection = 0;
 
   // Input-embedding parameters held by one tensor-parallel rank of the first stage.
   double embedding_per_tp_rank(int64_t tp) const {
@@ -38,6 +41,12 @@ ParamCounts count_params(const ModelSpec& m);
 int64_t total_params(const ModelSpec& m);
 // Parameters touched per token (MoE: top_k experts), the N of 6N-style estimates.
 int64_t active_params(const ModelSpec& m);
+// The multi-token prediction modules' own parameters (DeepSeek-V3 Sec. 2.2): each a projection with its two norms and
+// one transformer block of the kind of the model's last layer (MoE for DeepSeek-V3); the embedding and output head
+// are the main model's. Not part of total_params (published totals such as DeepSeek-V3's 671B leave them out).
+int64_t mtp_params(const ModelSpec& m);
+// Whether the model's last layer (the kind an MTP module's block copies) is a dense one.
+bool last_layer_dense(const ModelSpec& m);
 
 // GPT-style shape for a parameter count (the documented rule, docs/cost-model.md):
 // head_dim 128, h/l about 128 (GPT-3 175B: l=96, h=12288): l0 = round(cbrt(N / (12 * 128^2))), h0 the root of

@@ -123,15 +123,16 @@ bool uneven_chunks(const Plan& plan, int64_t stage) {
 }
 
 int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
-  const int64_t dense = plan.model.is_moe() ? plan.model.dense_layers : 0;
-  if (dense == 0) return 0;
+  const ModelSpec& m = plan.model;
+  if (!m.has_dense_layers()) return 0;
   const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
-  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...
+  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...; the chunk's dense layers are those of its
+  // range of the model's layers (the leading ones, then the interleaved ones: ModelSpec::dense_layers_before).
   int64_t start = 0;
-  for (int64_t c = 0; c < v && start < dense; ++c) {
-    for (int64_t j = 0; j < p && start < dense; ++j) {
+  for (int64_t c = 0; c < v; ++c) {
+    for (int64_t j = 0; j < p; ++j) {
       const int64_t n = chunk_layers(plan, j, c);
-      if (j == stage && c == chunk) return std::clamp<int64_t>(dense - start, 0, n);
+      if (j == stage && c == chunk) return m.dense_layers_before(start + n) - m.dense_layers_before(start);
       start += n;
     }
   }

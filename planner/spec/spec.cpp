@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include <fmt/core.h>
+
 namespace parplan {
 namespace {
 
@@ -127,9 +129,30 @@ ModelSpec dense_layer_model(const ModelSpec& m) {
   d.shared_experts = 0;
   d.dense_layers = 0;
   d.dense_ffn_hidden = 0;
+  d.moe_layer_step = 1;
+  d.mtp_layers = 0;
+  d.capacity_factor = 0;
+  d.imbalance = 1.0;
   d.ffn_hidden = m.dense_ffn_hidden;
-  d.layers = m.dense_layers;
+  d.layers = m.dense_layer_count();
   return d;
+}
+
+std::string moe_routing_error(const ModelSpec& m) {
+  if (m.capacity_factor == 0 && m.imbalance == 1.0) return "";
+  if (!m.is_moe()) return "MoE routing settings are for MoE models; this one has experts 1";
+  const double most = static_cast<double>(m.experts) / static_cast<double>(m.top_k);
+  if (m.capacity_factor != 0 && !(m.capacity_factor >= 1.0 && m.capacity_factor <= most)) {
+    return fmt::format("capacity factor {} is outside 1 .. experts / top_k = {:g}", m.capacity_factor, most);
+  }
+  if (!(m.imbalance >= 1.0 && m.imbalance <= most)) {
+    return fmt::format("imbalance {} is outside 1 .. experts / top_k = {:g} (the most-loaded expert's tokens over the "
+                       "mean)", m.imbalance, most);
+  }
+  if (m.capacity_factor != 0 && m.imbalance != 1.0) {
+    return "imbalance is for dropless routing: with a capacity factor every expert is padded to its capacity";
+  }
+  return "";
 }
 
 Plan dense_layer_plan(const Plan& plan) {

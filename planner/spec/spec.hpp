@@ -134,6 +134,22 @@ struct ModelSpec {
   // first_k_dense_replace = 3, 18432 wide).
   int64_t dense_layers = 0;
   int64_t dense_ffn_hidden = 0;
+  // MoE only: after the leading dense layers, every moe_layer_step-th layer is MoE and the others dense, with the
+  // dense_ffn_hidden MLP (Hugging Face Llama 4 interleave_moe_layer_step: Maverick's 2 makes layers 1, 3, 5, .. MoE;
+  // moe_layers = range(step - 1, layers, step)). 1 = every layer after the leading dense ones is MoE.
+  int64_t moe_layer_step = 1;
+  // Multi-token prediction modules on the last pipeline stage (DeepSeek-V3 technical report, arXiv:2412.19437,
+  // Sec. 2.2): each one a projection of [norm(h); norm(embedding)] from 2 hidden to hidden and one transformer block
+  // of the model's last layer kind, sharing the embedding and output head with the main model, with its own logits
+  // and cross entropy. DeepSeek-V3 trains with 1.
+  int64_t mtp_layers = 0;
+  // MoE routing (planner/cost/expert_comm.hpp moe_rank_load). capacity_factor: 0 = dropless; else each expert takes
+  // at most capacity_factor x (tokens x top_k / experts) tokens, padded to that (Megatron-Core
+  // --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity; Fedus et al. 2021, Switch Transformer
+  // Sec. 2.2). imbalance: the most-loaded expert's tokens over the mean, dropless only; 1 = balanced, as Megatron-Core's
+  // benchmarks force it (--moe-router-force-load-balancing).
+  double capacity_factor = 0;
+  double imbalance = 1.0;
   // Attention head width when it is not hidden / heads (Qwen3: hidden 4096, 64 heads of 128); 0 = hidden / heads.
   // With MLA: the query/key head's part without rotary position (qk_nope_head_dim).
   int64_t head_dim_override = 0;
@@ -160,9 +176,17 @@ struct ModelSpec {
   bool is_moe() const { return experts > 1; }
   // Expert MLPs each token runs in a MoE layer: its routed top_k and the shared ones.
   int64_t experts_per_token() const { return top_k + shared_experts; }
-  int64_t moe_layers() const { return layers - dense_layers; }
-  // A MoE model with leading dense layers: priced as layers of dense_layer_model() below.
-  bool has_dense_layers() const { return is_moe() && dense_layers > 0; }
+  // Dense layers among the first n: the leading dense_layers, then all but every moe_layer_step-th.
+  int64_t dense_layers_before(int64_t n) const {
+    if (!is_moe()) return n;
+    if (n <= dense_layers) return n;
+    const int64_t after = n - dense_layers;
+    return dense_layers + after - after / moe_layer_step;
+  }
+  int64_t dense_layer_count() const { return is_moe() ? dense_layers_before(layers) : 0; }
+  int64_t moe_layers() const { return layers - dense_layer_count(); }
+  // A MoE model with dense layers (leading or interleaved): priced as layers of dense_layer_model() below.
+  bool has_dense_layers() const { return is_moe() && dense_layer_count() > 0; }
 };
 
 // GEMM efficiency model (named calibration fields): achieved = peak * peak_fraction * wave_efficiency,
@@ -333,6 +357,10 @@ int64_t dtype_bytes(DType d);
 // The leading dense layers of a MoE model as a dense model of their own (experts 1, ffn_hidden = dense_ffn_hidden,
 // layers = dense_layers); the cost model prices those layers with it, and with the plan below (ep 1, etp unset).
 ModelSpec dense_layer_model(const ModelSpec& m);
+// What is wrong with a model's MoE routing fields (capacity_factor, imbalance), or "" when nothing: they are for MoE
+// models; each is at least 1 and at most experts / top_k (an expert cannot take more than every token); imbalance
+// is for dropless routing (with a capacity, each expert pads to it). The model JSON and the flags name their path.
+std::string moe_routing_error(const ModelSpec& m);
 Plan dense_layer_plan(const Plan& plan);
 
 }  // namespace parplan

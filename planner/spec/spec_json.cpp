@@ -27,9 +27,21 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
   if (m.dense_layers >= m.layers && m.dense_layers > 0) {
     bad("dense_layers", fmt::format("{} dense layers leave none of the {} layers MoE", m.dense_layers, m.layers));
   }
-  if ((m.dense_layers > 0) != (m.dense_ffn_hidden > 0)) {
-    bad(m.dense_layers > 0 ? "dense_ffn_hidden" : "dense_layers",
-        "dense_layers and dense_ffn_hidden go together (the leading dense layers and their MLP width)");
+  if (m.moe_layer_step > 1 && !m.is_moe()) {
+    bad("interleave_moe_layer_step", fmt::format("{} is for MoE models; this one has experts 1", m.moe_layer_step));
+  }
+  if (m.is_moe() && m.moe_layers() < 1) {
+    bad("interleave_moe_layer_step", fmt::format("every {}th of the {} layers after the {} leading dense ones is MoE: "
+                                                 "none is", m.moe_layer_step, m.layers - m.dense_layers, m.dense_layers));
+  }
+  if ((m.dense_layer_count() > 0) != (m.dense_ffn_hidden > 0)) {
+    bad(m.dense_layer_count() > 0 ? "dense_ffn_hidden" : "dense_layers",
+        "dense layers (dense_layers, interleave_moe_layer_step) and dense_ffn_hidden go together (the dense layers "
+        "and their MLP width)");
+  }
+  if (const std::string why = moe_routing_error(m); !why.empty()) {
+    bad(why.find("imbalance") != std::string::npos || m.capacity_factor == 0 ? "moe/imbalance" : "moe/capacity_factor",
+        why);
   }
   if (!m.is_mla()) {
     for (auto [key, value] : {std::pair<std::string_view, int64_t>{"q_lora_rank", m.q_lora_rank},
@@ -98,6 +110,18 @@ ModelSpec model_from_json(JsonReader& r) {
   m.shared_experts = r.get_int("shared_experts", 0, 0, 65'536);
   m.dense_layers = r.get_int("dense_layers", 0, 0, 100'000);
   m.dense_ffn_hidden = r.get_int("dense_ffn_hidden", 0, 1, kMaxDim);
+  m.moe_layer_step = r.get_int("interleave_moe_layer_step", 1, 1, 100'000);
+  m.mtp_layers = r.get_int("mtp_layers", 0, 0, 100);
+  if (r.has("moe")) {
+    JsonReader moe = r.object("moe");
+    if (moe.has("capacity_factor") && moe.raw("capacity_factor").is_string()) {
+      if (moe.get_string("capacity_factor") != "none") moe.fail("capacity_factor", "expected \"none\" (dropless) or a number >= 1");
+    } else {
+      m.capacity_factor = moe.get_double("capacity_factor", 0.0, 1.0, 65'536.0);
+    }
+    m.imbalance = moe.get_double("imbalance", 1.0, 1.0, 65'536.0);
+    moe.finish();
+  }
   m.causal = r.get_bool("causal", true);
   m.source = r.get_string("source", "");
   check_model(m, r.where());
@@ -274,8 +298,13 @@ nlohmann::json to_json(const ModelSpec& m) {
                             {"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
                             {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim_override},
                             {"shared_experts", m.shared_experts}, {"dense_layers", m.dense_layers},
-                            {"dense_ffn_hidden", m.dense_ffn_hidden}}) {
+                            {"dense_ffn_hidden", m.dense_ffn_hidden}, {"mtp_layers", m.mtp_layers}}) {
     if (value != 0) j[key] = value;
+  }
+  if (m.moe_layer_step != 1) j["interleave_moe_layer_step"] = m.moe_layer_step;
+  if (m.capacity_factor > 0 || m.imbalance != 1.0) {
+    j["moe"] = {{"capacity_factor", m.capacity_factor > 0 ? nlohmann::json(m.capacity_factor) : nlohmann::json("none")},
+                {"imbalance", m.imbalance}};
   }
   return j;
 }

@@ -186,7 +186,8 @@ void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& sk
 // attention kind, and a head width the notes state as Megatron's kv_channels. Routed experts whose FFN is arch.ffn
 // map onto the model's experts and top_k, shared experts and leading dense layers onto its own fields (the dense
 // layers' FFN from "dense ... ffn N" in ffn_type or arch_notes); what the cost model does not represent (a per-expert
-// FFN size other than arch.ffn, linear attention, multi-token prediction) is a skip reason naming the field.
+// FFN size other than arch.ffn, linear attention, an MTP depth the notes do not state) is a skip reason naming the
+// field.
 void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
              shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
@@ -198,7 +199,13 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
   if (has(attention, "mla")) read_mla(notes, m, skip);
-  if (has(notes, "mtp")) skip.push_back("arch_notes MTP: multi-token prediction layers are not modelled");
+  if (has(notes, "mtp")) {  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
+    if (const auto mtp = number_after(notes, {"mtp depth", "mtp"}); mtp && *mtp <= 100) {
+      m.mtp_layers = *mtp;
+    } else {
+      skip.push_back("arch_notes MTP: the number of multi-token prediction modules is not stated");
+    }
+  }
   if (experts.value_or(1) <= 1) return;
   m.experts = *experts;
   if (!top_k) {

@@ -61,6 +61,7 @@ void expect_bad_estimate(std::vector<std::string> args, const std::string& names
 }
 
 const std::vector<std::string> kModel = {"--model", "gpt3-175b"};
+const std::vector<std::string> kMoe = {"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "8"};
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
@@ -139,6 +140,19 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--zero", "-1"}), "--zero"},
       {with(kModel, {"--gpus", "64", "--zero", "3", "--zero3-gather-unit", "block"}), "--zero3-gather-unit"},
       {with(kModel, {"--gpus", "64", "--moe-dispatcher", "nccl"}), "--moe-dispatcher"},
+      {with(kMoe, {"--moe-capacity-factor", "0.5"}),
+       "--moe-capacity-factor: capacity factor 0.5 is outside 1 .. experts / top_k = 4"},
+      {with(kMoe, {"--moe-capacity-factor", "5"}), "--moe-capacity-factor: capacity factor 5 is outside"},
+      {with(kMoe, {"--moe-capacity-factor", "dropless"}), "--moe-capacity-factor: 'dropless' is not none or a number"},
+      {with(kMoe, {"--moe-capacity-factor", "nan"}), "--moe-capacity-factor: 'nan' is not none or a number"},
+      {with(kMoe, {"--moe-capacity-factor", "1.25x"}), "--moe-capacity-factor: '1.25x' is not none or a number"},
+      {with(kMoe, {"--moe-imbalance", "0.9"}), "--moe-imbalance: imbalance 0.9 is outside 1 .. experts / top_k = 4"},
+      {with(kMoe, {"--moe-imbalance", "1.5", "--moe-capacity-factor", "1.25"}),
+       "--moe-imbalance: imbalance is for dropless routing"},
+      {with(kModel, {"--gpus", "64", "--moe-imbalance", "1.2"}), "--moe-imbalance: MoE routing settings are for MoE"},
+      {with(kModel, {"--gpus", "64", "--moe-capacity-factor", "1.2"}), "--moe-capacity-factor: MoE routing settings"},
+      {with(kMoe, {"--mtp-layers", "-1"}), "--mtp-layers"},
+      {with(kMoe, {"--mtp-layers", "101"}), "--mtp-layers"},
       {with(kModel, {"--gpus", "64", "--fp8-recipe", "rowwise"}), "--fp8-recipe: rowwise needs --precision fp8"},
       {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "per-tensor"}), "--fp8-recipe"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},
@@ -267,7 +281,20 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"model_kv_heads_not_dividing.json", "/kv_heads"},
       {"model_top_k_exceeds_experts.json", "/top_k"},
       {"model_shared_experts_dense.json", "/shared_experts: 1 is for MoE models; this one has experts 1"},
-      {"model_dense_layers_no_ffn.json", "/dense_ffn_hidden: dense_layers and dense_ffn_hidden go together"},
+      {"model_dense_layers_no_ffn.json", "/dense_ffn_hidden: dense layers (dense_layers, interleave_moe_layer_step) and "
+                                         "dense_ffn_hidden go together"},
+      {"model_moe_step_no_ffn.json", "/dense_ffn_hidden: dense layers (dense_layers, interleave_moe_layer_step) and "
+                                     "dense_ffn_hidden go together"},
+      {"model_moe_step_dense.json", "/interleave_moe_layer_step: 2 is for MoE models; this one has experts 1"},
+      {"model_moe_step_none.json", "/interleave_moe_layer_step: every 5th of the 4 layers after the 0 leading dense "
+                                   "ones is MoE: none is"},
+      {"model_moe_capacity_below_one.json", "/moe/capacity_factor: 0.5 is out of range"},
+      {"model_moe_capacity_not_none.json", "/moe/capacity_factor: expected \"none\" (dropless) or a number >= 1"},
+      {"model_moe_imbalance_above_experts.json", "/moe/imbalance: imbalance 5 is outside 1 .. experts / top_k = 4"},
+      {"model_moe_imbalance_with_capacity.json", "/moe/imbalance: imbalance is for dropless routing"},
+      {"model_moe_routing_dense.json", "/moe/imbalance: MoE routing settings are for MoE models"},
+      {"model_moe_unknown_key.json", "/moe/capacity: unknown key"},
+      {"model_mtp_negative.json", "/mtp_layers: -1 is out of range"},
       {"model_dense_layers_all.json", "/dense_layers: 4 dense layers leave none of the 4 layers MoE"},
       {"model_q_lora_without_mla.json", "/q_lora_rank: 64 is for multi-head latent attention"},
       {"model_mla_gqa.json", "/kv_heads: multi-head latent attention gives every head its keys and values"},

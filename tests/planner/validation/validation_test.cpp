@@ -418,7 +418,17 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK(has_reason(r, "arch.attention MLA: arch_notes do not state"));
   row = moe_row(256, 8, 1, 0, 49152, "MLA");
   row["arch"]["arch_notes"] = "MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64; MTP 1 layer enabled";
-  CHECK(has_reason(map_one(row), "MTP"));
+  r = map_one(row);
+  CHECK_FALSE(has_reason(r, "MTP"));  // one multi-token prediction module (ModelSpec::mtp_layers)
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.mtp_layers == 1);
+  row["arch"]["arch_notes"] = "MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64; MTP depth 2";
+  r = map_one(row);
+  CHECK_FALSE(has_reason(r, "MTP"));
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.mtp_layers == 2);
+  row["arch"]["arch_notes"] = "MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64; MTP enabled";
+  CHECK(has_reason(map_one(row), "MTP: the number of multi-token prediction modules is not stated"));
   row = base_row();
   row["arch"]["attention"] = "hybrid linear attention";
   CHECK(has_reason(map_one(row), "linear attention"));
