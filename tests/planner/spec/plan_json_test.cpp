@@ -151,3 +151,41 @@ TEST_CASE("offload round-trips through the plan document; omitted means none; th
   CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
   CHECK(!plan_to_json(test::korthikanti_175b())["parallel"].contains("offload"));
 }
+
+TEST_CASE("MoE routing, alternating layers and MTP round-trip through the plan document's model; defaults stay unwritten") {
+  Plan p;
+  p.model = test::profiles().model("llama4-maverick", "test");
+  p.gpu = test::profiles().gpu("h100", "test");
+  p.cluster = test::profiles().cluster("dgx-h100", "test");
+  p.num_gpus = 64;
+  p.parallel.pp = 4;
+  p.parallel.dp = 16;
+  p.parallel.ep = 8;
+  p.parallel.num_microbatches = 4;
+  p.parallel.recompute = Recompute::full;
+  p.training.global_batch = 64;
+  const nlohmann::json plain = plan_to_json(p);
+  CHECK(plain["model"]["interleave_moe_layer_step"] == 2);
+  CHECK_FALSE(plain["model"].contains("moe"));  // dropless and balanced: not written
+  CHECK_FALSE(plain["model"].contains("mtp_layers"));
+  p.model.capacity_factor = 1.25;
+  p.model.mtp_layers = 1;
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["model"]["moe"] == nlohmann::json::parse(R"({"capacity_factor": 1.25, "imbalance": 1.0})"));
+  CHECK(j["model"]["mtp_layers"] == 1);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.model.capacity_factor == 1.25);
+  CHECK(q.model.mtp_layers == 1);
+  CHECK(q.model.moe_layer_step == 2);
+  CHECK(plan_to_json(q) == j);
+  CHECK(estimate(q).time.step_s == doctest::Approx(estimate(p).time.step_s).epsilon(1e-12));
+  // Dropless with an imbalance is written as "none" and read back.
+  p.model.capacity_factor = 0;
+  p.model.imbalance = 1.3;
+  const nlohmann::json k = plan_to_json(p);
+  CHECK(k["model"]["moe"]["capacity_factor"] == "none");
+  const Plan r = plan_from_json(k, test::profiles(), "plan.json");
+  CHECK(r.model.capacity_factor == 0);
+  CHECK(r.model.imbalance == 1.3);
+  CHECK(estimate(r).time.step_s > estimate(plan_from_json(plain, test::profiles(), "plan.json")).time.step_s);
+}
