@@ -11,6 +11,7 @@
 #include "cli/render.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/estimate_json.hpp"
+#include "planner/cost/expert_comm.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/plan_json.hpp"
@@ -40,6 +41,17 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
       pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
       count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
+  const ModelSpec& m = plan.model;
+  if (m.capacity_factor > 0 || m.imbalance != 1.0 || m.mtp_layers > 0) {  // what the MoE / MTP fields set
+    std::string parts;
+    if (m.capacity_factor > 0) parts = fmt::format("capacity factor {:g} (padded)", m.capacity_factor);
+    if (m.capacity_factor == 0 && m.imbalance != 1.0) parts = fmt::format("dropless, imbalance {:g}", m.imbalance);
+    if (!parts.empty()) parts = fmt::format("MoE routing: {}, most-loaded EP rank at {:g}x the mean", parts,
+                                            moe_rank_load(m, pc.ep));
+    if (m.mtp_layers > 0) parts += fmt::format("{}MTP: {} on the last stage", parts.empty() ? "" : "  | ",
+                                               count_of(m.mtp_layers, "module"));
+    s += parts + "\n";
+  }
   const char* sharding_note = pc.step_zero_stage() != pc.zero_stage
                                   ? " (with pp: ZeRO-1 within the step, as FSDP with PP runs)"
                               : pc.distributed_optimizer ? " + distributed optimizer"

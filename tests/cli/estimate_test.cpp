@@ -370,3 +370,35 @@ TEST_CASE("estimate --tokens-per-step, and a line when the batch asked for was r
   // A batch given as it is used says nothing more.
   CHECK(run({"--global-batch", "512"}).out.find("global batch 512:") == std::string::npos);
 }
+
+TEST_CASE("estimate --moe-capacity-factor / --moe-imbalance / --mtp-layers: stated under the mesh, priced in the step") {
+  const std::vector<std::string> mesh = {"estimate", "--model", "mixtral-8x7b", "--gpus", "16", "--ep", "8", "--tp", "2",
+                                         "--sp", "--distributed-optimizer", "--recompute", "full"};
+  std::vector<std::string> base = mesh;
+  base.push_back("--json");
+  auto step = [](const std::vector<std::string>& args) {
+    const auto r = run_parplan(args);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["time"]["step_s"].get<double>();
+  };
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const double balanced = step(base);
+  const double padded = step(with({"--moe-capacity-factor", "1.25"}));
+  const double skewed = step(with({"--moe-imbalance", "1.25"}));
+  CHECK(padded > balanced);
+  CHECK(skewed == doctest::Approx(padded).epsilon(1e-12));  // the same load on the most-loaded rank
+  CHECK(step(with({"--moe-capacity-factor", "none"})) == balanced);
+  CHECK(step(with({"--mtp-layers", "1"})) > balanced);
+  std::vector<std::string> text = mesh;
+  for (const char* a : {"--moe-capacity-factor", "1.25", "--mtp-layers", "1"}) text.push_back(a);
+  const auto r = run_parplan(text);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("MoE routing: capacity factor 1.25 (padded), most-loaded EP rank at 1.25x the mean") !=
+        std::string::npos);
+  CHECK(r.out.find("  | MTP: 1 module on the last stage\n") != std::string::npos);
+  CHECK(run_parplan(mesh).out.find("MoE routing") == std::string::npos);  // dropless and balanced: nothing to say
+}
