@@ -24,6 +24,7 @@ struct Writer {
 // The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
 void common_cannot(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
+  if (plan.model.imbalance != 1.0) w.cannot(fmt::format("--moe-imbalance {:g} (a property of the routing)", plan.model.imbalance));
   if (splits_backward(pc.schedule)) w.cannot(fmt::format("schedule {}", to_string(pc.schedule)));
   if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
@@ -53,6 +54,10 @@ std::vector<std::string> megatron_shape(const ModelSpec& m) {
   if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
   if (!m.dropout) a.push_back("--attention-dropout 0.0 --hidden-dropout 0.0");
   if (m.is_moe()) a.push_back(fmt::format("--num-experts {} --moe-router-topk {}", m.experts, m.top_k));
+  if (m.capacity_factor > 0) {
+    a.push_back(fmt::format("--moe-expert-capacity-factor {:g} --moe-pad-expert-input-to-capacity", m.capacity_factor));
+  }
+  if (m.mtp_layers > 0) a.push_back(fmt::format("--mtp-num-layers {}", m.mtp_layers));
   a.push_back(fmt::format("--vocab-size {}", m.vocab));
   return a;
 }
@@ -218,6 +223,10 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
 Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
   Writer w;
   common_cannot(plan, w);
+  if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape); the other configs have no such option
+    if (plan.model.capacity_factor > 0) w.cannot(fmt::format("--moe-capacity-factor {:g}", plan.model.capacity_factor));
+    if (plan.model.mtp_layers > 0) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));
+  }
   Exported out;
   switch (to) {
     case Framework::megatron: out = to_megatron(plan, w); break;

@@ -25,6 +25,7 @@ constexpr Direct kDirect[] = {
     {"zero-stage", "--zero"},
     {"decoder-first-pipeline-num-layers", "--first-stage-layers"},
     {"decoder-last-pipeline-num-layers", "--last-stage-layers"},
+    {"mtp-num-layers", "--mtp-layers"},
 };
 // Megatron flags (no value) that are one plan flag.
 constexpr Direct kSwitch[] = {
@@ -53,6 +54,8 @@ struct Collected {
   std::string precision, precision_origin;
   bool overlap_grad_reduce = false;
   bool recompute_given = false;
+  std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
+  bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
 };
 
 void set_precision(Collected& c, const std::string& p, const MegatronArg& a, const std::string& path) {
@@ -143,6 +146,15 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
   if (a.name == "fp8-format") return set_precision(c, "fp8", a, path), true;
   if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
+  // MoE routing (docs/cost-model.md): forced balance is parplan's default (imbalance 1); a capacity factor is priced
+  // padded, as --moe-pad-expert-input-to-capacity runs it.
+  if (a.name == "moe-router-force-load-balancing") return true;
+  if (a.name == "moe-pad-expert-input-to-capacity") return c.pad_to_capacity = true;
+  if (a.name == "moe-expert-capacity-factor") {
+    c.capacity_factor = a.value.value_or("");
+    c.capacity_origin = a.origin;
+    return true;
+  }
   return shape_arg(a, c, path);
 }
 
@@ -192,6 +204,12 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                    c.vstage_origin, out.model->layers, pp, per));
     }
     out.set("--vpp", std::to_string(out.model->layers / (pp * per)), c.vstage_origin, path);
+  }
+  if (!c.capacity_factor.empty() && c.pad_to_capacity) {
+    out.set("--moe-capacity-factor", c.capacity_factor, c.capacity_origin, path);
+  } else if (!c.capacity_factor.empty()) {
+    out.ignored.push_back(fmt::format("{}: token dropping without --moe-pad-expert-input-to-capacity is not modelled "
+                                      "(priced dropless)", c.capacity_origin));
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
   out.assume("--precision", "bf16", "no --bf16 / --fp16 (Megatron-LM's default is fp32, which parplan does not model)");

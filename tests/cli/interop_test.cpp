@@ -215,3 +215,38 @@ TEST_CASE("suggest --emit writes the winner as a framework config") {
   CHECK(nlohmann::json::parse(back.out)["plan"]["num_gpus"] == 16);
   CHECK(run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "megatron"}, {}, 60).exit_code == 2);
 }
+
+TEST_CASE("import / export: Megatron-LM's MoE capacity factor (padded), forced balance and MTP layers") {
+  const auto j = import_json({kDir + "megatron_moe_args.yaml", "--gpus", "16"});
+  const auto& m = j["plan"]["model"];
+  CHECK(m["experts"] == 8);
+  CHECK(m["moe"]["capacity_factor"] == 1.25);
+  CHECK(m["mtp_layers"] == 1);
+  CHECK(j["ignored"].empty());  // capacity, padding, forced balance and MTP are all read
+  CHECK(j["from_file"]["--moe-capacity-factor"]["origin"] == "language_model.moe_expert_capacity_factor (line 18)");
+  CHECK(j["from_file"]["--mtp-layers"]["origin"] == "language_model.mtp_num_layers (line 20)");
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", kDir + "megatron_moe_args.yaml", "--gpus", "16", "-o", plan}, {}, 60).exit_code == 0);
+  const auto back = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  REQUIRE(back.exit_code == 0);
+  CHECK(back.out.find("--moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity") != std::string::npos);
+  CHECK(back.out.find("--mtp-num-layers 1") != std::string::npos);
+  const auto tt = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(tt.exit_code == 0);
+  CHECK(tt.err.find("torchtitan cannot express --moe-capacity-factor 1.25") != std::string::npos);
+  CHECK(tt.err.find("torchtitan cannot express --mtp-layers 1") != std::string::npos);
+  // Without padding, Megatron drops the tokens over capacity: not modelled, listed as ignored (priced dropless).
+  std::string yaml = parplan::test::read_text(kDir + "megatron_moe_args.yaml");
+  yaml.replace(yaml.find("  moe_pad_expert_input_to_capacity: true\n"), 41, "");
+  const std::string dropping = (dir.path / "dropping.yaml").string();
+  parplan::test::write_text(dropping, yaml);
+  const auto d = import_json({dropping, "--gpus", "16"});
+  CHECK_FALSE(d["plan"]["model"].contains("moe"));
+  bool listed = false;
+  for (const auto& l : d["ignored"]) {
+    listed = listed || l.get<std::string>().find("token dropping without --moe-pad-expert-input-to-capacity") !=
+                           std::string::npos;
+  }
+  CHECK(listed);
+}
