@@ -181,7 +181,7 @@ struct ModelSpec {
     if (!is_moe()) return n;
     if (n <= dense_layers) return n;
     const int64_t after = n - dense_layers;
-    return dense_layers + after - after / moe_layer_step;
+    return dense_layers + after - after / (moe_layer_step > 0 ? moe_layer_step : 1);
   }
   int64_t dense_layer_count() const { return is_moe() ? dense_layers_before(layers) : 0; }
   int64_t moe_layers() const { return layers - dense_layer_count(); }
