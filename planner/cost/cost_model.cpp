@@ -186,7 +186,7 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
 double mtp_stage_params(const Plan& plan, const PlanParamCounts& counts) {
   const ModelSpec& m = plan.model;
   if (m.mtp_layers <= 0) return 0.0;
-  const bool dense = m.is_moe() && last_layer_dense(m);
+  const bool dense = last_layer_dense(m);
   return d(m.mtp_layers) * ((dense ? counts.dense_layer_params : counts.layer_params) +
                             d(counts.counts.mtp_projection) / d(plan.parallel.tp));
 }
@@ -701,7 +701,7 @@ void add_mtp_cost(const Plan& plan, const EdgeBytes& b, EdgeCost& e) {
   const GpuSpec& gpu = plan.gpu;
   const ParallelConfig& pc = plan.parallel;
   const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
-  const LayerCost lc = m.is_moe() && last_layer_dense(m) ? layer_cost(dense_layer_plan(plan)) : layer_cost(plan);
+  const LayerCost lc = last_layer_dense(m) ? layer_cost(dense_layer_plan(plan)) : layer_cost(plan);
   const double norms = 2.0 * memory_bound_time_s(gpu, b.final_norm);
   const double proj = gemm_time_s(gpu, plan.gemm_dtype(), T, m.hidden / pc.tp, 2 * m.hidden);
   const double embed_fwd = memory_bound_time_s(gpu, b.embedding_forward) + gpu.gemm.kernel_overhead_s;
@@ -820,7 +820,7 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
     // Each MTP module keeps its block's activations, its head's (as the output layer's) and the projection's input,
     // the two normalised halves (2 h per token, and their norms' inputs: 4 h A, / tp with SP).
     const ModelSpec& m = plan.model;
-    const ModelSpec block = m.is_moe() && last_layer_dense(m) ? dense_layer_model(m) : m;
+    const ModelSpec block = mtp_block_model(m);
     const double tokens = d(a.micro_batch) * d(a.seq) / d(a.cp) / (a.sequence_parallel ? d(a.tp) : 1.0);
     in.output_activation_bytes += d(m.mtp_layers) * (layer_activation_bytes(block, a).total + in.output_activation_bytes +
                                                      4.0 * tokens * d(m.hidden) * d(a.bytes_per_element));

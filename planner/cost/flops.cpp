@@ -50,7 +50,7 @@ double logits_forward_flops(const ModelSpec& m, int64_t b, int64_t s) {
 
 double mtp_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
   if (m.mtp_layers <= 0) return 0.0;
-  const ModelSpec block = m.is_moe() && last_layer_dense(m) ? dense_layer_model(m) : m;
+  const ModelSpec block = mtp_block_model(m);
   const double h = static_cast<double>(m.hidden);
   const double projection = 2.0 * static_cast<double>(b) * static_cast<double>(s) * 2.0 * h * h;
   return static_cast<double>(m.mtp_layers) *

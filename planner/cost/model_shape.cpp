@@ -70,8 +70,10 @@ int64_t active_params(const ModelSpec& m) {
 }
 
 bool last_layer_dense(const ModelSpec& m) {
-  return m.dense_layers_before(m.layers) - m.dense_layers_before(m.layers - 1) == 1;
+  return m.is_moe() && m.dense_layers_before(m.layers) - m.dense_layers_before(m.layers - 1) == 1;
 }
+
+ModelSpec mtp_block_model(const ModelSpec& m) { return last_layer_dense(m) ? dense_layer_model(m) : m; }
 
 int64_t mtp_params(const ModelSpec& m) {
   if (m.mtp_layers <= 0) return 0;

@@ -45,8 +45,11 @@ int64_t active_params(const ModelSpec& m);
 // one transformer block of the kind of the model's last layer (MoE for DeepSeek-V3); the embedding and output head
 // are the main model's. Not part of total_params (published totals such as DeepSeek-V3's 671B leave them out).
 int64_t mtp_params(const ModelSpec& m);
-// Whether the model's last layer (the kind an MTP module's block copies) is a dense one.
+// Whether a MoE model's last layer (the kind an MTP module's block copies) is a dense one; false for a dense model,
+// whose one layer kind is the model's own.
 bool last_layer_dense(const ModelSpec& m);
+// The model an MTP module's block is a layer of: dense_layer_model() where the last layer is dense, else the model.
+ModelSpec mtp_block_model(const ModelSpec& m);
 
 // GPT-style shape for a parameter count (the documented rule, docs/cost-model.md):
 // head_dim 128, h/l about 128 (GPT-3 175B: l=96, h=12288): l0 = round(cbrt(N / (12 * 128^2))), h0 the root of

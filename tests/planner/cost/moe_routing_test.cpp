@@ -242,3 +242,19 @@ TEST_CASE("MTP: DeepSeek-V3's module on the last stage: params, FLOPs, time and 
   CHECK(with_mtp.memory[3].activations == no_mtp.memory[3].activations);
   CHECK(with_mtp.time.step_s > no_mtp.time.step_s);
 }
+
+TEST_CASE("MTP block kind: the model's last layer (dense model, or a MoE model ending on a dense layer)") {
+  ModelSpec dense = test::profiles().model("llama3-8b", "t");
+  dense.mtp_layers = 1;
+  const ParamCounts c = count_params(dense);
+  const double h = 4096;
+  CHECK_FALSE(last_layer_dense(dense));  // one layer kind: the model's own
+  CHECK(d(mtp_params(dense)) == doctest::Approx(d(c.attention + c.norms + c.mlp_per_expert) + 2 * h * h + h + h));
+  ModelSpec mav = test::profiles().model("llama4-maverick", "t");
+  mav.layers = 47;  // layers 0, 2, .., 46 dense: the last one is
+  mav.mtp_layers = 2;
+  REQUIRE(last_layer_dense(mav));
+  const ParamCounts m = count_params(mav);
+  CHECK(mtp_block_model(mav).experts == 1);
+  CHECK(d(mtp_params(mav)) == doctest::Approx(2 * d(m.attention + m.norms + m.dense_mlp + m.mtp_projection)));
+}
