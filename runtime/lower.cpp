@@ -35,21 +35,6 @@ CollectiveSize collective_size(CollectiveKind kind, double payload, int64_t n, i
 }
 double d(int64_t x) { return static_cast<double>(x); }
 
-// The planner's activation shape of this plan (the same fields cost_model.cpp fills; a test checks that the
-// stashes this file allocates add up to StageMemory::activations).
-ActivationShape activation_shape_of(const Plan& plan) {
-  ActivationShape a;
-  a.micro_batch = plan.parallel.micro_batch;
-  a.seq = plan.seq_len();
-  a.tp = plan.parallel.tp;
-  a.cp = plan.parallel.cp;
-  a.sequence_parallel = plan.parallel.sequence_parallel;
-  a.recompute = plan.parallel.recompute;
-  a.attention = plan.training.attention;
-  a.bytes_per_element = dtype_bytes(plan.activation_dtype());
-  return a;
-}
-
 // Query rows per attention block: the attention core runs as batched GEMMs over blocks of queries so the score
 // matrix of a flash-attention plan is never materialised whole (its memory model stores none).
 constexpr int64_t kAttentionQueryBlock = 512;
@@ -120,11 +105,12 @@ class Lowerer {
       // The slot holds the gathered parameters first, then the unsharded gradient (zero3_buffer_bytes).
       zero3_params_end_ = std::min(bytes_of(sm.zero3_buffers), bytes_of(2.0 * zero3_gathered_params(plan_, lc_.params)));
     }
-    const ActivationShape a = activation_shape_of(plan_);
-    per_layer_stash_ = layer_activation_bytes(m_, a).total;
-    if (m_.has_dense_layers()) dense_layer_stash_ = layer_activation_bytes(dense_layer_model(m_), a).total;
-    embedding_stash_ = embedding_activation_bytes(m_, a);
-    output_stash_ = output_layer_activation_bytes(m_, a);
+    // The planner's per-layer, edge and MTP activation bytes, so the stashes add up to StageMemory::activations.
+    const StageMemoryInputs in = stage_memory_inputs(plan_);
+    per_layer_stash_ = in.layer_activation_bytes;
+    dense_layer_stash_ = in.dense_layer_activation_bytes;
+    embedding_stash_ = in.embedding_activation_bytes;
+    output_stash_ = in.output_activation_bytes;
     scratch_ = add_slot(SlotKind::scratch, 0, true, "scratch (allowance)");  // sized by the ops that use it
   }
 
