@@ -163,18 +163,26 @@ TEST_CASE("Llama 4: Maverick alternates dense and MoE layers; parameter counts m
   CHECK(d(total_params(scout)) / 1e9 == doctest::Approx(109.0).epsilon(0.012));
 }
 
-TEST_CASE("Llama 4 Maverick on a pipeline: each stage holds its dense layers; params, FLOPs and memory follow") {
+namespace {
+// A MoE model on H100s: pp stages, dp = ep ranks, `microbatches` of one sequence per dp rank, full recompute.
+Plan pipelined_moe_plan(const ModelSpec& m, int64_t pp, int64_t dp, int64_t microbatches) {
   Plan p;
-  p.model = test::profiles().model("llama4-maverick", "test");
+  p.model = m;
   p.gpu = test::profiles().gpu("h100", "test");
   p.cluster = test::profiles().cluster("dgx-h100", "test");
-  p.parallel.pp = 4;
-  p.parallel.dp = 8;
-  p.parallel.ep = 8;
-  p.parallel.num_microbatches = 8;
+  p.parallel.pp = pp;
+  p.parallel.dp = dp;
+  p.parallel.ep = dp;
+  p.parallel.num_microbatches = microbatches;
   p.parallel.recompute = Recompute::full;
-  p.num_gpus = 32;
-  p.training.global_batch = 64;
+  p.num_gpus = pp * dp;
+  p.training.global_batch = dp * microbatches;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("Llama 4 Maverick on a pipeline: each stage holds its dense layers; params, FLOPs and memory follow") {
+  Plan p = pipelined_moe_plan(test::profiles().model("llama4-maverick", "test"), 4, 8, 8);
   REQUIRE(validate(p).ok());
   for (int64_t i = 0; i < 4; ++i) CHECK(stage_dense_layers(p, i) == 6);  // 12 layers each, every other one dense
   const PlanParamCounts pc = plan_param_counts(p);
@@ -207,17 +215,7 @@ TEST_CASE("MTP: DeepSeek-V3's module on the last stage: params, FLOPs, time and 
   CHECK((d(total_params(v3)) + d(mtp_params(v3)) + 2 * 129280 * h) / 1e9 == doctest::Approx(685.0).epsilon(0.005));
   CHECK((d(mtp_params(v3)) + 2 * 129280 * h) / 1e9 == doctest::Approx(14.0).epsilon(0.05));
 
-  Plan p;
-  p.model = v3;
-  p.gpu = test::profiles().gpu("h100", "test");
-  p.cluster = test::profiles().cluster("dgx-h100", "test");
-  p.parallel.pp = 16;
-  p.parallel.dp = 64;
-  p.parallel.ep = 64;
-  p.parallel.num_microbatches = 16;
-  p.parallel.recompute = Recompute::full;
-  p.num_gpus = 1024;
-  p.training.global_batch = 1024;
+  Plan p = pipelined_moe_plan(v3, 16, 64, 16);
   REQUIRE(validate(p).ok());
   Plan without = p;
   without.model.mtp_layers = 0;
