@@ -1,7 +1,6 @@
 // Activation memory (formulas and sources in activations.hpp).
 #include "planner/cost/activations.hpp"
 
-
 namespace parplan {
 
 std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m) {
@@ -17,12 +16,19 @@ std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m) {
   return mm;
 }
 
-double selective_op_saved_width(const ModelSpec& m) {
-  // The 1st, 3rd, ... matmul outputs are kept, except the last matmul's: it only feeds the residual add, whose
-  // backward does not read it (what torch.compile keeps; eager keeps it too). Plus the attention output.
+SelectiveOpMatmuls selective_op_matmuls(const ModelSpec& m) {
+  // The 1st, 3rd, ... matmul outputs are kept and the 2nd, 4th, ... rerun, except the last matmul: its output only
+  // feeds the residual add, whose backward does not read it, so it is neither kept (what torch.compile keeps; eager
+  // keeps it too) nor rerun.
   const std::vector<LayerMatmul> mm = layer_matmuls(m);
-  double width = static_cast<double>(m.context_dim());
-  for (size_t i = 0; i + 1 < mm.size(); i += 2) width += static_cast<double>(mm[i].n);
+  SelectiveOpMatmuls s;
+  for (size_t i = 0; i + 1 < mm.size(); ++i) (i % 2 == 0 ? s.kept : s.rerun).push_back(mm[i]);
+  return s;
+}
+
+double selective_op_saved_width(const ModelSpec& m) {
+  double width = static_cast<double>(m.context_dim());  // the attention output
+  for (const LayerMatmul& g : selective_op_matmuls(m).kept) width += static_cast<double>(g.n);
   return width;
 }
 

@@ -75,6 +75,14 @@ struct LayerMatmul {
 };
 std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m);
 
+// selective_op's policy over layer_matmuls(): the matmuls whose outputs are kept (1st, 3rd, ...) and those the
+// backward reruns (2nd, 4th, ...), the last matmul in neither. Its one home: memory here, time in recompute_s
+// (cost_model.cpp), FLOPs in hardware_flops_per_step (flops.cpp).
+struct SelectiveOpMatmuls {
+  std::vector<LayerMatmul> kept, rerun;
+};
+SelectiveOpMatmuls selective_op_matmuls(const ModelSpec& m);
+
 // selective_op: the width (in elements per token, before tensor parallelism) of the matmul and attention outputs
 // kept per layer, beside the layer input. Dense layers with standard attention (validate() refuses the rest).
 double selective_op_saved_width(const ModelSpec& m);

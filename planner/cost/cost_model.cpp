@@ -414,10 +414,8 @@ double recompute_s(const Plan& plan, const LayerDims& x, const LayerCost& lc, do
       // torchtitan's per-op policy (activations.hpp): the forward's memory-bound ops and every second matmul run
       // again; the attention kernel and the other matmuls return their kept outputs, and the last matmul, whose
       // output the backward does not read, is not rerun. Memory-bound forward = forward - GEMMs - attention core.
-      const std::vector<LayerMatmul> mm = layer_matmuls(plan.model);
       double gemms = 0;
-      for (size_t i = 1; i + 1 < mm.size(); i += 2) {
-        const LayerMatmul& g = mm[i];
+      for (const LayerMatmul& g : selective_op_matmuls(plan.model).rerun) {
         gemms += gemm_time_s(plan.gpu, plan.gemm_dtype(), x.T, g.column_parallel ? g.n / x.tp : g.n,
                              g.column_parallel ? g.k : g.k / x.tp);
       }

@@ -1,8 +1,6 @@
 // FLOP counts (formulas and sources in flops.hpp).
 #include "planner/cost/flops.hpp"
 
-#include <vector>
-
 #include "planner/cost/activations.hpp"
 #include "planner/cost/model_shape.hpp"
 
@@ -70,11 +68,10 @@ double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t
     case Recompute::selective:
       extra = static_cast<double>(m.layers) * layer_forward_flops(m, global_batch, s, false).attention_core();
       break;
-    case Recompute::selective_op: {  // every second matmul but the last (recompute_s, cost_model.cpp)
-      const std::vector<LayerMatmul> mm = layer_matmuls(m);
-      for (size_t i = 1; i + 1 < mm.size(); i += 2) {
-        extra += 2.0 * static_cast<double>(global_batch) * static_cast<double>(s) * static_cast<double>(mm[i].n) *
-                 static_cast<double>(mm[i].k);
+    case Recompute::selective_op: {  // the matmuls the policy reruns (activations.hpp selective_op_matmuls)
+      for (const LayerMatmul& g : selective_op_matmuls(m).rerun) {
+        extra += 2.0 * static_cast<double>(global_batch) * static_cast<double>(s) * static_cast<double>(g.n) *
+                 static_cast<double>(g.k);
       }
       extra *= static_cast<double>(m.layers);
       break;
