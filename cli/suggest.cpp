@@ -693,7 +693,7 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1,zb-2p");
-  app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,full");
+  app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,selective-op,full");
   app.add_flag("--sp,--sequence-parallel", o.sp, "Pin sequence parallelism on");
   app.add_flag("--no-sp", o.no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o.zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
