@@ -412,15 +412,12 @@ class Lowerer {
     need_scratch(2 * op.bytes);
   }
 
-  int64_t shared_up() const { return m_.shared_experts * (m_.ffn_type == FfnType::swiglu ? 2 : 1) * m_.ffn_hidden / pc_.tp; }
-  int64_t shared_down() const { return m_.shared_experts * m_.ffn_hidden / pc_.tp; }
-
   void moe_forward(Term term) {
     const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
     gemm("moe.router", term, T_, m_.experts, h, 1, ad_, true);
     if (m_.shared_experts > 0) {
-      gemm("moe.shared.up", term, T_, shared_up(), h, 1, gd_, true);
-      gemm("moe.shared.down", term, T_, h, shared_down(), 1, gd_, true);
+      gemm("moe.shared.up", term, T_, experts_.shared_up_width, h, 1, gd_, true);
+      gemm("moe.shared.down", term, T_, h, experts_.shared_down_k, 1, gd_, true);
     }
     ep_all_to_all("ep.dispatch");
     gemm("moe.experts.up", term, tpe, experts_.up_width, h, le, gd_, true);
@@ -437,8 +434,8 @@ class Lowerer {
     gemm("moe.experts.up.dgrad", Term::backward, tpe, h, experts_.up_width, le, gd_, false);
     ep_all_to_all("ep.dispatch.bwd");
     if (m_.shared_experts > 0) {
-      gemm("moe.shared.down.dgrad", Term::backward, T_, shared_down(), h, 1, gd_, false);
-      gemm("moe.shared.up.dgrad", Term::backward, T_, h, shared_up(), 1, gd_, false);
+      gemm("moe.shared.down.dgrad", Term::backward, T_, experts_.shared_down_k, h, 1, gd_, false);
+      gemm("moe.shared.up.dgrad", Term::backward, T_, h, experts_.shared_up_width, 1, gd_, false);
     }
     gemm("moe.router.dgrad", Term::backward, T_, h, m_.experts, 1, ad_, false);
     if (pc_.sequence_parallel && pc_.tp > 1) {
@@ -452,8 +449,8 @@ class Lowerer {
     gemm("moe.experts.down.wgrad", Term::backward, h, experts_.down_k, tpe, le, gd_, false, false, false);
     gemm("moe.experts.up.wgrad", Term::backward, experts_.up_width, h, tpe, le, gd_, false, false, false);
     if (m_.shared_experts > 0) {
-      gemm("moe.shared.down.wgrad", Term::backward, h, shared_down(), T_, 1, gd_, false, false, false);
-      gemm("moe.shared.up.wgrad", Term::backward, shared_up(), h, T_, 1, gd_, false, false, false);
+      gemm("moe.shared.down.wgrad", Term::backward, h, experts_.shared_down_k, T_, 1, gd_, false, false, false);
+      gemm("moe.shared.up.wgrad", Term::backward, experts_.shared_up_width, h, T_, 1, gd_, false, false, false);
     }
     gemm("moe.router.wgrad", Term::backward, m_.experts, h, T_, 1, ad_, false, false, false);
   }

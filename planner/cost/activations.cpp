@@ -42,8 +42,7 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   // Q, K and V as attention reads them and the attention output (the out-projection's input), per hidden width.
   const double attn_ratio = static_cast<double>(m.q_dim() + m.k_width() + m.v_width() + m.context_dim()) / h;
   const double f_ratio = static_cast<double>(m.ffn_hidden) / h;
-  const double routed =
-      m.is_moe() ? static_cast<double>(m.top_k) * a.moe_load + static_cast<double>(m.shared_experts) : 1.0;
+  const double routed = m.mlp_copies_per_token(a.moe_load);
 
   LayerActivationBytes r;
   // norm inputs (2), QKV input (1), MLP input (1) in A bytes; two hidden dropout masks.

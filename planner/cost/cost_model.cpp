@@ -107,7 +107,7 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   const double Tn = pc.sequence_parallel ? T / d(pc.tp) : T;
   const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
   // MoE: the routed experts' copies at the most-loaded rank's load (expert_comm.hpp moe_rank_load).
-  const double routed = m.is_moe() ? d(m.top_k) * moe_rank_load(m, pc.ep) + d(m.shared_experts) : 1.0;
+  const double routed = m.mlp_copies_per_token(moe_rank_load(m, pc.ep));
   LayerMemoryBytes b;
   auto add = [&b](double fwd, double bwd) {
     b.elementwise_forward += fwd;
@@ -306,6 +306,8 @@ ExpertGemms expert_gemms(const Plan& plan) {
   ExpertGemms e;
   if (!m.is_moe()) return e;
   const int64_t mats = m.ffn_type == FfnType::swiglu ? 2 : 1;
+  e.shared_up_width = m.shared_experts * (mats * x.f / x.tp);
+  e.shared_down_k = m.shared_experts * x.f / x.tp;
   e.local_experts = m.experts / pc.ep;
   const double load = moe_rank_load(m, pc.ep);  // the most-loaded rank's experts set the time (expert_comm.hpp)
   if (pc.etp > 0) {
@@ -335,12 +337,10 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   double gemm = g.qkv + g.proj;
   const int64_t up_width = (m.ffn_type == FfnType::swiglu ? 2 : 1) * f / tp;
   g.column = g.qkv + (m.is_moe() ? 0.0 : gemm_time_s(gpu, gd, T, up_width, h));
-  if (m.is_moe() && m.shared_experts > 0) {  // the shared experts: one dense MLP, split over tp
-    const int64_t shared = m.shared_experts;
-    gemm += gemm_time_s(gpu, gd, T, shared * up_width, h) + gemm_time_s(gpu, gd, T, h, shared * f / tp);
-  }
   if (m.is_moe()) {
     const ExpertGemms e = expert_gemms(plan);
+    // The shared experts (0 s without them: gemm_time_s of an empty shape), the routed ones, the router.
+    gemm += gemm_time_s(gpu, gd, T, e.shared_up_width, h) + gemm_time_s(gpu, gd, T, h, e.shared_down_k);
     gemm += gemm_time_s(gpu, gd, e.tokens_per_expert, e.up_width, h, e.local_experts) +
             gemm_time_s(gpu, gd, e.tokens_per_expert, h, e.down_k, e.local_experts) +
             gemm_time_s(gpu, ad, T, m.experts, h);

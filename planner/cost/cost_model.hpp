@@ -61,9 +61,12 @@ LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_
 // The local experts' grouped GEMMs of one MoE layer on one GPU for one microbatch (layer_gemms() prices them, the
 // runtime issues them): `local_experts` batched GEMMs of tokens_per_expert rows each, up [tokens, up_width, hidden]
 // (x2 width for SwiGLU) and down [tokens, hidden, down_k]. Routing taken as balanced (expert_comm.hpp): a rank's
-// tokens x top_k copies spread evenly over the experts of its ep group. All zeros for a dense model.
+// tokens x top_k copies spread evenly over the experts of its ep group (at the most-loaded rank's load). The shared
+// experts run as one dense MLP over the microbatch's tokens, split over tp: up [T, shared_up_width, hidden], down
+// [T, hidden, shared_down_k] (0 without shared experts). All zeros for a dense model.
 struct ExpertGemms {
   int64_t local_experts = 0, tokens_per_expert = 0, up_width = 0, down_k = 0;
+  int64_t shared_up_width = 0, shared_down_k = 0;
 };
 ExpertGemms expert_gemms(const Plan& plan);
 

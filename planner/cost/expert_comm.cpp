@@ -47,11 +47,7 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
   return a;
 }
 
-ExpertA2A layer_expert_a2a(const Plan& plan) {
-  const ParallelConfig& pc = plan.parallel;
-  const double T = static_cast<double>(pc.micro_batch * plan.seq_len() / pc.cp);
-  return expert_a2a(plan, pc.sequence_parallel ? T / static_cast<double>(pc.tp) : T);
-}
+ExpertA2A layer_expert_a2a(const Plan& plan) { return expert_a2a(plan, moe_token_copies(plan).tokens); }
 
 double moe_rank_load(const ModelSpec& m, int64_t ep) {
   if (!m.is_moe()) return 1.0;

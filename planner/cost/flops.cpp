@@ -26,7 +26,7 @@ LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool ca
   lf.context = 2.0 * bs * static_cast<double>(s) * heads * static_cast<double>(m.v_head_dim()) * attn_fraction;
   lf.attn_out = 2.0 * bs * static_cast<double>(m.context_dim()) * h;
   const double mats = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;
-  lf.mlp = 2.0 * mats * bs * h * f * static_cast<double>(m.is_moe() ? m.experts_per_token() : 1);
+  lf.mlp = 2.0 * mats * bs * h * f * m.mlp_copies_per_token();
   lf.router = m.is_moe() ? 2.0 * bs * h * static_cast<double>(m.experts) : 0.0;
   return lf;
 }

@@ -13,7 +13,7 @@ Fp8CastBytes fp8_cast_bytes(const Plan& plan, double layer_params) {
   const double h = d(m.hidden), f = d(m.ffn_hidden) / tp, ctx = d(m.context_dim()) / tp;
   const double up = (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * f;
   const double qkv = d(m.q_dim() + m.k_width() + m.v_width()) / tp;
-  const double routed = d(m.is_moe() ? m.experts_per_token() : 1);
+  const double routed = m.mlp_copies_per_token();
   // Inputs: QKV (h), attention out (context), MLP up (h per routed copy), MLP down (f per routed copy).
   c.inputs = T * (h + ctx + routed * (h + f));
   // Output gradients: QKV (q + k + v), attention out (h), MLP up (up per routed copy), MLP down (h per routed copy).

@@ -174,8 +174,11 @@ struct ModelSpec {
   int64_t v_width() const { return kv_heads * v_head_dim(); }         // values per token
   int64_t context_dim() const { return heads * v_head_dim(); }       // attention output (out-projection input)
   bool is_moe() const { return experts > 1; }
-  // Expert MLPs each token runs in a MoE layer: its routed top_k and the shared ones.
-  int64_t experts_per_token() const { return top_k + shared_experts; }
+  // MLPs each token runs in a layer: 1 in a dense model; in a MoE layer its routed top_k, at `load` (the most-loaded
+  // rank's, planner/cost/expert_comm.hpp moe_rank_load; 1 = the mean), and the shared experts.
+  double mlp_copies_per_token(double load = 1.0) const {
+    return is_moe() ? static_cast<double>(top_k) * load + static_cast<double>(shared_experts) : 1.0;
+  }
   // Dense layers among the first n: the leading dense_layers, then all but every moe_layer_step-th.
   int64_t dense_layers_before(int64_t n) const {
     if (!is_moe()) return n;
