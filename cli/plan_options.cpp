@@ -383,9 +383,11 @@ void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
     if (factor != 0 && !o.moe_imbalance) m.imbalance = 1.0;  // a capacity pads every expert: no imbalance
   }
   if (o.moe_imbalance) m.imbalance = *o.moe_imbalance;
-  if (const std::string why = moe_routing_error(m); !why.empty()) {
-    const bool imbalance = o.moe_imbalance && (why.find("imbalance") != std::string::npos || o.moe_capacity_factor.empty());
-    throw InputError(fmt::format("{}: {}", imbalance ? "--moe-imbalance" : "--moe-capacity-factor", why));
+  if (const MoeRoutingError e = moe_routing_error(m); e.field != MoeRoutingError::Field::none) {
+    // The flag given that the error is about (a dense model: --moe-imbalance unless the capacity flag is given).
+    const bool imbalance =
+        o.moe_imbalance && (e.field == MoeRoutingError::Field::imbalance || o.moe_capacity_factor.empty());
+    throw InputError(fmt::format("{}: {}", imbalance ? "--moe-imbalance" : "--moe-capacity-factor", e.message));
   }
   if (o.mtp_layers) m.mtp_layers = *o.mtp_layers;
 }

@@ -138,21 +138,25 @@ ModelSpec dense_layer_model(const ModelSpec& m) {
   return d;
 }
 
-std::string moe_routing_error(const ModelSpec& m) {
-  if (m.capacity_factor == 0 && m.imbalance == 1.0) return "";
-  if (!m.is_moe()) return "MoE routing settings are for MoE models; this one has experts 1";
+MoeRoutingError moe_routing_error(const ModelSpec& m) {
+  using Field = MoeRoutingError::Field;
+  if (m.capacity_factor == 0 && m.imbalance == 1.0) return {};
+  if (!m.is_moe()) return {Field::not_moe, "MoE routing settings are for MoE models; this one has experts 1"};
   const double most = static_cast<double>(m.experts) / static_cast<double>(m.top_k);
   if (m.capacity_factor != 0 && !(m.capacity_factor >= 1.0 && m.capacity_factor <= most)) {
-    return fmt::format("capacity factor {} is outside 1 .. experts / top_k = {:g}", m.capacity_factor, most);
+    return {Field::capacity_factor,
+            fmt::format("capacity factor {} is outside 1 .. experts / top_k = {:g}", m.capacity_factor, most)};
   }
   if (!(m.imbalance >= 1.0 && m.imbalance <= most)) {
-    return fmt::format("imbalance {} is outside 1 .. experts / top_k = {:g} (the most-loaded expert's tokens over the "
-                       "mean)", m.imbalance, most);
+    return {Field::imbalance, fmt::format("imbalance {} is outside 1 .. experts / top_k = {:g} (the most-loaded "
+                                          "expert's tokens over the mean)",
+                                          m.imbalance, most)};
   }
   if (m.capacity_factor != 0 && m.imbalance != 1.0) {
-    return "imbalance is for dropless routing: with a capacity factor every expert is padded to its capacity";
+    return {Field::imbalance,
+            "imbalance is for dropless routing: with a capacity factor every expert is padded to its capacity"};
   }
-  return "";
+  return {};
 }
 
 Plan dense_layer_plan(const Plan& plan) {

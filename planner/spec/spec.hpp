@@ -362,8 +362,15 @@ int64_t dtype_bytes(DType d);
 ModelSpec dense_layer_model(const ModelSpec& m);
 // What is wrong with a model's MoE routing fields (capacity_factor, imbalance), or "" when nothing: they are for MoE
 // models; each is at least 1 and at most experts / top_k (an expert cannot take more than every token); imbalance
-// is for dropless routing (with a capacity, each expert pads to it). The model JSON and the flags name their path.
-std::string moe_routing_error(const ModelSpec& m);
+// is for dropless routing (with a capacity, each expert pads to it). The model JSON and the flags name their path
+// from `field`: the value out of range (capacity_factor, imbalance; imbalance also when it is set beside a capacity),
+// or not_moe when a dense model has either set.
+struct MoeRoutingError {
+  enum class Field : uint8_t { none, not_moe, capacity_factor, imbalance };
+  Field field = Field::none;
+  std::string message;  // "" when field is none
+};
+MoeRoutingError moe_routing_error(const ModelSpec& m);
 Plan dense_layer_plan(const Plan& plan);
 
 }  // namespace parplan

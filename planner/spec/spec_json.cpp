@@ -39,9 +39,11 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
         "dense layers (dense_layers, interleave_moe_layer_step) and dense_ffn_hidden go together (the dense layers "
         "and their MLP width)");
   }
-  if (const std::string why = moe_routing_error(m); !why.empty()) {
-    bad(why.find("imbalance") != std::string::npos || m.capacity_factor == 0 ? "moe/imbalance" : "moe/capacity_factor",
-        why);
+  if (const MoeRoutingError e = moe_routing_error(m); e.field != MoeRoutingError::Field::none) {
+    // A dense model with routing settings: the one it has set (imbalance when the capacity is dropless).
+    const bool imbalance = e.field == MoeRoutingError::Field::imbalance ||
+                           (e.field == MoeRoutingError::Field::not_moe && m.capacity_factor == 0);
+    bad(imbalance ? "moe/imbalance" : "moe/capacity_factor", e.message);
   }
   if (!m.is_mla()) {
     for (auto [key, value] : {std::pair<std::string_view, int64_t>{"q_lora_rank", m.q_lora_rank},

@@ -53,19 +53,23 @@ TEST_CASE("moe_rank_load: the capacity factor when set, else the imbalance bound
 
 TEST_CASE("moe_routing_error: capacity and imbalance between 1 and experts / top_k, imbalance only dropless") {
   ModelSpec m = test::profiles().model("mixtral-8x7b", "test");  // 8 experts, top-2: at most 4
-  CHECK(moe_routing_error(m).empty());
+  CHECK(moe_routing_error(m).field == MoeRoutingError::Field::none);
   m.capacity_factor = 0.5;
-  CHECK(moe_routing_error(m).find("capacity factor 0.5 is outside 1 .. experts / top_k = 4") != std::string::npos);
+  CHECK(moe_routing_error(m).message.find("capacity factor 0.5 is outside 1 .. experts / top_k = 4") != std::string::npos);
+  CHECK(moe_routing_error(m).field == MoeRoutingError::Field::capacity_factor);
   m.capacity_factor = 4.0;
-  CHECK(moe_routing_error(m).empty());
+  CHECK(moe_routing_error(m).field == MoeRoutingError::Field::none);
   m.imbalance = 1.2;
-  CHECK(moe_routing_error(m).find("imbalance is for dropless routing") != std::string::npos);
+  CHECK(moe_routing_error(m).message.find("imbalance is for dropless routing") != std::string::npos);
+  CHECK(moe_routing_error(m).field == MoeRoutingError::Field::imbalance);
   m.capacity_factor = 0;
   m.imbalance = 4.5;
-  CHECK(moe_routing_error(m).find("imbalance 4.5 is outside 1 .. experts / top_k = 4") != std::string::npos);
+  CHECK(moe_routing_error(m).message.find("imbalance 4.5 is outside 1 .. experts / top_k = 4") != std::string::npos);
+  CHECK(moe_routing_error(m).field == MoeRoutingError::Field::imbalance);
   ModelSpec dense = test::profiles().model("llama3-8b", "test");
   dense.imbalance = 1.1;
-  CHECK(moe_routing_error(dense).find("for MoE models") != std::string::npos);
+  CHECK(moe_routing_error(dense).message.find("for MoE models") != std::string::npos);
+  CHECK(moe_routing_error(dense).field == MoeRoutingError::Field::not_moe);
 }
 
 TEST_CASE("imbalance: the most-loaded rank's all-to-all bytes and expert GEMMs scale with its load") {
