@@ -175,7 +175,11 @@ TEST_CASE("profiles show writes what the file says; list shows an overridden pro
   CHECK(nlohmann::json::parse(shown.out)["memory_GiB"].get<double>() == 100.0);
   CHECK(nlohmann::json::parse(shown.out)["aliases"].size() == 4);
   const auto listed = run_parplan({"profiles", "--profile", path, "list", "--kind", "gpu"});
-  CHECK(listed.out.find("79.65 GiB") == std::string::npos);
+  const size_t row = listed.out.find("H100-SXM5-80GB");
+  REQUIRE(row != std::string::npos);
+  const std::string h100_row = listed.out.substr(row, listed.out.find('\n', row) - row);
+  CHECK(h100_row.find("100.00 GiB") != std::string::npos);
+  CHECK(h100_row.find("79.65 GiB") == std::string::npos);
   const auto used = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--gpu", "h100", "--profile", path});
   CHECK(used.out.find("exceeds 100.00 GiB") != std::string::npos);
   std::filesystem::remove(path);

@@ -27,8 +27,14 @@ const char* kModel = R"({"kind":"model","name":"m","layers":2,"hidden":64,"heads
 
 TEST_CASE("all embedded profiles load and the required ones are present") {
   const ProfileSet& s = test::profiles();
-  for (const char* g : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-141GB", "B200"}) CHECK(s.find_gpu(g));
-  for (const char* c : {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200"}) CHECK(s.find_cluster(c));
+  for (const char* g : {"A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H100-SXM5-96GB-HBM2e", "H200-141GB", "H800",
+                        "B200", "B300", "MI300X"}) {
+    CHECK_MESSAGE(s.find_gpu(g), g);
+  }
+  for (const char* c : {"dgx-a100", "dgx-h100", "grand-teton-h100", "dgx-h200", "dgx-h800", "dgx-b200", "dgx-b300",
+                        "mi300x-oam"}) {
+    CHECK_MESSAGE(s.find_cluster(c), c);
+  }
   for (const char* m : {"gpt3-1.3b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b", "megatron-530b", "megatron-1t", "bloom-176b",
                         "opt-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
                         "mixtral-8x7b"}) {
