@@ -232,8 +232,25 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
   }
 }
 
+// The one model profile with this shape (layers, hidden, heads, FFN width, and kv_heads when stated); nullptr when
+// none or several have it.
+const ModelSpec* model_with_shape(const ProfileSet& profiles, int64_t layers, int64_t hidden, int64_t heads,
+                                  std::optional<int64_t> kv, int64_t ffn) {
+  const ModelSpec* found = nullptr;
+  for (const auto& e : profiles.entries()) {
+    const ModelSpec* p = e.kind == "model" ? profiles.find_model(e.name) : nullptr;
+    if (!p || p->layers != layers || p->hidden != hidden || p->heads != heads || p->ffn_hidden != ffn ||
+        (kv && p->kv_heads != *kv) || p == found) {
+      continue;
+    }
+    if (found) return nullptr;
+    found = p;
+  }
+  return found;
+}
+
 // The model of a row (arch): shape, FFN type, and the Llama-family conventions of SwiGLU models.
-ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
+ModelSpec read_arch(const Obj& a, const ProfileSet& profiles, MappedRun& r, const Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   ModelSpec m;
   m.name = r.id;
@@ -258,6 +275,15 @@ ModelSpec read_arch(const Obj& a, MappedRun& r, const Gaps& gaps) {
     ffn_text = "GeLU MLP (4h)";
   }
   if (!vocab && gpt3 && gaps.assume("arch.vocab", "51200 (GPT-2 BPE padded as Megatron-LM pads it)")) vocab = 51200;
+  // Searched, the vocabulary of the model profile with the row's shape (Mixtral 8x22B: its released tokenizer's 32768).
+  const ModelSpec* same = !vocab && gaps.search() && layers && hidden && heads && ffn
+                              ? model_with_shape(profiles, *layers, *hidden, *heads, kv, *ffn)
+                              : nullptr;
+  if (same && gaps.assume("arch.vocab", fmt::format("{} (the {} profile, whose layers, hidden, heads, kv_heads and "
+                                                    "ffn the row's match)",
+                                                    same->vocab, same->name))) {
+    vocab = same->vocab;
+  }
   // Multi-head latent attention gives every head its own keys and values (read_mla).
   if (!kv && heads && has(ascii_lower(a.text("attention")), "mla")) kv = heads;
   if (!kv) gaps.missing("arch.kv_heads");
@@ -304,6 +330,34 @@ struct RowHardware {
   std::string inter_text;
 };
 
+// The cluster profiles whose GPU is `gpu_type`, each once (an overridden one as its override), embedded ones first.
+std::vector<const ClusterSpec*> clusters_with(const std::string& gpu_type, const ProfileSet& profiles) {
+  std::vector<const ClusterSpec*> out;
+  for (const auto& e : profiles.entries()) {
+    if (e.kind != "cluster") continue;
+    const ClusterSpec* c = profiles.find_cluster(e.name);
+    const GpuSpec* g = c ? profiles.find_gpu(c->gpu) : nullptr;
+    if (g && g->name == gpu_type && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+// Search, GPUs per node unstated: the node size every cluster profile with the row's GPU has (the HGX/DGX 8-GPU
+// baseboards of the SXM parts, the 8-GPU MI300X platform); nothing when they disagree or there is none.
+std::optional<int64_t> assumed_gpus_per_node(const std::vector<const ClusterSpec*>& clusters, const MappedRun& r,
+                                             const Gaps& gaps) {
+  if (clusters.empty() || !gaps.search()) return std::nullopt;
+  std::string names;
+  for (const ClusterSpec* c : clusters) {
+    if (c->gpus_per_node != clusters.front()->gpus_per_node) return std::nullopt;
+    names += (names.empty() ? "" : ", ") + c->name;
+  }
+  const int64_t n = clusters.front()->gpus_per_node;
+  gaps.assume("hardware.gpus_per_node",
+              fmt::format("{} (the node of every {} cluster profile: {})", n, r.gpu_type, names));
+  return n;
+}
+
 RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& r, const Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   RowHardware h;
@@ -313,17 +367,16 @@ RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& 
   std::string why;
   r.gpu_type = map_gpu(r.gpu_text, profiles, &why);
   if (r.gpu_type.empty()) skip.push_back(why);
+  const std::vector<const ClusterSpec*> clusters = clusters_with(r.gpu_type, profiles);
+  if (!h.gpus_per_node) h.gpus_per_node = assumed_gpus_per_node(clusters, r, gaps);
   if (!h.num_gpus) gaps.missing("hardware.num_gpus");
   if (!h.gpus_per_node) gaps.missing("hardware.gpus_per_node");
   h.inter_text = hw.text("inter_node_per_node");
   hw.text("intra_node");
   hw.text("system");
   if (!r.gpu_type.empty() && h.gpus_per_node) {
-    for (const auto& e : profiles.entries()) {
-      if (e.kind != "cluster") continue;
-      const ClusterSpec* c = profiles.find_cluster(e.name);
-      const GpuSpec* g = c ? profiles.find_gpu(c->gpu) : nullptr;
-      if (g && g->name == r.gpu_type && c->gpus_per_node == *h.gpus_per_node) h.cluster = c;  // the last (user) one wins
+    for (const ClusterSpec* c : clusters) {
+      if (c->gpus_per_node == *h.gpus_per_node) h.cluster = c;  // the last (user) one wins
     }
     if (!h.cluster) {
       skip.push_back(fmt::format("no cluster profile with {} and {} GPUs per node", r.gpu_type, *h.gpus_per_node));
@@ -583,7 +636,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   Gaps gaps{r, unstated};
 
   read_measured(top, ms, r);
-  const ModelSpec m = read_arch(a, r, gaps);
+  const ModelSpec m = read_arch(a, profiles, r, gaps);
   const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
   RowParallel par = read_parallel(p, r, gaps);
   read_pipeline_layout(ms, a.text("arch_notes"), m.layers, par.pc, r);

@@ -199,7 +199,25 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_gpu("A100-class SXM", profiles(), &why).empty());
   CHECK(why.find("40 or 80 GB") != std::string::npos);
   CHECK(map_gpu("H100 PCIe", profiles(), &why).empty());
-  CHECK(map_gpu("MI300X", profiles(), &why).empty());
+  CHECK(why.find("PCIe/NVL variant") != std::string::npos);
+  CHECK(map_gpu("H100 NVL 94GB", profiles(), &why).empty());
+  CHECK(why.find("PCIe/NVL variant") != std::string::npos);
+  // The 96 GB HBM2e, 500 W H100 SXM (torchtitan's Grand Teton H100s): NVL appears only as the bound of its peak.
+  CHECK(map_gpu("H100 SXM 96GB HBM2e (500 W power limit; lower-TDP variant, between SXM and NVL per torchtitan footnote)",
+                profiles()) == "H100-SXM5-96GB-HBM2e");
+  CHECK(map_gpu("H100 SXM HBM2e 94/95 GB, lower-TDP variant ('between SXM and NVL'; exact peak unknown per torchtitan "
+                "footnote)",
+                profiles()) == "H100-SXM5-96GB-HBM2e");
+  CHECK(map_gpu("h100-96gb", profiles()) == "H100-SXM5-96GB-HBM2e");  // an alias
+  // "NVLink" is no NVL variant: the H800 text names its link.
+  CHECK(map_gpu("H800 (SXM, NVLink 160 GB/s)", profiles()) == "H800");
+  CHECK(map_gpu("AMD MI300X", profiles()) == "MI300X");
+  CHECK(map_gpu("MI300X", profiles()) == "MI300X");
+  CHECK(map_gpu("B300", profiles()) == "B300");
+  CHECK(map_gpu("HGX B300", profiles()) == "B300");
+  CHECK(map_gpu("GB300", profiles(), &why).empty());  // the Grace superchip, not the HGX part
+  CHECK(map_gpu("AMD MI250X", profiles(), &why).empty());
+  CHECK(why.find("unknown GPU") != std::string::npos);
 
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
@@ -456,7 +474,7 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
 }
 
 // The 2024-25 file (validation/published-runs-modern.json) loads: every row is either scored or skipped with a
-// stated reason (unknown GPUs such as MI300X and GB200 are skip reasons, not errors).
+// stated reason (unknown GPUs such as GB300 are skip reasons, not errors).
 TEST_CASE("validation: every row of validation/published-runs-modern.json is scored or has a reason") {
   const std::vector<MappedRun> runs = test::vendored_runs("published-runs-modern.json");
   CHECK(runs.size() == 162);
@@ -464,7 +482,9 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
   for (const MappedRun& r : runs) {
     CHECK_MESSAGE((r.scored() || !r.skip_reasons.empty()), r.id);
     scored += r.scored() ? 1 : 0;
-    if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(has_reason(r, "unknown GPU"));
+    if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(r.gpu_type == "MI300X");
+    if (r.gpu_text.find("HBM2e") != std::string::npos) CHECK(r.gpu_type == "H100-SXM5-96GB-HBM2e");
+    if (r.gpu_text.find("H800") != std::string::npos) CHECK(r.gpu_type == "H800");
   }
   CHECK(scored >= 14);  // docs/accuracy.md "The 2024-25 runs"
 }
@@ -548,10 +568,57 @@ TEST_CASE("validation: --unstated strict skips what a row does not state, search
     if (e.fits) CHECK(e.time.step_s >= chosen.time.step_s);
   }
 
-  // Shape assumptions are for GPT-3-style rows only: another model's unstated vocabulary stays a skip reason.
+  // Shape assumptions are for GPT-3-style rows, and a vocabulary for rows shaped like a model profile: another
+  // model's unstated vocabulary stays a skip reason.
   nlohmann::json other = row;
   other["arch"]["arch_notes"] = "Mixtral-like";
   CHECK(has_reason(map_one_with(other, Unstated::search), "arch.vocab not stated"));
+}
+
+TEST_CASE("validation: search takes an unstated vocabulary from the model profile of the row's shape") {
+  nlohmann::json row = base_row();  // Mixtral 8x22B's shape (the mixtral-8x22b profile), vocabulary unstated
+  row["arch"] = {{"layers", 56}, {"hidden", 6144}, {"heads", 48}, {"kv_heads", 8}, {"ffn", 16384},
+                 {"ffn_type", "SwiGLU MoE (8 experts, top-2)"}, {"vocab", nullptr}, {"seq_len", 4096},
+                 {"experts", 8}, {"top_k", 2}};
+  row["hardware"]["gpu"] = "H100";
+  row["hardware"]["num_gpus"] = 128;
+  row["parallel"] = {{"tp", 2}, {"pp", 8}, {"dp", 8}, {"ep", 8}, {"sequence_parallel", true}, {"micro_batch", 1},
+                     {"global_batch_seqs", 256}, {"vpp_chunks_per_stage", nullptr}};
+  row["precision"] = "bf16";
+  row["recompute"] = "none";
+  CHECK(has_reason(map_one_with(row, Unstated::strict), "arch.vocab not stated"));
+  const MappedRun r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->model.vocab == 32768);  // mistralai/Mixtral-8x22B-v0.1 config.json
+  CHECK(assumed(r, "arch.vocab = 32768 (the mixtral-8x22b profile"));
+  // A stated kv_heads that differs from every profile: no profile has the shape, nothing is assumed.
+  row["arch"]["kv_heads"] = 16;
+  CHECK(has_reason(map_one_with(row, Unstated::search), "arch.vocab not stated"));
+}
+
+TEST_CASE("validation: search takes unstated GPUs per node from the GPU's cluster profiles; strict skips") {
+  nlohmann::json row = base_row();
+  row["hardware"]["gpus_per_node"] = nullptr;
+  const MappedRun strict = map_one_with(row, Unstated::strict);
+  CHECK(has_reason(strict, "hardware.gpus_per_node not stated"));
+  CHECK(strict.assumed.empty());
+  for (const auto& [gpu, cluster] : {std::pair{"A100-SXM4-80GB", "dgx-a100"}, {"H100", "dgx-h100"}, {"B300", "dgx-b300"},
+                                     {"H800", "dgx-h800"}, {"AMD MI300X", "mi300x-oam"}}) {
+    row["hardware"]["gpu"] = gpu;
+    const MappedRun r = map_one_with(row, Unstated::search);
+    CHECK_MESSAGE(!has_reason(r, "gpus_per_node"), gpu, ": ", r.skip_reason());
+    CHECK_MESSAGE(assumed(r, std::string("hardware.gpus_per_node = 8 (the node of every ") + r.gpu_type), gpu);
+    if (r.plan) CHECK(r.plan->cluster.name == cluster);
+  }
+  // Cluster profiles with that GPU disagreeing on the node size: nothing is assumed.
+  ProfileSet mixed = ProfileSet::embedded();
+  mixed.add(R"({"kind":"cluster","name":"h100-quad","gpu":"H100-SXM5-80GB","gpus_per_node":4,)"
+            R"("intra_node":{"bandwidth_GBps":450},"inter_node":{"bandwidth_GBps":50}})",
+            "quad.json");
+  row["hardware"]["gpu"] = "H100";
+  const auto runs = load_published_runs(nlohmann::json::array({row}).dump(), "runs.json", mixed, Unstated::search);
+  REQUIRE(runs.size() == 1);
+  CHECK(has_reason(runs.front(), "hardware.gpus_per_node not stated"));
 }
 
 TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last stages") {
