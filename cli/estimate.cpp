@@ -33,9 +33,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   const ParallelConfig& pc = plan.parallel;
   std::string s;
   if (!note.empty()) s += note + "\n";
-  s += fmt::format("{} ({} params) on {} x {} ({}, {} GPUs/node)\n", plan.model.name,
+  s += fmt::format("{} ({} params) on {} x {} ({}, {})\n", plan.model.name,
                    fmt_count(static_cast<double>(total_params(plan.model))), plan.num_gpus, plan.gpu.name,
-                   plan.cluster.name, plan.cluster.gpus_per_node);
+                   plan.cluster.name, node_shape(plan.cluster));
   s += fmt::format(
       "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp, pc.tp, pc.pp,
       pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,

@@ -91,8 +91,8 @@ Runner setup(CLI::App& app) {
                               g.hbm_bandwidth_Bps / 1e9, g.peak(DType::bf16) / 1e12);
       } else if (e.kind == "cluster") {
         const ClusterSpec& c = set.cluster_of(e);
-        summary = fmt::format("{} x {}/node, intra {:.0f} GB/s, inter {:.0f} GB/s per GPU", c.gpus_per_node, c.gpu,
-                              c.intra_node.bandwidth_Bps / 1e9, c.inter_node.bandwidth_Bps / 1e9);
+        summary = fmt::format("{} x {} ({}), intra {:.0f} GB/s, inter {:.0f} GB/s per GPU", c.gpus_per_node, c.gpu,
+                              node_shape(c), c.intra_node.bandwidth_Bps / 1e9, c.inter_node.bandwidth_Bps / 1e9);
       } else {
         summary = model_summary(set.model_of(e));
       }

@@ -40,6 +40,12 @@ std::string count_of(int64_t n, std::string_view noun) {
   return fmt::format("{} {}{}", n, noun, n == 1 ? "" : es ? "es" : "s");
 }
 
+std::string node_shape(const ClusterSpec& c) {
+  const int64_t d = c.nvlink_domain();
+  return d == c.gpus_per_node ? fmt::format("{} GPUs/node", c.gpus_per_node)
+                              : fmt::format("{} GPUs/node, {} per NVLink domain", c.gpus_per_node, d);
+}
+
 std::string mfu_basis(const Plan& plan) {
   const DType d = plan.gemm_dtype();
   return fmt::format("the {} dense peak ({:.0f} TFLOP/s per GPU)", to_string(d), plan.gpu.peak(d) / 1e12);

@@ -8,6 +8,7 @@
 
 namespace parplan {
 struct Plan;
+struct ClusterSpec;
 }
 
 namespace parplan::cli {
@@ -23,6 +24,8 @@ std::string fmt_count(double n);         // "174.6B", "1.3T", "350M"
 std::string count_of(int64_t n, std::string_view noun);  // "1 GPU", "64 GPUs", "8 microbatches"
 // What a plan's MFU is measured against: "the bf16 dense peak (989 TFLOP/s per GPU)" (its GEMM precision's).
 std::string mfu_basis(const Plan& plan);
+// A cluster's node and NVLink domain: "8 GPUs/node", or "4 GPUs/node, 72 per NVLink domain" where they differ.
+std::string node_shape(const ClusterSpec& c);
 
 // Every line of `text` longer than `width` broken at spaces (a word longer than the line at the width); the
 // continuation lines are indented two more than the line they continue.

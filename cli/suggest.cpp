@@ -292,7 +292,7 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
   }
   int tried = 0;
   const int64_t most = std::min(kMaxGpus, std::max<int64_t>(req.gpus, a.floor.min_gpus) * 4);
-  for (int64_t n : fewest_gpus_counts(most, req.cluster.gpus_per_node)) {
+  for (int64_t n : fewest_gpus_counts(most, req.cluster)) {
     if (n <= req.gpus || n < a.floor.min_gpus || tried >= 6) continue;
     ++tried;
     if (mesh_count(q, n) > budget) continue;
@@ -519,8 +519,8 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
 // The model, the search setup and the memory limit.
 std::string search_header(const SearchRequest& req, const std::string& note, const std::string& batch_note) {
   std::string s = note + "\n";
-  s += fmt::format("Search: {} x {} ({}, {} GPUs/node), objective {}{}\n", req.gpus, req.gpu.name, req.cluster.name,
-                   req.cluster.gpus_per_node, to_string(req.objective),
+  s += fmt::format("Search: {} x {} ({}, {}), objective {}{}\n", req.gpus, req.gpu.name, req.cluster.name,
+                   node_shape(req.cluster), to_string(req.objective),
                    req.objective == Objective::fewest_gpus ? fmt::format(" (>= {:.0f} tokens/s)", req.min_tokens_per_s) : "");
   s += fmt::format("Global batch {} x seq {} = {} tokens/step ({})\n", req.training.global_batch, req.training.seq_len,
                    fmt_count(static_cast<double>(req.training.global_batch * req.training.seq_len)), batch_note);

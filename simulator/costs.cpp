@@ -26,8 +26,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   sc.p2p_bytes = static_cast<int64_t>(e.p2p_bytes);
   sc.p2p_blocking = opt.blocking_p2p || !pc.overlaps_p2p();
   sc.dp_overlap = pc.overlap_dp_comm;
-  const int32_t pp_tier = group_crosses_nodes(pc, GroupKind::pp, plan.cluster.gpus_per_node) ? 1 : 0;
-  const int32_t dp_tier = group_crosses_nodes(pc, GroupKind::dp_cp, plan.cluster.gpus_per_node) ? 1 : 0;
+  const int32_t pp_tier = group_crosses_domain(pc, GroupKind::pp, plan.cluster) ? 1 : 0;
+  const int32_t dp_tier = group_crosses_domain(pc, GroupKind::dp_cp, plan.cluster) ? 1 : 0;
 
   const PlanParamCounts counts = plan_param_counts(plan);
   std::vector<double> params(static_cast<size_t>(p));

@@ -1129,8 +1129,8 @@ bool last_send_shares_link(const StepInputs& in, const EstimateOptions& options)
   const ParallelConfig& pc = in.plan.parallel;
   return options.link_sharing && in.p > 1 && !in.p2p_overlap && pc.overlap_dp_comm &&
          !splits_backward(pc.schedule) &&
-         group_crosses_nodes(pc, GroupKind::pp, in.plan.cluster.gpus_per_node) ==
-             group_crosses_nodes(pc, GroupKind::dp_cp, in.plan.cluster.gpus_per_node);
+         group_crosses_domain(pc, GroupKind::pp, in.plan.cluster) ==
+             group_crosses_domain(pc, GroupKind::dp_cp, in.plan.cluster);
 }
 
 // Each stage's last_send_delay_s where its last send shares the link with its DP reduction.

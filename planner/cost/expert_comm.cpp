@@ -26,10 +26,11 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
   const double A = static_cast<double>(dtype_bytes(plan.activation_dtype()));
   const double token_bytes = tokens * static_cast<double>(m.hidden) * A * moe_rank_load(m, n);
   a.copies_bytes = token_bytes * static_cast<double>(m.top_k);
-  // The group's ranks per node: all of it inside one node, else a node's worth of its stride-spaced ranks.
-  const int64_t stride = group_stride(pc, GroupKind::ep), gpn = plan.cluster.gpus_per_node;
-  a.ranks_per_node = stride * n <= gpn ? n : std::clamp<int64_t>(gpn / stride, 1, n);
-  a.nodes = n / a.ranks_per_node;
+  // The group's split over NVLink domains (layout.hpp): the worst group's domains, and its member with the fewest
+  // group ranks in its domain (most of its copies off-domain).
+  const DomainSplit split = group_domain_split(pc, GroupKind::ep, plan.cluster);
+  a.ranks_per_node = split.fewest;
+  a.nodes = split.domains;
   const double nd = static_cast<double>(n), g = static_cast<double>(a.ranks_per_node);
   if (pc.moe_dispatcher == MoeDispatcher::deepep) {
     const double hit = node_hit_probability(m.experts, m.experts / a.nodes, m.top_k);

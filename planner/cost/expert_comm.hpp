@@ -1,6 +1,9 @@
 // Expert-parallel token exchange: bytes and time of one MoE dispatch (or combine) of one layer and microbatch.
 //
-// An ep group of n ranks spans N nodes with g of its ranks on each (the rank layout, layout.hpp). Each rank routes
+// An ep group of n ranks spans N NVLink domains with g of its ranks in each (the rank layout and its domains,
+// layout.hpp; "node" below is an NVLink domain: a server, or a whole NVL72 rack). Where the domains split a group
+// unevenly, g is its fewest ranks in one domain (the member with the most off-domain copies sets the time) and N the
+// domains it touches. Each rank routes
 // `tokens` tokens to top_k experts each, a copy of h activations (A bytes each) per routed expert; routing is taken
 // as balanced (uniform over the experts), as Megatron-Core's benchmarks force it (--moe-router-force-load-balancing).
 //   alltoall (NCCL all-to-all of every copy; Megatron-Core --moe-token-dispatcher-type alltoall): of the copies,
@@ -35,7 +38,7 @@ struct ExpertA2A {
   double inter_node_bytes = 0;  // of what leaves this rank, over the NIC
   double intra_node_bytes = 0;  // over NVLink
   double time_s = 0;            // one dispatch (or one combine)
-  int64_t nodes = 1, ranks_per_node = 1;  // N and g of the ep group
+  int64_t nodes = 1, ranks_per_node = 1;  // N (NVLink domains) and g (ranks per domain) of the ep group
 };
 
 // One dispatch (combine: the same bytes back) of `tokens` tokens on one rank, at the most-loaded rank's load.

@@ -1,6 +1,9 @@
 // Rank layout (see layout.hpp for the order and its source).
 #include "planner/cost/layout.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 namespace parplan {
 
 RankCoord coord_of(const ParallelConfig& pc, int64_t rank) {
@@ -83,27 +86,56 @@ std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t 
   return ranks;
 }
 
-bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per_node) {
+bool group_crosses_domain(const ParallelConfig& pc, GroupKind g, const ClusterSpec& c) {
   const int64_t size = group_size(pc, g);
-  if (size <= 1) return false;
-  return group_stride(pc, g) * size > gpus_per_node;
+  return size > 1 && c.domain_splits_blocks(group_stride(pc, g) * size, pc.gpus());
+}
+
+DomainSplit group_domain_split(const ParallelConfig& pc, GroupKind g, const ClusterSpec& c) {
+  const int64_t n = group_size(pc, g), s = group_stride(pc, g), D = c.nvlink_domain(), block = s * n;
+  DomainSplit worst{1, n};
+  if (!group_crosses_domain(pc, g, c)) return worst;
+  // The layout repeats every lcm(block, D) ranks: one period's groups are all the cases.
+  const int64_t period = std::min(pc.gpus(), std::lcm(block, D));
+  for (int64_t b = 0; b < period; b += block) {
+    for (int64_t f = b; f < b + s; ++f) {  // the group whose members are f, f + s, ..., f + (n - 1) s
+      const int64_t last = f + (n - 1) * s;
+      int64_t touched = 0;
+      for (int64_t d = f / D; d <= last / D; ++d) {  // members in [lo, hi]: i from ceil((lo - f) / s) to (hi - f) / s
+        const int64_t lo = std::max(f, d * D), hi = std::min(last, (d + 1) * D - 1);
+        const int64_t members = (hi - f) / s - (lo - f + s - 1) / s + 1;
+        if (members <= 0) continue;  // a domain between two members (stride > D)
+        ++touched;
+        worst.fewest = std::min(worst.fewest, members);
+      }
+      worst.domains = std::max(worst.domains, touched);
+    }
+  }
+  return worst;
 }
 
 int64_t expert_dp_size(const ParallelConfig& pc) {
   return pc.etp > 0 ? pc.tp * pc.cp * pc.dp / (pc.ep * pc.etp) : pc.dp * pc.cp / pc.ep;
 }
 
+bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c) {
+  if (expert_dp_size(pc) <= 1) return false;
+  // Folding: etp ep-strided groups tiling each stage. Otherwise: with dp/ep >= 2 every group reaches across its stage
+  // (dp indices ep apart, every cp index), which the groups' spans cover with no gap; with dp = ep the group is the
+  // cp group.
+  const int64_t stage = pc.tp * pc.cp * pc.dp;
+  const int64_t block = pc.etp > 0 || pc.dp / pc.ep >= 2 ? stage : pc.tp * pc.cp;
+  return c.domain_splits_blocks(block, pc.gpus());
+}
+
 const LinkSpec& expert_dp_link(const Plan& plan) {
-  const ParallelConfig& pc = plan.parallel;
-  // Folding: the expert-data-parallel ranks are etp x ep apart; otherwise dp ranks ep apart and the cp ranks.
-  const int64_t span = pc.etp > 0 ? (expert_dp_size(pc) - 1) * pc.ep * pc.etp + 1
-                                  : (pc.dp / pc.ep - 1) * pc.ep * pc.tp * pc.cp + (pc.cp - 1) * pc.tp + 1;
-  return expert_dp_size(pc) > 1 && span > plan.cluster.gpus_per_node ? plan.cluster.inter_node : plan.cluster.intra_node;
+  return expert_dp_crosses_domain(plan.parallel, plan.cluster) ? plan.cluster.inter_node
+                                                                               : plan.cluster.intra_node;
 }
 
 const LinkSpec& group_link(const Plan& plan, GroupKind g) {
-  return group_crosses_nodes(plan.parallel, g, plan.cluster.gpus_per_node) ? plan.cluster.inter_node
-                                                                            : plan.cluster.intra_node;
+  return group_crosses_domain(plan.parallel, g, plan.cluster) ? plan.cluster.inter_node
+                                                                              : plan.cluster.intra_node;
 }
 
 }  // namespace parplan

@@ -23,15 +23,31 @@ int64_t group_size(const ParallelConfig& pc, GroupKind g);
 int64_t group_stride(const ParallelConfig& pc, GroupKind g);
 // The ranks of `rank`'s group of kind g, in group order.
 std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t rank);
-// True when a group of kind g spans more than one node (nodes are blocks of gpus_per_node consecutive ranks).
-bool group_crosses_nodes(const ParallelConfig& pc, GroupKind g, int64_t gpus_per_node);
-// The link a group's collectives run on: intra-node when the group fits in a node, else the per-GPU NIC.
+// NVLink domains (ClusterSpec::nvlink_domain): blocks of D consecutive ranks, rank r in domain r / D. A group crosses
+// domains when its members fall in different domains; a kind crosses when any of its groups does (its collectives
+// run in lockstep, so the slowest group sets the pace). Every kind's groups tile the ranks in aligned blocks of
+// stride x size ranks, each block interleaving stride groups; a domain boundary inside a block splits one of them
+// (with size >= 2 the first group reaches from the block's start to (size - 1) stride, the last from stride - 1 to its
+// end), so a kind crosses exactly when there is more than one domain and D is not a multiple of the block.
+// Example, D = 72: tp 8 (blocks 0..7, ..., 64..71) never crosses; ep 16 over 144 ranks crosses (block 64..79).
+bool group_crosses_domain(const ParallelConfig& pc, GroupKind g, const ClusterSpec& c);
+// The worst split of a kind's groups over domains: the most domains one group touches and the fewest of one group's
+// members that share a domain (the member whose share of the group is off-domain the most). {1, size} when none
+// crosses.
+struct DomainSplit {
+  int64_t domains = 1, fewest = 1;
+};
+DomainSplit group_domain_split(const ParallelConfig& pc, GroupKind g, const ClusterSpec& c);
+// The link a group's collectives run on: NVLink (intra_node) when no group of the kind crosses an NVLink domain,
+// else the per-GPU NIC (inter_node).
 const LinkSpec& group_link(const Plan& plan, GroupKind g);
 
 // The expert-data-parallel group (MoE): the dp cp / ep ranks that hold the same experts (dp indices equal mod ep,
 // every cp index), over which the experts' gradients are reduced and their states sharded (Megatron-Core's
 // expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp + (cp - 1) tp + 1 consecutive ranks.
 int64_t expert_dp_size(const ParallelConfig& pc);
+// True when an expert-data-parallel group crosses an NVLink domain (as group_crosses_domain).
+bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c);
 const LinkSpec& expert_dp_link(const Plan& plan);
 
 }  // namespace parplan

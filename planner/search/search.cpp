@@ -524,14 +524,16 @@ bool ranks_before(const Candidate& a, const Candidate& b, Objective o) {
   return key(a) < key(b);
 }
 
-std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node) {
+std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, const ClusterSpec& cluster) {
   std::vector<int64_t> c;
-  for (int64_t n = 1; n < gpus_per_node; n *= 2) c.push_back(n);
-  for (int64_t k = 1; k <= 16; ++k) c.push_back(k * gpus_per_node);
-  for (int64_t j = 2; j < 40; ++j) {  // from 20, 24, 28 nodes (4 x 2^2 = 16 is already listed)
-    for (int64_t f : {4, 5, 6, 7}) {
-      const int64_t k = f << j;
-      if (k > 16 && k * gpus_per_node <= max_gpus) c.push_back(k * gpus_per_node);
+  for (int64_t n = 1; n < cluster.gpus_per_node; n *= 2) c.push_back(n);
+  for (const int64_t unit : {cluster.gpus_per_node, cluster.nvlink_domain()}) {
+    for (int64_t k = 1; k <= 16; ++k) c.push_back(k * unit);
+    for (int64_t j = 2; j < 40; ++j) {  // from 20, 24, 28 units (4 x 2^2 = 16 is already listed)
+      for (int64_t f : {4, 5, 6, 7}) {
+        const int64_t k = f << j;
+        if (k > 16 && k * unit <= max_gpus) c.push_back(k * unit);
+      }
     }
   }
   c.push_back(max_gpus);
@@ -544,7 +546,7 @@ std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node)
 SearchResult search(const SearchRequest& req) {
   SearchResult r;
   std::vector<int64_t> counts{req.gpus};
-  if (req.objective == Objective::fewest_gpus) counts = fewest_gpus_counts(req.gpus, req.cluster.gpus_per_node);
+  if (req.objective == Objective::fewest_gpus) counts = fewest_gpus_counts(req.gpus, req.cluster);
   const Objective within = req.objective == Objective::fewest_gpus ? Objective::fastest : req.objective;
   Accumulator total;
   for (int64_t n : counts) {

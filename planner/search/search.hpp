@@ -109,8 +109,9 @@ struct SearchResult {
 SearchResult search(const SearchRequest& req);
 
 // The GPU counts the fewest_gpus objective tries: powers of two up to a node, then whole nodes (every count up to
-// 16 nodes, then {4,5,6,7} x 2^k nodes), and `max_gpus` itself.
-std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, int64_t gpus_per_node);
+// 16 nodes, then {4,5,6,7} x 2^k nodes), the same counts of whole NVLink domains where a domain holds several nodes
+// (GB200 NVL72: 72, 144, ... beside the 4-GPU trays), and `max_gpus` itself.
+std::vector<int64_t> fewest_gpus_counts(int64_t max_gpus, const ClusterSpec& cluster);
 
 // The meshes (dp x tp x pp x cp x ep) search() tries for `gpus`, counted without listing them: a search's work is
 // about this many times the knob combinations of a mesh.

@@ -258,7 +258,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   const ParallelConfig& pc = plan.parallel;
   const ModelSpec& m = plan.model;
   if (pc.gpus() != plan.num_gpus) v.add(Reject::gpu_count_mismatch);
-  if (pc.tp > plan.cluster.gpus_per_node && !opt.allow_tp_across_nodes) v.add(Reject::tp_crosses_node);
+  // tp groups are blocks of tp consecutive ranks (layout.hpp): rejected where a domain boundary splits one.
+  if (pc.tp > 1 && plan.cluster.domain_splits_blocks(pc.tp, pc.gpus()) && !opt.allow_tp_across_nodes) {
+    v.add(Reject::tp_crosses_node);
+  }
   if (m.heads % pc.tp != 0 || m.kv_heads % pc.tp != 0) v.add(Reject::tp_not_dividing_heads);
   if (m.ffn_hidden % pc.tp != 0 || m.dense_ffn_hidden % pc.tp != 0) v.add(Reject::tp_not_dividing_ffn);
   if (pc.pp > m.layers) v.add(Reject::pp_exceeds_layers);
@@ -360,8 +363,9 @@ std::string describe(Reject r, const Plan& plan) {
       return fmt::format("dp*tp*pp*cp = {}*{}*{}*{} = {} but there are {} GPUs", pc.dp, pc.tp, pc.pp, pc.cp, pc.gpus(),
                          plan.num_gpus);
     case Reject::tp_crosses_node:
-      return fmt::format("tp {} is larger than a node of {} GPUs (allow with --allow-tp-across-nodes)", pc.tp,
-                         plan.cluster.gpus_per_node);
+      return fmt::format("tp {} {} an NVLink domain of {} GPUs (allow with --allow-tp-across-nodes)", pc.tp,
+                         pc.tp > plan.cluster.nvlink_domain() ? "is larger than" : "groups straddle the edge of",
+                         plan.cluster.nvlink_domain());
     case Reject::tp_not_dividing_heads:
       return fmt::format("tp {} does not divide the {} attention heads / {} kv heads", pc.tp, m.heads, m.kv_heads);
     case Reject::tp_not_dividing_ffn:

@@ -12,7 +12,7 @@ namespace parplan {
 
 enum class Reject : uint8_t {
   gpu_count_mismatch,     // dp * tp * pp * cp != num_gpus
-  tp_crosses_node,        // tp larger than a node (allowed only with allow_tp_across_nodes)
+  tp_crosses_node,        // a tp group crosses an NVLink domain (allowed only with allow_tp_across_nodes)
   tp_not_dividing_heads,  // heads % tp or kv_heads % tp
   tp_not_dividing_ffn,    // ffn_hidden % tp or vocab split
   pp_exceeds_layers,      // pp > layers

@@ -247,9 +247,22 @@ inline constexpr double kCpuAdamParamsPerS = 10e9 / 2.57;
 struct ClusterSpec {
   std::string name;
   std::string gpu;  // GPU profile name
+  // GPUs per node (server, or compute tray of a rack): what the host side is per (host memory, host link, CPU Adam)
+  // and the launcher's processes per node.
   int64_t gpus_per_node = 8;
-  LinkSpec intra_node;  // NVLink / NVSwitch
-  LinkSpec inter_node;  // per-GPU NIC
+  // GPUs that share one NVLink switch fabric: ranks r and s share NVLink when r / D == s / D (D this, layout.hpp).
+  // 0 = gpus_per_node (an NVLink domain per node, as in DGX/HGX servers); a GB200/GB300 NVL72 rack has 72 GPUs in
+  // compute trays of 4. A multiple of gpus_per_node.
+  int64_t nvlink_domain_gpus = 0;
+  int64_t nvlink_domain() const { return nvlink_domain_gpus > 0 ? nvlink_domain_gpus : gpus_per_node; }
+  // Groups tiling `world` ranks in aligned blocks of `block` consecutive ranks (a rank-layout group kind, layout.hpp):
+  // whether an NVLink-domain boundary falls inside a block, i.e. there is more than one domain and the domain is not
+  // a multiple of the block.
+  bool domain_splits_blocks(int64_t block, int64_t world) const {
+    return world > nvlink_domain() && nvlink_domain() % block != 0;
+  }
+  LinkSpec intra_node;  // NVLink / NVSwitch: within an NVLink domain
+  LinkSpec inter_node;  // per-GPU NIC: between NVLink domains
   // The GPU <-> host-memory link of one GPU (PCIe, or NVLink-C2C on Grace superchips), per direction: what offloaded
   // states cross (planner/cost/offload.hpp). 0 = unknown: offload plans are refused on this cluster.
   LinkSpec host_link;

@@ -194,6 +194,12 @@ ClusterSpec cluster_from_json(JsonReader& r) {
   c.name = r.get_string("name");
   c.gpu = r.get_string("gpu");
   c.gpus_per_node = r.get_int("gpus_per_node", 1, 1'000'000);
+  if (r.has("nvlink_domain_gpus")) {
+    c.nvlink_domain_gpus = r.get_int("nvlink_domain_gpus", 1, 1'000'000);
+    if (c.nvlink_domain_gpus % c.gpus_per_node != 0) {
+      r.fail("nvlink_domain_gpus", fmt::format("must be a multiple of gpus_per_node ({})", c.gpus_per_node));
+    }
+  }
   c.intra_node = link_from_json(r.object("intra_node"));
   c.inter_node = link_from_json(r.object("inter_node"));
   if (r.has("host_link")) c.host_link = link_from_json(r.object("host_link"));
@@ -368,6 +374,7 @@ nlohmann::json to_json(const ClusterSpec& c) {
           {"intra_node", link_to_json(c.intra_node)},
           {"inter_node", link_to_json(c.inter_node)},
           {"source", c.source}};
+  if (c.nvlink_domain() != c.gpus_per_node) j["nvlink_domain_gpus"] = c.nvlink_domain();
   if (c.host_link.bandwidth_Bps > 0) j["host_link"] = link_to_json(c.host_link);
   j["host_adam_Gparams_per_s"] = c.host_adam_params_per_s / 1e9;
   if (c.host_memory_bytes > 0) j["host_memory_GiB"] = shortest_units(c.host_memory_bytes, kGiB);

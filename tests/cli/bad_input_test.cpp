@@ -248,6 +248,8 @@ TEST_CASE("bad input: plan documents") {
       {"plan_offload_params_zero1.json", "/parallel: offload optimizer,params with ZeRO stage 1"},
       {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
       {"plan_inline_gpu_zero_memory.json", "/gpu/memory_GiB"},
+      {"plan_inline_cluster_nvlink_domain.json",
+       "/cluster/nvlink_domain_gpus: must be a multiple of gpus_per_node (8)"},
       {"plan_seq_negative.json", "/training/seq_len"},
       {"plan_duplicate_key.json", "/parallel/tp: duplicate key"},
       {"plan_nul_key.json", "/parallel/d\\x00q: unknown key"},  // a JSON \u0000 does not end the line early
@@ -321,6 +323,9 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"cluster_host_link_zero.json", "/host_link/bandwidth_GBps: 0 is out of range"},
       {"cluster_host_memory_negative.json", "/host_memory_GiB: -1 is out of range"},
       {"cluster_host_adam_zero.json", "/host_adam_Gparams_per_s: 0 is out of range"},
+      {"cluster_nvlink_domain_not_multiple.json", "/nvlink_domain_gpus: must be a multiple of gpus_per_node (4)"},
+      {"cluster_nvlink_domain_zero.json", "/nvlink_domain_gpus: 0 is out of range"},
+      {"cluster_nvlink_domain_string.json", "/nvlink_domain_gpus: expected an integer"},
   };
   for (const auto& [file, names] : cases) {
     const std::string path = kBad + file;

@@ -102,7 +102,7 @@ TEST_CASE("bad flags: one line naming the flag, exit 2") {
       {{"estimate", "--params", "1e30", "--gpus", "8"}, "--params"},
       {{"estimate", "--model", "gpt3-175b", "--gpus", "0"}, "--gpus"},
       {{"estimate", "--model", "gpt3-175b", "--gpus", "64", "--schedule", "2f2b"}, "--schedule"},
-      {{"estimate", "--model", "gpt3-175b", "--gpus", "16", "--tp", "16"}, "tp 16 is larger than a node"},
+      {{"estimate", "--model", "gpt3-175b", "--gpus", "16", "--tp", "16"}, "tp 16 is larger than an NVLink domain"},
       {{"estimate", "--gpus", "8"}, "--model or --params"},
       {{"estimate", "--plan", "/nonexistent/plan.json"}, "--plan"},
       {{"estimate", "--model", "gpt3-175b", "--gpus", "8", "--frobnicate"}, "--frobnicate"},

@@ -468,12 +468,21 @@ TEST_CASE("search: objectives (headroom order, pins, fewest GPUs reaching a thro
   for (const Candidate& c : res.top) CHECK(c.time.tokens_per_s >= req.min_tokens_per_s);
   REQUIRE(res.gpu_counts.size() >= 3);  // stops once top_k plans reach the throughput
   CHECK(std::vector<int64_t>(res.gpu_counts.begin(), res.gpu_counts.begin() + 3) == std::vector<int64_t>{1, 2, 4});
-  CHECK(fewest_gpus_counts(200, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104,
-                                                            112, 120, 128, 160, 192, 200});
+  ClusterSpec eight;
+  eight.gpus_per_node = 8;
+  CHECK(fewest_gpus_counts(200, eight) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
+                                                               104, 112, 120, 128, 160, 192, 200});
   // After 16 nodes: 20, 24, 28, 32, 40, 48, 56, 64, 80 ... nodes ({4,5,6,7} x 2^k).
-  CHECK(fewest_gpus_counts(1024, 8) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
-                                                             104, 112, 120, 128, 160, 192, 224, 256, 320, 384, 448,
-                                                             512, 640, 768, 896, 1024});
+  CHECK(fewest_gpus_counts(1024, eight) == std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96,
+                                                                104, 112, 120, 128, 160, 192, 224, 256, 320, 384, 448,
+                                                                512, 640, 768, 896, 1024});
+  // NVL72 (trays of 4 in a 72-GPU NVLink domain): whole trays and whole racks (72, 144, 216, ...).
+  ClusterSpec nvl72;
+  nvl72.gpus_per_node = 4;
+  nvl72.nvlink_domain_gpus = 72;
+  CHECK(fewest_gpus_counts(300, nvl72) == std::vector<int64_t>{1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52,
+                                                               56, 60, 64, 72, 80, 96, 112, 128, 144, 160, 192, 216,
+                                                               224, 256, 288, 300});
 }
 
 TEST_CASE("state floor: 175B with Adam is 16 bytes/param with 16-bit gradients, 43.6 GB per GPU on 64: over 40 GiB") {

@@ -95,3 +95,20 @@ TEST_CASE("a user profile with the same name overrides the embedded one") {
   s.add(R"({"kind":"gpu","name":"H100-SXM5-80GB","peak_tflops":{"bf16":500},"memory_GiB":80,"hbm_bandwidth_GBps":3000})", "mine.json");
   CHECK(s.find_gpu("h100-sxm5-80gb")->peak(DType::bf16) == doctest::Approx(500e12));
 }
+
+TEST_CASE("nvlink_domain_gpus: a multiple of gpus_per_node, named by its JSON path") {
+  const std::string base = R"({"kind":"cluster","name":"c","gpu":"X","gpus_per_node":4,"intra_node":{"bandwidth_GBps":100},"inter_node":{"bandwidth_GBps":10})";
+  CHECK(validate_profile(base + R"(,"nvlink_domain_gpus":72})", "c") == "cluster");
+  CHECK(error_of(base + R"(,"nvlink_domain_gpus":70})") ==
+        "p.json: /nvlink_domain_gpus: must be a multiple of gpus_per_node (4)");
+  CHECK(error_of(base + R"(,"nvlink_domain_gpus":0})").find("/nvlink_domain_gpus") != std::string::npos);
+  CHECK(error_of(base + R"(,"nvlink_domain_gpus":"72"})").find("/nvlink_domain_gpus: expected an integer") !=
+        std::string::npos);
+  // Written back only where it differs from the node.
+  ProfileSet set;
+  set.add(base + R"(,"nvlink_domain_gpus":72})", "c");
+  CHECK(to_json(*set.find_cluster("c"))["nvlink_domain_gpus"] == 72);
+  ProfileSet plain;
+  plain.add(base + "}", "d");
+  CHECK_FALSE(to_json(*plain.find_cluster("c")).contains("nvlink_domain_gpus"));
+}
