@@ -406,3 +406,24 @@ TEST_CASE("estimate --moe-capacity-factor / --moe-imbalance / --mtp-layers: stat
   CHECK(r.out.find("  | MTP: 1 module on the last stage\n") != std::string::npos);
   CHECK(run_parplan(mesh).out.find("MoE routing") == std::string::npos);  // dropless and balanced: nothing to say
 }
+
+// A GB200 NVL72 rack: trays of 4, one 72-GPU NVLink domain. The header says both; ep 64 on 64 GPUs is on NVLink there
+// and 3.7x slower across eight DGX B200 servers' NICs (the plan's all-to-all, planner/cost/layout.hpp).
+TEST_CASE("estimate on gb200-nvl72 names the NVLink domain and keeps ep 64 on NVLink") {
+  const auto on = [](const std::string& cluster, bool json) {
+    std::vector<std::string> args = {"estimate", "--model", "qwen3-235b-a22b", "--gpus", "64", "--ep", "64",
+                                     "--zero", "3", "--global-batch", "64", "--cluster", cluster};
+    if (json) args.push_back("--json");
+    return run_parplan(args);
+  };
+  const auto a = on("gb200-nvl72", true), b = on("dgx-b200", true);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["plan"]["cluster"]["nvlink_domain_gpus"] == 72);
+  CHECK_FALSE(jb["plan"]["cluster"].contains("nvlink_domain_gpus"));
+  CHECK(jb["time"]["step_s"].get<double>() > 2 * ja["time"]["step_s"].get<double>());
+  const auto text = on("gb200-nvl72", false);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("(gb200-nvl72, 4 GPUs/node, 72 per NVLink domain)") != std::string::npos);
+}

@@ -222,7 +222,7 @@ TEST_CASE("hardening: suggest's 'what it would need' stays bounded with extreme 
   }
   const RunResult many = run_parplan(args, {}, 60);
   CHECK(many.exit_code == 1);
-  CHECK(has(many.out, "(22 other GPU profiles with less memory not tried)"));  // 8 other embedded + 20, less 6
+  CHECK(has(many.out, "(24 other GPU profiles with less memory not tried)"));  // 10 other embedded + 20, less 6
   CHECK(has(many.out, "H200-141GB"));
   CHECK_FALSE(has(many.out, "G13 "));
 }

@@ -89,3 +89,48 @@ TEST_CASE("overlap_ep_comm hides the all-to-alls behind another microbatch's com
   p.training.global_batch = 16;
   CHECK(layer_cost(p).exposed_ep_s == doctest::Approx(plain.exposed_ep_s).epsilon(1e-12));
 }
+
+// A GB200 NVL72 rack's 72 GPUs share one NVLink fabric although its trays hold 4: Qwen3-235B with ep 64 over 64 GPUs
+// (the Megatron-Core GB300 recipe's mesh, dp 64 ep 64 etp 1) exchanges its tokens over NVLink; on DGX B200 servers the
+// same group spans 8 of them and 7/8 of the copies cross the NIC.
+TEST_CASE("expert a2a: ep 64 inside a GB200 NVL72 rack is on NVLink, across DGX B200 nodes on the NIC") {
+  Plan p = qwen3_ep(64, MoeDispatcher::alltoall);
+  p.parallel.tp = 1;
+  p.parallel.sequence_parallel = false;
+  p.parallel.dp = 64;
+  p.num_gpus = 64;
+  p.training.global_batch = 64 * p.parallel.num_microbatches;
+  const double tokens = 4096, copies = tokens * 8 * 4096 * 2;
+  p.gpu = test::profiles().gpu("GB200", "test");
+  p.cluster = test::profiles().cluster("gb200-nvl72", "test");
+  REQUIRE(validate(p).ok());
+  const ExpertA2A rack = expert_a2a(p, tokens);
+  CHECK(rack.nodes == 1);
+  CHECK(rack.ranks_per_node == 64);
+  CHECK(rack.inter_node_bytes == 0.0);
+  CHECK(rack.time_s == doctest::Approx(collective_time_s(Collective::all_to_all, copies, 64, p.cluster.intra_node))
+                           .epsilon(1e-12));
+  p.gpu = test::profiles().gpu("B200", "test");
+  p.cluster = test::profiles().cluster("dgx-b200", "test");
+  const ExpertA2A servers = expert_a2a(p, tokens);
+  CHECK(servers.nodes == 8);
+  CHECK(servers.ranks_per_node == 8);
+  CHECK(servers.inter_node_bytes == doctest::Approx(copies * 56.0 / 64.0).epsilon(1e-12));
+  const LinkSpec& nic = p.cluster.inter_node;
+  CHECK(servers.time_s ==
+        doctest::Approx(copies * 56.0 / 64.0 / nic.effective_Bps() + 63 * nic.latency_s).epsilon(1e-12));
+  CHECK(servers.time_s > 9 * rack.time_s);  // 50 GB/s NIC against 900 GB/s NVLink
+
+  // Over two racks (128 GPUs) the ep 64 group at ranks 64..127 has 8 members in the first rack: they send 56/64 of
+  // their copies over the NIC, and set the pace.
+  p.gpu = test::profiles().gpu("GB200", "test");
+  p.cluster = test::profiles().cluster("gb200-nvl72", "test");
+  p.parallel.dp = 128;
+  p.num_gpus = 128;
+  p.training.global_batch = 128 * p.parallel.num_microbatches;
+  REQUIRE(validate(p).ok());
+  const ExpertA2A racks = expert_a2a(p, tokens);
+  CHECK(racks.nodes == 2);
+  CHECK(racks.ranks_per_node == 8);
+  CHECK(racks.inter_node_bytes == doctest::Approx(copies * 56.0 / 64.0).epsilon(1e-12));
+}

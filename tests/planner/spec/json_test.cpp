@@ -1,7 +1,9 @@
 // Tests for planner/json_reader, spec_json and profiles: strict parsing of every profile key, errors with paths.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include "planner/spec/error.hpp"
 #include "planner/spec/profiles.hpp"
@@ -94,6 +96,59 @@ TEST_CASE("a user profile with the same name overrides the embedded one") {
   ProfileSet s = ProfileSet::embedded();
   s.add(R"({"kind":"gpu","name":"H100-SXM5-80GB","peak_tflops":{"bf16":500},"memory_GiB":80,"hbm_bandwidth_GBps":3000})", "mine.json");
   CHECK(s.find_gpu("h100-sxm5-80gb")->peak(DType::bf16) == doctest::Approx(500e12));
+}
+
+namespace {
+// validation/hardware-reference.json's entry named `name` in `list` ("gpus" or "nodes").
+nlohmann::json reference_entry(const std::string& list, const std::string& name) {
+  std::ifstream in(PARPLAN_SOURCE_DIR "/validation/hardware-reference.json");
+  REQUIRE(in.good());
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  for (const nlohmann::json& e : ref.at(list)) {
+    if (e.at("name") == name) return e;
+  }
+  FAIL("no hardware-reference entry ", name);
+  return {};
+}
+}  // namespace
+
+// The Grace-Blackwell rack profiles against validation/hardware-reference.json (NVIDIA GB200 / GB300 NVL72 product
+// pages and datasheets): dense peaks, HBM, NVLink per direction and the per-GPU NIC; 72 GPUs share NVLink, 4 a tray.
+TEST_CASE("GB200 and GB300 NVL72 profiles carry the reference's figures") {
+  const ProfileSet& s = test::profiles();
+  for (const char* name : {"GB200", "GB300"}) {
+    CAPTURE(name);
+    const nlohmann::json ref = reference_entry("gpus", name);
+    const GpuSpec* g = s.find_gpu(name);
+    REQUIRE(g);
+    for (const auto& [d, key] : {std::pair{DType::tf32, "tf32"}, std::pair{DType::bf16, "bf16"},
+                                 std::pair{DType::fp16, "fp16"}, std::pair{DType::fp8, "fp8"}}) {
+      CHECK(g->peak(d) == doctest::Approx(ref["peak_tflops_dense"][key].get<double>() * 1e12));
+    }
+    CHECK(g->peak(DType::bf16) == doctest::Approx(2500e12));  // 360 PF sparse per rack / 2 / 72
+    CHECK(g->peak(DType::fp8) == doctest::Approx(5000e12));   // 720 PF sparse per rack / 2 / 72
+    CHECK(g->hbm_bandwidth_Bps == doctest::Approx(ref["hbm_bw_GBps"].get<double>() * 1e9));
+    CHECK(ref["nvlink_GBps_per_direction"].get<double>() == 900);
+  }
+  // HBM: the datasheet's 186 GB (13.4 TB / 72) and 288 GB, as the B200's 180 GB shows 179.06 GiB (of 192 GB stacks).
+  CHECK(reference_entry("gpus", "GB200")["hbm_GB"].get<double>() == 186);
+  CHECK(s.find_gpu("GB200")->memory_bytes == doctest::Approx(186.0 * 179.06 / 180.0 * 1024.0 * 1024.0 * 1024.0).epsilon(1e-4));
+  CHECK(reference_entry("gpus", "GB300")["hbm_GB"].get<double>() == 288);
+  CHECK(s.find_gpu("GB300")->memory_bytes == doctest::Approx(288.0 * 179.06 / 192.0 * 1024.0 * 1024.0 * 1024.0).epsilon(1e-4));
+
+  const nlohmann::json rack = reference_entry("nodes", "GB200 NVL72 / GB300 NVL72 scale-out");
+  for (const auto& [name, nic_GBps] : {std::pair{"gb200-nvl72", 50.0}, std::pair{"gb300-nvl72", 100.0}}) {
+    CAPTURE(name);
+    const ClusterSpec* c = s.find_cluster(name);
+    REQUIRE(c);
+    CHECK(c->gpus_per_node == rack["gpus_per_node"].get<int64_t>());
+    CHECK(c->nvlink_domain() == rack["nvlink_domain_gpus"].get<int64_t>());
+    CHECK(c->intra_node.bandwidth_Bps == doctest::Approx(900e9));
+    CHECK(c->inter_node.bandwidth_Bps == doctest::Approx(nic_GBps * 1e9));  // ConnectX-7 400 / ConnectX-8 800 Gb/s
+  }
+  CHECK(s.find_cluster("gb200-nvl72")->gpu == "GB200");
+  CHECK(s.find_cluster("gb300-nvl72")->gpu == "GB300");
+  CHECK(s.find_cluster("dgx-b200")->nvlink_domain() == 8);  // unset: one domain per node
 }
 
 TEST_CASE("nvlink_domain_gpus: a multiple of gpus_per_node, named by its JSON path") {
