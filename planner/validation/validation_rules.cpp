@@ -134,16 +134,20 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     while (j < t.size() && t[j] == ' ') ++j;
     if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
   }
+  // Grace-Blackwell superchips (NVL72 racks: "GB200 NVL72" holds "b200" and "nvl"), checked before both.
+  const bool grace = has(t, "gb200") || has(t, "gb300");
   // The 96 GB HBM2e, 500 W H100 SXM (Meta Grand Teton, torchtitan's H100s): its texts name SXM and HBM2e, and NVL
   // only as the bound of its unpublished peak ("between SXM and NVL").
   const bool h100_hbm2e = has(t, "h100") && has(t, "sxm") && has(t, "hbm2e");
   size_t nvl = t.find("nvl");  // "NVLink" names a link, not the NVL variant
   while (nvl != std::string::npos && t.compare(nvl, 6, "nvlink") == 0) nvl = t.find("nvl", nvl + 1);
-  if (!h100_hbm2e && (has(t, "pcie") || nvl != std::string::npos)) {
+  if (!grace && !h100_hbm2e && (has(t, "pcie") || nvl != std::string::npos)) {
     return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", excerpt(text)));
   }
   std::string name;
-  if (h100_hbm2e) {
+  if (grace) {
+    name = has(t, "gb200") ? "GB200" : "GB300";
+  } else if (h100_hbm2e) {
     name = "H100-SXM5-96GB-HBM2e";
   } else if (has(t, "h100")) {
     name = "H100-SXM5-80GB";  // every other H100 training system in the schema is SXM 80 GB
@@ -151,7 +155,7 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     name = "H200-141GB";
   } else if (has(t, "b200")) {
     name = "B200";
-  } else if (has(t, "b300") && !has(t, "gb300")) {
+  } else if (has(t, "b300")) {
     name = "B300";
   } else if (has(t, "h800")) {
     name = "H800";

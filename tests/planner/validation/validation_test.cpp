@@ -215,9 +215,12 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_gpu("MI300X", profiles()) == "MI300X");
   CHECK(map_gpu("B300", profiles()) == "B300");
   CHECK(map_gpu("HGX B300", profiles()) == "B300");
-  CHECK(map_gpu("GB300", profiles(), &why).empty());  // the Grace superchip, not the HGX part
   CHECK(map_gpu("AMD MI250X", profiles(), &why).empty());
   CHECK(why.find("unknown GPU") != std::string::npos);
+  // Grace-Blackwell racks: "GB200" holds "b200" and "NVL72" holds "nvl", so these come first.
+  CHECK(map_gpu("NVIDIA GB200 NVL72", profiles()) == "GB200");
+  CHECK(map_gpu("GB300 (Blackwell Ultra)", profiles()) == "GB300");
+  CHECK(map_gpu("B200 (HGX, 1000 W)", profiles()) == "B200");
 
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
@@ -485,6 +488,14 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
     if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(r.gpu_type == "MI300X");
     if (r.gpu_text.find("HBM2e") != std::string::npos) CHECK(r.gpu_type == "H100-SXM5-96GB-HBM2e");
     if (r.gpu_text.find("H800") != std::string::npos) CHECK(r.gpu_type == "H800");
+    if (r.gpu_text.find("MI300X") != std::string::npos) CHECK(has_reason(r, "unknown GPU"));
+    // GB200 / GB300 rows (4-GPU trays of an NVL72 rack) find their GPU and cluster profiles.
+    if (r.gpu_text == "GB200" || r.gpu_text == "GB300") {
+      CAPTURE(r.id);
+      CHECK(r.gpu_type == r.gpu_text);
+      CHECK_FALSE(has_reason(r, "no cluster profile"));
+      CHECK_FALSE(has_reason(r, "unknown GPU"));
+    }
   }
   CHECK(scored >= 14);  // docs/accuracy.md "The 2024-25 runs"
 }
