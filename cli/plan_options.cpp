@@ -64,6 +64,8 @@ std::string_view reject_flag(Reject r) {
       return "--schedule";
     case Reject::selective_op_unsupported:
       return "--recompute";
+    case Reject::fp8_param_gather_invalid:
+      return "--fp8-param-gather";
     case Reject::offload_invalid:
       return "--offload";
     case Reject::overlap_p2p_not_interleaved:
@@ -149,7 +151,6 @@ void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   TrainingSpec& tr = plan.training;
   set_precision(tr, mo);
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, flash2, unfused");
-  tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
   tr.seq_len = plan.model.seq_len;
   if (me.bucket_mb) {
@@ -213,14 +214,34 @@ void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
 
 }  // namespace
 
-void set_precision(TrainingSpec& tr, const ModelOptions& o) {
-  tr.precision = enum_flag<Precision>(o.precision, "--precision", "bf16, fp16, fp8");
+namespace {
+void set_fp8_recipe(TrainingSpec& tr, const ModelOptions& o) {
   if (o.fp8_recipe.empty()) return;
   if (tr.precision != Precision::fp8) {
     throw InputError(fmt::format("--fp8-recipe: {} needs --precision fp8 (the precision is {})", excerpt(o.fp8_recipe),
                                  to_string(tr.precision)));
   }
   tr.fp8_recipe = enum_flag<Fp8Recipe>(o.fp8_recipe, "--fp8-recipe", "delayed, tensorwise, rowwise, blockwise, mxfp8");
+}
+}  // namespace
+
+void set_precision(TrainingSpec& tr, const ModelOptions& o) {
+  tr.precision = enum_flag<Precision>(o.precision, "--precision", "bf16, fp16, fp8");
+  set_fp8_recipe(tr, o);
+  // Gradients: fp32 by default (Megatron's main_grad for bf16 and fp8), fp16 for fp16 training; or the 16-bit dtype
+  // the plan trains in (model_states.hpp).
+  const std::string_view sixteen = tr.precision == Precision::fp16 ? "fp16" : "bf16";
+  const std::string& g = o.grad_reduce_dtype;
+  if (!g.empty() && g != "fp32" && g != sixteen) {
+    throw InputError(fmt::format("--grad-reduce-dtype: '{}' (use fp32 or {}, the 16-bit dtype of --precision {})",
+                                 excerpt(g), sixteen, to_string(tr.precision)));
+  }
+  tr.grad_fp32 = g.empty() ? tr.precision != Precision::fp16 : g == "fp32";
+  if (o.fp8_param_gather && tr.precision != Precision::fp8) {
+    throw InputError(fmt::format("--fp8-param-gather: fp8 parameter gather needs --precision fp8 (the precision is {})",
+                                 to_string(tr.precision)));
+  }
+  tr.fp8_param_gather = o.fp8_param_gather;
 }
 
 OffloadSet offload_flag(const std::string& value) {
@@ -244,6 +265,12 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--fp8-recipe", o.fp8_recipe,
                  "delayed | tensorwise | rowwise | blockwise | mxfp8: how fp8 operands are scaled (default tensorwise; "
                  "with --precision fp8)");
+  app.add_flag("--fp8-parameter-gather,--fp8-param-gather", o.fp8_param_gather,
+               "fp8: hold and all-gather the weights in fp8 (Megatron-Core --fp8-param-gather; torchao's FSDP float8 "
+               "all-gather); needs the distributed optimizer or ZeRO");
+  app.add_option("--grad-reduce-dtype", o.grad_reduce_dtype,
+                 "fp32 | bf16 | fp16: dtype the gradients are accumulated and reduced in (default fp32, fp16 for fp16 "
+                 "training; Megatron-LM --grad-reduce-in-bf16 = bf16)");
   app.add_option("--attention", o.attention, "flash | flash2 | unfused attention kernel (flash: the GPU profile's fused kernel; flash2: FlashAttention-2, PyTorch SDPA's flash backend)");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
   app.add_option("--moe-capacity-factor", o.moe_capacity_factor,

@@ -139,7 +139,6 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   TrainingSpec& tr = r.training;
   set_precision(tr, o.model);
   tr.attention = enum_flag<AttentionKernel>(o.model.attention, "--attention", "flash, flash2, unfused");
-  tr.grad_fp32 = tr.precision != Precision::fp16;
   tr.seq_len = t.model.seq_len;
   const BatchRequest b = requested_batch(o.global_batch, o.tokens_per_step, tr.seq_len, r.gpus);
   tr.global_batch = b.sequences;

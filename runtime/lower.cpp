@@ -44,7 +44,9 @@ class Lowerer {
   Lowerer(const Plan& plan, int64_t rank)
       : plan_(plan), pc_(plan.parallel), m_(plan.model), rank_(rank), coord_(coord_of(pc_, rank)),
         lc_(layer_cost(plan)), mb_bytes_(layer_memory_bound_bytes(plan)), gd_(plan.gemm_dtype()),
-        ad_(plan.activation_dtype()), wd_(plan.activation_dtype()), zero3_shares_(zero3_linear_shares(plan)) {
+        ad_(plan.activation_dtype()), wd_(plan.activation_dtype()),
+        gw_(plan.training.fp8_param_gather ? DType::fp8 : wd_), gb_(gathered_param_bytes(plan)),
+        zero3_shares_(zero3_linear_shares(plan)) {
     prog_.rank = rank;
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
@@ -352,16 +354,16 @@ class Lowerer {
     const bool per_linear = pc_.zero3_gather_unit == Zero3GatherUnit::linear;
     if (per_linear != (linear >= 0)) return;
     if (!per_linear) {
-      collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, 2.0 * lc_.params, wd_, zero3_);
+      collective("zero3.all_gather", term, Group::dp_cp, CollectiveKind::all_gather, gb_ * lc_.params, gw_, zero3_);
       return;
     }
-    const double payload = 2.0 * lc_.params * zero3_shares_[static_cast<size_t>(linear)];
+    const double payload = gb_ * lc_.params * zero3_shares_[static_cast<size_t>(linear)];
     const int64_t n = static_cast<int64_t>(group_members(pc_, Group::dp_cp, rank_).size());
-    const int64_t bytes = collective_size(CollectiveKind::all_gather, payload, n, dtype_bytes(wd_)).bytes;
+    const int64_t bytes = collective_size(CollectiveKind::all_gather, payload, n, dtype_bytes(gw_)).bytes;
     const int64_t offset = linear % 2 == 0 ? 0 : std::max<int64_t>(0, zero3_params_end_ - bytes);
     static constexpr const char* kLabels[] = {"zero3.all_gather.qkv", "zero3.all_gather.attn.out",
                                               "zero3.all_gather.mlp.up", "zero3.all_gather.mlp.down"};
-    collective(kLabels[linear], term, Group::dp_cp, CollectiveKind::all_gather, payload, wd_, zero3_, offset);
+    collective(kLabels[linear], term, Group::dp_cp, CollectiveKind::all_gather, payload, gw_, zero3_, offset);
   }
 
   void layer_forward(Term term, int stash) {
@@ -731,8 +733,8 @@ class Lowerer {
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
     if (sharded && pc_.step_zero_stage() < 3) {  // each part's updated shards over its own group (dp_cost)
       collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather,
-                 2.0 * (params - experts), wd_, weights_);
-      collective("dp.param_all_gather", Term::dp_comm, Group::edp, CollectiveKind::all_gather, 2.0 * experts, wd_,
+                 gb_ * (params - experts), gw_, weights_);
+      collective("dp.param_all_gather", Term::dp_comm, Group::edp, CollectiveKind::all_gather, gb_ * experts, gw_,
                  weights_);
     }
   }
@@ -746,6 +748,8 @@ class Lowerer {
   LayerMemoryBytes mb_bytes_;
   DType gd_, ad_;
   DType wd_;  // the 16-bit model weights and gradients the DP / ZeRO collectives carry (fp16 plans: fp16)
+  DType gw_;   // the weights the parameter all-gathers carry: wd_, or fp8 with fp8_param_gather
+  double gb_;  // their bytes per parameter (gathered_param_bytes, model_states.hpp)
   std::array<double, kZero3Linears> zero3_shares_;
   int64_t zero3_params_end_ = 0;  // bytes of the ZeRO-3 slot's parameter region
   int64_t T_ = 0, v_ = 1, layers_ = 0;

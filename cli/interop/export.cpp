@@ -91,6 +91,9 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   const Precision p = plan.training.precision;
   a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
   if (p == Precision::fp8) a.push_back("--fp8-format hybrid");
+  if (plan.training.fp8_param_gather) a.push_back("--fp8-param-gather");
+  if (p != Precision::fp16 && !plan.training.grad_fp32) a.push_back("--grad-reduce-in-bf16");
+  if (p == Precision::fp16 && plan.training.grad_fp32) a.push_back("--accumulate-allreduce-grads-in-fp32");
   if (pc.distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (pc.overlap_dp_comm) a.push_back("--overlap-grad-reduce");
   if (pc.overlap_tp_comm) a.push_back("--tp-comm-overlap");
@@ -113,6 +116,10 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   if (pc.distributed_optimizer != pc.overlap_dp_comm) {
     w.cannot(pc.overlap_dp_comm ? "overlapped gradient reduction without the distributed optimizer"
                                 : "the distributed optimizer without overlapped gradient reduction");
+  }
+  if (plan.training.grad_fp32 != (plan.training.precision != Precision::fp16)) {
+    w.cannot(fmt::format("gradients reduced in {} (NeMo reduces {} training's in {})", plan.training.grad_fp32 ? "fp32" : "16 bits",
+                         to_string(plan.training.precision), plan.training.grad_fp32 ? "16 bits" : "fp32"));
   }
   const int64_t per_node = plan.cluster.gpus_per_node > 0 && plan.num_gpus % plan.cluster.gpus_per_node == 0
                                ? plan.cluster.gpus_per_node : plan.num_gpus;
@@ -140,6 +147,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
                    pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) s += "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
   s += fmt::format("  fp8: {}\n", plan.training.precision == Precision::fp8);
+  if (plan.training.fp8_param_gather) s += "  fp8_params: true\n";
   s += fmt::format("  optim:\n    name: {}\n", pc.distributed_optimizer ? "distributed_fused_adam" : "fused_adam");
   s += fmt::format("  # vocabulary {}: NeMo takes it from model.tokenizer\n", m.vocab);
   w.out.text = s;
@@ -158,6 +166,18 @@ std::pair<std::string, std::string> titan_model(const std::string& name) {
   return {"", ""};
 }
 
+// torchtitan's [float8] section: the torchao recipe (tensorwise, rowwise) and FSDP float8 all-gather.
+std::string titan_float8(const Plan& plan, Writer& w) {
+  const Fp8Recipe r = plan.training.fp8_recipe;
+  if (r != Fp8Recipe::tensorwise && r != Fp8Recipe::rowwise) {
+    w.cannot(fmt::format("fp8 recipe {} (torchtitan's float8 converter runs tensorwise or rowwise): written as tensorwise",
+                         to_string(r)));
+  }
+  std::string s = fmt::format("\n[float8]\nrecipe_name = \"{}\"\n", r == Fp8Recipe::rowwise ? "rowwise" : "tensorwise");
+  if (plan.training.fp8_param_gather) s += "enable_fsdp_float8_all_gather = true\n";
+  return s;
+}
+
 Exported to_torchtitan(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   const bool pipelined = pc.pp > 1;
@@ -169,6 +189,7 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer");
   const auto [name, flavor] = titan_model(plan.model.name);
   if (name.empty()) w.cannot(fmt::format("model '{}' (no torchtitan flavor; give [model] name / flavor)", plan.model.name));
+  const std::string float8 = plan.training.precision == Precision::fp8 ? titan_float8(plan, w) : "";
   std::string s = w.comments();
   s += "[model]\n";
   if (!name.empty()) s += fmt::format("name = \"{}\"\nflavor = \"{}\"\n", name, flavor);
@@ -176,6 +197,8 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   s += "\n[training]\n";
   s += fmt::format("local_batch_size = {}\n", pipelined ? pc.micro_batch * pc.num_microbatches : pc.micro_batch);
   s += fmt::format("global_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"bfloat16\"\n", plan.training.global_batch, plan.seq_len());
+  s += fmt::format("mixed_precision_reduce = \"{}\"\n", plan.training.grad_fp32 ? "float32" : "bfloat16");
+  s += float8;
   s += "\n[parallelism]\n";
   s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", fsdp ? 1 : pc.dp, fsdp ? pc.dp : 1);
   s += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", pc.tp, pc.pp, pc.cp);

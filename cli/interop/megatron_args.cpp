@@ -34,6 +34,7 @@ constexpr Direct kSwitch[] = {
     {"account-for-embedding-in-pipeline-split", "--account-for-embedding-in-pipeline-split"},
     {"account-for-loss-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
     {"tp-comm-overlap", "--overlap-tp"},
+    {"fp8-param-gather", "--fp8-param-gather"},
 };
 
 int64_t int_arg(const MegatronArg& a, const std::string& path) {
@@ -146,6 +147,10 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
   if (a.name == "fp8-format") return set_precision(c, "fp8", a, path), true;
   if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
+  // Gradient buffer and reduction dtype: fp32 by default for bf16 (accumulate_allreduce_grads_in_fp32), 16-bit with
+  // --grad-reduce-in-bf16.
+  if (a.name == "grad-reduce-in-bf16") return out.set("--grad-reduce-dtype", "bf16", a.origin, path), true;
+  if (a.name == "accumulate-allreduce-grads-in-fp32") return out.set("--grad-reduce-dtype", "fp32", a.origin, path), true;
   // MoE routing (docs/cost-model.md): forced balance is parplan's default (imbalance 1); a capacity factor is priced
   // padded, as --moe-pad-expert-input-to-capacity runs it.
   if (a.name == "moe-router-force-load-balancing") return true;

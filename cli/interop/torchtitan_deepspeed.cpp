@@ -45,8 +45,9 @@ constexpr std::string_view kTitanRead[] = {
     "parallelism.pipeline_parallel_degree", "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "parallelism.pipeline_parallel_schedule",
     "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
-    "training.global_batch_size", "training.seq_len", "training.mixed_precision_param", "activation_checkpoint.mode",
-    "activation_checkpoint.selective_ac_option"};
+    "training.global_batch_size", "training.seq_len", "training.mixed_precision_param",
+    "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
+    "float8.recipe_name", "float8.enable_fsdp_float8_all_gather"};
 
 // The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
 void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
@@ -107,6 +108,38 @@ void titan_batch(const Titan& t, Imported& out, const std::string& path) {
   else out.assume("--seq", "2048", "training.seq_len not given (torchtitan default 2048)");
 }
 
+// The float8 converter's recipe and FSDP float8 all-gather (torchao.float8 as torchtitan configures it:
+// torchtitan/components/quantization/float8.py), and the FSDP2 gradient reduce dtype (MixedPrecisionPolicy
+// reduce_dtype, default float32).
+void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& path) {
+  auto text = [&](const char* key) { return t.items.count(key) ? t.items.at(key)->value.text : std::string(); };
+  const std::string recipe = text("float8.recipe_name");
+  if (!recipe.empty()) {
+    const std::string r = recipe == "tensorwise" ? "tensorwise" : recipe == "rowwise" ? "rowwise" : "";
+    if (r.empty()) {
+      throw InputError(fmt::format("{}: {}: '{}' is not modelled (tensorwise and rowwise are)", path,
+                                   t.where("float8.recipe_name", ""), excerpt(recipe)));
+    }
+    if (fp8) out.set("--fp8-recipe", r, t.where("float8.recipe_name", ""), path);
+  }
+  if (t.items.count("float8.enable_fsdp_float8_all_gather")) {
+    const TomlItem& it = *t.items.at("float8.enable_fsdp_float8_all_gather");
+    if (it.value.kind != TomlValue::Kind::boolean) {
+      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(it), excerpt(it.value.raw)));
+    }
+    if (fp8 && it.value.text == "true") out.set("--fp8-param-gather", "", origin(it), path);
+  }
+  const std::string reduce = text("training.mixed_precision_reduce");
+  if (!reduce.empty()) {
+    const std::string d = reduce == "float32" ? "fp32" : reduce == "bfloat16" ? "bf16" : "";
+    if (d.empty()) {
+      throw InputError(fmt::format("{}: {}: '{}' is not modelled (float32 and bfloat16 are)", path,
+                                   t.where("training.mixed_precision_reduce", ""), excerpt(reduce)));
+    }
+    out.set("--grad-reduce-dtype", d, t.where("training.mixed_precision_reduce", ""), path);
+  }
+}
+
 }  // namespace
 
 Imported import_torchtitan(std::string_view text, const std::string& path) {
@@ -119,7 +152,7 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
     if (!t.items.emplace(it.key, &it).second) {
       throw InputError(fmt::format("{}:{}: key '{}' is given more than once", path, it.line, excerpt(it.key)));
     }
-    if (std::find(std::begin(kTitanRead), std::end(kTitanRead), std::string_view(it.key)) == std::end(kTitanRead) && !it.key.starts_with("float8.")) {
+    if (std::find(std::begin(kTitanRead), std::end(kTitanRead), std::string_view(it.key)) == std::end(kTitanRead)) {
       out.ignored.push_back(fmt::format("{}: not modelled", origin(it)));
     }
   }
@@ -140,6 +173,7 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
     throw InputError(fmt::format("{}: {}: '{}' is not modelled (bfloat16 is)", path, t.where("training.mixed_precision_param", ""), excerpt(mp)));
   }
   out.assume("--precision", "bf16", "training.mixed_precision_param not given (torchtitan default bfloat16)");
+  titan_float8(t, fp8, out, path);
   if (t.items.count("activation_checkpoint.mode")) {
     const TomlItem& it = *t.items.at("activation_checkpoint.mode");
     const std::string m = it.value.text;

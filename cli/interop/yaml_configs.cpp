@@ -79,6 +79,11 @@ bool nemo_model_key(const YamlLeaf& l, const std::string& key, std::vector<Megat
   if (key == "position_embedding_type") return l.value == "rope" ? flag("position-embedding-type") && (args.back().value = "rope", true) : true;
   if (key == "bias") return is_false(l) ? flag("disable-bias-linear") : true;
   if (key == "share_embeddings_and_output_weights") return is_false(l) ? flag("untie-embeddings-and-output-weights") : true;
+  if (key == "fp8_params" || key == "fp8_param_gather") return is_true(l) ? flag("fp8-param-gather") : true;
+  if (key == "grad_reduce_in_fp32") {
+    flag(is_false(l) ? "grad-reduce-in-bf16" : "accumulate-allreduce-grads-in-fp32");
+    return true;
+  }
   if (key == "name" && l.path == "model.optim.name") {
     if (l.value == "distributed_fused_adam") flag("use-distributed-optimizer"), flag("overlap-grad-reduce");
     return true;

@@ -656,7 +656,7 @@ LayerCost layer_cost(const Plan& plan) {
   if (plan.parallel.step_zero_stage() >= 3) {
     lc.offload_fetch_s = offload_param_fetch_s(plan, stage_owned_params(plan, lc.params, layer_experts));
     lc.zero3_gather_s =
-        zero3_collective_s(plan, Collective::all_gather, 2.0, lc.params, layer_experts) + lc.offload_fetch_s;
+        zero3_collective_s(plan, Collective::all_gather, gathered_param_bytes(plan), lc.params, layer_experts) + lc.offload_fetch_s;
   }
 
   charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
@@ -787,7 +787,7 @@ DpCost dp_cost(const Plan& plan, double params, double expert_params) {
     dc.grad_bytes += n * grad_bytes_per_param;
     if (sharded) {
       dc.grad_reduce_s += collective_time_s(Collective::reduce_scatter, n * grad_bytes_per_param, group, l);
-      if (pc.step_zero_stage() < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, 2.0 * n, group, l);
+      if (pc.step_zero_stage() < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, gathered_param_bytes(plan) * n, group, l);
     } else {
       dc.grad_reduce_s += collective_time_s(Collective::all_reduce, n * grad_bytes_per_param, group, l);
     }

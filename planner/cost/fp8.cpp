@@ -22,7 +22,9 @@ Fp8CastBytes fp8_cast_bytes(const Plan& plan, double layer_params) {
   const double A = d(dtype_bytes(plan.activation_dtype()));
   const Fp8Recipe r = plan.training.fp8_recipe;
   const double amax = r == Fp8Recipe::tensorwise || r == Fp8Recipe::rowwise ? A : 0.0;
-  c.forward = (c.inputs + c.weights) * (A + 1.0 + amax);
+  // Weights held in fp8 (fp8_param_gather) are cast once per step, by the optimizer step that writes them.
+  const double cast_weights = plan.training.fp8_param_gather ? 0.0 : c.weights;
+  c.forward = (c.inputs + cast_weights) * (A + 1.0 + amax);
   c.backward = c.output_grads * (A + 2.0 + amax) + 2.0 * c.inputs + 2.0 * c.weights;
   return c;
 }

@@ -6,7 +6,9 @@
 // conversion before each torch._scaled_mm). Per layer (h hidden, T tokens of the microbatch, widths per tp rank):
 //   forward   the inputs of the four linears, T (h [x (top_k + shared) for a MoE MLP] + h + context + f) elements
 //             ("X"), and the layer's weights W (cast each forward, as torchao does; Transformer Engine's weight cache
-//             across microbatches is not modelled): (X + W) (A + 1 + a) bytes.
+//             across microbatches is not modelled): (X + W) (A + 1 + a) bytes. Weights held and gathered in fp8
+//             (TrainingSpec::fp8_param_gather) are cast by the optimizer step, once per step, where the update writes
+//             the fp8 weight instead of the 16-bit one: W drops out of the forward term.
 //   backward  the output gradients of the four linears ("G", the widths of their outputs) cast to fp8 and transposed
 //             for the weight gradient (two 1-byte writes), the saved fp8 inputs and weights transposed (read 1, write 1):
 //             G (A + 2 + a) + 2 X + 2 W bytes.

@@ -41,9 +41,11 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.weight_bytes = 2;
   o.grad_bytes = plan.training.grad_bytes();
   o.optimizer_bytes = 12;
-  o.extra_weight_bytes = plan.training.precision == Precision::fp8 ? 1 : 0;
+  o.extra_weight_bytes = plan.training.precision == Precision::fp8 && !plan.training.fp8_param_gather ? 1 : 0;
   o.offload = plan.parallel.offload;
   return o;
 }
+
+double gathered_param_bytes(const Plan& plan) { return plan.training.fp8_param_gather ? 1.0 : 2.0; }
 
 }  // namespace parplan

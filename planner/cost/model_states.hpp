@@ -3,8 +3,16 @@
 // Fig. 1: mixed-precision Adam holds 2 Psi (16-bit weights) + 2 Psi (16-bit grads) + K Psi (fp32 master weights,
 // momentum, variance; K = 12). Over N data-parallel ranks: baseline (2+2+K) Psi; P_os 4 Psi + K Psi/N;
 // P_os+g 2 Psi + (2+K) Psi/N; P_os+g+p (2+2+K) Psi/N. (7.5B on 64 GPUs: 120 / 31.4 / 16.6 / 1.9 GB.)
-// The Megatron distributed optimizer shards the optimizer state like ZeRO-1. Gradients are 4 bytes when
-// accumulated in fp32 (Megatron's main_grad); fp8 training keeps an extra 1-byte fp8 weight copy.
+// The Megatron distributed optimizer shards the optimizer state like ZeRO-1 (Megatron-Core docs, "Distributed
+// Optimizer": bytes per parameter, bf16 parameters with fp32 gradients 18 without it, 6 + 12/d with it). Gradients
+// are 4 bytes when accumulated and reduced in fp32 (Megatron's main_grad, the default for bf16), 2 when reduced in
+// 16 bits (Megatron-LM --grad-reduce-in-bf16, NeMo grad_reduce_in_fp32: false): 4 + 12/d. fp8 training keeps an
+// extra 1-byte fp8 weight copy beside the 16-bit weights, unless the weights are held and gathered in fp8
+// (TrainingSpec::fp8_param_gather: Megatron-Core --fp8-param-gather, where Transformer Engine's fp8 parameters, 1 byte,
+// and the transposed copy the backward's fp8 GEMM reads, 1 byte, replace the 16-bit weights; torchao's FSDP float8
+// all-gather, where the shards stay 16-bit and only the gathered weights are fp8): 2 bytes either way, and every
+// parameter gather (the distributed optimizer's after the step, ZeRO-3's per layer) moves and buffers 1 byte per
+// parameter instead of 2 (gathered_param_bytes).
 // Offload moves states to host memory (ModelStateBytes::host; times in offload.hpp). Optimizer offload (ZeRO-Offload,
 // Ren et al. 2021, arXiv:2101.06840, Sec. 4.1, Fig. 2: the GPU holds the 16-bit parameters, 2 Psi; the host the
 // 16-bit gradients, 2 Psi, and the fp32 parameters, momentum and variance, 12 Psi): the K Psi / N optimizer shard and
@@ -39,6 +47,10 @@ struct ModelStateOptions {
 ModelStateBytes model_state_bytes(double params, int64_t shard, const ModelStateOptions& o);
 
 ModelStateOptions model_state_options(const Plan& plan);
+
+// Bytes per parameter that a parameter all-gather moves and its gathered buffer holds: 2 (16-bit weights), 1 when
+// the weights are gathered in fp8 (above).
+double gathered_param_bytes(const Plan& plan);
 
 // Memory traffic of one mixed-precision Adam step over the `params` parameters a GPU holds, of which it updates the
 // 1/shard it owns when the optimizer is sharded (ZeRO >= 1, distributed optimizer). The fused Adam kernels (apex

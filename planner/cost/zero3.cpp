@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "planner/cost/model_shape.hpp"
+#include "planner/cost/model_states.hpp"
 
 namespace parplan {
 
@@ -51,7 +52,7 @@ double zero_unsharded_grad_bytes(const Plan& plan, double layer_params) {
 
 double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   if (plan.parallel.step_zero_stage() < 3) return 0.0;
-  return 2.0 * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
+  return gathered_param_bytes(plan) * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
 double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {

@@ -308,6 +308,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
       (plan.model.is_moe() || plan.model.is_mla() || plan.training.attention == AttentionKernel::unfused)) {
     v.add(Reject::selective_op_unsupported);
   }
+  if (plan.training.fp8_param_gather &&
+      (plan.training.precision != Precision::fp8 || !(pc.zero_stage >= 1 || pc.distributed_optimizer))) {
+    v.add(Reject::fp8_param_gather_invalid);
+  }
   return v;
 }
 
@@ -339,6 +343,8 @@ std::string_view reject_name(Reject r) {
       return "precision_unsupported";
     case Reject::selective_op_unsupported:
       return "selective_op_unsupported";
+    case Reject::fp8_param_gather_invalid:
+      return "fp8_param_gather_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -440,6 +446,11 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::selective_op_unsupported:
       return "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers with standard attention "
              "and a fused attention kernel; this plan has MoE layers, latent attention or unfused attention";
+    case Reject::fp8_param_gather_invalid:
+      return fmt::format("fp8 parameter gather needs --precision fp8 and a sharded parameter gather (the distributed "
+                         "optimizer or ZeRO 1-3); the plan has precision {}, ZeRO {}{}",
+                         to_string(plan.training.precision), pc.zero_stage,
+                         pc.distributed_optimizer ? " and the distributed optimizer" : ", no distributed optimizer");
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

@@ -27,6 +27,7 @@ enum class Reject : uint8_t {
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only
+  fp8_param_gather_invalid,  // fp8 weights gathered in fp8 need fp8 training and a sharded parameter gather
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

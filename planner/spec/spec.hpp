@@ -344,6 +344,9 @@ struct TrainingSpec {
   AttentionKernel attention = AttentionKernel::flash;
   Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;  // precision fp8 only
   bool grad_fp32 = true;     // gradients accumulated/reduced in fp32 (Megatron default for bf16)
+  // fp8 training: the weights are held and gathered in fp8 (Megatron-Core --fp8-param-gather, NeMo fp8_param_gather;
+  // torchao's FSDP float8 all-gather, torchtitan enable_fsdp_float8_all_gather): model_states.hpp.
+  bool fp8_param_gather = false;
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().

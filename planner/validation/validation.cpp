@@ -467,7 +467,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
   }
   if (!note.empty()) r.notes.push_back(note);
-  if (tr.precision == Precision::fp8) tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
+  if (tr.precision == Precision::fp8) {
+    tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
+    tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
+    if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
+  }
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
   // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
   tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;

@@ -95,6 +95,17 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes)
   return Fp8Recipe::tensorwise;
 }
 
+bool map_fp8_param_gather(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  // torchao / torchtitan "float8 all-gather" ("f8 all-gather"; "bf16 all-gather" names the opposite), Megatron-Core
+  // --fp8-param-gather, NeMo fp8_params.
+  for (const char* name : {"float8 all-gather", "f8 all-gather", "fp8 all-gather", "fp8-param-gather", "fp8_param_gather",
+                           "fp8 param gather", "fp8_params"}) {
+    if (has(t, name)) return true;
+  }
+  return false;
+}
+
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;

@@ -154,6 +154,13 @@ TEST_CASE("bad input: estimate flags") {
       {with(kMoe, {"--mtp-layers", "-1"}), "--mtp-layers"},
       {with(kMoe, {"--mtp-layers", "101"}), "--mtp-layers"},
       {with(kModel, {"--gpus", "64", "--fp8-recipe", "rowwise"}), "--fp8-recipe: rowwise needs --precision fp8"},
+      {with(kModel, {"--gpus", "64", "--distributed-optimizer", "--fp8-param-gather"}),
+       "--fp8-param-gather: fp8 parameter gather needs --precision fp8 (the precision is bf16)"},
+      {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-param-gather"}),
+       "--fp8-param-gather: fp8 parameter gather needs --precision fp8 and a sharded parameter gather"},
+      {with(kModel, {"--gpus", "64", "--grad-reduce-dtype", "fp16"}),
+       "--grad-reduce-dtype: 'fp16' (use fp32 or bf16, the 16-bit dtype of --precision bf16)"},
+      {with(kModel, {"--gpus", "64", "--precision", "fp16", "--grad-reduce-dtype", "bf16"}), "--grad-reduce-dtype: 'bf16'"},
       {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "per-tensor"}), "--fp8-recipe"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "optimizer,"}), "--offload: unknown value"},
@@ -436,6 +443,8 @@ TEST_CASE("bad input: suggest") {
       {{"--params", "inf", "--gpus", "8"}, "--params"},
       {with(kModel, {"--gpus", "64", "--seq", "0"}), "--seq"},
       {with(kModel, {"--gpus", "64", "--objective", "slowest"}), "--objective"},
+      {with(kModel, {"--gpus", "64", "--fp8-param-gather"}), "--fp8-param-gather: fp8 parameter gather needs --precision fp8"},
+      {with(kModel, {"--gpus", "64", "--grad-reduce-dtype", "fp64"}), "--grad-reduce-dtype: 'fp64'"},
       {with(kModel, {"--gpus", "64", "--objective", "fewest-gpus"}), "--min-tokens-per-s"},
       {with(kModel, {"--gpus", "64", "--objective", "fewest-gpus", "--min-tokens-per-s", "nan"}), "--min-tokens-per-s"},
       {with(kModel, {"--gpus", "64", "--top", "0"}), "--top"},
@@ -923,6 +932,10 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   parplan::test::write_text(d + "ds_bad_stage.json", "{\"zero_optimization\": {\"stage\": 4}}");
   parplan::test::write_text(d + "titan_layer_ac.toml", "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"2\"\n");
   parplan::test::write_text(d + "titan_no_ac_option.toml", "[activation_checkpoint]\nmode = \"selective\"\n");
+  const std::string fp8 = "[model]\nconverters = [\"float8\"]\n";
+  parplan::test::write_text(d + "titan_mx_recipe.toml", fp8 + "[float8]\nrecipe_name = \"mxfp8\"\n");
+  parplan::test::write_text(d + "titan_fp8_gather_text.toml", fp8 + "[float8]\nenable_fsdp_float8_all_gather = \"yes\"\n");
+  parplan::test::write_text(d + "titan_reduce_fp16.toml", "[training]\nmixed_precision_reduce = \"float16\"\n");
   const std::string interop = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
   const std::vector<BadCase> cases = {
       {{"import", d + "placeholder.sh"}, "--tensor-model-parallel-size ${TP} (line 1) is ${TP}, which the file does not set: set it in the file or give --tp N"},
@@ -937,6 +950,9 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", d + "ds_bad_stage.json"}, "/zero_optimization/stage: must be 0, 1, 2 or 3"},
       {{"import", d + "titan_layer_ac.toml", "--model", "llama3-8b", "--gpus", "8"}, "selective activation checkpointing by layers (activation_checkpoint.selective_ac_option '2') is not modelled"},
       {{"import", d + "titan_no_ac_option.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option '2, the default') is not modelled"},
+      {{"import", d + "titan_mx_recipe.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.recipe_name (line 4): 'mxfp8' is not modelled (tensorwise and rowwise are)"},
+      {{"import", d + "titan_fp8_gather_text.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.enable_fsdp_float8_all_gather (line 4) takes true or false"},
+      {{"import", d + "titan_reduce_fp16.toml", "--model", "llama3-8b", "--gpus", "8"}, "training.mixed_precision_reduce (line 2): 'float16' is not modelled (float32 and bfloat16 are)"},
       {{"estimate", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "8", "--recompute", "selective-op"}, "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers"},
       {{"import", d + "deep.yaml", "--format", "nemo"}, "deep.yaml:1: nesting deeper than 64 levels"},
       {{"import", d + "overflow.sh"}, "--global-batch-size $((99999999999*99999999999*999999999)) (line 2) is $(("},

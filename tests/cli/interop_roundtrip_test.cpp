@@ -65,6 +65,15 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
     case Framework::nanotron:
       break;
   }
+  // Gradient reduce dtype and fp8 weights gathered in fp8, where the framework has them (NeMo reduces in its default).
+  if (f == Framework::megatron || f == Framework::torchtitan) p.training.grad_fp32 = pick({0, 1}) != 0;
+  const bool sharded = pc.distributed_optimizer || pc.zero_stage >= 1;
+  if (p.training.precision == Precision::fp8 && sharded && f != Framework::deepspeed) {
+    p.training.fp8_param_gather = pick({0, 1}) != 0;
+  }
+  if (f == Framework::torchtitan && p.training.precision == Precision::fp8) {
+    p.training.fp8_recipe = pick({0, 1}) ? Fp8Recipe::rowwise : Fp8Recipe::tensorwise;
+  }
   p.num_gpus = pc.gpus();
   p.training.seq_len = f == Framework::deepspeed ? p.model.seq_len : pick({2048, 4096});  // DeepSpeed: the model's
   p.training.global_batch = pc.dp * pc.micro_batch * pc.num_microbatches;
@@ -110,6 +119,9 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(y.zero_stage == x.zero_stage);
   CHECK(y.distributed_optimizer == x.distributed_optimizer);
   CHECK(b.training.precision == a.training.precision);
+  CHECK(b.training.grad_fp32 == a.training.grad_fp32);
+  CHECK(b.training.fp8_param_gather == a.training.fp8_param_gather);
+  if (f == Framework::torchtitan) CHECK(b.training.fp8_recipe == a.training.fp8_recipe);
   if (f == Framework::megatron || f == Framework::nemo) {
     CHECK(y.overlap_dp_comm == x.overlap_dp_comm);
     CHECK(b.model.layers == a.model.layers);

@@ -250,3 +250,42 @@ TEST_CASE("import / export: Megatron-LM's MoE capacity factor (padded), forced b
   }
   CHECK(listed);
 }
+
+TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, from each framework's own keys") {
+  ScratchDir dir;
+  const std::string cmd = "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                          "--num-attention-heads 32 --seq-length 4096 --bf16 --fp8-format hybrid "
+                          "--use-distributed-optimizer";
+  const std::string sh = (dir.path / "fp8.sh").string();
+  parplan::test::write_text(sh, cmd + " --fp8-param-gather --grad-reduce-in-bf16\n");
+  const auto m = import_json({sh});
+  CHECK(m["plan"]["training"]["precision"] == "fp8");
+  CHECK(m["plan"]["training"]["fp8_param_gather"] == true);
+  CHECK(m["plan"]["training"]["grad_fp32"] == false);
+  CHECK(m["from_file"]["--fp8-param-gather"]["origin"] == "--fp8-param-gather (line 1)");
+  parplan::test::write_text(sh, cmd + "\n");  // Megatron's defaults: 16-bit weights gathered, fp32 gradients
+  const auto d = import_json({sh});
+  CHECK(d["plan"]["training"]["fp8_param_gather"] == false);
+  CHECK(d["plan"]["training"]["grad_fp32"] == true);
+  // torchtitan: the [float8] recipe and FSDP float8 all-gather, and FSDP2's reduce dtype.
+  const std::string toml = (dir.path / "fp8.toml").string();
+  parplan::test::write_text(toml, "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
+                                  "[training]\nlocal_batch_size = 1\nseq_len = 8192\nmixed_precision_reduce = \"bfloat16\"\n"
+                                  "[float8]\nrecipe_name = \"rowwise\"\nenable_fsdp_float8_all_gather = true\n"
+                                  "precompute_float8_dynamic_scale_for_fsdp = true\n");
+  const auto t = import_json({toml, "--gpus", "8"});
+  CHECK(t["plan"]["training"]["fp8_recipe"] == "rowwise");
+  CHECK(t["plan"]["training"]["fp8_param_gather"] == true);
+  CHECK(t["plan"]["training"]["grad_fp32"] == false);
+  // A float8 key parplan does not read is listed, not silently dropped.
+  bool listed = false;
+  for (const auto& l : t["ignored"]) listed = listed || l.get<std::string>().starts_with("float8.precompute_float8_dynamic_scale_for_fsdp");
+  CHECK(listed);
+  // Export writes them back.
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", toml, "--gpus", "8", "-o", plan}, {}, 60).exit_code == 0);
+  const auto back = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(back.exit_code == 0);
+  CHECK(back.out.find("[float8]\nrecipe_name = \"rowwise\"\nenable_fsdp_float8_all_gather = true\n") != std::string::npos);
+  CHECK(back.out.find("mixed_precision_reduce = \"bfloat16\"") != std::string::npos);
+}

@@ -286,6 +286,35 @@ TEST_CASE("DP and ZeRO-3 collectives carry the plan's 16-bit dtype (fp16 plans r
   }
 }
 
+TEST_CASE("fp8 parameter gather: the parameter all-gathers carry fp8, half the 16-bit bytes") {
+  for (int zero : {1, 3}) {
+    Plan plan = small_plan(2, 2, zero >= 2 ? 1 : 2);
+    plan.training.precision = Precision::fp8;
+    plan.parallel.zero_stage = zero;
+    REQUIRE(validate(plan).ok());
+    Plan fp8 = plan;
+    fp8.training.fp8_param_gather = true;
+    REQUIRE(validate(fp8).ok());
+    CAPTURE(zero);
+    auto gathers = [](const Plan& p, DType& dtype) {
+      int64_t bytes = 0;
+      for (const Op& op : lower_rank(p, 0).ops) {
+        if (is(op, "dp.param_all_gather") || is(op, "zero3.all_gather")) {
+          bytes += op.bytes;
+          dtype = op.dtype;
+        }
+      }
+      return bytes;
+    };
+    DType sixteen = DType::fp32, eight = DType::fp32;
+    const int64_t b16 = gathers(plan, sixteen), b8 = gathers(fp8, eight);
+    CHECK(sixteen == DType::bf16);
+    CHECK(eight == DType::fp8);
+    REQUIRE(b16 > 0);
+    CHECK(std::llabs(2 * b8 - b16) <= 8);  // each gather rounds to whole elements
+  }
+}
+
 TEST_CASE("slots are StageMemory's states plus one activation stash per microbatch") {
   const Plan plan = small_plan();
   for (int64_t rank : {0, 7}) {

@@ -3,6 +3,8 @@
 
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/fp8.hpp"
+#include "planner/cost/model_states.hpp"
+#include "planner/cost/zero3.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/test_plans.hpp"
 
@@ -62,4 +64,35 @@ TEST_CASE("fp8 casts are part of the layer's memory-bound passes and slow the la
   Plan bf16 = p;
   bf16.training.precision = Precision::bf16;
   CHECK(layer_cost(p).forward_s < layer_cost(bf16).forward_s);
+}
+
+TEST_CASE("fp8 parameter gather: weights held in fp8 take 2 bytes (fp8 + its transpose), gathers move 1 byte") {
+  // Megatron-Core --fp8-param-gather (Transformer Engine fp8 parameters) / torchao's FSDP float8 all-gather.
+  Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  Plan g = p;
+  g.training.fp8_param_gather = true;
+  REQUIRE(validate(p).ok());
+  REQUIRE(validate(g).ok());
+  // 16-bit weights + the 1-byte fp8 cache, against fp8 weights and their transpose.
+  CHECK(model_state_options(p).weight_bytes + model_state_options(p).extra_weight_bytes == 3);
+  CHECK(model_state_options(g).weight_bytes + model_state_options(g).extra_weight_bytes == 2);
+  CHECK(gathered_param_bytes(p) == 2.0);
+  CHECK(gathered_param_bytes(g) == 1.0);
+  // ZeRO-3: the gathered layer buffers hold 1 byte per parameter, and the per-layer gathers take less time.
+  const double W = 218e6;
+  CHECK(zero3_buffer_bytes(g, W) < zero3_buffer_bytes(p, W));
+  CHECK(zero3_buffer_bytes(p, W) - zero3_buffer_bytes(g, W) == doctest::Approx(zero3_gathered_params(p, W)));
+  CHECK(layer_cost(g).zero3_gather_s < layer_cost(p).zero3_gather_s);
+  // The weights are cast once per step by the optimizer, not in each forward.
+  CHECK(fp8_cast_bytes(p, W).forward - fp8_cast_bytes(g, W).forward == doctest::Approx(W * (2 + 1 + 2)));
+  CHECK(fp8_cast_bytes(g, W).backward == doctest::Approx(fp8_cast_bytes(p, W).backward));
+  // It needs fp8 training and a sharded parameter gather.
+  Plan bf16 = g;
+  bf16.training.precision = Precision::bf16;
+  CHECK(validate(bf16).has(Reject::fp8_param_gather_invalid));
+  Plan unsharded = g;
+  unsharded.parallel.zero_stage = 0;
+  CHECK(validate(unsharded).has(Reject::fp8_param_gather_invalid));
+  unsharded.parallel.distributed_optimizer = true;
+  CHECK(validate(unsharded).ok());
 }

@@ -54,3 +54,16 @@ TEST_CASE("Adam step traffic: 2K bytes of fp32 states (ZeRO's K = 12), the gradi
   o.zero_stage = 3;
   CHECK(optimizer_step_bytes(1e9, 8, o).total() == doctest::Approx(34e9 / 8));
 }
+
+// Megatron-Core docs, "Distributed Optimizer" (megatron/core docs/source/api-guide/dist_optimizer.md), bytes per
+// parameter: bf16 parameters with fp32 gradients take 18 without the distributed optimizer and 6 + 12/d with it.
+// Reduced in bf16 (Megatron-LM --grad-reduce-in-bf16) the gradient takes 2: 4 + 12/d.
+TEST_CASE("Megatron distributed optimizer table: bf16 params, fp32 grads 18 -> 6 + 12/d; bf16 grads 4 + 12/d") {
+  ModelStateOptions o;
+  o.grad_bytes = 4;
+  CHECK(model_state_bytes(1.0, 1, o).total() == doctest::Approx(18.0));
+  o.distributed_optimizer = true;
+  CHECK(model_state_bytes(1.0, 8, o).total() == doctest::Approx(6.0 + 12.0 / 8));
+  o.grad_bytes = 2;
+  CHECK(model_state_bytes(1.0, 8, o).total() == doctest::Approx(4.0 + 12.0 / 8));
+}
