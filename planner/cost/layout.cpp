@@ -92,7 +92,7 @@ bool group_crosses_domain(const ParallelConfig& pc, GroupKind g, const ClusterSp
 }
 
 DomainSplit group_domain_split(const ParallelConfig& pc, GroupKind g, const ClusterSpec& c) {
-  const int64_t n = group_size(pc, g), s = group_stride(pc, g), D = c.nvlink_domain(), block = s * n;
+  const int64_t n = group_size(pc, g), s = group_stride(pc, g), D = c.placed_domain(pc.gpus()), block = s * n;
   DomainSplit worst{1, n};
   if (!group_crosses_domain(pc, g, c)) return worst;
   // The layout repeats every lcm(block, D) ranks: one period's groups are all the cases.

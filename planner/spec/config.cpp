@@ -370,8 +370,8 @@ std::string describe(Reject r, const Plan& plan) {
                          plan.num_gpus);
     case Reject::tp_crosses_node:
       return fmt::format("tp {} {} an NVLink domain of {} GPUs (allow with --allow-tp-across-nodes)", pc.tp,
-                         pc.tp > plan.cluster.nvlink_domain() ? "is larger than" : "groups straddle the edge of",
-                         plan.cluster.nvlink_domain());
+                         pc.tp > plan.cluster.placed_domain(pc.gpus()) ? "is larger than" : "groups straddle the edge of",
+                         plan.cluster.placed_domain(pc.gpus()));
     case Reject::tp_not_dividing_heads:
       return fmt::format("tp {} does not divide the {} attention heads / {} kv heads", pc.tp, m.heads, m.kv_heads);
     case Reject::tp_not_dividing_ffn:

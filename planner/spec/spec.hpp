@@ -255,11 +255,21 @@ struct ClusterSpec {
   // compute trays of 4. A multiple of gpus_per_node.
   int64_t nvlink_domain_gpus = 0;
   int64_t nvlink_domain() const { return nvlink_domain_gpus > 0 ? nvlink_domain_gpus : gpus_per_node; }
+  // The ranks of a `world`-rank job placed in one NVLink domain: spread evenly, in whole nodes, over the fewest domains
+  // that hold them (a multi-rack job is scheduled as equal segments of its racks: 128 GPUs on NVL72 racks are two
+  // racks of 64, 144 two of 72, 200 three of 68). One domain when the job fits in one; the domain itself when it is
+  // a node (DGX/HGX servers).
+  int64_t placed_domain(int64_t world) const {
+    const int64_t D = nvlink_domain();
+    if (world <= D || D == gpus_per_node || gpus_per_node < 1) return D;
+    const int64_t domains = (world + D - 1) / D, per = (world + domains - 1) / domains;
+    return (per + gpus_per_node - 1) / gpus_per_node * gpus_per_node;
+  }
   // Groups tiling `world` ranks in aligned blocks of `block` consecutive ranks (a rank-layout group kind, layout.hpp):
-  // whether an NVLink-domain boundary falls inside a block, i.e. there is more than one domain and the domain is not
-  // a multiple of the block.
+  // whether an NVLink-domain boundary falls inside a block, i.e. there is more than one domain and the placed domain
+  // is not a multiple of the block.
   bool domain_splits_blocks(int64_t block, int64_t world) const {
-    return world > nvlink_domain() && nvlink_domain() % block != 0;
+    return world > placed_domain(world) && placed_domain(world) % block != 0;
   }
   LinkSpec intra_node;  // NVLink / NVSwitch: within an NVLink domain
   LinkSpec inter_node;  // per-GPU NIC: between NVLink domains

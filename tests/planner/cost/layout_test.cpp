@@ -205,10 +205,36 @@ TEST_CASE("NVLink domain of 72: tp 8 at ranks 64..71 is inside, an ep 16 group a
   CHECK(group_domain_split(pc, GroupKind::ep, nvl).fewest == 8);
 }
 
+// A job larger than one NVLink domain is spread evenly over the fewest domains, in whole trays: 128 GPUs on NVL72
+// racks are two racks of 64, so an ep 64 group at ranks 64..127 stays on one rack's NVLink; 144 are two racks of 72;
+// 200 are three of 68 (17 trays each, the last 64).
+TEST_CASE("placement: a multi-rack job takes equal shares of the fewest racks, in whole trays") {
+  const ClusterSpec nvl = nodes_of(4, 72);
+  CHECK(nvl.placed_domain(16) == 72);
+  CHECK(nvl.placed_domain(72) == 72);
+  CHECK(nvl.placed_domain(128) == 64);
+  CHECK(nvl.placed_domain(144) == 72);
+  CHECK(nvl.placed_domain(200) == 68);
+  CHECK(nvl.placed_domain(256) == 64);
+  CHECK(nvl.placed_domain(576) == 72);
+  CHECK(nodes_of(8).placed_domain(256) == 8);  // a server is its own domain
+  ParallelConfig pc;
+  pc.dp = 128;
+  pc.ep = 64;
+  CHECK_FALSE(group_crosses_domain(pc, GroupKind::ep, nvl));
+  CHECK(group_domain_split(pc, GroupKind::ep, nvl).fewest == 64);
+  pc.dp = 256;
+  CHECK_FALSE(group_crosses_domain(pc, GroupKind::ep, nvl));
+  CHECK(group_crosses_domain(pc, GroupKind::dp, nvl));
+  pc.dp = 200;
+  pc.ep = 8;  // 68 = 8 x 8 + 4: the group at 64..71 has 4 members in each of the first two racks
+  CHECK(group_crosses_domain(pc, GroupKind::ep, nvl));
+  CHECK(group_domain_split(pc, GroupKind::ep, nvl).fewest == 4);
+}
+
 TEST_CASE("domain crossings and splits agree with a rank-by-rank count, uneven domains included") {
   int64_t cases = 0, crossing = 0;
   for (const ClusterSpec& c : {nodes_of(8), nodes_of(4, 72), nodes_of(4, 12), nodes_of(2, 6), nodes_of(4, 24)}) {
-    const int64_t D = c.nvlink_domain();
     for (int64_t tp : {1, 2, 3, 4, 8}) {
       for (int64_t cp : {1, 2}) {
         for (int64_t dp : {1, 2, 4, 6, 8, 16, 24}) {
@@ -224,6 +250,7 @@ TEST_CASE("domain crossings and splits agree with a rank-by-rank count, uneven d
                 pc.etp = etp;
                 const bool folds = etp > 0;
                 if (folds ? (tp * cp * dp) % (ep * etp) != 0 : dp % ep != 0) continue;
+                const int64_t D = c.placed_domain(pc.gpus());  // ranks r and s share NVLink when r / D == s / D
                 CAPTURE(D);
                 CAPTURE(tp);
                 CAPTURE(cp);
