@@ -73,7 +73,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.host_copy_s = Lc * lc.activation_copy_s;
       cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
       cc.zero3_gather_recompute_s = pc.recompute == Recompute::full ? Lc * lc.zero3_gather_s : 0.0;
-      // Embedding (first stage) and output layer (last stage): in the chunk that owns them, or spread evenly.
+      // Embedding (first stage) and output layer (output_stage(): the last; ZB-V the first): in the chunk that owns
+      // them, or spread evenly.
       // Spread: as the closed form spreads the stage's time, in the chunks' layer fractions.
       const double spread = uneven ? Lc / n : 1.0 / d(v);
       const double share_first = opt.edges_in_owning_chunk ? (c == 0 ? 1.0 : 0.0) : spread;
@@ -82,7 +83,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
         cc.forward_s += share_first * edge.embedding_forward_s;
         cc.backward_input_s += share_first * edge.embedding_backward_s;
       }
-      if (i == p - 1) {
+      if (i == pc.output_stage()) {
         cc.forward_s += share_last * edge.output_forward_s;
         cc.backward_input_s += share_last * edge.output_backward_s;
         cc.forward_comm_s += share_last * edge.output_tp_comm_s;

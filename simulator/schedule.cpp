@@ -95,6 +95,23 @@ std::vector<Order> zb_2p(int64_t p, int64_t m) {
   return orders;
 }
 
+// ZB-V: planner/cost/pipeline.hpp's order (its one definition, which the closed form times), as PipeOps.
+std::vector<Order> zb_v(int64_t p, int64_t m) {
+  std::vector<Order> orders;
+  orders.reserve(static_cast<size_t>(p));
+  for (const std::vector<ChunkOp>& stage : zb_v_order(p, m)) {
+    Order& o = orders.emplace_back();
+    o.reserve(stage.size());
+    for (const ChunkOp& x : stage) {
+      const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
+                       : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
+                                                                 : OpKind::backward_weight;
+      o.push_back(op(k, x.microbatch, x.chunk));
+    }
+  }
+  return orders;
+}
+
 // Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
 // only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
 // activations).
@@ -133,7 +150,10 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
   if (p > (int64_t{1} << 20) || m > (int64_t{1} << 24) || v > 1024 || p * m * v > (int64_t{1} << 28)) {
     throw InputError(fmt::format("schedule: {} stages x {} microbatches x {} chunks is too large to simulate", p, m, v));
   }
-  if (s != Schedule::interleaved && v != 1) {
+  if (s == Schedule::zb_v && v != 2) {
+    throw InputError(fmt::format("schedule: zb-v has 2 chunks per stage (its V), not {}", v));
+  }
+  if (s != Schedule::interleaved && s != Schedule::zb_v && v != 1) {
     throw InputError(fmt::format("schedule: {} has one chunk per stage (got {} chunks); use interleaved", to_string(s), v));
   }
   if (s == Schedule::interleaved && m % p != 0) {
@@ -146,8 +166,8 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
   r.microbatches = m;
   r.chunks = v;
   r.order.resize(static_cast<size_t>(p));
-  if (s == Schedule::zb_2p) {
-    r.order = zb_2p(p, m);
+  if (s == Schedule::zb_2p || s == Schedule::zb_v) {
+    r.order = s == Schedule::zb_2p ? zb_2p(p, m) : zb_v(p, m);
     return r;
   }
   for (int64_t i = 0; i < p; ++i) {
@@ -157,7 +177,8 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
       case Schedule::one_f_one_b: o = one_f_one_b(p, m, i); break;
       case Schedule::interleaved: o = interleaved(p, m, v, i); break;
       case Schedule::zero_bubble: o = zb_h1(p, m, i); break;
-      case Schedule::zb_2p: break;  // all stages at once, above
+      case Schedule::zb_2p:
+      case Schedule::zb_v: break;  // all stages at once, above
     }
   }
   return r;

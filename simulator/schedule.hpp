@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "planner/cost/pipeline.hpp"
 #include "planner/spec/spec.hpp"
 
 namespace parplan::sim {
@@ -20,7 +21,7 @@ const char* to_string(OpKind k);
 struct PipeOp {
   OpKind kind = OpKind::forward;
   int32_t microbatch = 0;
-  int32_t chunk = 0;  // model chunk on this stage; virtual stage = chunk * stages + stage (Megatron-LM)
+  int32_t chunk = 0;  // model chunk on this stage; virtual stage = chunk * stages + stage (Megatron-LM; ZB-V: below)
   bool operator==(const PipeOp&) const = default;
 };
 
@@ -30,8 +31,14 @@ struct PipelineSchedule {
   std::vector<std::vector<PipeOp>> order;  // order[stage] = ops in execution order
 
   int64_t virtual_stages() const { return stages * chunks; }
-  int64_t virtual_stage(int64_t stage, int64_t chunk) const { return chunk * stages + stage; }
-  int64_t stage_of(int64_t vstage) const { return vstage % stages; }
+  // ZB-V's V: chunk 0 of stage i is virtual stage i, chunk 1 is 2p - 1 - i (the last stage runs p - 1 and p).
+  bool v_shape() const { return schedule == Schedule::zb_v; }
+  int64_t virtual_stage(int64_t stage, int64_t chunk) const {
+    return v_shape() ? zb_v_virtual_stage(stages, stage, chunk) : chunk * stages + stage;
+  }
+  int64_t stage_of(int64_t vstage) const {
+    return v_shape() && vstage >= stages ? 2 * stages - 1 - vstage : vstage % stages;
+  }
   int64_t chunk_of(int64_t vstage) const { return vstage / stages; }
 };
 
@@ -49,7 +56,14 @@ struct PipelineSchedule {
 //                stage running its next B if its gradient has arrived, else its next F if its input has arrived and
 //                fewer than 2p - 1 microbatches await their W, else a pending W (schedule.cpp). Stage i runs
 //                2(p-1-i) + 1 forwards before its first B; min(2p - 1, m) stashes on every stage.
-// Throws InputError for p, m, v < 1, v > 1 on a non-interleaved schedule, or m % p != 0 on interleaved.
+//  zb_v:         ZB-V (Qi et al. 2023, arXiv:2401.10241 Sec. 6; Qi et al. 2024, "Pipeline Parallelism with
+//                Controllable Memory", V-ZB): 2 chunks per stage in a V (virtual_stage()), the order of
+//                planner/cost/pipeline.hpp zb_v_order() (a list schedule with unit op times, B first, then F while
+//                fewer than 2p chunk-microbatches await their W, then W). min(2p, 2m) chunk stashes (p M_B, 1F1B's
+//                stage-0 peak) on every stage. With T_F = T_B = T_W the step is m t + (p - 1) F / 2 for p <= 8,
+//                m >= 2p; p 16..32 about 1.3% more (task_graph_test.cpp).
+// Throws InputError for p, m, v < 1, v > 1 on a non-interleaved schedule (ZB-V: v != 2), or m % p != 0 on
+// interleaved.
 PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v = 1);
 // The plan's schedule (v = vpp for interleaved, else 1).
 PipelineSchedule make_schedule(const Plan& plan);

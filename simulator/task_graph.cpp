@@ -419,7 +419,8 @@ class StageEmitter {
   }
 
   // The task downstream ops wait for: when the result leaves the stage (activations to the next virtual stage,
-  // gradients to the previous one) its p2p transfer, else the op's last task.
+  // gradients to the previous one; not ZB-V's turn, virtual stages p - 1 and p on the last stage) its p2p transfer,
+  // else the op's last task.
   int32_t send_result(const PipeOp& op, int32_t last) {
     const int64_t vs = s_.virtual_stage(i_, op.chunk);
     const bool sends =
@@ -427,6 +428,7 @@ class StageEmitter {
     if (!sends) return last;
     const int64_t dst_vs = op.kind == OpKind::forward ? vs + 1 : vs - 1;
     const int32_t peer = static_cast<int32_t>(s_.stage_of(dst_vs));
+    if (peer == i_) return last;
     int32_t x;
     if (c_.p2p_blocking) {
       x = b_.task(c_.p2p_s, i_, StreamKind::compute, EventCategory::pp_comm, op.microbatch, op.chunk, pp_link_);

@@ -169,8 +169,9 @@ double output_weight_params(const Plan& plan, const ParamCounts& c) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
   if (!m.tied_embeddings) return d(c.lm_head) / d(pc.tp);
-  // Megatron keeps a copy of the tied embedding on the last stage; with pp = 1 it is the embedding itself.
-  return pc.pp > 1 ? d(m.vocab * m.hidden) / d(pc.tp) : 0.0;
+  // Megatron keeps a copy of the tied embedding on the last stage; with pp = 1 (or ZB-V, whose output layer is on the
+  // first stage) it is the embedding itself.
+  return pc.pp > 1 && pc.output_stage() != 0 ? d(m.vocab * m.hidden) / d(pc.tp) : 0.0;
 }
 
 double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
@@ -179,7 +180,7 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
   const int64_t dense = stage_dense_layers(plan, stage);
   double p = d(stage_layers(plan, stage) - dense) * counts.layer_params + d(dense) * counts.dense_layer_params;
   if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
-  if (stage == pc.pp - 1) p += d(c.final_norm) + output_weight_params(plan, c) + mtp_stage_params(plan, counts);
+  if (stage == pc.output_stage()) p += d(c.final_norm) + output_weight_params(plan, c) + mtp_stage_params(plan, counts);
   return p;
 }
 
@@ -217,7 +218,7 @@ double grad_accumulation_s(const Plan& plan, double params, int tensors) {
 double stage_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) {
   const ModelSpec& m = plan.model;
   // The MTP modules' blocks on the last stage hold experts when the model's last layer does.
-  const int64_t mtp = stage == plan.parallel.pp - 1 && m.is_moe() && !last_layer_dense(m) ? m.mtp_layers : 0;
+  const int64_t mtp = stage == plan.parallel.output_stage() && m.is_moe() && !last_layer_dense(m) ? m.mtp_layers : 0;
   return d(stage_layers(plan, stage) - stage_dense_layers(plan, stage) + mtp) * layer_expert_params(plan, c);
 }
 
@@ -767,7 +768,8 @@ double p2p_time_s(const Plan& plan) {
 
 double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
   const ParallelConfig& pc = plan.parallel;
-  if (!plan.model.tied_embeddings || pc.pp <= 1 || (stage != 0 && stage != pc.pp - 1)) return 0.0;
+  // Only between two stages: ZB-V's first stage holds the embedding and the output layer.
+  if (!plan.model.tied_embeddings || pc.output_stage() == 0 || (stage != 0 && stage != pc.pp - 1)) return 0.0;
   const double bytes = d(plan.model.vocab) * d(plan.model.hidden) / d(pc.tp) * d(plan.training.grad_bytes());
   return collective_time_s(Collective::all_reduce, bytes, 2, group_link(plan, GroupKind::pp));
 }
@@ -894,10 +896,11 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *
                       in.embedding_activation_bytes;
   }
-  if (stage == pc.pp - 1) {
+  if (stage == pc.output_stage()) {
     // Each microbatch's output layer lives as long as its last chunk: the in-flight count (GPipe m, 1F1B 1, ZB-H1
     // min(p, m) until W); interleaved: 1 (on the last stage Megatron's order runs each last-chunk forward right before
-    // its backward).
+    // its backward); ZB-V: 1 (on the first stage its order runs each last-chunk F right before that chunk's B,
+    // simulator/schedule.cpp; the W the B leaves behind keeps the chunk's stash, counted in in_flight_chunks).
     const double held = v == 1 ? d(sm.in_flight_chunks) : 1.0;
     sm.activations += held * in.output_activation_bytes;
   }
@@ -1056,23 +1059,24 @@ inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime
   StageTime st;
   st.stage = i;
   st.layers = stage_layers(in.plan, i);
+  const bool out = i == in.plan.parallel.output_stage();  // holds the output layer
   const double L = d(st.layers);
-  st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (i == p - 1 ? edge.output_forward_s : 0);
+  st.forward_s = L * lc.forward_s + (i == 0 ? edge.embedding_forward_s : 0) + (out ? edge.output_forward_s : 0);
   st.backward_input_s = L * lc.backward_input_s + (i == 0 ? edge.embedding_backward_s : 0) +
-                        (i == p - 1 ? edge.output_backward_s : 0);
+                        (out ? edge.output_backward_s : 0);
   st.backward_weight_s = L * lc.backward_weight_s;
   st.recompute_s = L * lc.recompute_s;
-  st.tp_comm_s = L * lc.exposed_tp_s + (i == p - 1 ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
+  st.tp_comm_s = L * lc.exposed_tp_s + (out ? edge.output_tp_comm_s + edge.output_tp_comm_backward_s : 0);
   st.cp_comm_s = L * lc.exposed_cp_s;
   st.ep_comm_s = L * lc.exposed_ep_s;
   st.zero3_comm_s = L * lc.exposed_zero3_s;
   st.offload_s = L * lc.exposed_offload_s;
-  const double sends = in.p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v);
-  const double forward_sends = in.p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v);
+  const double sends = in.p2p_overlap ? 0.0 : p2p_sends_per_microbatch(i, p, v, in.plan.parallel.schedule);
+  const double forward_sends = in.p2p_overlap ? 0.0 : p2p_forward_sends(i, p, v, in.plan.parallel.schedule);
   st.p2p_s = sends * p2p_s;
-  t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (i == p - 1 ? edge.output_tp_comm_s : 0);
+  t.forward_s = st.forward_s + L * lc.exposed_forward_comm_s + (out ? edge.output_tp_comm_s : 0);
   t.backward_input_s = st.backward_input_s + st.recompute_s + L * (lc.exposed_backward_comm_s + lc.exposed_recompute_comm_s) +
-                       (i == p - 1 ? edge.output_tp_comm_backward_s : 0);
+                       (out ? edge.output_tp_comm_backward_s : 0);
   t.backward_weight_s = st.backward_weight_s;
   t.p2p_forward_s = forward_sends * p2p_s;
   t.p2p_backward_s = (sends - forward_sends) * p2p_s;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <optional>
 #include <vector>
 
 namespace parplan {
@@ -17,6 +19,8 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
       return std::min(p, m) * v;  // p - i awaiting B, up to i more awaiting W (stage i defers its W by i)
     case Schedule::zb_2p:
       return std::min(2 * p - 1, m) * v;  // the order's limit (simulator/schedule.cpp), reached on every stage
+    case Schedule::zb_v:
+      return std::min(p, m) * v;  // 2p chunk-microbatches of half a stage (the order's limit), reached on every stage
     case Schedule::interleaved:
       return std::min(interleaved_warmup(p, v, stage) + 1, v * m);
   }
@@ -221,6 +225,108 @@ double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std:
   return step;
 }
 
+std::vector<std::vector<ChunkOp>> zb_v_order(int64_t p, int64_t m) {
+  const auto ps = static_cast<size_t>(p), ms = static_cast<size_t>(m);
+  const int64_t limit = 2 * p, last = 2 * p - 1;
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  // Tick at which virtual stage v's F / B of microbatch j is done; next F / B per stage and chunk; pending W's.
+  std::vector<int64_t> f_done(static_cast<size_t>(2 * p) * ms, kNever), b_done = f_done;
+  const auto at = [ms](std::vector<int64_t>& t, int64_t v, int64_t j) -> int64_t& {
+    return t[static_cast<size_t>(v) * ms + static_cast<size_t>(j)];
+  };
+  std::vector<std::array<int64_t, 2>> nf(ps, {0, 0}), nb(ps, {0, 0});
+  std::vector<std::vector<ChunkOp>> pending_w(ps), orders(ps);
+  std::vector<size_t> next_w(ps, 0);
+  for (auto& o : orders) o.reserve(6 * ms);
+  int64_t left = 6 * p * m;
+  for (int64_t tick = 0; left > 0; ++tick) {
+    for (size_t i = 0; i < ps; ++i) {
+      const auto stage = static_cast<int64_t>(i);
+      const int64_t in_flight = nf[i][0] + nf[i][1] - static_cast<int64_t>(next_w[i]);
+      std::optional<ChunkOp> run;
+      for (int32_t c : {0, 1}) {  // B: its gradient arrived (the last virtual stage: its own F), chunk 0 first
+        const int64_t j = nb[i][static_cast<size_t>(c)], v = zb_v_virtual_stage(p, stage, c);
+        if (run || j >= m || (v < last ? at(b_done, v + 1, j) : at(f_done, v, j)) > tick) continue;
+        at(b_done, v, j) = tick + 1;
+        ++nb[i][static_cast<size_t>(c)];
+        run = ChunkOp{ChunkOp::Kind::backward_input, static_cast<int32_t>(j), c};
+        pending_w[i].push_back({ChunkOp::Kind::backward_weight, static_cast<int32_t>(j), c});
+      }
+      for (int32_t c : {1, 0}) {  // F: its input arrived and fewer than 2p await their W, chunk 1 first
+        const int64_t j = nf[i][static_cast<size_t>(c)], v = zb_v_virtual_stage(p, stage, c);
+        if (run || j >= m || in_flight >= limit || (v > 0 && at(f_done, v - 1, j) > tick)) continue;
+        at(f_done, v, j) = tick + 1;
+        ++nf[i][static_cast<size_t>(c)];
+        run = ChunkOp{ChunkOp::Kind::forward, static_cast<int32_t>(j), c};
+      }
+      if (!run && next_w[i] < pending_w[i].size()) run = pending_w[i][next_w[i]++];  // the oldest pending W
+      if (!run) continue;
+      orders[i].push_back(*run);
+      --left;
+    }
+  }
+  return orders;
+}
+
+double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const auto ms = static_cast<size_t>(m);
+  const std::vector<std::vector<ChunkOp>> order = zb_v_order(p, m);
+  // Each op's duration on its stage: the chunk's share of the stage's pass, and a blocking send where its result
+  // leaves the stage (p2p_forward_sends / p2p_sends_per_microbatch: the turn on the last stage sends nothing).
+  const auto duration = [&](int64_t i, const ChunkOp& o) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
+    const double share0 = t.first_chunk_share >= 0 ? t.first_chunk_share : 0.5;
+    const double share = o.chunk == 0 ? share0 : (t.last_chunk_share >= 0 ? t.last_chunk_share : 1.0 - share0);
+    const int64_t v = zb_v_virtual_stage(p, i, o.chunk);
+    const double f_sends = p2p_forward_sends(i, p, 2, Schedule::zb_v);
+    const double b_sends = p2p_sends_per_microbatch(i, p, 2, Schedule::zb_v) - f_sends;
+    switch (o.kind) {
+      case ChunkOp::Kind::forward:
+        return share * t.forward_s + (v < 2 * p - 1 && v != p - 1 && f_sends > 0 ? t.p2p_forward_s / f_sends : 0.0);
+      case ChunkOp::Kind::backward_input:
+        return share * t.backward_input_s + (v > 0 && v != p && b_sends > 0 ? t.p2p_backward_s / b_sends : 0.0);
+      case ChunkOp::Kind::backward_weight: return share * t.backward_weight_s;
+    }
+    return 0.0;
+  };
+  // Longest path over the order: an op starts when its stage is free and its producer (F: the virtual stage
+  // before; B: the one after, the last its own F) is done.
+  std::vector<double> f_end(static_cast<size_t>(2 * p) * ms, -1.0), b_end = f_end;
+  const auto at = [ms](std::vector<double>& t, int64_t v, int64_t j) -> double& {
+    return t[static_cast<size_t>(v) * ms + static_cast<size_t>(j)];
+  };
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<double> clock(static_cast<size_t>(p), 0.0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int64_t i = 0; i < p; ++i) {
+      const auto& o = order[static_cast<size_t>(i)];
+      for (size_t& k = next[static_cast<size_t>(i)]; k < o.size(); ++k) {
+        const ChunkOp& op = o[k];
+        const int64_t v = zb_v_virtual_stage(p, i, op.chunk);
+        double ready = 0;
+        if (op.kind == ChunkOp::Kind::forward && v > 0) ready = at(f_end, v - 1, op.microbatch);
+        if (op.kind == ChunkOp::Kind::backward_input) {
+          ready = v < 2 * p - 1 ? at(b_end, v + 1, op.microbatch) : at(f_end, v, op.microbatch);
+        }
+        if (ready < 0) break;  // its producer has not run yet
+        double& now = clock[static_cast<size_t>(i)];
+        now = std::max(now, ready) + duration(i, op);
+        if (op.kind == ChunkOp::Kind::forward) at(f_end, v, op.microbatch) = now;
+        if (op.kind == ChunkOp::Kind::backward_input) at(b_end, v, op.microbatch) = now;
+        moved = true;
+      }
+    }
+  }
+  double step = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    if (!paths.empty()) paths[static_cast<size_t>(i)] = clock[static_cast<size_t>(i)];
+    step = std::max(step, clock[static_cast<size_t>(i)]);
+  }
+  return step;
+}
+
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m), w = static_cast<double>(v);
@@ -264,12 +370,14 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
   return step;
 }
 
-double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v) {
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v, Schedule s) {
   if (p <= 1) return 0.0;
+  if (s == Schedule::zb_v) return 2.0 * p2p_forward_sends(i, p, v, s);
   return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
 }
 
-double p2p_forward_sends(int64_t i, int64_t p, int64_t v) {
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v, Schedule s) {
+  if (s == Schedule::zb_v) return p <= 1 ? 0.0 : (i == 0 || i == p - 1 ? 1.0 : 2.0);
   return p <= 1 ? 0.0 : static_cast<double>(v) - (i == p - 1 ? 1.0 : 0.0);
 }
 
@@ -347,11 +455,15 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     lead = own;
   }
   const double md = static_cast<double>(m);
-  if (s == Schedule::zb_2p) {  // each path ends at its own stage (pipeline.hpp): the stage ends are the paths
+  if (s == Schedule::zb_2p || s == Schedule::zb_v) {  // each path ends at its own stage (pipeline.hpp)
     const StageSums sums = stage_sums(stages, true);
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
-    zb_2p_step_s(m, stages, lead);
+    if (s == Schedule::zb_2p) {
+      zb_2p_step_s(m, stages, lead);
+    } else {
+      zb_v_step_s(m, stages, lead);
+    }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays
     for (double& end : lead) end = r.step_s - end;
     r.bubble_s = r.step_s - r.busy_s;

@@ -7,10 +7,12 @@
 // Korthikanti et al. 2022 Sec. 4.2.3); ZB-H1 min(p, m) on every stage: stage i defers its W passes by i
 // microbatches, so it holds p - i microbatches awaiting B and up to i awaiting W, each kept whole until its W (as the
 // runtime keeps it): Qi et al.'s memory bound for ZB-H1, p M_B (1F1B's stage-0 peak), reached on every stage;
-// ZB-2p min(2p - 1, m) on every stage: Qi et al.'s ZB-H2 peak (2p - 1) M_B (their Table 1).
+// ZB-2p min(2p - 1, m) on every stage: Qi et al.'s ZB-H2 peak (2p - 1) M_B (their Table 1); ZB-V min(p, m) v = min(2p, 2m)
+// half-stage chunks on every stage: p M_B, 1F1B's stage-0 peak (Qi et al. 2023 Sec. 6: ZB-V keeps 1F1B's memory).
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "planner/spec/spec.hpp"
 
@@ -120,6 +122,28 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // (`paths`); pipeline_time() takes the step as the latest. Uneven stages: tests/simulator/task_graph_test.cpp.
 double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
+// ZB-V (Qi et al. 2023, arXiv:2401.10241 Sec. 6, the V-ZB of Qi et al. 2024, "Pipeline Parallelism with
+// Controllable Memory": 2 chunks per stage in a V, 1F1B's activation memory, zero bubble when T_F = T_B = T_W).
+// Its order (THE definition; simulator/schedule.cpp runs it): one list schedule of all stages with unit op times, as
+// ZB-2p's: at each tick a free stage runs its next B if a gradient has arrived (chunk 0 first), else its next F if
+// its input has arrived and fewer than 2p chunk-microbatches await their W (chunk 1 first), else its oldest pending
+// W. Stage i's chunk c is virtual stage zb_v_virtual_stage(p, i, c).
+struct ChunkOp {
+  enum class Kind : uint8_t { forward, backward_input, backward_weight } kind = Kind::forward;
+  int32_t microbatch = 0;
+  int32_t chunk = 0;
+};
+constexpr int64_t zb_v_virtual_stage(int64_t p, int64_t stage, int64_t chunk) {
+  return chunk == 0 ? stage : 2 * p - 1 - stage;
+}
+std::vector<std::vector<ChunkOp>> zb_v_order(int64_t p, int64_t m);
+// The step: that order timed over the stages (each chunk a share of its stage's F, B and W, first_chunk_share /
+// last_chunk_share or a half; blocking sends after the ops whose result leaves the stage), the longest path, as the
+// simulator times it without link contention. `paths`: each stage's end. Uniform stages with F = B = W, p <= 8 and
+// m >= 2p: m t + (p - 1) F / 2, the paper's zero bubble less the first forward's way to the last stage, which one
+// iteration (as priced here) keeps (tests/simulator/task_graph_test.cpp). O(p m) with the order's (6m + p) p ticks.
+double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
 // k runs its m microbatches (m t_k); its first backward (microbatch 0's last chunk) waits for the round trip of that
@@ -141,8 +165,10 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
 // forward chunk and a gradient back after every backward chunk, 2 v, less the activation the last stage does not
 // send and the gradient the first does not: 2 v - 1 on either edge (0 with one stage). p2p_forward_sends: those after
 // forward chunks, v less the last stage's one.
-double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v);
-double p2p_forward_sends(int64_t i, int64_t p, int64_t v);
+// ZB-V (v = 2 in a V): the first stage sends chunk 0's activation and chunk 1's gradient, the last chunk 1's
+// activation and chunk 0's gradient (its turn from chunk 0 to 1 stays on the stage), the others both chunks': 2, 2, 4.
+double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v, Schedule s = Schedule::one_f_one_b);
+double p2p_forward_sends(int64_t i, int64_t p, int64_t v, Schedule s = Schedule::one_f_one_b);
 
 // Overlapped pipeline sends (interleaved, Megatron-Core --overlap-p2p-communication): a transfer delays only the op
 // that consumes it, so the step pays the transfers on the fill and drain path: the first microbatch's forward
@@ -157,6 +183,7 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 //   interleaved:   interleaved_step_s()                      (uniform: (m + (p-1)/v) t)
 //   ZB-H1:         zero_bubble_step_s()                      (uniform, m >= p: m t + (p-1) u, u = F + B_input - W)
 //   ZB-2p:         zb_2p_step_s()                            (uniform, m >= 2p-1: m t + (p-1) max(F, F + B_input - 2W))
+//   ZB-V:          zb_v_step_s(), its order timed            (uniform, F = B_input = W, p <= 8, m >= 2p: m t + (p-1) F/2)
 // GPipe's form is exact for its order, blocking sends included, without link contention (a flow shop of m identical
 // jobs takes one job's time plus m - 1 of its slowest stage's); the former m t_max + (sum - t_max) was up to 14.4%
 // below it where the forward and the backward bottleneck are different stages. Each form is the longest of p paths

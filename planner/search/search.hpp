@@ -35,7 +35,7 @@ struct SearchSpace {
   std::vector<int64_t> etp{0, 1};
   int64_t max_micro_batch = 16;  // micro-batch sizes tried: divisors of global_batch / dp up to this
   std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble,
-                                  Schedule::zb_2p};
+                                  Schedule::zb_2p, Schedule::zb_v};
   std::vector<int64_t> vpp{2, 3, 4, 6, 8};  // chunks per stage tried with the interleaved schedule
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
   std::vector<bool> sequence_parallel{false, true};  // on only where tp > 1

@@ -126,11 +126,14 @@ int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
   const ModelSpec& m = plan.model;
   if (!m.has_dense_layers()) return 0;
   const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
-  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each, ...; the chunk's dense layers are those of its
-  // range of the model's layers (the leading ones, then the interleaved ones: ModelSpec::dense_layers_before).
+  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each (ZB-V's V: of stages p-1 .. 0), ...; the chunk's
+  // dense layers are those of its range of the model's layers (the leading ones, then the interleaved ones:
+  // ModelSpec::dense_layers_before).
+  const bool v_shape = plan.parallel.schedule == Schedule::zb_v;
   int64_t start = 0;
   for (int64_t c = 0; c < v; ++c) {
-    for (int64_t j = 0; j < p; ++j) {
+    for (int64_t k = 0; k < p; ++k) {
+      const int64_t j = v_shape && c % 2 == 1 ? p - 1 - k : k;
       const int64_t n = chunk_layers(plan, j, c);
       if (j == stage && c == chunk) return m.dense_layers_before(start + n) - m.dense_layers_before(start);
       start += n;
@@ -153,7 +156,8 @@ bool stage_layers_divisible(const Plan& plan, int64_t v) {
     for (const std::vector<int64_t>& st : pc.stage_layout) {
       int64_t n = 0;
       for (int64_t x : st) n += x;
-      if (n <= 0 || (static_cast<int64_t>(st.size()) != v && n % v != 0)) return false;
+      // (a stage of no layers: stage_layout_valid() decides)
+      if (static_cast<int64_t>(st.size()) != v && (n <= 0 || n % v != 0)) return false;
     }
     return true;
   }
@@ -198,7 +202,8 @@ bool stage_layout_valid(const Plan& plan) {
       if (x < 0 || x > plan.model.layers) return false;
       n += x;
     }
-    if (n < 1) return false;
+    // ZB-V's first stage may hold none: its chunks carry the embedding and the output layer (config.hpp).
+    if (n < 1 && !(pc.schedule == Schedule::zb_v && &st == &pc.stage_layout.front() && st.size() > 1)) return false;
     total += n;
   }
   return total == plan.model.layers;
@@ -283,6 +288,8 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     if (pc.vpp < 2 || pc.pp < 2 || pc.num_microbatches % pc.pp != 0 || !stage_layers_divisible(plan, pc.vpp)) {
       v.add(Reject::vpp_invalid);
     }
+  } else if (pc.schedule == Schedule::zb_v) {  // vpp 1 or 2: the V's 2 chunks, implied or stated
+    if (pc.vpp > 2 || pc.pp < 2 || !stage_layers_divisible(plan, 2)) v.add(Reject::vpp_invalid);
   } else if (pc.vpp != 1) {
     v.add(Reject::vpp_invalid);
   }
@@ -421,6 +428,12 @@ std::string describe(Reject r, const Plan& plan) {
                        "--account-for-loss-in-pipeline-split");
       }
       const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
+      if (pc.schedule == Schedule::zb_v) {
+        return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so it needs vpp 2 (or 1: "
+                           "implied), pp >= 2 and every stage's layers divisible by 2 (the {} stages hold {} of {} "
+                           "layers) or a per-chunk --stage-layers",
+                           pc.vpp, pc.pp, held, m.layers);
+      }
       return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                          "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
                          "schedules need vpp 1{}",

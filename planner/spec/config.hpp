@@ -17,13 +17,13 @@ enum class Reject : uint8_t {
   tp_not_dividing_ffn,    // ffn_hidden % tp or vocab split
   pp_exceeds_layers,      // pp > layers
   uneven_stages_invalid,  // first/last stage layer counts impossible
-  vpp_invalid,            // interleaved needs v >= 2, layers % (pp v) == 0, m % pp == 0
+  vpp_invalid,            // interleaved needs v >= 2, layers % (pp v) == 0, m % pp == 0; ZB-V vpp <= 2, pp >= 2, even stages
   cp_not_dividing_seq,    // seq % (2 cp) (load-balanced causal ring attention)
   ep_invalid,             // ep must divide experts and dp; dense models need ep == 1
   batch_not_divisible,    // global batch != dp * micro_batch * num_microbatches
   sp_without_tp,          // sequence parallel needs tp > 1
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
-  zb_full_recompute,      // ZB-H1's / ZB-2p's deferred W needs the activations full recompute discards (not modelled)
+  zb_full_recompute,      // ZB-H1's / ZB-2p's / ZB-V's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only

@@ -42,9 +42,13 @@ enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, every
 // selective activation checkpointing (the outputs of every other matmul and of attention kept, the rest recomputed);
 // full: the whole layer recomputed from its input.
 enum class Recompute : uint8_t { none, selective, full, selective_op };
-enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p };  // zero_bubble = ZB-H1
-// The Zero Bubble schedules (ZB-H1, ZB-2p) split each backward into B (input gradient) and W (weight gradient).
-constexpr bool splits_backward(Schedule s) { return s == Schedule::zero_bubble || s == Schedule::zb_2p; }
+// zero_bubble = ZB-H1; zb_v = ZB-V (Qi et al. 2023/2024: two chunks per stage placed in a V, stage i holding model
+// chunks i and 2p - 1 - i, so the first stage holds the first and the last chunk).
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p, zb_v };
+// The Zero Bubble schedules (ZB-H1, ZB-2p, ZB-V) split each backward into B (input gradient) and W (weight gradient).
+constexpr bool splits_backward(Schedule s) {
+  return s == Schedule::zero_bubble || s == Schedule::zb_2p || s == Schedule::zb_v;
+}
 // flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
 // attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:
 // score matrix materialised.
@@ -341,8 +345,13 @@ struct ParallelConfig {
   // gathered once and kept through the step, gradients accumulated unsharded and reduce-scattered after the last
   // microbatch, optimizer states sharded: ZeRO-1 for memory and time. Without pipelining, the stage as given.
   int step_zero_stage() const { return pp > 1 && zero_stage >= 2 ? 1 : zero_stage; }
-  // Model chunks per stage: vpp when interleaved, else 1 (vpp is ignored by the other schedules).
-  int64_t chunks_per_stage() const { return schedule == Schedule::interleaved ? vpp : 1; }
+  // Model chunks per stage: vpp when interleaved, 2 for ZB-V (its V; vpp 1 or 2), else 1 (the others need vpp 1).
+  int64_t chunks_per_stage() const {
+    return schedule == Schedule::interleaved ? vpp : schedule == Schedule::zb_v ? 2 : 1;
+  }
+  // The stage holding the model's last chunk (the output layer, the loss, MoE MTP): the last stage, the first with
+  // ZB-V's V placement. Its last chunk (chunks_per_stage() - 1) is that chunk.
+  int64_t output_stage() const { return schedule == Schedule::zb_v ? 0 : pp - 1; }
   // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.
   bool overlaps_p2p() const { return overlap_p2p_comm && schedule == Schedule::interleaved; }
 };

@@ -527,11 +527,15 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
         r.notes.push_back("ZB-2p (searched, 2p M_B activation memory) priced as parplan's zb-2p order (2p - 1 in "
                           "flight, ZB-H2's peak, Qi et al. 2023 Table 1), one iteration: the post-validation's overlap "
                           "of iterations (their Sec. 4) is not modelled");
+      } else if (t == "zb-v") {
+        pc.schedule = Schedule::zb_v;
+        r.notes.push_back("ZB-V priced as parplan's zb-v order (2 chunks per stage in a V, 2p chunk-microbatches in "
+                          "flight: 1F1B's activation memory, Qi et al. 2023 Sec. 6), one iteration");
       } else if (t == "1f1b-i") {
         pc.schedule = Schedule::interleaved;
       } else if (t != "1f1b") {
         r.skip_reasons.push_back(
-            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1 and ZB-2p are)", name));
+            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)", name));
       }
     }
   }
@@ -549,13 +553,14 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
   if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 && (layers + 2) % p == 0 &&
       v > 1 && middle % v == 0) {
     // Interleaved: the embedding and the loss take a layer's place in the first and the last chunk (1F1B-I with one
-    // layer per chunk: the first stage's chunk 0 and the last stage's last chunk hold no transformer layer).
+    // layer per chunk: the first stage's chunk 0 and the last stage's last chunk hold no transformer layer). ZB-V:
+    // both chunks are the first stage's (ParallelConfig::output_stage()).
     pc.stage_layout.assign(static_cast<size_t>(p), std::vector<int64_t>(static_cast<size_t>(v), middle / v));
     --pc.stage_layout.front().front();
-    --pc.stage_layout.back().back();
-    r.notes.push_back(fmt::format("stage layers {}: chunks of {} layers, the first stage's first and the last stage's "
-                                  "last chunk one fewer (arch_notes)",
-                                  format_stage_layout(pc.stage_layout), middle / v));
+    --pc.stage_layout[static_cast<size_t>(pc.output_stage())].back();
+    r.notes.push_back(fmt::format("stage layers {}: chunks of {} layers, the first chunk (stage 0's chunk 0) and the "
+                                  "last (stage {}'s chunk {}) one fewer (arch_notes)",
+                                  format_stage_layout(pc.stage_layout), middle / v, pc.output_stage(), v - 1));
   } else if (has(ascii_lower(arch_notes), "one fewer transformer layer") && p > 2 && layers > 0 &&
              (layers + 2) % p == 0) {
     pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "planner/spec/error.hpp"
@@ -73,6 +74,75 @@ TEST_CASE("schedule: ZB-2p runs 2p - 1 forwards on stage 0 before its first B, t
     }
   }
   CHECK_THROWS_AS(make_schedule(Schedule::zb_2p, 4, 8, 2), InputError);  // one chunk per stage
+}
+
+namespace {
+// A stage's order as text: "F3.1" is microbatch 3's forward of the stage's chunk 1.
+std::string order_text(const std::vector<PipeOp>& o) {
+  std::string s;
+  for (const PipeOp& x : o) {
+    if (!s.empty()) s += ' ';
+    s += std::string(to_string(x.kind)) + std::to_string(x.microbatch) + "." + std::to_string(x.chunk);
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("schedule: ZB-V places the chunks in a V and runs the hand-checked p 4, m 8 order") {
+  const int64_t p = 4, m = 8;
+  const PipelineSchedule s = make_schedule(Schedule::zb_v, p, m, 2);
+  // The V: stage i holds virtual stages i and 2p - 1 - i; the first and the last are stage 0's, the turn (3 -> 4) is
+  // the last stage's own.
+  CHECK(s.virtual_stage(0, 0) == 0);
+  CHECK(s.virtual_stage(0, 1) == 7);
+  CHECK(s.virtual_stage(3, 0) == 3);
+  CHECK(s.virtual_stage(3, 1) == 4);
+  for (int64_t v = 0; v < 2 * p; ++v) CHECK(s.virtual_stage(s.stage_of(v), s.chunk_of(v)) == v);
+  const CrossDep turn = cross_stage_dependency(s, 3, PipeOp{OpKind::forward, 0, 1});
+  CHECK((turn.exists && turn.stage == 3 && turn.op == PipeOp{OpKind::forward, 0, 0}));
+  const CrossDep loss = cross_stage_dependency(s, 0, PipeOp{OpKind::backward_input, 0, 1});
+  CHECK((loss.exists && loss.stage == 0 && loss.op == PipeOp{OpKind::forward, 0, 1}));
+  // Stage 0: 2p - 1 chunk-0 forwards while microbatch 0 goes down and up the V, then its chunk 1 and at once that
+  // chunk's B (the loss is here); W fills what the B's leave. Stage 3: chunk 0 and chunk 1 back to back (no send), up
+  // to 2p chunk-microbatches, then B's of both chunks (chunk 0 first once its gradient has come round).
+  CHECK(order_text(s.order[0]) ==
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F5.0 F6.0 F0.1 B0.1 W0.1 F1.1 B1.1 W1.1 F2.1 B2.1 B0.0 W2.1 F3.1 B3.1 B1.0 W0.0 B2.0 "
+        "F7.0 W3.1 F4.1 B3.0 B4.1 W1.0 W2.0 W3.0 F5.1 B5.1 W4.1 B4.0 W5.1 F6.1 B6.1 W4.0 W6.1 B5.0 W5.0 F7.1 B7.1 B6.0 "
+        "W7.1 W6.0 B7.0 W7.0");
+  CHECK(order_text(s.order[3]) ==
+        "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 F3.0 F3.1 B0.1 B0.0 W0.1 F4.0 B1.1 B1.0 B2.1 B2.0 W0.0 F4.1 B3.1 B3.0 W1.1 F5.0 "
+        "W1.0 F5.1 W2.1 F6.0 B4.1 B4.0 W2.0 F6.1 W3.1 F7.0 B5.1 B5.0 W3.0 F7.1 B6.1 B6.0 W4.1 W4.0 W5.1 W5.0 B7.1 B7.0 "
+        "W6.1 W6.0 W7.1 W7.0");
+  for (int64_t pp : {1, 2, 3, 5}) {
+    for (int64_t mm : {1, 2, 5, 12}) check_complete(make_schedule(Schedule::zb_v, pp, mm, 2), true);
+  }
+  // Every op's producer comes earlier in its stage's order (no deadlock).
+  for (int64_t i = 0; i < p; ++i) {
+    for (const PipeOp& x : s.order[static_cast<size_t>(i)]) {
+      const CrossDep d = cross_stage_dependency(s, i, x);
+      if (!d.exists) continue;
+      const auto& o = s.order[static_cast<size_t>(d.stage)];
+      CHECK(std::find(o.begin(), o.end(), d.op) != o.end());
+    }
+  }
+  CHECK_THROWS_AS(make_schedule(Schedule::zb_v, 4, 8, 1), InputError);  // the V has 2 chunks
+  CHECK_THROWS_AS(make_schedule(Schedule::zb_v, 4, 8, 3), InputError);
+}
+
+TEST_CASE("schedule: ZB-V holds 2 min(p, m) chunk-microbatches on every stage: 1F1B's stage-0 peak (Qi et al.)") {
+  // Qi et al. 2023 Sec. 6: ZB-V's peak activation memory is 1F1B's, p M_B: 2p chunks of half a stage each.
+  for (int64_t p : {1, 2, 3, 4, 8}) {
+    for (int64_t m : {1, 2, 3, 8, 16, 24}) {
+      const LiveActivations live = live_activations(make_schedule(Schedule::zb_v, p, m, 2));
+      for (int64_t i = 0; i < p; ++i) {
+        CAPTURE(p);
+        CAPTURE(m);
+        CHECK(live.peak_until_weight_grad[static_cast<size_t>(i)] == 2 * std::min(p, m));
+        CHECK(in_flight_chunks(Schedule::zb_v, p, m, 2, i) == 2 * std::min(p, m));
+      }
+      CHECK(in_flight_chunks(Schedule::zb_v, p, m, 2, 0) == 2 * in_flight_chunks(Schedule::one_f_one_b, p, m, 1, 0));
+    }
+  }
 }
 
 TEST_CASE("schedule: Megatron interleaved order maps forwards to chunks in groups of p") {

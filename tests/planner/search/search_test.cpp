@@ -117,7 +117,7 @@ Brute brute_force(const SearchRequest& req) {
                     continue;
                   }
                   eval();
-                  if (pp > 1 && req.model.layers / pp >= 2) {
+                  if (pp > 1 && req.model.layers / pp >= 2 && s != Schedule::zb_v) {  // ZB-V: the even split only
                     c.last_stage_layers = req.model.layers / pp - 1;
                     eval();
                   }

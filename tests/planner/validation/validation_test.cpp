@@ -655,7 +655,23 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   REQUIRE_MESSAGE(r.scored(), r.skip_reason());
   CHECK(r.plan->parallel.schedule == Schedule::zb_2p);
   CHECK(r.plan->parallel.vpp == 1);
-  CHECK(has_reason(map_one_with(zero_bubble_row("ZB-V"), Unstated::search), "schedule ZB-V is not modelled"));
+  // ZB-V (vpp 2 as the rows state it) with one layer per chunk: 14 layers + embedding + loss in 16 chunks; the V puts
+  // the first and the last chunk on stage 0, which holds the embedding and the output layer and no transformer layer.
+  nlohmann::json v_row = zero_bubble_row("ZB-V");
+  v_row["arch"]["layers"] = 14;
+  v_row["parallel"]["vpp_chunks_per_stage"] = 2;
+  r = map_one_with(v_row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.schedule == Schedule::zb_v);
+  CHECK(r.plan->parallel.chunks_per_stage() == 2);
+  CHECK(r.plan->parallel.output_stage() == 0);
+  CHECK(format_stage_layout(r.plan->parallel.stage_layout) == "0/0,1/1,1/1,1/1,1/1,1/1,1/1,1/1");
+  // The 22-layer row splits 2 + 6 x 3 + 2: odd stages do not halve into the V's chunks, a reason not a crash.
+  nlohmann::json odd = zero_bubble_row("ZB-V");
+  odd["parallel"]["vpp_chunks_per_stage"] = 2;
+  CHECK(has_reason(map_one_with(odd, Unstated::search), "schedule zb-v with vpp 2: its V places 2 chunks"));
+  CHECK(has_reason(map_one_with(zero_bubble_row("ZB-H2"), Unstated::search),
+                   "schedule ZB-H2 is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)"));
 }
 
 TEST_CASE("validation: strict schema errors name the JSON path") {
