@@ -188,6 +188,30 @@ TEST_CASE("tied embedding gradient all-reduce between the first and last stage")
   CHECK(embedding_grad_sync_s(one, 0) == 0.0);
 }
 
+TEST_CASE("ZB-V: the first stage holds the output layer (the V's last chunk), the last stage none of it") {
+  const Plan f = test::korthikanti_175b();  // pp 8 (interleaved, vpp 3), 12 layers per stage, tied embeddings
+  Plan v = f;
+  v.parallel.schedule = Schedule::zb_v;
+  v.parallel.vpp = 1;  // the V's 2 chunks are implied
+  REQUIRE(validate(v).ok());
+  REQUIRE(v.parallel.output_stage() == 0);
+  // Both ends of the model on stage 0: no tied-embedding all-reduce between stages, no second embedding copy.
+  for (int64_t s = 0; s < 8; ++s) CHECK(embedding_grad_sync_s(v, s) == 0.0);
+  const PlanParamCounts cf = plan_param_counts(f), cv = plan_param_counts(v);
+  CHECK(stage_params(v, 7, cv) == doctest::Approx(stage_params(v, 3, cv)));
+  CHECK(stage_params(v, 0, cv) - stage_params(f, 0, cf) == doctest::Approx(static_cast<double>(cf.counts.final_norm)));
+  // Activations: every stage holds 2 min(p, m) half-stage chunks (1F1B's stage-0 p microbatches); stage 0 also the
+  // output layer's, the last stage only its layers'.
+  const StageMemory s0 = stage_memory(v, 0), s3 = stage_memory(v, 3), s7 = stage_memory(v, 7);
+  for (const StageMemory* s : {&s0, &s3, &s7}) CHECK(s->in_flight_chunks == 16);
+  CHECK(s7.activations == doctest::Approx(s3.activations));
+  CHECK(s0.activations > s3.activations);
+  // A middle stage's layers: p whole microbatches until their W, as ZB-H1 holds them (Qi et al.: both p M_B).
+  Plan h1 = v;
+  h1.parallel.schedule = Schedule::zero_bubble;
+  CHECK(s3.activations == doctest::Approx(stage_memory(h1, 3).activations));
+}
+
 // Unfused gradient accumulation (Megatron-LM 2021 local DDP: param.main_grad.add_(param.grad) once per parameter and
 // microbatch): read the buffer, read the 16-bit weight gradient, write the buffer.
 TEST_CASE("unfused gradient accumulation: bytes per parameter and where the pass sits") {

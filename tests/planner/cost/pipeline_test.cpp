@@ -40,6 +40,16 @@ TEST_CASE("waited sends per microbatch: 2 v on a middle stage, 2 v - 1 on the fi
   CHECK(p2p_sends_per_microbatch(0, 1, 1) == 0.0);
 }
 
+TEST_CASE("ZB-V sends: the edge stages 2 per microbatch (the last stage's turn stays on it), the others 4") {
+  CHECK(p2p_sends_per_microbatch(0, 8, 2, Schedule::zb_v) == 2.0);
+  CHECK(p2p_forward_sends(0, 8, 2, Schedule::zb_v) == 1.0);  // chunk 0's activation; chunk 1 ends in the loss
+  CHECK(p2p_sends_per_microbatch(3, 8, 2, Schedule::zb_v) == 4.0);
+  CHECK(p2p_forward_sends(3, 8, 2, Schedule::zb_v) == 2.0);
+  CHECK(p2p_sends_per_microbatch(7, 8, 2, Schedule::zb_v) == 2.0);
+  CHECK(p2p_forward_sends(7, 8, 2, Schedule::zb_v) == 1.0);  // chunk 1's activation; chunk 0's goes to itself
+  CHECK(p2p_sends_per_microbatch(0, 1, 2, Schedule::zb_v) == 0.0);
+}
+
 TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {
   CHECK(p2p_fill_drain_s(16, 3, 1.0) == 94.0);
   CHECK(p2p_fill_drain_s(8, 2, 0.5) == 15.0);
