@@ -248,6 +248,22 @@ TEST_CASE("search: ZB-2p is searched with pp > 1 and holds at least ZB-H1's memo
   for (const Candidate& c : search(req).top) CHECK(c.parallel.schedule == Schedule::zb_2p);
 }
 
+TEST_CASE("search: ZB-V only when asked for, then with pp > 1 and even splits, each its estimate") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  for (const Candidate& c : search(req).top) CHECK(c.parallel.schedule != Schedule::zb_v);  // not by default
+  req.space.schedules = {Schedule::one_f_one_b, Schedule::zb_v};
+  int64_t zbv = 0;
+  for (const Candidate& c : search(req).top) {
+    if (c.parallel.schedule != Schedule::zb_v) continue;
+    ++zbv;
+    CHECK(c.parallel.pp > 1);
+    CHECK(c.parallel.last_stage_layers == 0);  // its output layer is on stage 0: no lighter last stage
+    CHECK(c.time.step_s == doctest::Approx(estimate(candidate_plan(req, c)).time.step_s));
+  }
+  CHECK(zbv > 0);
+}
+
 TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
   SearchRequest req = small_request(8);
   req.top_k = 1'000'000;
