@@ -224,8 +224,8 @@ nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
 
 // What a plan that does not fit would need: the model-state floor, more GPUs (verified by searching), other GPUs.
 // The searches it runs are bounded, whatever the profiles hold: GPU counts up to the --gpus maximum, at most
-// kMaxAdviceMeshes meshes (or 4x the user's own search) each, at most kMaxOtherGpus other GPUs (those with the most
-// memory). Without the bounds, a cluster of 720,720 GPUs per node or 2,000 GPU profiles made it run for minutes.
+// kMaxAdviceMeshes meshes (or 4x the user's own search) each, at most kMaxOtherGpus other GPUs (the nearest
+// upgrades in memory). Without the bounds, a cluster of 720,720 GPUs per node or 2,000 GPU profiles made it run for minutes.
 constexpr int64_t kMaxGpus = 100'000'000;  // the --gpus range
 constexpr int64_t kMaxAdviceMeshes = 100'000;
 constexpr size_t kMaxOtherGpus = 6;
@@ -245,7 +245,7 @@ struct Advice {
 };
 
 // The GPU profiles (one per name, precision supported) other than the request's: at most kMaxOtherGpus, those with
-// the most memory, in the order of the profiles.
+// more memory than the request's, the least first.
 std::vector<const GpuSpec*> other_gpus(const SearchRequest& req, const ProfileSet& profiles, size_t* not_tried) {
   std::vector<const GpuSpec*> gpus;
   for (const auto& e : profiles.entries()) {
@@ -253,14 +253,14 @@ std::vector<const GpuSpec*> other_gpus(const SearchRequest& req, const ProfileSe
     if (!g || g->name == req.gpu.name || !precision_supported(*g, req.training)) continue;
     if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
   }
-  *not_tried = gpus.size() > kMaxOtherGpus ? gpus.size() - kMaxOtherGpus : 0;
-  if (*not_tried > 0) {
-    std::vector<const GpuSpec*> most = gpus;
-    std::stable_sort(most.begin(), most.end(),
-                     [](const GpuSpec* a, const GpuSpec* b) { return a->memory_bytes > b->memory_bytes; });
-    most.resize(kMaxOtherGpus);
-    std::erase_if(gpus, [&](const GpuSpec* g) { return std::find(most.begin(), most.end(), g) == most.end(); });
+  // The upgrades: GPUs with more memory than the requested one, the nearest first (all of them when none has more).
+  if (std::any_of(gpus.begin(), gpus.end(), [&](const GpuSpec* g) { return g->memory_bytes > req.gpu.memory_bytes; })) {
+    std::erase_if(gpus, [&](const GpuSpec* g) { return g->memory_bytes <= req.gpu.memory_bytes; });
   }
+  std::stable_sort(gpus.begin(), gpus.end(),
+                   [](const GpuSpec* a, const GpuSpec* b) { return a->memory_bytes < b->memory_bytes; });
+  *not_tried = gpus.size() > kMaxOtherGpus ? gpus.size() - kMaxOtherGpus : 0;
+  if (*not_tried > 0) gpus.resize(kMaxOtherGpus);
   return gpus;
 }
 
@@ -409,7 +409,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
     }
   }
   if (a.other_gpus_not_tried > 0) {
-    s += fmt::format("  ({} other GPU profiles with less memory not tried)\n", a.other_gpus_not_tried);
+    s += fmt::format("  ({} other GPU profiles with more memory not tried)\n", a.other_gpus_not_tried);
   }
   return s;
 }

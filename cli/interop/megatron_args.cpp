@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/interop/framework.hpp"
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 
 namespace parplan::cli {
@@ -52,6 +53,7 @@ struct Collected {
   ShapeArgs shape;
   std::optional<int64_t> layers_per_virtual_stage;
   std::string vstage_origin;
+  std::string layout, layout_origin;  // --pipeline-model-parallel-layout
   std::string precision, precision_origin;
   bool overlap_grad_reduce = false;
   bool recompute_given = false;
@@ -128,6 +130,11 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   if (a.name == "seq-length") {
     c.shape.seq = int_arg(a, path);
     out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
+    return true;
+  }
+  if (a.name == "pipeline-model-parallel-layout") {
+    c.layout = a.value.value_or("");
+    c.layout_origin = a.origin;
     return true;
   }
   if (a.name == "num-layers-per-virtual-pipeline-stage") {
@@ -209,6 +216,13 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                    c.vstage_origin, out.model->layers, pp, per));
     }
     out.set("--vpp", std::to_string(out.model->layers / (pp * per)), c.vstage_origin, path);
+  }
+  if (!c.layout.empty()) {  // Megatron-Core's layout string: the stage layers per chunk, and vpp
+    const auto pp_it = out.flags.find("--pp");
+    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
+    const auto layout = parse_megatron_layout(c.layout, pp, fmt::format("{}: {}", path, c.layout_origin));
+    out.set("--stage-layers", format_stage_layout(layout), c.layout_origin, path);
+    if (layout.front().size() > 1) out.set("--vpp", std::to_string(layout.front().size()), c.layout_origin, path);
   }
   if (!c.capacity_factor.empty() && c.pad_to_capacity) {
     out.set("--moe-capacity-factor", c.capacity_factor, c.capacity_origin, path);

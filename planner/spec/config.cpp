@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -87,6 +88,72 @@ std::vector<std::vector<int64_t>> parse_stage_layout(std::string_view text, std:
     }
     ++at;
   }
+}
+
+namespace {
+// Megatron's repeats expanded: "(...)*N" and "X*N" (a single letter), innermost group first, with a cap on the size.
+std::string expand_layout_repeats(std::string s, std::string_view what) {
+  auto fail = [&](std::string_view why) {
+    throw InputError(fmt::format("{}: '{}': {}", what, excerpt(s), why));
+  };
+  for (int guard = 0;; ++guard) {
+    const size_t star = s.find('*');
+    if (star == std::string::npos) return s;
+    if (guard > 10'000 || star == 0) fail("a '*' repeats a letter or a (group)");
+    size_t digits = star + 1;
+    while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
+    int64_t n = -1;
+    std::from_chars(s.data() + star + 1, s.data() + digits, n);
+    if (digits == star + 1 || n < 0 || n > 100'000) fail("a '*' takes a count from 0 to 100000");
+    size_t begin = star - 1;
+    if (s[star - 1] == ')') {
+      const size_t open = s.rfind('(', star - 1);
+      if (open == std::string::npos) fail("a ')' without its '('");
+      begin = open;
+    }
+    const std::string unit = s[star - 1] == ')' ? s.substr(begin + 1, star - 2 - begin) : s.substr(begin, 1);
+    if (unit.size() * static_cast<size_t>(n) + s.size() > 1'000'000) fail("the layout expands past a million letters");
+    std::string repeated;
+    for (int64_t i = 0; i < n; ++i) repeated += unit;
+    s = s.substr(0, begin) + repeated + s.substr(digits);
+  }
+}
+}  // namespace
+
+std::vector<std::vector<int64_t>> parse_megatron_layout(std::string_view text, int64_t pp, std::string_view what) {
+  std::string compact;
+  for (char c : text) {
+    if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
+  }
+  const std::string s = expand_layout_repeats(compact, what);
+  std::vector<std::string> stages(1);
+  for (char c : s) {
+    if (c == '|') {
+      stages.emplace_back();
+    } else if (c == 'E' || c == 't' || c == 'm' || c == 'L') {
+      stages.back() += c;
+    } else {
+      throw InputError(fmt::format("{}: '{}': '{}' is not E, t, m, L, '|' or a repeat", what, excerpt(text),
+                                   std::string(1, c)));
+    }
+  }
+  const int64_t V = static_cast<int64_t>(stages.size());
+  if (pp < 1 || V % pp != 0) {
+    throw InputError(fmt::format("{}: '{}': {} virtual stages do not split over pp {}", what, excerpt(text), V, pp));
+  }
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(pp), std::vector<int64_t>(static_cast<size_t>(V / pp), 0));
+  for (int64_t v = 0; v < V; ++v) {
+    const std::string& st = stages[static_cast<size_t>(v)];
+    for (char c : st) {
+      if ((c == 'E' && v != 0) || ((c == 'm' || c == 'L') && v != V - 1)) {
+        throw InputError(fmt::format("{}: '{}': {} in virtual stage {} (parplan places the embedding in the first and "
+                                     "the MTP and loss in the last)",
+                                     what, excerpt(text), std::string(1, c), v));
+      }
+    }
+    out[static_cast<size_t>(v % pp)][static_cast<size_t>(v / pp)] = std::count(st.begin(), st.end(), 't');
+  }
+  return out;
 }
 
 std::string format_stage_layout(const std::vector<std::vector<int64_t>>& layout) {

@@ -69,6 +69,12 @@ bool uneven_chunks(const Plan& plan, int64_t stage);
 // ("3,4,4,3"; "0/1/1,1/1/1,1/1/0"). Throws InputError("<what>: ...") on anything else.
 std::vector<std::vector<int64_t>> parse_stage_layout(std::string_view text, std::string_view what);
 std::string format_stage_layout(const std::vector<std::vector<int64_t>>& layout);  // parse_stage_layout's text
+// Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout; PipelineParallelLayerLayout): virtual
+// stages separated by '|', each a run of E (embedding), t (transformer layer), m (multi-token prediction) and L (loss),
+// with repeats "t*4" and "(tttt|)*14"; virtual stage v is chunk v / pp of stage v % pp. Returns the transformer
+// layers per stage and chunk (stage_layout's form; its chunk count is the virtual stages / pp). E only in the first
+// virtual stage, m and L only in the last (where parplan places them); anything else throws InputError("<what>: ...").
+std::vector<std::vector<int64_t>> parse_megatron_layout(std::string_view text, int64_t pp, std::string_view what);
 // Of those, the MoE model's leading dense layers (ModelSpec::dense_layers) the stage holds, in model order over the
 // stages' chunks (interleaved: chunk 0 of every stage, then chunk 1, ...). 0 for a dense model.
 int64_t stage_dense_layers(const Plan& plan, int64_t stage);

@@ -2,6 +2,7 @@
 #include "planner/validation/validation.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <cctype>
 #include <cmath>
 #include <fmt/core.h>
@@ -509,8 +510,8 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
 // The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
-void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t layers, ParallelConfig& pc,
-                          MappedRun& r) {
+void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::string_view parallel_notes, int64_t layers,
+                          ParallelConfig& pc, MappedRun& r) {
   const json* other = ms.get("other");
   if (other && other->is_object()) {
     auto it = other->find("schedule");
@@ -540,6 +541,29 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, int64_t la
     }
   }
   const int64_t p = pc.pp;
+  // Megatron-Core's layout string (--pipeline-model-parallel-layout), as its DeepSeek-V3 recipes give it: "layout
+  // 'Et*4|(tttt|)*14tmL'" in the parallel notes.
+  if (const size_t at = parallel_notes.find("layout '"); at != std::string_view::npos && p >= 1) {
+    const size_t begin = at + 8, end = parallel_notes.find('\'', begin);
+    const std::string_view text = parallel_notes.substr(begin, end == std::string_view::npos ? 0 : end - begin);
+    try {
+      const std::vector<std::vector<int64_t>> layout = parse_megatron_layout(text, p, "parallel notes layout");
+      const int64_t v = static_cast<int64_t>(layout.front().size());
+      int64_t sum = 0;
+      for (const std::vector<int64_t>& stage : layout) sum = std::accumulate(stage.begin(), stage.end(), sum);
+      if (sum != layers) {
+        r.skip_reasons.push_back(fmt::format("layout '{}' holds {} transformer layers, the model {}", text, sum, layers));
+      } else if (pc.vpp != v && !(pc.vpp == 1 && v == 1)) {
+        r.skip_reasons.push_back(fmt::format("layout '{}' has {} chunks per stage, the row vpp {}", text, v, pc.vpp));
+      } else {
+        pc.stage_layout = layout;
+        r.notes.push_back(fmt::format("stage layers {} from Megatron-Core's layout '{}'", format_stage_layout(layout), text));
+        return;
+      }
+    } catch (const InputError& e) {
+      r.skip_reasons.push_back(e.what());
+    }
+  }
   // Megatron-Core interleaves layers that do not split into pp x vpp chunks by counting the embedding and the loss
   // as layers (--account-for-{embedding,loss}-in-pipeline-split, as its MoE recipes set; "96 incl. embedding and
   // loss" for Qwen3's 94 layers).
@@ -648,7 +672,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   const ModelSpec m = read_arch(a, profiles, r, gaps);
   const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
   RowParallel par = read_parallel(p, r, gaps);
-  read_pipeline_layout(ms, a.text("arch_notes"), m.layers, par.pc, r);
+  read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, par.pc, r);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
   TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false), par.pc,

@@ -211,7 +211,7 @@ TEST_CASE("hardening: suggest's 'what it would need' stays bounded with extreme 
   CHECK(r.exit_code == 1);
   CHECK(has(r.out, "NOTHING FITS"));
   CHECK(has(r.out, "more than the 100000000 GPUs parplan plans for"));
-  // Twenty GPU profiles: the advice tries the six with the most memory and says how many it left out.
+  // Twenty GPU profiles: the advice tries the six nearest upgrades and says how many it left out.
   std::vector<std::string> args{"suggest", "--params", "175e9", "--gpus", "8", "--gpu", "a100-40gb"};
   for (int i = 0; i < 20; ++i) {
     args.insert(args.end(), {"--profile", d.write(fmt::format("g{}.json", i),
@@ -222,7 +222,9 @@ TEST_CASE("hardening: suggest's 'what it would need' stays bounded with extreme 
   }
   const RunResult many = run_parplan(args, {}, 60);
   CHECK(many.exit_code == 1);
-  CHECK(has(many.out, "(24 other GPU profiles with less memory not tried)"));  // 10 other embedded + 20, less 6
+  // The twenty have less memory than the A100-40GB: no upgrade. Of the 10 other embedded GPUs, all with more, the six
+  // nearest are tried (A100-80GB up to B200), the 4 beyond them named as a count.
+  CHECK(has(many.out, "(4 other GPU profiles with more memory not tried)"));
   CHECK(has(many.out, "H200-141GB"));
   CHECK_FALSE(has(many.out, "G13 "));
 }

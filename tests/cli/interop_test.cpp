@@ -289,3 +289,23 @@ TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, fr
   CHECK(back.out.find("[float8]\nrecipe_name = \"rowwise\"\nenable_fsdp_float8_all_gather = true\n") != std::string::npos);
   CHECK(back.out.find("mixed_precision_reduce = \"bfloat16\"") != std::string::npos);
 }
+
+TEST_CASE("import: Megatron-Core's --pipeline-model-parallel-layout gives the stage layers per chunk and vpp") {
+  ScratchDir dir;
+  const std::string sh = (dir.path / "layout.sh").string();
+  parplan::test::write_text(sh, "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-layers 14 --hidden-size 2048 "
+                                "--num-attention-heads 16 --seq-length 2048 --bf16 --pipeline-model-parallel-size 4 "
+                                "--global-batch-size 64 --pipeline-model-parallel-layout 'Et|(tt|)*6tL'\n");
+  const auto j = import_json({sh});
+  CHECK(j["plan"]["parallel"]["vpp"] == 2);
+  CHECK(j["plan"]["parallel"]["schedule"] == "interleaved");
+  CHECK(j["plan"]["parallel"]["stage_layers"] == nlohmann::json::array({{1, 2}, {2, 2}, {2, 2}, {2, 1}}));
+  CHECK(j["from_file"]["--stage-layers"]["origin"] == "--pipeline-model-parallel-layout (line 1)");
+  parplan::test::write_text(sh, "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 14 --hidden-size 2048 "
+                                "--num-attention-heads 16 --pipeline-model-parallel-size 4 "
+                                "--pipeline-model-parallel-layout 'Et|(tt|)*5tL'\n");
+  const auto bad = run_parplan({"import", sh}, {}, 60);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--pipeline-model-parallel-layout (line 1): 'Et|(tt|)*5tL': 7 virtual stages do not split over pp 4") !=
+        std::string::npos);
+}

@@ -121,16 +121,25 @@ TEST_CASE("expert a2a: ep 64 inside a GB200 NVL72 rack is on NVLink, across DGX 
         doctest::Approx(copies * 56.0 / 64.0 / nic.effective_Bps() + 63 * nic.latency_s).epsilon(1e-12));
   CHECK(servers.time_s > 9 * rack.time_s);  // 50 GB/s NIC against 900 GB/s NVLink
 
-  // Over two racks (128 GPUs) the ep 64 group at ranks 64..127 has 8 members in the first rack: they send 56/64 of
-  // their copies over the NIC, and set the pace.
+  // Over two racks, 128 GPUs are placed 64 to a rack (ClusterSpec::placed_domain) and each ep 64 group stays on one
+  // rack's NVLink. 144 GPUs fill both racks' 72: the ep 16 group at ranks 64..79 has 8 members in each, which send
+  // 8/16 of their copies over the NIC and set the pace.
   p.gpu = test::profiles().gpu("GB200", "test");
   p.cluster = test::profiles().cluster("gb200-nvl72", "test");
   p.parallel.dp = 128;
   p.num_gpus = 128;
   p.training.global_batch = 128 * p.parallel.num_microbatches;
   REQUIRE(validate(p).ok());
+  const ExpertA2A placed = expert_a2a(p, tokens);
+  CHECK(placed.nodes == 1);
+  CHECK(placed.inter_node_bytes == 0.0);
+  p.parallel.dp = 144;
+  p.parallel.ep = 16;
+  p.num_gpus = 144;
+  p.training.global_batch = 144 * p.parallel.num_microbatches;
+  REQUIRE(validate(p).ok());
   const ExpertA2A racks = expert_a2a(p, tokens);
   CHECK(racks.nodes == 2);
   CHECK(racks.ranks_per_node == 8);
-  CHECK(racks.inter_node_bytes == doctest::Approx(copies * 56.0 / 64.0).epsilon(1e-12));
+  CHECK(racks.inter_node_bytes == doctest::Approx(copies * 8.0 / 16.0).epsilon(1e-12));
 }

@@ -271,3 +271,38 @@ TEST_CASE("stage layers: an explicit layout, per stage or per chunk") {
     CHECK_THROWS_WITH_AS(parse_stage_layout(bad, "--stage-layers"), doctest::Contains("--stage-layers: "), InputError);
   }
 }
+
+// Megatron-Core's --pipeline-model-parallel-layout (megatron/core/transformer/pipeline_parallel_layer_layout.py): its
+// DeepSeek-V3 recipes' 'Et*4|(tttt|)*14tmL' is 16 virtual stages of 4 transformer layers but the last, which holds one
+// beside the MTP and the loss; virtual stage v is chunk v / pp of stage v % pp.
+TEST_CASE("Megatron layout strings: DeepSeek-V3's 61 layers over pp 8 x 2 and pp 4 x 4") {
+  const auto pp8 = parse_megatron_layout("Et*4|(tttt|)*14tmL", 8, "--pipeline-model-parallel-layout");
+  CHECK(format_stage_layout(pp8) == "4/4,4/4,4/4,4/4,4/4,4/4,4/4,4/1");
+  const auto pp4 = parse_megatron_layout("Et*4|(tttt|)*14tmL", 4, "--pipeline-model-parallel-layout");
+  CHECK(format_stage_layout(pp4) == "4/4/4/4,4/4/4/4,4/4/4/4,4/4/4/1");
+  CHECK(format_stage_layout(parse_megatron_layout("E|t*3|t*3|tL", 2, "x")) == "0/3,3/1");
+  CHECK(format_stage_layout(parse_megatron_layout(" Ett | ttL ", 2, "x")) == "2,2");  // spaces are ignored
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"Et*4|(tttt|)*14tmL", "16 virtual stages do not split over pp 3"},
+           {"tE|tL", "E in virtual stage 0"},  // allowed: E in the first virtual stage
+           {"t|Et|t|tL", "E in virtual stage 1"},
+           {"tL|t", "L in virtual stage 0"},
+           {"Etx|tL", "'x' is not E, t, m, L"},
+           {"Et*|tL", "a '*' takes a count"},
+           {"*2|tL", "a '*' repeats a letter"},
+           {"Et)*2|tL", "a ')' without its '('"},
+           {"(t*1000)*100000", "past a million letters"}}) {
+    CAPTURE(bad);
+    if (says == "E in virtual stage 0") {
+      CHECK(format_stage_layout(parse_megatron_layout(bad, 2, "x")) == "1,1");
+      continue;
+    }
+    try {
+      parse_megatron_layout(bad, bad.starts_with("Et*4") ? 3 : 2, "--pipeline-model-parallel-layout");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).starts_with("--pipeline-model-parallel-layout: "));
+      CHECK(std::string(e.what()).find(says) != std::string::npos);
+    }
+  }
+}
