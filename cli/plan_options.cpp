@@ -242,6 +242,12 @@ void set_precision(TrainingSpec& tr, const ModelOptions& o) {
                                  to_string(tr.precision)));
   }
   tr.fp8_param_gather = o.fp8_param_gather;
+  if (!o.adam_moments_dtype.empty()) {
+    tr.adam_moments = enum_flag<DType>(o.adam_moments_dtype, "--adam-moments-dtype", "fp32, bf16, fp16, fp8");
+    if (tr.adam_moments == DType::tf32) {
+      throw InputError("--adam-moments-dtype: tf32 is a compute mode, not a storage dtype (use fp32, bf16, fp16, fp8)");
+    }
+  }
 }
 
 OffloadSet offload_flag(const std::string& value) {
@@ -271,6 +277,9 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--grad-reduce-dtype", o.grad_reduce_dtype,
                  "fp32 | bf16 | fp16: dtype the gradients are accumulated and reduced in (default fp32, fp16 for fp16 "
                  "training; Megatron-LM --grad-reduce-in-bf16 = bf16)");
+  app.add_option("--adam-moments-dtype", o.adam_moments_dtype,
+                 "fp32 | bf16 | fp16 | fp8: dtype of Adam's two moments (Megatron-Core --use-precision-aware-optimizer "
+                 "--exp-avg-dtype / --exp-avg-sq-dtype; default fp32)");
   app.add_option("--attention", o.attention, "flash | flash2 | unfused attention kernel (flash: the GPU profile's fused kernel; flash2: FlashAttention-2, PyTorch SDPA's flash backend)");
   app.add_flag("--allow-tp-across-nodes", o.allow_tp_across_nodes, "Allow tensor parallel groups to span nodes");
   app.add_option("--moe-capacity-factor", o.moe_capacity_factor,

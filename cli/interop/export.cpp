@@ -24,6 +24,7 @@ struct Writer {
 // The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
 void common_cannot(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
+
   if (plan.model.imbalance != 1.0) w.cannot(fmt::format("--moe-imbalance {:g} (a property of the routing)", plan.model.imbalance));
   if (splits_backward(pc.schedule)) w.cannot(fmt::format("schedule {}", to_string(pc.schedule)));
   if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
@@ -94,6 +95,10 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   if (plan.training.fp8_param_gather) a.push_back("--fp8-param-gather");
   if (p != Precision::fp16 && !plan.training.grad_fp32) a.push_back("--grad-reduce-in-bf16");
   if (p == Precision::fp16 && plan.training.grad_fp32) a.push_back("--accumulate-allreduce-grads-in-fp32");
+  if (plan.training.adam_moments != DType::fp32) {
+    const std::string_view d = to_string(plan.training.adam_moments);
+    a.push_back(fmt::format("--use-precision-aware-optimizer --exp-avg-dtype {} --exp-avg-sq-dtype {}", d, d));
+  }
   if (pc.distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (pc.overlap_dp_comm) a.push_back("--overlap-grad-reduce");
   if (pc.overlap_tp_comm) a.push_back("--tp-comm-overlap");
@@ -249,6 +254,10 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape); the other configs have no such option
     if (plan.model.capacity_factor > 0) w.cannot(fmt::format("--moe-capacity-factor {:g}", plan.model.capacity_factor));
     if (plan.model.mtp_layers > 0) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));
+    if (plan.training.adam_moments != DType::fp32) {
+      w.cannot(fmt::format("--adam-moments-dtype {} (Megatron-Core's precision-aware optimizer)",
+                           to_string(plan.training.adam_moments)));
+    }
   }
   Exported out;
   switch (to) {

@@ -54,6 +54,7 @@ struct Collected {
   std::optional<int64_t> layers_per_virtual_stage;
   std::string vstage_origin;
   std::string layout, layout_origin;  // --pipeline-model-parallel-layout
+  std::string exp_avg, exp_avg_sq, moments_origin;  // --exp-avg-dtype / --exp-avg-sq-dtype
   std::string precision, precision_origin;
   bool overlap_grad_reduce = false;
   bool recompute_given = false;
@@ -130,6 +131,13 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   if (a.name == "seq-length") {
     c.shape.seq = int_arg(a, path);
     out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
+    return true;
+  }
+  // The precision-aware optimizer's moments (the flag itself switches it on; the dtypes say what it keeps).
+  if (a.name == "use-precision-aware-optimizer") return true;
+  if (a.name == "exp-avg-dtype" || a.name == "exp-avg-sq-dtype") {
+    (a.name == "exp-avg-dtype" ? c.exp_avg : c.exp_avg_sq) = a.value.value_or("");
+    c.moments_origin = a.origin;
     return true;
   }
   if (a.name == "pipeline-model-parallel-layout") {
@@ -216,6 +224,15 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                    c.vstage_origin, out.model->layers, pp, per));
     }
     out.set("--vpp", std::to_string(out.model->layers / (pp * per)), c.vstage_origin, path);
+  }
+  if (!c.exp_avg.empty() || !c.exp_avg_sq.empty()) {
+    const std::string m = c.exp_avg.empty() ? "fp32" : c.exp_avg, v = c.exp_avg_sq.empty() ? "fp32" : c.exp_avg_sq;
+    if (m != v) {
+      throw InputError(fmt::format("{}: --exp-avg-dtype {} and --exp-avg-sq-dtype {}: parplan keeps both moments in one "
+                                   "dtype (give the same)",
+                                   path, m, v));
+    }
+    out.set("--adam-moments-dtype", m, c.moments_origin, path);
   }
   if (!c.layout.empty()) {  // Megatron-Core's layout string: the stage layers per chunk, and vpp
     const auto pp_it = out.flags.find("--pp");

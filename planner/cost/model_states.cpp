@@ -40,7 +40,7 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.distributed_optimizer = plan.parallel.distributed_optimizer;
   o.weight_bytes = 2;
   o.grad_bytes = plan.training.grad_bytes();
-  o.optimizer_bytes = 12;
+  o.optimizer_bytes = 4 + 2 * dtype_bytes(plan.training.adam_moments);  // fp32 master + the two moments
   o.extra_weight_bytes = plan.training.precision == Precision::fp8 && !plan.training.fp8_param_gather ? 1 : 0;
   o.offload = plan.parallel.offload;
   return o;

@@ -12,7 +12,10 @@
 // and the transposed copy the backward's fp8 GEMM reads, 1 byte, replace the 16-bit weights; torchao's FSDP float8
 // all-gather, where the shards stay 16-bit and only the gathered weights are fp8): 2 bytes either way, and every
 // parameter gather (the distributed optimizer's after the step, ZeRO-3's per layer) moves and buffers 1 byte per
-// parameter instead of 2 (gathered_param_bytes).
+// parameter instead of 2 (gathered_param_bytes). Adam's moments may be kept in 16 or 8 bits (Megatron-Core's
+// precision-aware optimizer, --exp-avg-dtype / --exp-avg-sq-dtype bf16, as its DeepSeek-V3 and Qwen3 recipes and the
+// DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.3.2, "BF16 for the first and second moments", run it): K = 4 + 2 x the
+// moments' bytes, 8 with bf16 moments.
 // Offload moves states to host memory (ModelStateBytes::host; times in offload.hpp). Optimizer offload (ZeRO-Offload,
 // Ren et al. 2021, arXiv:2101.06840, Sec. 4.1, Fig. 2: the GPU holds the 16-bit parameters, 2 Psi; the host the
 // 16-bit gradients, 2 Psi, and the fp32 parameters, momentum and variance, 12 Psi): the K Psi / N optimizer shard and

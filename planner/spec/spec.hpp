@@ -366,6 +366,9 @@ struct TrainingSpec {
   // fp8 training: the weights are held and gathered in fp8 (Megatron-Core --fp8-param-gather, NeMo fp8_param_gather;
   // torchao's FSDP float8 all-gather, torchtitan enable_fsdp_float8_all_gather): model_states.hpp.
   bool fp8_param_gather = false;
+  // Adam's two moments (exp_avg, exp_avg_sq) in fp32, or in 16 or 8 bits (Megatron-Core --use-precision-aware-optimizer
+  // with --exp-avg-dtype / --exp-avg-sq-dtype; the fp32 master weights stay): model_states.hpp.
+  DType adam_moments = DType::fp32;
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().

@@ -473,6 +473,10 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
   }
+  if (const std::optional<DType> moments = map_adam_moments(prec_text)) {
+    tr.adam_moments = *moments;
+    r.notes.push_back(fmt::format("Adam moments in {} (stated)", to_string(*moments)));
+  }
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
   // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
   tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;

@@ -106,6 +106,17 @@ bool map_fp8_param_gather(std::string_view text) {
   return false;
 }
 
+std::optional<DType> map_adam_moments(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  // "BF16 Adam moments" (Megatron-Core's precision-aware optimizer), "BF16 AdamW moments" (DeepSeek-V3 report).
+  for (const auto& [name, d] : {std::pair<const char*, DType>{"bf16 adam moments", DType::bf16},
+                                {"bf16 adamw moments", DType::bf16}, {"fp16 adam moments", DType::fp16},
+                                {"fp8 adam moments", DType::fp8}}) {
+    if (has(t, name)) return d;
+  }
+  return std::nullopt;
+}
+
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;

@@ -263,6 +263,14 @@ TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, fr
   CHECK(m["plan"]["training"]["fp8_param_gather"] == true);
   CHECK(m["plan"]["training"]["grad_fp32"] == false);
   CHECK(m["from_file"]["--fp8-param-gather"]["origin"] == "--fp8-param-gather (line 1)");
+  parplan::test::write_text(sh, cmd + " --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16\n");
+  const auto pa = import_json({sh});
+  CHECK(pa["plan"]["training"]["adam_moments_dtype"] == "bf16");
+  parplan::test::write_text(sh, cmd + " --exp-avg-dtype bf16 --exp-avg-sq-dtype fp16\n");
+  const auto mixed = run_parplan({"import", sh}, {}, 60);
+  CHECK(mixed.exit_code == 2);
+  CHECK(mixed.err.find("--exp-avg-dtype bf16 and --exp-avg-sq-dtype fp16: parplan keeps both moments in one dtype") !=
+        std::string::npos);
   parplan::test::write_text(sh, cmd + "\n");  // Megatron's defaults: 16-bit weights gathered, fp32 gradients
   const auto d = import_json({sh});
   CHECK(d["plan"]["training"]["fp8_param_gather"] == false);

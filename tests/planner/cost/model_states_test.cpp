@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/cost/model_states.hpp"
+#include "planner/test_plans.hpp"
 
 using namespace parplan;
 
@@ -66,4 +67,25 @@ TEST_CASE("Megatron distributed optimizer table: bf16 params, fp32 grads 18 -> 6
   CHECK(model_state_bytes(1.0, 8, o).total() == doctest::Approx(6.0 + 12.0 / 8));
   o.grad_bytes = 2;
   CHECK(model_state_bytes(1.0, 8, o).total() == doctest::Approx(4.0 + 12.0 / 8));
+}
+
+// Megatron-Core's precision-aware optimizer with bf16 moments (--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; the
+// DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.3.2: "BF16 for the first and second moments", fp32 master weights):
+// K = 4 + 2 + 2 = 8 bytes per parameter instead of 12; the Adam step reads and writes 2K.
+TEST_CASE("bf16 Adam moments: K = 8 bytes per parameter, the step's state traffic 16") {
+  ModelStateOptions o;
+  o.optimizer_bytes = 4 + 2 * 2;
+  o.distributed_optimizer = true;
+  o.grad_bytes = 4;
+  CHECK(model_state_bytes(1.0, 8, o).total() == doctest::Approx(6.0 + 8.0 / 8));
+  CHECK(optimizer_step_bytes(1.0, 1, o).states == doctest::Approx(16.0));
+}
+
+TEST_CASE("a plan's Adam moments dtype sets K: fp32 12, bf16 8, fp8 6") {
+  Plan p = test::korthikanti_175b();
+  CHECK(model_state_options(p).optimizer_bytes == 12);
+  p.training.adam_moments = DType::bf16;
+  CHECK(model_state_options(p).optimizer_bytes == 8);
+  p.training.adam_moments = DType::fp8;
+  CHECK(model_state_options(p).optimizer_bytes == 6);
 }
