@@ -242,6 +242,11 @@ void set_precision(TrainingSpec& tr, const ModelOptions& o) {
                                  to_string(tr.precision)));
   }
   tr.fp8_param_gather = o.fp8_param_gather;
+  if (o.fp8_16bit_saved_inputs && tr.precision != Precision::fp8) {
+    throw InputError(fmt::format("--fp8-16bit-saved-inputs: needs --precision fp8 (the precision is {})",
+                                 to_string(tr.precision)));
+  }
+  tr.fp8_saved_inputs = !o.fp8_16bit_saved_inputs;
   if (!o.adam_moments_dtype.empty()) {
     tr.adam_moments = enum_flag<DType>(o.adam_moments_dtype, "--adam-moments-dtype", "fp32, bf16, fp16, fp8");
     if (tr.adam_moments == DType::tf32) {
@@ -277,6 +282,9 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--grad-reduce-dtype", o.grad_reduce_dtype,
                  "fp32 | bf16 | fp16: dtype the gradients are accumulated and reduced in (default fp32, fp16 for fp16 "
                  "training; Megatron-LM --grad-reduce-in-bf16 = bf16)");
+  app.add_flag("--fp8-16bit-saved-inputs", o.fp8_16bit_saved_inputs,
+               "fp8: the GEMMs keep their 16-bit inputs for the backward (torchao's float8, torchtitan) instead of "
+               "their fp8 ones (Transformer Engine: Megatron-Core, NeMo; the default)");
   app.add_option("--adam-moments-dtype", o.adam_moments_dtype,
                  "fp32 | bf16 | fp16 | fp8: dtype of Adam's two moments (Megatron-Core --use-precision-aware-optimizer "
                  "--exp-avg-dtype / --exp-avg-sq-dtype; default fp32)");

@@ -259,6 +259,15 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
                            to_string(plan.training.adam_moments)));
     }
   }
+  // What fp8 GEMMs keep for the backward is the framework's: fp8 in Transformer Engine (Megatron-LM, NeMo), 16-bit
+  // in torchao (torchtitan).
+  if (plan.training.precision == Precision::fp8 && (to == Framework::megatron || to == Framework::nemo) &&
+      !plan.training.fp8_saved_inputs) {
+    w.cannot("fp8 GEMM inputs kept in 16 bits for the backward (Transformer Engine keeps them in fp8)");
+  }
+  if (plan.training.precision == Precision::fp8 && to == Framework::torchtitan && plan.training.fp8_saved_inputs) {
+    w.cannot("fp8 GEMM inputs kept in fp8 for the backward (torchao's float8 keeps them in 16 bits)");
+  }
   Exported out;
   switch (to) {
     case Framework::megatron: out = to_megatron(plan, w); break;

@@ -167,7 +167,10 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
   if (t.items.count("model.converters")) {
     for (const TomlValue& v : t.items.at("model.converters")->value.items) fp8 = fp8 || v.text.starts_with("float8");
   }
-  if (fp8) out.set("--precision", "fp8", t.where("model.converters", ""), path);
+  if (fp8) {
+    out.set("--precision", "fp8", t.where("model.converters", ""), path);
+    out.set("--fp8-16bit-saved-inputs", "", t.where("model.converters", "") + " (torchao's float8 keeps 16-bit inputs)", path);
+  }
   const std::string mp = t.items.count("training.mixed_precision_param") ? t.items.at("training.mixed_precision_param")->value.text : "bfloat16";
   if (mp != "bfloat16") {
     throw InputError(fmt::format("{}: {}: '{}' is not modelled (bfloat16 is)", path, t.where("training.mixed_precision_param", ""), excerpt(mp)));

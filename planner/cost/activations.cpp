@@ -44,15 +44,21 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   const double f_ratio = static_cast<double>(m.ffn_hidden) / h;
   const double routed = m.mlp_copies_per_token(a.moe_load);
 
+  // G: the GEMM inputs kept for the weight gradients (A, or 1 byte for Transformer Engine's fp8).
+  const double G = a.fp8_saved_inputs ? 1.0 : A, fp8_extra = a.fp8_saved_inputs ? 1.0 : 0.0;
   LayerActivationBytes r;
-  // norm inputs (2), QKV input (1), MLP input (1) in A bytes; two hidden dropout masks.
-  r.replicated = sbh * (4.0 * A + 2.0 * mask);
+  // norm inputs (2) in A bytes, the QKV input (1) and MLP input (1) at G (a MoE layer's is the router's input, A);
+  // two hidden dropout masks.
+  r.replicated = sbh * (2.0 * A + G + (m.is_moe() ? A : G) + 2.0 * mask);
   if (a.sequence_parallel) r.replicated /= t;
   if (m.is_mla()) {  // the latents, the up-projections' inputs, whole on every tp rank (and their norms' inputs)
     r.replicated += sbh * A * 2.0 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank) / h;
   }
-  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;
-  r.tp_sharded = sbh * A * (attn_ratio + mlp_stored * f_ratio * routed) / t;
+  // Per MLP copy: the up-projection outputs the activation reads (2 f SwiGLU, f GeLU) in A, the down-projection input
+  // (f) at G. fp8: the out-projection's own fp8 input beside the attention output.
+  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 2.0 : 1.0;
+  const double ctx_ratio = static_cast<double>(m.context_dim()) / h;
+  r.tp_sharded = sbh * (A * attn_ratio + fp8_extra * ctx_ratio + (A * mlp_stored + G) * f_ratio * routed) / t;
 
   const double heads = static_cast<double>(m.heads);
   const double b = static_cast<double>(a.micro_batch);
@@ -64,7 +70,7 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   }
 
   if (m.is_moe()) {
-    r.moe_routing = a.moe_expert_copies * h * A + a.moe_tokens * static_cast<double>(m.experts) * 4.0 +
+    r.moe_routing = a.moe_expert_copies * h * G + a.moe_tokens * static_cast<double>(m.experts) * 4.0 +
                     a.moe_dispatched * 12.0;
   }
   switch (a.recompute) {

@@ -12,6 +12,12 @@
 // with their rotary part, value heads at v_head_dim, DeepSeek-V2 Sec. 2.1); MoE: x (top_k + shared experts). MLA also
 // keeps its two latents (the up-projections' inputs and their norms' inputs), 2 (q_lora + kv_lora) s b, on every tp rank.
 // A MoE model's leading dense layers are counted with their own model (dense_layer_model, spec.hpp).
+// fp8 with Transformer Engine (Megatron-Core, NeMo): each fp8 GEMM keeps its quantized input for the weight gradient,
+// 1 byte per element instead of the 16-bit input (transformer_engine/pytorch/module/linear.py, layernorm_linear.py,
+// grouped_linear.py: the saved input is the fp8 (MXFP8: its column-wise copy) tensor). That is the QKV input, a dense
+// MLP's input, the experts' permuted copies, each MLP's down-projection input (its activation's output), and the
+// out-projection's input, which TE keeps in fp8 beside the 16-bit attention output the fused attention's backward
+// reads (+1 byte per element there). torchao's float8 (torchtitan) keeps the 16-bit inputs: unchanged.
 // Attention core: unfused 5 a s^2 b (softmax out 2, dropout mask 1, dropout out 2; 2 without dropout), /t;
 //   flash attention keeps only the fp32 log-sum-exp, 4 a s b / t. Context parallel: s -> s/cp for queries.
 // torchtitan's per-op selective activation checkpointing (selective_op; torchtitan parallelize_llama.py,
@@ -37,6 +43,9 @@ struct ActivationShape {
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::unfused;
   int64_t bytes_per_element = 2;  // activation dtype
+  // fp8 GEMMs keep their quantized inputs, 1 byte per element, for the weight gradients (Transformer Engine,
+  // TrainingSpec::fp8_saved_inputs; see below); false: the inputs in the activation dtype.
+  bool fp8_saved_inputs = false;
   // MoE layers only (moe_token_copies, expert_comm.hpp): the most-loaded rank's load, and per microbatch on one rank
   // the tokens it routes, their top_k copies and the copies its experts run.
   double moe_load = 1.0;

@@ -40,6 +40,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.recompute = plan.parallel.recompute;
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
+  a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
   if (plan.model.is_moe()) {
     const MoeTokenCopies c = moe_token_copies(plan);
     a.moe_load = moe_rank_load(plan.model, plan.parallel.ep);

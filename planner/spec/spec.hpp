@@ -369,6 +369,9 @@ struct TrainingSpec {
   // Adam's two moments (exp_avg, exp_avg_sq) in fp32, or in 16 or 8 bits (Megatron-Core --use-precision-aware-optimizer
   // with --exp-avg-dtype / --exp-avg-sq-dtype; the fp32 master weights stay): model_states.hpp.
   DType adam_moments = DType::fp32;
+  // fp8: the GEMMs keep their quantized (fp8) inputs for the backward, as Transformer Engine does (Megatron-Core,
+  // NeMo); false: the 16-bit inputs, as torchao's float8 does (torchtitan). activations.hpp.
+  bool fp8_saved_inputs = true;
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().

@@ -473,6 +473,10 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
   }
+  if (tr.precision == Precision::fp8 && (has(r.source, "torchtitan") || has(r.source, "pytorch/ao"))) {
+    tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
+    r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
+  }
   if (const std::optional<DType> moments = map_adam_moments(prec_text)) {
     tr.adam_moments = *moments;
     r.notes.push_back(fmt::format("Adam moments in {} (stated)", to_string(*moments)));

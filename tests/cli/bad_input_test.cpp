@@ -170,6 +170,7 @@ TEST_CASE("bad input: estimate flags") {
        "--grad-reduce-dtype: 'fp16' (use fp32 or bf16, the 16-bit dtype of --precision bf16)"},
       {with(kModel, {"--gpus", "64", "--precision", "fp16", "--grad-reduce-dtype", "bf16"}), "--grad-reduce-dtype: 'bf16'"},
       {with(kModel, {"--gpus", "64", "--adam-moments-dtype", "fp64"}), "--adam-moments-dtype: unknown value 'fp64'"},
+      {with(kModel, {"--gpus", "64", "--fp8-16bit-saved-inputs"}), "--fp8-16bit-saved-inputs: needs --precision fp8"},
       {with(kModel, {"--gpus", "64", "--adam-moments-dtype", "tf32"}), "--adam-moments-dtype: tf32 is a compute mode"},
       {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "per-tensor"}), "--fp8-recipe"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},

@@ -72,6 +72,7 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
     p.training.fp8_param_gather = pick({0, 1}) != 0;
   }
   if (f == Framework::megatron) p.training.adam_moments = pick({0, 1}) ? DType::bf16 : DType::fp32;
+  p.training.fp8_saved_inputs = f != Framework::torchtitan;  // Transformer Engine keeps fp8 inputs, torchao 16-bit
   if (f == Framework::torchtitan && p.training.precision == Precision::fp8) {
     p.training.fp8_recipe = pick({0, 1}) ? Fp8Recipe::rowwise : Fp8Recipe::tensorwise;
   }
@@ -123,6 +124,7 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(b.training.grad_fp32 == a.training.grad_fp32);
   CHECK(b.training.fp8_param_gather == a.training.fp8_param_gather);
   CHECK(b.training.adam_moments == a.training.adam_moments);
+  if (a.training.precision == Precision::fp8) CHECK(b.training.fp8_saved_inputs == a.training.fp8_saved_inputs);
   if (f == Framework::torchtitan) CHECK(b.training.fp8_recipe == a.training.fp8_recipe);
   if (f == Framework::megatron || f == Framework::nemo) {
     CHECK(y.overlap_dp_comm == x.overlap_dp_comm);

@@ -283,6 +283,7 @@ TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, fr
                                   "precompute_float8_dynamic_scale_for_fsdp = true\n");
   const auto t = import_json({toml, "--gpus", "8"});
   CHECK(t["plan"]["training"]["fp8_recipe"] == "rowwise");
+  CHECK(t["plan"]["training"]["fp8_saved_inputs"] == false);  // torchao's float8 keeps 16-bit inputs
   CHECK(t["plan"]["training"]["fp8_param_gather"] == true);
   CHECK(t["plan"]["training"]["grad_fp32"] == false);
   // A float8 key parplan does not read is listed, not silently dropped.

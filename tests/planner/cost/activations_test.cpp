@@ -88,3 +88,30 @@ TEST_CASE("selective-op keeps the layer input, every other matmul's output and a
           doctest::Approx(layer_activation_bytes(m, none).total - layer_activation_bytes(m, a).total));
   }
 }
+
+// Transformer Engine's fp8 GEMMs keep their quantized inputs for the weight gradients (linear.py, layernorm_linear.py,
+// grouped_linear.py): per token of a Llama 3 8B layer (h 4096, f 14336, GQA 8 of 32 heads) the QKV input (h), the MLP
+// input (h) and the down-projection input (f) drop from 2 bytes to 1, and the out-projection keeps a 1-byte copy of
+// its input beside the 2-byte attention output: 2 h + f - h = 18432 bytes fewer.
+TEST_CASE("fp8 with Transformer Engine: the GEMM inputs kept for the backward are fp8") {
+  const ModelSpec m = test::profiles().model("llama3-8b", "test");
+  ActivationShape a;
+  a.seq = 8192;
+  a.attention = AttentionKernel::flash;
+  const double bf16 = layer_activation_bytes(m, a).total;
+  a.fp8_saved_inputs = true;
+  const double fp8 = layer_activation_bytes(m, a).total;
+  CHECK(bf16 - fp8 == doctest::Approx(8192.0 * (2 * 4096 + 14336 - 4096)));
+  // A MoE layer: each routed copy's permuted input (h) and down-projection input (f) in fp8; the router's input stays.
+  const ModelSpec moe = test::profiles().model("mixtral-8x7b", "test");
+  ActivationShape b;
+  b.seq = 4096;
+  b.attention = AttentionKernel::flash;
+  b.moe_tokens = 4096;
+  b.moe_dispatched = b.moe_expert_copies = 4096 * 2;
+  const double moe16 = layer_activation_bytes(moe, b).total;
+  b.fp8_saved_inputs = true;
+  const double moe8 = layer_activation_bytes(moe, b).total;
+  const double h = 4096, f = 14336, T = 4096;
+  CHECK(moe16 - moe8 == doctest::Approx(T * (h + 2 * f - h) + 2 * T * h));
+}
