@@ -112,16 +112,19 @@ void titan_batch(const Titan& t, Imported& out, const std::string& path) {
 // torchtitan/components/quantization/float8.py), and the FSDP2 gradient reduce dtype (MixedPrecisionPolicy
 // reduce_dtype, default float32).
 void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& path) {
-  auto text = [&](const char* key) { return t.items.count(key) ? t.items.at(key)->value.text : std::string(); };
-  const std::string recipe = text("float8.recipe_name");
-  if (!recipe.empty()) {
-    const std::string r = recipe == "tensorwise" ? "tensorwise" : recipe == "rowwise" ? "rowwise" : "";
-    if (r.empty()) {
-      throw InputError(fmt::format("{}: {}: '{}' is not modelled (tensorwise and rowwise are)", path,
-                                   t.where("float8.recipe_name", ""), excerpt(recipe)));
+  // A string key's value as a parplan flag's, through `names` (torchtitan's value, parplan's); unknown ones refused.
+  auto choice = [&](const char* key, const char* flag, std::initializer_list<std::pair<const char*, const char*>> names,
+                    const char* modelled, bool use) {
+    if (!t.items.count(key)) return;
+    const std::string& v = t.items.at(key)->value.text;
+    const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return v == n.first; });
+    if (it == names.end()) {
+      throw InputError(fmt::format("{}: {}: '{}' is not modelled ({} are)", path, t.where(key, ""), excerpt(v), modelled));
     }
-    if (fp8) out.set("--fp8-recipe", r, t.where("float8.recipe_name", ""), path);
-  }
+    if (use) out.set(flag, it->second, t.where(key, ""), path);
+  };
+  choice("float8.recipe_name", "--fp8-recipe", {{"tensorwise", "tensorwise"}, {"rowwise", "rowwise"}},
+         "tensorwise and rowwise", fp8);
   if (t.items.count("float8.enable_fsdp_float8_all_gather")) {
     const TomlItem& it = *t.items.at("float8.enable_fsdp_float8_all_gather");
     if (it.value.kind != TomlValue::Kind::boolean) {
@@ -129,15 +132,8 @@ void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& pa
     }
     if (fp8 && it.value.text == "true") out.set("--fp8-param-gather", "", origin(it), path);
   }
-  const std::string reduce = text("training.mixed_precision_reduce");
-  if (!reduce.empty()) {
-    const std::string d = reduce == "float32" ? "fp32" : reduce == "bfloat16" ? "bf16" : "";
-    if (d.empty()) {
-      throw InputError(fmt::format("{}: {}: '{}' is not modelled (float32 and bfloat16 are)", path,
-                                   t.where("training.mixed_precision_reduce", ""), excerpt(reduce)));
-    }
-    out.set("--grad-reduce-dtype", d, t.where("training.mixed_precision_reduce", ""), path);
-  }
+  choice("training.mixed_precision_reduce", "--grad-reduce-dtype", {{"float32", "fp32"}, {"bfloat16", "bf16"}},
+         "float32 and bfloat16", true);
 }
 
 }  // namespace

@@ -22,6 +22,17 @@ void check_complete(const PipelineSchedule& s, bool split) {
     CHECK(o.size() == static_cast<size_t>((split ? 3 : 2) * s.microbatches * s.chunks));
   }
 }
+// Every op's producer on another stage is in that stage's order.
+void check_producers_scheduled(const PipelineSchedule& s) {
+  for (size_t i = 0; i < s.order.size(); ++i) {
+    for (const PipeOp& x : s.order[i]) {
+      const CrossDep d = cross_stage_dependency(s, static_cast<int64_t>(i), x);
+      if (!d.exists) continue;
+      const auto& o = s.order[static_cast<size_t>(d.stage)];
+      CHECK(std::find(o.begin(), o.end(), d.op) != o.end());
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("schedule: every op once per stage, for all schedules") {
@@ -64,15 +75,7 @@ TEST_CASE("schedule: ZB-2p runs 2p - 1 forwards on stage 0 before its first B, t
   }
   CHECK(s.order[3][1] == PipeOp{OpKind::backward_input, 0, 0});
   CHECK(s.order[3][2] == PipeOp{OpKind::forward, 1, 0});
-  // Every op's producer on another stage comes earlier in the order of that stage (no deadlock).
-  for (int64_t i = 0; i < p; ++i) {
-    for (const PipeOp& x : s.order[static_cast<size_t>(i)]) {
-      const CrossDep d = cross_stage_dependency(s, i, x);
-      if (!d.exists) continue;
-      const auto& o = s.order[static_cast<size_t>(d.stage)];
-      CHECK(std::find(o.begin(), o.end(), d.op) != o.end());
-    }
-  }
+  check_producers_scheduled(s);
   CHECK_THROWS_AS(make_schedule(Schedule::zb_2p, 4, 8, 2), InputError);  // one chunk per stage
 }
 
@@ -116,15 +119,7 @@ TEST_CASE("schedule: ZB-V places the chunks in a V and runs the hand-checked p 4
   for (int64_t pp : {1, 2, 3, 5}) {
     for (int64_t mm : {1, 2, 5, 12}) check_complete(make_schedule(Schedule::zb_v, pp, mm, 2), true);
   }
-  // Every op's producer comes earlier in its stage's order (no deadlock).
-  for (int64_t i = 0; i < p; ++i) {
-    for (const PipeOp& x : s.order[static_cast<size_t>(i)]) {
-      const CrossDep d = cross_stage_dependency(s, i, x);
-      if (!d.exists) continue;
-      const auto& o = s.order[static_cast<size_t>(d.stage)];
-      CHECK(std::find(o.begin(), o.end(), d.op) != o.end());
-    }
-  }
+  check_producers_scheduled(s);
   CHECK_THROWS_AS(make_schedule(Schedule::zb_v, 4, 8, 1), InputError);  // the V has 2 chunks
   CHECK_THROWS_AS(make_schedule(Schedule::zb_v, 4, 8, 3), InputError);
 }
