@@ -60,7 +60,10 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                                   : "";
   s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}  | {} ({} attention)\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
-                   to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
+                   pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()
+                       ? fmt::format("selective ({})", to_string(pc.recompute_modules))
+                       : to_string(pc.recompute),
+                   pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
                    pc.offload.any() ? fmt::format("  | offload {}", to_string(pc.offload)) : "",
                    to_string(plan.training.precision), to_string(plan.training.attention));
   if (!pc.stage_layout.empty()) s += fmt::format("stage layers {}\n", format_stage_layout(pc.stage_layout));

@@ -120,6 +120,13 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
                     : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1, zb-2p, zb-v");
   pc.recompute = me.recompute.empty() ? Recompute::none
                                       : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, selective-op, full");
+  if (!me.recompute_modules.empty()) {
+    if (pc.recompute != Recompute::selective) throw InputError("--recompute-modules: needs --recompute selective");
+    if (!parse_recompute_modules(me.recompute_modules, pc.recompute_modules)) {
+      throw InputError(fmt::format("--recompute-modules: unknown or repeated module in '{}' (use {})",
+                                   excerpt(me.recompute_modules), kRecomputeModuleChoices));
+    }
+  }
   pc.sequence_parallel = me.sequence_parallel;
   pc.zero_stage = me.zero;
   pc.zero3_gather_unit = me.zero3_gather_unit.empty()
@@ -316,6 +323,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--schedule", o.schedule,
                  "gpipe | 1f1b | interleaved | zb-h1 | zb-2p | zb-v (default 1f1b; interleaved when --vpp > 1)");
   app.add_option("--recompute", o.recompute, "none | selective (Megatron: attention core) | selective-op (torchtitan per-op SAC) | full");
+  app.add_option("--recompute-modules", o.recompute_modules,
+                 "with --recompute selective: what it rebuilds (Megatron-Core --recompute-modules), comma-separated: "
+                 "core_attn (default), layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts");
   app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
   app.add_option("--zero", o.zero, "ZeRO stage 0..3 (3 = FSDP)")->check(CLI::Range(0, 3));
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,

@@ -2,6 +2,7 @@
 // NeMo megatron_gpt_config.yaml, torchtitan torchtitan/config/job_config.py, DeepSpeed docs/_pages/config-json.md.
 #include "cli/interop/export.hpp"
 
+#include <algorithm>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -89,6 +90,11 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   for (std::string& s : megatron_shape(plan.model)) a.push_back(std::move(s));
   if (pc.recompute != Recompute::none) a.push_back("--recompute-granularity " + megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) a.push_back("--recompute-method uniform --recompute-num-layers 1");
+  if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
+    std::string mods = to_string(pc.recompute_modules);
+    std::replace(mods.begin(), mods.end(), ',', ' ');
+    a.push_back("--recompute-modules " + mods);
+  }
   const Precision p = plan.training.precision;
   a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
   if (p == Precision::fp8) a.push_back("--fp8-format hybrid");
@@ -151,6 +157,11 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   s += fmt::format("  activations_checkpoint_granularity: {}\n",
                    pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) s += "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
+  if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
+    std::string mods = to_string(pc.recompute_modules);
+    for (size_t i = mods.find(','); i != std::string::npos; i = mods.find(',', i + 2)) mods.replace(i, 1, ", ");
+    s += fmt::format("  recompute_modules: [{}]\n", mods);
+  }
   s += fmt::format("  fp8: {}\n", plan.training.precision == Precision::fp8);
   if (plan.training.fp8_param_gather) s += "  fp8_params: true\n";
   s += fmt::format("  optim:\n    name: {}\n", pc.distributed_optimizer ? "distributed_fused_adam" : "fused_adam");

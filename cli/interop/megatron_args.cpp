@@ -58,6 +58,7 @@ struct Collected {
   std::string precision, precision_origin;
   bool overlap_grad_reduce = false;
   bool recompute_given = false;
+  std::string recompute, recompute_modules, recompute_modules_origin;  // --recompute-modules (with selective)
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
 };
@@ -157,6 +158,17 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     }
     out.set("--recompute", v, a.origin, path);
     c.recompute_given = true;
+    c.recompute = v;
+    return true;
+  }
+  if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list
+    RecomputeModules m;
+    if (!parse_recompute_modules(a.value.value_or(""), m, ' ')) {
+      throw InputError(fmt::format("{}: {} is '{}' (Megatron-Core takes core_attn, layernorm, moe_act, mla_up_proj, mlp, "
+                                   "moe, shared_experts)", path, a.origin, excerpt(a.value.value_or(""))));
+    }
+    c.recompute_modules = to_string(m);
+    c.recompute_modules_origin = a.origin;
     return true;
   }
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
@@ -260,6 +272,11 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     out.assume("--microbatches", "1", "no --global-batch-size (Megatron-LM default: micro-batch x data-parallel size)");
   }
   if (!c.recompute_given) out.assume("--recompute", "none", "no --recompute-granularity (Megatron-LM default: none)");
+  if (!c.recompute_modules.empty() && c.recompute == "selective") {
+    out.set("--recompute-modules", c.recompute_modules, c.recompute_modules_origin, path);
+  } else if (!c.recompute_modules.empty()) {
+    out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity selective", c.recompute_modules_origin));
+  }
 }
 
 }  // namespace parplan::cli

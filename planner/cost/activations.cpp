@@ -1,6 +1,8 @@
 // Activation memory (formulas and sources in activations.hpp).
 #include "planner/cost/activations.hpp"
 
+#include <algorithm>
+
 namespace parplan {
 
 std::vector<LayerMatmul> layer_matmuls(const ModelSpec& m) {
@@ -30,6 +32,71 @@ double selective_op_saved_width(const ModelSpec& m) {
   double width = static_cast<double>(m.context_dim());  // the attention output
   for (const LayerMatmul& g : selective_op_matmuls(m).kept) width += static_cast<double>(g.n);
   return width;
+}
+
+namespace {
+
+// recompute_module_bytes() given the layer's terms without recompute.
+RecomputeModuleBytes module_bytes(const ModelSpec& m, const ActivationShape& a, const LayerActivationBytes& r) {
+  const double A = static_cast<double>(a.bytes_per_element);
+  const double t = static_cast<double>(a.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double sbh = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch) * h;
+  const double norm_out = sbh * A / (a.sequence_parallel ? t : 1.0);  // one norm's output
+  const double per_f = sbh * A * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy
+  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;   // as layer_activation_bytes counts them
+  RecomputeModuleBytes b;
+  b.core_attn = r.attention_core;
+  if (m.is_mla()) {
+    b.norm_qkv = norm_out;
+    b.mla_up_proj = sbh * A * static_cast<double>(m.q_dim() + m.k_width() + m.v_width()) / h / t;
+  }
+  if (!m.is_moe()) {
+    b.mlp_input = norm_out;
+    b.act_dense = per_f;
+    b.mlp = norm_out + mlp_stored * per_f;
+    return b;
+  }
+  const double routed = static_cast<double>(m.top_k) * a.moe_load, shared = static_cast<double>(m.shared_experts);
+  b.norm_mlp = norm_out;
+  b.act_routed = per_f * routed;
+  b.act_shared = per_f * shared;
+  b.moe_routed = mlp_stored * per_f * routed;
+  b.moe_shared = mlp_stored * per_f * shared;
+  b.moe_routing = r.moe_routing;
+  return b;
+}
+
+// Selective recompute: what the modules in `mods` other than core_attn stop storing together (moe covers moe_act's and shared_experts'
+// terms, shared_experts moe_act's shared part) and the largest one module rebuilds at once.
+struct SelectiveBytes {
+  double dropped = 0, working_set = 0;  // dropped: beside the attention core
+};
+SelectiveBytes selective_bytes(const RecomputeModuleBytes& b, RecomputeModules mods) {
+  using M = RecomputeModule;
+  const bool moe = mods.has(M::moe), act = mods.has(M::moe_act), shared = moe || mods.has(M::shared_experts);
+  SelectiveBytes s;
+  s.dropped = (mods.has(M::layernorm) ? b.norm_qkv + b.norm_mlp : 0.0) +
+              (mods.has(M::mla_up_proj) ? b.mla_up_proj : 0.0) + (mods.has(M::mlp) ? b.mlp : 0.0) +
+              (moe ? b.moe_routed + b.moe_routing : (act ? b.act_routed : 0.0)) +
+              (shared ? b.moe_shared : (act ? b.act_shared : 0.0));
+  const double each[] = {mods.has(M::core_attn) ? b.core_attn : 0.0,
+                         mods.has(M::layernorm) ? std::max(b.norm_qkv, b.norm_mlp) : 0.0,
+                         act ? std::max(b.act_routed, b.act_shared) : 0.0,
+                         mods.has(M::mla_up_proj) ? b.mla_up_proj : 0.0,
+                         mods.has(M::mlp) ? b.mlp : 0.0,
+                         moe ? b.moe_routed + b.moe_shared + b.moe_routing : 0.0,
+                         shared ? b.moe_shared : 0.0};
+  for (double x : each) s.working_set = std::max(s.working_set, x);
+  return s;
+}
+
+}  // namespace
+
+RecomputeModuleBytes recompute_module_bytes(const ModelSpec& m, const ActivationShape& a) {
+  ActivationShape none = a;
+  none.recompute = Recompute::none;
+  return module_bytes(m, a, layer_activation_bytes(m, none));
 }
 
 LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const ActivationShape& a) {
@@ -78,7 +145,8 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
       r.total = r.replicated + r.tp_sharded + r.attention_core + r.moe_routing;
       break;
     case Recompute::selective:
-      r.total = r.replicated + r.tp_sharded + r.moe_routing;
+      r.total = r.replicated + r.tp_sharded + (a.modules.has(RecomputeModule::core_attn) ? 0.0 : r.attention_core) +
+                r.moe_routing - selective_bytes(module_bytes(m, a, r), a.modules).dropped;
       break;
     case Recompute::selective_op:
       r.total = sbh * A / (a.sequence_parallel ? t : 1.0) + sbh * A * selective_op_saved_width(m) / h / t +
@@ -113,7 +181,8 @@ double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a)
   full.recompute = Recompute::none;
   LayerActivationBytes l = layer_activation_bytes(m, full);
   if (a.recompute == Recompute::selective_op) return l.total - layer_activation_bytes(m, a).total;  // rebuilt at once
-  return a.recompute == Recompute::full ? l.total : l.attention_core;
+  if (a.recompute == Recompute::selective) return selective_bytes(module_bytes(m, a, l), a.modules).working_set;
+  return l.total;  // full
 }
 
 }  // namespace parplan

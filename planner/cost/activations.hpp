@@ -41,6 +41,7 @@ struct ActivationShape {
   int64_t cp = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
+  RecomputeModules modules;  // recompute == selective: what it rebuilds (Megatron-Core --recompute-modules)
   AttentionKernel attention = AttentionKernel::unfused;
   int64_t bytes_per_element = 2;  // activation dtype
   // fp8 GEMMs keep their quantized inputs, 1 byte per element, for the weight gradients (Transformer Engine,
@@ -72,8 +73,32 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
 double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& a);
 double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& a);
 
-// Peak working set of recomputing one layer during backward (full: one layer without recompute; selective: its
-// attention core), which stays live on top of the stored activations.
+// Megatron-Core's selective recompute modules (--recompute-modules; transformer_config.py recompute_modules): the
+// stored bytes of one layer each module rebuilds in the backward instead, 0 where it does not apply to the layer.
+// The norms: in Megatron-Core's Transformer Engine layer specs (gpt_layer_specs.py) a dense layer's norms are fused
+// into the following GEMMs (TELayerNormColumnParallelLinear, which keeps its normalised input), so "layernorm" rebuilds
+// only the separate ones: MLA's input norm (the down-projections' input) and a MoE layer's pre-MLP norm (the router's
+// and experts' input), one norm output of A s b h (/t with SP) each. moe_act: the experts' fc2 input (the activation's
+// output, f per routed copy at the most-loaded rank's load and per shared expert, /t), rebuilt from the fc1 output.
+// mla_up_proj: Q, K, V at their widths (/t), rebuilt from the stored latents. mlp (a dense layer only, as Megatron-Core
+// applies it): the MLP's input (the fused norm's output) and its stored terms; moe (a MoE layer only): the routed and
+// shared experts' terms and the routing buffers, its input kept; shared_experts: the shared experts' terms.
+// layernorm, moe_act and mla_up_proj discard their outputs and rebuild them just before the backward needs them;
+// core_attn, mlp, moe and shared_experts are checkpointed modules (transformer_config.py's docstring).
+struct RecomputeModuleBytes {
+  double core_attn = 0;
+  double norm_qkv = 0, norm_mlp = 0;  // layernorm: MLA's input norm output; a MoE layer's pre-MLP norm output
+  double act_routed = 0, act_shared = 0;  // moe_act (MoE layers; the routed, the shared experts)
+  double mla_up_proj = 0;
+  double mlp = 0;  // dense layers: mlp_input + the MLP's terms, act_dense among them
+  double mlp_input = 0, act_dense = 0;
+  double moe_routed = 0, moe_shared = 0, moe_routing = 0;  // moe (shared_experts: moe_shared)
+};
+RecomputeModuleBytes recompute_module_bytes(const ModelSpec& m, const ActivationShape& a);
+
+// Peak working set of recomputing one layer during backward (full: one layer without recompute; selective: the
+// largest module it rebuilds, recompute_module_bytes; selective_op: everything it rebuilds), which stays live on top
+// of the stored activations.
 double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a);
 
 // A dense layer's matmuls in torchtitan's forward order: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or up, down.

@@ -38,6 +38,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.cp = plan.parallel.cp;
   a.sequence_parallel = plan.parallel.sequence_parallel;
   a.recompute = plan.parallel.recompute;
+  a.modules = plan.parallel.recompute_modules;
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
   a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
@@ -283,20 +284,23 @@ struct LayerGemms {
 // The projections to queries, keys and values. Standard attention: one GEMM, split over tp. MLA (DeepSeek-V2
 // Sec. 2.1): the down-projections to the latents (and the shared rotary key), whole on every tp rank as Megatron-Core
 // runs them, then the up-projections to the local heads.
+// MLA's up-projections to the local heads: K and V from the kv latent, Q from the q latent (or the hidden state).
+double mla_up_proj_gemms_s(const Plan& plan, const LayerDims& x) {
+  const ModelSpec& m = plan.model;
+  const DType gd = plan.gemm_dtype();
+  return gemm_time_s(plan.gpu, gd, x.T, m.heads * (m.head_dim() + m.v_head_dim()) / x.tp, m.kv_lora_rank) +
+         gemm_time_s(plan.gpu, gd, x.T, m.q_dim() / x.tp, m.q_lora_rank > 0 ? m.q_lora_rank : x.h);
+}
+
 double qkv_gemms_s(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const GpuSpec& gpu = plan.gpu;
   const DType gd = plan.gemm_dtype();
   const int64_t T = x.T, h = x.h, tp = x.tp;
   if (!m.is_mla()) return gemm_time_s(gpu, gd, T, (m.q_dim() + 2 * m.kv_dim()) / tp, h);
-  double t = gemm_time_s(gpu, gd, T, m.kv_lora_rank + m.qk_rope_head_dim, h) +
-             gemm_time_s(gpu, gd, T, m.heads * (m.head_dim() + m.v_head_dim()) / tp, m.kv_lora_rank);
-  if (m.q_lora_rank > 0) {
-    t += gemm_time_s(gpu, gd, T, m.q_lora_rank, h) + gemm_time_s(gpu, gd, T, m.q_dim() / tp, m.q_lora_rank);
-  } else {
-    t += gemm_time_s(gpu, gd, T, m.q_dim() / tp, h);
-  }
-  return t;
+  const double down = gemm_time_s(gpu, gd, T, m.kv_lora_rank + m.qk_rope_head_dim, h) +
+                      (m.q_lora_rank > 0 ? gemm_time_s(gpu, gd, T, m.q_lora_rank, h) : 0.0);
+  return down + mla_up_proj_gemms_s(plan, x);
 }
 
 }  // namespace
@@ -393,25 +397,59 @@ PassTimes memory_bound_ops(const Plan& plan) {
   return {mem, mem_bwd};
 }
 
-// The recomputed forward work of one layer, given its forward_s: none, the attention core (selective), every second
-// matmul and the memory-bound ops (selective_op) or the whole forward (full).
-double recompute_s(const Plan& plan, const LayerDims& x, const LayerCost& lc, double attn_fwd) {
+// Megatron-Core selective recompute (--recompute-modules; what each module rebuilds: recompute_module_bytes,
+// activations.hpp). core_attn: Korthikanti et al. 2022 Sec. 5, QK^T, softmax, softmax dropout and attention over V
+// again; with the unfused kernel the softmax and dropout are memory-bound passes over the score matrix. layernorm and
+// moe_act: memory-bound passes that read the kept input and write the rebuilt output (a norm reads what it writes,
+// SwiGLU twice that, GeLU once). mla_up_proj: the up-projection GEMMs. mlp / moe / shared_experts: the module's
+// forward GEMMs and its activation pass (mlp also its fused norm, moe its routing kernels; its all-to-alls and the
+// MLP's TP collectives are charged in tp_comm / charge_exposed_comm).
+double selective_recompute_s(const Plan& plan, const LayerDims& x, const LayerGemms& g, double attn_fwd) {
+  using M = RecomputeModule;
+  const GpuSpec& gpu = plan.gpu;
+  const ModelSpec& m = plan.model;
+  const RecomputeModules mods = plan.parallel.recompute_modules;
+  double t = 0;
+  if (mods.has(M::core_attn)) {
+    double softmax_s = 0;
+    if (plan.training.attention == AttentionKernel::unfused) {
+      const double A = d(dtype_bytes(plan.activation_dtype()));
+      const double scores = d(x.b) * d(x.heads_local) * d(x.s_q) * d(x.s);
+      softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (m.dropout ? 2.0 * A + 1.0 : 0.0))) +
+                  2.0 * gpu.gemm.kernel_overhead_s;
+    }
+    t += attn_fwd + softmax_s;
+  }
+  if (mods.bits == RecomputeModules{}.bits) return t;
+  const RecomputeModuleBytes b = recompute_module_bytes(m, activation_shape(plan));
+  const double act_moved = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;  // bytes moved per byte the activation writes
+  const double k = gpu.gemm.kernel_overhead_s;
+  const auto pass = [&](double bytes) { return bytes > 0 ? memory_bound_time_s(gpu, bytes) + k : 0.0; };
+  const bool moe = mods.has(M::moe) && m.is_moe(), shared = moe || mods.has(M::shared_experts);
+  if (mods.has(M::layernorm)) t += pass(2.0 * b.norm_qkv) + pass(2.0 * b.norm_mlp);
+  if (mods.has(M::moe_act)) t += (moe ? 0.0 : pass(act_moved * b.act_routed)) + (shared ? 0.0 : pass(act_moved * b.act_shared));
+  if (mods.has(M::mla_up_proj) && m.is_mla()) t += mla_up_proj_gemms_s(plan, x);
+  const double mlp_gemms = g.total - g.qkv - g.proj;  // the MLP's, or the MoE layer's experts and router
+  if (mods.has(M::mlp) && !m.is_moe()) t += mlp_gemms + pass(act_moved * b.act_dense) + pass(2.0 * b.mlp_input);
+  if (moe) {
+    t += mlp_gemms + pass(act_moved * (b.act_routed + b.act_shared)) +
+         memory_bound_time_s(gpu, layer_memory_bound_bytes(plan).moe_routing_forward) + kMoeRoutingKernelsPerLayer * k;
+  } else if (shared && m.shared_experts > 0) {
+    const ExpertGemms e = expert_gemms(plan);
+    t += gemm_time_s(gpu, plan.gemm_dtype(), x.T, e.shared_up_width, x.h) +
+         gemm_time_s(gpu, plan.gemm_dtype(), x.T, x.h, e.shared_down_k) + pass(act_moved * b.act_shared);
+  }
+  return t;
+}
+
+// The recomputed forward work of one layer, given its forward_s: none, the selective modules' (selective), every
+// second matmul and the memory-bound ops (selective_op) or the whole forward (full).
+double recompute_s(const Plan& plan, const LayerDims& x, const LayerGemms& g, const LayerCost& lc, double attn_fwd) {
   switch (plan.parallel.recompute) {
     case Recompute::none:
       return 0;
-    case Recompute::selective: {
-      // Korthikanti et al. 2022 Sec. 5: selective recompute redoes QK^T, softmax, softmax dropout and attention over
-      // V; with the unfused kernel the softmax and dropout are memory-bound passes over the score matrix.
-      double softmax_s = 0;
-      if (plan.training.attention == AttentionKernel::unfused) {
-        const GpuSpec& gpu = plan.gpu;
-        const double A = d(dtype_bytes(plan.activation_dtype()));
-        const double scores = d(x.b) * d(x.heads_local) * d(x.s_q) * d(x.s);
-        softmax_s = memory_bound_time_s(gpu, scores * (2.0 * A + (plan.model.dropout ? 2.0 * A + 1.0 : 0.0))) +
-                    2.0 * gpu.gemm.kernel_overhead_s;
-      }
-      return attn_fwd + softmax_s;
-    }
+    case Recompute::selective:
+      return selective_recompute_s(plan, x, g, attn_fwd);
     case Recompute::selective_op: {
       // torchtitan's per-op policy (activations.hpp): the forward's memory-bound ops and every second matmul run
       // again; the attention kernel and the other matmuls return their kept outputs, and the last matmul, whose
@@ -457,7 +495,10 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   // gradient, so only what outlasts those GEMMs is exposed.
   const double regather = tp_gather;
   lc.tp_comm_backward_s = tp_pass + regather;
-  lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : 0.0;
+  // Full recompute repeats the forward's collectives; a recomputed dense MLP (selective, mlp) its two.
+  const bool mlp_rerun = pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::mlp) &&
+                         !plan.model.is_moe();
+  lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : (mlp_rerun ? 0.5 * tp_pass : 0.0);
   return {tp_gather, tp_reduce};
 }
 
@@ -582,10 +623,13 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   const double ep_b = exposed_s(lc.ep_comm_backward_s, g.total + attn.forward, ep_overlap);
   lc.exposed_forward_comm_s = tp_f + cp_f + ep_f + z_f;
   lc.exposed_backward_comm_s = tp_b + cp_b + ep_b + z_b;
-  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : 0.0);
+  // A recomputed MoE layer (selective, moe) runs its forward all-to-alls again.
+  const bool ep_again = full || (pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::moe));
+  const double ep_r = ep_again ? lc.ep_comm_forward_s : 0.0;
+  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : ep_r);
   lc.exposed_tp_s = tp_f + tp_b + tp_r;
   lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
-  lc.exposed_ep_s = ep_f + ep_b + (full ? lc.ep_comm_forward_s : 0.0);
+  lc.exposed_ep_s = ep_f + ep_b + ep_r;
   lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
 }
 }  // namespace
@@ -648,7 +692,7 @@ LayerCost layer_cost(const Plan& plan) {
   // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
   lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
   lc.backward_weight_s = g.total + lc.grad_accumulation_s;
-  lc.recompute_s = recompute_s(plan, x, lc, attn.forward);
+  lc.recompute_s = recompute_s(plan, x, g, lc, attn.forward);
 
   // Communication of each parallel dimension.
   const TpCollectives tc = tp_comm(plan, x, lc);
@@ -1272,7 +1316,8 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
   const double gpus = d(plan.num_gpus);
   const double peak = plan.gpu.peak(plan.gemm_dtype());
   tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
-  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute);
+  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute,
+                                             plan.parallel.recompute_modules);
   tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
   tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
   tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);

@@ -19,6 +19,8 @@ LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool ca
              ((m.q_lora_rank > 0 ? h * q_lora : 0.0) + q_in * static_cast<double>(m.q_dim()) +
               h * (kv_lora + static_cast<double>(m.qk_rope_head_dim)) +
               kv_lora * heads * static_cast<double>(m.head_dim() + m.v_head_dim()));
+    lf.mla_up = 2.0 * bs * (q_in * static_cast<double>(m.q_dim()) +
+                            kv_lora * heads * static_cast<double>(m.head_dim() + m.v_head_dim()));
   } else {
     lf.qkv = 2.0 * bs * h * static_cast<double>(m.q_dim() + 2 * m.kv_dim());
   }
@@ -60,13 +62,32 @@ double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s)
                 mtp_forward_flops(m, global_batch, s, false));
 }
 
-double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r) {
+namespace {
+// The matmul FLOPs Megatron-Core's selective recompute modules rerun in one step (flops.hpp).
+double selective_rerun_flops(const ModelSpec& m, int64_t global_batch, int64_t s, RecomputeModules mods) {
+  using M = RecomputeModule;
+  const LayerFlops lf = layer_forward_flops(m, global_batch, s, false);
+  const double L = static_cast<double>(m.layers);
+  double extra = mods.has(M::core_attn) ? L * lf.attention_core() : 0.0;
+  if (mods.has(M::mla_up_proj)) extra += L * lf.mla_up;
+  if (!m.is_moe()) return extra + (mods.has(M::mlp) ? L * lf.mlp : 0.0);
+  if (mods.has(M::mlp) && m.has_dense_layers()) {
+    extra += static_cast<double>(m.dense_layer_count()) * layer_forward_flops(dense_layer_model(m), global_batch, s, false).mlp;
+  }
+  const double shared = lf.mlp * static_cast<double>(m.shared_experts) / m.mlp_copies_per_token();
+  const double moe = mods.has(M::moe) ? lf.mlp + lf.router : (mods.has(M::shared_experts) ? shared : 0.0);
+  return extra + static_cast<double>(m.moe_layers()) * moe;
+}
+}  // namespace
+
+double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r,
+                               RecomputeModules modules) {
   double extra = 0.0;
   switch (r) {
     case Recompute::none:
       break;
     case Recompute::selective:
-      extra = static_cast<double>(m.layers) * layer_forward_flops(m, global_batch, s, false).attention_core();
+      extra = selective_rerun_flops(m, global_batch, s, modules);
       break;
     case Recompute::selective_op: {  // the matmuls the policy reruns (activations.hpp selective_op_matmuls)
       for (const LayerMatmul& g : selective_op_matmuls(m).rerun) {

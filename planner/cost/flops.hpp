@@ -15,6 +15,7 @@ namespace parplan {
 
 struct LayerFlops {
   double qkv = 0, scores = 0, context = 0, attn_out = 0, mlp = 0, router = 0;
+  double mla_up = 0;  // MLA: the up-projections to Q (from the q latent, or h) and to K, V: part of qkv
   double attention_core() const { return scores + context; }
   double total() const { return qkv + scores + context + attn_out + mlp + router; }
 };
@@ -38,6 +39,10 @@ double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s)
 // selective: the attention core's forward again, 4 B s^2 h per layer), attention counted in full (Narayanan 2021 Eq. 3
 // basis for full recompute). Korthikanti et al. 2022 Table 5's HFU counts the recomputed core 3x (forward + backward);
 // this counts what the GPU executes (flops_test pins the published ratios to it).
-double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r);
+// Selective recompute counts the GEMMs its modules rerun (recompute_module_bytes, activations.hpp): core_attn the
+// attention core, mla_up_proj the up-projections, mlp a dense layer's MLP, moe a MoE layer's experts and router,
+// shared_experts the shared experts; layernorm and moe_act rerun no matmul.
+double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r,
+                               RecomputeModules modules = {});
 
 }  // namespace parplan

@@ -2,6 +2,7 @@
 #include "planner/spec/spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include <fmt/core.h>
@@ -104,6 +105,43 @@ bool parse_offload(std::string_view s, OffloadSet& out) {
                                          : nullptr;
     if (part == nullptr || *part) return false;  // unknown, empty, "none" in a list, or given twice
     *part = true;
+    if (end == s.size()) return true;
+    begin = end + 1;
+  }
+}
+
+namespace {
+constexpr std::array<std::string_view, kNumRecomputeModules> kRecomputeModuleNames = {"core_attn", "layernorm",   "moe_act",       "mla_up_proj",
+                                                                    "mlp",       "moe",         "shared_experts"};
+}  // namespace
+
+std::string to_string(RecomputeModules r) {
+  std::string s;
+  for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
+    if (!r.has(static_cast<RecomputeModule>(i))) continue;
+    if (!s.empty()) s += ',';
+    s += kRecomputeModuleNames[i];
+  }
+  return s;
+}
+
+bool parse_recompute_module(std::string_view s, RecomputeModule& out) {
+  for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
+    if (s == kRecomputeModuleNames[i]) {
+      out = static_cast<RecomputeModule>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_recompute_modules(std::string_view s, RecomputeModules& out, char sep) {
+  out.bits = 0;
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(s.find(sep, begin), s.size());
+    RecomputeModule r{};
+    if (!parse_recompute_module(s.substr(begin, end - begin), r) || out.has(r)) return false;  // unknown, empty, twice
+    out.add(r);
     if (end == s.size()) return true;
     begin = end + 1;
   }

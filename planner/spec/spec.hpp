@@ -42,6 +42,28 @@ enum class Precision : uint8_t { bf16, fp16, fp8 };  // fp8: GEMMs in fp8, every
 // selective activation checkpointing (the outputs of every other matmul and of attention kept, the rest recomputed);
 // full: the whole layer recomputed from its input.
 enum class Recompute : uint8_t { none, selective, full, selective_op };
+// Megatron-Core's --recompute-modules (megatron/core/transformer/transformer_config.py, recompute_modules): what
+// --recompute-granularity selective rebuilds in the backward. core_attn: the attention core (the default); layernorm:
+// the outputs of the input and pre-MLP norms; moe_act: the experts' activation function; mla_up_proj: MLA's
+// up-projections (and rotary embedding); mlp: a dense layer's MLP; moe: the MoE layer; shared_experts: its shared
+// experts. A module that does not apply to a layer does nothing there, as in Megatron-Core (activations.hpp).
+enum class RecomputeModule : uint8_t { core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts };
+inline constexpr int kNumRecomputeModules = 7;
+struct RecomputeModules {
+  uint8_t bits = 1;  // {core_attn}, Megatron-Core's default
+  bool has(RecomputeModule r) const { return ((bits >> static_cast<int>(r)) & 1u) != 0; }
+  void add(RecomputeModule r) { bits = static_cast<uint8_t>(bits | (1u << static_cast<int>(r))); }
+  bool is_default() const { return bits == 1; }
+  bool operator==(const RecomputeModules&) const = default;
+};
+// The module names in the fixed order above, comma-separated ("core_attn,layernorm").
+std::string to_string(RecomputeModules r);
+// One module name ("core_attn", ...); false on anything else.
+bool parse_recompute_module(std::string_view s, RecomputeModule& out);
+// A list of module names separated by `sep`, each at most once, at least one; false on anything else.
+bool parse_recompute_modules(std::string_view s, RecomputeModules& out, char sep = ',');
+inline constexpr std::string_view kRecomputeModuleChoices =
+    "a comma-separated list of core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts";
 // zero_bubble = ZB-H1; zb_v = ZB-V (Qi et al. 2023/2024: two chunks per stage placed in a V, stage i holding model
 // chunks i and 2p - 1 - i, so the first stage holds the first and the last chunk).
 enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p, zb_v };
@@ -303,6 +325,7 @@ struct ParallelConfig {
   int64_t num_microbatches = 1;  // microbatches per pipeline per step (gradient accumulation)
   Schedule schedule = Schedule::one_f_one_b;
   Recompute recompute = Recompute::none;
+  RecomputeModules recompute_modules;  // recompute == selective only
   bool sequence_parallel = false;
   int zero_stage = 0;               // 0..3 (3 = FSDP)
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only

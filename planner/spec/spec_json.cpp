@@ -234,6 +234,24 @@ std::vector<std::vector<int64_t>> stage_layout_from_json(JsonReader& r) {
   }
   return out;
 }
+
+// parallel.recompute_modules: Megatron-Core's --recompute-modules, an array of module names (recompute selective).
+RecomputeModules recompute_modules_from_json(JsonReader& r, Recompute recompute) {
+  const nlohmann::json& a = r.raw("recompute_modules");
+  if (!a.is_array() || a.empty()) r.fail("recompute_modules", "must be a non-empty array of module names");
+  if (recompute != Recompute::selective) r.fail("recompute_modules", "needs recompute \"selective\"");
+  RecomputeModules out;
+  out.bits = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    RecomputeModule m{};
+    if (!a[i].is_string() || !parse_recompute_module(a[i].get<std::string>(), m) || out.has(m)) {
+      r.fail(fmt::format("recompute_modules/{}", i),
+             "must be one of core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts, each at most once");
+    }
+    out.add(m);
+  }
+  return out;
+}
 }  // namespace
 
 ParallelConfig parallel_from_json(JsonReader& r) {
@@ -249,6 +267,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.num_microbatches = r.get_int("num_microbatches", 1, 1, kMax);
   p.schedule = r.get_enum("schedule", Schedule::one_f_one_b);
   p.recompute = r.get_enum("recompute", Recompute::none);
+  if (r.has("recompute_modules")) p.recompute_modules = recompute_modules_from_json(r, p.recompute);
   p.sequence_parallel = r.get_bool("sequence_parallel", false);
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
   p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
@@ -414,6 +433,15 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
           {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
   if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
+  if (!p.recompute_modules.is_default()) {  // omitted: {core_attn} (the documents before recompute_modules)
+    nlohmann::json mods = nlohmann::json::array();
+    for (int i = 0; i < kNumRecomputeModules; ++i) {
+      if (p.recompute_modules.has(static_cast<RecomputeModule>(i))) {
+        mods.push_back(to_string(RecomputeModules{static_cast<uint8_t>(1u << i)}));
+      }
+    }
+    j["recompute_modules"] = mods;
+  }
   if (!p.stage_layout.empty()) {
     nlohmann::json layout = nlohmann::json::array();
     for (const std::vector<int64_t>& st : p.stage_layout) {

@@ -499,6 +499,8 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     }
   } else if (!map_recompute(recompute_text, pc.recompute)) {
     skip.push_back(fmt::format("recompute '{}' is not none/selective/full", excerpt(recompute_text)));
+  } else if (pc.recompute == Recompute::selective) {
+    pc.recompute_modules = map_recompute_modules(recompute_text, &r.notes);
   }
   note.clear();
   const std::string row_notes = top.text("notes");

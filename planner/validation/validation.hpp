@@ -55,6 +55,11 @@ bool map_fp8_param_gather(std::string_view text);
 // Adam's moments' dtype when a row's precision text names one ("BF16 Adam moments"); nullopt: fp32 (the default).
 std::optional<DType> map_adam_moments(std::string_view text);
 bool map_recompute(std::string_view text, Recompute& out);
+// Megatron-Core's --recompute-modules a selective text lists after "selective:" up to the first ';' ("norm" or
+// "layernorm", "act" or "moe_act", mla_up_proj, mlp, moe, shared_expert(s), core_attn); the default {core_attn}
+// when it lists none. What it states beyond them (after ';', or words that name no module) goes to *notes as not
+// modelled.
+RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes = nullptr);
 // GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
 // with the reason in *why.
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why = nullptr);

@@ -134,6 +134,44 @@ bool map_recompute(std::string_view text, Recompute& out) {
   return true;
 }
 
+RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes) {
+  const std::string t = ascii_lower(text);
+  const size_t colon = t.find("selective:");
+  RecomputeModules out;
+  if (colon == std::string::npos) return out;
+  const size_t begin = colon + std::string_view("selective:").size(), end = std::min(t.find(';', begin), t.size());
+  RecomputeModules listed;
+  listed.bits = 0;
+  std::string ignored;
+  for (size_t i = begin; i < end;) {  // the words of the list: letters and '_'
+    const size_t j = std::min(t.find_first_not_of("abcdefghijklmnopqrstuvwxyz_", i), end);
+    const std::string word = t.substr(i, j - i);
+    RecomputeModule m{};
+    if (word == "norm") {
+      listed.add(RecomputeModule::layernorm);
+    } else if (word == "act") {
+      listed.add(RecomputeModule::moe_act);
+    } else if (word == "shared_expert") {
+      listed.add(RecomputeModule::shared_experts);
+    } else if (parse_recompute_module(word, m)) {
+      listed.add(m);
+    } else if (!word.empty()) {
+      ignored += (ignored.empty() ? "" : " ") + word;
+    }
+    i = word.empty() ? j + 1 : j;
+  }
+  if (listed.bits != 0) out = listed;
+  if (notes != nullptr) {
+    notes->push_back(fmt::format("recompute modules {}{}", to_string(out), listed.bits != 0 ? "" : " (none listed: Megatron-Core's default)"));
+    if (!ignored.empty()) notes->push_back(fmt::format("recompute: '{}' names no recompute module, ignored", excerpt(ignored)));
+    const size_t rest = t.find_first_not_of(' ', std::min(end + 1, t.size()));
+    if (rest != std::string::npos) {
+      notes->push_back(fmt::format("recompute: '{}' not modelled (priced without it)", excerpt(text.substr(rest))));
+    }
+  }
+  return out;
+}
+
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why) {
   auto known = [&](std::string_view name) -> std::string {
     const GpuSpec* g = profiles.find_gpu(name);

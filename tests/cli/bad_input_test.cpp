@@ -187,6 +187,11 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--bucket-mb", "0"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--bucket-mb", "nan"}), "--bucket-mb"},
       {with(kModel, {"--gpus", "64", "--sp"}), "--sequence-parallel: sequence parallelism needs tp > 1"},
+      {with(kModel, {"--gpus", "64", "--recompute-modules", "mlp"}), "--recompute-modules: needs --recompute selective"},
+      {with(kModel, {"--gpus", "64", "--recompute", "selective", "--recompute-modules", "mlp,norm"}),
+       "--recompute-modules: unknown or repeated module in 'mlp,norm'"},
+      {with(kModel, {"--gpus", "64", "--recompute", "selective", "--recompute-modules", "mlp,mlp"}), "--recompute-modules"},
+      {with(kModel, {"--gpus", "64", "--recompute", "selective", "--recompute-modules", ""}), "--recompute-modules"},
       {with(kModel, {"--gpus", "64", "--pp", "2", "--zero", "3", "--offload", "optimizer,params"}),
        "--offload: offload optimizer,params with ZeRO stage 3: parameter offload needs ZeRO-3 (--zero 3) without "
        "pipelining"},
@@ -262,6 +267,9 @@ TEST_CASE("bad input: plan documents") {
       {"plan_p2p_scatter_gather_not_bool.json", "/parallel/p2p_scatter_gather: expected true or false"},
       {"plan_zero3_gather_unit_unknown.json", "/parallel/zero3_gather_unit"},
       {"plan_offload_unknown.json", "/parallel/offload: unknown value 'gpu'"},
+      {"plan_recompute_modules_unknown.json", "/parallel/recompute_modules/1: must be one of core_attn"},
+      {"plan_recompute_modules_not_selective.json", "/parallel/recompute_modules: needs recompute \"selective\""},
+      {"plan_recompute_modules_empty.json", "/parallel/recompute_modules: must be a non-empty array"},
       {"plan_offload_activations_unknown.json", "/parallel/offload: unknown value 'activations,cpu'"},
       {"plan_offload_params_zero1.json", "/parallel: offload optimizer,params with ZeRO stage 1"},
       {"plan_fused_grad_accumulation_not_bool.json", "/training/fused_grad_accumulation: expected true or false"},
@@ -932,6 +940,7 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   parplan::test::write_text(d + "placeholder.sh", cmd + " --tensor-model-parallel-size ${TP}\n");
   parplan::test::write_text(d + "two_tp.sh", "TP=2\n" + cmd + " --tensor-model-parallel-size $TP \\\n  --tensor-model-parallel-size 4\n");
   parplan::test::write_text(d + "two_precisions.sh", cmd + " --bf16 --fp16\n");
+  parplan::test::write_text(d + "recompute_modules.sh", cmd + " --recompute-granularity selective --recompute-modules layernorm attention\n");
   parplan::test::write_text(d + "no_command.sh", "echo hello\n");
   parplan::test::write_text(d + "tab.yaml", "trainer:\n  devices: 8\nmodel:\n\ttensor_model_parallel_size: 2\n");
   parplan::test::write_text(d + "anchor.yaml", "trainer:\n  devices: &d 8\n");
@@ -977,6 +986,7 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", interop + "megatron_deepspeed.sh"}, "the launcher's GPU count is $SLURM_NNODES (--nnodes, line 23), which the file does not set: set it in the file or give --gpus N"},
       {{"import", interop + "ds_config.json", "--gpus", "32"}, "gives no model shape: give --model NAME"},
       {{"import", interop + "nemo_gpt.yaml", "--gpus", "7"}, "--gpus: 7 GPUs are not divisible"},
+      {{"import", d + "recompute_modules.sh"}, "recompute_modules.sh: --recompute-modules (line 1) is 'layernorm attention' (Megatron-Core takes core_attn"},
       {{"import", interop + "train_gpt_70b.sh", "--tp", "3"}, "--gpus: 512 GPUs are not divisible by tp*pp*cp = 12 (from --nproc_per_node 8 (line 14) x --nnodes 64 (line 15))"},
       {{"estimate", "--model", "gpt3-13b", "--gpus", "8", "--format", "megatron"}, "--format: needs --from FILE"},
       {{"estimate", "--from", interop + "nemo_gpt.yaml", "--plan", kBad + "plan_ok.json"}, "--from and --plan: give one"},

@@ -53,6 +53,21 @@ void check_mesh(const nlohmann::json& plan, const Mesh& m) {
 
 }  // namespace
 
+TEST_CASE("import and export: Megatron-Core's --recompute-modules list") {
+  const auto j = import_json({kDir + "train_gpt_70b_recompute_modules.sh"});
+  CHECK(j["plan"]["parallel"]["recompute"] == "selective");
+  CHECK(j["plan"]["parallel"]["recompute_modules"] == nlohmann::json::array({"core_attn", "layernorm", "moe_act"}));
+  const auto plain = import_json({kDir + "train_gpt_70b.sh"});
+  CHECK_FALSE(plain["plan"]["parallel"].contains("recompute_modules"));  // the default, {core_attn}, is not written
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", kDir + "train_gpt_70b_recompute_modules.sh", "-o", plan}, {}, 60).exit_code == 0);
+  const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  CHECK(megatron.out.find("--recompute-modules core_attn layernorm moe_act") != std::string::npos);
+  const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
+  CHECK(nemo.out.find("recompute_modules: [core_attn, layernorm, moe_act]") != std::string::npos);
+}
+
 TEST_CASE("import: a Megatron-LM launch script with variables, arrays and continuations") {
   const auto j = import_json({kDir + "train_gpt_70b.sh"});
   CHECK(j["format"] == "megatron");

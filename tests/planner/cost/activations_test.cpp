@@ -115,3 +115,101 @@ TEST_CASE("fp8 with Transformer Engine: the GEMM inputs kept for the backward ar
   const double h = 4096, f = 14336, T = 4096;
   CHECK(moe16 - moe8 == doctest::Approx(T * (h + 2 * f - h) + 2 * T * h));
 }
+
+namespace {
+// A small MLA + MoE layer (activations.hpp recompute_module_bytes): h 1024, 8 heads of 128 (+32 rotary), latents
+// 256 / 128, SwiGLU experts of 512, top-2 of 8 at load 1.5, one shared expert.
+ModelSpec small_mla_moe() {
+  ModelSpec m;
+  m.name = "small-mla-moe";
+  m.layers = 4;
+  m.hidden = 1024;
+  m.heads = m.kv_heads = 8;
+  m.ffn_hidden = 512;
+  m.ffn_type = FfnType::swiglu;
+  m.vocab = 1000;
+  m.dropout = false;
+  m.experts = 8;
+  m.top_k = 2;
+  m.shared_experts = 1;
+  m.q_lora_rank = 256;
+  m.kv_lora_rank = 128;
+  m.qk_rope_head_dim = 32;
+  return m;
+}
+ActivationShape small_shape(RecomputeModules mods) {
+  ActivationShape x;
+  x.seq = 64;
+  x.tp = 2;
+  x.sequence_parallel = true;
+  x.recompute = Recompute::selective;
+  x.modules = mods;
+  x.attention = AttentionKernel::flash;
+  x.moe_load = 1.5;
+  x.moe_tokens = 32, x.moe_dispatched = 64, x.moe_expert_copies = 96;
+  return x;
+}
+RecomputeModules mods(std::initializer_list<RecomputeModule> list) {
+  RecomputeModules r;
+  r.bits = 0;
+  for (RecomputeModule m : list) r.add(m);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("Megatron-Core recompute modules: each module's bytes, term by term") {
+  using M = RecomputeModule;
+  const ModelSpec m = small_mla_moe();
+  const double sbh = 64.0 * 1024.0;  // s b h, 2-byte activations, tp 2 with SP
+  const RecomputeModuleBytes b = recompute_module_bytes(m, small_shape({}));
+  CHECK(b.core_attn == doctest::Approx(4.0 * 8 * 64 / 2));          // the flash LSE
+  CHECK(b.norm_qkv == doctest::Approx(sbh * 2 / 2));                 // MLA's input norm output, /t with SP
+  CHECK(b.norm_mlp == doctest::Approx(sbh * 2 / 2));                 // the MoE layer's pre-MLP norm output
+  CHECK(b.act_routed == doctest::Approx(sbh * 2 * 0.5 * 3 / 2));     // f/h = 0.5 per copy, 2 x 1.5 copies
+  CHECK(b.act_shared == doctest::Approx(sbh * 2 * 0.5 * 1 / 2));
+  CHECK(b.mla_up_proj == doctest::Approx(sbh * 2 * (1280 + 1280 + 1024) / 1024.0 / 2));  // Q, K at 160, V at 128 per head
+  CHECK(b.mlp == 0);                                                 // a MoE layer: mlp does not apply
+  CHECK(b.moe_routed == doctest::Approx(3 * b.act_routed));          // SwiGLU: fc1 out (2f) + fc2 in (f)
+  CHECK(b.moe_shared == doctest::Approx(3 * b.act_shared));
+  CHECK(b.moe_routing == doctest::Approx(96 * 1024 * 2 + 32 * 8 * 4 + 64 * 12.0));
+
+  ActivationShape none = small_shape({});
+  none.recompute = Recompute::none;
+  const LayerActivationBytes all = layer_activation_bytes(m, none);
+  const auto stored = [&](RecomputeModules r) { return layer_activation_bytes(m, small_shape(r)).total; };
+  // The default, {core_attn}, is today's selective: the attention core dropped, exactly.
+  CHECK(stored(RecomputeModules{}) == all.replicated + all.tp_sharded + all.moe_routing);
+  CHECK(stored(mods({M::layernorm, M::moe_act})) ==
+        doctest::Approx(all.total - 2 * b.norm_qkv - b.act_routed - b.act_shared).epsilon(1e-12));
+  CHECK(stored(mods({M::mla_up_proj})) == doctest::Approx(all.total - b.mla_up_proj).epsilon(1e-12));
+  // moe covers moe_act and shared_experts: their terms are dropped once.
+  CHECK(stored(mods({M::moe, M::moe_act, M::shared_experts})) ==
+        doctest::Approx(all.total - b.moe_routed - b.moe_shared - b.moe_routing).epsilon(1e-12));
+  CHECK(stored(mods({M::shared_experts, M::moe_act})) ==
+        doctest::Approx(all.total - b.moe_shared - b.act_routed).epsilon(1e-12));
+  CHECK(stored(mods({M::mlp})) == all.total);  // no dense MLP in a MoE layer
+  // The working set is the largest module rebuilt at once.
+  CHECK(recompute_working_set_bytes(m, small_shape(mods({M::layernorm, M::moe_act}))) == doctest::Approx(b.act_routed));
+  CHECK(recompute_working_set_bytes(m, small_shape(mods({M::moe, M::core_attn}))) ==
+        doctest::Approx(b.moe_routed + b.moe_shared + b.moe_routing));
+  CHECK(recompute_working_set_bytes(m, small_shape(RecomputeModules{})) == doctest::Approx(b.core_attn));
+}
+
+TEST_CASE("Megatron-Core recompute modules on a dense layer: mlp drops the MLP and its input; moe does nothing") {
+  using M = RecomputeModule;
+  ModelSpec m = small_mla_moe();
+  m.experts = 1, m.top_k = 1, m.shared_experts = 0;
+  m.q_lora_rank = m.kv_lora_rank = m.qk_rope_head_dim = 0;  // standard attention: its norms are fused (no layernorm)
+  const double sbh = 64.0 * 1024.0;
+  ActivationShape none = small_shape({});
+  none.recompute = Recompute::none;
+  const double all = layer_activation_bytes(m, none).total;
+  const RecomputeModuleBytes b = recompute_module_bytes(m, none);
+  CHECK(b.mlp == doctest::Approx(sbh * 2 / 2 + 3 * sbh * 2 * 0.5 / 2));  // the norm output + SwiGLU's 3 f terms, /t
+  CHECK(b.norm_qkv == 0);
+  CHECK(b.norm_mlp == 0);
+  CHECK(layer_activation_bytes(m, small_shape(mods({M::mlp}))).total == doctest::Approx(all - b.mlp).epsilon(1e-12));
+  for (M x : {M::layernorm, M::moe_act, M::mla_up_proj, M::moe, M::shared_experts}) {
+    CHECK(layer_activation_bytes(m, small_shape(mods({x}))).total == all);
+  }
+}

@@ -596,3 +596,31 @@ TEST_CASE("selective-op recomputes every second matmul but the last, and the for
   CHECK(lc.recompute_s == doctest::Approx(gemms + lc.forward_s - lc.gemm_forward_s - lc.attention_forward_s));
   CHECK(lc.recompute_s < lc.forward_s);
 }
+
+TEST_CASE("recompute modules on a dense layer: mlp reruns the MLP's GEMMs, activation and fused norm; default = core_attn") {
+  Plan p = test::korthikanti_175b();
+  p.model = test::profiles().model("llama3-8b", "t");
+  p.gpu = test::profiles().gpu("h200", "t");
+  p.parallel.tp = 1;
+  p.parallel.sequence_parallel = false;
+  p.parallel.recompute = Recompute::selective;
+  const LayerCost core = layer_cost(p);
+  Plan q = p;
+  q.parallel.recompute_modules.add(RecomputeModule::mlp);  // {core_attn, mlp}
+  const ModelSpec& m = p.model;
+  const double T = static_cast<double>(p.parallel.micro_batch * p.seq_len());
+  const double A = 2, h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double gemms = gemm_time_s(p.gpu, DType::bf16, p.parallel.micro_batch * p.seq_len(), 2 * m.ffn_hidden, m.hidden) +
+                       gemm_time_s(p.gpu, DType::bf16, p.parallel.micro_batch * p.seq_len(), m.hidden, m.ffn_hidden);
+  const double k = p.gpu.gemm.kernel_overhead_s;
+  const double passes = memory_bound_time_s(p.gpu, 3 * T * f * A) + k + memory_bound_time_s(p.gpu, 2 * T * h * A) + k;
+  CHECK(layer_cost(q).recompute_s == doctest::Approx(core.recompute_s + gemms + passes).epsilon(1e-12));
+  // layernorm and the MoE / MLA modules do not apply to this layer (its norms are fused into the GEMMs).
+  Plan r = p;
+  r.parallel.recompute_modules.bits = 0;
+  for (RecomputeModule x : {RecomputeModule::layernorm, RecomputeModule::moe_act, RecomputeModule::mla_up_proj,
+                            RecomputeModule::moe, RecomputeModule::shared_experts}) {
+    r.parallel.recompute_modules.add(x);
+  }
+  CHECK(layer_cost(r).recompute_s == 0);
+}

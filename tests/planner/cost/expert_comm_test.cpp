@@ -6,6 +6,8 @@
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/expert_comm.hpp"
+#include "planner/cost/flops.hpp"
+#include "planner/cost/gemm.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/test_plans.hpp"
 
@@ -142,4 +144,37 @@ TEST_CASE("expert a2a: ep 64 inside a GB200 NVL72 rack is on NVLink, across DGX 
   CHECK(racks.nodes == 2);
   CHECK(racks.ranks_per_node == 8);
   CHECK(racks.inter_node_bytes == doctest::Approx(copies * 8.0 / 16.0).epsilon(1e-12));
+}
+
+TEST_CASE("recompute modules on a MoE layer: layernorm and moe_act are memory-bound passes; moe reruns the layer") {
+  using M = RecomputeModule;
+  Plan p = qwen3_ep(32, MoeDispatcher::alltoall);
+  p.parallel.recompute = Recompute::selective;
+  const LayerCost core = layer_cost(p);  // the default, {core_attn}
+  const auto with = [&](std::initializer_list<M> list) {
+    Plan q = p;
+    q.parallel.recompute_modules.bits = 0;
+    for (M x : list) q.parallel.recompute_modules.add(x);
+    return q;
+  };
+  const Plan norm_act = with({M::layernorm, M::moe_act});
+  const RecomputeModuleBytes b = recompute_module_bytes(p.model, activation_shape(p));
+  REQUIRE(b.norm_qkv == 0);  // GQA: the input norm is fused into the QKV GEMM
+  const double k = p.gpu.gemm.kernel_overhead_s;
+  // The pre-MLP norm reads its input and writes its output; SwiGLU reads 2f and writes f per copy.
+  const double expected = memory_bound_time_s(p.gpu, 2 * b.norm_mlp) + k + memory_bound_time_s(p.gpu, 3 * b.act_routed) + k;
+  CHECK(layer_cost(norm_act).recompute_s == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(layer_cost(norm_act).recompute_s < core.recompute_s);  // no attention core rerun
+  // moe reruns the experts' GEMMs and the routing, and its forward all-to-alls again.
+  const LayerCost moe = layer_cost(with({M::moe}));
+  CHECK(moe.recompute_s > layer_cost(with({M::moe_act})).recompute_s);
+  CHECK(moe.exposed_recompute_comm_s == doctest::Approx(core.exposed_recompute_comm_s + moe.ep_comm_forward_s));
+  CHECK(moe.exposed_ep_s == doctest::Approx(core.exposed_ep_s + moe.ep_comm_forward_s));
+  // Hardware FLOPs: moe adds the MoE layers' MLP and router forward; layernorm / moe_act add no matmul.
+  const int64_t s = norm_act.seq_len();
+  CHECK(hardware_flops_per_step(p.model, 64, s, Recompute::selective, with({M::layernorm, M::moe_act}).parallel.recompute_modules) ==
+        model_flops_per_step(p.model, 64, s));
+  const LayerFlops lf = layer_forward_flops(p.model, 64, s, false);
+  CHECK(hardware_flops_per_step(p.model, 64, s, Recompute::selective, with({M::moe}).parallel.recompute_modules) ==
+        doctest::Approx(model_flops_per_step(p.model, 64, s) + static_cast<double>(p.model.moe_layers()) * (lf.mlp + lf.router)));
 }

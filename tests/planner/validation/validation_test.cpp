@@ -190,6 +190,26 @@ TEST_CASE("validation: free-text rules") {
   }
   CHECK_FALSE(map_recompute("partial checkpointing (saves expensive activations)", rc));
 
+  // Megatron-Core's --recompute-modules as the rows state them.
+  std::vector<std::string> rc_notes;
+  CHECK(to_string(map_recompute_modules("selective: norm, act (layernorm, moe_act)", &rc_notes)) == "layernorm,moe_act");
+  CHECK(to_string(map_recompute_modules("selective: norm, act, shared_expert")) == "layernorm,moe_act,shared_experts");
+  CHECK(to_string(map_recompute_modules("selective: mla_up_proj, mlp")) == "mla_up_proj,mlp");
+  CHECK(map_recompute_modules("selective + sequence parallelism").is_default());  // lists none: {core_attn}
+  CHECK(map_recompute_modules("selective layer AC").is_default());
+  rc_notes.clear();
+  CHECK(to_string(map_recompute_modules(
+            "selective: mla_up_proj; fine-grained activation offloading (expert_fc1); optimizer-state offload", &rc_notes)) ==
+        "mla_up_proj");
+  REQUIRE(rc_notes.size() == 2);
+  CHECK(rc_notes[0] == "recompute modules mla_up_proj");
+  CHECK(rc_notes[1] == "recompute: 'fine-grained activation offloading (expert_fc1); optimizer-state offload' not modelled "
+                    "(priced without it)");
+  rc_notes.clear();
+  CHECK(map_recompute_modules("selective: everything", &rc_notes).is_default());
+  REQUIRE(rc_notes.size() == 2);
+  CHECK(rc_notes[1] == "recompute: 'everything' names no recompute module, ignored");
+
   CHECK(map_gpu("H100 (SXM, 80GB presumed)", profiles()) == "H100-SXM5-80GB");
   CHECK(map_gpu("H100-SXM 80GB HBM3 (700 W)", profiles()) == "H100-SXM5-80GB");
   CHECK(map_gpu("A100-80GB", profiles()) == "A100-SXM4-80GB");
