@@ -583,6 +583,8 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
       {{"run", "--backend", "gpu", "--plan", ok}, "--backend"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_offload_run.json"}, "run: offload plans (offload optimizer)"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_recompute_modules_run.json"},
+       "run: recompute modules core_attn,mlp are not lowered yet"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_etp_run.json"}, "run: /parallel/etp 1: MoE parallel folding"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_deepep_run.json"}, "run: /parallel/moe_dispatcher deepep"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_zero3_run.json"}, "run: /parallel/zero_stage 3 with experts"},
