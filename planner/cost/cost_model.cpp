@@ -420,7 +420,7 @@ double selective_recompute_s(const Plan& plan, const LayerDims& x, const LayerGe
     }
     t += attn_fwd + softmax_s;
   }
-  if (mods.bits == RecomputeModules{}.bits) return t;
+  if (mods.is_default()) return t;
   const RecomputeModuleBytes b = recompute_module_bytes(m, activation_shape(plan));
   const double act_moved = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;  // bytes moved per byte the activation writes
   const double k = gpu.gemm.kernel_overhead_s;
