@@ -1,5 +1,6 @@
 // Megatron-LM arguments -> plan flags and model shape (see framework.hpp); shared by the launch-script, YAML and NeMo
 // readers. Argument names and defaults: Megatron-LM megatron/training/arguments.py (core_r0.9+).
+#include <sstream>
 #include <fmt/core.h>
 #include <string>
 
@@ -161,9 +162,14 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     c.recompute = v;
     return true;
   }
-  if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list
+  if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list; YAML: a flow list [a, b]
+    std::string words = a.value.value_or("");
+    for (char& ch : words) ch = std::string_view("[],'\"\t").find(ch) != std::string_view::npos ? ' ' : ch;
+    std::string list;
+    std::istringstream in(words);
+    for (std::string w; in >> w;) list += (list.empty() ? "" : " ") + w;
     RecomputeModules m;
-    if (!parse_recompute_modules(a.value.value_or(""), m, ' ')) {
+    if (!parse_recompute_modules(list, m, ' ')) {
       throw InputError(fmt::format("{}: {} is '{}' (Megatron-Core takes core_attn, layernorm, moe_act, mla_up_proj, mlp, "
                                    "moe, shared_experts)", path, a.origin, excerpt(a.value.value_or(""))));
     }

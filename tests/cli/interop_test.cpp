@@ -66,6 +66,8 @@ TEST_CASE("import and export: Megatron-Core's --recompute-modules list") {
   CHECK(megatron.out.find("--recompute-modules core_attn layernorm moe_act") != std::string::npos);
   const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
   CHECK(nemo.out.find("recompute_modules: [core_attn, layernorm, moe_act]") != std::string::npos);
+  const auto nemo_in = import_json({kDir + "nemo_gpt_recompute_modules.yaml"});  // recompute_modules: [core_attn, mlp]
+  CHECK(nemo_in["plan"]["parallel"]["recompute_modules"] == nlohmann::json::array({"core_attn", "mlp"}));
   const auto est = run_parplan({"estimate", "--plan", plan}, {}, 60);
   CHECK(est.out.find("recompute selective (core_attn,layernorm,moe_act)") != std::string::npos);
 }
