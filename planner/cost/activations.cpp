@@ -39,30 +39,33 @@ namespace {
 // recompute_module_bytes() given the layer's terms without recompute.
 RecomputeModuleBytes module_bytes(const ModelSpec& m, const ActivationShape& a, const LayerActivationBytes& r) {
   const double A = static_cast<double>(a.bytes_per_element);
+  const double G = a.fp8_saved_inputs ? 1.0 : A;  // a GEMM input kept for the backward, as layer_activation_bytes counts it
   const double t = static_cast<double>(a.tp);
   const double h = static_cast<double>(m.hidden);
   const double sbh = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch) * h;
-  const double norm_out = sbh * A / (a.sequence_parallel ? t : 1.0);  // one norm's output
-  const double per_f = sbh * A * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy
-  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;   // as layer_activation_bytes counts them
+  const double norm_out = sbh / (a.sequence_parallel ? t : 1.0);  // one norm's output, per byte of element
+  const double per_f = sbh * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy, per byte
+  // One MLP copy's stored terms: the up-projection outputs the activation reads (2 f SwiGLU, f GeLU) and the
+  // down-projection input (f, at G).
+  const double mlp_copy = ((m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * A + G) * per_f;
   RecomputeModuleBytes b;
   b.core_attn = r.attention_core;
   if (m.is_mla()) {
-    b.norm_qkv = norm_out;
+    b.norm_qkv = norm_out * G;  // the down-projections' input
     b.mla_up_proj = sbh * A * static_cast<double>(m.q_dim() + m.k_width() + m.v_width()) / h / t;
   }
   if (!m.is_moe()) {
-    b.mlp_input = norm_out;
-    b.act_dense = per_f;
-    b.mlp = norm_out + mlp_stored * per_f;
+    b.mlp_input = norm_out * G;
+    b.act_dense = per_f * G;
+    b.mlp = b.mlp_input + mlp_copy;
     return b;
   }
   const double routed = static_cast<double>(m.top_k) * a.moe_load, shared = static_cast<double>(m.shared_experts);
-  b.norm_mlp = norm_out;
-  b.act_routed = per_f * routed;
-  b.act_shared = per_f * shared;
-  b.moe_routed = mlp_stored * per_f * routed;
-  b.moe_shared = mlp_stored * per_f * shared;
+  b.norm_mlp = norm_out * A;  // the router's input
+  b.act_routed = per_f * G * routed;
+  b.act_shared = per_f * G * shared;
+  b.moe_routed = mlp_copy * routed;
+  b.moe_shared = mlp_copy * shared;
   b.moe_routing = r.moe_routing;
   return b;
 }

@@ -80,7 +80,9 @@ double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& 
 // only the separate ones: MLA's input norm (the down-projections' input) and a MoE layer's pre-MLP norm (the router's
 // and experts' input), one norm output of A s b h (/t with SP) each. moe_act: the experts' fc2 input (the activation's
 // output, f per routed copy at the most-loaded rank's load and per shared expert, /t), rebuilt from the fc1 output.
-// mla_up_proj: Q, K, V at their widths (/t), rebuilt from the stored latents. mlp (a dense layer only, as Megatron-Core
+// Each term at the bytes it is stored in (fp8 with Transformer Engine: the GEMM inputs' 1-byte copies, taken as the
+// ones rebuilt; assumed, not checked against Megatron-Core's fp8 path). mla_up_proj: Q, K, V at their widths (/t),
+// rebuilt from the stored latents. mlp (a dense layer only, as Megatron-Core
 // applies it): the MLP's input (the fused norm's output) and its stored terms; moe (a MoE layer only): the routed and
 // shared experts' terms and the routing buffers, its input kept; shared_experts: the shared experts' terms.
 // layernorm, moe_act and mla_up_proj discard their outputs and rebuild them just before the backward needs them;

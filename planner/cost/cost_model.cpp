@@ -421,16 +421,19 @@ double selective_recompute_s(const Plan& plan, const LayerDims& x, const LayerGe
     t += attn_fwd + softmax_s;
   }
   if (mods.is_default()) return t;
-  const RecomputeModuleBytes b = recompute_module_bytes(m, activation_shape(plan));
-  const double act_moved = m.ffn_type == FfnType::swiglu ? 3.0 : 2.0;  // bytes moved per byte the activation writes
+  const ActivationShape sh = activation_shape(plan);
+  const RecomputeModuleBytes b = recompute_module_bytes(m, sh);
+  // The passes run in the activation dtype: a GEMM input stored as a 1-byte fp8 copy is written A-wide first.
+  const double wide = sh.fp8_saved_inputs ? static_cast<double>(sh.bytes_per_element) : 1.0;
+  const double act_moved = (m.ffn_type == FfnType::swiglu ? 3.0 : 2.0) * wide;  // bytes moved per stored byte written
   const double k = gpu.gemm.kernel_overhead_s;
   const auto pass = [&](double bytes) { return bytes > 0 ? memory_bound_time_s(gpu, bytes) + k : 0.0; };
   const bool moe = mods.has(M::moe) && m.is_moe(), shared = moe || mods.has(M::shared_experts);
-  if (mods.has(M::layernorm)) t += pass(2.0 * b.norm_qkv) + pass(2.0 * b.norm_mlp);
+  if (mods.has(M::layernorm)) t += pass(2.0 * wide * b.norm_qkv) + pass(2.0 * b.norm_mlp);
   if (mods.has(M::moe_act)) t += (moe ? 0.0 : pass(act_moved * b.act_routed)) + (shared ? 0.0 : pass(act_moved * b.act_shared));
   if (mods.has(M::mla_up_proj) && m.is_mla()) t += mla_up_proj_gemms_s(plan, x);
   const double mlp_gemms = g.total - g.qkv - g.proj;  // the MLP's, or the MoE layer's experts and router
-  if (mods.has(M::mlp) && !m.is_moe()) t += mlp_gemms + pass(act_moved * b.act_dense) + pass(2.0 * b.mlp_input);
+  if (mods.has(M::mlp) && !m.is_moe()) t += mlp_gemms + pass(act_moved * b.act_dense) + pass(2.0 * wide * b.mlp_input);
   if (moe) {
     t += mlp_gemms + pass(act_moved * (b.act_routed + b.act_shared)) +
          memory_bound_time_s(gpu, layer_memory_bound_bytes(plan).moe_routing_forward) + kMoeRoutingKernelsPerLayer * k;

@@ -193,6 +193,15 @@ TEST_CASE("Megatron-Core recompute modules: each module's bytes, term by term") 
   CHECK(recompute_working_set_bytes(m, small_shape(mods({M::moe, M::core_attn}))) ==
         doctest::Approx(b.moe_routed + b.moe_shared + b.moe_routing));
   CHECK(recompute_working_set_bytes(m, small_shape(RecomputeModules{})) == doctest::Approx(b.core_attn));
+  // fp8 with Transformer Engine: the GEMM inputs are kept as 1-byte copies, and the modules drop those; the router's
+  // input (the pre-MLP norm output) stays 16-bit.
+  ActivationShape fp8 = small_shape({});
+  fp8.fp8_saved_inputs = true;
+  const RecomputeModuleBytes q = recompute_module_bytes(m, fp8);
+  CHECK(q.norm_qkv == doctest::Approx(b.norm_qkv / 2));
+  CHECK(q.norm_mlp == doctest::Approx(b.norm_mlp));
+  CHECK(q.act_routed == doctest::Approx(b.act_routed / 2));
+  CHECK(q.moe_routed == doctest::Approx(b.moe_routed * 5.0 / 6.0));  // 2 f at 2 bytes + f at 1
 }
 
 TEST_CASE("Megatron-Core recompute modules on a dense layer: mlp drops the MLP and its input; moe does nothing") {
