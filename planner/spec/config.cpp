@@ -99,7 +99,7 @@ std::string expand_layout_repeats(std::string s, std::string_view what) {
   for (int guard = 0;; ++guard) {
     const size_t star = s.find('*');
     if (star == std::string::npos) return s;
-    if (guard > 10'000 || star == 0) fail("a '*' repeats a letter or a (group)");
+    if (guard > 256 || star == 0) fail("a '*' repeats a letter or a (group)");
     size_t digits = star + 1;
     while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits]))) ++digits;
     int64_t n = -1;
@@ -121,6 +121,10 @@ std::string expand_layout_repeats(std::string s, std::string_view what) {
 }  // namespace
 
 std::vector<std::vector<int64_t>> parse_megatron_layout(std::string_view text, int64_t pp, std::string_view what) {
+  // Layouts are a few dozen characters; the cap bounds the expansion's work (each repeat rewrites the string).
+  if (text.size() > 4096 || std::count(text.begin(), text.end(), '*') > 256) {
+    throw InputError(fmt::format("{}: '{}': longer than 4096 characters or 256 repeats", what, excerpt(text)));
+  }
   std::string compact;
   for (char c : text) {
     if (!std::isspace(static_cast<unsigned char>(c))) compact += c;

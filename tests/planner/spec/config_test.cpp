@@ -291,7 +291,8 @@ TEST_CASE("Megatron layout strings: DeepSeek-V3's 61 layers over pp 8 x 2 and pp
            {"Et*|tL", "a '*' takes a count"},
            {"*2|tL", "a '*' repeats a letter"},
            {"Et)*2|tL", "a ')' without its '('"},
-           {"(t*1000)*100000", "past a million letters"}}) {
+           {"(t*1000)*100000", "past a million letters"},
+           {std::string(300, 't') + std::string(257, '*'), "longer than 4096 characters or 256 repeats"}}) {
     CAPTURE(bad);
     if (says == "E in virtual stage 0") {
       CHECK(format_stage_layout(parse_megatron_layout(bad, 2, "x")) == "1,1");
