@@ -54,19 +54,33 @@ void check_mesh(const nlohmann::json& plan, const Mesh& m) {
 }  // namespace
 
 TEST_CASE("import and export: Megatron-Core's --recompute-modules list") {
-  const auto j = import_json({kDir + "train_gpt_70b_recompute_modules.sh"});
+  // The fixtures with one line more: a module list after the selective granularity.
+  ScratchDir dir;
+  auto with_line = [&](const std::string& fixture, const std::string& after, const std::string& line) {
+    std::string text = parplan::test::read_text(kDir + fixture);
+    const size_t at = text.find(after);
+    REQUIRE(at != std::string::npos);
+    text.insert(at + after.size(), line);
+    const std::string file = (dir.path / fixture).string();
+    parplan::test::write_text(file, text);
+    return file;
+  };
+  const std::string script = with_line("train_gpt_70b.sh", "    --recompute-granularity selective\n",
+                                       "    --recompute-modules layernorm moe_act core_attn\n");
+  const std::string nemo_yaml = with_line("nemo_gpt.yaml", "  activations_checkpoint_granularity: selective\n",
+                                          "  recompute_modules: [core_attn, mlp]\n");
+  const auto j = import_json({script});
   CHECK(j["plan"]["parallel"]["recompute"] == "selective");
   CHECK(j["plan"]["parallel"]["recompute_modules"] == nlohmann::json::array({"core_attn", "layernorm", "moe_act"}));
   const auto plain = import_json({kDir + "train_gpt_70b.sh"});
   CHECK_FALSE(plain["plan"]["parallel"].contains("recompute_modules"));  // the default, {core_attn}, is not written
-  ScratchDir dir;
   const std::string plan = (dir.path / "plan.json").string();
-  REQUIRE(run_parplan({"import", kDir + "train_gpt_70b_recompute_modules.sh", "-o", plan}, {}, 60).exit_code == 0);
+  REQUIRE(run_parplan({"import", script, "-o", plan}, {}, 60).exit_code == 0);
   const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
   CHECK(megatron.out.find("--recompute-modules core_attn layernorm moe_act") != std::string::npos);
   const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
   CHECK(nemo.out.find("recompute_modules: [core_attn, layernorm, moe_act]") != std::string::npos);
-  const auto nemo_in = import_json({kDir + "nemo_gpt_recompute_modules.yaml"});  // recompute_modules: [core_attn, mlp]
+  const auto nemo_in = import_json({nemo_yaml});
   CHECK(nemo_in["plan"]["parallel"]["recompute_modules"] == nlohmann::json::array({"core_attn", "mlp"}));
   const auto est = run_parplan({"estimate", "--plan", plan}, {}, 60);
   CHECK(est.out.find("recompute selective (core_attn,layernorm,moe_act)") != std::string::npos);
