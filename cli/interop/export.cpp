@@ -2,7 +2,6 @@
 // NeMo megatron_gpt_config.yaml, torchtitan torchtitan/config/job_config.py, DeepSpeed docs/_pages/config-json.md.
 #include "cli/interop/export.hpp"
 
-#include <algorithm>
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +24,6 @@ struct Writer {
 // The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
 void common_cannot(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
-
   if (plan.model.imbalance != 1.0) w.cannot(fmt::format("--moe-imbalance {:g} (a property of the routing)", plan.model.imbalance));
   if (splits_backward(pc.schedule)) w.cannot(fmt::format("schedule {}", to_string(pc.schedule)));
   if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
@@ -91,9 +89,7 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   if (pc.recompute != Recompute::none) a.push_back("--recompute-granularity " + megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) a.push_back("--recompute-method uniform --recompute-num-layers 1");
   if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
-    std::string mods = to_string(pc.recompute_modules);
-    std::replace(mods.begin(), mods.end(), ',', ' ');
-    a.push_back("--recompute-modules " + mods);
+    a.push_back("--recompute-modules " + to_string(pc.recompute_modules, " "));
   }
   const Precision p = plan.training.precision;
   a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
@@ -158,9 +154,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
                    pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) s += "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
   if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
-    std::string mods = to_string(pc.recompute_modules);
-    for (size_t i = mods.find(','); i != std::string::npos; i = mods.find(',', i + 2)) mods.replace(i, 1, ", ");
-    s += fmt::format("  recompute_modules: [{}]\n", mods);
+    s += fmt::format("  recompute_modules: [{}]\n", to_string(pc.recompute_modules, ", "));
   }
   s += fmt::format("  fp8: {}\n", plan.training.precision == Precision::fp8);
   if (plan.training.fp8_param_gather) s += "  fp8_params: true\n";

@@ -36,18 +36,28 @@ double selective_op_saved_width(const ModelSpec& m) {
 
 namespace {
 
+// Bytes per element of a GEMM input kept for the backward (G in activations.hpp): 1 for Transformer Engine's fp8
+// copies, else the activation dtype's.
+double saved_input_bytes(const ActivationShape& a) {
+  return a.fp8_saved_inputs ? 1.0 : static_cast<double>(a.bytes_per_element);
+}
+
+// One MLP copy's stored bytes per token and FFN element: the up-projection outputs the activation reads (2 SwiGLU,
+// 1 GeLU) in the activation dtype, the down-projection input at G.
+double mlp_copy_bytes(const ModelSpec& m, const ActivationShape& a) {
+  return (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * static_cast<double>(a.bytes_per_element) + saved_input_bytes(a);
+}
+
 // recompute_module_bytes() given the layer's terms without recompute.
 RecomputeModuleBytes module_bytes(const ModelSpec& m, const ActivationShape& a, const LayerActivationBytes& r) {
   const double A = static_cast<double>(a.bytes_per_element);
-  const double G = a.fp8_saved_inputs ? 1.0 : A;  // a GEMM input kept for the backward, as layer_activation_bytes counts it
+  const double G = saved_input_bytes(a);
   const double t = static_cast<double>(a.tp);
   const double h = static_cast<double>(m.hidden);
   const double sbh = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch) * h;
   const double norm_out = sbh / (a.sequence_parallel ? t : 1.0);  // one norm's output, per byte of element
   const double per_f = sbh * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy, per byte
-  // One MLP copy's stored terms: the up-projection outputs the activation reads (2 f SwiGLU, f GeLU) and the
-  // down-projection input (f, at G).
-  const double mlp_copy = ((m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * A + G) * per_f;
+  const double mlp_copy = mlp_copy_bytes(m, a) * per_f;  // one MLP copy's stored terms
   RecomputeModuleBytes b;
   b.core_attn = r.attention_core;
   if (m.is_mla()) {
@@ -115,7 +125,7 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   const double routed = m.mlp_copies_per_token(a.moe_load);
 
   // G: the GEMM inputs kept for the weight gradients (A, or 1 byte for Transformer Engine's fp8).
-  const double G = a.fp8_saved_inputs ? 1.0 : A, fp8_extra = a.fp8_saved_inputs ? 1.0 : 0.0;
+  const double G = saved_input_bytes(a), fp8_extra = a.fp8_saved_inputs ? 1.0 : 0.0;
   LayerActivationBytes r;
   // norm inputs (2) in A bytes, the QKV input (1) and MLP input (1) at G (a MoE layer's is the router's input, A);
   // two hidden dropout masks.
@@ -124,11 +134,9 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   if (m.is_mla()) {  // the latents, the up-projections' inputs, whole on every tp rank (and their norms' inputs)
     r.replicated += sbh * A * 2.0 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank) / h;
   }
-  // Per MLP copy: the up-projection outputs the activation reads (2 f SwiGLU, f GeLU) in A, the down-projection input
-  // (f) at G. fp8: the out-projection's own fp8 input beside the attention output.
-  const double mlp_stored = m.ffn_type == FfnType::swiglu ? 2.0 : 1.0;
+  // Per MLP copy mlp_copy_bytes per FFN element. fp8: the out-projection's own fp8 input beside the attention output.
   const double ctx_ratio = static_cast<double>(m.context_dim()) / h;
-  r.tp_sharded = sbh * (A * attn_ratio + fp8_extra * ctx_ratio + (A * mlp_stored + G) * f_ratio * routed) / t;
+  r.tp_sharded = sbh * (A * attn_ratio + fp8_extra * ctx_ratio + mlp_copy_bytes(m, a) * f_ratio * routed) / t;
 
   const double heads = static_cast<double>(m.heads);
   const double b = static_cast<double>(a.micro_batch);

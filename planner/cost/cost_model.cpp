@@ -278,12 +278,10 @@ struct PassTimes {
 // gradients run beside the sequence-parallel re-gather.
 struct LayerGemms {
   double qkv = 0, proj = 0, column = 0;
-  double total = 0;  // every GEMM of the forward
+  double shared = 0;  // a MoE layer's shared experts (0 without)
+  double total = 0;   // every GEMM of the forward
 };
 
-// The projections to queries, keys and values. Standard attention: one GEMM, split over tp. MLA (DeepSeek-V2
-// Sec. 2.1): the down-projections to the latents (and the shared rotary key), whole on every tp rank as Megatron-Core
-// runs them, then the up-projections to the local heads.
 // MLA's up-projections to the local heads: K and V from the kv latent, Q from the q latent (or the hidden state).
 double mla_up_proj_gemms_s(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
@@ -292,6 +290,9 @@ double mla_up_proj_gemms_s(const Plan& plan, const LayerDims& x) {
          gemm_time_s(plan.gpu, gd, x.T, m.q_dim() / x.tp, m.q_lora_rank > 0 ? m.q_lora_rank : x.h);
 }
 
+// The projections to queries, keys and values. Standard attention: one GEMM, split over tp. MLA (DeepSeek-V2
+// Sec. 2.1): the down-projections to the latents (and the shared rotary key), whole on every tp rank as Megatron-Core
+// runs them, then the up-projections to the local heads.
 double qkv_gemms_s(const Plan& plan, const LayerDims& x) {
   const ModelSpec& m = plan.model;
   const GpuSpec& gpu = plan.gpu;
@@ -346,7 +347,8 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   if (m.is_moe()) {
     const ExpertGemms e = expert_gemms(plan);
     // The shared experts (0 s without them: gemm_time_s of an empty shape), the routed ones, the router.
-    gemm += gemm_time_s(gpu, gd, T, e.shared_up_width, h) + gemm_time_s(gpu, gd, T, h, e.shared_down_k);
+    g.shared = gemm_time_s(gpu, gd, T, e.shared_up_width, h) + gemm_time_s(gpu, gd, T, h, e.shared_down_k);
+    gemm += g.shared;
     gemm += gemm_time_s(gpu, gd, e.tokens_per_expert, e.up_width, h, e.local_experts) +
             gemm_time_s(gpu, gd, e.tokens_per_expert, h, e.down_k, e.local_experts) +
             gemm_time_s(gpu, ad, T, m.experts, h);
@@ -438,9 +440,7 @@ double selective_recompute_s(const Plan& plan, const LayerDims& x, const LayerGe
     t += mlp_gemms + pass(act_moved * (b.act_routed + b.act_shared)) +
          memory_bound_time_s(gpu, layer_memory_bound_bytes(plan).moe_routing_forward) + kMoeRoutingKernelsPerLayer * k;
   } else if (shared && m.shared_experts > 0) {
-    const ExpertGemms e = expert_gemms(plan);
-    t += gemm_time_s(gpu, plan.gemm_dtype(), x.T, e.shared_up_width, x.h) +
-         gemm_time_s(gpu, plan.gemm_dtype(), x.T, x.h, e.shared_down_k) + pass(act_moved * b.act_shared);
+    t += g.shared + pass(act_moved * b.act_shared);
   }
   return t;
 }
@@ -629,7 +629,7 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   // A recomputed MoE layer (selective, moe) runs its forward all-to-alls again.
   const bool ep_again = full || (pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::moe));
   const double ep_r = ep_again ? lc.ep_comm_forward_s : 0.0;
-  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + lc.ep_comm_forward_s + z_f : ep_r);
+  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + ep_r + z_f : ep_r);
   lc.exposed_tp_s = tp_f + tp_b + tp_r;
   lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
   lc.exposed_ep_s = ep_f + ep_b + ep_r;

@@ -23,7 +23,8 @@ int64_t group_size(const ParallelConfig& pc, GroupKind g);
 int64_t group_stride(const ParallelConfig& pc, GroupKind g);
 // The ranks of `rank`'s group of kind g, in group order.
 std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t rank);
-// NVLink domains (ClusterSpec::nvlink_domain): blocks of D consecutive ranks, rank r in domain r / D. A group crosses
+// NVLink domains: blocks of D consecutive ranks, rank r in domain r / D, D the job's share of a domain
+// (ClusterSpec::placed_domain of the plan's GPUs; the domain itself when the job fits in one). A group crosses
 // domains when its members fall in different domains; a kind crosses when any of its groups does (its collectives
 // run in lockstep, so the slowest group sets the pace). Every kind's groups tile the ranks in aligned blocks of
 // stride x size ranks, each block interleaving stride groups; a domain boundary inside a block splits one of them

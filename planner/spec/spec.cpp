@@ -111,15 +111,15 @@ bool parse_offload(std::string_view s, OffloadSet& out) {
 }
 
 namespace {
-constexpr std::array<std::string_view, kNumRecomputeModules> kRecomputeModuleNames = {"core_attn", "layernorm",   "moe_act",       "mla_up_proj",
-                                                                    "mlp",       "moe",         "shared_experts"};
+constexpr std::array<std::string_view, kNumRecomputeModules> kRecomputeModuleNames = {
+    "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "moe", "shared_experts"};
 }  // namespace
 
-std::string to_string(RecomputeModules r) {
+std::string to_string(RecomputeModules r, std::string_view sep) {
   std::string s;
   for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
     if (!r.has(static_cast<RecomputeModule>(i))) continue;
-    if (!s.empty()) s += ',';
+    if (!s.empty()) s += sep;
     s += kRecomputeModuleNames[i];
   }
   return s;

@@ -56,8 +56,9 @@ struct RecomputeModules {
   bool is_default() const { return bits == 1; }
   bool operator==(const RecomputeModules&) const = default;
 };
-// The module names in the fixed order above, comma-separated ("core_attn,layernorm").
-std::string to_string(RecomputeModules r);
+// The module names in the fixed order above, separated by `sep` ("core_attn,layernorm"; Megatron-LM's arguments
+// " ", a NeMo YAML list ", ").
+std::string to_string(RecomputeModules r, std::string_view sep = ",");
 // One module name ("core_attn", ...); false on anything else.
 bool parse_recompute_module(std::string_view s, RecomputeModule& out);
 // A list of module names separated by `sep`, each at most once, at least one; false on anything else.

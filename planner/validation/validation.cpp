@@ -472,10 +472,10 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
     tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
-  }
-  if (tr.precision == Precision::fp8 && (has(r.source, "torchtitan") || has(r.source, "pytorch/ao"))) {
-    tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
-    r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
+    if (has(r.source, "torchtitan") || has(r.source, "pytorch/ao")) {
+      tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
+      r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
+    }
   }
   if (const std::optional<DType> moments = map_adam_moments(prec_text)) {
     tr.adam_moments = *moments;
@@ -563,7 +563,7 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
       for (const std::vector<int64_t>& stage : layout) sum = std::accumulate(stage.begin(), stage.end(), sum);
       if (sum != layers) {
         r.skip_reasons.push_back(fmt::format("layout '{}' holds {} transformer layers, the model {}", text, sum, layers));
-      } else if (pc.vpp != v && !(pc.vpp == 1 && v == 1)) {
+      } else if (pc.vpp != v) {
         r.skip_reasons.push_back(fmt::format("layout '{}' has {} chunks per stage, the row vpp {}", text, v, pc.vpp));
       } else {
         pc.stage_layout = layout;
