@@ -151,6 +151,14 @@ class Lowerer {
     push(op);
   }
 
+  // A MoE layer's local experts' GEMM: one op of `groups` products (run batched), predicted as the cost model's grouped
+  // kernel (grouped_gemm_time_s).
+  void expert_gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t groups, bool b_transposed,
+                   bool weight_operand = true) {
+    gemm(label, term, m, n, k, groups, gd_, b_transposed, false, weight_operand);
+    prog_.ops.back().predicted_s = grouped_gemm_time_s(plan_.gpu, gd_, m, n, k, groups);
+  }
+
   // A memory-bound op moving `traffic` bytes (read + write) through `slot`.
   void memory(const char* label, Term term, double traffic, int slot) {
     if (traffic <= 0) return;
@@ -422,8 +430,8 @@ class Lowerer {
       gemm("moe.shared.down", term, T_, h, experts_.shared_down_k, 1, gd_, true);
     }
     ep_all_to_all("ep.dispatch");
-    gemm("moe.experts.up", term, tpe, experts_.up_width, h, le, gd_, true);
-    gemm("moe.experts.down", term, tpe, h, experts_.down_k, le, gd_, true);
+    expert_gemm("moe.experts.up", term, tpe, experts_.up_width, h, le, true);
+    expert_gemm("moe.experts.down", term, tpe, h, experts_.down_k, le, true);
     ep_all_to_all("ep.combine");
   }
 
@@ -432,8 +440,8 @@ class Lowerer {
   void moe_backward_input() {
     const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
     ep_all_to_all("ep.combine.bwd");
-    gemm("moe.experts.down.dgrad", Term::backward, tpe, experts_.down_k, h, le, gd_, false);
-    gemm("moe.experts.up.dgrad", Term::backward, tpe, h, experts_.up_width, le, gd_, false);
+    expert_gemm("moe.experts.down.dgrad", Term::backward, tpe, experts_.down_k, h, le, false);
+    expert_gemm("moe.experts.up.dgrad", Term::backward, tpe, h, experts_.up_width, le, false);
     ep_all_to_all("ep.dispatch.bwd");
     if (m_.shared_experts > 0) {
       gemm("moe.shared.down.dgrad", Term::backward, T_, experts_.shared_down_k, h, 1, gd_, false);
@@ -448,8 +456,8 @@ class Lowerer {
 
   void moe_weight_gradients() {
     const int64_t h = m_.hidden, tpe = experts_.tokens_per_expert, le = experts_.local_experts;
-    gemm("moe.experts.down.wgrad", Term::backward, h, experts_.down_k, tpe, le, gd_, false, false, false);
-    gemm("moe.experts.up.wgrad", Term::backward, experts_.up_width, h, tpe, le, gd_, false, false, false);
+    expert_gemm("moe.experts.down.wgrad", Term::backward, h, experts_.down_k, tpe, le, false, false);
+    expert_gemm("moe.experts.up.wgrad", Term::backward, experts_.up_width, h, tpe, le, false, false);
     if (m_.shared_experts > 0) {
       gemm("moe.shared.down.wgrad", Term::backward, h, experts_.shared_down_k, T_, 1, gd_, false, false, false);
       gemm("moe.shared.up.wgrad", Term::backward, experts_.shared_up_width, h, T_, 1, gd_, false, false, false);

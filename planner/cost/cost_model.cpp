@@ -273,14 +273,33 @@ struct PassTimes {
   double forward = 0, backward = 0;
 };
 
-// The layer's forward GEMMs (backward = dgrad + wgrad of the same shapes): QKV and attention output, the MLP (MoE:
-// the local experts' grouped GEMMs and the router), and the two column-parallel GEMMs (QKV and MLP up) whose input
-// gradients run beside the sequence-parallel re-gather.
+// The layer's forward GEMMs (backward = dgrad + wgrad of the same shapes, but for the routed experts' grouped GEMMs,
+// priced pass by pass): QKV and attention output, the MLP (MoE: the local experts' grouped GEMMs and the router), and
+// the two column-parallel GEMMs (QKV and MLP up) whose input gradients run beside the sequence-parallel re-gather.
 struct LayerGemms {
   double qkv = 0, proj = 0, column = 0;
   double shared = 0;  // a MoE layer's shared experts (0 without)
   double total = 0;   // every GEMM of the forward
+  double dgrad = 0, wgrad = 0;  // every GEMM of the backward's input gradients, of its weight gradients
 };
+
+// The routed experts' grouped GEMMs of one layer (expert_gemms() shapes, grouped_gemm_time_s) in each pass: forward
+// x W_up and a W_down; dgrad dY_up W_up (depth the up width) and dY W_down (depth h); wgrad dY_up^T x and dY^T a,
+// each expert's [up x h] / [h x down_k] weight layout over its tokens (depth the tokens per expert), as the runtime
+// issues them (runtime/lower.cpp).
+struct ExpertPassTimes {
+  double forward = 0, dgrad = 0, wgrad = 0;
+};
+ExpertPassTimes routed_expert_gemms(const Plan& plan, const ExpertGemms& e) {
+  const GpuSpec& gpu = plan.gpu;
+  const DType gd = plan.gemm_dtype();
+  const int64_t h = plan.model.hidden, t = e.tokens_per_expert, g = e.local_experts;
+  ExpertPassTimes p;
+  p.forward = grouped_gemm_time_s(gpu, gd, t, e.up_width, h, g) + grouped_gemm_time_s(gpu, gd, t, h, e.down_k, g);
+  p.dgrad = grouped_gemm_time_s(gpu, gd, t, h, e.up_width, g) + grouped_gemm_time_s(gpu, gd, t, e.down_k, h, g);
+  p.wgrad = grouped_gemm_time_s(gpu, gd, e.up_width, h, t, g) + grouped_gemm_time_s(gpu, gd, h, e.down_k, t, g);
+  return p;
+}
 
 // MLA's up-projections to the local heads: K and V from the kv latent, Q from the q latent (or the hidden state).
 double mla_up_proj_gemms_s(const Plan& plan, const LayerDims& x) {
@@ -349,13 +368,15 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
     // The shared experts (0 s without them: gemm_time_s of an empty shape), the routed ones, the router.
     g.shared = gemm_time_s(gpu, gd, T, e.shared_up_width, h) + gemm_time_s(gpu, gd, T, h, e.shared_down_k);
     gemm += g.shared;
-    gemm += gemm_time_s(gpu, gd, e.tokens_per_expert, e.up_width, h, e.local_experts) +
-            gemm_time_s(gpu, gd, e.tokens_per_expert, h, e.down_k, e.local_experts) +
-            gemm_time_s(gpu, ad, T, m.experts, h);
-  } else {
-    gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
+    const ExpertPassTimes routed = routed_expert_gemms(plan, e);
+    const double rest = gemm + gemm_time_s(gpu, ad, T, m.experts, h);  // the router's GEMM and the others
+    g.total = rest + routed.forward;
+    g.dgrad = rest + routed.dgrad;
+    g.wgrad = rest + routed.wgrad;
+    return g;
   }
-  g.total = gemm;
+  gemm += gemm_time_s(gpu, gd, T, up_width, h) + gemm_time_s(gpu, gd, T, h, f / tp);
+  g.total = g.dgrad = g.wgrad = gemm;
   return g;
 }
 
@@ -682,19 +703,19 @@ LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const LayerDims x = layer_dims(plan);
   LayerCost lc;
-  // Compute: GEMMs, attention core and memory-bound ops in each pass; the weight gradients' GEMMs repeat the
-  // forward's.
+  // Compute: GEMMs, attention core and memory-bound ops in each pass; the backward's GEMMs repeat the forward's
+  // shapes, but for the routed experts' (layer_gemms).
   const LayerGemms g = layer_gemms(plan, x);
   const PassTimes attn = attention_core(plan, x);
   const PassTimes mem = memory_bound_ops(plan);
   lc.gemm_forward_s = g.total;
   lc.attention_forward_s = attn.forward;
   lc.forward_s = g.total + attn.forward + mem.forward;
-  lc.backward_input_s = g.total + attn.backward + mem.backward;
+  lc.backward_input_s = g.dgrad + attn.backward + mem.backward;
   lc.params = layer_params(plan);
   // One add per weight matrix (QKV, attention out, MLP up, MLP down); biases and norms ride in the same bytes.
   lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
-  lc.backward_weight_s = g.total + lc.grad_accumulation_s;
+  lc.backward_weight_s = g.wgrad + lc.grad_accumulation_s;
   lc.recompute_s = recompute_s(plan, x, g, lc, attn.forward);
 
   // Communication of each parallel dimension.

@@ -22,17 +22,33 @@ double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t ba
   return tile_eff * wave_eff;
 }
 
-double gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch) {
+namespace {
+// The batched model's time with `per_wave_s` added to every wave of tiles.
+double tiled_gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch, double per_wave_s) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                        static_cast<double>(batch);
   const double fraction = gpu.gemm.peak_fraction * (d == DType::fp8 ? gpu.gemm.fp8_efficiency : 1.0);
   const double rate = gpu.peak(d) * fraction * wave_efficiency(gpu.gemm, m, n, batch);
-  const double compute = flops / rate;
+  double compute = flops / rate;
+  if (per_wave_s > 0) {
+    const double tiles = static_cast<double>(ceil_div(m, gpu.gemm.tile_m)) *
+                         static_cast<double>(ceil_div(n, gpu.gemm.tile_n)) * static_cast<double>(batch);
+    compute += std::ceil(tiles / static_cast<double>(gpu.gemm.sm_count)) * per_wave_s;
+  }
   const double bytes = static_cast<double>(dtype_bytes(d)) *
                        (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
                        static_cast<double>(batch);
   return std::max(compute, memory_bound_time_s(gpu, bytes)) + gpu.gemm.kernel_overhead_s;
+}
+}  // namespace
+
+double gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  return tiled_gemm_time_s(gpu, d, m, n, k, batch, 0.0);
+}
+
+double grouped_gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t groups) {
+  return tiled_gemm_time_s(gpu, d, m, n, k, groups, gpu.gemm.grouped_tile_overhead_s);
 }
 
 double memory_bound_time_s(const GpuSpec& gpu, double bytes) {

@@ -234,6 +234,9 @@ struct GemmEfficiency {
   double flash2_fraction = 0, flash2_backward_fraction = 0;
   // fp8 GEMMs' fraction of the fp8 peak, as a multiple of peak_fraction (1: the bf16 fraction).
   double fp8_efficiency = 1.0;
+  // A grouped GEMM's (MoE experts') fixed time per wave of tiles, on top of the tiles' mainloop: the prologue that
+  // fills a tile's pipeline and the epilogue that writes it (gemm.hpp grouped_gemm_time_s); 0: none (unmeasured).
+  double grouped_tile_overhead_s = 0;
 
   // The fraction of peak `kernel` (not unfused) achieves in the forward or the backward pass.
   double attention_efficiency(AttentionKernel kernel, bool backward) const;

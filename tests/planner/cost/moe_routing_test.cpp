@@ -86,8 +86,10 @@ TEST_CASE("imbalance: the most-loaded rank's all-to-all bytes and expert GEMMs s
   // The experts' grouped GEMMs: 1 local expert of 8 runs T k ep / E = 8192 tokens balanced, 12288 at load 1.5.
   const GpuSpec& g = p.gpu;
   const DType bf = DType::bf16;
-  const double experts_1 = gemm_time_s(g, bf, 8192, 2 * 14336, 4096, 1) + gemm_time_s(g, bf, 8192, 4096, 14336, 1);
-  const double experts_15 = gemm_time_s(g, bf, 12288, 2 * 14336, 4096, 1) + gemm_time_s(g, bf, 12288, 4096, 14336, 1);
+  const double experts_1 =
+      grouped_gemm_time_s(g, bf, 8192, 2 * 14336, 4096, 1) + grouped_gemm_time_s(g, bf, 8192, 4096, 14336, 1);
+  const double experts_15 =
+      grouped_gemm_time_s(g, bf, 12288, 2 * 14336, 4096, 1) + grouped_gemm_time_s(g, bf, 12288, 4096, 14336, 1);
   CHECK(lc15.gemm_forward_s - lc1.gemm_forward_s == doctest::Approx(experts_15 - experts_1).epsilon(1e-9));
   CHECK(experts_15 > 1.4 * experts_1);  // compute-bound: about 1.5x
   CHECK(lc15.ep_comm_forward_s > lc1.ep_comm_forward_s);
