@@ -291,6 +291,15 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
     say("attention: flash2 (torchtitan: PyTorch SDPA's flash backend)");
     return AttentionKernel::flash2;
   }
+  // The Zero Bubble rows' stack, sail-sg/zero-bubble-pipeline-parallelism (Qi et al. 2023), is a 2023 Megatron-LM
+  // fork: Megatron-LM's GPT model of that year runs FlashAttention only under --use-flash-attn (a store_true flag of
+  // megatron/arguments.py, off by default), otherwise its CoreAttention (QK^T, fused scale-mask-softmax, dropout),
+  // and the paper does not state the flag. Those rows' measured memory grows per microbatch in flight by Korthikanti
+  // et al.'s unfused sbh(34 + 5as/h) per layer, not by flash's 34 sbh (docs/accuracy.md).
+  if (has(all, "zero-bubble-pipeline-parallelism")) {
+    say("attention: unfused (sail-sg/zero-bubble-pipeline-parallelism: Megatron-LM 2023 without --use-flash-attn)");
+    return AttentionKernel::unfused;
+  }
   // The first 20xx year in the source text: FlashAttention (2022-05) entered Megatron-LM and the other frameworks
   // in 2023; the 2021-2022 publications ran the unfused (softmax-fused) attention path.
   if (const int year = first_year(source); year > 0) {

@@ -263,6 +263,12 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_attention("Llama Team, AI@Meta 2024", "") == AttentionKernel::flash);
   CHECK(map_attention("mosaicml/llm-foundry", "ALiBi, FlashAttention") == AttentionKernel::flash);
   CHECK(map_attention("bigscience-workshop/bigscience", "Megatron-DeepSpeed; ZeRO-1") == AttentionKernel::unfused);
+  // The Zero Bubble fork (Megatron-LM 2023, no --use-flash-attn) is unfused whatever the source's year says; the
+  // same source without the fork named falls to the year rule (2024: flash).
+  const std::string zb_source = "Qi, Wan, Huang, Lin (Sea AI Lab), 'Zero Bubble Pipeline Parallelism', ICLR 2024";
+  CHECK(map_attention(zb_source, "Megatron-LM fork (sail-sg/zero-bubble-pipeline-parallelism).") ==
+        AttentionKernel::unfused);
+  CHECK(map_attention(zb_source, "") == AttentionKernel::flash);
   // Backward TP collectives: blocking before Megatron-LM's asynchronous all-reduce (2021 sources, Megatron-DeepSpeed).
   std::string note;
   CHECK_FALSE(map_async_tp_backward("Narayanan et al. 2021 (arXiv:2104.04473)", "", &note));
@@ -538,6 +544,7 @@ nlohmann::json zero_bubble_row(const std::string& schedule) {
   row["measured"] = {{"iter_time_s", nullptr}, {"memory_per_gpu_GB", 30},
                      {"other", {{"samples_per_gpu_per_s", 11.8}, {"schedule", schedule}}}};
   row["derived"] = {{"iter_time_s", 1.5254}};
+  row["notes"] = "Precision/recompute/vocab not stated in paper; Megatron-LM fork (sail-sg/zero-bubble-pipeline-parallelism).";
   return row;
 }
 
@@ -691,6 +698,25 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   CHECK(has_reason(map_one_with(odd, Unstated::search), "schedule zb-v with vpp 2: its V places 2 chunks"));
   CHECK(has_reason(map_one_with(zero_bubble_row("ZB-H2"), Unstated::search),
                    "schedule ZB-H2 is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)"));
+}
+
+// Qi et al. 2023 Table 4, the 1.5B model on 8 stages, 1F1B at 2 and 4 microbatches of 6: 11 and 18 GB. Stage 1 (3
+// layers) holds min(m, 7) microbatches, so each extra layer-microbatch costs (18 - 11) / 6 = 1.17 GB, Korthikanti et
+// al.'s unfused sbh(34 + 5as/h) = 1.24 GB; flash attention's 34 sbh (0.48 GB) is 2.4x too small.
+TEST_CASE("validation: the Zero Bubble rows store unfused attention's scores, as their memory growth measures") {
+  nlohmann::json row = zero_bubble_row("1F1B");
+  auto stage1_activations = [&](int64_t microbatches) {
+    row["parallel"]["global_batch_seqs"] = 6 * microbatches;
+    const MappedRun r = map_one_with(row, Unstated::search);
+    REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+    CHECK(r.plan->training.attention == AttentionKernel::unfused);
+    CHECK(r.plan->parallel.recompute == Recompute::none);
+    return stage_memory(*r.plan, 1).activations;
+  };
+  const double per_layer_microbatch = (stage1_activations(4) - stage1_activations(2)) / (2 * 3);
+  const double s = 1024, b = 6, h = 2304, a = 24;
+  CHECK(per_layer_microbatch == doctest::Approx(s * b * h * (34 + 5 * a * s / h)).epsilon(1e-9));
+  CHECK(per_layer_microbatch == doctest::Approx((18e9 - 11e9) / 6).epsilon(0.07));
 }
 
 TEST_CASE("validation: strict schema errors name the JSON path") {
