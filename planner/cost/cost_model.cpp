@@ -640,11 +640,11 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   const double cp_b = exposed_s(lc.cp_comm_backward_s, attn.backward, pc.overlap_cp_comm);
   const bool full = pc.recompute == Recompute::full;
   const double z_f = z.forward, z_b = z.backward;
-  // MoE all-to-alls overlapped with another microbatch's pass (expert_comm.hpp): a forward's behind the other's
-  // backward compute, a backward's behind the other's forward; needs a second microbatch in flight.
-  const bool ep_overlap = pc.overlap_ep_comm && pc.num_microbatches > 1;
-  const double ep_f = exposed_s(lc.ep_comm_forward_s, g.total * 2.0 + attn.backward, ep_overlap);
-  const double ep_b = exposed_s(lc.ep_comm_backward_s, g.total + attn.forward, ep_overlap);
+  // MoE all-to-alls overlapped with another microbatch's pass (expert_comm.hpp ep_overlap_exposed_s): a forward's
+  // behind the other's backward GEMMs and attention core, a backward's behind the other's forward ones.
+  const EpOverlap ep = ep_overlap(plan);
+  const double ep_f = ep_overlap_exposed_s(ep, lc.ep_comm_forward_s, g.total * 2.0 + attn.backward);
+  const double ep_b = ep_overlap_exposed_s(ep, lc.ep_comm_backward_s, g.total + attn.forward);
   lc.exposed_forward_comm_s = tp_f + cp_f + ep_f + z_f;
   lc.exposed_backward_comm_s = tp_b + cp_b + ep_b + z_b;
   // A recomputed MoE layer (selective, moe) runs its forward all-to-alls again.

@@ -5,6 +5,7 @@
 
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/layout.hpp"
+#include "planner/cost/pipeline.hpp"
 
 namespace parplan {
 
@@ -49,6 +50,27 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
 }
 
 ExpertA2A layer_expert_a2a(const Plan& plan) { return expert_a2a(plan, moe_token_copies(plan).tokens); }
+
+EpOverlap ep_overlap(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  EpOverlap o;
+  if (!pc.overlap_ep_comm) return o;
+  const int64_t v = pc.chunks_per_stage(), passes = pc.num_microbatches * v;
+  const int64_t warmup = first_stage_warmup(pc.schedule, pc.pp, pc.num_microbatches, v);
+  const int64_t alone = std::min(passes, std::max<int64_t>(1, warmup));
+  o.paired_share = static_cast<double>(passes - alone) / static_cast<double>(passes);
+  // DeepEP's normal kernels: 20 SMs (DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.2.2).
+  constexpr double kDeepEpSms = 20.0;
+  if (pc.moe_dispatcher == MoeDispatcher::deepep) {
+    o.comm_sm_share = std::min(1.0, kDeepEpSms / static_cast<double>(std::max<int64_t>(1, plan.gpu.gemm.sm_count)));
+  }
+  return o;
+}
+
+double ep_overlap_exposed_s(const EpOverlap& o, double comm, double behind) {
+  const double paired = std::max(comm - behind, o.comm_sm_share * comm);
+  return o.paired_share * paired + (1.0 - o.paired_share) * comm;
+}
 
 double moe_rank_load(const ModelSpec& m, int64_t ep) {
   if (!m.is_moe()) return 1.0;

@@ -23,9 +23,21 @@
 // as loaded receives I times the mean, and no rank receives more than every token's copies, ep times the mean (ep 1:
 // one rank holds every expert and takes exactly tokens x top_k copies). Default I = 1: balanced routing, as
 // Megatron-Core's published MoE benchmarks force it (--moe-router-force-load-balancing).
-// Overlap (Megatron-Core --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DeepSeek-V3's DualPipe): in the
-// steady state of the pipeline one microbatch's forward runs beside another's backward, so the forward all-to-alls
-// hide behind the other's backward compute and the backward ones behind the forward compute (cost_model.cpp).
+// Overlap (Megatron-Core --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap; DeepSeek-V3's DualPipe, arXiv:
+// 2412.19437 Sec. 3.2.1): each steady-state step of the pipeline runs one microbatch's forward beside another's
+// backward, so the forward all-to-alls hide behind the other's backward compute and the backward ones behind the
+// forward compute (cost_model.cpp names what each hides behind), ep_overlap_exposed_s():
+//   - only the steady state pairs passes: the first stage's w warm-up forwards (first_stage_warmup(), pipeline.hpp)
+//     and as many cool-down backwards run alone, and a forward cannot pair with its own microbatch's backward, so
+//     at least one of each runs alone (one microbatch: none paired). Of the stage's m v forwards (backwards) a share
+//     P = 1 - min(m v, max(1, w)) / (m v) is paired; the rest is exposed whole.
+//   - a paired pass's all-to-alls of time a hide behind the other's compute C, less what they take from it: kernels
+//     holding s of the GPU's SMs leave the compute 1 - s of them while both run, so the pair takes max(a, C + s a)
+//     and the exposed part is max(a - C, s a). DeepEP's kernels hold 20 SMs (DeepSeek-V3 report Sec. 3.2.2: "20
+//     SMs ... partitioned into 10 communication channels", on the H800's 132), s = 20 / gemm.sm_count; NCCL's
+//     all-to-all states no SM count, so with the alltoall dispatcher s = 0 (not priced).
+// Exposed per pass: P max(a - C, s a) + (1 - P) a. Qwen3-235B, pp 8, vpp 4, m 128: w = 38, P = 474 / 512
+// (tests/planner/cost/expert_comm_test.cpp).
 #pragma once
 #include <cstdint>
 
@@ -47,6 +59,17 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens);
 // sequence parallelism, whose ranks each route their own shard). The one home of the all-to-all's size: the cost
 // model prices it (LayerCost::ep_bytes) and the runtime sends it (copies_bytes is the nccl-tests size S).
 ExpertA2A layer_expert_a2a(const Plan& plan);
+
+// The --overlap-ep terms (above): the paired share P of a stage's passes and the SM share s the all-to-all kernels
+// hold. Without the overlap P = 0.
+struct EpOverlap {
+  double paired_share = 0;
+  double comm_sm_share = 0;
+};
+EpOverlap ep_overlap(const Plan& plan);
+// Exposed time of one pass's all-to-alls of time `comm` where a paired pass hides them behind `behind` of another
+// microbatch's compute: P max(comm - behind, s comm) + (1 - P) comm.
+double ep_overlap_exposed_s(const EpOverlap& o, double comm, double behind);
 
 // The most-loaded EP rank's routed copies over the mean (above): capacity factor, or min(imbalance, ep).
 double moe_rank_load(const ModelSpec& m, int64_t ep);

@@ -59,6 +59,23 @@ double interleaved_peak_bytes(int64_t p, int64_t m, int64_t v, int64_t stage, st
 
 int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage) { return 2 * (p - stage - 1) + (v - 1) * p; }
 
+int64_t first_stage_warmup(Schedule s, int64_t p, int64_t m, int64_t v) {
+  switch (s) {
+    case Schedule::gpipe:
+      return m * v;
+    case Schedule::one_f_one_b:
+    case Schedule::zero_bubble:
+      return std::min(p - 1, m);
+    case Schedule::interleaved:
+      return std::min(interleaved_warmup(p, v, 0), m * v);
+    case Schedule::zb_2p:
+      return std::min(2 * p - 2, m);
+    case Schedule::zb_v:
+      return std::min(2 * p - 1, m);
+  }
+  return m * v;
+}
+
 namespace {
 // Idle time of a stage busy from its first forward to its last backward, waiting for its microbatches' round trip
 // `down` through the stages after it (one_f_one_b_step_s's derivation): `warm` forwards before the first backward

@@ -57,6 +57,16 @@ struct StageMicrobatchTime {
 // 2 (p - stage - 1) + (v - 1) p (capped by the schedule's m v chunk-microbatches where it is used).
 int64_t interleaved_warmup(int64_t p, int64_t v, int64_t stage);
 
+// The first stage's warm-up: the forward (chunk) passes it runs before its steady state, whose k-th step runs
+// forward w + k beside backward k. w + 1 forwards precede its first backward and w + 1 backwards follow its last
+// forward (no more in ZB-2p and ZB-V, which run a ready backward first); w = m v: no steady state. GPipe m v; 1F1B
+// and ZB-H1 min(p - 1, m) (Narayanan et al. 2021 Sec. 2.2; Megatron-LM's num_warmup_microbatches on rank 0; ZB-H1
+// keeps 1F1B's F/B order); interleaved min(interleaved_warmup(p, v, 0), m v); ZB-2p min(2p - 2, m) (its order runs
+// 2(p - 1 - i) + 1 forwards on stage i before its first B); ZB-V min(2p - 1, m) of its 2m half-stage chunks
+// (zb_v_order()). Pinned against the orders the simulator runs (tests/simulator/schedule_test.cpp). The first stage
+// starts the step and ends it, so its warm-up and cool-down lie on the step's path.
+int64_t first_stage_warmup(Schedule s, int64_t p, int64_t m, int64_t v);
+
 struct PipelineTime {
   double step_s = 0;    // from the first forward to the last backward
   double busy_s = 0;    // m x the slowest stage's per-microbatch time

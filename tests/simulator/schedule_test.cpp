@@ -269,3 +269,34 @@ TEST_CASE("schedule: explicit peaks: GPipe m, 1F1B min(p - stage, m), ZB-H1 keep
     CHECK(f.peak_until_weight_grad[iz] == f.peak[iz]);
   }
 }
+
+TEST_CASE("schedule: the first stage runs first_stage_warmup() + 1 forwards before its first backward and (1F1B "
+          "family) as many backwards after its last forward, in every order") {
+  const auto is_fwd = [](const PipeOp& x) { return x.kind == OpKind::forward; };
+  for (int64_t p : {1, 2, 3, 4, 8}) {
+    for (int64_t m : {1, 2, 3, 4, 8, 16, 24}) {
+      for (Schedule sc : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::zb_2p,
+                          Schedule::zb_v, Schedule::interleaved}) {
+        for (int64_t v : {1, 2, 4}) {
+          if (v != (sc == Schedule::zb_v ? 2 : 1) && !(sc == Schedule::interleaved && v > 1)) continue;
+          if (sc == Schedule::interleaved && m % p != 0) continue;
+          CAPTURE(p);
+          CAPTURE(m);
+          CAPTURE(v);
+          CAPTURE(static_cast<int>(sc));
+          const PipelineSchedule s = make_schedule(sc, p, m, v);
+          const std::vector<PipeOp>& o = s.order[0];
+          const auto first_b = std::find_if_not(o.begin(), o.end(), is_fwd);
+          const auto last_f = std::find_if(o.rbegin(), o.rend(), is_fwd).base();
+          const auto cool = std::count_if(last_f, o.end(), [](const PipeOp& x) { return x.kind != OpKind::backward_weight; });
+          const int64_t w = first_stage_warmup(sc, p, m, v);
+          CHECK(w <= m * v);
+          CHECK(first_b - o.begin() == std::min(w + 1, m * v));
+          // ZB-2p and ZB-V run backwards first where both are ready, so their cool-down is no longer.
+          if (sc == Schedule::zb_2p || sc == Schedule::zb_v) CHECK(cool <= std::min(w + 1, m * v));
+          else CHECK(cool == std::min(w + 1, m * v));
+        }
+      }
+    }
+  }
+}

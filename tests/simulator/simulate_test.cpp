@@ -707,6 +707,16 @@ TEST_CASE("MoE: each pass's expert dispatch and combine are ep_comm events on th
       CHECK(ev.duration_s() == doctest::Approx(layers * lc.ep_comm_forward_s));
     }
   }
+  // Overlapped with another microbatch's pass (--overlap-ep, DeepEP's kernels): the simulator charges each pass the
+  // exposed part the estimate prices (expert_comm.hpp ep_overlap_exposed_s), so the two still agree.
+  plan.parallel.overlap_ep_comm = true;
+  plan.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  REQUIRE(validate(plan).ok());
+  const Estimate eo = estimate(plan);
+  const SimResult ro = simulate_with_timeline(plan);
+  CHECK(eo.time.ep_comm_s < e.time.ep_comm_s);
+  CHECK(ro.summary.ep_comm * ro.summary.step_s == doctest::Approx(eo.time.ep_comm_s).epsilon(1e-6));
+  CHECK(ro.summary.step_s == doctest::Approx(eo.time.step_s).epsilon(0.01));
   // A dense plan has no ep stream.
   const Plan dense = grid_plan(Schedule::one_f_one_b, 2, 4, 1, false);
   for (const TimelineTrack& tr : simulate_with_timeline(dense).timeline.tracks) CHECK(tr.streams.back().name != "ep");

@@ -84,12 +84,65 @@ TEST_CASE("overlap_ep_comm hides the all-to-alls behind another microbatch's com
   CHECK(overlapped.ep_comm_forward_s == plain.ep_comm_forward_s);  // the same transfers ...
   CHECK(overlapped.exposed_ep_s < plain.exposed_ep_s);              // ... less of them on the critical path
   CHECK(overlapped.exposed_ep_s >= 0.0);
+  // pp 1, m 4: the first forward and the last backward run alone (a forward cannot pair with its own backward).
+  const EpOverlap o = ep_overlap(p);
+  CHECK(o.paired_share == doctest::Approx(3.0 / 4.0).epsilon(1e-12));
+  CHECK(o.comm_sm_share == 0.0);  // NCCL's all-to-all: no stated SM count, not priced
   const double fwd_hidden_behind = 2.0 * overlapped.gemm_forward_s;  // at least the other's dgrad + wgrad GEMMs
-  CHECK(overlapped.exposed_ep_s <= std::max(0.0, plain.ep_comm_forward_s - fwd_hidden_behind) +
-                                       std::max(0.0, plain.ep_comm_backward_s - overlapped.gemm_forward_s) + 1e-12);
+  const double paired = std::max(0.0, plain.ep_comm_forward_s - fwd_hidden_behind) +
+                        std::max(0.0, plain.ep_comm_backward_s - overlapped.gemm_forward_s);
+  CHECK(overlapped.exposed_ep_s <= 0.75 * paired + 0.25 * plain.exposed_ep_s + 1e-12);
+  CHECK(overlapped.exposed_ep_s >= 0.25 * plain.exposed_ep_s - 1e-12);
   p.parallel.num_microbatches = 1;
   p.training.global_batch = 16;
+  CHECK(ep_overlap(p).paired_share == 0.0);
   CHECK(layer_cost(p).exposed_ep_s == doctest::Approx(plain.exposed_ep_s).epsilon(1e-12));
+}
+
+// The steady state pairs passes: Megatron-LM's interleaved warm-up on the first stage, 2 (p - 1) + (v - 1) p forward
+// chunks, and as many cool-down backwards, run alone. Qwen3-235B on 256 H100 (the Megatron MoE ModelZoo recipe:
+// pp 8, vpp 4, 128 microbatches): 38 of 512 chunk passes alone, 474 paired. DeepEP's kernels hold 20 of the H100's
+// 132 SMs (DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.2.2).
+TEST_CASE("ep_overlap: the warm-up and cool-down run alone; DeepEP's 20 SMs leave the paired compute 112 of 132") {
+  Plan p = qwen3_ep(32, MoeDispatcher::deepep);
+  p.parallel.overlap_ep_comm = true;
+  p.parallel.pp = 8;
+  p.parallel.schedule = Schedule::interleaved;
+  p.parallel.vpp = 4;
+  p.parallel.num_microbatches = 128;
+  REQUIRE(p.gpu.gemm.sm_count == 132);
+  const EpOverlap o = ep_overlap(p);
+  CHECK(o.paired_share == doctest::Approx(474.0 / 512.0).epsilon(1e-12));
+  CHECK(o.comm_sm_share == doctest::Approx(20.0 / 132.0).epsilon(1e-12));
+  p.parallel.schedule = Schedule::one_f_one_b;  // 1F1B: p - 1 = 7 warm-up microbatches of 128
+  p.parallel.vpp = 1;
+  CHECK(ep_overlap(p).paired_share == doctest::Approx(121.0 / 128.0).epsilon(1e-12));
+  p.parallel.schedule = Schedule::gpipe;  // every forward before every backward: nothing paired
+  CHECK(ep_overlap(p).paired_share == 0.0);
+  p.parallel.overlap_ep_comm = false;
+  CHECK(ep_overlap(p).paired_share == 0.0);
+  CHECK(ep_overlap(p).comm_sm_share == 0.0);
+
+  // A paired pass with a of all-to-alls beside C of compute at s of the SMs: max(a, C + s a) for the pair, so
+  // max(a - C, s a) exposed; the unpaired share is exposed whole.
+  const EpOverlap half{0.5, 0.2};
+  CHECK(ep_overlap_exposed_s(half, 1.0, 0.5) == doctest::Approx(0.5 * 0.5 + 0.5 * 1.0).epsilon(1e-12));
+  CHECK(ep_overlap_exposed_s(half, 1.0, 3.0) == doctest::Approx(0.5 * 0.2 + 0.5 * 1.0).epsilon(1e-12));
+  CHECK(ep_overlap_exposed_s(EpOverlap{1.0, 0.0}, 1.0, 3.0) == 0.0);
+  CHECK(ep_overlap_exposed_s(EpOverlap{}, 1.0, 3.0) == 1.0);
+}
+
+TEST_CASE("overlap_ep_comm with DeepEP inside a node: all-to-alls shorter than the compute expose s a per paired pass") {
+  Plan p = qwen3_ep(8, MoeDispatcher::deepep);
+  REQUIRE(validate(p).ok());
+  const LayerCost plain = layer_cost(p);
+  REQUIRE(plain.ep_comm_backward_s < plain.gemm_forward_s);  // NVLink all-to-alls: the forward GEMMs cover them
+  p.parallel.overlap_ep_comm = true;
+  const EpOverlap o = ep_overlap(p);
+  const double share = o.paired_share * o.comm_sm_share + (1.0 - o.paired_share);
+  CHECK(layer_cost(p).exposed_ep_s ==
+        doctest::Approx(share * (plain.ep_comm_forward_s + plain.ep_comm_backward_s)).epsilon(1e-12));
+  CHECK(layer_cost(p).exposed_ep_s > 0.2 * plain.exposed_ep_s);  // 1 of 4 passes alone, 20/132 of the rest
 }
 
 // A GB200 NVL72 rack's 72 GPUs share one NVLink fabric although its trays hold 4: Qwen3-235B with ep 64 over 64 GPUs
