@@ -33,9 +33,9 @@
 //     P = 1 - min(m v, max(1, w)) / (m v) is paired; the rest is exposed whole.
 //   - a paired pass's all-to-alls of time a hide behind the other's compute C, less what they take from it: kernels
 //     holding s of the GPU's SMs leave the compute 1 - s of them while both run, so the pair takes max(a, C + s a)
-//     and the exposed part is max(a - C, s a). DeepEP's kernels hold 20 SMs (DeepSeek-V3 report Sec. 3.2.2: "20
-//     SMs ... partitioned into 10 communication channels", on the H800's 132), s = 20 / gemm.sm_count; NCCL's
-//     all-to-all states no SM count, so with the alltoall dispatcher s = 0 (not priced).
+//     and the exposed part is max(a - C, s a). DeepEP's kernels hold 20 SMs (DeepSeek-V3 report Sec. 3.2.2: 20 SMs
+//     partitioned into 10 communication channels, of the H800's 132), s = 20 / gemm.sm_count; NCCL's all-to-all
+//     states no SM count, so with the alltoall dispatcher s = 0 (not priced).
 // Exposed per pass: P max(a - C, s a) + (1 - P) a. Qwen3-235B, pp 8, vpp 4, m 128: w = 38, P = 474 / 512
 // (tests/planner/cost/expert_comm_test.cpp).
 #pragma once
