@@ -131,3 +131,30 @@ TEST_CASE("grouped_gemm_time_s adds the per-wave time to the batched GEMM's") {
   gpu.gemm.grouped_tile_overhead_s = 3e-6;
   CHECK(grouped_gemm_time_s(gpu, DType::bf16, 256, 1536, 2048, 16) == doctest::Approx(batched + 2 * 3e-6));
 }
+
+TEST_CASE("the H100 measurement agrees with the H200-measured fields the H100 profile takes") {
+  // bench/gpu/results/h100-2026-11-26: kernels.py and grouped_gemm.py on an H100 80GB HBM3 (700 W), same day.
+  const nlohmann::json k = measured("h100-2026-11-26/kernels.json");
+  const GpuSpec h100 = test::profiles().gpu("h100", "t");
+  const double peak = h100.peak(DType::bf16);
+  // Attention medians within 4% of the profile's (H200-measured) fractions; fp8 over bf16 within 2%.
+  CHECK(attention_median(k, "cudnn", "fwd_tflops", peak) == doctest::Approx(h100.gemm.attention_fraction).epsilon(0.04));
+  CHECK(attention_median(k, "cudnn", "bwd_tflops", peak) ==
+        doctest::Approx(h100.gemm.attention_backward_fraction).epsilon(0.04));
+  CHECK(attention_median(k, "flash", "fwd_tflops", peak) == doctest::Approx(h100.gemm.flash2_fraction).epsilon(0.04));
+  CHECK(attention_median(k, "flash", "bwd_tflops", peak) ==
+        doctest::Approx(h100.gemm.flash2_backward_fraction).epsilon(0.04));
+  std::vector<double> ratio;
+  for (const auto& g : k["gemm"]) ratio.push_back(g["fp8_tensorwise_tflops"].get<double>() / g["bf16_tflops"].get<double>() / 2.0);
+  CHECK(median(ratio) == doctest::Approx(h100.gemm.fp8_efficiency).epsilon(0.02));
+  // The grouped GEMMs: the H100 profile's per-wave time is within one grid step of the best fit to the H100's points.
+  const nlohmann::json points = measured("h100-2026-11-26/grouped_gemm.json")["points"];
+  REQUIRE(points.size() == 933);
+  double best_us = 0, best = grouped_mean_error(points, h100, 0.0);
+  for (int i = 1; i <= 40; ++i) {
+    const double e = grouped_mean_error(points, h100, 0.25e-6 * i);
+    if (e < best) best = e, best_us = 0.25 * i;
+  }
+  CHECK(std::abs(best_us - h100.gemm.grouped_tile_overhead_s * 1e6) <= 0.25 + 1e-9);
+  CHECK(grouped_mean_error(points, h100, h100.gemm.grouped_tile_overhead_s) < best + 0.005);
+}
