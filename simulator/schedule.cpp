@@ -95,11 +95,14 @@ std::vector<Order> zb_2p(int64_t p, int64_t m) {
   return orders;
 }
 
-// ZB-V: planner/cost/pipeline.hpp's order (its one definition, which the closed form times), as PipeOps.
-std::vector<Order> zb_v(int64_t p, int64_t m) {
+// ZB-V: planner/cost/pipeline.hpp's order (its one definition, which the closed form times) over the stages' op
+// times (unit times where none are given), as PipeOps.
+std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times) {
+  const std::vector<ZbVOpTimes> unit(times.empty() ? static_cast<size_t>(p) : 0);
+  const ZbVOrder order = zb_v_order(m, times.empty() ? unit : times);
   std::vector<Order> orders;
   orders.reserve(static_cast<size_t>(p));
-  for (const std::vector<ChunkOp>& stage : zb_v_order(p, m)) {
+  for (const std::vector<ChunkOp>& stage : order.order) {
     Order& o = orders.emplace_back();
     o.reserve(stage.size());
     for (const ChunkOp& x : stage) {
@@ -143,7 +146,7 @@ const char* to_string(OpKind k) {
   return "?";
 }
 
-PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
+PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v, std::span<const ZbVOpTimes> zb_v_times) {
   if (p < 1 || m < 1 || v < 1) {
     throw InputError(fmt::format("schedule: stages ({}), microbatches ({}) and chunks ({}) must be >= 1", p, m, v));
   }
@@ -160,6 +163,10 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
     throw InputError(fmt::format("schedule: interleaved 1F1B needs the microbatch count ({}) to be a multiple of the "
                                  "pipeline stages ({})", m, p));
   }
+  if (!zb_v_times.empty() && (s != Schedule::zb_v || static_cast<int64_t>(zb_v_times.size()) != p)) {
+    throw InputError(fmt::format("schedule: ZB-V op times for {} stages given to {} with {} stages", zb_v_times.size(),
+                                 to_string(s), p));
+  }
   PipelineSchedule r;
   r.schedule = s;
   r.stages = p;
@@ -167,7 +174,7 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
   r.chunks = v;
   r.order.resize(static_cast<size_t>(p));
   if (s == Schedule::zb_2p || s == Schedule::zb_v) {
-    r.order = s == Schedule::zb_2p ? zb_2p(p, m) : zb_v(p, m);
+    r.order = s == Schedule::zb_2p ? zb_2p(p, m) : zb_v(p, m, zb_v_times);
     return r;
   }
   for (int64_t i = 0; i < p; ++i) {
@@ -184,9 +191,9 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v) {
   return r;
 }
 
-PipelineSchedule make_schedule(const Plan& plan) {
+PipelineSchedule make_schedule(const Plan& plan, std::span<const ZbVOpTimes> zb_v_times) {
   const ParallelConfig& pc = plan.parallel;
-  return make_schedule(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage());
+  return make_schedule(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), zb_v_times);
 }
 
 CrossDep cross_stage_dependency(const PipelineSchedule& s, int64_t stage, const PipeOp& o) {

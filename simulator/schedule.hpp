@@ -3,6 +3,7 @@
 // runtime executes the same ones.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "planner/cost/pipeline.hpp"
@@ -58,15 +59,16 @@ struct PipelineSchedule {
 //                2(p-1-i) + 1 forwards before its first B; min(2p - 1, m) stashes on every stage.
 //  zb_v:         ZB-V (Qi et al. 2023, arXiv:2401.10241 Sec. 6; Qi et al. 2024, "Pipeline Parallelism with
 //                Controllable Memory", V-ZB): 2 chunks per stage in a V (virtual_stage()), the order of
-//                planner/cost/pipeline.hpp zb_v_order() (a list schedule with unit op times, B first, then F while
-//                fewer than 2p chunk-microbatches await their W, then W). min(2p, 2m) chunk stashes (p M_B, 1F1B's
-//                stage-0 peak) on every stage. With T_F = T_B = T_W the step is m t + (p - 1) F / 2 for p <= 8,
-//                m >= 2p; p 16..32 about 1.3% more (task_graph_test.cpp).
-// Throws InputError for p, m, v < 1, v > 1 on a non-interleaved schedule (ZB-V: v != 2), or m % p != 0 on
-// interleaved.
-PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v = 1);
-// The plan's schedule (v = vpp for interleaved, else 1).
-PipelineSchedule make_schedule(const Plan& plan);
+//                planner/cost/pipeline.hpp zb_v_order() (a list schedule over the stages' op times `zb_v_times`,
+//                unit times where empty: B first, then F while fewer than 2p chunk-microbatches await their W, then
+//                W). min(2p, 2m) chunk stashes (p M_B, 1F1B's stage-0 peak) on every stage. With T_F = T_B = T_W the
+//                step is m t + (p - 1) F / 2 for p <= 8, m >= 2p; p 16..32 about 1.3% more (task_graph_test.cpp).
+// Throws InputError for p, m, v < 1, v > 1 on a non-interleaved schedule (ZB-V: v != 2), m % p != 0 on
+// interleaved, or op times given to another schedule than ZB-V or for other than p stages.
+PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v = 1,
+                               std::span<const ZbVOpTimes> zb_v_times = {});
+// The plan's schedule (v = vpp for interleaved, 2 for ZB-V, else 1).
+PipelineSchedule make_schedule(const Plan& plan, std::span<const ZbVOpTimes> zb_v_times = {});
 
 // The op on another (virtual) stage that `op` at `stage` waits for, if any: F needs F of the previous virtual
 // stage; B / B_input need B / B_input of the next virtual stage (the last virtual stage: its own F, same stage);

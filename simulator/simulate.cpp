@@ -340,7 +340,8 @@ SimResult simulate(const Plan& input, const SimOptions& opt) {
   const StepCosts& costs = pr.costs;
   const ParallelConfig& pc = plan.parallel;
   check_graph_size(pc.schedule, pc.pp, pc.num_microbatches, pc.chunks_per_stage(), costs, opt.record_timeline);
-  const PipelineSchedule s = make_schedule(plan);
+  const PipelineSchedule s =
+      make_schedule(plan, pc.schedule == Schedule::zb_v ? zb_v_op_times(costs) : std::vector<ZbVOpTimes>{});
   MemoryModel mem;
   const StageMemoryInputs in = stage_memory_inputs(plan);
   for (int64_t i = 0; i < plan.parallel.pp; ++i) {

@@ -506,6 +506,28 @@ int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, c
   return tasks > 9e18 ? INT64_MAX : static_cast<int64_t>(tasks);
 }
 
+std::vector<ZbVOpTimes> zb_v_op_times(const StepCosts& costs) {
+  const auto p = static_cast<int64_t>(costs.stages.size());
+  std::vector<ZbVOpTimes> r(costs.stages.size());
+  for (int64_t i = 0; i < p; ++i) {
+    const std::vector<ChunkCosts>& chunks = costs.stages[static_cast<size_t>(i)].chunks;
+    for (int64_t c = 0; c < 2 && c < static_cast<int64_t>(chunks.size()); ++c) {
+      const ChunkCosts& cc = chunks[static_cast<size_t>(c)];
+      const auto send = [&](ChunkOp::Kind k) { return costs.p2p_blocking && zb_v_sends(p, i, c, k) ? costs.p2p_s : 0.0; };
+      const auto pass = [&](OpKind k) {
+        const OpShape sh = op_shape(cc, k);
+        return (recomputes_before(cc, k) ? cc.recompute_s + cc.recompute_comm_s : 0.0) + sh.main_s + sh.comm_s;
+      };
+      ZbVOpTimes& o = r[static_cast<size_t>(i)];
+      const auto ci = static_cast<size_t>(c);
+      o.forward[ci] = pass(OpKind::forward) + send(ChunkOp::Kind::forward);
+      o.backward_input[ci] = pass(OpKind::backward_input) + send(ChunkOp::Kind::backward_input);
+      o.backward_weight[ci] = pass(OpKind::backward_weight);
+    }
+  }
+  return r;
+}
+
 StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs) {
   Builder b(s, costs);
   b.build();

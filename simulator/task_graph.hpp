@@ -95,4 +95,9 @@ StepGraph build_step_graph(const PipelineSchedule& s, const StepCosts& costs);
 // Counting stops once past `limit` (the result is then some number above it).
 int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, const StepCosts& costs, int64_t limit);
 
+// ZB-V's op times on each stage's compute stream, for its order (make_schedule): an F its forward and exposed comm;
+// a B its recompute, input-gradient backward and exposed comm; a W its weight-gradient backward; each with the
+// blocking send after it where its result leaves the stage (zb_v_sends). costs.stages: 2 chunks each.
+std::vector<ZbVOpTimes> zb_v_op_times(const StepCosts& costs);
+
 }  // namespace parplan::sim

@@ -5,6 +5,8 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <queue>
+#include <utility>
 #include <vector>
 
 namespace parplan {
@@ -242,104 +244,153 @@ double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std:
   return step;
 }
 
-std::vector<std::vector<ChunkOp>> zb_v_order(int64_t p, int64_t m) {
-  const auto ps = static_cast<size_t>(p), ms = static_cast<size_t>(m);
-  const int64_t limit = 2 * p, last = 2 * p - 1;
-  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-  // Tick at which virtual stage v's F / B of microbatch j is done; next F / B per stage and chunk; pending W's.
-  std::vector<int64_t> f_done(static_cast<size_t>(2 * p) * ms, kNever), b_done = f_done;
-  const auto at = [ms](std::vector<int64_t>& t, int64_t v, int64_t j) -> int64_t& {
-    return t[static_cast<size_t>(v) * ms + static_cast<size_t>(j)];
-  };
-  std::vector<std::array<int64_t, 2>> nf(ps, {0, 0}), nb(ps, {0, 0});
-  std::vector<std::vector<ChunkOp>> pending_w(ps), orders(ps);
-  std::vector<size_t> next_w(ps, 0);
-  for (auto& o : orders) o.reserve(6 * ms);
-  int64_t left = 6 * p * m;
-  for (int64_t tick = 0; left > 0; ++tick) {
-    for (size_t i = 0; i < ps; ++i) {
-      const auto stage = static_cast<int64_t>(i);
-      const int64_t in_flight = nf[i][0] + nf[i][1] - static_cast<int64_t>(next_w[i]);
-      std::optional<ChunkOp> run;
-      for (int32_t c : {0, 1}) {  // B: its gradient arrived (the last virtual stage: its own F), chunk 0 first
-        const int64_t j = nb[i][static_cast<size_t>(c)], v = zb_v_virtual_stage(p, stage, c);
-        if (run || j >= m || (v < last ? at(b_done, v + 1, j) : at(f_done, v, j)) > tick) continue;
-        at(b_done, v, j) = tick + 1;
-        ++nb[i][static_cast<size_t>(c)];
-        run = ChunkOp{ChunkOp::Kind::backward_input, static_cast<int32_t>(j), c};
-        pending_w[i].push_back({ChunkOp::Kind::backward_weight, static_cast<int32_t>(j), c});
-      }
-      for (int32_t c : {1, 0}) {  // F: its input arrived and fewer than 2p await their W, chunk 1 first
-        const int64_t j = nf[i][static_cast<size_t>(c)], v = zb_v_virtual_stage(p, stage, c);
-        if (run || j >= m || in_flight >= limit || (v > 0 && at(f_done, v - 1, j) > tick)) continue;
-        at(f_done, v, j) = tick + 1;
-        ++nf[i][static_cast<size_t>(c)];
-        run = ChunkOp{ChunkOp::Kind::forward, static_cast<int32_t>(j), c};
-      }
-      if (!run && next_w[i] < pending_w[i].size()) run = pending_w[i][next_w[i]++];  // the oldest pending W
-      if (!run) continue;
-      orders[i].push_back(*run);
-      --left;
+bool zb_v_sends(int64_t p, int64_t stage, int64_t chunk, ChunkOp::Kind kind) {
+  const int64_t v = zb_v_virtual_stage(p, stage, chunk);
+  switch (kind) {
+    case ChunkOp::Kind::forward: return v < 2 * p - 1 && v != p - 1;
+    case ChunkOp::Kind::backward_input: return v > 0 && v != p;
+    case ChunkOp::Kind::backward_weight: return false;
+  }
+  return false;
+}
+
+std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stages) {
+  const auto p = static_cast<int64_t>(stages.size());
+  std::vector<ZbVOpTimes> r(stages.size());
+  for (int64_t i = 0; i < p; ++i) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
+    const double share0 = t.first_chunk_share >= 0 ? t.first_chunk_share : 0.5;
+    const double shares[2] = {share0, t.last_chunk_share >= 0 ? t.last_chunk_share : 1.0 - share0};
+    const double f_sends = p2p_forward_sends(i, p, 2, Schedule::zb_v);
+    const double b_sends = p2p_sends_per_microbatch(i, p, 2, Schedule::zb_v) - f_sends;
+    ZbVOpTimes& o = r[static_cast<size_t>(i)];
+    for (int64_t c = 0; c < 2; ++c) {
+      const auto ci = static_cast<size_t>(c);
+      const bool f_out = zb_v_sends(p, i, c, ChunkOp::Kind::forward) && f_sends > 0;
+      const bool b_out = zb_v_sends(p, i, c, ChunkOp::Kind::backward_input) && b_sends > 0;
+      o.forward[ci] = shares[ci] * t.forward_s + (f_out ? t.p2p_forward_s / f_sends : 0.0);
+      o.backward_input[ci] = shares[ci] * t.backward_input_s + (b_out ? t.p2p_backward_s / b_sends : 0.0);
+      o.backward_weight[ci] = shares[ci] * t.backward_weight_s;
     }
   }
-  return orders;
+  return r;
+}
+
+namespace {
+// The state of zb_v_order's list schedule: when each virtual stage's F / B of each microbatch ends (infinity: not yet
+// run), each stage's next F / B per chunk, pending W's, when it is free and when it decides next.
+struct ZbVList {
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+  int64_t p, m;
+  std::span<const ZbVOpTimes> times;
+  std::vector<double> f_end, b_end, free, wake;
+  std::vector<std::array<int64_t, 2>> nf, nb;
+  std::vector<std::vector<ChunkOp>> pending_w, orders;
+  std::vector<size_t> next_w;
+  using Event = std::pair<double, int64_t>;  // (decision time, stage): the earliest first, then the lower stage
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+
+  ZbVList(int64_t stages, int64_t micro, std::span<const ZbVOpTimes> t)
+      : p(stages), m(micro), times(t), f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end),
+        free(static_cast<size_t>(p), 0.0), wake(free), nf(static_cast<size_t>(p), {0, 0}), nb(nf),
+        pending_w(static_cast<size_t>(p)), orders(static_cast<size_t>(p)), next_w(static_cast<size_t>(p), 0) {
+    for (auto& o : orders) o.reserve(static_cast<size_t>(6 * m));
+    for (int64_t i = 0; i < p; ++i) events.push({0.0, i});
+  }
+  double& at(std::vector<double>& t, int64_t v, int64_t j) {
+    return t[static_cast<size_t>(v * m + j)];
+  }
+  // When stage i's next op of `kind` on chunk c may start by its input (infinity: its producer has not run).
+  double input(int64_t i, int64_t c, ChunkOp::Kind kind) {
+    const auto ii = static_cast<size_t>(i), ci = static_cast<size_t>(c);
+    const int64_t v = zb_v_virtual_stage(p, i, c);
+    if (kind == ChunkOp::Kind::forward) return nf[ii][ci] >= m ? kNever : v > 0 ? at(f_end, v - 1, nf[ii][ci]) : 0.0;
+    if (nb[ii][ci] >= m) return kNever;
+    return v < 2 * p - 1 ? at(b_end, v + 1, nb[ii][ci]) : at(f_end, v, nb[ii][ci]);
+  }
+  // The stage that consumes the result of virtual stage v's F (forward) or B: it decides again by `end`.
+  void notify(int64_t v, bool forward, double end) {
+    const int64_t consumer = forward ? v + 1 : v - 1;
+    if (consumer < 0 || consumer > 2 * p - 1) return;
+    const int64_t s = consumer < p ? consumer : 2 * p - 1 - consumer;
+    const auto si = static_cast<size_t>(s);
+    const double t = std::max(end, free[si]);
+    if (t < wake[si]) events.push({wake[si] = t, s});
+  }
+  // Stage i decides at `now`: the op it runs, or none (it then waits for its next input).
+  std::optional<ChunkOp> pick(int64_t i, double now) {
+    const auto ii = static_cast<size_t>(i);
+    for (int32_t c : {0, 1}) {  // B: its gradient arrived (the last virtual stage: its own F), chunk 0 first
+      if (input(i, c, ChunkOp::Kind::backward_input) > now) continue;
+      const auto j = static_cast<int32_t>(nb[ii][static_cast<size_t>(c)]++);
+      pending_w[ii].push_back({ChunkOp::Kind::backward_weight, j, c});
+      return ChunkOp{ChunkOp::Kind::backward_input, j, c};
+    }
+    for (int32_t c : {1, 0}) {  // F: its input arrived and the in-flight limit leaves room, chunk 1 first
+      if (!room(i, c) || input(i, c, ChunkOp::Kind::forward) > now) continue;
+      return ChunkOp{ChunkOp::Kind::forward, static_cast<int32_t>(nf[ii][static_cast<size_t>(c)]++), c};
+    }
+    if (next_w[ii] < pending_w[ii].size()) return pending_w[ii][next_w[ii]++];  // the oldest pending W
+    return std::nullopt;
+  }
+  // Whether stage i may run an F of chunk c: fewer than 2p chunk-microbatches await their W, and a chunk-0 F takes the
+  // last place only if one of the others is not a chunk-0 awaiting its B. Such a one is freed only after the stage's
+  // chunk-1 F of the same microbatch (the V comes back through the stage), so 2p of them would wait for each other:
+  // with unit times the warm-up never gets there (stage 0's chunk 1 arrives after 2p - 1 forwards), with real ones it
+  // could.
+  bool room(int64_t i, int64_t c) const {
+    const auto ii = static_cast<size_t>(i);
+    const int64_t in_flight = nf[ii][0] + nf[ii][1] - static_cast<int64_t>(next_w[ii]);
+    const int64_t chunk0_before_b = nf[ii][0] - nb[ii][0];
+    return in_flight < 2 * p - 1 || (in_flight == 2 * p - 1 && (c == 1 || chunk0_before_b < in_flight));
+  }
+  // Runs stage i's decision at `now`; false when it ran nothing.
+  bool step(int64_t i, double now) {
+    const auto ii = static_cast<size_t>(i);
+    const std::optional<ChunkOp> run = pick(i, now);
+    if (!run) {  // idle until the next input that lets it run (an F the limit holds waits for a W, after a B)
+      double next = std::min(input(i, 0, ChunkOp::Kind::backward_input), input(i, 1, ChunkOp::Kind::backward_input));
+      for (int64_t c : {0, 1}) {
+        if (room(i, c)) next = std::min(next, input(i, c, ChunkOp::Kind::forward));
+      }
+      wake[ii] = next;
+      if (next < kNever) events.push({next, i});
+      return false;
+    }
+    const ZbVOpTimes& t = times[ii];
+    const auto ci = static_cast<size_t>(run->chunk);
+    const int64_t v = zb_v_virtual_stage(p, i, run->chunk);
+    const double end = now + (run->kind == ChunkOp::Kind::forward          ? t.forward[ci]
+                              : run->kind == ChunkOp::Kind::backward_input ? t.backward_input[ci]
+                                                                           : t.backward_weight[ci]);
+    free[ii] = wake[ii] = end;
+    events.push({end, i});
+    orders[ii].push_back(*run);
+    if (run->kind == ChunkOp::Kind::forward) notify(v, true, at(f_end, v, run->microbatch) = end);
+    if (run->kind == ChunkOp::Kind::backward_input) notify(v, false, at(b_end, v, run->microbatch) = end);
+    return true;
+  }
+};
+}  // namespace
+
+ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
+  const auto p = static_cast<int64_t>(stages.size());
+  ZbVList s(p, m, stages);
+  for (int64_t left = 6 * p * m; left > 0 && !s.events.empty();) {
+    const auto [now, i] = s.events.top();
+    s.events.pop();
+    if (now != s.wake[static_cast<size_t>(i)]) continue;  // superseded by an earlier wake-up
+    if (s.step(i, now)) --left;
+  }
+  return {std::move(s.orders), std::move(s.free)};
 }
 
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
-  const auto p = static_cast<int64_t>(stages.size());
-  const auto ms = static_cast<size_t>(m);
-  const std::vector<std::vector<ChunkOp>> order = zb_v_order(p, m);
-  // Each op's duration on its stage: the chunk's share of the stage's pass, and a blocking send where its result
-  // leaves the stage (p2p_forward_sends / p2p_sends_per_microbatch: the turn on the last stage sends nothing).
-  const auto duration = [&](int64_t i, const ChunkOp& o) {
-    const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
-    const double share0 = t.first_chunk_share >= 0 ? t.first_chunk_share : 0.5;
-    const double share = o.chunk == 0 ? share0 : (t.last_chunk_share >= 0 ? t.last_chunk_share : 1.0 - share0);
-    const int64_t v = zb_v_virtual_stage(p, i, o.chunk);
-    const double f_sends = p2p_forward_sends(i, p, 2, Schedule::zb_v);
-    const double b_sends = p2p_sends_per_microbatch(i, p, 2, Schedule::zb_v) - f_sends;
-    switch (o.kind) {
-      case ChunkOp::Kind::forward:
-        return share * t.forward_s + (v < 2 * p - 1 && v != p - 1 && f_sends > 0 ? t.p2p_forward_s / f_sends : 0.0);
-      case ChunkOp::Kind::backward_input:
-        return share * t.backward_input_s + (v > 0 && v != p && b_sends > 0 ? t.p2p_backward_s / b_sends : 0.0);
-      case ChunkOp::Kind::backward_weight: return share * t.backward_weight_s;
-    }
-    return 0.0;
-  };
-  // Longest path over the order: an op starts when its stage is free and its producer (F: the virtual stage
-  // before; B: the one after, the last its own F) is done.
-  std::vector<double> f_end(static_cast<size_t>(2 * p) * ms, -1.0), b_end = f_end;
-  const auto at = [ms](std::vector<double>& t, int64_t v, int64_t j) -> double& {
-    return t[static_cast<size_t>(v) * ms + static_cast<size_t>(j)];
-  };
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  std::vector<double> clock(static_cast<size_t>(p), 0.0);
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int64_t i = 0; i < p; ++i) {
-      const auto& o = order[static_cast<size_t>(i)];
-      for (size_t& k = next[static_cast<size_t>(i)]; k < o.size(); ++k) {
-        const ChunkOp& op = o[k];
-        const int64_t v = zb_v_virtual_stage(p, i, op.chunk);
-        double ready = 0;
-        if (op.kind == ChunkOp::Kind::forward && v > 0) ready = at(f_end, v - 1, op.microbatch);
-        if (op.kind == ChunkOp::Kind::backward_input) {
-          ready = v < 2 * p - 1 ? at(b_end, v + 1, op.microbatch) : at(f_end, v, op.microbatch);
-        }
-        if (ready < 0) break;  // its producer has not run yet
-        double& now = clock[static_cast<size_t>(i)];
-        now = std::max(now, ready) + duration(i, op);
-        if (op.kind == ChunkOp::Kind::forward) at(f_end, v, op.microbatch) = now;
-        if (op.kind == ChunkOp::Kind::backward_input) at(b_end, v, op.microbatch) = now;
-        moved = true;
-      }
-    }
-  }
+  const ZbVOrder o = zb_v_order(m, zb_v_op_times(stages));
   double step = 0;
-  for (int64_t i = 0; i < p; ++i) {
-    if (!paths.empty()) paths[static_cast<size_t>(i)] = clock[static_cast<size_t>(i)];
-    step = std::max(step, clock[static_cast<size_t>(i)]);
+  for (size_t i = 0; i < o.end.size(); ++i) {
+    if (!paths.empty()) paths[i] = o.end[i];
+    step = std::max(step, o.end[i]);
   }
   return step;
 }

@@ -134,10 +134,14 @@ double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std:
 
 // ZB-V (Qi et al. 2023, arXiv:2401.10241 Sec. 6, the V-ZB of Qi et al. 2024, "Pipeline Parallelism with
 // Controllable Memory": 2 chunks per stage in a V, 1F1B's activation memory, zero bubble when T_F = T_B = T_W).
-// Its order (THE definition; simulator/schedule.cpp runs it): one list schedule of all stages with unit op times, as
-// ZB-2p's: at each tick a free stage runs its next B if a gradient has arrived (chunk 0 first), else its next F if
-// its input has arrived and fewer than 2p chunk-microbatches await their W (chunk 1 first), else its oldest pending
-// W. Stage i's chunk c is virtual stage zb_v_virtual_stage(p, i, c).
+// Its order (THE definition; simulator/schedule.cpp runs it): one list schedule of all stages in continuous time over
+// the stages' own op durations (ZbVOpTimes), as the paper's scheduler builds its schedules from profiled F, B and W
+// times (Qi et al. 2023 Sec. 3-4): whenever a stage is free it runs its next B if that B's gradient has arrived
+// (chunk 0 first), else its next F if its input has arrived and fewer than 2p chunk-microbatches await their W (chunk
+// 1 first: 1F1B's memory bound), else its oldest pending W, else it idles until the next of its inputs arrives.
+// Stages free at the same instant decide in stage order; an op's result counts from its end (sends included). With
+// unit times (the default ZbVOpTimes) that is the tick-by-tick list schedule of T_F = T_B = T_W. Stage i's chunk c is
+// virtual stage zb_v_virtual_stage(p, i, c).
 struct ChunkOp {
   enum class Kind : uint8_t { forward, backward_input, backward_weight } kind = Kind::forward;
   int32_t microbatch = 0;
@@ -146,12 +150,28 @@ struct ChunkOp {
 constexpr int64_t zb_v_virtual_stage(int64_t p, int64_t stage, int64_t chunk) {
   return chunk == 0 ? stage : 2 * p - 1 - stage;
 }
-std::vector<std::vector<ChunkOp>> zb_v_order(int64_t p, int64_t m);
-// The step: that order timed over the stages (each chunk a share of its stage's F, B and W, first_chunk_share /
-// last_chunk_share or a half; blocking sends after the ops whose result leaves the stage), the longest path, as the
-// simulator times it without link contention. `paths`: each stage's end. Uniform stages with F = B = W, p <= 8 and
-// m >= 2p: m t + (p - 1) F / 2, the paper's zero bubble less the first forward's way to the last stage, which one
-// iteration (as priced here) keeps (tests/simulator/task_graph_test.cpp). O(p m) with the order's (6m + p) p ticks.
+// Whether stage i's op of `kind` on chunk c sends its result to another stage: F unless it ends the V or is the turn
+// on the last stage (virtual stage p - 1 feeds p on the same stage), B unless it is the first virtual stage or the
+// turn's way back (p to p - 1); W never.
+bool zb_v_sends(int64_t p, int64_t stage, int64_t chunk, ChunkOp::Kind kind);
+// One stage's op durations per chunk (index 0, 1), each with the blocking send after it where zb_v_sends.
+struct ZbVOpTimes {
+  double forward[2] = {1.0, 1.0}, backward_input[2] = {1.0, 1.0}, backward_weight[2] = {1.0, 1.0};
+};
+// The estimate's op durations: each chunk its share of the stage's F, B and W (first_chunk_share / last_chunk_share,
+// or a half) and, where it sends, one of the stage's blocking sends (p2p_forward_sends / p2p_sends_per_microbatch).
+std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stages);
+struct ZbVOrder {
+  std::vector<std::vector<ChunkOp>> order;  // per stage, in execution order
+  std::vector<double> end;                  // per stage, when its last op ends (the order's longest path to it)
+};
+// The order over stages.size() stages and m microbatches. O(p m log p).
+ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
+// The step: that order over zb_v_op_times(stages), each stage's end (`paths`) the list schedule's, which is the
+// longest path through the order as the simulator times it without link contention. Uniform stages with F = B = W,
+// p <= 8 and m >= 2p: m t + (p - 1) F / 2, the paper's zero bubble less the first forward's way to the last stage,
+// which one iteration (as priced here) keeps (tests/simulator/task_graph_test.cpp). Uniform stages with F, B, W
+// apart: tests/simulator/task_graph_test.cpp bounds the bubble.
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
 
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the

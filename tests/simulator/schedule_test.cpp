@@ -140,6 +140,35 @@ TEST_CASE("schedule: ZB-V holds 2 min(p, m) chunk-microbatches on every stage: 1
   }
 }
 
+TEST_CASE("schedule: ZB-V over real op times: every op once, the producers first, at most 2p chunks in flight") {
+  // Seeded op times, some zero (a stage with no layers: its chunks' F, B and W are 0), one stage much slower: the
+  // order built from them must still run every op (a chunk-0 F never takes the last place among 2p chunk-0
+  // activations awaiting their B, which only the stage's own chunk-1 F could free) within 1F1B's memory.
+  uint64_t state = 7;
+  const auto u01 = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t p = 1 + static_cast<int64_t>(u01() * 9), m = 1 + static_cast<int64_t>(u01() * 30);
+    std::vector<ZbVOpTimes> t(static_cast<size_t>(p));
+    for (ZbVOpTimes& o : t) {
+      for (int c = 0; c < 2; ++c) o.forward[c] = u01(), o.backward_input[c] = 2 * u01(), o.backward_weight[c] = u01();
+    }
+    if (trial % 3 == 0) t[0] = ZbVOpTimes{{0, 0}, {0, 0}, {0, 0}};
+    if (trial % 5 == 0) t[static_cast<size_t>(p - 1)].backward_input[0] *= 20;
+    CAPTURE(trial);
+    const PipelineSchedule s = make_schedule(Schedule::zb_v, p, m, 2, t);
+    check_complete(s, true);
+    check_producers_scheduled(s);
+    const LiveActivations live = live_activations(s);
+    for (int64_t i = 0; i < p; ++i) CHECK(live.peak_until_weight_grad[static_cast<size_t>(i)] <= 2 * std::min(p, m));
+  }
+  const std::vector<ZbVOpTimes> three(3);
+  CHECK_THROWS_AS(make_schedule(Schedule::zb_v, 4, 8, 2, three), InputError);  // times for other than p stages
+  CHECK_THROWS_AS(make_schedule(Schedule::zb_2p, 3, 8, 1, three), InputError);  // another schedule
+}
+
 TEST_CASE("schedule: Megatron interleaved order maps forwards to chunks in groups of p") {
   const PipelineSchedule s = make_schedule(Schedule::interleaved, 2, 4, 2);
   // stage 0: warm-up 2(p-1) + (v-1)p = 4 forwards: mb 0,1 chunk 0, then mb 0,1 chunk 1.

@@ -269,10 +269,38 @@ TEST_CASE("task graph: ZB-V with F = B = W: every stage idles only the (p-1) F/2
   }
 }
 
+TEST_CASE("task graph: ZB-V with B = 2 W: the order from the real times stays below 1F1B's bubble") {
+  // Qi et al. 2023 Sec. 6: ZB-V keeps 1F1B's memory and removes its bubble, (p - 1)(F + B + W) per stage (Narayanan
+  // et al. 2021), where T_F = T_B = T_W. With B = 2 W = 2 F an order laid out for unit times leaves the stages waiting
+  // for their F / B inputs while W's sit later in it (p 8, m 24: bubble 46.5 against 1F1B's 28). Built from the real
+  // times, the B's and F's go first and the W's fill the waits: the bubble stays at least the first forward's way down
+  // the V, (p - 1) F / 2, and below 1F1B's, and the estimate times the simulator's order.
+  for (int64_t p : {4, 8, 16}) {
+    for (int64_t mult : {2, 3, 8}) {
+      const int64_t m = mult * p;
+      const double f = 1.0, b = 2.0, w = 1.0, t = f + b + w, md = static_cast<double>(m), pd = static_cast<double>(p);
+      const StepCosts c = uniform(p, 2, f, b, w);
+      const PipelineSchedule s = make_schedule(Schedule::zb_v, p, m, 2, zb_v_op_times(c));
+      const double step = simulate_costs(s, c).summary.step_s;
+      const double unit_order = simulate_costs(make_schedule(Schedule::zb_v, p, m, 2), c).summary.step_s;
+      const std::vector<StageMicrobatchTime> st(static_cast<size_t>(p), StageMicrobatchTime{f, b, w});
+      CAPTURE(p);
+      CAPTURE(m);
+      CHECK(pipeline_time(Schedule::zb_v, m, 2, st).step_s == doctest::Approx(step).epsilon(1e-12));
+      CHECK(step >= md * t + (pd - 1) * f / 2 - 1e-9);
+      CHECK(step - md * t < (pd - 1) * t);
+      CHECK(step < unit_order);
+      MESSAGE("zb-v B = 2W p " << p << " m " << m << ": bubble " << step - md * t << " (unit-time order "
+                               << unit_order - md * t << ", 1F1B " << (pd - 1) * t << ")");
+    }
+  }
+}
+
 TEST_CASE("task graph: ZB-V over uneven stages: the closed form against the simulator") {
   // The seeded sets of the other closed-form tests (p 2..9, m 1..3p), the V's chunks splitting each stage's times
-  // evenly, without and with blocking sends (zb-v's: 2 per microbatch on the edge stages, 4 between). zb_v_step_s
-  // times the simulator's order, so it is exact on all of them (measured |error| below 1e-12).
+  // evenly, without and with blocking sends (zb-v's: 2 per microbatch on the edge stages, 4 between). The simulator
+  // runs the order built from its own op times (zb_v_op_times of its costs), zb_v_step_s builds it from the stage
+  // times: the same order, so it is exact on all of them (measured |error| below 1e-12), and every op runs once.
   UnevenSets gen;
   double lo[2][2] = {}, hi[2][2] = {}, abs_sum[2][2] = {};  // [edges, drawn][no sends, sends]
   int64_t sets[2] = {};
@@ -283,7 +311,9 @@ TEST_CASE("task graph: ZB-V over uneven stages: the closed form against the simu
     for (int comm = 0; comm < 2; ++comm) {
       const StepCosts c = with_sends(set.st, 2, comm ? set.send : 0.0, Schedule::zb_v);
       const double closed = pipeline_time(Schedule::zb_v, set.m, 2, set.st).step_s;
-      const double rel = closed / simulate_costs(make_schedule(Schedule::zb_v, set.p, set.m, 2), c).summary.step_s - 1;
+      const PipelineSchedule s = make_schedule(Schedule::zb_v, set.p, set.m, 2, zb_v_op_times(c));
+      for (const auto& o : s.order) CHECK(o.size() == static_cast<size_t>(6 * set.m));
+      const double rel = closed / simulate_costs(s, c).summary.step_s - 1;
       lo[kind][comm] = std::min(lo[kind][comm], rel);
       hi[kind][comm] = std::max(hi[kind][comm], rel);
       abs_sum[kind][comm] += std::abs(rel);
@@ -508,3 +538,4 @@ TEST_CASE("task graph: the memory track peaks at the schedule's live count") {
     CHECK(tr.memory.back().activation_bytes == doctest::Approx(0.0));
   }
 }
+
