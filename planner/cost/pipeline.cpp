@@ -285,18 +285,22 @@ struct ZbVList {
   std::span<const ZbVOpTimes> times;
   std::vector<double> f_end, b_end, free, wake;
   std::vector<std::array<int64_t, 2>> nf, nb;
-  std::vector<std::vector<ChunkOp>> pending_w, orders;
-  std::vector<size_t> next_w;
+  // Stage i's pending W's, a ring of 2p (each is in flight, so at most 2p): the k-th B's W at i 2p + k mod 2p.
+  std::vector<ChunkOp> pending_w;
+  std::vector<int64_t> next_w;  // W's run per stage
+  std::vector<std::vector<ChunkOp>> orders;  // recorded only where asked for (the step needs none)
   using Event = std::pair<double, int64_t>;  // (decision time, stage): the earliest first, then the lower stage
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
 
-  ZbVList(int64_t stages, int64_t micro, std::span<const ZbVOpTimes> t)
+  ZbVList(int64_t stages, int64_t micro, std::span<const ZbVOpTimes> t, bool record)
       : p(stages), m(micro), times(t), f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end),
         free(static_cast<size_t>(p), 0.0), wake(free), nf(static_cast<size_t>(p), {0, 0}), nb(nf),
-        pending_w(static_cast<size_t>(p)), orders(static_cast<size_t>(p)), next_w(static_cast<size_t>(p), 0) {
+        pending_w(static_cast<size_t>(2 * p * p)), next_w(static_cast<size_t>(p), 0),
+        orders(record ? static_cast<size_t>(p) : 0) {
     for (auto& o : orders) o.reserve(static_cast<size_t>(6 * m));
     for (int64_t i = 0; i < p; ++i) events.push({0.0, i});
   }
+  size_t ring(int64_t i, int64_t k) const { return static_cast<size_t>(i * 2 * p + k % (2 * p)); }
   double& at(std::vector<double>& t, int64_t v, int64_t j) {
     return t[static_cast<size_t>(v * m + j)];
   }
@@ -323,14 +327,14 @@ struct ZbVList {
     for (int32_t c : {0, 1}) {  // B: its gradient arrived (the last virtual stage: its own F), chunk 0 first
       if (input(i, c, ChunkOp::Kind::backward_input) > now) continue;
       const auto j = static_cast<int32_t>(nb[ii][static_cast<size_t>(c)]++);
-      pending_w[ii].push_back({ChunkOp::Kind::backward_weight, j, c});
+      pending_w[ring(i, nb[ii][0] + nb[ii][1] - 1)] = {ChunkOp::Kind::backward_weight, j, c};
       return ChunkOp{ChunkOp::Kind::backward_input, j, c};
     }
     for (int32_t c : {1, 0}) {  // F: its input arrived and the in-flight limit leaves room, chunk 1 first
       if (!room(i, c) || input(i, c, ChunkOp::Kind::forward) > now) continue;
       return ChunkOp{ChunkOp::Kind::forward, static_cast<int32_t>(nf[ii][static_cast<size_t>(c)]++), c};
     }
-    if (next_w[ii] < pending_w[ii].size()) return pending_w[ii][next_w[ii]++];  // the oldest pending W
+    if (next_w[ii] < nb[ii][0] + nb[ii][1]) return pending_w[ring(i, next_w[ii]++)];  // the oldest pending W
     return std::nullopt;
   }
   // Whether stage i may run an F of chunk c: fewer than 2p chunk-microbatches await their W, and a chunk-0 F takes the
@@ -340,7 +344,7 @@ struct ZbVList {
   // could.
   bool room(int64_t i, int64_t c) const {
     const auto ii = static_cast<size_t>(i);
-    const int64_t in_flight = nf[ii][0] + nf[ii][1] - static_cast<int64_t>(next_w[ii]);
+    const int64_t in_flight = nf[ii][0] + nf[ii][1] - next_w[ii];
     const int64_t chunk0_before_b = nf[ii][0] - nb[ii][0];
     return in_flight < 2 * p - 1 || (in_flight == 2 * p - 1 && (c == 1 || chunk0_before_b < in_flight));
   }
@@ -365,7 +369,7 @@ struct ZbVList {
                                                                            : t.backward_weight[ci]);
     free[ii] = wake[ii] = end;
     events.push({end, i});
-    orders[ii].push_back(*run);
+    if (!orders.empty()) orders[ii].push_back(*run);
     if (run->kind == ChunkOp::Kind::forward) notify(v, true, at(f_end, v, run->microbatch) = end);
     if (run->kind == ChunkOp::Kind::backward_input) notify(v, false, at(b_end, v, run->microbatch) = end);
     return true;
@@ -373,9 +377,10 @@ struct ZbVList {
 };
 }  // namespace
 
-ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
+namespace {
+ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record) {
   const auto p = static_cast<int64_t>(stages.size());
-  ZbVList s(p, m, stages);
+  ZbVList s(p, m, stages, record);
   for (int64_t left = 6 * p * m; left > 0 && !s.events.empty();) {
     const auto [now, i] = s.events.top();
     s.events.pop();
@@ -384,9 +389,12 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
   }
   return {std::move(s.orders), std::move(s.free)};
 }
+}  // namespace
+
+ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) { return zb_v_list(m, stages, true); }
 
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
-  const ZbVOrder o = zb_v_order(m, zb_v_op_times(stages));
+  const ZbVOrder o = zb_v_list(m, zb_v_op_times(stages), false);
   double step = 0;
   for (size_t i = 0; i < o.end.size(); ++i) {
     if (!paths.empty()) paths[i] = o.end[i];
