@@ -159,6 +159,7 @@ void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   set_precision(tr, mo);
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, flash2, unfused");
   tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
+  tr.fused_cross_entropy = !me.eager_cross_entropy;
   tr.seq_len = plan.model.seq_len;
   if (me.bucket_mb) {
     // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.
@@ -347,6 +348,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                "Each TP rank sends the whole activation between pipeline stages (DeepSpeed PipelineEngine)");
   app.add_flag("--no-fused-grad-accumulation", o.no_fused_grad_accumulation,
                "Weight gradients are added to the gradient buffer by a separate pass each microbatch (Megatron-LM 2021)");
+  app.add_flag("--eager-cross-entropy", o.eager_cross_entropy,
+               "The loss is PyTorch's F.cross_entropy on fp32 logits (torchtitan): its backward holds two more fp32 "
+               "tokens x vocab tensors than a fused cross entropy");
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);

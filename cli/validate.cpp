@@ -68,10 +68,15 @@ nlohmann::json report_json(const ValidationReport& rep) {
   nlohmann::json by_source = nlohmann::json::object(), by_gpu = nlohmann::json::object();
   for (const auto& [k, s] : rep.by_source) by_source[k] = summary_json(s);
   for (const auto& [k, s] : rep.by_gpu) by_gpu[k] = summary_json(s);
+  nlohmann::json memory = nlohmann::json::object();
+  for (const auto& [k, m] : rep.memory_by_source) {
+    memory[k] = {{"count", m.count}, {"min", m.min}, {"mean", m.mean}, {"max", m.max}};
+  }
   nlohmann::json summary = summary_json(rep.overall);
   summary["skipped"] = rep.skipped;
   summary["by_source"] = by_source;
   summary["by_gpu"] = by_gpu;
+  summary["memory_ratio_by_source"] = memory;  // predicted peak / measured peak
   return {{"rows", rows}, {"summary", summary}};
 }
 
@@ -162,6 +167,14 @@ std::string render(const ValidationReport& rep, const std::string& file, bool br
   for (const auto& [k, e] : rep.by_source) add("source: " + k, e);
   for (const auto& [k, e] : rep.by_gpu) add("gpu: " + k, e);
   s += "Summary (step-time error, predicted vs measured)\n" + st.render();
+  if (!rep.memory_by_source.empty()) {
+    Table mt({"source", "runs", "min", "mean", "max"}, 1);
+    for (const auto& [k, m] : rep.memory_by_source) {
+      mt.add({k, std::to_string(m.count), fmt::format("{:.2f}", m.min), fmt::format("{:.2f}", m.mean),
+              fmt::format("{:.2f}", m.max)});
+    }
+    s += "\nPeak memory, predicted / measured (scored rows that publish a peak)\n" + mt.render();
+  }
   return s;
 }
 

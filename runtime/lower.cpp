@@ -113,6 +113,7 @@ class Lowerer {
     dense_layer_stash_ = in.dense_layer_activation_bytes;
     embedding_stash_ = in.embedding_activation_bytes;
     output_stash_ = in.output_activation_bytes;
+    loss_working_set_ = in.loss_working_set_bytes;
     scratch_ = add_slot(SlotKind::scratch, 0, true, "scratch (allowance)");  // sized by the ops that use it
   }
 
@@ -627,7 +628,13 @@ class Lowerer {
     if (stash < 0) throw InputError(fmt::format("schedule: backward of microbatch {} chunk {} before its forward", mb, chunk));
     if (vs < last_virtual()) p2p("pp.recv_backward", false, (vs + 1) % pc_.pp);
     if (vs == last_virtual()) {
+      // An eager cross entropy's backward holds two more fp32 tokens x vocab tensors (loss_backward_working_set_bytes).
+      const int loss = loss_working_set_ > 0 ? add_slot(SlotKind::activations, bytes_of(loss_working_set_), false,
+                                                        fmt::format("loss backward mb{}", mb))
+                                             : -1;
+      if (loss >= 0) alloc(loss);
       memory("cross_entropy.bwd", Term::backward, edge_.cross_entropy, stash);
+      if (loss >= 0) release(loss);
       gemm("lm_head.dgrad", Term::backward, T_, m_.hidden, m_.vocab / pc_.tp, 1, gd_, false);
       collective("output.sp_reduce_scatter", Term::tp_comm, Group::tp, CollectiveKind::reduce_scatter, edge_.sp_gather,
                  ad_);
@@ -771,7 +778,7 @@ class Lowerer {
   bool lead_dense_ = false;  // the layer being lowered is one of those
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
-  double per_layer_stash_ = 0, dense_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0;
+  double per_layer_stash_ = 0, dense_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0, loss_working_set_ = 0;
   std::vector<int> stashes_;
   bool split_weight_ = false;
   int32_t join_next_ = -1;  // >= 0: the next compute op waits for this op (an overlapped collective)

@@ -186,6 +186,12 @@ double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& 
   return hidden_part + 4.0 * sb * static_cast<double>(m.vocab) / t;
 }
 
+double loss_backward_working_set_bytes(const ModelSpec& m, const ActivationShape& a) {
+  if (a.fused_cross_entropy) return 0.0;
+  const double sb = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch);
+  return 2.0 * 4.0 * sb * static_cast<double>(m.vocab) / static_cast<double>(a.tp);
+}
+
 double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a) {
   if (a.recompute == Recompute::none) return 0.0;
   ActivationShape full = a;

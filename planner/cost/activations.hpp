@@ -47,6 +47,7 @@ struct ActivationShape {
   // fp8 GEMMs keep their quantized inputs, 1 byte per element, for the weight gradients (Transformer Engine,
   // TrainingSpec::fp8_saved_inputs; see below); false: the inputs in the activation dtype.
   bool fp8_saved_inputs = false;
+  bool fused_cross_entropy = true;  // TrainingSpec::fused_cross_entropy
   // MoE layers only (moe_token_copies, expert_comm.hpp): the most-loaded rank's load, and per microbatch on one rank
   // the tokens it routes, their top_k copies and the copies its experts run.
   double moe_load = 1.0;
@@ -72,6 +73,14 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
 // (final norm input, output-layer input and fp32 logits for the cross entropy: 4sbh/t + 4 s b V / t, Korthikanti 2022).
 double embedding_activation_bytes(const ModelSpec& m, const ActivationShape& a);
 double output_layer_activation_bytes(const ModelSpec& m, const ActivationShape& a);
+// What the loss's backward holds beside those fp32 logits, once per stage, when the cross entropy is PyTorch's
+// F.cross_entropy on logits.float() (TrainingSpec::fused_cross_entropy false; torchtitan train.py@9dec370 loss_fn,
+// uncompiled, and `del pred` before loss.backward()): cross_entropy is log_softmax + nll_loss (ATen LossNLL.cpp), the
+// log-probabilities are saved (log_softmax's backward reads its result, derivatives.yaml), nll_loss's backward writes
+// a zeroed fp32 gradient of the input's size and log_softmax's backward a new fp32 one while both are alive: two fp32
+// [s b / cp, V / t] tensors, 8 s b V / t bytes. 0 for a fused cross entropy (Megatron's vocab_parallel_cross_entropy
+// writes the gradient over its saved softmax). Llama 3 8B at 2 x 8192 tokens: 16.81 GB.
+double loss_backward_working_set_bytes(const ModelSpec& m, const ActivationShape& a);
 
 // Megatron-Core's selective recompute modules (--recompute-modules; transformer_config.py recompute_modules): the
 // stored bytes of one layer each module rebuilds in the backward instead, 0 where it does not apply to the layer.

@@ -42,6 +42,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
   a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
+  a.fused_cross_entropy = plan.training.fused_cross_entropy;
   if (plan.model.is_moe()) {
     const MoeTokenCopies c = moe_token_copies(plan);
     a.moe_load = moe_rank_load(plan.model, plan.parallel.ep);
@@ -885,6 +886,7 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   in.layer_activation_bytes = layer_activation_bytes(plan.model, a).total;
   in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
   in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
+  in.loss_working_set_bytes = loss_backward_working_set_bytes(plan.model, a);
   if (plan.model.mtp_layers > 0) {
     // Each MTP module keeps its block's activations, its head's (as the output layer's) and the projection's input,
     // the two normalised halves (2 h per token, and their norms' inputs: 4 h A, / tp with SP).
@@ -971,7 +973,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     // its backward); ZB-V: 1 (on the first stage its order runs each last-chunk F right before that chunk's B,
     // simulator/schedule.cpp; the W the B leaves behind keeps the chunk's stash, counted in in_flight_chunks).
     const double held = v == 1 ? d(sm.in_flight_chunks) : 1.0;
-    sm.activations += held * in.output_activation_bytes;
+    sm.activations += held * in.output_activation_bytes + in.loss_working_set_bytes;  // the loss's backward: once
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;
   sm.zero3_buffers = zero3_buffer_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));

@@ -223,6 +223,7 @@ struct StageMemoryInputs {
   double dense_layer_activation_bytes = 0;  // per leading dense layer of a MoE model (0 when it has none)
   double embedding_activation_bytes = 0;  // first stage, per microbatch
   double output_activation_bytes = 0;     // last stage, per microbatch
+  double loss_working_set_bytes = 0;      // last stage, once: loss_backward_working_set_bytes()
   double recompute_working_set_bytes = 0;
 };
 StageMemoryInputs stage_memory_inputs(const Plan& plan);

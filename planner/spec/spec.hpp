@@ -403,6 +403,10 @@ struct TrainingSpec {
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().
   bool fused_grad_accumulation = true;
+  // The loss is a fused vocab-parallel cross entropy that writes its gradient over the softmax it saved (Megatron's
+  // vocab_parallel_cross_entropy). false = PyTorch's F.cross_entropy on the fp32 logits (log_softmax + nll_loss,
+  // torchtitan's loss_fn): its backward holds two more fp32 [tokens, vocab] tensors, loss_backward_working_set_bytes().
+  bool fused_cross_entropy = true;
   int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
 
   int64_t grad_bytes() const { return grad_fp32 ? 4 : 2; }  // bytes per gradient element

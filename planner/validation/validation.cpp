@@ -144,6 +144,19 @@ void read_measured(const Obj& top, const Obj& ms, MappedRun& r) {
       }
     }
   }
+  // torchtitan and the benchmarks built on it print their peak in GiB ("memory: ...GiB", the caching allocator's max
+  // reserved bytes), kept as printed in measured.other.peak_memory_GiB (derived.memory_per_gpu_GB is its conversion);
+  // measured.memory_per_gpu_GB, the schema's field, wins where a row has both.
+  const json* other = ms.get("other");
+  if (other && other->is_object()) {
+    auto it = other->find("peak_memory_GiB");
+    if (it != other->end() && !it->is_null()) {
+      if (!it->is_number() || !(it->get<double>() >= 1e-6) || !(it->get<double>() <= 1e6)) {
+        ms.fail("other/peak_memory_GiB", "expected a number from 1e-6 to 1e6 (GiB) or null");
+      }
+      r.measured_memory_bytes = std::ldexp(it->get<double>(), 30);  // GiB = 2^30 bytes
+    }
+  }
   if (const auto mem = ms.number("memory_per_gpu_GB", 1e-6, 1e6)) r.measured_memory_bytes = *mem * 1e9;
 }
 
@@ -513,6 +526,9 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   note.clear();
   tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
   r.notes.push_back(note);
+  note.clear();
+  tr.fused_cross_entropy = map_fused_cross_entropy(r.source, &note);
+  if (!note.empty()) r.notes.push_back(note);
   map_comm_overlap(parallel_notes, row_notes, pc, &r.notes);
   return tr;
 }

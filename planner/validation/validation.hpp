@@ -25,7 +25,8 @@ struct MappedRun {
   std::vector<std::string> assumed;        // values taken for what the row does not state (Unstated::search)
   std::optional<double> measured_step_time_s;  // measured.iter_time_s, else derived.iter_time_s
   bool step_time_derived = false;              // true when taken from derived.iter_time_s
-  std::optional<double> measured_memory_bytes; // measured.memory_per_gpu_GB (GB = 1e9 bytes)
+  std::optional<double> measured_memory_bytes; // measured.memory_per_gpu_GB (GB = 1e9 bytes), else
+                                               // measured.other.peak_memory_GiB (torchtitan's log, 2^30 bytes)
 
   bool scored() const { return plan.has_value() && measured_step_time_s.has_value() && skip_reasons.empty(); }
   std::string skip_reason() const;  // the reasons joined with "; "
@@ -76,6 +77,9 @@ bool map_grad_accumulation_fusion(std::string_view source, std::string_view othe
 // Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
 // after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
 // (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
+// Whether the row's loss is a fused cross entropy (TrainingSpec::fused_cross_entropy): false for torchtitan's 2024
+// sources, whose loss_fn runs PyTorch's F.cross_entropy on the fp32 logits outside torch.compile.
+bool map_fused_cross_entropy(std::string_view source, std::string* note = nullptr);
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out);
 std::string source_key(std::string_view source);
@@ -96,15 +100,23 @@ struct ErrorSummary {
   std::string worst_id;
 };
 
+// Predicted peak memory over the measured one, over the scored rows that publish a peak.
+struct RatioSummary {
+  int64_t count = 0;
+  double min = 0, mean = 0, max = 0;
+};
+
 struct ValidationReport {
   std::vector<RunResult> rows;  // every row, in file order (skipped rows have no prediction)
   ErrorSummary overall;
   std::vector<std::pair<std::string, ErrorSummary>> by_source, by_gpu;  // sorted by key
+  std::vector<std::pair<std::string, RatioSummary>> memory_by_source;   // sorted by key; sources with a peak only
   int64_t skipped = 0;
 };
 
 // Predicts every scored row (with its own plan) and summarises the errors.
 ValidationReport score_runs(const std::vector<MappedRun>& runs);
 ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vector<std::string>& ids);
+RatioSummary summarize_ratios(const std::vector<double>& ratios);
 
 }  // namespace parplan

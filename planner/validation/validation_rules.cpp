@@ -357,6 +357,16 @@ bool map_grad_accumulation_fusion(std::string_view source, std::string_view othe
   return fused;
 }
 
+bool map_fused_cross_entropy(std::string_view source, std::string* note) {
+  // torchtitan through Dec 2024 (train.py@9dec370, the commit its Dec 2024 benchmarks name) computes the loss as
+  // F.cross_entropy(pred.flatten(0, 1).float(), labels) outside torch.compile (its compile line is commented out:
+  // "compiling loss function causes CUDA errors"); from 2025 it compiles the loss with the model (components/loss.py
+  // build_cross_entropy_loss). Other stacks and later torchtitan keep the fused count.
+  const bool eager = has(source, "torchtitan") && has(source, "2024") && !has(source, "pytorch/ao");
+  if (note && eager) *note = "loss: PyTorch F.cross_entropy on fp32 logits, uncompiled (torchtitan 2024 train.py loss_fn)";
+  return !eager;
+}
+
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out) {
   const std::string pn = ascii_lower(parallel_notes), all = pn + " " + ascii_lower(notes);

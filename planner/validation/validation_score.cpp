@@ -32,12 +32,23 @@ ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vect
   return s;
 }
 
+RatioSummary summarize_ratios(const std::vector<double>& ratios) {
+  RatioSummary s;
+  s.count = static_cast<int64_t>(ratios.size());
+  if (s.count == 0) return s;
+  s.min = *std::min_element(ratios.begin(), ratios.end());
+  s.max = *std::max_element(ratios.begin(), ratios.end());
+  for (double x : ratios) s.mean += x / static_cast<double>(s.count);
+  return s;
+}
+
 ValidationReport score_runs(const std::vector<MappedRun>& runs) {
   ValidationReport rep;
   rep.rows.reserve(runs.size());
   std::vector<double> all;
   std::vector<std::string> all_ids;
   std::map<std::string, std::pair<std::vector<double>, std::vector<std::string>>> by_source, by_gpu;
+  std::map<std::string, std::vector<double>> memory_ratios;
   for (const MappedRun& r : runs) {
     RunResult res;
     res.run = &r;
@@ -58,6 +69,7 @@ ValidationReport score_runs(const std::vector<MappedRun>& runs) {
       auto& g = by_gpu[r.gpu_type];
       g.first.push_back(res.error);
       g.second.push_back(r.id);
+      if (r.measured_memory_bytes) memory_ratios[r.source_key].push_back(res.predicted_peak_memory_bytes / *r.measured_memory_bytes);
     } else {
       ++rep.skipped;
     }
@@ -66,6 +78,7 @@ ValidationReport score_runs(const std::vector<MappedRun>& runs) {
   rep.overall = summarize(all, all_ids);
   for (const auto& [k, v] : by_source) rep.by_source.emplace_back(k, summarize(v.first, v.second));
   for (const auto& [k, v] : by_gpu) rep.by_gpu.emplace_back(k, summarize(v.first, v.second));
+  for (const auto& [k, v] : memory_ratios) rep.memory_by_source.emplace_back(k, summarize_ratios(v));
   return rep;
 }
 

@@ -216,6 +216,27 @@ TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorde
   std::filesystem::remove(plan);
 }
 
+TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last stage, recorded in the plan, read back") {
+  const auto [ja, jb] = korthikanti_json_with("--eager-cross-entropy");
+  CHECK(ja["plan"]["training"]["fused_cross_entropy"] == true);
+  CHECK(jb["plan"]["training"]["fused_cross_entropy"] == false);
+  CHECK(jb["time"]["step_s"].get<double>() == doctest::Approx(ja["time"]["step_s"].get<double>()));
+  const auto last = [](const nlohmann::json& j) {
+    return j["stages"].back()["memory_bytes"]["activations"].get<double>();
+  };
+  // 2 x 4 bytes x 2048 tokens x 51200 / tp 8 (activations.hpp loss_backward_working_set_bytes)
+  CHECK(last(jb) - last(ja) == doctest::Approx(2.0 * 4 * 2048 * 51200 / 8));
+  const std::string plan = temp_path("eager_ce_plan.json");
+  std::FILE* f = std::fopen(plan.c_str(), "w");
+  REQUIRE(f);
+  std::fputs(jb["plan"].dump().c_str(), f);
+  std::fclose(f);
+  const auto c = run_parplan({"estimate", "--plan", plan, "--json"});
+  REQUIRE(c.exit_code == 0);
+  CHECK(last(nlohmann::json::parse(c.out)) == doctest::Approx(last(jb)));
+  std::filesystem::remove(plan);
+}
+
 TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
   const auto [ja, jb] = korthikanti_json_with("--no-async-tp");
   CHECK(ja["plan"]["parallel"]["async_tp_backward"] == true);

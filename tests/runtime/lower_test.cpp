@@ -335,6 +335,34 @@ TEST_CASE("slots are StageMemory's states plus one activation stash per microbat
   }
 }
 
+TEST_CASE("an eager cross entropy: the output stage holds the loss's backward working set around its backward") {
+  Plan plan = small_plan();
+  plan.training.fused_cross_entropy = false;
+  const int64_t last_rank = plan.num_gpus - 1;
+  const Program prog = lower_rank(plan, last_rank);
+  const StageMemoryInputs in = stage_memory_inputs(plan);
+  REQUIRE(in.loss_working_set_bytes > 0);
+  int loss = -1;
+  for (size_t i = 0; i < prog.slots.size(); ++i) {
+    if (prog.slots[i].name == "loss backward mb0") loss = static_cast<int>(i);
+  }
+  REQUIRE(loss >= 0);
+  CHECK(prog.slots[static_cast<size_t>(loss)].bytes == std::llround(in.loss_working_set_bytes));
+  CHECK_FALSE(prog.slots[static_cast<size_t>(loss)].persistent);
+  // alloc, the cross entropy's backward, free: in that order.
+  int64_t at_alloc = -1, at_ce = -1, at_free = -1;
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const Op& op = prog.ops[i];
+    if (op.kind == OpKind::alloc && op.slot == loss) at_alloc = static_cast<int64_t>(i);
+    if (at_alloc >= 0 && at_ce < 0 && is(op, "cross_entropy.bwd")) at_ce = static_cast<int64_t>(i);
+    if (op.kind == OpKind::free && op.slot == loss) at_free = static_cast<int64_t>(i);
+  }
+  CHECK(at_alloc >= 0);
+  CHECK(at_alloc < at_ce);
+  CHECK(at_ce < at_free);
+  for (const Slot& s : lower_rank(plan, 0).slots) CHECK(s.name.find("loss backward") == std::string::npos);
+}
+
 TEST_CASE("ops follow the schedule's order of tasks") {
   const Plan plan = small_plan();
   const auto order = one_f_one_b(2, 2, 0);

@@ -68,6 +68,24 @@ TEST_CASE("output layer holds fp32 logits 4sbV/t") {
   CHECK(output_layer_activation_bytes(m, x) == doctest::Approx(4 * s * b * h / t + 4 * s * b * 51200 / t));
 }
 
+// PyTorch's F.cross_entropy on fp32 logits (torchtitan's 2024 loss_fn): beside the saved log-probabilities, nll_loss's
+// backward writes a zeroed fp32 gradient of the logits' size and log_softmax's backward a new one, both alive at once:
+// 2 x 4 bytes x tokens x vocab / tp. Llama 3 8B at local batch 2 x 8192 tokens (the torchtitan 8-GPU FSDP rows):
+// 2 x 4 x 16384 x 128256 = 16,810,770,432 bytes; a fused cross entropy (Megatron's) holds nothing more.
+TEST_CASE("eager cross entropy: its backward holds two more fp32 tokens x vocab tensors") {
+  const ModelSpec m = test::profiles().model("llama3-8b", "test");
+  REQUIRE(m.vocab == 128256);
+  ActivationShape x = shape(1, false, Recompute::selective_op);
+  x.seq = 8192;
+  x.micro_batch = 2;
+  CHECK(loss_backward_working_set_bytes(m, x) == 0.0);  // fused: the default
+  x.fused_cross_entropy = false;
+  CHECK(loss_backward_working_set_bytes(m, x) == doctest::Approx(16'810'770'432.0));
+  x.tp = 8;  // vocab-parallel: each rank holds its vocab shard
+  x.cp = 2;  // context parallel: each rank holds its tokens
+  CHECK(loss_backward_working_set_bytes(m, x) == doctest::Approx(16'810'770'432.0 / 16));
+}
+
 TEST_CASE("selective-op keeps the layer input, every other matmul's output and attention's, as measured on an H200") {
   // bench/gpu/results/h200-2026-11-26/layers.json: a Llama 3 layer at 8192 tokens under torch.compile with torchtitan's
   // per-op policy kept 386,925,568 B (8B) and 757,072,896 B (70B) beside its input.

@@ -578,6 +578,19 @@ TEST_CASE("the attention kernel sets the attention core's rate: FlashAttention-2
   CHECK(fa2.backward_weight_s == doctest::Approx(fused.backward_weight_s));
 }
 
+TEST_CASE("eager cross entropy: the loss's backward working set once, on the output stage only") {
+  Plan p = test::korthikanti_175b();  // pp > 1: the output stage is the last
+  REQUIRE(p.parallel.pp > 1);
+  Plan eager = p;
+  eager.training.fused_cross_entropy = false;
+  const double ws = loss_backward_working_set_bytes(p.model, activation_shape(eager));
+  REQUIRE(ws > 0);
+  const int64_t last = p.parallel.output_stage();
+  CHECK(stage_memory(eager, last).activations - stage_memory(p, last).activations == doctest::Approx(ws));
+  CHECK(stage_memory(eager, 0).activations == doctest::Approx(stage_memory(p, 0).activations));
+  CHECK(estimate(eager).time.step_s == doctest::Approx(estimate(p).time.step_s));  // memory only
+}
+
 TEST_CASE("selective-op recomputes every second matmul but the last, and the forward's memory-bound ops") {
   Plan p = test::korthikanti_175b();
   p.model = test::profiles().model("llama3-8b", "t");

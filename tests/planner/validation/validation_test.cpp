@@ -746,8 +746,59 @@ TEST_CASE("validation: strict schema errors name the JSON path") {
   CHECK(fails_with(nlohmann::json::array({base_row(), base_row()}), "/1/id: duplicate run id 'r1'"));
   CHECK(fails_with(nlohmann::json::object(), "expected a JSON array"));
   row = base_row();
+  row["measured"]["other"] = {{"peak_memory_GiB", -3}};
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/other/peak_memory_GiB: expected a number"));
+  row["measured"]["other"] = {{"peak_memory_GiB", "77"}};
+  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/other/peak_memory_GiB: expected a number"));
+  row = base_row();
   row.erase("arch");
   CHECK(fails_with(nlohmann::json::array({row}), "/0/arch: missing required key"));
+}
+
+// torchtitan prints its peak in GiB (the caching allocator's max reserved bytes); the rows keep it as printed in
+// measured.other.peak_memory_GiB, and validate compares in bytes (2^30 per GiB), measured.memory_per_gpu_GB first.
+TEST_CASE("validation: the peak memory torchtitan prints, in GiB") {
+  nlohmann::json row = base_row();
+  row["measured"]["memory_per_gpu_GB"] = nullptr;
+  row["measured"]["other"] = {{"peak_memory_GiB", 77.0}, {"technique", "FSDP + torch.compile"}};
+  MappedRun r = map_one(row);
+  REQUIRE(r.measured_memory_bytes);
+  CHECK(*r.measured_memory_bytes == doctest::Approx(77.0 * 1073741824.0));
+  row["measured"]["memory_per_gpu_GB"] = 60.5;  // the schema's field wins
+  r = map_one(row);
+  CHECK(*r.measured_memory_bytes == doctest::Approx(60.5e9));
+  row["measured"]["memory_per_gpu_GB"] = nullptr;
+  row["measured"]["other"] = {{"technique", "FSDP"}};  // no peak printed
+  CHECK_FALSE(map_one(row).measured_memory_bytes);
+
+  const RatioSummary s = summarize_ratios({0.5, 1.0, 0.9});
+  CHECK(s.count == 3);
+  CHECK(s.min == doctest::Approx(0.5));
+  CHECK(s.max == doctest::Approx(1.0));
+  CHECK(s.mean == doctest::Approx(0.8));
+  CHECK(summarize_ratios({}).count == 0);
+}
+
+// torchtitan's 2024 loss_fn (train.py@9dec370): F.cross_entropy on pred.float(), not compiled; its 2025 benchmarks
+// compile the loss with the model, and the other stacks fuse it.
+TEST_CASE("validation: torchtitan's 2024 rows map to the eager cross entropy") {
+  std::string note;
+  CHECK_FALSE(map_fused_cross_entropy("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (torchtitan team, "
+                                      "Dec 2024; torch 1963fc8, torchao eab345c, torchtitan 9dec370)", &note));
+  CHECK(note.find("F.cross_entropy") != std::string::npos);
+  CHECK_FALSE(map_fused_cross_entropy("pytorch/torchtitan docs/performance.md 'Llama 3 performance numbers' (64 A100 "
+                                      "80GB, FSDP2), Apr 2024"));
+  CHECK(map_fused_cross_entropy("pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy on "
+                                "WhiteFiber, June 2025; torchtitan e7c0cae)"));
+  CHECK(map_fused_cross_entropy("pytorch/ao torchtitan-based float8/MX training e2e benchmark (Llama3-8B, single node, 8 GPUs)"));
+  CHECK(map_fused_cross_entropy("Korthikanti et al. 2022, Table 5"));
+  nlohmann::json row = base_row();
+  row["source"] = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (torchtitan team, Dec 2024)";
+  const MappedRun eager = map_one(row), fused = map_one(base_row());
+  REQUIRE(eager.plan);
+  REQUIRE(fused.plan);
+  CHECK_FALSE(eager.plan->training.fused_cross_entropy);
+  CHECK(fused.plan->training.fused_cross_entropy);
 }
 
 TEST_CASE("validation: summary statistics") {
