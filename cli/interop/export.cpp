@@ -273,6 +273,11 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   if (plan.training.precision == Precision::fp8 && to == Framework::torchtitan && plan.training.fp8_saved_inputs) {
     w.cannot("fp8 GEMM inputs kept in fp8 for the backward (torchao's float8 keeps them in 16 bits)");
   }
+  // Megatron-LM and NeMo compute the loss with the fused vocab-parallel cross entropy; PyTorch's F.cross_entropy on
+  // fp32 logits (torchtitan's loss_fn) is not an option there.
+  if (!plan.training.fused_cross_entropy && (to == Framework::megatron || to == Framework::nemo)) {
+    w.cannot("--eager-cross-entropy (Megatron's cross entropy is the fused vocab-parallel one)");
+  }
   Exported out;
   switch (to) {
     case Framework::megatron: out = to_megatron(plan, w); break;

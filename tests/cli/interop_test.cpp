@@ -201,6 +201,19 @@ TEST_CASE("export: the Zero Bubble schedules are not expressible; the config wri
   CHECK(t.err.find("torchtitan cannot express schedule zb-2p") != std::string::npos);
 }
 
+TEST_CASE("export: an eager cross entropy is torchtitan's loss, not expressible for Megatron-LM") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--eager-cross-entropy", "-o",
+                       plan}, {}, 60).exit_code == 0);
+  const auto m = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  REQUIRE(m.exit_code == 0);
+  CHECK(m.err.find("megatron cannot express --eager-cross-entropy") != std::string::npos);
+  const auto t = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.err.find("eager-cross-entropy") == std::string::npos);
+}
+
 TEST_CASE("export writes each framework's option names; what it cannot express is a comment and a warning") {
   ScratchDir dir;
   const std::string plan = (dir.path / "plan.json").string();
