@@ -977,6 +977,9 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   }
   sm.recompute_working_set = in.recompute_working_set_bytes;
   sm.zero3_buffers = zero3_buffer_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
+  const double root_params = (stage == 0 ? c.embedding_per_tp_rank(pc.tp) : 0.0) +
+                             (stage == pc.output_stage() ? d(c.final_norm) + output_weight_params(plan, c) : 0.0);
+  sm.zero3_buffers += zero3_root_gathered_bytes(plan, root_params);
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
   for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;

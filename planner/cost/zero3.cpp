@@ -55,6 +55,11 @@ double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   return gathered_param_bytes(plan) * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
+double zero3_root_gathered_bytes(const Plan& plan, double root_params) {
+  if (plan.parallel.step_zero_stage() < 3 || plan.parallel.zero3_gather_unit != Zero3GatherUnit::layer) return 0.0;
+  return gathered_param_bytes(plan) * root_params;
+}
+
 double zero3_prefetch_layer_s(std::span<const Zero3Step> per_layer) {
   const size_t n = per_layer.size();
   if (n == 0) return 0.0;

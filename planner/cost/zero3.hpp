@@ -48,6 +48,15 @@ double zero_unsharded_grad_bytes(const Plan& plan, double layer_params);
 // StageMemory::zero3_buffers: the gathered 16-bit parameters plus the unsharded gradient in the reduction's dtype.
 double zero3_buffer_bytes(const Plan& plan, double layer_params);
 
+// PyTorch FSDP (the layer unit) keeps its root module's parameters, those outside the wrapped blocks (the embedding,
+// final norm and output layer of the stage: `root_params`), gathered from their forward until their post-backward,
+// so they are gathered at the step's peak, the start of the backward: FSDP1's _post_forward_reshard frees no root
+// FlatParameter (free_unsharded_flat_param = not state._is_root and ...), and FSDP2's root FSDPState sets its param
+// group's post_forward_mesh_info to None in _lazy_init ("the parameters would be freed and all-gathered
+// immediately"). 0 for the linear unit (DeepSpeed releases each submodule after use) and below ZeRO-3. Llama 3 8B
+// (untied, vocab 128256): 2 x 128256 x 4096 + 4096 parameters, 2.10 GB in bf16. Part of StageMemory::zero3_buffers.
+double zero3_root_gathered_bytes(const Plan& plan, double root_params);
+
 // One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
 // parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
 struct Zero3Step {

@@ -91,6 +91,29 @@ TEST_CASE("zero3 gathered parameters: two layers, or the largest consecutive pai
   CHECK(ls[2] == doctest::Approx(2.0 * ls[3]));  // gate + up against down
 }
 
+// PyTorch FSDP (the layer unit) leaves its root module's parameters (embedding, final norm, output layer) gathered
+// from the forward to their post-backward (FSDP1 _post_forward_reshard, FSDP2 _lazy_init): Llama 3 8B, untied,
+// 2 x 128256 x 4096 + 4096 parameters = 2,101,354,496 bytes in bf16 on its one stage; DeepSpeed's linear unit none.
+TEST_CASE("zero3 root module: PyTorch FSDP keeps the embedding and output layer gathered through the backward") {
+  Plan p = test::korthikanti_175b_sharded_dp(3, 4);  // tp 8, dp 8, pp 1
+  p.model = test::profiles().model("llama3-8b", "test");
+  p.model.seq_len = p.training.seq_len;
+  REQUIRE_FALSE(p.model.tied_embeddings);
+  REQUIRE(validate(p).ok());
+  const PlanParamCounts counts = plan_param_counts(p);
+  const double layer = std::max(counts.layer_params, counts.dense_layer_params);
+  const double root = 2.0 * 128256 * 4096 + 4096;  // the tp 8 shard: vocab-parallel embedding and output, whole norm
+  CHECK(zero3_root_gathered_bytes(p, root) == doctest::Approx(2'101'354'496.0));
+  const double shard = 2.0 * 128256 * 4096 / 8 + 4096;
+  CHECK(stage_memory(p, 0).zero3_buffers == doctest::Approx(zero3_buffer_bytes(p, layer) + 2.0 * shard));
+  p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+  CHECK(zero3_root_gathered_bytes(p, root) == 0.0);
+  CHECK(stage_memory(p, 0).zero3_buffers == doctest::Approx(zero3_buffer_bytes(p, layer)));
+  p.parallel.zero3_gather_unit = Zero3GatherUnit::layer;
+  p.parallel.zero_stage = 2;
+  CHECK(zero3_root_gathered_bytes(p, root) == 0.0);
+}
+
 // ZeRO-2 keeps a 1/(dp cp) shard of the accumulated gradient (Rajbhandari et al. 2020 Fig. 1: 2 + 14/64 bytes per
 // parameter on 64 GPUs, model_states_test), but each unit's backward writes the unit's whole gradient before its
 // reduce-scatter leaves, so the gradients held are the shard plus one layer's unsharded gradient in the reduction's
@@ -115,7 +138,9 @@ TEST_CASE("ZeRO-2 gradients: the shard plus one layer's unsharded gradient") {
   p.parallel.zero_stage = 3;
   const StageMemory z3 = stage_memory(p, 0);
   CHECK(z3.grads == doctest::Approx(shard));
-  CHECK(z3.zero3_buffers == doctest::Approx(2.0 * 2.0 * layer + 4.0 * layer));
+  // + the root module's gathered parameters (GPT-3's tied embedding and positions, and its final norm; pp 1)
+  const double root = in.params.counts.embedding_per_tp_rank(8) + static_cast<double>(in.params.counts.final_norm);
+  CHECK(z3.zero3_buffers == doctest::Approx(2.0 * 2.0 * layer + 4.0 * layer + 2.0 * root));
   // With DeepSpeed's per-linear unit the unsharded gradient is the largest linear's (MLP up, 4/12 of the layer).
   p.parallel.zero_stage = 2;
   p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
