@@ -1,6 +1,11 @@
 // Tests for planner/activations: each mode pinned to Korthikanti et al. 2022 Table 2 (GPT-3 175B shapes).
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "planner/cost/activations.hpp"
 #include "planner/test_plans.hpp"
 
@@ -84,6 +89,32 @@ TEST_CASE("eager cross entropy: its backward holds two more fp32 tokens x vocab 
   x.tp = 8;  // vocab-parallel: each rank holds its vocab shard
   x.cp = 2;  // context parallel: each rank holds its tokens
   CHECK(loss_backward_working_set_bytes(m, x) == doctest::Approx(16'810'770'432.0 / 16));
+}
+
+// The same, measured: bench/gpu/loss_memory.py on an H100 (bench/gpu/results/h100-2026-11-26/loss_memory.json) ran
+// torchtitan's eager loss (bf16 logits, .float(), F.cross_entropy) and recorded what the forward keeps (the fp32
+// log-probabilities, 4 bytes per token and vocabulary entry) and the backward's peak above the inputs: the peak less what
+// was kept is the working set modelled here, at each measured token count.
+TEST_CASE("eager cross entropy: the modelled backward working set is the one measured on an H100") {
+  std::ifstream in(std::string(PARPLAN_SOURCE_DIR) + "/bench/gpu/results/h100-2026-11-26/loss_memory.json");
+  REQUIRE(in.good());
+  const nlohmann::json j = nlohmann::json::parse(in);
+  int checked = 0;
+  for (const auto& p : j["points"]) {
+    if (p["compiled"].get<bool>()) continue;  // torchtitan's 2024 loss ran uncompiled
+    ModelSpec m = test::profiles().model("llama3-8b", "test");
+    m.vocab = p["vocab"].get<int64_t>();
+    ActivationShape x = shape(1, false, Recompute::selective_op);
+    x.seq = p["tokens"].get<int64_t>();
+    x.micro_batch = 1;
+    x.fused_cross_entropy = false;
+    const double measured = p["backward_peak_bytes"].get<double>() - p["kept_bytes"].get<double>();
+    CAPTURE(x.seq);
+    CHECK(loss_backward_working_set_bytes(m, x) == doctest::Approx(measured).epsilon(0.01));
+    CHECK(p["kept_bytes"].get<double>() == doctest::Approx(4.0 * static_cast<double>(x.seq) * m.vocab).epsilon(0.01));
+    ++checked;
+  }
+  CHECK(checked == 4);
 }
 
 TEST_CASE("selective-op keeps the layer input, every other matmul's output and attention's, as measured on an H200") {
