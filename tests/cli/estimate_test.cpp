@@ -197,6 +197,19 @@ static std::pair<nlohmann::json, nlohmann::json> korthikanti_json_with(const cha
   return {nlohmann::json::parse(a.out), nlohmann::json::parse(b.out)};
 }
 
+// The plan an estimate --json wrote (`j["plan"]`), written to a file and estimated again: its --json output.
+static nlohmann::json estimate_plan_again(const nlohmann::json& j, const char* file) {
+  const std::string plan = temp_path(file);
+  std::FILE* f = std::fopen(plan.c_str(), "w");
+  REQUIRE(f);
+  std::fputs(j["plan"].dump().c_str(), f);
+  std::fclose(f);
+  const auto c = run_parplan({"estimate", "--plan", plan, "--json"});
+  std::filesystem::remove(plan);
+  REQUIRE(c.exit_code == 0);
+  return nlohmann::json::parse(c.out);
+}
+
 TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorded in the plan, read back from it") {
   const auto [ja, jb] = korthikanti_json_with("--no-fused-grad-accumulation");
   CHECK(ja["plan"]["training"]["fused_grad_accumulation"] == true);
@@ -204,16 +217,8 @@ TEST_CASE("--no-fused-grad-accumulation: a separate pass per microbatch, recorde
   CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
   CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() == doctest::Approx(ja["time"]["seconds"]["tp_comm"].get<double>()));
   // The written plan carries the field: estimating it again gives the same step time.
-  const std::string plan = temp_path("unfused_plan.json");
-  std::FILE* f = std::fopen(plan.c_str(), "w");
-  REQUIRE(f);
-  std::fputs(jb["plan"].dump().c_str(), f);
-  std::fclose(f);
-  const auto c = run_parplan({"estimate", "--plan", plan, "--json"});
-  REQUIRE(c.exit_code == 0);
-  CHECK(nlohmann::json::parse(c.out)["time"]["step_s"].get<double>() ==
+  CHECK(estimate_plan_again(jb, "unfused_plan.json")["time"]["step_s"].get<double>() ==
         doctest::Approx(jb["time"]["step_s"].get<double>()));
-  std::filesystem::remove(plan);
 }
 
 TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last stage, recorded in the plan, read back") {
@@ -226,15 +231,7 @@ TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last st
   };
   // 2 x 4 bytes x 2048 tokens x 51200 / tp 8 (activations.hpp loss_backward_working_set_bytes)
   CHECK(last(jb) - last(ja) == doctest::Approx(2.0 * 4 * 2048 * 51200 / 8));
-  const std::string plan = temp_path("eager_ce_plan.json");
-  std::FILE* f = std::fopen(plan.c_str(), "w");
-  REQUIRE(f);
-  std::fputs(jb["plan"].dump().c_str(), f);
-  std::fclose(f);
-  const auto c = run_parplan({"estimate", "--plan", plan, "--json"});
-  REQUIRE(c.exit_code == 0);
-  CHECK(last(nlohmann::json::parse(c.out)) == doctest::Approx(last(jb)));
-  std::filesystem::remove(plan);
+  CHECK(last(estimate_plan_again(jb, "eager_ce_plan.json")) == doctest::Approx(last(jb)));
 }
 
 TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
