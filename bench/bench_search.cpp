@@ -139,10 +139,16 @@ int main(int argc, char** argv) {
   const double e1t1 = run_binary(exe, {"suggest", "--model", "megatron-1t", "--gpus", "16384", "--threads", "1"}, 11);
   const double e1t2 = run_binary(exe, {"suggest", "--model", "megatron-1t", "--gpus", "16384", "--threads", "2"}, 11);
   const double e1tx = run_binary(exe, {"suggest", "--model", "megatron-1t", "--gpus", "16384", "--explain"}, 5);
+  // ZB-V is searched only when listed: its order is an event-driven list schedule over every op (pipeline.hpp).
+  const double e175v = run_binary(exe, {"suggest", "--params", "175e9", "--gpus", "64", "--schedule", "1f1b,zb-v"}, 11);
+  const double e1tv =
+      run_binary(exe, {"suggest", "--model", "megatron-1t", "--gpus", "16384", "--schedule", "1f1b,zb-v", "--threads", "1"}, 3);
   std::printf("   suggest --params 175e9 --gpus 64              %.4f s\n", e175);
   std::printf("   suggest --params 175e9 --gpus 64 --json       %.4f s\n", e175j);
   std::printf("   suggest --model megatron-1t --gpus 16384 -t1  %.4f s\n", e1t1);
   std::printf("   suggest --model megatron-1t --gpus 16384 -t2  %.4f s\n", e1t2);
   std::printf("   suggest --model megatron-1t --gpus 16384 --explain  %.4f s\n", e1tx);
+  std::printf("   suggest --params 175e9 --gpus 64 --schedule 1f1b,zb-v  %.4f s\n", e175v);
+  std::printf("   suggest --model megatron-1t --gpus 16384 --schedule 1f1b,zb-v -t1  %.4f s\n", e1tv);
   return e175 < 0 || e1t1 < 0 ? 1 : 0;
 }
