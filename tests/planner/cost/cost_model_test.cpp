@@ -591,12 +591,18 @@ TEST_CASE("eager cross entropy: the loss's backward working set once, on the out
   CHECK(estimate(eager).time.step_s == doctest::Approx(estimate(p).time.step_s));  // memory only
 }
 
-TEST_CASE("selective-op recomputes every second matmul but the last, and the forward's memory-bound ops") {
+// Llama 3 8B on an H200 without tensor parallelism (the Korthikanti plan's other settings): the recompute tests' plan.
+static Plan llama3_8b_h200_tp1() {
   Plan p = test::korthikanti_175b();
   p.model = test::profiles().model("llama3-8b", "t");
   p.gpu = test::profiles().gpu("h200", "t");
   p.parallel.tp = 1;
   p.parallel.sequence_parallel = false;
+  return p;
+}
+
+TEST_CASE("selective-op recomputes every second matmul but the last, and the forward's memory-bound ops") {
+  Plan p = llama3_8b_h200_tp1();
   p.training.attention = AttentionKernel::flash2;
   p.parallel.recompute = Recompute::selective_op;
   const LayerCost lc = layer_cost(p);
@@ -611,11 +617,7 @@ TEST_CASE("selective-op recomputes every second matmul but the last, and the for
 }
 
 TEST_CASE("recompute modules on a dense layer: mlp reruns the MLP's GEMMs, activation and fused norm; default = core_attn") {
-  Plan p = test::korthikanti_175b();
-  p.model = test::profiles().model("llama3-8b", "t");
-  p.gpu = test::profiles().gpu("h200", "t");
-  p.parallel.tp = 1;
-  p.parallel.sequence_parallel = false;
+  Plan p = llama3_8b_h200_tp1();
   p.parallel.recompute = Recompute::selective;
   const LayerCost core = layer_cost(p);
   Plan q = p;
