@@ -138,6 +138,21 @@ class Lowerer {
   // C[m,n] = A[m,k] op(B): A and C in scratch, B in the weights (or ZeRO-3 gather buffer) when it fits.
   void gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t batch, DType dt, bool b_transposed,
             bool accumulate = false, bool weight_operand = true) {
+    gemm_op(label, term, m, n, k, batch, dt, b_transposed, accumulate, weight_operand,
+            gemm_time_s(plan_.gpu, dt, m, n, k, batch));
+  }
+
+  // A MoE layer's local experts' GEMM: one op of `groups` products (run batched), predicted as the cost model's grouped
+  // kernel (grouped_gemm_time_s).
+  void expert_gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t groups, bool b_transposed,
+                   bool weight_operand = true) {
+    gemm_op(label, term, m, n, k, groups, gd_, b_transposed, false, weight_operand,
+            grouped_gemm_time_s(plan_.gpu, gd_, m, n, k, groups));
+  }
+
+  // The GEMM op gemm() and expert_gemm() issue, predicted to take `predicted_s`.
+  void gemm_op(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t batch, DType dt, bool b_transposed,
+               bool accumulate, bool weight_operand, double predicted_s) {
     Op op;
     op.kind = OpKind::gemm;
     op.term = term;
@@ -148,16 +163,8 @@ class Lowerer {
     const int b_home = zero3_ >= 0 ? zero3_ : weights_;
     op.b_slot = weight_operand && prog_.slots[b_home].bytes >= op.gemm.b_bytes() ? b_home : scratch_;
     need_scratch(op.gemm.a_bytes() + op.gemm.c_bytes() + (op.b_slot == scratch_ ? op.gemm.b_bytes() : 0));
-    op.predicted_s = gemm_time_s(plan_.gpu, dt, m, n, k, batch);
+    op.predicted_s = predicted_s;
     push(op);
-  }
-
-  // A MoE layer's local experts' GEMM: one op of `groups` products (run batched), predicted as the cost model's grouped
-  // kernel (grouped_gemm_time_s).
-  void expert_gemm(const char* label, Term term, int64_t m, int64_t n, int64_t k, int64_t groups, bool b_transposed,
-                   bool weight_operand = true) {
-    gemm(label, term, m, n, k, groups, gd_, b_transposed, false, weight_operand);
-    prog_.ops.back().predicted_s = grouped_gemm_time_s(plan_.gpu, gd_, m, n, k, groups);
   }
 
   // A memory-bound op moving `traffic` bytes (read + write) through `slot`.

@@ -9,7 +9,12 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t batch) {
+namespace {
+// Tile and wave quantization of an m x n output (per batch entry): the fraction of peak they leave and the waves.
+struct Waves {
+  double efficiency = 1, count = 1;
+};
+Waves tile_waves(const GemmEfficiency& e, int64_t m, int64_t n, int64_t batch) {
   const int64_t tm = ceil_div(m, e.tile_m), tn = ceil_div(n, e.tile_n);
   const double tile_eff = static_cast<double>(m) * static_cast<double>(n) /
                           (static_cast<double>(tm * e.tile_m) * static_cast<double>(tn * e.tile_n));
@@ -19,29 +24,27 @@ double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t ba
   const double sms = static_cast<double>(e.sm_count);
   const double waves = std::ceil(tiles / sms);
   const double wave_eff = tiles / (waves * sms);
-  return tile_eff * wave_eff;
+  return {tile_eff * wave_eff, waves};
 }
 
-namespace {
 // The batched model's time with `per_wave_s` added to every wave of tiles.
 double tiled_gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch, double per_wave_s) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
                        static_cast<double>(batch);
   const double fraction = gpu.gemm.peak_fraction * (d == DType::fp8 ? gpu.gemm.fp8_efficiency : 1.0);
-  const double rate = gpu.peak(d) * fraction * wave_efficiency(gpu.gemm, m, n, batch);
-  double compute = flops / rate;
-  if (per_wave_s > 0) {
-    const double tiles = static_cast<double>(ceil_div(m, gpu.gemm.tile_m)) *
-                         static_cast<double>(ceil_div(n, gpu.gemm.tile_n)) * static_cast<double>(batch);
-    compute += std::ceil(tiles / static_cast<double>(gpu.gemm.sm_count)) * per_wave_s;
-  }
+  const Waves w = tile_waves(gpu.gemm, m, n, batch);
+  const double compute = flops / (gpu.peak(d) * fraction * w.efficiency) + w.count * per_wave_s;
   const double bytes = static_cast<double>(dtype_bytes(d)) *
                        (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
                        static_cast<double>(batch);
   return std::max(compute, memory_bound_time_s(gpu, bytes)) + gpu.gemm.kernel_overhead_s;
 }
 }  // namespace
+
+double wave_efficiency(const GemmEfficiency& e, int64_t m, int64_t n, int64_t batch) {
+  return tile_waves(e, m, n, batch).efficiency;
+}
 
 double gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, int64_t k, int64_t batch) {
   return tiled_gemm_time_s(gpu, d, m, n, k, batch, 0.0);

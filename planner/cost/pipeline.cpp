@@ -375,9 +375,7 @@ struct ZbVList {
     return true;
   }
 };
-}  // namespace
 
-namespace {
 ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record) {
   const auto p = static_cast<int64_t>(stages.size());
   ZbVList s(p, m, stages, record);
