@@ -399,6 +399,27 @@ RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& 
   return h;
 }
 
+// torchtitan's pipeline defaults, for its rows that leave them unstated (search only; strict skips them): an unset
+// experimental.pipeline_parallel_microbatches runs pp microbatches per step (torchtitan
+// parallelisms/pipelining_utils.py build_pipeline_schedule: n_microbatches = the pp degree), so the micro-batch is
+// the local batch over pp; multi-stage schedules (Interleaved 1F1B) put 2 stages on each rank (generate_split_points,
+// num_stages_per_rank = 2). The rows' notes name both defaults.
+void torchtitan_pipeline_defaults(MappedRun& r, const Gaps& gaps, std::string_view lower_notes,
+                                  const std::optional<int64_t>& pp, const std::optional<int64_t>& dp,
+                                  const std::optional<int64_t>& gbs, std::optional<int64_t>& mb,
+                                  std::optional<int64_t>& vpp) {
+  if (!has(r.source, "torchtitan") || !gaps.search() || !pp || *pp < 2) return;
+  if (!mb && dp && gbs && *gbs % (*dp * *pp) == 0) {
+    mb = *gbs / (*dp * *pp);
+    r.assumed.push_back(fmt::format("parallel.micro_batch = {} (torchtitan's default: pp = {} microbatches per step)",
+                                    *mb, *pp));
+  }
+  if (!vpp && has(lower_notes, "interleaved 1f1b")) {
+    vpp = 2;
+    r.assumed.push_back("parallel.vpp_chunks_per_stage = 2 (torchtitan's default for Interleaved 1F1B)");
+  }
+}
+
 // What a row's parallel object states: the parallel configuration, its global batch, FSDP, SP (when stated) and
 // the parallel notes.
 struct RowParallel {
@@ -415,12 +436,14 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), dp = p.integer("dp", 1, kMaxCount),
              cp = p.integer("cp", 1, kMaxCount), ep = p.integer("ep", 1, kMaxCount),
              vpp = p.integer("vpp_chunks_per_stage", 1, 1024), zero = p.integer("zero_stage", 0, 3),
-             mb = p.integer("micro_batch", 1, kMaxCount), gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
+             gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
+  std::optional<int64_t> mb = p.integer("micro_batch", 1, kMaxCount), vpp_or_default = vpp;
   p.integer("grad_accum", 1, kMaxCount);
   out.sequence_parallel = p.boolean("sequence_parallel");
   const std::optional<bool> fsdp = out.fsdp = p.boolean("fsdp");
   out.global_batch = gbs;
   out.notes = p.text("parallel_notes");
+  torchtitan_pipeline_defaults(r, gaps, ascii_lower(out.notes), pp, dp, gbs, mb, vpp_or_default);
   if (!tp) gaps.missing("parallel.tp");
   if (!pp) gaps.missing("parallel.pp");
   if (!dp) gaps.missing("parallel.dp");
@@ -432,7 +455,7 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   pc.dp = dp.value_or(1);
   pc.cp = cp.value_or(1);
   pc.ep = ep.value_or(1);
-  pc.vpp = vpp.value_or(1);
+  pc.vpp = vpp_or_default.value_or(1);
   pc.schedule = pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   pc.micro_batch = mb.value_or(1);
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
@@ -533,6 +556,31 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   return tr;
 }
 
+// torchtitan's pipeline split (parallelisms/pipelining_utils.py generate_split_points, as its 2024 benchmarks ran):
+// p v virtual stages (v = 2 per rank for multi-stage schedules) of L layers get b = L / (p v) layers each, and the
+// e = L mod (p v) left over go one each to the middle stages from the second on; the last stage takes what remains
+// (126 layers, 8 x 2 stages: 7, 8 x 14, 7). Rank s runs virtual stages s, s + p, ... (looped placement). Empty when
+// a stage would get no layer.
+std::vector<std::vector<int64_t>> torchtitan_split(int64_t layers, int64_t p, int64_t v) {
+  const int64_t stages = p * v;
+  if (stages < 1 || layers < stages) return {};
+  const int64_t base = layers / stages;
+  int64_t extra = layers % stages, placed = 0;
+  std::vector<int64_t> sizes;
+  for (int64_t i = 0; i + 1 < stages; ++i) {
+    const int64_t n = i > 0 && extra > 0 ? base + 1 : base;
+    if (i > 0 && extra > 0) --extra;
+    sizes.push_back(n);
+    placed += n;
+  }
+  sizes.push_back(layers - placed);
+  std::vector<std::vector<int64_t>> layout(static_cast<size_t>(p), std::vector<int64_t>(static_cast<size_t>(v)));
+  for (int64_t c = 0; c < v; ++c) {
+    for (int64_t s = 0; s < p; ++s) layout[static_cast<size_t>(s)][static_cast<size_t>(c)] = sizes[static_cast<size_t>(c * p + s)];
+  }
+  return layout;
+}
+
 // The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
@@ -589,6 +637,13 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
     } catch (const InputError& e) {
       r.skip_reasons.push_back(e.what());
     }
+  }
+  if (has(r.source, "torchtitan") && p > 1) {
+    pc.stage_layout = torchtitan_split(layers, p, pc.chunks_per_stage());
+    if (!pc.stage_layout.empty()) {
+      r.notes.push_back(fmt::format("stage layers {}: torchtitan's split points", format_stage_layout(pc.stage_layout)));
+    }
+    return;
   }
   // Megatron-Core interleaves layers that do not split into pp x vpp chunks by counting the embedding and the loss
   // as layers (--account-for-{embedding,loss}-in-pipeline-split, as its MoE recipes set; "96 incl. embedding and

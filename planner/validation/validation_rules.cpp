@@ -407,9 +407,12 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
   }
   // Megatron-Core MoE recipes name their token dispatcher ("dispatcher DeepEP", "dispatcher A2A") and the 1F1B
   // all-to-all overlap ("1F1B EP A2A overlap"): planner/cost/expert_comm.hpp.
-  if (pc.ep > 1 && has(pn, "dispatcher deepep")) {
+  if (pc.ep > 1 && has(pn, "deepep")) {
     pc.moe_dispatcher = MoeDispatcher::deepep;
     say("MoE tokens: DeepEP's dispatch and combine (stated)");
+  } else if (pc.ep > 1 && has(pn, "hybridep")) {
+    pc.moe_dispatcher = MoeDispatcher::deepep;
+    say("MoE tokens: HybridEP, priced as DeepEP's dispatch and combine (stated)");
   }
   if (pc.ep > 1 && has(pn, "a2a overlap")) {
     pc.overlap_ep_comm = true;

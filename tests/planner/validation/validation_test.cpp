@@ -456,6 +456,20 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   REQUIRE(r.scored());
   CHECK(r.plan->parallel.moe_dispatcher == MoeDispatcher::deepep);
   CHECK(r.plan->parallel.overlap_ep_comm);
+  // The recipes' own wording: "DeepEP" and NVIDIA's HybridEP (its hierarchical dispatch, one copy per node over the
+  // NIC) are the deepep dispatcher; "alltoall dispatcher" and "dispatcher A2A (NCCL all-to-all)" NCCL's all-to-all.
+  for (const char* notes : {"ETP=1; DeepEP; EP A2A overlap; MTP 1", "ETP=1; HybridEP; TE CUDA graphs attn"}) {
+    row["parallel"]["parallel_notes"] = notes;
+    r = map_one(row);
+    REQUIRE(r.scored());
+    CHECK_MESSAGE(r.plan->parallel.moe_dispatcher == MoeDispatcher::deepep, notes);
+  }
+  for (const char* notes : {"ETP=1; alltoall dispatcher; forced load balancing", "dispatcher A2A (NCCL all-to-all)"}) {
+    row["parallel"]["parallel_notes"] = notes;
+    r = map_one(row);
+    REQUIRE(r.scored());
+    CHECK_MESSAGE(r.plan->parallel.moe_dispatcher == MoeDispatcher::alltoall, notes);
+  }
 
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
   r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
@@ -610,6 +624,50 @@ TEST_CASE("validation: --unstated strict skips what a row does not state, search
   nlohmann::json other = row;
   other["arch"]["arch_notes"] = "Mixtral-like";
   CHECK(has_reason(map_one_with(other, Unstated::search), "arch.vocab not stated"));
+}
+
+// torchtitan's pipeline defaults (validation.cpp torchtitan_pipeline_defaults, torchtitan_split): pp microbatches
+// per step, 2 stages per rank for Interleaved 1F1B, and its split points (126 layers over 16 stages: 7, 8 x 14, 7).
+TEST_CASE("validation: torchtitan rows take torchtitan's pipeline defaults where they leave them unstated") {
+  nlohmann::json row = base_row();
+  row["source"] = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (torchtitan team, Dec 2024)";
+  row["arch"]["layers"] = 126;
+  row["hardware"]["num_gpus"] = 512;
+  row["parallel"].update({{"tp", 8}, {"pp", 8}, {"dp", 8}, {"micro_batch", nullptr}, {"vpp_chunks_per_stage", nullptr},
+                          {"global_batch_seqs", 256}, {"grad_accum", nullptr},
+                          {"parallel_notes", "TP 8 within node; PP schedule: Interleaved 1F1B; micro-batch not stated"}});
+  CHECK(has_reason(map_one_with(row, Unstated::strict), "parallel.micro_batch not stated"));
+  MappedRun r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.micro_batch == 4);  // 256 / dp 8 / pp 8
+  CHECK(r.plan->parallel.num_microbatches == 8);
+  CHECK(r.plan->parallel.schedule == Schedule::interleaved);
+  CHECK(r.plan->parallel.vpp == 2);
+  CHECK(assumed(r, "parallel.micro_batch = 4 (torchtitan's default"));
+  CHECK(assumed(r, "parallel.vpp_chunks_per_stage = 2 (torchtitan's default"));
+  const std::vector<std::vector<int64_t>> looped = {{7, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 7}};
+  CHECK(r.plan->parallel.stage_layout == looped);
+
+  row["parallel"]["parallel_notes"] = "PP schedule: 1F1B";
+  r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.schedule == Schedule::one_f_one_b);
+  const std::vector<std::vector<int64_t>> single = {{15}, {16}, {16}, {16}, {16}, {16}, {16}, {15}};
+  CHECK(r.plan->parallel.stage_layout == single);
+  row["parallel"]["micro_batch"] = 2;  // a stated micro-batch stays
+  r = map_one_with(row, Unstated::search);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.micro_batch == 2);
+  CHECK_FALSE(assumed(r, "torchtitan"));
+
+  // Other stacks' rows: the micro-batch is searched, never torchtitan's default.
+  row["source"] = "Korthikanti et al. 2022";
+  row["arch"]["layers"] = 128;
+  row["parallel"]["micro_batch"] = nullptr;
+  r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK_FALSE(assumed(r, "torchtitan"));
+  CHECK(r.plan->parallel.stage_layout.empty());
 }
 
 TEST_CASE("validation: search takes an unstated vocabulary from the model profile of the row's shape") {
