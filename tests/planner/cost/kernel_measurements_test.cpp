@@ -58,6 +58,20 @@ TEST_CASE("H100 and H200 attention fractions are the measured SDPA backends' med
   }
 }
 
+// Blackwell: no kernel measured there; the profiles take the cuDNN fused attention's fractions of peak measured on
+// Hopper (the same kernel family), not the unmeasured default they had.
+TEST_CASE("Blackwell profiles take the cuDNN attention fractions measured on Hopper") {
+  const nlohmann::json k = h200_kernels();
+  const double hopper_peak = test::profiles().gpu("h200", "t").peak(DType::bf16);
+  for (const char* name : {"b200", "b300", "gb200", "gb300"}) {
+    const GpuSpec g = test::profiles().gpu(name, "t");
+    CHECK(g.gemm.attention_efficiency(AttentionKernel::flash, false) ==
+          doctest::Approx(attention_median(k, "cudnn", "fwd_tflops", hopper_peak)).epsilon(0.005));
+    CHECK(g.gemm.attention_efficiency(AttentionKernel::flash, true) ==
+          doctest::Approx(attention_median(k, "cudnn", "bwd_tflops", hopper_peak)).epsilon(0.005));
+  }
+}
+
 TEST_CASE("H100 and H200 fp8_efficiency is the measured tensorwise fp8 over bf16 median") {
   const nlohmann::json k = h200_kernels();
   std::vector<double> ratio;
