@@ -58,9 +58,10 @@ TEST_CASE("H100 and H200 attention fractions are the measured SDPA backends' med
   }
 }
 
-// Blackwell: no kernel measured there; the profiles take the cuDNN fused attention's fractions of peak measured on
-// Hopper (the same kernel family), not the unmeasured default they had.
-TEST_CASE("Blackwell profiles take the cuDNN attention fractions measured on Hopper") {
+// Blackwell: no kernel measured there; the profiles take the kernel fields measured on Hopper (the cuDNN fused
+// attention's fractions of peak, fp8 over bf16 efficiency, the grouped GEMM's per-wave time), not the unmeasured
+// defaults they had (0.4, 1.0, 0).
+TEST_CASE("Blackwell profiles take the kernel fields measured on Hopper") {
   const nlohmann::json k = h200_kernels();
   const double hopper_peak = test::profiles().gpu("h200", "t").peak(DType::bf16);
   for (const char* name : {"b200", "b300", "gb200", "gb300"}) {
@@ -69,6 +70,10 @@ TEST_CASE("Blackwell profiles take the cuDNN attention fractions measured on Hop
           doctest::Approx(attention_median(k, "cudnn", "fwd_tflops", hopper_peak)).epsilon(0.005));
     CHECK(g.gemm.attention_efficiency(AttentionKernel::flash, true) ==
           doctest::Approx(attention_median(k, "cudnn", "bwd_tflops", hopper_peak)).epsilon(0.005));
+    // And the other two kernel fields measured on Hopper (checked against their measurements in this file).
+    const GpuSpec hopper = test::profiles().gpu("h200", "t");
+    CHECK(g.gemm.fp8_efficiency == hopper.gemm.fp8_efficiency);
+    CHECK(g.gemm.grouped_tile_overhead_s == hopper.gemm.grouped_tile_overhead_s);
   }
 }
 
