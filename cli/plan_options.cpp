@@ -160,6 +160,7 @@ void set_training(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
   tr.attention = enum_flag<AttentionKernel>(mo.attention, "--attention", "flash, flash2, unfused");
   tr.fused_grad_accumulation = !me.no_fused_grad_accumulation;
   tr.fused_cross_entropy = !me.eager_cross_entropy;
+  tr.compiled_elementwise = !me.eager_elementwise;
   tr.seq_len = plan.model.seq_len;
   if (me.bucket_mb) {
     // CLI::Range lets NaN through (every comparison is false); the cast below would be undefined.
@@ -351,6 +352,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--eager-cross-entropy", o.eager_cross_entropy,
                "The loss is PyTorch's F.cross_entropy on fp32 logits (torchtitan): its backward holds two more fp32 "
                "tokens x vocab tensors than a fused cross entropy");
+  app.add_flag("--eager-elementwise", o.eager_elementwise,
+               "The layers' norms, rotary embedding, SwiGLU and residual adds run uncompiled (PyTorch eager, "
+               "torchtitan without torch.compile): one kernel per tensor op, with fp32 upcasts");
   app.add_option("--bucket-mb", o.bucket_mb, "DP gradient bucket size in MB (default 40)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--first-stage-layers", o.first_stage_layers, "Layers on the first pipeline stage (uneven split)")->check(pos);
   app.add_option("--last-stage-layers", o.last_stage_layers, "Layers on the last pipeline stage (uneven split)")->check(pos);

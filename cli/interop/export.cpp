@@ -278,6 +278,11 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   if (!plan.training.fused_cross_entropy && (to == Framework::megatron || to == Framework::nemo)) {
     w.cannot("--eager-cross-entropy (Megatron's cross entropy is the fused vocab-parallel one)");
   }
+  // Megatron-LM and NeMo run the norms, rotary embedding, SwiGLU and residual adds as fused kernels (Transformer
+  // Engine, Megatron's fused kernels); uncompiled PyTorch element-wise ops are not an option there.
+  if (!plan.training.compiled_elementwise && (to == Framework::megatron || to == Framework::nemo)) {
+    w.cannot("--eager-elementwise (Megatron's norms, rotary embedding and activation are fused kernels)");
+  }
   Exported out;
   switch (to) {
     case Framework::megatron: out = to_megatron(plan, w); break;

@@ -6,6 +6,7 @@
 
 #include "planner/cost/activations.hpp"
 #include "planner/cost/collectives.hpp"
+#include "planner/cost/eager_elementwise.hpp"
 #include "planner/cost/expert_comm.hpp"
 #include "planner/cost/fp8.hpp"
 #include "planner/spec/config.hpp"
@@ -102,6 +103,8 @@ double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, 
 // its backward reads what the forward saved plus the incoming gradient and writes the input gradient. So LayerNorm,
 // GeLU and softmax move 1.5x their forward bytes in backward (read x or y, read dy, write dx), SwiGLU 5/3x, while
 // dropout (read dy and mask, write dx), rotary and the residual adds (the gradient accumulation add) move the same.
+// Uncompiled (TrainingSpec::compiled_elementwise false): RMSNorm, rotary, SwiGLU and dropout + residual add as eager
+// PyTorch runs them, kernel by kernel (eager_elementwise.hpp), with the launches they add.
 LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   const ModelSpec& m = plan.model;
   const ParallelConfig& pc = plan.parallel;
@@ -111,13 +114,27 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   const double h = d(m.hidden), f = d(m.ffn_hidden) / d(pc.tp);
   // MoE: the routed experts' copies at the most-loaded rank's load (expert_comm.hpp moe_rank_load).
   const double routed = m.mlp_copies_per_token(moe_rank_load(m, pc.ep));
+  const bool eager = !plan.training.compiled_elementwise;
   LayerMemoryBytes b;
   auto add = [&b](double fwd, double bwd) {
     b.elementwise_forward += fwd;
     b.elementwise_backward += bwd;
   };
-  add(Tn * h * A * 2.0 * 2.0, Tn * h * A * 2.0 * 3.0);  // two norms: read+write; read x, dy + write dx
-  if (m.dropout) {
+  // `n` eager instances of `op`, each over `elements`, in place of `fused` fused ops.
+  auto add_eager = [&](const EagerOp& op, double elements, int n, int fused) {
+    add(n * elements * op.forward_bytes, n * elements * op.backward_bytes);
+    const EagerLaunches l = eager_extra_launches(op, n, fused);
+    b.eager_extra_forward_launches += l.forward;
+    b.eager_extra_backward_launches += l.backward;
+  };
+  if (eager && m.norm == NormType::rmsnorm) {
+    add_eager(eager_rmsnorm(A), Tn * h, 2, 2);
+  } else {
+    add(Tn * h * A * 2.0 * 2.0, Tn * h * A * 2.0 * 3.0);  // two norms: read+write; read x, dy + write dx
+  }
+  if (m.dropout && eager) {
+    add_eager(eager_dropout_add(A), Tn * h, 2, 2);
+  } else if (m.dropout) {
     // Two dropout + residual adds, fused into one kernel as in Megatron-LM's bias_dropout_add_fused_train: forward
     // reads x and the residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes dx, then
     // the residual-stream gradients are summed (2 reads + write).
@@ -125,18 +142,29 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
   } else {
     add(Tn * h * A * 2.0 * 3.0, Tn * h * A * 2.0 * 3.0);  // two residual adds: 2 reads + write, both ways
   }
-  if (m.ffn_type == FfnType::swiglu) {
+  if (m.ffn_type == FfnType::swiglu && eager) {
+    add_eager(eager_swiglu(A), T * f * routed, 1, 1);
+  } else if (m.ffn_type == FfnType::swiglu) {
     add(3.0 * T * f * A * routed, 5.0 * T * f * A * routed);
   } else {
     add(2.0 * T * f * A * routed, 3.0 * T * f * A * routed);
   }
   if (m.position == PositionEmbedding::rotary) {
     // Queries and keys (and, as Megatron's fused kernel passes them, values); MLA: the rotary parts only, the keys'
-    // one shared by all heads.
-    const double width = m.is_mla() ? d(m.heads * m.qk_rope_head_dim) / d(pc.tp) + d(m.qk_rope_head_dim)
-                                    : d(m.q_dim() + 2 * m.kv_dim()) / d(pc.tp);
-    const double qk = 2.0 * T * width * A;
-    add(qk, qk);
+    // one shared by all heads. Eager: queries and keys, one op each.
+    const double rope_q = m.is_mla() ? d(m.heads * m.qk_rope_head_dim) / d(pc.tp) : d(m.q_dim()) / d(pc.tp);
+    const double rope_k = m.is_mla() ? d(m.qk_rope_head_dim) : d(m.kv_dim()) / d(pc.tp);
+    if (eager) {
+      const EagerOp rope = eager_rotary(A);
+      add((rope_q + rope_k) * T * rope.forward_bytes, (rope_q + rope_k) * T * rope.backward_bytes);
+      const EagerLaunches l = eager_extra_launches(rope, 2, 1);
+      b.eager_extra_forward_launches += l.forward;
+      b.eager_extra_backward_launches += l.backward;
+    } else {
+      const double width = m.is_mla() ? rope_q + rope_k : d(m.q_dim() + 2 * m.kv_dim()) / d(pc.tp);
+      const double qk = 2.0 * T * width * A;
+      add(qk, qk);
+    }
   }
   const MoeRoutingBytes routing = moe_routing_bytes(plan);  // router, permute / unpermute
   b.moe_routing_forward = routing.forward;
@@ -405,7 +433,7 @@ PassTimes attention_core(const Plan& plan, const LayerDims& x) {
 }
 
 // The memory-bound ops (layer_memory_bound_bytes) at achieved HBM bandwidth plus their kernel launches; the backward
-// launches twice as many kernels.
+// launches twice as many kernels. Uncompiled element-wise ops add their own launches (eager_elementwise.hpp).
 PassTimes memory_bound_ops(const Plan& plan) {
   const GpuSpec& gpu = plan.gpu;
   const LayerMemoryBytes mb_bytes = layer_memory_bound_bytes(plan);
@@ -416,8 +444,10 @@ PassTimes memory_bound_ops(const Plan& plan) {
   // and a transpose per saved input and weight (fp8.hpp).
   const bool fp8 = plan.training.precision == Precision::fp8;
   const double cast_fwd = fp8 ? 8.0 * gpu.gemm.kernel_overhead_s : 0.0, cast_bwd = fp8 ? 12.0 * gpu.gemm.kernel_overhead_s : 0.0;
-  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches + cast_fwd;
-  const double mem_bwd = memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches + cast_bwd;
+  const double k = gpu.gemm.kernel_overhead_s;
+  const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches + cast_fwd + mb_bytes.eager_extra_forward_launches * k;
+  const double mem_bwd =
+      memory_bound_time_s(gpu, mb_bytes.backward()) + 2.0 * launches + cast_bwd + mb_bytes.eager_extra_backward_launches * k;
   return {mem, mem_bwd};
 }
 

@@ -264,6 +264,10 @@ struct LayerMemoryBytes {
   double fp8_cast_backward = 0;
   double moe_routing_forward = 0;  // MoE: router and token permutation (moe_routing_bytes), part of elementwise_*
   double moe_routing_backward = 0;
+  // Uncompiled element-wise ops (TrainingSpec::compiled_elementwise false): the kernel launches they add over the
+  // fused count, per pass (eager_elementwise.hpp).
+  double eager_extra_forward_launches = 0;
+  double eager_extra_backward_launches = 0;
   double forward() const { return elementwise_forward + scores_forward; }
   double backward() const { return elementwise_backward + scores_backward; }
 };

@@ -407,6 +407,10 @@ struct TrainingSpec {
   // vocab_parallel_cross_entropy). false = PyTorch's F.cross_entropy on the fp32 logits (log_softmax + nll_loss,
   // torchtitan's loss_fn): its backward holds two more fp32 [tokens, vocab] tensors, loss_backward_working_set_bytes().
   bool fused_cross_entropy = true;
+  // The transformer layer's element-wise ops run as fused kernels, one pass each (Megatron-Core / Transformer Engine,
+  // torch.compile). false = uncompiled PyTorch: each tensor op of the model code is its own kernel, with fp32 upcasts
+  // (torchtitan's Llama without torch.compile): eager_elementwise.hpp.
+  bool compiled_elementwise = true;
   int64_t dp_bucket_bytes = 40'000'000;  // gradient bucket size for overlapped DP reduction
 
   int64_t grad_bytes() const { return grad_fp32 ? 4 : 2; }  // bytes per gradient element

@@ -311,6 +311,7 @@ TrainingSpec training_from_json(JsonReader& r) {
   if (t.adam_moments == DType::tf32) r.fail("adam_moments_dtype", "tf32 is a compute mode, not a storage dtype (fp32, bf16, fp16, fp8)");
   t.fused_grad_accumulation = r.get_bool("fused_grad_accumulation", true);
   t.fused_cross_entropy = r.get_bool("fused_cross_entropy", true);
+  t.compiled_elementwise = r.get_bool("compiled_elementwise", true);
   t.dp_bucket_bytes = static_cast<int64_t>(r.get_double("dp_bucket_MB", 40.0, 0.001, 1e6) * 1e6);
   return t;
 }
@@ -467,6 +468,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"fp8_saved_inputs", t.fp8_saved_inputs},
           {"fused_grad_accumulation", t.fused_grad_accumulation},
           {"fused_cross_entropy", t.fused_cross_entropy},
+          {"compiled_elementwise", t.compiled_elementwise},
           {"dp_bucket_MB", shortest_units(t.dp_bucket_bytes, 1e6)}};
 }
 

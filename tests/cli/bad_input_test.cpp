@@ -257,6 +257,7 @@ TEST_CASE("bad input: plan documents") {
       {"plan_fp8_param_gather_bf16.json", "/parallel: fp8 parameter gather needs --precision fp8"},
       {"plan_fp8_saved_inputs_not_bool.json", "/training/fp8_saved_inputs: expected true or false"},
       {"plan_fused_cross_entropy_not_bool.json", "/training/fused_cross_entropy: expected true or false"},
+      {"plan_compiled_elementwise_not_bool.json", "/training/compiled_elementwise: expected true or false"},
       {"plan_missing_training.json", "/training: missing required key"},
       {"plan_wrong_version.json", "/parplan_plan"},
       {"plan_unknown_model.json", "/model: unknown model 'gpt-9000'"},

@@ -234,6 +234,21 @@ TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last st
   CHECK(last(estimate_plan_again(jb, "eager_ce_plan.json")) == doctest::Approx(last(jb)));
 }
 
+TEST_CASE("--eager-elementwise: uncompiled element-wise ops cost compute time, recorded in the plan, read back") {
+  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--json"};
+  const auto a = run_parplan(args);
+  args.push_back("--eager-elementwise");
+  const auto b = run_parplan(args);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["plan"]["training"]["compiled_elementwise"] == true);
+  CHECK(jb["plan"]["training"]["compiled_elementwise"] == false);
+  CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
+  CHECK(estimate_plan_again(jb, "eager_elementwise_plan.json")["time"]["step_s"].get<double>() ==
+        doctest::Approx(jb["time"]["step_s"].get<double>()));
+}
+
 TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it") {
   const auto [ja, jb] = korthikanti_json_with("--no-async-tp");
   CHECK(ja["plan"]["parallel"]["async_tp_backward"] == true);

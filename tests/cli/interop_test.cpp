@@ -214,6 +214,21 @@ TEST_CASE("export: an eager cross entropy is torchtitan's loss, not expressible 
   CHECK(t.err.find("eager-cross-entropy") == std::string::npos);
 }
 
+TEST_CASE("export: uncompiled element-wise ops are not expressible for Megatron-LM or NeMo") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--eager-elementwise", "-o",
+                       plan}, {}, 60).exit_code == 0);
+  for (const char* to : {"megatron", "nemo"}) {
+    const auto m = run_parplan({"export", "--plan", plan, "--to", to}, {}, 60);
+    REQUIRE(m.exit_code == 0);
+    CHECK(m.err.find(std::string(to) + " cannot express --eager-elementwise") != std::string::npos);
+  }
+  const auto t = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(t.exit_code == 0);
+  CHECK(t.err.find("eager-elementwise") == std::string::npos);
+}
+
 TEST_CASE("export writes each framework's option names; what it cannot express is a comment and a warning") {
   ScratchDir dir;
   const std::string plan = (dir.path / "plan.json").string();
