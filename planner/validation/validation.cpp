@@ -552,6 +552,15 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   note.clear();
   tr.fused_cross_entropy = map_fused_cross_entropy(r.source, &note);
   if (!note.empty()) r.notes.push_back(note);
+  note.clear();
+  std::string technique;
+  if (const json* other = ms.get("other"); other && other->is_object()) {
+    const auto it = other->find("technique");
+    if (it != other->end() && it->is_string()) technique = it->get<std::string>();
+  }
+  tr.compiled_elementwise =
+      map_compiled_elementwise(r.source, technique, row_notes + " " + top.text("source_locator"), &note);
+  if (!note.empty()) r.notes.push_back(note);
   map_comm_overlap(parallel_notes, row_notes, pc, &r.notes);
   return tr;
 }

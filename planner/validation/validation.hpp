@@ -74,12 +74,18 @@ bool map_async_tp_backward(std::string_view source, std::string_view other_text,
 // Whether the row's weight-gradient GEMMs accumulate in place (TrainingSpec::fused_grad_accumulation): the same
 // vintage rule (a separate accumulation pass for sources dated 2021 and for Megatron-DeepSpeed).
 bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note = nullptr);
-// Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
-// after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
-// (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
+// Whether the row's element-wise ops ran compiled (TrainingSpec::compiled_elementwise): false where the row states
+// it ran without torch.compile ("(eager)" in measured.other.technique, "torch.compile not used", "without
+// torch.compile", "compile=false") and for torchtitan's 2024 sources that state no compile; true otherwise.
+// `other_text`: the row's notes and source_locator; *note is set when false.
+bool map_compiled_elementwise(std::string_view source, std::string_view technique, std::string_view other_text,
+                              std::string* note = nullptr);
 // Whether the row's loss is a fused cross entropy (TrainingSpec::fused_cross_entropy): false for torchtitan's 2024
 // sources, whose loss_fn runs PyTorch's F.cross_entropy on the fp32 logits outside torch.compile.
 bool map_fused_cross_entropy(std::string_view source, std::string* note = nullptr);
+// Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
+// after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
+// (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out.
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out);
 std::string source_key(std::string_view source);

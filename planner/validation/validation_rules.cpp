@@ -367,6 +367,30 @@ bool map_fused_cross_entropy(std::string_view source, std::string* note) {
   return !eager;
 }
 
+bool map_compiled_elementwise(std::string_view source, std::string_view technique, std::string_view other_text,
+                              std::string* note) {
+  // Whether the element-wise ops ran compiled (fused, one pass each) or as uncompiled PyTorch (eager_elementwise.hpp).
+  // A row that states it ran without torch.compile is eager; one that states torch.compile is compiled; torchtitan's
+  // 2024 presets set compile = false (train_configs/*.toml [training] compile), so its 2024 rows that state nothing
+  // are eager. Every other stack fuses them itself (Megatron-Core / Transformer Engine, DeepSpeed's Megatron,
+  // llm-foundry's LPLayerNorm and GeLU, single kernels each) or compiles (torchtitan from 2025, torchao's benchmarks).
+  const std::string t = ascii_lower(technique), all = t + " " + ascii_lower(other_text);
+  const std::string why = has(t, "(eager)")                   ? "'(eager)' in the technique"
+                          : has(all, "torch.compile not used") ? "'torch.compile not used'"
+                          : has(all, "without torch.compile")  ? "'without torch.compile'"
+                          : has(all, "compile=false")          ? "'compile=false'"
+                                                               : "";
+  bool compiled = why.empty();
+  std::string because = why.empty() ? "" : why + " stated";
+  if (compiled && !has(all, "torch.compile") && !has(all, "compile=true") && has(source, "torchtitan") &&
+      has(source, "2024") && !has(source, "pytorch/ao")) {
+    compiled = false;
+    because = "torchtitan 2024, compile not stated: its presets' compile = false";
+  }
+  if (note && !compiled) *note = fmt::format("element-wise ops: uncompiled PyTorch, one kernel per op ({})", because);
+  return compiled;
+}
+
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
                       std::vector<std::string>* out) {
   const std::string pn = ascii_lower(parallel_notes), all = pn + " " + ascii_lower(notes);

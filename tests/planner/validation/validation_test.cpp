@@ -859,6 +859,43 @@ TEST_CASE("validation: torchtitan's 2024 rows map to the eager cross entropy") {
   CHECK(fused.plan->training.fused_cross_entropy);
 }
 
+// Uncompiled element-wise ops (eager_elementwise.hpp): rows that state they ran without torch.compile, and
+// torchtitan's 2024 rows that state nothing (its presets' compile = false); rows that state torch.compile and every
+// other stack keep the fused count.
+TEST_CASE("validation: rows run without torch.compile map to uncompiled element-wise ops") {
+  const std::string dec24 = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md (torchtitan team, Dec 2024)";
+  const std::string apr24 = "pytorch/torchtitan docs/performance.md 'Llama 3 performance numbers' (64 A100 80GB, FSDP2), Apr 2024";
+  std::string note;
+  CHECK_FALSE(map_compiled_elementwise(dec24, "FSDP (eager)", "", &note));
+  CHECK(note.find("(eager)") != std::string::npos);
+  CHECK(map_compiled_elementwise(dec24, "FSDP + torch.compile", ""));
+  CHECK(map_compiled_elementwise(dec24, "FSDP + torch.compile + Float8", ""));
+  CHECK_FALSE(map_compiled_elementwise(apr24, "FSDP2 1D", "torch.compile not used (preset compile=false)."));
+  CHECK_FALSE(map_compiled_elementwise(apr24, "FSDP2 1D", ""));  // 2024 torchtitan, nothing stated: its preset
+  CHECK(map_compiled_elementwise("pytorch/torchtitan docs/performance.md (405B on 128 H100), PR #554/#556 (Aug 2024)",
+                                 "2D FSDP+TP, optimizations: None",
+                                 "Per-row torch.compile not stated (preset has compile=true)."));
+  CHECK_FALSE(map_compiled_elementwise("someone's fork", "FSDP", "trained without torch.compile"));
+  CHECK(map_compiled_elementwise("pytorch/torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (June 2025)",
+                                 "FSDP + torch.compile + Float8", ""));
+  CHECK(map_compiled_elementwise("pytorch/ao torchtitan-based float8/MX training e2e benchmark (2024)", "", ""));
+  CHECK(map_compiled_elementwise("Korthikanti et al. 2022, Table 5", "", ""));
+  CHECK(map_compiled_elementwise("MosaicML llm-foundry benchmarks (2023)", "", ""));
+
+  nlohmann::json row = base_row();
+  row["source"] = dec24;
+  row["measured"]["other"] = {{"technique", "FSDP (eager)"}};
+  const MappedRun eager = map_one(row);
+  row["measured"]["other"] = {{"technique", "FSDP + torch.compile"}};
+  const MappedRun compiled = map_one(row), base = map_one(base_row());
+  REQUIRE(eager.plan);
+  REQUIRE(compiled.plan);
+  REQUIRE(base.plan);
+  CHECK_FALSE(eager.plan->training.compiled_elementwise);
+  CHECK(compiled.plan->training.compiled_elementwise);
+  CHECK(base.plan->training.compiled_elementwise);
+}
+
 TEST_CASE("validation: summary statistics") {
   const ErrorSummary s = summarize({0.1, -0.2, 0.05, -0.01}, {"a", "b", "c", "d"});
   CHECK(s.count == 4);
