@@ -58,13 +58,14 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
                                   : "";
-  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}  | {} ({} attention)\n",
+  s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}{}  | {} ({} attention)\n",
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                    pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()
                        ? fmt::format("selective ({})", to_string(pc.recompute_modules))
                        : to_string(pc.recompute),
                    pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
                    pc.offload.any() ? fmt::format("  | offload {}", to_string(pc.offload)) : "",
+                   !pc.offload_modules.empty() ? fmt::format("  | offload modules {}", to_string(pc.offload_modules)) : "",
                    to_string(plan.training.precision), to_string(plan.training.attention));
   if (!pc.stage_layout.empty()) s += fmt::format("stage layers {}\n", format_stage_layout(pc.stage_layout));
   s += "\n";
@@ -84,12 +85,12 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    "CUDA context {}, fragmentation {}\n",
                    pk.stage, fmt_bytes(pk.recompute_working_set), fmt_bytes(pk.zero3_buffers), fmt_bytes(pk.workspace),
                    fmt_bytes(pk.comm_buffers), fmt_bytes(pk.cuda_context), fmt_bytes(pk.fragmentation));
-  if (pc.offload.any()) {
+  if (pc.offloads_any()) {
     const StageMemory& hm = *std::max_element(e.memory.begin(), e.memory.end(),
                                               [](const StageMemory& a, const StageMemory& b) { return a.host < b.host; });
     s += fmt::format("  host memory: {} offloaded per GPU on stage {}{}, {} per node{}\n", fmt_bytes(hm.host), hm.stage,
-                     pc.offload.activations
-                         ? fmt::format(" ({} of it activations; the GPU keeps {:g} layers')",
+                     pc.offloads_activations()
+                         ? fmt::format(" ({} of it activations; the GPU keeps {:g} layers' of what is offloaded)",
                                        fmt_bytes(hm.offloaded_activations), kActivationOffloadWindowLayers)
                          : "",
                      fmt_bytes(e.host_bytes_per_node),
@@ -127,7 +128,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   if (plan.model.is_moe()) row("EP all-to-all", t.ep_comm_s);
   row("PP send/recv", t.pp_comm_s);
   if (pc.step_zero_stage() >= 3) row("ZeRO-3 gathers (exposed)", t.zero3_exposed_s);
-  if (pc.offload.activations) row("host copies (exposed)", t.offload_exposed_s);
+  if (pc.offloads_activations()) row("host copies (exposed)", t.offload_exposed_s);
   row("DP comm (exposed)", t.dp_comm_exposed_s);
   row("optimizer step", t.optimizer_s);
   s += tt.render();
@@ -139,7 +140,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                      fmt_seconds(o.grad_d2h_s), fmt_bytes(o.grad_bytes), fmt_seconds(o.cpu_optimizer_s),
                      fmt_seconds(o.param_h2d_s), fmt_bytes(o.param_bytes));
   }
-  if (pc.offload.activations) {
+  if (pc.offloads_activations()) {
     s += fmt::format("  activations to the host and back: {} each way per layer and microbatch beside the next layer's "
                      "forward / backward ({} forward); exposed {} per layer, {} per microbatch on stage {}\n",
                      fmt_seconds(e.layer.activation_copy_s), fmt_seconds(e.layer.forward_s),

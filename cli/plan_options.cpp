@@ -68,6 +68,8 @@ std::string_view reject_flag(Reject r) {
       return "--fp8-param-gather";
     case Reject::offload_invalid:
       return "--offload";
+    case Reject::offload_modules_invalid:
+      return "--offload-modules";
     case Reject::overlap_p2p_not_interleaved:
       return "--overlap-p2p";
     case Reject::out_of_memory:
@@ -134,6 +136,10 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
                              : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   pc.distributed_optimizer = me.distributed_optimizer;
   if (!me.offload.empty()) pc.offload = offload_flag(me.offload);
+  if (!me.offload_modules.empty() && !parse_offload_modules(me.offload_modules, pc.offload_modules)) {
+    throw InputError(fmt::format("--offload-modules: unknown, unmodelled or repeated module in '{}' (use {})",
+                                 excerpt(me.offload_modules), kOffloadModuleChoices));
+  }
   pc.overlap_dp_comm = !me.no_overlap_dp;
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
@@ -338,6 +344,10 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                  "none, or a list of optimizer, params, activations: keep the optimizer states (ZeRO-Offload, with "
                  "ZeRO 1-3 or --distributed-optimizer), the ZeRO-3 parameters (ZeRO-Infinity) and each layer's stored "
                  "activations (TransformerEngine CPU offload) in host memory");
+  app.add_option("--offload-modules", o.offload_modules,
+                 "Megatron-Core fine-grained activation offloading (--fine-grained-activation-offloading "
+                 "--offload-modules): the MoE modules whose saved inputs go to host memory, comma-separated: expert_fc1 "
+                 "(the experts' permuted input), moe_act (the experts' activation input)");
   app.add_flag("--no-overlap-dp", o.no_overlap_dp, "Do not overlap DP gradient reduction with backward");
   app.add_flag("--overlap-tp", o.overlap_tp, "Overlap TP collectives with GEMMs");
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");

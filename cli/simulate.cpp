@@ -61,7 +61,7 @@ std::string render_text(const Plan& plan, const sim::SimResult& r, const Estimat
   row("CP comm (exposed)", s.cp_comm, closed.cp_comm_s);
   if (plan.model.is_moe()) row("EP all-to-all", s.ep_comm, closed.ep_comm_s);
   if (plan.parallel.step_zero_stage() >= 3) row("ZeRO-3 gathers (exposed)", s.zero3_comm, closed.zero3_exposed_s);
-  if (plan.parallel.offload.activations) row("host copies (exposed)", s.offload_exposed, closed.offload_exposed_s);
+  if (plan.parallel.offloads_activations()) row("host copies (exposed)", s.offload_exposed, closed.offload_exposed_s);
   row("PP send/recv (exposed)", s.pp_comm, closed.pp_comm_s);
   row("DP comm (exposed)", s.dp_comm_exposed, closed.dp_comm_exposed_s);
   row("optimizer step", s.optimizer, closed.optimizer_s);

@@ -185,6 +185,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.distributed_optimizer) s += " dist-opt";
   if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
   if (p.offload.activations) s += " off-act";
+  if (!p.offload_modules.empty()) s += " off-" + to_string(p.offload_modules, "+");
   return s;
 }
 

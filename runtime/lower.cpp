@@ -857,6 +857,10 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
                                  "reruns the attention core (core_attn) only",
                                  to_string(plan.parallel.recompute_modules)));
   }
+  if (!plan.parallel.offload_modules.empty()) {
+    throw InputError(fmt::format("run: fine-grained activation offloading (offload modules {}) is not lowered yet",
+                                 to_string(plan.parallel.offload_modules)));
+  }
   if (plan.parallel.offload.any()) {
     throw InputError(fmt::format("run: offload plans (offload {}) are not lowered yet: the host copies and the CPU "
                                  "optimizer step are missing",

@@ -192,6 +192,21 @@ double loss_backward_working_set_bytes(const ModelSpec& m, const ActivationShape
   return 2.0 * 4.0 * sb * static_cast<double>(m.vocab) / static_cast<double>(a.tp);
 }
 
+double offloaded_module_bytes(const ModelSpec& m, const ActivationShape& a) {
+  if (a.offload_modules.empty() || !m.is_moe() || a.recompute == Recompute::full) return 0.0;
+  if (a.recompute == Recompute::selective && a.modules.has(RecomputeModule::moe)) return 0.0;  // checkpointed experts
+  const double A = static_cast<double>(a.bytes_per_element);
+  const double h = static_cast<double>(m.hidden), t = static_cast<double>(a.tp);
+  const double sbh = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch) * h;
+  const double per_f = sbh * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy, per byte
+  double out = 0.0;
+  if (a.offload_modules.has(OffloadModule::expert_fc1)) out += a.moe_expert_copies * h * saved_input_bytes(a);
+  if (a.offload_modules.has(OffloadModule::moe_act)) {
+    out += per_f * static_cast<double>(m.top_k) * a.moe_load * (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * A;
+  }
+  return out;
+}
+
 double recompute_working_set_bytes(const ModelSpec& m, const ActivationShape& a) {
   if (a.recompute == Recompute::none) return 0.0;
   ActivationShape full = a;

@@ -42,6 +42,7 @@ struct ActivationShape {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::none;
   RecomputeModules modules;  // recompute == selective: what it rebuilds (Megatron-Core --recompute-modules)
+  OffloadModules offload_modules;  // fine-grained activation offloading (offloaded_module_bytes below)
   AttentionKernel attention = AttentionKernel::unfused;
   int64_t bytes_per_element = 2;  // activation dtype
   // fp8 GEMMs keep their quantized inputs, 1 byte per element, for the weight gradients (Transformer Engine,
@@ -106,6 +107,23 @@ struct RecomputeModuleBytes {
   double moe_routed = 0, moe_shared = 0, moe_routing = 0;  // moe (shared_experts: moe_shared)
 };
 RecomputeModuleBytes recompute_module_bytes(const ModelSpec& m, const ActivationShape& a);
+
+// Megatron-Core fine-grained activation offloading (--offload-modules; spec.hpp OffloadModules): the stored bytes of
+// one layer for one microbatch that the offloaded modules' saved inputs take, which go to host memory (the memory and
+// time rules live in cost_model.cpp stage_memory / charge_activation_offload, the window and the copy time in
+// offload.hpp). Terms, as layer_activation_bytes() counts them (MoE layers only; 0 in a dense layer):
+//   expert_fc1: the experts' first grouped linear's saved input, the permuted routed token copies at the most-loaded
+//     rank's load: moe_expert_copies x h x G (G = 1 for Transformer Engine's fp8 copy, else A) - the first term of
+//     LayerActivationBytes::moe_routing;
+//   moe_act: the activation function's saved input, the fc1 output: per routed copy 2 f (SwiGLU, its gate and up
+//     halves; 1 f for GeLU) x A, i.e. s b / cp x top_k x load x 2 f / t x A - the fc1-output part of mlp_copy_bytes.
+//   The shared experts' modules are not offloaded (Megatron-Core applies these two names in the routed experts'
+//   GroupedMLP; recalled from megatron/core/transformer/moe/experts.py, not checked against a pinned revision).
+// With selective recompute: moe_act rebuilds the activation's output (the fc2 input) from its input, which its
+// checkpoint (CheckpointWithoutOutput) keeps - that kept input is what moe_act offloading moves, so the two add up
+// (recompute drops the output, offload moves the input); the moe module checkpoints the whole MoE layer, whose
+// experts then store nothing: 0. Full recompute: 0 (validate() refuses the combination, config.cpp).
+double offloaded_module_bytes(const ModelSpec& m, const ActivationShape& a);
 
 // Peak working set of recomputing one layer during backward (full: one layer without recompute; selective: the
 // largest module it rebuilds, recompute_module_bytes; selective_op: everything it rebuilds), which stays live on top

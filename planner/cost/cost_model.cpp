@@ -40,6 +40,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.sequence_parallel = plan.parallel.sequence_parallel;
   a.recompute = plan.parallel.recompute;
   a.modules = plan.parallel.recompute_modules;
+  a.offload_modules = plan.parallel.offload_modules;
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
   a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
@@ -695,8 +696,13 @@ namespace {
 // schedule the weight pass runs apart, so it hides nothing). What outlasts them is exposed in that pass. The link is
 // full duplex: the copies down share it with nothing in the forward; the copies up share its host-to-GPU direction
 // with the backward's fetch of offloaded ZeRO-3 parameters, which comes off the time they hide behind.
+// Fine-grained activation offloading (offload_modules) copies only the modules' bytes (offloaded_module_bytes), with
+// the same rule: Megatron-Core's offload manager copies them on its own streams, as the layer-level offload does.
 void charge_activation_offload(const Plan& plan, LayerCost& lc) {
-  const double bytes = layer_activation_bytes(plan.model, activation_shape(plan)).total;
+  const ActivationShape a = activation_shape(plan);
+  const double bytes = plan.parallel.offload.activations ? layer_activation_bytes(plan.model, a).total
+                                                         : offloaded_module_bytes(plan.model, a);
+  if (!(bytes > 0)) return;
   const bool split_w = splits_backward(plan.parallel.schedule);
   const double backward =
       std::max(0.0, lc.backward_input_s + lc.recompute_s + (split_w ? 0.0 : lc.backward_weight_s) - lc.offload_fetch_s);
@@ -761,7 +767,7 @@ LayerCost layer_cost(const Plan& plan) {
   }
 
   charge_exposed_comm(plan, g, attn, tc, zero3_exposed(plan, lc, g, attn, mem, layer_experts), lc);
-  if (plan.parallel.offload.activations) charge_activation_offload(plan, lc);
+  if (plan.parallel.offloads_activations()) charge_activation_offload(plan, lc);
   return lc;
 }
 
@@ -914,6 +920,7 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   in.states = model_state_options(plan);
   const ActivationShape a = activation_shape(plan);
   in.layer_activation_bytes = layer_activation_bytes(plan.model, a).total;
+  in.layer_offloaded_bytes = offloaded_module_bytes(plan.model, a);
   in.embedding_activation_bytes = embedding_activation_bytes(plan.model, a);
   in.output_activation_bytes = output_layer_activation_bytes(plan.model, a);
   in.loss_working_set_bytes = loss_backward_working_set_bytes(plan.model, a);
@@ -940,16 +947,28 @@ StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(
 namespace {
 // Interleaved, chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage
 // 0's chunk 0) over the stage's order (interleaved_peak_bytes).
-double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in) {
+double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in, double layer_bytes) {
   const ParallelConfig& pc = plan.parallel;
   std::vector<double> bytes(static_cast<size_t>(pc.vpp));
   for (int64_t c = 0; c < pc.vpp; ++c) {
     const int64_t dense = chunk_dense_layers(plan, stage, c);
-    bytes[static_cast<size_t>(c)] = d(chunk_layers(plan, stage, c) - dense) * in.layer_activation_bytes +
+    bytes[static_cast<size_t>(c)] = d(chunk_layers(plan, stage, c) - dense) * layer_bytes +
                                     d(dense) * in.dense_layer_activation_bytes +
                                     (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
   }
   return interleaved_peak_bytes(pc.pp, pc.num_microbatches, pc.vpp, stage, bytes);
+}
+
+// The stage's transformer layers' stored activations at the schedule's peak, `layer_bytes` per MoE (or only) layer
+// and microbatch: the in-flight chunk-microbatches' share of the stage's layers (its dense ones spread evenly over
+// its chunks), or with an explicit per-chunk layout each chunk's bytes over the order (the embedding included).
+double held_layer_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in, int64_t in_flight,
+                              bool uneven, double layer_bytes) {
+  if (uneven) return uneven_chunk_activations(plan, stage, in, layer_bytes);
+  const int64_t dense_layers = stage_dense_layers(plan, stage);
+  const double stage_layer_bytes =
+      d(stage_layers(plan, stage) - dense_layers) * layer_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
+  return d(in_flight) * stage_layer_bytes / d(plan.parallel.chunks_per_stage());
 }
 }  // namespace
 
@@ -978,20 +997,25 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   // Activations held at the schedule's peak.
   const int64_t v = pc.chunks_per_stage();
   sm.in_flight_chunks = in_flight_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage);
-  // A chunk's share of the stage's layers (its dense ones spread evenly over its chunks).
   const int64_t dense_layers = stage_dense_layers(plan, stage);
-  const double stage_layer_bytes =
-      d(sm.layers - dense_layers) * in.layer_activation_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
-  sm.activations = d(sm.in_flight_chunks) * stage_layer_bytes / d(v);
-  // An explicit per-chunk layout: each chunk's bytes over the order (the first stage's embedding included).
   const bool uneven = v > 1 && uneven_chunks(plan, stage);
-  if (uneven) sm.activations = uneven_chunk_activations(plan, stage, in);
+  sm.activations = held_layer_activations(plan, stage, in, sm.in_flight_chunks, uneven, in.layer_activation_bytes);
   if (pc.offload.activations) {  // the layers' go to the host; the GPU keeps the window (offload.hpp)
     const double window = kActivationOffloadWindowLayers *
                           std::max(in.layer_activation_bytes, dense_layers > 0 ? in.dense_layer_activation_bytes : 0.0);
     sm.offloaded_activations = sm.activations;
     sm.host += sm.offloaded_activations;
     sm.activations = std::min(sm.activations, window);
+  } else if (in.layer_offloaded_bytes > 0) {
+    // Fine-grained activation offloading (activations.hpp offloaded_module_bytes): every in-flight layer's offloaded
+    // modules' bytes go to the host; the GPU keeps the rest of each layer and the same double-buffer window of the
+    // offloaded part, kActivationOffloadWindowLayers layers' (offload.hpp: the layer computing and the one whose copy
+    // is in flight).
+    const double kept = held_layer_activations(plan, stage, in, sm.in_flight_chunks, uneven,
+                                               in.layer_activation_bytes - in.layer_offloaded_bytes);
+    sm.offloaded_activations = sm.activations - kept;
+    sm.host += sm.offloaded_activations;
+    sm.activations = kept + std::min(sm.offloaded_activations, kActivationOffloadWindowLayers * in.layer_offloaded_bytes);
   }
   if (stage == 0 && !uneven) {
     sm.activations += d(in_flight_first_chunks(pc.schedule, pc.pp, pc.num_microbatches, v, stage)) *

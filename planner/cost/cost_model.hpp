@@ -128,7 +128,7 @@ struct StageMemory {
   double weights = 0, optimizer = 0;
   double grads = 0;  // ZeRO-2: the shard plus one unit's unsharded gradient (zero_unsharded_grad_bytes, zero3.hpp)
   double activations = 0;           // stored activations at peak (layers + embedding / output layer)
-  double offloaded_activations = 0; // activation offload: the layers' stored activations on the host (in `host`)
+  double offloaded_activations = 0; // activation offload (layers or modules): stored activations on the host (in `host`)
   double recompute_working_set = 0;
   double zero3_buffers = 0;  // gathered parameters + one unit's unsharded gradient (zero3_buffer_bytes, zero3.hpp)
   double workspace = 0, comm_buffers = 0, cuda_context = 0, fragmentation = 0;
@@ -221,6 +221,7 @@ struct StageMemoryInputs {
   ModelStateOptions states;
   double layer_activation_bytes = 0;      // stored per layer per microbatch
   double dense_layer_activation_bytes = 0;  // per leading dense layer of a MoE model (0 when it has none)
+  double layer_offloaded_bytes = 0;  // of layer_activation_bytes: the offload_modules' (offloaded_module_bytes)
   double embedding_activation_bytes = 0;  // first stage, per microbatch
   double output_activation_bytes = 0;     // last stage, per microbatch
   double loss_working_set_bytes = 0;      // last stage, once: loss_backward_working_set_bytes()

@@ -69,11 +69,11 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
             {"seconds", seconds},
             {"fractions", fractions}}},
           {"stages", stages}};
-  if (plan.parallel.offload.any()) {
+  if (plan.parallel.offloads_any()) {
     // The offloaded states in host memory and the optimizer step's parts (they add up to seconds.optimizer).
     for (size_t i = 0; i < e.memory.size(); ++i) {
       j["stages"][i]["host_memory_bytes"] = e.memory[i].host;
-      if (plan.parallel.offload.activations) {
+      if (plan.parallel.offloads_activations()) {
         j["stages"][i]["offloaded_activation_bytes"] = e.memory[i].offloaded_activations;  // part of host_memory_bytes
       }
     }

@@ -381,7 +381,7 @@ class Evaluator {
       if (!acc.closest || closest_before(c, *acc.closest)) acc.closest = c;
       return;
     }
-    if (plan_.parallel.offload.any() && !host_fits()) {
+    if (plan_.parallel.offloads_any() && !host_fits()) {
       ++acc.rejected;
       ++acc.by_reason[static_cast<size_t>(Reject::host_out_of_memory)].count;
       return;

@@ -324,6 +324,47 @@ std::string offload_problem(const Plan& plan) {
 
 bool offload_supported(const Plan& plan) { return offload_problem_of(plan) == OffloadProblem::none; }
 
+// Fine-grained activation offloading (spec.hpp OffloadModules). Megatron-Core refuses it together with the whole-layer
+// CPU offload (transformer_config.py __post_init__ asserts not cpu_offloading; cited from memory, not checked against
+// a pinned revision); a plan with full recompute keeps only each layer's input, so the modules save nothing to offload;
+// expert_fc1 and moe_act are the experts' modules, absent from a dense model; the copies need the host link.
+namespace {
+enum class ModulesProblem : uint8_t { none, with_layer_offload, full_recompute, no_experts, no_host_link };
+ModulesProblem modules_problem_of(const Plan& plan) {  // allocation-free: validate() runs it for every candidate
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.offload_modules.empty()) return ModulesProblem::none;
+  if (pc.offload.activations) return ModulesProblem::with_layer_offload;
+  if (pc.recompute == Recompute::full) return ModulesProblem::full_recompute;
+  if (!plan.model.is_moe()) return ModulesProblem::no_experts;
+  if (!(plan.cluster.host_link.bandwidth_Bps > 0)) return ModulesProblem::no_host_link;
+  return ModulesProblem::none;
+}
+}  // namespace
+
+std::string offload_modules_problem(const Plan& plan) {
+  const std::string what = to_string(plan.parallel.offload_modules);
+  switch (modules_problem_of(plan)) {
+    case ModulesProblem::with_layer_offload:
+      return fmt::format("offload modules {}: fine-grained activation offloading and whole-layer activation offload "
+                         "(offload activations) exclude each other",
+                         what);
+    case ModulesProblem::full_recompute:
+      return fmt::format("offload modules {}: full recompute keeps only each layer's input, so the modules save "
+                         "nothing to offload",
+                         what);
+    case ModulesProblem::no_experts:
+      return fmt::format("offload modules {}: model {} has no MoE experts (expert_fc1 and moe_act are the experts' "
+                         "modules)",
+                         what, plan.model.name);
+    case ModulesProblem::no_host_link:
+      return fmt::format("offload modules {}: cluster {} has no host_link (GPU <-> host bandwidth) in its profile",
+                         what, plan.cluster.name);
+    case ModulesProblem::none:
+      break;
+  }
+  return "";
+}
+
 bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, OffloadSet offload) {
   if (offload.params) return offload.optimizer && zero_stage >= 3;
   return !offload.optimizer || zero_stage >= 1 || distributed_optimizer;
@@ -382,6 +423,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
+  if (modules_problem_of(plan) != ModulesProblem::none) v.add(Reject::offload_modules_invalid);
   if (pc.recompute == Recompute::selective_op &&
       (plan.model.is_moe() || plan.model.is_mla() || plan.training.attention == AttentionKernel::unfused)) {
     v.add(Reject::selective_op_unsupported);
@@ -429,6 +471,8 @@ std::string_view reject_name(Reject r) {
       return "overlap_p2p_not_interleaved";
     case Reject::offload_invalid:
       return "offload_invalid";
+    case Reject::offload_modules_invalid:
+      return "offload_modules_invalid";
     case Reject::out_of_memory:
       return "out_of_memory";
     case Reject::host_out_of_memory:
@@ -547,6 +591,8 @@ std::string describe(Reject r, const Plan& plan) {
                          to_string(pc.schedule));
     case Reject::offload_invalid:
       return offload_problem(plan);
+    case Reject::offload_modules_invalid:
+      return offload_modules_problem(plan);
     case Reject::out_of_memory:
       return "does not fit in GPU memory";
     case Reject::host_out_of_memory:

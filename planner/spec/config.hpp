@@ -26,6 +26,7 @@ enum class Reject : uint8_t {
   zb_full_recompute,      // ZB-H1's / ZB-2p's / ZB-V's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
+  offload_modules_invalid,  // fine-grained activation offload with nothing to offload or beside whole-layer offload
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only
   fp8_param_gather_invalid,  // fp8 weights gathered in fp8 need fp8 training and a sharded parameter gather
   out_of_memory,          // set by the memory model, not by validate()
@@ -48,6 +49,9 @@ struct ValidateOptions {
 Validity validate(const Plan& plan, const ValidateOptions& opt = {});
 // The plan's offload set has the sharding and the host link it needs (validate()'s offload_invalid rule).
 bool offload_supported(const Plan& plan);
+// The plan's offload_modules (fine-grained activation offloading) can run as asked: "" when they can (or there are
+// none), else why not (validate()'s offload_modules_invalid rule).
+std::string offload_modules_problem(const Plan& plan);
 // The sharding part of that rule: optimizer offload needs a sharded optimizer (ZeRO >= 1 or the distributed
 // optimizer); parameter offload needs ZeRO-3 and the optimizer offloaded too. True for no offload.
 bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, OffloadSet offload);

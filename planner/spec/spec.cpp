@@ -147,6 +147,49 @@ bool parse_recompute_modules(std::string_view s, RecomputeModules& out, char sep
   }
 }
 
+namespace {
+constexpr std::array<std::string_view, kNumOffloadModules> kOffloadModuleNames = {"expert_fc1", "moe_act"};
+}  // namespace
+
+std::string to_string(OffloadModules r, std::string_view sep) {
+  std::string s;
+  for (size_t i = 0; i < kOffloadModuleNames.size(); ++i) {
+    if (!r.has(static_cast<OffloadModule>(i))) continue;
+    if (!s.empty()) s += sep;
+    s += kOffloadModuleNames[i];
+  }
+  return s;
+}
+
+bool parse_offload_module(std::string_view s, OffloadModule& out) {
+  for (size_t i = 0; i < kOffloadModuleNames.size(); ++i) {
+    if (s == kOffloadModuleNames[i]) {
+      out = static_cast<OffloadModule>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parse_offload_modules(std::string_view s, OffloadModules& out, char sep) {
+  out.bits = 0;
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(s.find(sep, begin), s.size());
+    OffloadModule r{};
+    if (!parse_offload_module(s.substr(begin, end - begin), r) || out.has(r)) return false;  // unknown, empty, twice
+    out.add(r);
+    if (end == s.size()) return true;
+    begin = end + 1;
+  }
+}
+
+bool is_unpriced_offload_module(std::string_view s) {
+  for (std::string_view n : {"attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm"}) {
+    if (s == n) return true;
+  }
+  return false;
+}
+
 int64_t dtype_bytes(DType d) {
   switch (d) {
     case DType::fp32:

@@ -135,6 +135,34 @@ std::string to_string(OffloadSet o);
 // anything else.
 bool parse_offload(std::string_view s, OffloadSet& out);
 inline constexpr std::string_view kOffloadChoices = "none, or a comma-separated list of optimizer, params, activations";
+// Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading --offload-modules;
+// megatron/core/transformer/transformer_config.py, fine_grained_activation_offloading / offload_modules, whose
+// docstring lists attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act: "offload the input of"
+// each): the tensors a module saves for its backward go to host memory after its forward and come back before its
+// backward. parplan prices the two MoE expert modules: expert_fc1 (the experts' first grouped linear's saved input,
+// the permuted routed token copies) and moe_act (the experts' activation function's saved input, the fc1 output);
+// planner/cost/activations.hpp offloaded_module_bytes(). The other names are refused as not modelled.
+enum class OffloadModule : uint8_t { expert_fc1, moe_act };
+inline constexpr int kNumOffloadModules = 2;
+struct OffloadModules {
+  uint8_t bits = 0;  // none: no fine-grained offloading
+  bool has(OffloadModule r) const { return ((bits >> static_cast<int>(r)) & 1u) != 0; }
+  void add(OffloadModule r) { bits = static_cast<uint8_t>(bits | (1u << static_cast<int>(r))); }
+  bool empty() const { return bits == 0; }
+  bool operator==(const OffloadModules&) const = default;
+};
+// The module names in the fixed order above, separated by `sep` ("expert_fc1,moe_act").
+std::string to_string(OffloadModules r, std::string_view sep = ",");
+// One module name parplan prices ("expert_fc1", "moe_act"); false on anything else.
+bool parse_offload_module(std::string_view s, OffloadModule& out);
+// A list of module names separated by `sep`, each at most once, at least one; false on anything else.
+bool parse_offload_modules(std::string_view s, OffloadModules& out, char sep = ',');
+// Megatron-Core's other offload_modules names (attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm): a known module
+// parplan does not price, for the error message.
+bool is_unpriced_offload_module(std::string_view s);
+inline constexpr std::string_view kOffloadModuleChoices =
+    "a comma-separated list of expert_fc1, moe_act (Megatron-Core's attn_norm, qkv_linear, core_attn, attn_proj and "
+    "mlp_norm are not modelled)";
 
 // A decoder-only transformer.
 struct ModelSpec {
@@ -335,6 +363,13 @@ struct ParallelConfig {
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
   OffloadSet offload;                  // states kept in host memory (config.cpp: which sharding each needs)
+  // Megatron-Core fine-grained activation offloading: the modules whose saved inputs go to the host (activations.hpp
+  // offloaded_module_bytes; config.cpp: what it needs).
+  OffloadModules offload_modules;
+  // Anything in host memory: offloaded states, whole layers' or modules' activations.
+  bool offloads_any() const { return offload.any() || !offload_modules.empty(); }
+  // Activations copied to the host and back each microbatch (whole layers or modules).
+  bool offloads_activations() const { return offload.activations || !offload_modules.empty(); }
   bool overlap_dp_comm = true;      // gradient reduction overlapped with backward
   bool overlap_tp_comm = false;     // TP collectives overlapped with GEMMs
   // Megatron-LM's asynchronous backward TP collectives (--async-tensor-model-parallel-allreduce): the input-gradient

@@ -253,6 +253,27 @@ RecomputeModules recompute_modules_from_json(JsonReader& r, Recompute recompute)
   }
   return out;
 }
+
+// parallel.offload_modules: Megatron-Core's --offload-modules (with --fine-grained-activation-offloading), an array
+// of module names; spec.hpp OffloadModules.
+OffloadModules offload_modules_from_json(JsonReader& r) {
+  const nlohmann::json& a = r.raw("offload_modules");
+  if (!a.is_array() || a.empty()) r.fail("offload_modules", "must be a non-empty array of module names");
+  OffloadModules out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    OffloadModule m{};
+    const std::string name = a[i].is_string() ? a[i].get<std::string>() : "";
+    if (is_unpriced_offload_module(name)) {
+      r.fail(fmt::format("offload_modules/{}", i),
+             fmt::format("'{}' is not modelled (parplan prices expert_fc1 and moe_act)", excerpt(name)));
+    }
+    if (!parse_offload_module(name, m) || out.has(m)) {
+      r.fail(fmt::format("offload_modules/{}", i), "must be one of expert_fc1, moe_act, each at most once");
+    }
+    out.add(m);
+  }
+  return out;
+}
 }  // namespace
 
 ParallelConfig parallel_from_json(JsonReader& r) {
@@ -269,6 +290,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.schedule = r.get_enum("schedule", Schedule::one_f_one_b);
   p.recompute = r.get_enum("recompute", Recompute::none);
   if (r.has("recompute_modules")) p.recompute_modules = recompute_modules_from_json(r, p.recompute);
+  if (r.has("offload_modules")) p.offload_modules = offload_modules_from_json(r);
   p.sequence_parallel = r.get_bool("sequence_parallel", false);
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
   p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
@@ -445,6 +467,15 @@ nlohmann::json to_json(const ParallelConfig& p) {
       }
     }
     j["recompute_modules"] = mods;
+  }
+  if (!p.offload_modules.empty()) {  // omitted: none (the documents before offload_modules)
+    nlohmann::json mods = nlohmann::json::array();
+    for (int i = 0; i < kNumOffloadModules; ++i) {
+      if (p.offload_modules.has(static_cast<OffloadModule>(i))) {
+        mods.push_back(to_string(OffloadModules{static_cast<uint8_t>(1u << i)}));
+      }
+    }
+    j["offload_modules"] = mods;
   }
   if (!p.stage_layout.empty()) {
     nlohmann::json layout = nlohmann::json::array();

@@ -538,6 +538,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   } else if (pc.recompute == Recompute::selective) {
     pc.recompute_modules = map_recompute_modules(recompute_text, &r.notes);
   }
+  if (!rc_unstated) pc.offload_modules = map_offload_modules(recompute_text, &r.notes);
   note.clear();
   const std::string row_notes = top.text("notes");
   const std::string row_texts = std::string(arch_notes) + " " + row_notes + " " + std::string(parallel_notes);

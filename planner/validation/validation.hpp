@@ -61,6 +61,11 @@ bool map_recompute(std::string_view text, Recompute& out);
 // when it lists none. What it states beyond them (after ';', or words that name no module) goes to *notes as not
 // modelled.
 RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes = nullptr);
+// Megatron-Core's fine-grained activation offloading a recompute text states as "fine-grained activation offloading
+// (expert_fc1, moe_act)" (--fine-grained-activation-offloading --offload-modules): the modules listed in the
+// parentheses that parplan prices (spec.hpp OffloadModules); none when the text states none. Listed modules parplan
+// does not price go to *notes.
+OffloadModules map_offload_modules(std::string_view text, std::vector<std::string>* notes = nullptr);
 // GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
 // with the reason in *why.
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why = nullptr);

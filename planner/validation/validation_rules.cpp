@@ -134,8 +134,56 @@ bool map_recompute(std::string_view text, Recompute& out) {
   return true;
 }
 
-RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes) {
+namespace {
+constexpr std::string_view kFineGrainedOffload = "fine-grained activation offloading";
+
+// `text` without its "fine-grained activation offloading (...)" clause and the "; " after it (found in `lower`, the
+// text in lowercase): the clause is map_offload_modules()'s, not a recompute module list nor a note of what is not
+// modelled.
+std::string without_offload_clause(std::string text, const std::string& lower) {
+  const size_t at = lower.find(kFineGrainedOffload);
+  if (at == std::string::npos) return text;
+  size_t end = lower.find(')', at);
+  end = end == std::string::npos ? lower.size() : end + 1;
+  while (end < lower.size() && (lower[end] == ';' || lower[end] == ' ')) ++end;
+  text.erase(at, end - at);
+  while (!text.empty() && (text.back() == ' ' || text.back() == ';')) text.pop_back();
+  return text;
+}
+}  // namespace
+
+OffloadModules map_offload_modules(std::string_view text, std::vector<std::string>* notes) {
   const std::string t = ascii_lower(text);
+  OffloadModules out;
+  const size_t at = t.find(kFineGrainedOffload);
+  if (at == std::string::npos) return out;
+  const size_t open = t.find('(', at), close = open == std::string::npos ? open : t.find(')', open);
+  std::string unpriced;
+  for (size_t i = open == std::string::npos ? t.size() : open + 1; i < std::min(close, t.size());) {
+    const size_t j = std::min(t.find_first_not_of("abcdefghijklmnopqrstuvwxyz_0123456789", i), close);
+    const std::string word = t.substr(i, j - i);
+    OffloadModule m{};
+    if (parse_offload_module(word, m)) {
+      out.add(m);
+    } else if (!word.empty()) {
+      unpriced += (unpriced.empty() ? "" : " ") + word;
+    }
+    i = word.empty() ? j + 1 : j;
+  }
+  if (notes != nullptr) {
+    notes->push_back(out.empty() ? "fine-grained activation offloading: no module parplan prices listed"
+                                 : fmt::format("offload modules {} (fine-grained activation offloading)", to_string(out)));
+    if (!unpriced.empty()) {
+      notes->push_back(fmt::format("offload modules: '{}' not modelled (priced without it)", excerpt(unpriced)));
+    }
+  }
+  return out;
+}
+
+RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes) {
+  const std::string lower = ascii_lower(text);
+  const std::string kept = without_offload_clause(std::string(text), lower);
+  const std::string t = without_offload_clause(lower, lower);
   const size_t colon = t.find("selective:");
   RecomputeModules out;
   if (colon == std::string::npos) return out;
@@ -166,7 +214,7 @@ RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::s
     if (!ignored.empty()) notes->push_back(fmt::format("recompute: '{}' names no recompute module, ignored", excerpt(ignored)));
     const size_t rest = t.find_first_not_of(' ', std::min(end + 1, t.size()));
     if (rest != std::string::npos) {
-      notes->push_back(fmt::format("recompute: '{}' not modelled (priced without it)", excerpt(text.substr(rest))));
+      notes->push_back(fmt::format("recompute: '{}' not modelled (priced without it)", excerpt(std::string_view(kept).substr(rest))));
     }
   }
   return out;

@@ -253,6 +253,44 @@ TEST_CASE("Megatron-Core recompute modules: each module's bytes, term by term") 
   CHECK(q.moe_routed == doctest::Approx(b.moe_routed * 5.0 / 6.0));  // 2 f at 2 bytes + f at 1
 }
 
+TEST_CASE("Megatron-Core fine-grained activation offloading: each module's offloaded bytes, by hand") {
+  // small_mla_moe at s 64, b 1, tp 2 (SP), bf16, top-2 at load 1.5, f 512: 64 x 2 x 1.5 = 192 routed copies a
+  // microbatch, split over tp 2 in the experts' f (the activation terms) - and small_shape's 96 expert copies for the
+  // experts' fc1 input (moe_expert_copies, moe_token_copies() in a plan).
+  //   expert_fc1 = 96 copies x h 1024 x 2 bytes                  = 196,608 B
+  //   moe_act    = 192 copies x 2 f 1024 / tp 2 x 2 bytes        = 196,608 B (SwiGLU's fc1 output, gate and up)
+  const ModelSpec m = small_mla_moe();
+  ActivationShape a = small_shape(mods({RecomputeModule::core_attn}));
+  CHECK(offloaded_module_bytes(m, a) == 0);  // none listed
+  a.offload_modules.add(OffloadModule::expert_fc1);
+  CHECK(offloaded_module_bytes(m, a) == doctest::Approx(96.0 * 1024 * 2));
+  a.offload_modules.add(OffloadModule::moe_act);
+  CHECK(offloaded_module_bytes(m, a) == doctest::Approx(96.0 * 1024 * 2 + 192.0 * 1024 / 2 * 2));
+  // The same terms layer_activation_bytes() stores: fc1's input is moe_routing's first term, moe_act's input the fc1
+  // output, the routed experts' stored terms less their fc2 input (act_routed).
+  const RecomputeModuleBytes b = recompute_module_bytes(m, a);
+  CHECK(offloaded_module_bytes(m, a) ==
+        doctest::Approx(b.moe_routing - 32.0 * 8 * 4 - 64.0 * 12 + b.moe_routed - b.act_routed).epsilon(1e-12));
+  // moe_act recomputed too: the recompute drops the activation's output, the offload moves its input - both apply.
+  ActivationShape both = a;
+  both.modules.add(RecomputeModule::moe_act);
+  CHECK(offloaded_module_bytes(m, both) == doctest::Approx(offloaded_module_bytes(m, a)));
+  // fp8 (Transformer Engine): fc1 keeps its 1-byte copy; the activation's input stays 16-bit.
+  ActivationShape fp8 = a;
+  fp8.fp8_saved_inputs = true;
+  CHECK(offloaded_module_bytes(m, fp8) == doctest::Approx(96.0 * 1024 * 1 + 192.0 * 1024 / 2 * 2));
+  // The moe module checkpoints the whole MoE layer (its experts store nothing), full recompute the layer: nothing.
+  ActivationShape moe = a;
+  moe.modules.add(RecomputeModule::moe);
+  CHECK(offloaded_module_bytes(m, moe) == 0);
+  ActivationShape full = a;
+  full.recompute = Recompute::full;
+  CHECK(offloaded_module_bytes(m, full) == 0);
+  ModelSpec dense = m;
+  dense.experts = 1, dense.top_k = 1, dense.shared_experts = 0;
+  CHECK(offloaded_module_bytes(dense, a) == 0);  // no experts
+}
+
 TEST_CASE("Megatron-Core recompute modules on a dense layer: mlp drops the MLP and its input; moe does nothing") {
   using M = RecomputeModule;
   ModelSpec m = small_mla_moe();

@@ -265,3 +265,138 @@ TEST_CASE("activation offload: the plan document round trip keeps the set") {
   CHECK(back.parallel.offload == p.parallel.offload);
   CHECK(estimate(back).time.step_s == doctest::Approx(estimate(p).time.step_s));
 }
+
+// Megatron-Core fine-grained activation offloading (--offload-modules expert_fc1 moe_act; activations.hpp
+// offloaded_module_bytes, cost_model.cpp stage_memory / charge_activation_offload). No published memory figure
+// isolates it, so the bytes are worked by hand from the mechanism.
+namespace {
+// Qwen3-235B-A22B (h 4096, expert f 1536, SwiGLU, top-8, 94 layers) on 64 GB200 (NVL72 trays of 4): tp 1, pp 2
+// (47 layers a stage), 1F1B, dp 32, ep 32, 8 microbatches of one 4096-token sequence, bf16, selective recompute of
+// layernorm and moe_act, the distributed optimizer. Balanced routing (imbalance 1).
+Plan qwen3_offload_modules() {
+  Plan p;
+  p.model = test::profiles().model("qwen3-235b-a22b", "test");
+  p.gpu = test::profiles().gpu("gb200", "test");
+  p.cluster = test::profiles().cluster("gb200-nvl72", "test");
+  p.num_gpus = 64;
+  p.parallel.pp = 2;
+  p.parallel.dp = 32;
+  p.parallel.ep = 32;
+  p.parallel.num_microbatches = 8;
+  p.parallel.recompute = Recompute::selective;
+  p.parallel.recompute_modules.bits = 0;
+  p.parallel.recompute_modules.add(RecomputeModule::layernorm);
+  p.parallel.recompute_modules.add(RecomputeModule::moe_act);
+  p.parallel.distributed_optimizer = true;
+  p.training.precision = Precision::bf16;
+  p.training.global_batch = 256;
+  p.training.seq_len = 4096;
+  p.parallel.offload_modules.add(OffloadModule::expert_fc1);
+  p.parallel.offload_modules.add(OffloadModule::moe_act);
+  return p;
+}
+// Per layer and microbatch, 4096 tokens x 8 routed copies = 32768 copies (load 1, tp 1):
+//   expert_fc1: the experts' fc1 input, 32768 x h 4096 x 2 bytes           = 268,435,456 B (256 MiB)
+//   moe_act:    the activation's input (fc1 out), 32768 x 2 f 3072 x 2 bytes = 201,326,592 B (192 MiB)
+constexpr double kFc1Bytes = 32768.0 * 4096 * 2, kActBytes = 32768.0 * 3072 * 2;
+}  // namespace
+
+TEST_CASE("fine-grained activation offload memory: the modules' bytes of every in-flight layer go to the host") {
+  Plan p = qwen3_offload_modules();
+  REQUIRE(validate(p).ok());
+  const StageMemoryInputs in = stage_memory_inputs(p);
+  CHECK(in.layer_offloaded_bytes == doctest::Approx(kFc1Bytes + kActBytes).epsilon(1e-12));
+  const Estimate off = estimate(p);
+  Plan q = p;
+  q.parallel.offload_modules = {};
+  const Estimate on = estimate(q);
+  CHECK(stage_memory_inputs(q).layer_activation_bytes == doctest::Approx(in.layer_activation_bytes));
+  const double x = kFc1Bytes + kActBytes;
+  // 1F1B: stage 0 holds min(p, m) = 2 microbatches of its 47 layers, stage 1 one. The host takes the modules' bytes of
+  // each; the GPU keeps the rest of each layer and the double-buffer window, 2 layers' of the offloaded part.
+  for (size_t i = 0; i < 2; ++i) {
+    const double in_flight = i == 0 ? 2.0 : 1.0;
+    REQUIRE(off.memory[i].in_flight_chunks == static_cast<int64_t>(in_flight));
+    CHECK(off.memory[i].offloaded_activations == doctest::Approx(in_flight * 47.0 * x).epsilon(1e-12));
+    CHECK(off.memory[i].host == doctest::Approx(in_flight * 47.0 * x).epsilon(1e-12));  // no state offloaded
+    CHECK(off.memory[i].activations ==
+          doctest::Approx(on.memory[i].activations - in_flight * 47.0 * x + 2.0 * x).epsilon(1e-12));
+    CHECK(off.memory[i].weights == on.memory[i].weights);
+  }
+  CHECK(off.host_bytes_per_node == doctest::Approx(4.0 * 2.0 * 47.0 * x));  // 4 GPUs a tray, stage 0 the most
+  CHECK(off.host_fits);
+  // Each module alone takes its own term.
+  p.parallel.offload_modules = {};
+  p.parallel.offload_modules.add(OffloadModule::expert_fc1);
+  CHECK(stage_memory_inputs(p).layer_offloaded_bytes == doctest::Approx(kFc1Bytes));
+  p.parallel.offload_modules = {};
+  p.parallel.offload_modules.add(OffloadModule::moe_act);
+  CHECK(stage_memory_inputs(p).layer_offloaded_bytes == doctest::Approx(kActBytes));
+  // A node with too little host memory fails the plan, as with the other offloads.
+  Plan small = qwen3_offload_modules();
+  small.cluster.host_memory_bytes = static_cast<int64_t>(off.host_bytes_per_node / 2);
+  CHECK(!estimate(small).fits);
+}
+
+TEST_CASE("fine-grained activation offload time: the modules' copy over the host link, exposed beyond the layer") {
+  Plan p = qwen3_offload_modules();
+  Plan q = p;
+  q.parallel.offload_modules = {};
+  const double x = kFc1Bytes + kActBytes;
+  // GB200's host link: NVLink-C2C, 225 GB/s per GPU per direction (gb200-nvl72 profile): 470 MB in 2.09 ms.
+  const LayerCost fast = layer_cost(p);
+  CHECK(fast.activation_copy_s == doctest::Approx(x / 225e9));
+  const LayerCost plain = layer_cost(q);
+  CHECK(plain.activation_copy_s == 0);
+  CHECK(fast.exposed_offload_s == doctest::Approx(std::max(0.0, x / 225e9 - fast.forward_s) +
+                                                  std::max(0.0, x / 225e9 - (fast.backward_input_s + fast.recompute_s +
+                                                                             fast.backward_weight_s))));
+  // A 2 GB/s link: 235 ms per copy, longer than the layer's forward and backward; the rest is exposed in each pass.
+  p.cluster.host_link = {2e9, 0.0, 1.0};
+  const LayerCost slow = layer_cost(p);
+  const double copy = x / 2e9;
+  CHECK(slow.activation_copy_s == doctest::Approx(copy));
+  const double backward = slow.backward_input_s + slow.recompute_s + slow.backward_weight_s;
+  REQUIRE(copy > slow.forward_s);
+  REQUIRE(copy > backward);
+  CHECK(slow.exposed_offload_s == doctest::Approx((copy - slow.forward_s) + (copy - backward)));
+  const Estimate e = estimate(p);
+  CHECK(e.time.offload_exposed_s == doctest::Approx(8.0 * 47.0 * slow.exposed_offload_s));  // m x layers a stage
+  double sum = 0;
+  for (double t : time_terms(e.time)) sum += t;
+  CHECK(sum == doctest::Approx(e.time.step_s).epsilon(1e-9));
+}
+
+TEST_CASE("fine-grained activation offload: what it needs, and the plan document round trip") {
+  Plan p = qwen3_offload_modules();
+  REQUIRE(validate(p).ok());
+  Plan layers = p;
+  layers.parallel.offload.activations = true;  // Megatron-Core: not with the whole-layer CPU offload
+  CHECK(validate(layers).has(Reject::offload_modules_invalid));
+  CHECK(describe(Reject::offload_modules_invalid, layers).find("exclude each other") != std::string::npos);
+  Plan full = p;
+  full.parallel.recompute = Recompute::full;
+  full.parallel.recompute_modules = {};
+  CHECK(validate(full).has(Reject::offload_modules_invalid));
+  Plan no_link = p;
+  no_link.cluster.host_link = {};
+  CHECK(describe(Reject::offload_modules_invalid, no_link).find("has no host_link") != std::string::npos);
+  Plan dense = test::korthikanti_175b();
+  dense.parallel.offload_modules.add(OffloadModule::expert_fc1);
+  CHECK(validate(dense).has(Reject::offload_modules_invalid));
+  CHECK(describe(Reject::offload_modules_invalid, dense).find("has no MoE experts") != std::string::npos);
+
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["offload_modules"] == nlohmann::json::array({"expert_fc1", "moe_act"}));
+  const Plan back = plan_from_json(j, test::profiles(), "test");
+  CHECK(back.parallel.offload_modules == p.parallel.offload_modules);
+  CHECK(estimate(back).peak_memory_bytes == doctest::Approx(estimate(p).peak_memory_bytes));
+  p.parallel.offload_modules = {};
+  CHECK_FALSE(plan_to_json(p)["parallel"].contains("offload_modules"));  // none: not written
+  OffloadModules mods;
+  CHECK(parse_offload_modules("moe_act,expert_fc1", mods));
+  CHECK(to_string(mods) == "expert_fc1,moe_act");
+  CHECK_FALSE(parse_offload_modules("expert_fc1,expert_fc1", mods));
+  CHECK_FALSE(parse_offload_modules("core_attn", mods));  // Megatron-Core's, not priced
+  CHECK(is_unpriced_offload_module("core_attn"));
+}

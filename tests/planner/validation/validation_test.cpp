@@ -203,8 +203,25 @@ TEST_CASE("validation: free-text rules") {
         "mla_up_proj");
   REQUIRE(rc_notes.size() == 2);
   CHECK(rc_notes[0] == "recompute modules mla_up_proj");
-  CHECK(rc_notes[1] == "recompute: 'fine-grained activation offloading (expert_fc1); optimizer-state offload' not modelled "
-                    "(priced without it)");
+  // The fine-grained offloading clause is map_offload_modules()'s; what is left is not modelled.
+  CHECK(rc_notes[1] == "recompute: 'optimizer-state offload' not modelled (priced without it)");
+  // Megatron-Core's fine-grained activation offloading (--offload-modules) as the rows state it, beside the recompute
+  // modules, which still read from the "selective:" list.
+  const char* qwen3 = "selective: moe_act, layernorm; fine-grained activation offloading (expert_fc1, moe_act)";
+  rc_notes.clear();
+  CHECK(to_string(map_recompute_modules(qwen3, &rc_notes)) == "layernorm,moe_act");
+  REQUIRE(rc_notes.size() == 1);  // nothing left unmodelled
+  CHECK(to_string(map_offload_modules(qwen3, &rc_notes)) == "expert_fc1,moe_act");
+  CHECK(rc_notes.back() == "offload modules expert_fc1,moe_act (fine-grained activation offloading)");
+  CHECK(to_string(map_offload_modules(
+            "selective: mla_up_proj; fine-grained activation offloading (expert_fc1); optimizer-state offload")) ==
+        "expert_fc1");
+  CHECK(map_offload_modules("selective: moe_act, layernorm").empty());
+  rc_notes.clear();
+  CHECK(to_string(map_offload_modules("Fine-grained activation offloading (core_attn, expert_fc1)", &rc_notes)) ==
+        "expert_fc1");
+  REQUIRE(rc_notes.size() == 2);
+  CHECK(rc_notes[1] == "offload modules: 'core_attn' not modelled (priced without it)");
   rc_notes.clear();
   CHECK(map_recompute_modules("selective: everything", &rc_notes).is_default());
   REQUIRE(rc_notes.size() == 2);
