@@ -91,6 +91,9 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
     a.push_back("--recompute-modules " + to_string(pc.recompute_modules, " "));
   }
+  if (!pc.offload_modules.empty()) {  // Megatron-Core's fine-grained activation offloading (spec.hpp OffloadModules)
+    a.push_back("--fine-grained-activation-offloading --offload-modules " + to_string(pc.offload_modules, " "));
+  }
   const Precision p = plan.training.precision;
   a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
   if (p == Precision::fp8) a.push_back("--fp8-format hybrid");

@@ -86,6 +86,26 @@ TEST_CASE("import and export: Megatron-Core's --recompute-modules list") {
   CHECK(est.out.find("recompute selective (core_attn,layernorm,moe_act)") != std::string::npos);
 }
 
+TEST_CASE("export: Megatron-Core's fine-grained activation offloading (--offload-modules)") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "moe.json").string();
+  const std::vector<std::string> flags = {"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "8", "--tp", "2", "--sp",
+                                          "--recompute", "selective", "--distributed-optimizer",
+                                          "--offload-modules", "moe_act,expert_fc1"};
+  std::vector<std::string> write = {"estimate"};
+  write.insert(write.end(), flags.begin(), flags.end());
+  write.insert(write.end(), {"-o", plan});
+  REQUIRE(run_parplan(write, {}, 60).exit_code == 0);
+  CHECK(nlohmann::json::parse(parplan::test::read_text(plan))["parallel"]["offload_modules"] ==
+        nlohmann::json::array({"expert_fc1", "moe_act"}));
+  const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  CHECK(megatron.out.find("--fine-grained-activation-offloading --offload-modules expert_fc1 moe_act") !=
+        std::string::npos);
+  const auto est = run_parplan({"estimate", "--plan", plan}, {}, 60);
+  CHECK(est.out.find("expert_fc1,moe_act  |") != std::string::npos);  // the header ('offload modules' may wrap)
+  CHECK(est.out.find("host copies (exposed)") != std::string::npos);
+}
+
 TEST_CASE("import: a Megatron-LM launch script with variables, arrays and continuations") {
   const auto j = import_json({kDir + "train_gpt_70b.sh"});
   CHECK(j["format"] == "megatron");
