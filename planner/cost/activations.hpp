@@ -120,7 +120,8 @@ RecomputeModuleBytes recompute_module_bytes(const ModelSpec& m, const Activation
 //   The shared experts' modules are not offloaded (Megatron-Core applies these two names in the routed experts'
 //   GroupedMLP; recalled from megatron/core/transformer/moe/experts.py, not checked against a pinned revision).
 // With selective recompute: moe_act rebuilds the activation's output (the fc2 input) from its input, which its
-// checkpoint (CheckpointWithoutOutput) keeps - that kept input is what moe_act offloading moves, so the two add up
+// checkpoint (tensor_parallel.CheckpointWithoutOutput, recalled, as above) keeps - that kept input is what moe_act
+// offloading moves (the offload wraps the checkpointed call in Megatron-Core's experts.py), so the two add up
 // (recompute drops the output, offload moves the input); the moe module checkpoints the whole MoE layer, whose
 // experts then store nothing: 0. Full recompute: 0 (validate() refuses the combination, config.cpp).
 double offloaded_module_bytes(const ModelSpec& m, const ActivationShape& a);

@@ -138,8 +138,8 @@ inline constexpr std::string_view kOffloadChoices = "none, or a comma-separated 
 // Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading --offload-modules;
 // megatron/core/transformer/transformer_config.py, fine_grained_activation_offloading / offload_modules, whose
 // docstring lists attn_norm, qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act: "offload the input of"
-// each): the tensors a module saves for its backward go to host memory after its forward and come back before its
-// backward. parplan prices the two MoE expert modules: expert_fc1 (the experts' first grouped linear's saved input,
+// each; cited from memory, not checked against a pinned revision): the tensors a module saves for its backward go to
+// host memory after its forward and come back before its backward. parplan prices the two MoE expert modules: expert_fc1 (the experts' first grouped linear's saved input,
 // the permuted routed token copies) and moe_act (the experts' activation function's saved input, the fc1 output);
 // planner/cost/activations.hpp offloaded_module_bytes(). The other names are refused as not modelled.
 enum class OffloadModule : uint8_t { expert_fc1, moe_act };
