@@ -113,74 +113,62 @@ bool parse_offload(std::string_view s, OffloadSet& out) {
 namespace {
 constexpr std::array<std::string_view, kNumRecomputeModules> kRecomputeModuleNames = {
     "core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "moe", "shared_experts"};
+constexpr std::array<std::string_view, kNumOffloadModules> kOffloadModuleNames = {"expert_fc1", "moe_act"};
+
+// A set of modules (RecomputeModules, OffloadModules: a bit per Module) and the names of its modules, in order.
+template <typename Set, typename Module, size_t N>
+std::string module_set_string(Set set, const std::array<std::string_view, N>& names, std::string_view sep) {
+  std::string s;
+  for (size_t i = 0; i < N; ++i) {
+    if (!set.has(static_cast<Module>(i))) continue;
+    if (!s.empty()) s += sep;
+    s += names[i];
+  }
+  return s;
+}
+
+template <typename Module, size_t N>
+bool parse_module_name(std::string_view s, const std::array<std::string_view, N>& names, Module& out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (s == names[i]) {
+      out = static_cast<Module>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Names separated by `sep`, each at most once, at least one; false on an unknown, empty or repeated name.
+template <typename Set, typename Module, size_t N>
+bool parse_module_set(std::string_view s, const std::array<std::string_view, N>& names, Set& out, char sep) {
+  out.bits = 0;
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(s.find(sep, begin), s.size());
+    Module m{};
+    if (!parse_module_name(s.substr(begin, end - begin), names, m) || out.has(m)) return false;
+    out.add(m);
+    if (end == s.size()) return true;
+    begin = end + 1;
+  }
+}
 }  // namespace
 
 std::string to_string(RecomputeModules r, std::string_view sep) {
-  std::string s;
-  for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
-    if (!r.has(static_cast<RecomputeModule>(i))) continue;
-    if (!s.empty()) s += sep;
-    s += kRecomputeModuleNames[i];
-  }
-  return s;
+  return module_set_string<RecomputeModules, RecomputeModule>(r, kRecomputeModuleNames, sep);
 }
-
 bool parse_recompute_module(std::string_view s, RecomputeModule& out) {
-  for (size_t i = 0; i < kRecomputeModuleNames.size(); ++i) {
-    if (s == kRecomputeModuleNames[i]) {
-      out = static_cast<RecomputeModule>(i);
-      return true;
-    }
-  }
-  return false;
+  return parse_module_name(s, kRecomputeModuleNames, out);
 }
-
 bool parse_recompute_modules(std::string_view s, RecomputeModules& out, char sep) {
-  out.bits = 0;
-  for (size_t begin = 0;;) {
-    const size_t end = std::min(s.find(sep, begin), s.size());
-    RecomputeModule r{};
-    if (!parse_recompute_module(s.substr(begin, end - begin), r) || out.has(r)) return false;  // unknown, empty, twice
-    out.add(r);
-    if (end == s.size()) return true;
-    begin = end + 1;
-  }
+  return parse_module_set<RecomputeModules, RecomputeModule>(s, kRecomputeModuleNames, out, sep);
 }
-
-namespace {
-constexpr std::array<std::string_view, kNumOffloadModules> kOffloadModuleNames = {"expert_fc1", "moe_act"};
-}  // namespace
 
 std::string to_string(OffloadModules r, std::string_view sep) {
-  std::string s;
-  for (size_t i = 0; i < kOffloadModuleNames.size(); ++i) {
-    if (!r.has(static_cast<OffloadModule>(i))) continue;
-    if (!s.empty()) s += sep;
-    s += kOffloadModuleNames[i];
-  }
-  return s;
+  return module_set_string<OffloadModules, OffloadModule>(r, kOffloadModuleNames, sep);
 }
-
-bool parse_offload_module(std::string_view s, OffloadModule& out) {
-  for (size_t i = 0; i < kOffloadModuleNames.size(); ++i) {
-    if (s == kOffloadModuleNames[i]) {
-      out = static_cast<OffloadModule>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
+bool parse_offload_module(std::string_view s, OffloadModule& out) { return parse_module_name(s, kOffloadModuleNames, out); }
 bool parse_offload_modules(std::string_view s, OffloadModules& out, char sep) {
-  out.bits = 0;
-  for (size_t begin = 0;;) {
-    const size_t end = std::min(s.find(sep, begin), s.size());
-    OffloadModule r{};
-    if (!parse_offload_module(s.substr(begin, end - begin), r) || out.has(r)) return false;  // unknown, empty, twice
-    out.add(r);
-    if (end == s.size()) return true;
-    begin = end + 1;
-  }
+  return parse_module_set<OffloadModules, OffloadModule>(s, kOffloadModuleNames, out, sep);
 }
 
 bool is_unpriced_offload_module(std::string_view s) {
