@@ -62,7 +62,8 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                    pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()
                        ? fmt::format("selective ({})", to_string(pc.recompute_modules))
-                       : to_string(pc.recompute),
+                   : pc.recompute_layers > 0 ? fmt::format("full (first {} layers of each chunk)", pc.recompute_layers)
+                                             : std::string(to_string(pc.recompute)),
                    pc.sequence_parallel ? "on" : "off", pc.zero_stage, sharding_note,
                    pc.offload.any() ? fmt::format("  | offload {}", to_string(pc.offload)) : "",
                    !pc.offload_modules.empty() ? fmt::format("  | offload modules {}", to_string(pc.offload_modules)) : "",

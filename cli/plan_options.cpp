@@ -66,6 +66,8 @@ std::string_view reject_flag(Reject r) {
       return "--recompute";
     case Reject::fp8_param_gather_invalid:
       return "--fp8-param-gather";
+    case Reject::recompute_layers_invalid:
+      return "--recompute-layers";
     case Reject::offload_invalid:
       return "--offload";
     case Reject::offload_modules_invalid:
@@ -128,6 +130,15 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
       throw InputError(fmt::format("--recompute-modules: unknown or repeated module in '{}' (use {})",
                                    excerpt(me.recompute_modules), kRecomputeModuleChoices));
     }
+  }
+  if (me.recompute_layers) {
+    if (pc.recompute != Recompute::full) throw InputError("--recompute-layers: needs --recompute full");
+    if (*me.recompute_layers < 0) {
+      throw InputError(fmt::format("--recompute-layers: {} is negative (0 = every layer, k = the first k of each "
+                                   "model chunk)",
+                                   *me.recompute_layers));
+    }
+    pc.recompute_layers = *me.recompute_layers;
   }
   pc.sequence_parallel = me.sequence_parallel;
   pc.zero_stage = me.zero;
@@ -334,6 +345,10 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--recompute-modules", o.recompute_modules,
                  "with --recompute selective: what it rebuilds (Megatron-Core --recompute-modules), comma-separated: "
                  "core_attn (default), layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts");
+  app.add_option("--recompute-layers", o.recompute_layers,
+                 "with --recompute full: fully recompute only the first K layers of each model chunk (each pipeline "
+                 "stage's; interleaved: each virtual chunk's), the rest keep all activations (Megatron-Core "
+                 "--recompute-method block --recompute-num-layers K); 0 = every layer (default)");
   app.add_flag("--sequence-parallel,--sp", o.sequence_parallel, "Megatron sequence parallelism (needs tp > 1)");
   app.add_option("--zero", o.zero, "ZeRO stage 0..3 (3 = FSDP)")->check(CLI::Range(0, 3));
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,

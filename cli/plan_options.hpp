@@ -71,6 +71,7 @@ struct MeshOptions {
   std::optional<std::string> stage_layers;  // --stage-layers: parse_stage_layout()'s text
   std::string schedule, recompute, zero3_gather_unit, moe_dispatcher, offload;
   std::string recompute_modules;  // --recompute-modules (with --recompute selective)
+  std::optional<int64_t> recompute_layers;  // --recompute-layers (with --recompute full)
   std::string offload_modules;    // --offload-modules (Megatron-Core fine-grained activation offloading)
   bool overlap_ep = false;
   bool sequence_parallel = false, distributed_optimizer = false;

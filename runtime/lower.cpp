@@ -852,6 +852,11 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError("run: recompute selective-op (torchtitan's per-op policy) is not lowered yet: the runtime recomputes "
                      "the attention core (selective) or the whole layer (full)");
   }
+  if (plan.parallel.recompute_layers > 0) {
+    throw InputError(fmt::format("run: /parallel/recompute_layers {} is not lowered yet: the runtime's full recompute "
+                                 "reruns every layer",
+                                 plan.parallel.recompute_layers));
+  }
   if (plan.parallel.recompute == Recompute::selective && !plan.parallel.recompute_modules.is_default()) {
     throw InputError(fmt::format("run: recompute modules {} are not lowered yet: the runtime's selective recompute "
                                  "reruns the attention core (core_attn) only",

@@ -38,9 +38,12 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     StageCosts& st = sc.stages[static_cast<size_t>(i)];
     st.pp_tier = pp_tier;
     st.dp_tier = dp_tier;
-    // The stage's mean layer (its dense layers, a MoE model's leading ones, spread evenly over its chunks); an explicit
-    // per-chunk layout gives each chunk its own layers (chunk_layers).
-    const LayerCost lc = mean_layer_cost(e.layer, e.dense_layer, stage_layers(plan, i), stage_dense_layers(plan, i));
+    // The stage's mean layer (its dense layers, a MoE model's leading ones, and with recompute_layers its recomputed
+    // ones spread evenly over its chunks); an explicit per-chunk layout gives each chunk its own layers (chunk_layers).
+    const LayerCost lc = stage_layer_cost(plan, i, e.layer_costs());
+    // The share of its layers full recompute reruns (all of them, or recompute_layers' per chunk), whose ZeRO-3
+    // parameters are gathered a third time.
+    const double rerun = d(stage_recomputed_layers(plan, i).layers) / d(std::max<int64_t>(1, stage_layers(plan, i)));
     const bool uneven = uneven_chunks(plan, i);
     const double n = d(std::max<int64_t>(1, stage_layers(plan, i)));
     st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
@@ -72,7 +75,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.exposed_offload_s = Lc * lc.exposed_offload_s;
       cc.host_copy_s = Lc * lc.activation_copy_s;
       cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
-      cc.zero3_gather_recompute_s = pc.recompute == Recompute::full ? Lc * lc.zero3_gather_s : 0.0;
+      cc.zero3_gather_recompute_s = rerun * Lc * lc.zero3_gather_s;
       // Embedding (first stage) and output layer (output_stage(): the last; ZB-V the first): in the chunk that owns
       // them, or spread evenly.
       // Spread: as the closed form spreads the stage's time, in the chunks' layer fractions.

@@ -714,27 +714,50 @@ void charge_activation_offload(const Plan& plan, LayerCost& lc) {
 }
 }  // namespace
 
-LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense) {
-  // Every field of LayerCost, so that a field added there and not here fails to compile.
-  static constexpr double LayerCost::*kFields[] = {
-      &LayerCost::forward_s,          &LayerCost::backward_input_s,     &LayerCost::backward_weight_s,
-      &LayerCost::grad_accumulation_s, &LayerCost::recompute_s,         &LayerCost::tp_comm_forward_s,
-      &LayerCost::tp_comm_backward_s, &LayerCost::tp_comm_recompute_s, &LayerCost::cp_comm_forward_s,
-      &LayerCost::cp_comm_backward_s, &LayerCost::ep_comm_forward_s,   &LayerCost::ep_comm_backward_s,
-      &LayerCost::zero3_gather_s,     &LayerCost::tp_bytes,            &LayerCost::cp_bytes,
-      &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
-      &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
-      &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
-      &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
-      &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s};
-  static_assert(sizeof(LayerCost) == std::size(kFields) * sizeof(double), "mean_layer_cost: list every LayerCost field");
-  if (layers <= 0 || dense <= 0) return lc;
-  const double w = d(dense) / d(layers);
+namespace {
+// Every field of LayerCost, so that a field added there and not here fails to compile.
+constexpr double LayerCost::*kLayerCostFields[] = {
+    &LayerCost::forward_s,          &LayerCost::backward_input_s,     &LayerCost::backward_weight_s,
+    &LayerCost::grad_accumulation_s, &LayerCost::recompute_s,         &LayerCost::tp_comm_forward_s,
+    &LayerCost::tp_comm_backward_s, &LayerCost::tp_comm_recompute_s, &LayerCost::cp_comm_forward_s,
+    &LayerCost::cp_comm_backward_s, &LayerCost::ep_comm_forward_s,   &LayerCost::ep_comm_backward_s,
+    &LayerCost::zero3_gather_s,     &LayerCost::tp_bytes,            &LayerCost::cp_bytes,
+    &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
+    &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
+    &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
+    &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
+    &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s};
+static_assert(sizeof(LayerCost) == std::size(kLayerCostFields) * sizeof(double), "list every LayerCost field");
+
+// sum_i w_i c_i over every field.
+LayerCost weighted_layer_cost(std::initializer_list<std::pair<double, const LayerCost*>> parts) {
   LayerCost out;
-  for (double LayerCost::*f : kFields) out.*f = (1.0 - w) * lc.*f + w * dense_lc.*f;
+  for (double LayerCost::*f : kLayerCostFields) {
+    double x = 0;
+    for (const auto& [w, c] : parts) x += w * c->*f;
+    out.*f = x;
+  }
   return out;
 }
+}  // namespace
 
+LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense) {
+  if (layers <= 0 || dense <= 0) return lc;
+  const double w = d(dense) / d(layers);
+  return weighted_layer_cost({{1.0 - w, &lc}, {w, &dense_lc}});
+}
+
+LayerCost stage_layer_cost(const Plan& plan, int64_t stage, const LayerCosts& c) {
+  const int64_t layers = stage_layers(plan, stage), dense = stage_dense_layers(plan, stage);
+  if (plan.parallel.recompute_layers <= 0 || layers <= 0) return mean_layer_cost(c.layer, c.dense, layers, dense);
+  // Each layer at its own cost: recomputed or kept, dense or not (the first recompute_layers of each chunk).
+  const RecomputedLayers r = stage_recomputed_layers(plan, stage);
+  const double n = d(layers);
+  return weighted_layer_cost({{d(r.layers - r.dense) / n, &c.layer},
+                              {d(r.dense) / n, &c.dense},
+                              {d(layers - dense - (r.layers - r.dense)) / n, &c.kept},
+                              {d(dense - r.dense) / n, &c.dense_kept}});
+}
 
 LayerCost layer_cost(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -775,6 +798,13 @@ LayerCosts layer_costs(const Plan& plan) {
   LayerCosts c;
   c.layer = layer_cost(plan);
   if (plan.model.has_dense_layers()) c.dense = layer_cost(dense_layer_plan(plan));
+  if (plan.parallel.recompute_layers > 0) {  // the layers full recompute leaves out, priced as recompute none
+    Plan kept = plan;
+    kept.parallel.recompute = Recompute::none;
+    kept.parallel.recompute_layers = 0;
+    c.kept = layer_cost(kept);
+    if (plan.model.has_dense_layers()) c.dense_kept = layer_cost(dense_layer_plan(kept));
+  }
   return c;
 }
 
@@ -939,35 +969,57 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
     in.dense_layer_activation_bytes = layer_activation_bytes(dense, a).total;
     in.recompute_working_set_bytes = std::max(in.recompute_working_set_bytes, recompute_working_set_bytes(dense, a));
   }
+  if (plan.parallel.recompute_layers > 0) {  // the layers full recompute leaves out keep what recompute none keeps
+    ActivationShape kept = a;
+    kept.recompute = Recompute::none;
+    in.kept_layer_activation_bytes = layer_activation_bytes(plan.model, kept).total;
+    if (plan.model.has_dense_layers()) {
+      in.kept_dense_layer_activation_bytes = layer_activation_bytes(dense_layer_model(plan.model), kept).total;
+    }
+  }
   return in;
 }
 
 StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
 
 namespace {
+// The stored activations of `layers` layers (`dense` of them a MoE model's dense layers) per microbatch, `layer_bytes`
+// per MoE (or only) layer; with full recompute of only some layers (recompute_layers), the `r` recomputed ones at
+// those bytes and the rest at recompute none's (kept_*_activation_bytes).
+double layers_bytes(const StageMemoryInputs& in, int64_t layers, int64_t dense, const RecomputedLayers& r, bool partial,
+                    double layer_bytes) {
+  if (!partial) return d(layers - dense) * layer_bytes + d(dense) * in.dense_layer_activation_bytes;
+  return d(r.layers - r.dense) * layer_bytes + d(r.dense) * in.dense_layer_activation_bytes +
+         d(layers - dense - (r.layers - r.dense)) * in.kept_layer_activation_bytes +
+         d(dense - r.dense) * in.kept_dense_layer_activation_bytes;
+}
+
 // Interleaved, chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage
 // 0's chunk 0) over the stage's order (interleaved_peak_bytes).
 double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in, double layer_bytes) {
   const ParallelConfig& pc = plan.parallel;
+  const bool partial = pc.recompute_layers > 0;
   std::vector<double> bytes(static_cast<size_t>(pc.vpp));
   for (int64_t c = 0; c < pc.vpp; ++c) {
-    const int64_t dense = chunk_dense_layers(plan, stage, c);
-    bytes[static_cast<size_t>(c)] = d(chunk_layers(plan, stage, c) - dense) * layer_bytes +
-                                    d(dense) * in.dense_layer_activation_bytes +
-                                    (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
+    const RecomputedLayers r = partial ? chunk_recomputed(plan, stage, c) : RecomputedLayers{};
+    bytes[static_cast<size_t>(c)] =
+        layers_bytes(in, chunk_layers(plan, stage, c), chunk_dense_layers(plan, stage, c), r, partial, layer_bytes) +
+        (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
   }
   return interleaved_peak_bytes(pc.pp, pc.num_microbatches, pc.vpp, stage, bytes);
 }
 
 // The stage's transformer layers' stored activations at the schedule's peak, `layer_bytes` per MoE (or only) layer
-// and microbatch: the in-flight chunk-microbatches' share of the stage's layers (its dense ones spread evenly over
-// its chunks), or with an explicit per-chunk layout each chunk's bytes over the order (the embedding included).
+// and microbatch: the in-flight chunk-microbatches' share of the stage's layers (its dense ones, and with
+// recompute_layers its recomputed ones, spread evenly over its chunks), or with an explicit per-chunk layout each
+// chunk's bytes over the order (the embedding included).
 double held_layer_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in, int64_t in_flight,
                               bool uneven, double layer_bytes) {
   if (uneven) return uneven_chunk_activations(plan, stage, in, layer_bytes);
-  const int64_t dense_layers = stage_dense_layers(plan, stage);
+  const bool partial = plan.parallel.recompute_layers > 0;
+  const RecomputedLayers r = partial ? stage_recomputed_layers(plan, stage) : RecomputedLayers{};
   const double stage_layer_bytes =
-      d(stage_layers(plan, stage) - dense_layers) * layer_bytes + d(dense_layers) * in.dense_layer_activation_bytes;
+      layers_bytes(in, stage_layers(plan, stage), stage_dense_layers(plan, stage), r, partial, layer_bytes);
   return d(in_flight) * stage_layer_bytes / d(plan.parallel.chunks_per_stage());
 }
 }  // namespace
@@ -1068,6 +1120,8 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   const LayerCosts lcs = layer_costs(plan);
   e.layer = lcs.layer;
   e.dense_layer = lcs.dense;
+  e.kept_layer = lcs.kept;
+  e.kept_dense_layer = lcs.dense_kept;
   e.edge = edge_cost(plan);
   e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
   e.p2p_s = p2p_time_s(plan);
@@ -1114,9 +1168,10 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
       r.total = md * dc.grad_reduce_s;
       // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
       // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
-      const double gathers = pc.step_zero_stage() >= 3 ? d(stage_layers(plan, i)) * lc.zero3_gather_s *
-                                                      (pc.recompute == Recompute::full ? 2.0 : 1.0)
-                                                : 0.0;
+      const double gathers =
+          pc.step_zero_stage() >= 3
+              ? d(stage_layers(plan, i) + stage_recomputed_layers(plan, i).layers) * lc.zero3_gather_s
+              : 0.0;
       // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
       // where they outlast B_input.
       const double window =
@@ -1158,8 +1213,7 @@ namespace {
 // What every stage's step-time formulas share: the plan's per-plan costs and its pipeline's shape.
 struct StepInputs {
   const Plan& plan;
-  const LayerCost& lc;
-  const LayerCost& dense_lc;  // a MoE model's leading dense layers (unused when it has none)
+  const LayerCosts& lcs;  // the layer, a MoE model's leading dense layers, those recompute_layers leaves out
   const EdgeCost& edge;
   double p2p_s;
   const PlanParamCounts& params;
@@ -1167,11 +1221,11 @@ struct StepInputs {
   // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
   // what remains is the fill / drain path's transfers, charged in pipeline_terms().
   bool p2p_overlap;
-  // The per-layer costs stage i scales by: lc, or the mean over its layers when it holds dense ones (into `buf`).
+  // The per-layer costs stage i scales by: lcs.layer, or the mean over its layers when it holds dense ones or
+  // layers recompute_layers leaves out (stage_layer_cost, into `buf`).
   const LayerCost& layer(int64_t i, LayerCost& buf) const {
-    const int64_t dense = stage_dense_layers(plan, i);
-    if (dense == 0) return lc;
-    buf = mean_layer_cost(lc, dense_lc, stage_layers(plan, i), dense);
+    if (plan.parallel.recompute_layers <= 0 && stage_dense_layers(plan, i) == 0) return lcs.layer;
+    buf = stage_layer_cost(plan, i, lcs);
     return buf;
   }
 };
@@ -1401,6 +1455,16 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
   tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
   tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute,
                                              plan.parallel.recompute_modules);
+  if (plan.parallel.recompute_layers > 0) {  // only the recomputed layers rerun their forward
+    RecomputedLayers r;
+    for (int64_t i = 0; i < plan.parallel.pp; ++i) {
+      const RecomputedLayers ri = stage_recomputed_layers(plan, i);
+      r.layers += ri.layers;
+      r.dense += ri.dense;
+    }
+    tb.hardware_flops = model_flops_per_step(plan.model, plan.training.global_batch, s) +
+                        partial_recompute_flops(plan.model, plan.training.global_batch, s, r.layers, r.dense);
+  }
   tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
   tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);
   tb.hfu = tb.hardware_flops / (tb.step_s * gpus * peak);
@@ -1412,7 +1476,7 @@ TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& 
                         DpCost* dp_out, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
-  const StepInputs in{plan, lc.layer, lc.dense, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
+  const StepInputs in{plan, lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
   scratch.resize(static_cast<size_t>(p));
   const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
   const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));

@@ -51,12 +51,18 @@ struct LayerCost {
 
 // The per-layer costs a step scales: the model's layer and, for a MoE model with leading dense layers
 // (ModelSpec::has_dense_layers), one of those, priced as a layer of dense_layer_plan() (spec.hpp); zeros otherwise.
+// With full recompute of only some layers (ParallelConfig::recompute_layers > 0), kept and dense_kept price the layers
+// it leaves out, as recompute none (zeros otherwise).
 struct LayerCosts {
   LayerCost layer, dense;
+  LayerCost kept, dense_kept;
 };
 // The mean per-layer cost over `layers` layers of which `dense` cost dense_lc and the rest lc: what a stage's layer
 // terms scale by (the simulator spreads it evenly over the stage's chunks).
 LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense);
+// Stage `stage`'s mean per-layer cost: mean_layer_cost() over its dense and other layers, and with recompute_layers
+// over its recomputed layers (c.layer, c.dense) and the rest (c.kept, c.dense_kept; stage_recomputed_layers).
+LayerCost stage_layer_cost(const Plan& plan, int64_t stage, const LayerCosts& c);
 
 // The local experts' grouped GEMMs of one MoE layer on one GPU for one microbatch (layer_gemms() prices them, the
 // runtime issues them): `local_experts` batched GEMMs of tokens_per_expert rows each, up [tokens, up_width, hidden]
@@ -176,6 +182,8 @@ struct Estimate {
   std::vector<StageTime> stages;    // per pipeline stage
   LayerCost layer;
   LayerCost dense_layer;  // a MoE model's leading dense layers (LayerCosts::dense); zeros otherwise
+  LayerCost kept_layer, kept_dense_layer;  // LayerCosts::kept, dense_kept (recompute_layers); zeros otherwise
+  LayerCosts layer_costs() const { return {layer, dense_layer, kept_layer, kept_dense_layer}; }
   EdgeCost edge;
   DpCost dp;
   double p2p_bytes = 0, p2p_s = 0;  // one activation transfer between stages
@@ -221,6 +229,9 @@ struct StageMemoryInputs {
   ModelStateOptions states;
   double layer_activation_bytes = 0;      // stored per layer per microbatch
   double dense_layer_activation_bytes = 0;  // per leading dense layer of a MoE model (0 when it has none)
+  // Full recompute of only some layers (ParallelConfig::recompute_layers > 0): the two above for a layer that is not
+  // recomputed, as with recompute none (0 otherwise).
+  double kept_layer_activation_bytes = 0, kept_dense_layer_activation_bytes = 0;
   double layer_offloaded_bytes = 0;  // of layer_activation_bytes: the offload_modules' (offloaded_module_bytes)
   double embedding_activation_bytes = 0;  // first stage, per microbatch
   double output_activation_bytes = 0;     // last stage, per microbatch

@@ -80,6 +80,13 @@ double selective_rerun_flops(const ModelSpec& m, int64_t global_batch, int64_t s
 }
 }  // namespace
 
+double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense) {
+  const double main = layer_forward_flops(m, global_batch, s, false).total();
+  const double dense_layer = dense > 0 ? layer_forward_flops(dense_layer_model(m), global_batch, s, false).total() : 0.0;
+  return static_cast<double>(layers - dense) * main + static_cast<double>(dense) * dense_layer +
+         mtp_forward_flops(m, global_batch, s, false);
+}
+
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r,
                                RecomputeModules modules) {
   double extra = 0.0;

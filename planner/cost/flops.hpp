@@ -44,5 +44,10 @@ double model_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s)
 // shared_experts the shared experts; layernorm and moe_act rerun no matmul.
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r,
                                RecomputeModules modules = {});
+// Full recompute of only some layers (ParallelConfig::recompute_layers): the recompute pass's FLOPs of one step, the
+// forward of the `layers` recomputed transformer layers (`dense` of them a MoE model's dense layers, counted with
+// their own MLP), summed over the pipeline stages, and of the MTP modules (priced as under full recompute). With
+// every layer recomputed it is full recompute's term above.
+double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense);
 
 }  // namespace parplan

@@ -193,24 +193,59 @@ bool uneven_chunks(const Plan& plan, int64_t stage) {
   return false;
 }
 
-int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
-  const ModelSpec& m = plan.model;
-  if (!m.has_dense_layers()) return 0;
+namespace {
+// The model index of chunk `chunk` of stage `stage`'s first layer. Model order: chunk 0 of stages 0 .. p-1, then
+// chunk 1 of each (ZB-V's V: of stages p-1 .. 0), ...
+int64_t chunk_start(const Plan& plan, int64_t stage, int64_t chunk) {
   const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
-  // Model order: chunk 0 of stages 0 .. p-1, then chunk 1 of each (ZB-V's V: of stages p-1 .. 0), ...; the chunk's
-  // dense layers are those of its range of the model's layers (the leading ones, then the interleaved ones:
-  // ModelSpec::dense_layers_before).
   const bool v_shape = plan.parallel.schedule == Schedule::zb_v;
   int64_t start = 0;
   for (int64_t c = 0; c < v; ++c) {
     for (int64_t k = 0; k < p; ++k) {
       const int64_t j = v_shape && c % 2 == 1 ? p - 1 - k : k;
-      const int64_t n = chunk_layers(plan, j, c);
-      if (j == stage && c == chunk) return m.dense_layers_before(start + n) - m.dense_layers_before(start);
-      start += n;
+      if (j == stage && c == chunk) return start;
+      start += chunk_layers(plan, j, c);
     }
   }
-  return 0;
+  return start;
+}
+}  // namespace
+
+int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk) {
+  const ModelSpec& m = plan.model;
+  if (!m.has_dense_layers()) return 0;
+  // The chunk's dense layers are those of its range of the model's layers (the leading ones, then the interleaved
+  // ones: ModelSpec::dense_layers_before).
+  const int64_t start = chunk_start(plan, stage, chunk);
+  return m.dense_layers_before(start + chunk_layers(plan, stage, chunk)) - m.dense_layers_before(start);
+}
+
+int64_t chunk_recomputed_layers(const Plan& plan, int64_t stage, int64_t chunk) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.recompute != Recompute::full) return 0;
+  const int64_t n = chunk_layers(plan, stage, chunk);
+  return pc.recompute_layers > 0 ? std::min(pc.recompute_layers, n) : n;
+}
+
+RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk) {
+  RecomputedLayers r;
+  r.layers = chunk_recomputed_layers(plan, stage, chunk);
+  const ModelSpec& m = plan.model;
+  if (m.has_dense_layers() && r.layers > 0) {  // the chunk's first layers, in model order
+    const int64_t start = chunk_start(plan, stage, chunk);
+    r.dense = m.dense_layers_before(start + r.layers) - m.dense_layers_before(start);
+  }
+  return r;
+}
+
+RecomputedLayers stage_recomputed_layers(const Plan& plan, int64_t stage) {
+  RecomputedLayers r;
+  for (int64_t c = 0; c < plan.parallel.chunks_per_stage(); ++c) {
+    const RecomputedLayers k = chunk_recomputed(plan, stage, c);
+    r.layers += k.layers;
+    r.dense += k.dense;
+  }
+  return r;
 }
 
 int64_t stage_dense_layers(const Plan& plan, int64_t stage) {
@@ -370,6 +405,26 @@ bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, Offload
   return !offload.optimizer || zero_stage >= 1 || distributed_optimizer;
 }
 
+namespace {
+int64_t largest_chunk_layers(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  int64_t largest = 0;
+  for (int64_t i = 0; i < pc.pp; ++i) {
+    for (int64_t c = 0; c < pc.chunks_per_stage(); ++c) largest = std::max(largest, chunk_layers(plan, i, c));
+  }
+  return largest;
+}
+
+// ParallelConfig::recompute_layers k > 0 is refused without full recompute, above the layers of the largest chunk
+// (no chunk would keep any layer; 0 says "all"), negative, or with activation offload (whole-layer offload of a partly
+// recomputed stage is not modelled).
+bool recompute_layers_problem(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.recompute_layers < 0 || pc.recompute != Recompute::full || pc.offload.activations) return true;
+  return pc.recompute_layers > largest_chunk_layers(plan);
+}
+}  // namespace
+
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;
   const ParallelConfig& pc = plan.parallel;
@@ -428,6 +483,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
       (plan.model.is_moe() || plan.model.is_mla() || plan.training.attention == AttentionKernel::unfused)) {
     v.add(Reject::selective_op_unsupported);
   }
+  if (pc.recompute_layers != 0 && recompute_layers_problem(plan)) v.add(Reject::recompute_layers_invalid);
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !(pc.zero_stage >= 1 || pc.distributed_optimizer))) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -465,6 +521,8 @@ std::string_view reject_name(Reject r) {
       return "selective_op_unsupported";
     case Reject::fp8_param_gather_invalid:
       return "fp8_param_gather_invalid";
+    case Reject::recompute_layers_invalid:
+      return "recompute_layers_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -579,6 +637,11 @@ std::string describe(Reject r, const Plan& plan) {
                          "optimizer or ZeRO 1-3); the plan has precision {}, ZeRO {}{}",
                          to_string(plan.training.precision), pc.zero_stage,
                          pc.distributed_optimizer ? " and the distributed optimizer" : ", no distributed optimizer");
+    case Reject::recompute_layers_invalid:
+      return fmt::format("recompute_layers {} needs recompute full, at most the layers of a model chunk (the largest "
+                         "holds {}) and no activation offload; the plan has recompute {}{}",
+                         pc.recompute_layers, largest_chunk_layers(plan), to_string(pc.recompute),
+                         pc.offload.activations ? " and offloads activations" : "");
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

@@ -29,6 +29,7 @@ enum class Reject : uint8_t {
   offload_modules_invalid,  // fine-grained activation offload with nothing to offload or beside whole-layer offload
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only
   fp8_param_gather_invalid,  // fp8 weights gathered in fp8 need fp8 training and a sharded parameter gather
+  recompute_layers_invalid,  // recompute_layers without full recompute, above every chunk's layers, or with offload
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count
@@ -84,6 +85,18 @@ std::vector<std::vector<int64_t>> parse_megatron_layout(std::string_view text, i
 int64_t stage_dense_layers(const Plan& plan, int64_t stage);
 // The dense layers chunk `chunk` of stage `stage` holds (the same model order); stage_dense_layers sums them.
 int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk);
+// Full recompute (Recompute::full) of only some layers, ParallelConfig::recompute_layers k: Megatron-Core's block
+// method (--recompute-granularity full --recompute-method block --recompute-num-layers k; transformer_block.py
+// _checkpointed_forward checkpoints layer l of the block when l < recompute_num_layers, and each virtual pipeline
+// chunk is its own TransformerBlock; cited from memory, not checked against a pinned revision): the first min(k, n)
+// of the chunk's n layers; all n when k is 0; none without full recompute.
+int64_t chunk_recomputed_layers(const Plan& plan, int64_t stage, int64_t chunk);
+struct RecomputedLayers {
+  int64_t layers = 0;  // of stage_layers()
+  int64_t dense = 0;   // of those, a MoE model's dense layers (of stage_dense_layers())
+};
+RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk);
+RecomputedLayers stage_recomputed_layers(const Plan& plan, int64_t stage);  // summed over the stage's chunks
 // Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
 bool stage_layers_divisible(const Plan& plan, int64_t v);
 // Layers that no even split interleaves (layers % (pp v) != 0): the largest last-stage layer count, a multiple of v,

@@ -358,6 +358,11 @@ struct ParallelConfig {
   Schedule schedule = Schedule::one_f_one_b;
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  // recompute == selective only
+  // recompute == full only: 0 = every layer fully recomputed; k > 0 = Megatron-Core's --recompute-method block
+  // --recompute-num-layers k: the first k layers of each model chunk (each pipeline stage's chunk; with interleaving
+  // each virtual chunk, k x chunks per stage) are fully recomputed, min(k, the chunk's layers) where a chunk holds
+  // fewer; the rest keep all their activations, as recompute none (config.hpp chunk_recomputed_layers).
+  int64_t recompute_layers = 0;
   bool sequence_parallel = false;
   int zero_stage = 0;               // 0..3 (3 = FSDP)
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only

@@ -291,6 +291,10 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.recompute = r.get_enum("recompute", Recompute::none);
   if (r.has("recompute_modules")) p.recompute_modules = recompute_modules_from_json(r, p.recompute);
   if (r.has("offload_modules")) p.offload_modules = offload_modules_from_json(r);
+  if (r.has("recompute_layers")) {
+    p.recompute_layers = r.get_int("recompute_layers", 0, 1'000'000);
+    if (p.recompute_layers > 0 && p.recompute != Recompute::full) r.fail("recompute_layers", "needs recompute \"full\"");
+  }
   p.sequence_parallel = r.get_bool("sequence_parallel", false);
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
   p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
@@ -458,6 +462,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"last_stage_layers", p.last_stage_layers},
           {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
           {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
+  if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;  // omitted: 0 (every layer)
   if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
   if (!p.recompute_modules.is_default()) {  // omitted: {core_attn} (the documents before recompute_modules)
     nlohmann::json mods = nlohmann::json::array();

@@ -796,6 +796,22 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   plan.num_gpus = *hwr.num_gpus;
   plan.parallel = pc;
   plan.training = tr;
+  if (plan.parallel.recompute == Recompute::full && names_layer_ac(rc_text)) {
+    // torchtitan's layer-wise selective AC (parallelize_llama.py _apply_ac_to_transformer_block: with
+    // selective_ac_option "N", a block is wrapped in checkpoint_wrapper when its running count % N == 0; from
+    // memory): every N-th block fully recomputed, the rest keep everything. The option is not stated; torchtitan's
+    // preset "2" is taken: half of each chunk's layers (the first chunk's, rounded down). The positions do not matter
+    // to memory or time, only the count.
+    const int64_t k = chunk_layers(plan, 0, 0) / 2;
+    if (k < 1) {
+      skip.push_back("selective layer AC: a chunk of one layer holds no every-2nd block to recompute");
+      return;
+    }
+    plan.parallel.recompute_layers = k;
+    r.assumed.push_back(fmt::format("selective layer AC: recompute full on every 2nd layer (torchtitan's preset "
+                                    "selective_ac_option '2'): recompute_layers = {} of each chunk's {}",
+                                    k, chunk_layers(plan, 0, 0)));
+  }
   if (gaps.open_recompute || gaps.open_micro_batch) choose_open_knobs(gaps, plan);
   const Validity v = validate(plan);
   for (int i = 0; i < kNumRejects; ++i) {

@@ -55,6 +55,11 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes 
 bool map_fp8_param_gather(std::string_view text);
 // Adam's moments' dtype when a row's precision text names one ("BF16 Adam moments"); nullopt: fp32 (the default).
 std::optional<DType> map_adam_moments(std::string_view text);
+// "selective layer AC" (torchtitan's layer-wise selective activation checkpointing, activation_checkpoint.mode
+// "selective" with selective_ac_option a number N: every N-th transformer block wrapped in full checkpointing) maps
+// to full with recompute_layers set by the caller (validation.cpp: N = 2, torchtitan's preset option "2", half of
+// each chunk's layers); names_layer_ac() tells such a text.
+bool names_layer_ac(std::string_view text);
 bool map_recompute(std::string_view text, Recompute& out);
 // Megatron-Core's --recompute-modules a selective text lists after "selective:" up to the first ';' ("norm" or
 // "layernorm", "act" or "moe_act", mla_up_proj, mlp, moe, shared_expert(s), core_attn); the default {core_attn}

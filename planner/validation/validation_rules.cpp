@@ -117,10 +117,17 @@ std::optional<DType> map_adam_moments(std::string_view text) {
   return std::nullopt;
 }
 
+bool names_layer_ac(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  return has(t, "layer ac") || has(t, "layer-wise ac") || has(t, "layerwise ac") || has(t, "ac_freq");
+}
+
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;
-  if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
+  if (names_layer_ac(t)) {
+    out = Recompute::full;  // torchtitan's layer-wise selective AC: every N-th block fully checkpointed (recompute_layers)
+  } else if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
     out = Recompute::selective_op;  // torchtitan's per-op selective activation checkpointing
   } else if (has(t, "selective")) {
     out = Recompute::selective;

@@ -639,3 +639,50 @@ TEST_CASE("recompute modules on a dense layer: mlp reruns the MLP's GEMMs, activ
   }
   CHECK(layer_cost(r).recompute_s == 0);
 }
+
+// Full recompute of only some layers (ParallelConfig::recompute_layers k; Megatron-Core --recompute-method block):
+// the first k layers of each chunk are recomputed, the rest keep everything. GPT-3 175B, tp 8 + SP, pp 8, vpp 3:
+// 12 layers per stage, 4 per chunk. Per layer and microbatch (Korthikanti 2022 Table 2, fp16, unfused attention,
+// s 2048, b 1, h 12288, a 96, t 8): recompute none s b h / t (34 + 5 a s / h) = 3145728 x (34 + 80) = 358612992 B,
+// full 2 s b h / t = 6291456 B. With k = 2 per chunk a stage recomputes 6 of its 12 layers, so its stored activations
+// are full recompute's plus (in-flight chunks / 3) x 6 x (358612992 - 6291456) bytes; its recompute pass reruns 6 of
+// 12 layers' forward: half of full's recompute time; the step's hardware FLOPs add half of full's recompute FLOPs.
+TEST_CASE("recompute_layers: k of each chunk at full recompute's bytes and time, the rest at none's") {
+  Plan full = test::korthikanti_175b();
+  full.parallel.recompute = Recompute::full;
+  Plan half = full;
+  half.parallel.recompute_layers = 2;
+  Plan all = full;
+  all.parallel.recompute_layers = 4;
+  Plan none = full;
+  none.parallel.recompute = Recompute::none;
+  REQUIRE(validate(half).ok());
+  REQUIRE(validate(all).ok());
+  CHECK(chunk_recomputed_layers(half, 0, 1) == 2);
+  CHECK(stage_recomputed_layers(half, 3).layers == 6);
+  CHECK(stage_recomputed_layers(full, 3).layers == 12);  // k 0: every layer
+  const Estimate ef = estimate(full), eh = estimate(half), ea = estimate(all), en = estimate(none);
+  // k = every layer of a chunk is full recompute.
+  CHECK(ea.time.step_s == doctest::Approx(ef.time.step_s).epsilon(1e-12));
+  CHECK(ea.peak_memory_bytes == doctest::Approx(ef.peak_memory_bytes).epsilon(1e-12));
+  for (int64_t i : {0, 3, 7}) {
+    const double chunks = static_cast<double>(eh.memory[static_cast<size_t>(i)].in_flight_chunks);
+    CHECK(eh.memory[static_cast<size_t>(i)].activations - ef.memory[static_cast<size_t>(i)].activations ==
+          doctest::Approx(chunks / 3.0 * 6.0 * (358612992.0 - 6291456.0)).epsilon(1e-9));
+    // The recompute working set stays full recompute's (one layer rebuilt at a time).
+    CHECK(eh.memory[static_cast<size_t>(i)].recompute_working_set == ef.memory[static_cast<size_t>(i)].recompute_working_set);
+    CHECK(eh.stages[static_cast<size_t>(i)].recompute_s == doctest::Approx(0.5 * ef.stages[static_cast<size_t>(i)].recompute_s));
+    CHECK(eh.stages[static_cast<size_t>(i)].forward_s == doctest::Approx(ef.stages[static_cast<size_t>(i)].forward_s));
+  }
+  CHECK(eh.time.hardware_flops ==
+        doctest::Approx(en.time.hardware_flops + 0.5 * (ef.time.hardware_flops - en.time.hardware_flops)));
+  CHECK(eh.time.step_s < ef.time.step_s);
+  CHECK(eh.time.step_s > en.time.step_s);
+  // recompute_layers needs full recompute and at most a chunk's layers.
+  Plan bad = half;
+  bad.parallel.recompute_layers = 5;
+  CHECK(validate(bad).has(Reject::recompute_layers_invalid));
+  bad.parallel.recompute_layers = 2;
+  bad.parallel.recompute = Recompute::selective;
+  CHECK(validate(bad).has(Reject::recompute_layers_invalid));
+}

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "planner/cost/cost_model.hpp"
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/plan_json.hpp"
 #include "planner/spec/profiles.hpp"
@@ -188,4 +189,28 @@ TEST_CASE("MoE routing, alternating layers and MTP round-trip through the plan d
   CHECK(r.model.capacity_factor == 0);
   CHECK(r.model.imbalance == 1.3);
   CHECK(estimate(r).time.step_s > estimate(plan_from_json(plain, test::profiles(), "plan.json")).time.step_s);
+}
+
+// recompute_layers round-trips (omitted at 0); with an explicit per-chunk layout a chunk of fewer layers than k
+// recomputes all of them (Megatron-Core's block method: layer l of the chunk when l < k), here stage 0's chunk of 3.
+TEST_CASE("recompute_layers round-trips and prices the uneven chunks of a layout") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.recompute = Recompute::full;
+  p.parallel.stage_layout = {{3, 4, 4}, {12}, {4, 4, 4}, {5, 5, 4}, {12}, {12}, {12}, {4, 4, 3}};
+  CHECK_FALSE(plan_to_json(p)["parallel"].contains("recompute_layers"));
+  Plan half = p;
+  half.parallel.recompute_layers = 4;
+  const nlohmann::json j = plan_to_json(half);
+  CHECK(j["parallel"]["recompute_layers"] == 4);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.recompute_layers == 4);
+  CHECK(plan_to_json(q) == j);
+  CHECK(chunk_recomputed_layers(q, 0, 0) == 3);
+  CHECK(chunk_recomputed_layers(q, 3, 0) == 4);
+  CHECK(stage_recomputed_layers(q, 3).layers == 12);  // 4 of 5, 4 of 5, 4 of 4
+  const Estimate eq = estimate(q), ep = estimate(p);
+  CHECK(eq.time.step_s == doctest::Approx(estimate(half).time.step_s).epsilon(1e-12));
+  CHECK(eq.time.step_s < ep.time.step_s);
+  CHECK(eq.memory[3].activations > ep.memory[3].activations);  // 2 layers of stage 3 keep everything
+  CHECK(eq.memory[0].activations == doctest::Approx(ep.memory[0].activations));  // every chunk of stage 0 recomputed
 }

@@ -189,6 +189,11 @@ TEST_CASE("validation: free-text rules") {
     CHECK(rc == Recompute::selective_op);
   }
   CHECK_FALSE(map_recompute("partial checkpointing (saves expensive activations)", rc));
+  // torchtitan's layer-wise selective AC: full recompute of every 2nd layer (validation.cpp sets recompute_layers).
+  CHECK(map_recompute("selective layer AC", rc));
+  CHECK(rc == Recompute::full);
+  CHECK(names_layer_ac("selective layer AC"));
+  CHECK_FALSE(names_layer_ac("selective op AC"));
 
   // Megatron-Core's --recompute-modules as the rows state them.
   std::vector<std::string> rc_notes;
@@ -956,4 +961,19 @@ TEST_CASE("validation: accuracy on validation/published-runs.json") {
     if (gpu == "A100-SXM4-40GB") CHECK(s.worst_abs <= 0.15);  // 0.106
     if (gpu == "A100-SXM4-40GB") CHECK(s.mean_abs <= 0.04);
   }
+}
+
+// torchtitan's "selective layer AC" (every 2nd block fully checkpointed, the preset selective_ac_option "2"): full
+// recompute of half of each chunk's layers. The Korthikanti row's mesh: 96 layers over pp 8 x vpp 3 = 4 per chunk,
+// so 2 of each chunk's 4, stated among the assumed values.
+TEST_CASE("validation: selective layer AC maps to full recompute of every 2nd layer (recompute_layers)") {
+  nlohmann::json row = base_row();
+  row["recompute"] = "selective layer AC";
+  const MappedRun r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->parallel.recompute == Recompute::full);
+  CHECK(r.plan->parallel.recompute_layers == 2);
+  bool said = false;
+  for (const std::string& a : r.assumed) said = said || a.find("selective_ac_option '2'") != std::string::npos;
+  CHECK(said);
 }
