@@ -27,8 +27,10 @@ std::string render_import(const std::string& file, const FromResult& r) {
   s += fmt::format("  dp {} x tp {} x pp {} x cp {}, ep {}{}, vpp {}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp,
                    pc.tp, pc.pp, pc.cp, pc.ep, pc.etp > 0 ? fmt::format(" (etp {})", pc.etp) : "", pc.vpp,
                    pc.micro_batch, count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
-  s += fmt::format("  schedule {}  | recompute {}  | sequence parallel {}  | ZeRO {}{}  | {}\n", to_string(pc.schedule),
-                   to_string(pc.recompute), pc.sequence_parallel ? "on" : "off", pc.zero_stage,
+  s += fmt::format("  schedule {}  | recompute {}{}  | sequence parallel {}  | ZeRO {}{}  | {}\n", to_string(pc.schedule),
+                   to_string(pc.recompute),
+                   pc.recompute_layers > 0 ? fmt::format(" (first {} layers of each chunk)", pc.recompute_layers) : "",
+                   pc.sequence_parallel ? "on" : "off", pc.zero_stage,
                    pc.distributed_optimizer ? " + distributed optimizer" : "", to_string(plan.training.precision));
   s += "from the file:\n";
   for (const auto& [flag, st] : r.imported.flags) {

@@ -87,7 +87,10 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   a.push_back(fmt::format("--max-position-embeddings {}", plan.seq_len()));
   for (std::string& s : megatron_shape(plan.model)) a.push_back(std::move(s));
   if (pc.recompute != Recompute::none) a.push_back("--recompute-granularity " + megatron_recompute(pc.recompute));
-  if (pc.recompute == Recompute::full) a.push_back("--recompute-method uniform --recompute-num-layers 1");
+  if (pc.recompute == Recompute::full) {  // every layer: uniform groups of 1; recompute_layers k: the block method
+    a.push_back(pc.recompute_layers > 0 ? fmt::format("--recompute-method block --recompute-num-layers {}", pc.recompute_layers)
+                                        : "--recompute-method uniform --recompute-num-layers 1");
+  }
   if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
     a.push_back("--recompute-modules " + to_string(pc.recompute_modules, " "));
   }
@@ -155,7 +158,11 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   if (m.is_moe()) s += fmt::format("  num_moe_experts: {}\n  moe_router_topk: {}\n", m.experts, m.top_k);
   s += fmt::format("  activations_checkpoint_granularity: {}\n",
                    pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
-  if (pc.recompute == Recompute::full) s += "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
+  if (pc.recompute == Recompute::full) {
+    s += pc.recompute_layers > 0 ? fmt::format("  activations_checkpoint_method: block\n  activations_checkpoint_num_layers: {}\n",
+                                               pc.recompute_layers)
+                                 : "  activations_checkpoint_method: uniform\n  activations_checkpoint_num_layers: 1\n";
+  }
   if (pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()) {
     s += fmt::format("  recompute_modules: [{}]\n", to_string(pc.recompute_modules, ", "));
   }
@@ -225,6 +232,10 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   // torchtitan form.
   if (pc.recompute == Recompute::selective) {
     w.cannot("recompute selective (Megatron's attention-core recompute): written as torchtitan's per-op selective");
+  }
+  if (pc.recompute_layers > 0) {  // torchtitan's layer AC checkpoints every N-th block, not the first k of a chunk
+    w.cannot(fmt::format("recompute_layers {} (the first {} layers of each chunk): written as full (every layer)",
+                         pc.recompute_layers, pc.recompute_layers));
   }
   const bool selective = pc.recompute == Recompute::selective || pc.recompute == Recompute::selective_op;
   s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", selective ? "selective" : to_string(pc.recompute));

@@ -60,6 +60,8 @@ struct Collected {
   bool overlap_grad_reduce = false;
   bool recompute_given = false;
   std::string recompute, recompute_modules, recompute_modules_origin;  // --recompute-modules (with selective)
+  std::string recompute_method, recompute_method_origin;  // --recompute-method uniform | block (with full)
+  std::optional<int64_t> recompute_num_layers;            // --recompute-num-layers
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
 };
@@ -160,6 +162,15 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     out.set("--recompute", v, a.origin, path);
     c.recompute_given = true;
     c.recompute = v;
+    return true;
+  }
+  if (a.name == "recompute-method") {
+    c.recompute_method = a.value.value_or("");
+    c.recompute_method_origin = a.origin;
+    return true;
+  }
+  if (a.name == "recompute-num-layers") {
+    c.recompute_num_layers = int_arg(a, path);
     return true;
   }
   if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list; YAML: a flow list [a, b]
@@ -282,6 +293,16 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     out.set("--recompute-modules", c.recompute_modules, c.recompute_modules_origin, path);
   } else if (!c.recompute_modules.empty()) {
     out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity selective", c.recompute_modules_origin));
+  }
+  // Full recompute: the block method recomputes the first N layers of each chunk (--recompute-layers N); uniform
+  // checkpoints groups of N layers, priced as every layer recomputed (groups above 1 layer are not modelled).
+  if (c.recompute == "full" && c.recompute_method == "block" && c.recompute_num_layers) {
+    out.set("--recompute-layers", std::to_string(*c.recompute_num_layers), c.recompute_method_origin, path);
+  } else if (c.recompute == "full" && c.recompute_method == "uniform" && c.recompute_num_layers.value_or(1) > 1) {
+    out.ignored.push_back(fmt::format("{}: uniform groups of {} layers, priced as every layer recomputed on its own",
+                                      c.recompute_method_origin, *c.recompute_num_layers));
+  } else if (!c.recompute_method.empty() && c.recompute != "full") {
+    out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity full", c.recompute_method_origin));
   }
 }
 

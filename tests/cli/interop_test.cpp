@@ -86,6 +86,30 @@ TEST_CASE("import and export: Megatron-Core's --recompute-modules list") {
   CHECK(est.out.find("recompute selective (core_attn,layernorm,moe_act)") != std::string::npos);
 }
 
+// Megatron-Core's --recompute-method block --recompute-num-layers N is recompute_layers N (the first N layers of each
+// chunk); export writes it back; torchtitan (every N-th block) cannot express it and says so.
+TEST_CASE("import and export: Megatron-Core's block recompute method (--recompute-layers)") {
+  ScratchDir dir;
+  const std::string script = (dir.path / "block.sh").string();
+  parplan::test::write_text(script, "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
+                                    "--num-attention-heads 16 --seq-length 2048 --pipeline-model-parallel-size 2 "
+                                    "--global-batch-size 16 --bf16 --recompute-granularity full --recompute-method block "
+                                    "--recompute-num-layers 3\n");
+  const auto j = import_json({script});
+  CHECK(j["plan"]["parallel"]["recompute"] == "full");
+  CHECK(j["plan"]["parallel"]["recompute_layers"] == 3);
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", script, "-o", plan}, {}, 60).exit_code == 0);
+  const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  CHECK(megatron.out.find("--recompute-method block --recompute-num-layers 3") != std::string::npos);
+  const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
+  CHECK(nemo.out.find("activations_checkpoint_method: block\n  activations_checkpoint_num_layers: 3") != std::string::npos);
+  const auto titan = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  CHECK(titan.err.find("recompute_layers 3 (the first 3 layers of each chunk): written as full") != std::string::npos);
+  const auto est = run_parplan({"estimate", "--plan", plan}, {}, 60);
+  CHECK(est.out.find("recompute full (first 3 layers of each chunk)") != std::string::npos);
+}
+
 TEST_CASE("export: Megatron-Core's fine-grained activation offloading (--offload-modules)") {
   ScratchDir dir;
   const std::string plan = (dir.path / "moe.json").string();
