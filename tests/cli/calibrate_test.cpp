@@ -11,7 +11,8 @@ using parplan::test::read_text;
 using parplan::test::run_parplan;
 
 TEST_CASE("calibrate --backend host writes profiles that estimate accepts") {
-  const std::string gpu = "/tmp/parplan-calibrate-test-gpu.json", cluster = "/tmp/parplan-calibrate-test-cluster.json";
+  const parplan::test::ScratchDir dir;  // per process: test runs of two checkouts at once do not share files
+  const std::string gpu = (dir.path / "gpu.json").string(), cluster = (dir.path / "cluster.json").string();
   auto r = run_parplan({"calibrate", "--backend", "host", "--out", gpu, "--cluster-out", cluster, "--name", "host-test", "--json"});
   REQUIRE(r.exit_code == 0);
   const auto m = nlohmann::json::parse(r.out);

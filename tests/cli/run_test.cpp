@@ -13,13 +13,15 @@
 
 using parplan::test::read_text;
 using parplan::test::run_parplan;
+using parplan::test::ScratchDir;
 
 namespace {
 
-// A 4-layer model and its dp 2 x tp 2 x pp 2 plan, written with `estimate -o`.
-std::string make_plan(const std::string& tag) {
-  const std::string model = "/tmp/parplan-run-test-" + tag + "-model.json";
-  const std::string plan = "/tmp/parplan-run-test-" + tag + "-plan.json";
+// A 4-layer model and its dp 2 x tp 2 x pp 2 plan, written with `estimate -o` into the test case's scratch
+// directory (its own per process: test runs of two checkouts at once do not share files).
+std::string make_plan(const ScratchDir& dir) {
+  const std::string model = (dir.path / "model.json").string();
+  const std::string plan = (dir.path / "plan.json").string();
   std::ofstream(model) << R"({"kind":"model","name":"tiny","layers":4,"hidden":64,"heads":4,"kv_heads":4,"ffn_hidden":256,)"
                           R"("ffn_type":"gelu","vocab":128,"seq_len":32,"tied_embeddings":true,"bias":true,"dropout":true,)"
                           R"("norm":"layernorm","position":"learned","experts":1,"top_k":1,"causal":true,"source":"test"})";
@@ -32,8 +34,9 @@ std::string make_plan(const std::string& tag) {
 }  // namespace
 
 TEST_CASE("run --backend host executes a 2x2x2 plan and reports predicted vs measured per term") {
-  const std::string plan = make_plan("host");
-  const std::string trace = "/tmp/parplan-run-test-trace.json";
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
+  const std::string trace = (dir.path / "trace.json").string();
   auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "2", "--warmup", "1", "--trace", trace});
   CHECK(r.exit_code == 0);
   // Predicted with this host's profile, calibrated first with the plan's 8 ranks as threads.
@@ -54,8 +57,9 @@ TEST_CASE("run --backend host executes a 2x2x2 plan and reports predicted vs mea
 }
 
 TEST_CASE("run --backend host executes a MoE plan (8 experts, top-2, ep 4): ep comm row, a2a events in both traces") {
-  const std::string model = "/tmp/parplan-run-test-moe-model.json", plan = "/tmp/parplan-run-test-moe-plan.json";
-  const std::string trace = "/tmp/parplan-run-test-moe-trace.json", sim = "/tmp/parplan-run-test-moe-sim.json";
+  const ScratchDir dir;
+  const std::string model = (dir.path / "model.json").string(), plan = (dir.path / "plan.json").string();
+  const std::string trace = (dir.path / "trace.json").string(), sim = (dir.path / "sim.json").string();
   std::ofstream(model) << R"({"kind":"model","name":"tiny-moe","layers":4,"hidden":64,"heads":4,"kv_heads":4,)"
                           R"("ffn_hidden":128,"ffn_type":"swiglu","vocab":128,"seq_len":32,"norm":"rmsnorm",)"
                           R"("position":"rotary","experts":8,"top_k":2,"causal":true,"source":"test"})";
@@ -81,7 +85,8 @@ TEST_CASE("run --backend host executes a MoE plan (8 experts, top-2, ep 4): ep c
 }
 
 TEST_CASE("run --rank R --json marks communication as not measured") {
-  const std::string plan = make_plan("local");
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
   auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--rank", "3", "--steps", "1", "--warmup", "0", "--json"});
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -99,7 +104,8 @@ TEST_CASE("run --rank R --json marks communication as not measured") {
 }
 
 TEST_CASE("run --backend cuda without a usable GPU exits 3 with the call and the reason") {
-  const std::string plan = make_plan("cuda");
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
   auto r = run_parplan({"run", "--plan", plan, "--backend", "cuda", "--rank", "0"});
   if (r.exit_code == 0) return;  // a machine with a GPU
   CHECK(r.exit_code == 3);
@@ -126,7 +132,8 @@ TEST_CASE("--version names the CUDA backend plugin run would load; PARPLAN_CUDA_
   const auto vm = run_parplan({"--version"}, {"PARPLAN_CUDA_PLUGIN=" + missing});
   CHECK(vm.exit_code == 0);
   CHECK(vm.out.find("CUDA backend: none: ") != std::string::npos);
-  const std::string plan = make_plan("plugin");
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
   const auto r = run_parplan({"run", "--plan", plan, "--backend", "cuda"}, {"PARPLAN_CUDA_PLUGIN=" + missing});
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("no usable GPU") != std::string::npos);
@@ -146,7 +153,8 @@ TEST_CASE("--version names the CUDA backend plugin run would load; PARPLAN_CUDA_
 }
 
 TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and says which profile it predicted with") {
-  const std::string plan = make_plan("gpu");
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
   auto pj = nlohmann::json::parse(read_text(plan));
   const std::string plan_gpu = pj["gpu"]["name"];
   // What calibrate --out writes: the plan's GPU under another name, here half the memory bandwidth (slower
@@ -155,7 +163,7 @@ TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and sa
   g["kind"] = "gpu";
   g["name"] = plan_gpu + "-measured-test";
   g["hbm_bandwidth_GBps"] = g["hbm_bandwidth_GBps"].get<double>() / 2;
-  const std::string measured = "/tmp/parplan-run-test-measured-gpu.json";
+  const std::string measured = (dir.path / "measured-gpu.json").string();
   std::ofstream(measured) << g.dump();
   auto compute = [](const std::string& out) {
     const auto j = nlohmann::json::parse(out);
@@ -206,7 +214,8 @@ TEST_CASE("run uses a measured GPU profile given with --profile or --gpu, and sa
 }
 
 TEST_CASE("run says 1 step, not 1 steps") {
-  const std::string plan = make_plan("one-step");
+  const ScratchDir dir;
+  const std::string plan = make_plan(dir);
   const auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "1", "--warmup", "0"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("8 ranks; median of 1 step after 0 warm-up") != std::string::npos);
