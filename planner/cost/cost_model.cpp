@@ -121,20 +121,20 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
     b.elementwise_forward += fwd;
     b.elementwise_backward += bwd;
   };
-  // `n` eager instances of `op`, each over `elements`, in place of `fused` fused ops.
+  // `n` eager instances of `op` over `elements` elements in all, in place of `fused` fused ops.
   auto add_eager = [&](const EagerOp& op, double elements, int n, int fused) {
-    add(n * elements * op.forward_bytes, n * elements * op.backward_bytes);
+    add(elements * op.forward_bytes, elements * op.backward_bytes);
     const EagerLaunches l = eager_extra_launches(op, n, fused);
     b.eager_extra_forward_launches += l.forward;
     b.eager_extra_backward_launches += l.backward;
   };
   if (eager && m.norm == NormType::rmsnorm) {
-    add_eager(eager_rmsnorm(A), Tn * h, 2, 2);
+    add_eager(eager_rmsnorm(A), 2.0 * Tn * h, 2, 2);
   } else {
     add(Tn * h * A * 2.0 * 2.0, Tn * h * A * 2.0 * 3.0);  // two norms: read+write; read x, dy + write dx
   }
   if (m.dropout && eager) {
-    add_eager(eager_dropout_add(A), Tn * h, 2, 2);
+    add_eager(eager_dropout_add(A), 2.0 * Tn * h, 2, 2);
   } else if (m.dropout) {
     // Two dropout + residual adds, fused into one kernel as in Megatron-LM's bias_dropout_add_fused_train: forward
     // reads x and the residual, writes the sum and the 1-byte mask; backward reads dy and the mask, writes dx, then
@@ -156,11 +156,7 @@ LayerMemoryBytes layer_memory_bound_bytes(const Plan& plan) {
     const double rope_q = m.is_mla() ? d(m.heads * m.qk_rope_head_dim) / d(pc.tp) : d(m.q_dim()) / d(pc.tp);
     const double rope_k = m.is_mla() ? d(m.qk_rope_head_dim) : d(m.kv_dim()) / d(pc.tp);
     if (eager) {
-      const EagerOp rope = eager_rotary(A);
-      add((rope_q + rope_k) * T * rope.forward_bytes, (rope_q + rope_k) * T * rope.backward_bytes);
-      const EagerLaunches l = eager_extra_launches(rope, 2, 1);
-      b.eager_extra_forward_launches += l.forward;
-      b.eager_extra_backward_launches += l.backward;
+      add_eager(eager_rotary(A), (rope_q + rope_k) * T, 2, 1);
     } else {
       const double width = m.is_mla() ? rope_q + rope_k : d(m.q_dim() + 2 * m.kv_dim()) / d(pc.tp);
       const double qk = 2.0 * T * width * A;
@@ -1453,8 +1449,6 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
   const double gpus = d(plan.num_gpus);
   const double peak = plan.gpu.peak(plan.gemm_dtype());
   tb.model_flops = model_flops_per_step(plan.model, plan.training.global_batch, s);
-  tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute,
-                                             plan.parallel.recompute_modules);
   if (plan.parallel.recompute_layers > 0) {  // only the recomputed layers rerun their forward
     RecomputedLayers r;
     for (int64_t i = 0; i < plan.parallel.pp; ++i) {
@@ -1462,8 +1456,10 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
       r.layers += ri.layers;
       r.dense += ri.dense;
     }
-    tb.hardware_flops = model_flops_per_step(plan.model, plan.training.global_batch, s) +
-                        partial_recompute_flops(plan.model, plan.training.global_batch, s, r.layers, r.dense);
+    tb.hardware_flops = tb.model_flops + partial_recompute_flops(plan.model, plan.training.global_batch, s, r.layers, r.dense);
+  } else {
+    tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute,
+                                               plan.parallel.recompute_modules);
   }
   tb.tokens_per_s = d(plan.training.global_batch) * d(s) / tb.step_s;
   tb.mfu = tb.model_flops / (tb.step_s * gpus * peak);

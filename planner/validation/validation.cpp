@@ -579,7 +579,7 @@ std::vector<std::vector<int64_t>> torchtitan_split(int64_t layers, int64_t p, in
   std::vector<int64_t> sizes;
   for (int64_t i = 0; i + 1 < stages; ++i) {
     const int64_t n = i > 0 && extra > 0 ? base + 1 : base;
-    if (i > 0 && extra > 0) --extra;
+    extra -= n - base;
     sizes.push_back(n);
     placed += n;
   }
