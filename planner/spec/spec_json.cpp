@@ -386,6 +386,16 @@ double shortest_units(int64_t bytes, double unit) {
   }
   return v;
 }
+
+// A module set's names in their fixed order, as a JSON array (RecomputeModules, OffloadModules: a bit per Module).
+template <typename Set, typename Module>
+nlohmann::json module_names_json(Set set, int count) {
+  nlohmann::json names = nlohmann::json::array();
+  for (int i = 0; i < count; ++i) {
+    if (set.has(static_cast<Module>(i))) names.push_back(to_string(Set{static_cast<uint8_t>(1u << i)}));
+  }
+  return names;
+}
 }  // namespace
 
 nlohmann::json to_json(const GpuSpec& g) {
@@ -465,22 +475,10 @@ nlohmann::json to_json(const ParallelConfig& p) {
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;  // omitted: 0 (every layer)
   if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
   if (!p.recompute_modules.is_default()) {  // omitted: {core_attn} (the documents before recompute_modules)
-    nlohmann::json mods = nlohmann::json::array();
-    for (int i = 0; i < kNumRecomputeModules; ++i) {
-      if (p.recompute_modules.has(static_cast<RecomputeModule>(i))) {
-        mods.push_back(to_string(RecomputeModules{static_cast<uint8_t>(1u << i)}));
-      }
-    }
-    j["recompute_modules"] = mods;
+    j["recompute_modules"] = module_names_json<RecomputeModules, RecomputeModule>(p.recompute_modules, kNumRecomputeModules);
   }
   if (!p.offload_modules.empty()) {  // omitted: none (the documents before offload_modules)
-    nlohmann::json mods = nlohmann::json::array();
-    for (int i = 0; i < kNumOffloadModules; ++i) {
-      if (p.offload_modules.has(static_cast<OffloadModule>(i))) {
-        mods.push_back(to_string(OffloadModules{static_cast<uint8_t>(1u << i)}));
-      }
-    }
-    j["offload_modules"] = mods;
+    j["offload_modules"] = module_names_json<OffloadModules, OffloadModule>(p.offload_modules, kNumOffloadModules);
   }
   if (!p.stage_layout.empty()) {
     nlohmann::json layout = nlohmann::json::array();
