@@ -25,7 +25,12 @@ Fp8CastBytes fp8_cast_bytes(const Plan& plan, double layer_params) {
   // Weights held in fp8 (fp8_param_gather) are cast once per step, by the optimizer step that writes them.
   const double cast_weights = plan.training.fp8_param_gather ? 0.0 : c.weights;
   c.forward = (c.inputs + cast_weights) * (A + 1.0 + amax);
-  c.backward = c.output_grads * (A + 2.0 + amax) + 2.0 * c.inputs + 2.0 * c.weights;
+  if (r == Fp8Recipe::rowwise) {
+    const double requantize = 2.0 * A + 1.0;  // amax along the other dimension, then the cast
+    c.backward = requantize * (2.0 * c.output_grads + c.inputs + c.weights);
+  } else {
+    c.backward = c.output_grads * (A + 2.0 + amax) + 2.0 * c.inputs + 2.0 * c.weights;
+  }
   return c;
 }
 

@@ -12,6 +12,13 @@
 //   backward  the output gradients of the four linears ("G", the widths of their outputs) cast to fp8 and transposed
 //             for the weight gradient (two 1-byte writes), the saved fp8 inputs and weights transposed (read 1, write 1):
 //             G (A + 2 + a) + 2 X + 2 W bytes.
+//   rowwise   (torchao's axiswise scales: one scale per row along each GEMM's reduction dimension) cannot transpose
+//             an fp8 copy for the backward, whose GEMMs reduce over the other dimension: each backward operand is
+//             quantized again from its 16-bit copy along that dimension, an amax pass and a cast (2A + 1 bytes), the
+//             output gradient twice (for the input gradient along the output width, for the weight gradient along
+//             the tokens): G 2(2A + 1) + X (2A + 1) + W (2A + 1) bytes. torchao float8_linear.py,
+//             matmul_with_hp_or_float8_args.backward: grad_output cast with axiswise_dim -1 and 0, the saved 16-bit
+//             input and weight cast with axiswise_dim 0 (cited from memory).
 // A = the activation dtype's bytes; a = A where the recipe scales from the tensor itself before casting (tensorwise,
 // rowwise: an amax pass reads it once more), 0 where the scale comes from history (delayed) or out of the cast kernel
 // (blockwise, mxfp8). The fp8 GEMMs themselves run at the fp8 peak times the profile's fp8_efficiency (gemm.hpp).
