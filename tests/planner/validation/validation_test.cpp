@@ -334,6 +334,19 @@ TEST_CASE("validation: free-text rules") {
   map_comm_overlap("--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap", "", pc, nullptr);
   CHECK(pc.overlap_tp_comm);
   CHECK(pc.overlap_dp_comm);
+  // NeMo's key and plain words name the same userbuffers overlap; torchtitan's async TP is noted, not priced.
+  for (const char* text : {"tp_comm_overlap: true", "TP comm overlap on"}) {
+    pc = ParallelConfig{};
+    map_comm_overlap(text, "", pc, nullptr);
+    CHECK(pc.overlap_tp_comm);
+  }
+  pc = ParallelConfig{};
+  pc.tp = 8;
+  notes.clear();
+  map_comm_overlap("FSDP 8 x TP 8", "async TP, torch.compile", pc, &notes);
+  CHECK_FALSE(pc.overlap_tp_comm);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "TP collectives: async TP stated, not modelled (priced as blocking TP collectives)");
 
   // ZeRO-3 gather unit: DeepSpeed's per-linear fetch where the row names DeepSpeed or "ZeRO-3" without FSDP.
   for (const auto& [pn, notes_text, unit] : std::vector<std::tuple<std::string, std::string, Zero3GatherUnit>>{
