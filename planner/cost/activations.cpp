@@ -104,6 +104,27 @@ SelectiveBytes selective_bytes(const RecomputeModuleBytes& b, RecomputeModules m
   return s;
 }
 
+// The uncompiled element-wise ops' extra saved bytes per layer and microbatch (activations.hpp), before recompute.
+struct EagerSaved {
+  double elementwise = 0;  // the norms, rotary, SwiGLU and GQA terms: rerun by per-op AC
+  double unidentified = 0; // the hidden-width tensor every eager variant keeps (per-op AC: the last matmul's output)
+};
+EagerSaved eager_saved_bytes(const ModelSpec& m, const ActivationShape& a, double routed) {
+  EagerSaved e;
+  if (!a.eager_elementwise) return e;
+  const double A = static_cast<double>(a.bytes_per_element), t = static_cast<double>(a.tp);
+  const double tokens = static_cast<double>(a.seq) / static_cast<double>(a.cp) * static_cast<double>(a.micro_batch);
+  const double replicated = tokens / (a.sequence_parallel ? t : 1.0), sharded = tokens / t;
+  const double h = static_cast<double>(m.hidden), q = static_cast<double>(m.q_dim());
+  const double k = static_cast<double>(m.k_width()), v = static_cast<double>(m.v_width());
+  if (m.norm == NormType::rmsnorm) e.elementwise += replicated * 2.0 * 4.0 * h;
+  if (m.position == PositionEmbedding::rotary) e.elementwise += sharded * 4.0 * (q + k);
+  if (m.ffn_type == FfnType::swiglu) e.elementwise += sharded * A * static_cast<double>(m.ffn_hidden) * routed;
+  if (!m.is_mla() && m.kv_heads < m.heads) e.elementwise += sharded * A * (2.0 * q - k - v);
+  e.unidentified = replicated * A * h;
+  return e;
+}
+
 }  // namespace
 
 RecomputeModuleBytes recompute_module_bytes(const ModelSpec& m, const ActivationShape& a) {
@@ -151,17 +172,21 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
     r.moe_routing = a.moe_expert_copies * h * G + a.moe_tokens * static_cast<double>(m.experts) * 4.0 +
                     a.moe_dispatched * 12.0;
   }
+  const EagerSaved eager = eager_saved_bytes(m, a, routed);
   switch (a.recompute) {
     case Recompute::none:
-      r.total = r.replicated + r.tp_sharded + r.attention_core + r.moe_routing;
+      r.eager = eager.elementwise + eager.unidentified;
+      r.total = r.replicated + r.tp_sharded + r.attention_core + r.moe_routing + r.eager;
       break;
     case Recompute::selective:
+      r.eager = eager.elementwise + eager.unidentified;
       r.total = r.replicated + r.tp_sharded + (a.modules.has(RecomputeModule::core_attn) ? 0.0 : r.attention_core) +
-                r.moe_routing - selective_bytes(module_bytes(m, a, r), a.modules).dropped;
+                r.moe_routing - selective_bytes(module_bytes(m, a, r), a.modules).dropped + r.eager;
       break;
     case Recompute::selective_op:
+      r.eager = eager.unidentified;
       r.total = sbh * A / (a.sequence_parallel ? t : 1.0) + sbh * A * selective_op_saved_width(m) / h / t +
-                r.attention_core;
+                r.attention_core + r.eager;
       break;
     case Recompute::full:
       r.total = sbh * A / (a.sequence_parallel ? t : 1.0);  // the layer input only

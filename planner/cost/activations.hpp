@@ -25,7 +25,23 @@
 // outputs of the 1st, 3rd, ... matmul in forward order (wq, wv, w1 for a SwiGLU layer; wq, wv, up for GeLU; the last
 // matmul's output excepted) and of the attention kernel (its output and log-sum-exp). Measured on an H200 for Llama 3
 // 8B / 70B layers at 8192 tokens under torch.compile: 386.9 / 757.1 MB beside the input, exactly this count
-// (bench/gpu/results/h200-2026-11-26/layers.json; eager PyTorch also keeps the w2 output: 454.0 / 891.3 MB).
+// (bench/gpu/results/h200-2026-11-26/layers.json; eager PyTorch also keeps the w2 output: 454.0 / 891.3 MB, the
+// eager terms below).
+// Uncompiled element-wise ops (TrainingSpec::compiled_elementwise false: torchtitan's Llama code without
+// torch.compile, ops as eager_elementwise.hpp lists them) keep more for the backward than the fused count above. Per
+// token and layer, beside it (A = the activation dtype's bytes, T = per tp rank where the fused term is split):
+//   RMSNorm, each of two: its fp32 input copy (pow and x * r save it) and its normalized output before the weight
+//             (`* weight` saves it), where the fused kernel keeps the A-byte input: 4h (both norms 8h; / t with SP);
+//   rotary:   the complex64 q and k the complex multiply saves, 4 (q + k) / t;
+//   SwiGLU:   the silu output the gate multiply saves, A f / t per MLP copy;
+//   GQA:      SDPA's K and V after repeat_kv, expanded to the query heads: A (2 q - k - v) / t more than K and V;
+//   and one more hidden-width A-byte tensor (2h at bf16): under torchtitan's per-op AC, which reruns the element-wise
+//             ops so that only this term stays, the last matmul's output, which the policy saves though no backward
+//             reads it (torch.compile drops it: selective_op_matmuls); without AC one the measurement shows and this
+//             count does not identify. Full recompute keeps none of it.
+// Measured (bench/gpu/results/h200-2026-11-26/layers.json, saved_activation_bytes, 8192 tokens, eager minus
+// torch.compile): Llama 3 8B 838.9 MB (no AC) and 67.1 MB (per-op AC), 70B 1677.7 MB and 134.2 MB, i.e. exactly
+// 25h and 2h bytes per token: 8h + 5h + 7h + 3h + 2h (8B), 8h + 4.5h + 7h + 3.5h + 2h (70B).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -49,6 +65,7 @@ struct ActivationShape {
   // TrainingSpec::fp8_saved_inputs; see below); false: the inputs in the activation dtype.
   bool fp8_saved_inputs = false;
   bool fused_cross_entropy = true;  // TrainingSpec::fused_cross_entropy
+  bool eager_elementwise = false;   // !TrainingSpec::compiled_elementwise: eager_saved_bytes below
   // MoE layers only (moe_token_copies, expert_comm.hpp): the most-loaded rank's load, and per microbatch on one rank
   // the tokens it routes, their top_k copies and the copies its experts run.
   double moe_load = 1.0;
@@ -65,6 +82,7 @@ struct LayerActivationBytes {
   // probabilities are applied in unpermute rather than in the experts' activation, as older Megatron-Core versions
   // do, the expert outputs are kept as well; not counted.)
   double moe_routing = 0;
+  double eager = 0;           // uncompiled element-wise ops' extra saved tensors (above), after recompute choices
   double total = 0;           // what stays stored until backward, after recompute choices
 };
 

@@ -45,6 +45,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
   a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
   a.fused_cross_entropy = plan.training.fused_cross_entropy;
+  a.eager_elementwise = !plan.training.compiled_elementwise;
   if (plan.model.is_moe()) {
     const MoeTokenCopies c = moe_token_copies(plan);
     a.moe_load = moe_rank_load(plan.model, plan.parallel.ep);

@@ -138,6 +138,46 @@ TEST_CASE("selective-op keeps the layer input, every other matmul's output and a
   }
 }
 
+TEST_CASE("uncompiled element-wise ops keep 25h more bytes per token and layer, 2h under per-op AC, as measured") {
+  // bench/gpu/results/h200-2026-11-26/layers.json, saved_activation_bytes of one Llama 3 layer at 8192 tokens, eager
+  // minus torch.compile: 8B 2,014,381,056 - 1,175,520,256 (no AC) and 454,034,432 - 386,925,568 (per-op AC); 70B
+  // 4,028,695,552 - 2,350,973,952 and 891,290,624 - 757,072,896.
+  struct Point {
+    const char* model;
+    Recompute recompute;
+    double measured;
+  };
+  for (const Point& p : {Point{"llama3-8b", Recompute::none, 2014381056.0 - 1175520256.0},
+                         Point{"llama3-8b", Recompute::selective_op, 454034432.0 - 386925568.0},
+                         Point{"llama3-70b", Recompute::none, 4028695552.0 - 2350973952.0},
+                         Point{"llama3-70b", Recompute::selective_op, 891290624.0 - 757072896.0}}) {
+    const ModelSpec m = test::profiles().model(p.model, "t");
+    ActivationShape compiled;
+    compiled.seq = 8192;
+    compiled.attention = AttentionKernel::flash2;
+    compiled.recompute = p.recompute;
+    ActivationShape eager = compiled;
+    eager.eager_elementwise = true;
+    CAPTURE(p.model);
+    CAPTURE(static_cast<int>(p.recompute));
+    const LayerActivationBytes e = layer_activation_bytes(m, eager);
+    CHECK(e.total - layer_activation_bytes(m, compiled).total == doctest::Approx(p.measured).epsilon(1e-9));
+    CHECK(e.eager == doctest::Approx(p.measured).epsilon(1e-9));
+    // 25h = 8h (two RMSNorms) + 4 (q + k) + 2f + 2 (2q - k - v) + 2h, whatever the GQA ratio; 2h = the last term.
+    const double h = static_cast<double>(m.hidden);
+    CHECK(p.measured == doctest::Approx(8192.0 * h * (p.recompute == Recompute::none ? 25.0 : 2.0)));
+  }
+  // Full recompute keeps only the layer input, eager or not; compiled plans keep no eager term.
+  const ModelSpec m = test::profiles().model("llama3-8b", "t");
+  ActivationShape full;
+  full.seq = 8192;
+  full.recompute = Recompute::full;
+  ActivationShape full_eager = full;
+  full_eager.eager_elementwise = true;
+  CHECK(layer_activation_bytes(m, full_eager).total == layer_activation_bytes(m, full).total);
+  CHECK(layer_activation_bytes(m, full).eager == 0.0);
+}
+
 // Transformer Engine's fp8 GEMMs keep their quantized inputs for the weight gradients (linear.py, layernorm_linear.py,
 // grouped_linear.py): per token of a Llama 3 8B layer (h 4096, f 14336, GQA 8 of 32 heads) the QKV input (h), the MLP
 // input (h) and the down-projection input (f) drop from 2 bytes to 1, and the out-projection keeps a 1-byte copy of
