@@ -235,7 +235,9 @@ TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last st
 }
 
 TEST_CASE("--eager-elementwise: uncompiled element-wise ops cost compute time, recorded in the plan, read back") {
-  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--json"};
+  // torchtitan's layout: per-op AC (eager without it keeps 25h bytes per token and layer more and does not fit).
+  std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--recompute",
+                                   "selective-op", "--json"};
   const auto a = run_parplan(args);
   args.push_back("--eager-elementwise");
   const auto b = run_parplan(args);
@@ -245,6 +247,10 @@ TEST_CASE("--eager-elementwise: uncompiled element-wise ops cost compute time, r
   CHECK(ja["plan"]["training"]["compiled_elementwise"] == true);
   CHECK(jb["plan"]["training"]["compiled_elementwise"] == false);
   CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
+  // And keep more for the backward: per-op AC leaves 2h bytes per token and layer (activations.hpp).
+  CHECK(jb["stages"][0]["memory_bytes"]["activations"].get<double>() -
+            ja["stages"][0]["memory_bytes"]["activations"].get<double>() ==
+        doctest::Approx(2.0 * 4096 * 8192 * 32));
   CHECK(estimate_plan_again(jb, "eager_elementwise_plan.json")["time"]["step_s"].get<double>() ==
         doctest::Approx(jb["time"]["step_s"].get<double>()));
 }
