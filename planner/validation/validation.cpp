@@ -539,6 +539,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     pc.recompute_modules = map_recompute_modules(recompute_text, &r.notes);
   }
   if (!rc_unstated) pc.offload_modules = map_offload_modules(recompute_text, &r.notes);
+  if (map_optimizer_offload(std::string(recompute_text) + " " + std::string(parallel_notes))) {
+    pc.offload.optimizer = true;
+    r.notes.push_back("optimizer states on the host, the Adam step on its CPUs (stated; Megatron-Core "
+                      "--optimizer-cpu-offload priced as ZeRO-Offload's CPU-Adam)");
+  }
   note.clear();
   const std::string row_notes = top.text("notes");
   const std::string row_texts = std::string(arch_notes) + " " + row_notes + " " + std::string(parallel_notes);

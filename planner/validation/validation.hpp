@@ -71,6 +71,9 @@ RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::s
 // parentheses that parplan prices (spec.hpp OffloadModules); none when the text states none. Listed modules parplan
 // does not price go to *notes.
 OffloadModules map_offload_modules(std::string_view text, std::vector<std::string>* notes = nullptr);
+// Whether `text` states that the optimizer states live on the host and its CPUs run the Adam step: Megatron-Core's
+// --optimizer-cpu-offload ("optimizer-state offload", "optimizer CPU offload"), DeepSpeed's offload_optimizer.
+bool map_optimizer_offload(std::string_view text);
 // GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
 // with the reason in *why.
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why = nullptr);

@@ -143,16 +143,36 @@ bool map_recompute(std::string_view text, Recompute& out) {
 
 namespace {
 constexpr std::string_view kFineGrainedOffload = "fine-grained activation offloading";
+constexpr std::string_view kOptimizerOffloadNames[] = {"optimizer-state offload", "optimizer state offload",
+                                                       "optimizer-cpu-offload", "optimizer cpu offload",
+                                                       "offload_optimizer"};
+
+// `text` without the optimizer offload phrase (found in `lower`) and the "; " around it: map_optimizer_offload's.
+std::string without_optimizer_offload(std::string text, const std::string& lower) {
+  for (std::string_view name : kOptimizerOffloadNames) {
+    size_t at = lower.find(name);
+    if (at == std::string::npos) continue;
+    size_t end = at + name.size();
+    while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == ';')) --at;
+    if (at == 0) {
+      while (end < text.size() && (text[end] == ';' || text[end] == ' ')) ++end;
+    }
+    return text.erase(at, end - at);
+  }
+  return text;
+}
 
 // `text` without its "fine-grained activation offloading (...)" clause and the "; " after it (found in `lower`, the
 // text in lowercase): the clause is map_offload_modules()'s, not a recompute module list nor a note of what is not
 // modelled.
 std::string without_offload_clause(std::string text, const std::string& lower) {
-  const size_t at = lower.find(kFineGrainedOffload);
+  text = without_optimizer_offload(std::move(text), lower);
+  const std::string low = without_optimizer_offload(lower, lower);
+  const size_t at = low.find(kFineGrainedOffload);
   if (at == std::string::npos) return text;
-  size_t end = lower.find(')', at);
-  end = end == std::string::npos ? lower.size() : end + 1;
-  while (end < lower.size() && (lower[end] == ';' || lower[end] == ' ')) ++end;
+  size_t end = low.find(')', at);
+  end = end == std::string::npos ? low.size() : end + 1;
+  while (end < low.size() && (low[end] == ';' || low[end] == ' ')) ++end;
   text.erase(at, end - at);
   while (!text.empty() && (text.back() == ' ' || text.back() == ';')) text.pop_back();
   return text;
@@ -185,6 +205,14 @@ OffloadModules map_offload_modules(std::string_view text, std::vector<std::strin
     }
   }
   return out;
+}
+
+bool map_optimizer_offload(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  for (std::string_view name : kOptimizerOffloadNames) {
+    if (has(t, name)) return true;
+  }
+  return false;
 }
 
 RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::string>* notes) {

@@ -206,10 +206,22 @@ TEST_CASE("validation: free-text rules") {
   CHECK(to_string(map_recompute_modules(
             "selective: mla_up_proj; fine-grained activation offloading (expert_fc1); optimizer-state offload", &rc_notes)) ==
         "mla_up_proj");
-  REQUIRE(rc_notes.size() == 2);
+  // The fine-grained offloading clause is map_offload_modules()'s and the optimizer offload map_optimizer_offload()'s:
+  // nothing is left unmodelled.
+  REQUIRE(rc_notes.size() == 1);
   CHECK(rc_notes[0] == "recompute modules mla_up_proj");
-  // The fine-grained offloading clause is map_offload_modules()'s; what is left is not modelled.
-  CHECK(rc_notes[1] == "recompute: 'optimizer-state offload' not modelled (priced without it)");
+  CHECK(map_optimizer_offload("selective: mla_up_proj; fine-grained activation offloading (expert_fc1); optimizer-state offload"));
+  for (const char* text : {"--optimizer-cpu-offload --optimizer-offload-fraction 1.0", "Optimizer CPU offload",
+                           "ZeRO-2 with offload_optimizer to CPU", "optimizer state offload; selective: mlp"}) {
+    CAPTURE(text);
+    CHECK(map_optimizer_offload(text));
+  }
+  CHECK_FALSE(map_optimizer_offload("fine-grained activation offloading (expert_fc1)"));
+  CHECK_FALSE(map_optimizer_offload("distributed optimizer"));
+  rc_notes.clear();
+  CHECK(to_string(map_recompute_modules("optimizer state offload; selective: mlp; paged stash", &rc_notes)) == "mlp");
+  REQUIRE(rc_notes.size() == 2);
+  CHECK(rc_notes[1] == "recompute: 'paged stash' not modelled (priced without it)");
   // Megatron-Core's fine-grained activation offloading (--offload-modules) as the rows state it, beside the recompute
   // modules, which still read from the "selective:" list.
   const char* qwen3 = "selective: moe_act, layernorm; fine-grained activation offloading (expert_fc1, moe_act)";
