@@ -34,6 +34,7 @@ constexpr const char* kDefaultHeadroom = "5%";
 struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, tokens_per_step, zero;
+  std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
        overlap_p2p = false;
@@ -90,6 +91,16 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
   }
   if (!o.recompute.empty()) s.recompute = enum_list<Recompute>(o.recompute, "--recompute", "none, selective, selective-op, full");
+  if (o.recompute_layers) {
+    if (std::find(s.recompute.begin(), s.recompute.end(), Recompute::full) == s.recompute.end()) {
+      throw InputError(fmt::format("--recompute-layers: needs full among the searched --recompute modes (not {})", o.recompute));
+    }
+    if (*o.recompute_layers < 0) {
+      throw InputError(fmt::format("--recompute-layers: {} is negative (0 = every layer, K = the first K of each chunk)",
+                                   *o.recompute_layers));
+    }
+    s.recompute_layers = *o.recompute_layers;
+  }
   if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
   if (o.sp) s.sequence_parallel = {true};
   if (o.no_sp) s.sequence_parallel = {false};
@@ -179,6 +190,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.overlaps_p2p()) s += " p2p-overlap";
   if (p.last_stage_layers > 0) s += fmt::format(" last{}L", p.last_stage_layers);
   if (p.recompute != Recompute::none) s += fmt::format(" rc-{}", to_string(p.recompute));
+  if (p.recompute_layers > 0) s += fmt::format("-first{}", p.recompute_layers);  // of each chunk's layers
   if (p.sequence_parallel) s += " sp";
   if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
   if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
@@ -532,9 +544,14 @@ std::string table_legend(const SearchRequest& req, const SearchResult& res) {
   const Candidate& first = res.top[0];
   const std::string gpus = req.objective == Objective::fewest_gpus ? "each plan's GPUs"
                                                                    : "all " + count_of(first.num_gpus, "GPU");
-  return fmt::format("mesh: dp x tp x pp x cp{}; tokens/s: {} (#1: {:.0f} per GPU); MFU: of {}\n",
+  const bool partial = std::any_of(res.top.begin(), res.top.end(),
+                                   [](const Candidate& c) { return c.parallel.recompute_layers > 0; });
+  return fmt::format("mesh: dp x tp x pp x cp{}; tokens/s: {} (#1: {:.0f} per GPU); MFU: of {}\n{}",
                      req.model.is_moe() ? ", ep expert-parallel" : "", gpus,
-                     first.time.tokens_per_s / static_cast<double>(first.num_gpus), mfu_basis(candidate_plan(req, first)));
+                     first.time.tokens_per_s / static_cast<double>(first.num_gpus), mfu_basis(candidate_plan(req, first)),
+                     partial ? "rc-full-firstK: full recompute of the first K layers of each model chunk only "
+                               "(--recompute-layers K)\n"
+                             : "");
 }
 
 // The ranked plans; `sim_step` (suggest --simulate): the simulated step of each (NaN past the simulated ones), which
@@ -694,6 +711,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1,zb-2p,zb-v");
   app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,selective-op,full");
+  app.add_option("--recompute-layers", o.recompute_layers,
+                 "Pin full recompute to the first K layers of each model chunk (0 = every layer; default: every layer "
+                 "and the smallest K that fits are both tried)");
   app.add_flag("--sp,--sequence-parallel", o.sp, "Pin sequence parallelism on");
   app.add_flag("--no-sp", o.no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o.zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
@@ -794,7 +814,7 @@ std::string search_with_offload(const SuggestOptions& o, SearchRequest& req, Sea
 // Whether any flag narrowed the search space (the advice then also searches without the pins).
 bool any_knob_pinned(const SuggestOptions& o) {
   return o.dp || o.tp || o.pp || o.cp || o.ep || o.etp || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
-         !o.recompute.empty() || o.sp || o.no_sp || o.distributed_optimizer || o.no_distributed_optimizer;
+         !o.recompute.empty() || o.recompute_layers || o.sp || o.no_sp || o.distributed_optimizer || o.no_distributed_optimizer;
 }
 
 // What a suggest run found, for its report: the ranked plans (re-ranked by --simulate), and the advice when none fits.

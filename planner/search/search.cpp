@@ -95,7 +95,7 @@ std::vector<Mesh> meshes(const SearchRequest& req, int64_t n) {
 auto key(const Candidate& c) {
   const ParallelConfig& p = c.parallel;
   return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
-                         static_cast<int>(p.recompute), p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
+                         static_cast<int>(p.recompute), p.recompute_layers, p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
                          p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers);
 }
 
@@ -193,7 +193,7 @@ class Evaluator {
               // An offload set this sharding cannot run (params without ZeRO-3, optimizer without a sharded
               // optimizer): not a configuration, so neither counted nor rejected.
               if (off.any() && !offload_supported(plan_)) continue;
-              have_inputs_ = have_layer_ = false;
+              have_inputs_ = have_layer_ = have_none_inputs_ = false;
               run_schedules();
             }
           }
@@ -292,10 +292,14 @@ class Evaluator {
     }
   }
 
+  // stage_memory_inputs() of this recompute mode, sharding and offload set; its bytes of the layers recompute_layers
+  // leaves out are computed only for a plan with recompute_layers > 0, so such a plan refreshes an entry without.
   const StageMemoryInputs& inputs() {
-    if (!have_inputs_) {
+    const bool partial = plan_.parallel.recompute_layers > 0;
+    if (!have_inputs_ || (partial && !inputs_partial_)) {
       inputs_ = stage_memory_inputs(plan_);
       have_inputs_ = true;
+      inputs_partial_ = partial;
     }
     return inputs_;
   }
@@ -304,8 +308,9 @@ class Evaluator {
   // in layer count and in-flight microbatches, both non-increasing with the stage index for every schedule and
   // split), so stages 0, 1 and p-1 decide the peak; tests/planner/search/search_test.cpp checks this against
   // peak_memory_bytes().
-  double peak(int64_t* at) {
-    const StageMemoryInputs& in = inputs();
+  double peak(int64_t* at) { return peak(inputs(), at); }
+
+  double peak(const StageMemoryInputs& in, int64_t* at) const {
     const int64_t p = plan_.parallel.pp;
     double best = -1;
     const int64_t stages[3] = {0, 1, p - 1};
@@ -333,9 +338,11 @@ class Evaluator {
   }
 
   TimeBreakdown time() {
-    if (!have_layer_) {
+    const bool partial = plan_.parallel.recompute_layers > 0;
+    if (!have_layer_ || (partial && !layer_partial_)) {  // as inputs(): the kept layers' costs only with K > 0
       layer_ = layer_costs(plan_);
       have_layer_ = true;
+      layer_partial_ = partial;
     }
     if (!have_edge_) {
       edge_ = edge_cost(plan_);
@@ -358,7 +365,65 @@ class Evaluator {
     return c;
   }
 
+  // The candidate at the current knobs; with full recompute, at the space's recompute_layers, or at every layer and
+  // then at the smallest K that fits (SearchSpace::recompute_layers).
   void consider() {
+    ParallelConfig& pc = plan_.parallel;
+    const bool full = pc.recompute == Recompute::full;
+    pc.recompute_layers = full ? req_.space.recompute_layers.value_or(0) : 0;
+    const bool fits = consider_one();
+    if (full && fits && !req_.space.recompute_layers && !pc.offload.activations && !none_fits()) {
+      pc.recompute_layers = smallest_fitting_recompute_layers();
+      if (pc.recompute_layers > 0) consider_one();
+    }
+    pc.recompute_layers = 0;
+  }
+
+  // The smallest K in [1, the largest chunk's layers) whose plan fits in GPU memory, or 0 where none does. A stage's
+  // memory does not grow with K (a recomputed layer keeps only its input, a kept one all its activations), and K =
+  // the largest chunk's layers recomputes every layer (the plan that fits), so the fitting Ks are a suffix of the
+  // range: bisection. The host's share (model states, or activations when offloaded, which K excludes) does not
+  // depend on K.
+  int64_t smallest_fitting_recompute_layers() {
+    ParallelConfig& pc = plan_.parallel;
+    int64_t lo = 1, hi = largest_chunk_layers(plan_) - 1, found = 0;
+    int64_t at = 0;
+    while (lo <= hi) {
+      const int64_t k = lo + (hi - lo) / 2;
+      pc.recompute_layers = k;
+      if (peak(&at) <= limit_) {
+        found = k;
+        hi = k - 1;
+      } else {
+        lo = k + 1;
+      }
+    }
+    return found;
+  }
+
+  // Whether the plan fits in GPU memory with recompute none, when the space tries none: that candidate is then
+  // faster than full recompute of any K (the same plan, without the recomputed forwards), so no K is searched.
+  bool none_fits() {
+    if (std::find(req_.space.recompute.begin(), req_.space.recompute.end(), Recompute::none) == req_.space.recompute.end()) {
+      return false;
+    }
+    ParallelConfig& pc = plan_.parallel;
+    const int64_t k = pc.recompute_layers;
+    pc.recompute = Recompute::none;
+    pc.recompute_layers = 0;
+    if (!have_none_inputs_) {
+      none_inputs_ = stage_memory_inputs(plan_);
+      have_none_inputs_ = true;
+    }
+    int64_t at = 0;
+    const bool fits = peak(none_inputs_, &at) <= limit_;
+    pc.recompute = Recompute::full;
+    pc.recompute_layers = k;
+    return fits;
+  }
+
+  // Counts, validates, bounds the memory of and estimates the current plan; true when it fits in GPU and host memory.
+  bool consider_one() {
     ++acc.candidates;
     const Validity v = validate(plan_, vo_);
     if (!v.ok()) {
@@ -367,7 +432,7 @@ class Evaluator {
         if (v.has(static_cast<Reject>(r))) ++acc.by_reason[static_cast<size_t>(r)].count;
       }
       if (req_.explain && std::has_single_bit(v.mask)) explain_rejected(v);
-      return;
+      return false;
     }
     int64_t at = 0;
     const double pk = peak(&at);
@@ -379,22 +444,22 @@ class Evaluator {
       c.peak_bytes = pk;
       c.peak_stage = at;
       if (!acc.closest || closest_before(c, *acc.closest)) acc.closest = c;
-      return;
+      return false;
     }
     if (plan_.parallel.offloads_any() && !host_fits()) {
       ++acc.rejected;
       ++acc.by_reason[static_cast<size_t>(Reject::host_out_of_memory)].count;
-      return;
+      return false;
     }
     const TimeBreakdown tb = time();
     ++acc.evaluated;
     if (req_.objective == Objective::fewest_gpus && tb.tokens_per_s < req_.min_tokens_per_s) {
       ++acc.below_throughput;
-      return;
+      return true;
     }
     if (acc.top.size() == static_cast<size_t>(req_.top_k) && rank_by_ != Objective::headroom &&
         step_rank_key(tb.step_s) > step_rank_key(acc.top.back().time.step_s)) {
-      return;  // cannot enter the top list (step time is the first key)
+      return true;  // cannot enter the top list (step time is the first key)
     }
     Candidate c = make(0);
     c.has_memory = c.has_time = true;
@@ -402,6 +467,7 @@ class Evaluator {
     c.peak_stage = at;
     c.time = tb;
     offer_top(acc.top, c, static_cast<size_t>(req_.top_k), rank_by_);
+    return true;
   }
 
   void explain_rejected(const Validity& v) {
@@ -425,10 +491,11 @@ class Evaluator {
   Plan plan_;
   ValidateOptions vo_;
   StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach
-  bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false;
+  bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false, have_none_inputs_ = false;
+  bool inputs_partial_ = false, layer_partial_ = false;  // inputs_ / layer_ hold the kept layers' (recompute_layers)
   int64_t last_stage_pp_ = -1;
   std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
-  StageMemoryInputs inputs_;
+  StageMemoryInputs inputs_, none_inputs_;  // none_inputs_: the same plan's with recompute none (none_fits)
   LayerCosts layer_;
   EdgeCost edge_;
   double p2p_ = 0;

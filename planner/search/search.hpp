@@ -40,6 +40,13 @@ struct SearchSpace {
                                   Schedule::zb_2p};
   std::vector<int64_t> vpp{2, 3, 4, 6, 8};  // chunks per stage tried with the interleaved schedule
   std::vector<Recompute> recompute{Recompute::none, Recompute::selective, Recompute::full};
+  // Full recompute of only the first K layers of each chunk (ParallelConfig::recompute_layers). Unset: every full
+  // recompute candidate is tried with every layer recomputed (K = 0) and, where that fits, again with the smallest K
+  // in [1, the largest chunk's layers) that fits (memory falls as K grows and the step time rises, so the smallest
+  // fitting K is the fastest; found by bisection with the memory bound). Not where the same plan fits with recompute
+  // none in the space (it is faster than any K), nor with activation offload (recompute_layers_invalid). Set: every
+  // full recompute candidate uses this K (0 = every layer).
+  std::optional<int64_t> recompute_layers;
   std::vector<bool> sequence_parallel{false, true};  // on only where tp > 1
   // ZeRO-1 costs exactly what the distributed optimizer costs in the model, so the default tries it once.
   std::vector<Sharding> sharding{{0, false}, {0, true}, {2, false}, {3, false}};

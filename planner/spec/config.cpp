@@ -405,7 +405,6 @@ bool sharding_admits_offload(int zero_stage, bool distributed_optimizer, Offload
   return !offload.optimizer || zero_stage >= 1 || distributed_optimizer;
 }
 
-namespace {
 int64_t largest_chunk_layers(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
   int64_t largest = 0;
@@ -415,6 +414,7 @@ int64_t largest_chunk_layers(const Plan& plan) {
   return largest;
 }
 
+namespace {
 // ParallelConfig::recompute_layers k > 0 is refused without full recompute, above the layers of the largest chunk
 // (no chunk would keep any layer; 0 says "all"), negative, or with activation offload (whole-layer offload of a partly
 // recomputed stage is not modelled).

@@ -67,6 +67,9 @@ int64_t stage_layers(const Plan& plan, int64_t stage);
 // it gives the stage's chunks, else the stage's layers split evenly (the last chunk takes what an uneven count
 // leaves). One chunk per stage: stage_layers().
 int64_t chunk_layers(const Plan& plan, int64_t stage, int64_t chunk);
+// The most layers any chunk of any stage holds: the largest ParallelConfig::recompute_layers validate() admits (the
+// value recomputes every layer of that chunk, as 0 does).
+int64_t largest_chunk_layers(const Plan& plan);
 // Stage `stage`'s chunks, as an explicit per-chunk layout gives them, hold different layer counts: the chunks are
 // priced apart. A derived split (an uneven count's remainder in the last chunk) is priced at the chunks' average.
 bool uneven_chunks(const Plan& plan, int64_t stage);

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fmt/core.h>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -425,6 +426,46 @@ TEST_CASE("suggest --schedule and --recompute take a set: the search tries those
   // --vpp pins the interleaved plans' chunks; the other schedules in the set are searched beside them.
   for (const auto& p : plans({"--schedule", "zb-h1,interleaved", "--vpp", "2"})) {
     if (p["parallel"]["schedule"] == "interleaved") CHECK(p["parallel"]["vpp"] == 2);
+  }
+}
+
+// 175B on 64 H100s under a 60 GiB budget: full recompute of every layer was the fastest that fit; the search now
+// recomputes only the first K layers of each chunk (the smallest K that fits), shown in the table, the JSON and the
+// plan -o writes (estimate --plan says so and reproduces the step); --recompute-layers 0 pins every layer.
+TEST_CASE("suggest searches full recompute of the first K layers of each chunk, shows K, and pins it") {
+  const std::vector<std::string> tight = {"--memory", "60GiB", "--offload", "none"};
+  const std::string path = temp_path("rl_plan.json");
+  std::vector<std::string> with_out = tight;
+  with_out.insert(with_out.end(), {"-o", path});
+  const auto searched = suggest_175b("5", with_out);
+  const auto& best = searched["plans"][0];
+  REQUIRE(best["parallel"]["recompute"] == "full");
+  REQUIRE(best["parallel"].contains("recompute_layers"));
+  const int64_t k = best["parallel"]["recompute_layers"].get<int64_t>();
+  CHECK(k > 0);
+  const auto e = run_parplan({"estimate", "--plan", path});
+  REQUIRE(e.exit_code == 0);
+  CHECK(e.out.find(fmt::format("full (first {} layers of each chunk)", k)) != std::string::npos);
+  std::filesystem::remove(path);
+
+  std::vector<std::string> args = {"suggest", "--params", "175e9", "--gpus", "64", "--top", "5", "--wide"};
+  args.insert(args.end(), tight.begin(), tight.end());
+  const auto text = run_parplan(args);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find(fmt::format("rc-full-first{} ", k)) != std::string::npos);
+  CHECK(text.out.find("rc-full-firstK: full recompute of the first K layers of each model chunk") != std::string::npos);
+
+  std::vector<std::string> every = tight;
+  every.insert(every.end(), {"--recompute-layers", "0"});
+  const auto all = suggest_175b("5", every);
+  for (const auto& p : all["plans"]) CHECK_FALSE(p["parallel"].contains("recompute_layers"));
+  CHECK(all["plans"][0]["step_s"].get<double>() > best["step_s"].get<double>());
+  std::vector<std::string> pinned = tight;
+  pinned.insert(pinned.end(), {"--recompute-layers", std::to_string(k)});
+  const auto pk = suggest_175b("5", pinned);
+  CHECK(pk["plans"][0] == best);
+  for (const auto& p : pk["plans"]) {
+    if (p["parallel"]["recompute"] == "full") CHECK(p["parallel"]["recompute_layers"] == k);
   }
 }
 

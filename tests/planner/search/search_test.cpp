@@ -54,7 +54,7 @@ Brute brute_force(const SearchRequest& req) {
   p.training = req.training;
   p.num_gpus = req.gpus;
   ValidateOptions vo{req.space.allow_tp_across_nodes};
-  auto eval = [&]() {
+  auto eval_one = [&]() {
     ++b.candidates;
     const Validity v = validate(p, vo);
     if (!v.ok()) {
@@ -62,17 +62,34 @@ Brute brute_force(const SearchRequest& req) {
       for (int r = 0; r < kNumRejects; ++r) {
         if (v.has(static_cast<Reject>(r))) ++b.by_reason[r];
       }
-      return;
+      return false;
     }
     const Estimate e = estimate(p);
     if (!e.fits) {
       ++b.rejected;
       ++b.by_reason[static_cast<int>(Reject::out_of_memory)];
       b.min_oom_peak = std::min(b.min_oom_peak, e.peak_memory_bytes);
-      return;
+      return false;
     }
     ++b.fit;
     b.fits.emplace_back(p, e);
+    return true;
+  };
+  // Full recompute of every layer and, where that fits but recompute none does not, of the first K layers of each
+  // chunk for the smallest K that fits, found by trying K = 1, 2, ... in turn (the search bisects).
+  auto eval = [&]() {
+    if (!eval_one() || p.parallel.recompute != Recompute::full) return;
+    Plan none = p;
+    none.parallel.recompute = Recompute::none;
+    if (estimate(none).fits) return;
+    for (int64_t k = 1; k < largest_chunk_layers(p); ++k) {
+      p.parallel.recompute_layers = k;
+      if (estimate(p).fits) {
+        eval_one();
+        break;
+      }
+    }
+    p.parallel.recompute_layers = 0;
   };
   const int64_t B = req.training.global_batch;
   for (int64_t tp : divs(req.gpus)) {
@@ -138,7 +155,7 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
          a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel && a.zero_stage == b.zero_stage &&
          a.distributed_optimizer == b.distributed_optimizer && a.zero3_gather_unit == b.zero3_gather_unit &&
          a.last_stage_layers == b.last_stage_layers &&
-         a.first_stage_layers == b.first_stage_layers;
+         a.first_stage_layers == b.first_stage_layers && a.recompute_layers == b.recompute_layers;
 }
 
 }  // namespace
@@ -193,6 +210,8 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
       CHECK(c.parallel.zero3_gather_unit == unit);
     }
     CHECK(zero3 > 0);
+    // Full recompute of some layers only (the smallest K that fits), where every layer fits and no recompute does not.
+    CHECK(std::any_of(res.top.begin(), res.top.end(), [](const Candidate& c) { return c.parallel.recompute_layers > 0; }));
     REQUIRE(res.closest);
     CHECK(res.closest->peak_bytes == b.min_oom_peak);
   }
@@ -545,4 +564,64 @@ TEST_CASE("ranking: steps within one part in a million tie, and the plan with le
   CHECK_FALSE(ranks_before(a, b, Objective::fastest));
   b.time.step_s = 154.75;  // 3e-5 apart: step time decides again
   CHECK(ranks_before(a, b, Objective::fastest));
+}
+
+// Full recompute of the first K layers of each chunk (SearchSpace::recompute_layers unset): GPT-3 175B on 64 H100s
+// under a 57 GiB budget. Pinned to every layer (K = 0, the search before recompute_layers was searched), nothing
+// faster than full recompute fits; searched, the winner recomputes only the first K layers of each chunk, a faster
+// step, and K is the smallest that fits: K - 1 is over the budget by the memory model (peak_memory_bytes).
+TEST_CASE("search: full recompute of only the first K layers of each chunk, the smallest K that fits, beats every layer's") {
+  SearchRequest req;
+  req.model = test::profiles().model("gpt3-175b", "test");
+  req.gpu = test::profiles().gpu("H100-SXM5-80GB", "test");
+  req.cluster = test::profiles().cluster("dgx-h100", "test");
+  req.gpus = 64;
+  req.training.global_batch = 2048;
+  req.training.seq_len = 2048;
+  req.memory_bytes = int64_t{57} << 30;
+  req.threads = 2;
+
+  SearchRequest every = req;
+  every.space.recompute_layers = 0;
+  const SearchResult before = search(every);
+  REQUIRE(!before.top.empty());
+  CHECK(before.top[0].parallel.recompute == Recompute::full);
+  for (const Candidate& c : before.top) CHECK(c.parallel.recompute_layers == 0);
+
+  const SearchResult res = search(req);
+  REQUIRE(!res.top.empty());
+  const Candidate& w = res.top[0];
+  const int64_t k = w.parallel.recompute_layers;
+  CHECK(w.parallel.recompute == Recompute::full);
+  REQUIRE(k >= 2);  // K - 1 is a partial recompute too
+  CHECK(w.time.step_s < before.top[0].time.step_s);
+
+  const Plan p = candidate_plan(req, w);
+  CHECK(k < largest_chunk_layers(p));
+  CHECK(peak_memory_bytes(p) <= w.limit_bytes);
+  Plan fewer = p;
+  fewer.parallel.recompute_layers = k - 1;
+  CHECK(peak_memory_bytes(fewer) > w.limit_bytes);
+  Plan none = p;  // and no recompute at all does not fit either (else the search tries no K: none is faster)
+  none.parallel.recompute = Recompute::none;
+  none.parallel.recompute_layers = 0;
+  CHECK(peak_memory_bytes(none) > w.limit_bytes);
+  // The same plan with every layer recomputed fits and is slower: time rises with K.
+  Plan all = p;
+  all.parallel.recompute_layers = 0;
+  CHECK(peak_memory_bytes(all) <= w.limit_bytes);
+  CHECK(estimate(all).time.step_s > w.time.step_s);
+
+  // Pinned (suggest --recompute-layers K): every full recompute plan uses that K; the winner is the same plan.
+  SearchRequest pinned = req;
+  pinned.space.recompute_layers = k;
+  const SearchResult pr = search(pinned);
+  REQUIRE(!pr.top.empty());
+  CHECK(same_config(pr.top[0].parallel, w.parallel));
+  for (const Candidate& c : pr.top) {
+    if (c.parallel.recompute == Recompute::full) CHECK(c.parallel.recompute_layers == k);
+  }
+  for (const Candidate& c : res.top) {  // a searched K only ever comes with full recompute
+    if (c.parallel.recompute != Recompute::full) CHECK(c.parallel.recompute_layers == 0);
+  }
 }
