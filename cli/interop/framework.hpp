@@ -37,6 +37,14 @@ struct Imported {
   std::string gpus_hint;                 // the file's options that give the GPU count (for the error without it)
   std::vector<std::string> assumed;      // "--tp 1: ... (Megatron-LM default)"
   std::vector<std::string> ignored;      // "--lr 3e-4 (line 20): not modelled"
+  // torchtitan's layer-wise selective AC (activation_checkpoint.selective_ac_option N): every N-th block fully
+  // recomputed, with --recompute full from `origin`. A chunk's layers are known only once the model and mesh are, so
+  // plan_from_framework turns it into --recompute-layers floor(chunk layers / N) after building the plan.
+  struct EveryNthLayer {
+    int64_t n = 0;
+    std::string origin;
+  };
+  std::optional<EveryNthLayer> every_nth_layer;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);

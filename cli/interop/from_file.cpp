@@ -6,6 +6,7 @@
 
 #include "cli/io.hpp"
 #include "cli/text.hpp"
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 
 namespace parplan::cli {
@@ -28,6 +29,31 @@ std::string leading_flag(const std::string& msg) {
   if (!msg.starts_with("--")) return "";
   const size_t end = msg.find_first_of(":/ ");
   return msg.substr(0, end);
+}
+
+// torchtitan's every N-th block (Imported::every_nth_layer; the mapping is explained at titan_layer_ac) once the
+// plan's chunks are known: recompute_layers floor(the first chunk's layers / N), as validate's torchtitan rows take
+// it. Not where the command line's --recompute or --recompute-layers replaces the file's. A chunk of fewer than N
+// layers has no block to recompute, which the block method (K >= 1; 0 is every layer) cannot say: an InputError.
+void resolve_every_nth_layer(FromResult& r, const std::map<std::string, Setting>& flags, const std::string& where) {
+  const auto& e = r.imported.every_nth_layer;
+  if (!e) return;
+  const auto rc = flags.find("--recompute");
+  if (rc == flags.end() || rc->second.origin != e->origin || flags.count("--recompute-layers")) return;
+  Plan& plan = r.plan;
+  const int64_t layers = chunk_layers(plan, 0, 0), k = layers / e->n;
+  if (k < 1) {
+    throw InputError(fmt::format("{}: {}: one block in {} with {}-layer chunks recomputes no block of a chunk, which "
+                                 "parplan's full recompute of the first K layers of each chunk cannot express (give "
+                                 "--recompute none, or a smaller N)",
+                                 where, e->origin, e->n, layers));
+  }
+  plan.parallel.recompute_layers = k;
+  if (validate(plan).has(Reject::recompute_layers_invalid)) {
+    throw InputError(fmt::format("{}: {}: {}", where, e->origin, describe(Reject::recompute_layers_invalid, plan)));
+  }
+  r.imported.flags["--recompute-layers"] =
+      Setting{std::to_string(k), fmt::format("{} (one block in {}: {} of each chunk's {} layers)", e->origin, e->n, k, layers), ""};
 }
 
 }  // namespace
@@ -130,6 +156,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
     if (flag == "--model" && !model_given && !im.model) from = fmt::format(" (from {}; give --model NAME)", im.model_origin);
     throw InputError(fmt::format("{}: {}{}", where, msg, from));
   }
+  resolve_every_nth_layer(r, flags, where);
   return r;
 }
 

@@ -62,6 +62,7 @@ struct Collected {
   std::string recompute, recompute_modules, recompute_modules_origin;  // --recompute-modules (with selective)
   std::string recompute_method, recompute_method_origin;  // --recompute-method uniform | block (with full)
   std::optional<int64_t> recompute_num_layers;            // --recompute-num-layers
+  std::string recompute_num_layers_origin;
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
 };
@@ -171,6 +172,7 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   }
   if (a.name == "recompute-num-layers") {
     c.recompute_num_layers = int_arg(a, path);
+    c.recompute_num_layers_origin = a.origin;
     return true;
   }
   if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list; YAML: a flow list [a, b]
@@ -296,8 +298,19 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
   }
   // Full recompute: the block method recomputes the first N layers of each chunk (--recompute-layers N); uniform
   // checkpoints groups of N layers, priced as every layer recomputed (groups above 1 layer are not modelled).
+  // Megatron-Core's TransformerConfig refuses another method and, with full granularity, N outside 1 .. a stage's
+  // layers (from memory): so does parplan, rather than price N = 0 (no layer) as every layer.
+  if (c.recompute == "full" && !c.recompute_method.empty() && c.recompute_method != "block" && c.recompute_method != "uniform") {
+    throw InputError(fmt::format("{}: {} is '{}' (Megatron-LM takes uniform or block)", path, c.recompute_method_origin,
+                                 excerpt(c.recompute_method)));
+  }
+  if (c.recompute == "full" && c.recompute_num_layers == 0) {
+    throw InputError(fmt::format("{}: {} is 0 (with full recompute Megatron-LM takes 1 up to a pipeline stage's layers)",
+                                 path, c.recompute_num_layers_origin));
+  }
   if (c.recompute == "full" && c.recompute_method == "block" && c.recompute_num_layers) {
-    out.set("--recompute-layers", std::to_string(*c.recompute_num_layers), c.recompute_method_origin, path);
+    out.set("--recompute-layers", std::to_string(*c.recompute_num_layers),
+            c.recompute_method_origin + " + " + c.recompute_num_layers_origin, path);
   } else if (c.recompute == "full" && c.recompute_method == "uniform" && c.recompute_num_layers.value_or(1) > 1) {
     out.ignored.push_back(fmt::format("{}: uniform groups of {} layers, priced as every layer recomputed on its own",
                                       c.recompute_method_origin, *c.recompute_num_layers));

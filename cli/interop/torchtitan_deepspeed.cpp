@@ -136,6 +136,33 @@ void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& pa
          "float32 and bfloat16", true);
 }
 
+// torchtitan's layer-wise selective AC, selective_ac_option N (torchtitan's default "2" when not given):
+// _apply_ac_to_transformer_block wraps a block in full checkpointing when its running block count % N == 0 (from
+// memory, not checked against a pinned revision), so every N-th block is fully recomputed and the others keep their
+// activations. parplan prices it as full recompute of floor(chunk layers / N) layers of each chunk
+// (Imported::every_nth_layer, resolved by plan_from_framework): Megatron-Core's block method, which recomputes the
+// first K layers of a chunk rather than every N-th one: the same count, so the same time and the same saved-activation
+// total. (The running count spans a rank's chunks: with N not dividing a chunk's layers, torchtitan's count per stage,
+// floor(stage layers / N), can exceed the chunks x floor(chunk layers / N) priced.)
+void titan_layer_ac(const TomlItem* opt, const TomlItem& mode, Imported& out, const std::string& path) {
+  int64_t n = 2;
+  if (opt) {
+    const std::optional<int64_t> v = decimal(opt->value.text);
+    if (!v || *v < 1 || (opt->value.kind != TomlValue::Kind::string && opt->value.kind != TomlValue::Kind::integer)) {
+      throw InputError(fmt::format("{}: {}: takes \"op\" or a positive integer N (every N-th block fully "
+                                   "checkpointed), not {}",
+                                   path, origin(*opt), excerpt(opt->value.raw)));
+    }
+    n = *v;
+  } else {
+    out.assumed.push_back("activation_checkpoint.selective_ac_option 2: not given (torchtitan default \"2\": every 2nd "
+                          "block fully checkpointed)");
+  }
+  const std::string from = opt ? origin(*opt) : origin(mode);
+  out.set("--recompute", "full", from, path);
+  out.every_nth_layer = Imported::EveryNthLayer{n, from};
+}
+
 }  // namespace
 
 Imported import_torchtitan(std::string_view text, const std::string& path) {
@@ -180,16 +207,13 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
       throw InputError(fmt::format("{}: {}: '{}' (torchtitan takes none, selective, full)", path, origin(it), excerpt(m)));
     }
     if (m == "selective") {
-      // selective_ac_option "op": the per-op policy; a number N: every N-th layer fully recomputed (not modelled).
+      // selective_ac_option "op": the per-op policy; a number N: every N-th layer fully recomputed.
       const auto opt = t.items.find("activation_checkpoint.selective_ac_option");
-      if (opt == t.items.end() || opt->second->value.text != "op") {
-        throw InputError(fmt::format(
-            "{}: {}: selective activation checkpointing by layers (activation_checkpoint.selective_ac_option '{}') is "
-            "not modelled (selective_ac_option = \"op\" is: --recompute selective-op)",
-            path, opt == t.items.end() ? origin(it) : origin(*opt->second),
-            opt == t.items.end() ? std::string("2, the default") : excerpt(opt->second->value.text)));
+      if (opt != t.items.end() && opt->second->value.text == "op") {
+        out.set("--recompute", "selective-op", origin(*opt->second), path);
+      } else {
+        titan_layer_ac(opt == t.items.end() ? nullptr : opt->second, it, out, path);
       }
-      out.set("--recompute", "selective-op", origin(*opt->second), path);
     } else {
       out.set("--recompute", m, origin(it), path);
     }

@@ -63,6 +63,8 @@ namespace {
 std::string nemo_to_megatron(const std::string& key) {
   if (key == "encoder_seq_length") return "seq-length";
   if (key == "activations_checkpoint_granularity") return "recompute-granularity";
+  if (key == "activations_checkpoint_method") return "recompute-method";
+  if (key == "activations_checkpoint_num_layers") return "recompute-num-layers";
   if (key == "num_moe_experts") return "num-experts";
   if (key == "fp8") return "fp8-format";
   return dashed(key);
@@ -96,6 +98,7 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
     "micro_batch_size", "global_batch_size", "encoder_seq_length", "num_layers", "hidden_size", "ffn_hidden_size",
     "num_attention_heads", "num_query_groups", "num_moe_experts", "moe_router_topk", "activations_checkpoint_granularity",
+    "activations_checkpoint_method", "activations_checkpoint_num_layers",
     "recompute_modules", "fp8", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/run_helper.hpp"
@@ -1000,8 +1001,22 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   }
   parplan::test::write_text(d + "overflow.sh", "A=$((99999999999*99999999999*999999999))\n" + cmd + " --global-batch-size $A\n");
   parplan::test::write_text(d + "ds_bad_stage.json", "{\"zero_optimization\": {\"stage\": 4}}");
-  parplan::test::write_text(d + "titan_layer_ac.toml", "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"2\"\n");
-  parplan::test::write_text(d + "titan_no_ac_option.toml", "[activation_checkpoint]\nmode = \"selective\"\n");
+  for (const auto& [name, option] : {std::pair{"zero", "\"0\""}, std::pair{"negative", "-2"}, std::pair{"word", "\"every\""},
+                                     std::pair{"float", "2.5"}, std::pair{"too_few", "\"40\""}}) {
+    parplan::test::write_text(d + "titan_layer_ac_" + name + ".toml",
+                              std::string("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = ") + option + "\n");
+  }
+  const std::string nemo_fixture = parplan::test::read_text(std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/nemo_gpt.yaml");
+  for (const auto& [name, method, layers] : {std::tuple{"zero", "block", "0"}, std::tuple{"negative", "block", "-1"},
+                                             std::tuple{"word", "block", "three"}, std::tuple{"method", "blocks", "2"}}) {
+    std::string text = nemo_fixture;
+    const std::string from = "  activations_checkpoint_granularity: selective\n  activations_checkpoint_method: null\n";
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), std::string("  activations_checkpoint_granularity: full\n  activations_checkpoint_method: ") +
+                                      method + "\n  activations_checkpoint_num_layers: " + layers + "\n");
+    parplan::test::write_text(d + "nemo_ac_" + name + ".yaml", text);
+  }
   const std::string fp8 = "[model]\nconverters = [\"float8\"]\n";
   parplan::test::write_text(d + "titan_mx_recipe.toml", fp8 + "[float8]\nrecipe_name = \"mxfp8\"\n");
   parplan::test::write_text(d + "titan_fp8_gather_text.toml", fp8 + "[float8]\nenable_fsdp_float8_all_gather = \"yes\"\n");
@@ -1018,8 +1033,15 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", d + "array_tables.toml"}, "array_tables.toml:1: arrays of tables"},
       {{"import", d + "no_format.yaml"}, "cannot tell the format"},
       {{"import", d + "ds_bad_stage.json"}, "/zero_optimization/stage: must be 0, 1, 2 or 3"},
-      {{"import", d + "titan_layer_ac.toml", "--model", "llama3-8b", "--gpus", "8"}, "selective activation checkpointing by layers (activation_checkpoint.selective_ac_option '2') is not modelled"},
-      {{"import", d + "titan_no_ac_option.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option '2, the default') is not modelled"},
+      {{"import", d + "titan_layer_ac_zero.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option (line 3): takes \"op\" or a positive integer N (every N-th block fully checkpointed), not \"0\""},
+      {{"import", d + "titan_layer_ac_negative.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option (line 3): takes \"op\" or a positive integer N"},
+      {{"import", d + "titan_layer_ac_word.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option (line 3): takes \"op\" or a positive integer N"},
+      {{"import", d + "titan_layer_ac_float.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option (line 3): takes \"op\" or a positive integer N"},
+      {{"import", d + "titan_layer_ac_too_few.toml", "--model", "llama3-8b", "--gpus", "8"}, "activation_checkpoint.selective_ac_option (line 3): one block in 40 with 32-layer chunks recomputes no block of a chunk"},
+      {{"import", d + "nemo_ac_zero.yaml"}, "model.activations_checkpoint_num_layers (line 35) is 0 (with full recompute Megatron-LM takes 1 up to"},
+      {{"import", d + "nemo_ac_negative.yaml"}, "model.activations_checkpoint_num_layers (line 35) takes a non-negative decimal integer, not '-1'"},
+      {{"import", d + "nemo_ac_word.yaml"}, "model.activations_checkpoint_num_layers (line 35) takes a non-negative decimal integer, not 'three'"},
+      {{"import", d + "nemo_ac_method.yaml"}, "model.activations_checkpoint_method (line 34) is 'blocks' (Megatron-LM takes uniform or block)"},
       {{"import", d + "titan_mx_recipe.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.recipe_name (line 4): 'mxfp8' is not modelled (tensorwise and rowwise are)"},
       {{"import", d + "titan_fp8_gather_text.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.enable_fsdp_float8_all_gather (line 4) takes true or false"},
       {{"import", d + "titan_reduce_fp16.toml", "--model", "llama3-8b", "--gpus", "8"}, "training.mixed_precision_reduce (line 2): 'float16' is not modelled (float32 and bfloat16 are)"},

@@ -76,6 +76,11 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
   if (f == Framework::torchtitan && p.training.precision == Precision::fp8) {
     p.training.fp8_recipe = pick({0, 1}) ? Fp8Recipe::rowwise : Fp8Recipe::tensorwise;
   }
+  // Full recompute of the first K layers of each chunk where the framework writes it (Megatron's and NeMo's block
+  // method); K = 0 is every layer.
+  if ((f == Framework::megatron || f == Framework::nemo) && pc.recompute == Recompute::full) {
+    pc.recompute_layers = pick({0, 0, 1, 2});
+  }
   p.num_gpus = pc.gpus();
   p.training.seq_len = f == Framework::deepspeed ? p.model.seq_len : pick({2048, 4096});  // DeepSpeed: the model's
   p.training.global_batch = pc.dp * pc.micro_batch * pc.num_microbatches;
@@ -127,6 +132,7 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   if (a.training.precision == Precision::fp8) CHECK(b.training.fp8_saved_inputs == a.training.fp8_saved_inputs);
   if (f == Framework::torchtitan) CHECK(b.training.fp8_recipe == a.training.fp8_recipe);
   if (f == Framework::megatron || f == Framework::nemo) {
+    CHECK(y.recompute_layers == x.recompute_layers);
     CHECK(y.overlap_dp_comm == x.overlap_dp_comm);
     CHECK(b.model.layers == a.model.layers);
     CHECK(b.model.hidden == a.model.hidden);

@@ -110,6 +110,69 @@ TEST_CASE("import and export: Megatron-Core's block recompute method (--recomput
   CHECK(est.out.find("recompute full (first 3 layers of each chunk)") != std::string::npos);
 }
 
+// torchtitan's layer-wise selective AC (selective_ac_option N, every N-th block fully checkpointed) is full recompute
+// of floor(chunk layers / N) layers of each chunk, resolved once the model and mesh are known: Llama 3 8B (32 layers)
+// on pp 2 has 16-layer chunks: N 2 -> 8, N 3 -> 5, and the option's default ("2") when it is not given; the command
+// line's --recompute or --recompute-layers replaces it.
+TEST_CASE("import: torchtitan's every N-th block (selective_ac_option N) is --recompute-layers floor(L / N)") {
+  ScratchDir dir;
+  auto toml = [&](const std::string& name, const std::string& option) {
+    const std::string file = (dir.path / name).string();
+    parplan::test::write_text(file, "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+                                    "pipeline_parallel_degree = 2\n[activation_checkpoint]\nmode = \"selective\"\n" + option);
+    return file;
+  };
+  const std::string two = toml("two.toml", "selective_ac_option = \"2\"\n");
+  const auto j = import_json({two, "--gpus", "8"});
+  CHECK(j["plan"]["parallel"]["recompute"] == "full");
+  CHECK(j["plan"]["parallel"]["recompute_layers"] == 8);
+  CHECK(j["from_file"]["--recompute-layers"]["origin"] ==
+        "activation_checkpoint.selective_ac_option (line 8) (one block in 2: 8 of each chunk's 16 layers)");
+  CHECK(import_json({toml("three.toml", "selective_ac_option = 3\n"), "--gpus", "8"})["plan"]["parallel"]["recompute_layers"] == 5);
+  const auto dflt = import_json({toml("default.toml", ""), "--gpus", "8"});
+  CHECK(dflt["plan"]["parallel"]["recompute_layers"] == 8);
+  CHECK(dflt["assumed"].dump().find("selective_ac_option 2: not given") != std::string::npos);
+  // Every layer with --recompute full from the command line; the command line's K over the file's N.
+  CHECK_FALSE(import_json({two, "--gpus", "8", "--recompute", "full"})["plan"]["parallel"].contains("recompute_layers"));
+  CHECK(import_json({two, "--gpus", "8", "--recompute-layers", "3"})["plan"]["parallel"]["recompute_layers"] == 3);
+  CHECK(import_json({two, "--gpus", "8", "--recompute", "none"})["plan"]["parallel"]["recompute"] == "none");
+  // The plan it writes prices it as the block method: estimate --plan says so, and --from gives the same step.
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", two, "--gpus", "8", "-o", plan}, {}, 60).exit_code == 0);
+  const auto est = run_parplan({"estimate", "--plan", plan, "--json"}, {}, 60);
+  const auto from = run_parplan({"estimate", "--from", two, "--gpus", "8", "--json"}, {}, 60);
+  REQUIRE(est.exit_code == 0);
+  REQUIRE(from.exit_code == 0);
+  CHECK(nlohmann::json::parse(est.out)["time"] == nlohmann::json::parse(from.out)["time"]);
+}
+
+// NeMo's activations_checkpoint_method / activations_checkpoint_num_layers are Megatron's --recompute-method /
+// --recompute-num-layers: block N is --recompute-layers N; uniform 1 (NeMo's every layer) is every layer.
+TEST_CASE("import: NeMo's activations_checkpoint_method and _num_layers are Megatron's recompute method") {
+  ScratchDir dir;
+  auto nemo = [&](const std::string& name, const std::string& method, const std::string& layers) {
+    std::string text = parplan::test::read_text(kDir + "nemo_gpt.yaml");
+    const std::string from = "  activations_checkpoint_granularity: selective\n  activations_checkpoint_method: null\n";
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), "  activations_checkpoint_granularity: full\n  activations_checkpoint_method: " + method +
+                                      "\n  activations_checkpoint_num_layers: " + layers + "\n");
+    const std::string file = (dir.path / name).string();
+    parplan::test::write_text(file, text);
+    return file;
+  };
+  const auto block = import_json({nemo("block.yaml", "block", "3")});
+  CHECK(block["plan"]["parallel"]["recompute"] == "full");
+  CHECK(block["plan"]["parallel"]["recompute_layers"] == 3);
+  CHECK(block["from_file"]["--recompute-layers"]["origin"] ==
+        "model.activations_checkpoint_method (line 34) + model.activations_checkpoint_num_layers (line 35)");
+  CHECK(block["ignored"].dump().find("activations_checkpoint") == std::string::npos);
+  const auto uniform = import_json({nemo("uniform.yaml", "uniform", "1")});
+  CHECK(uniform["plan"]["parallel"]["recompute"] == "full");
+  CHECK_FALSE(uniform["plan"]["parallel"].contains("recompute_layers"));
+  CHECK(uniform["ignored"].dump().find("activations_checkpoint") == std::string::npos);
+}
+
 TEST_CASE("export: Megatron-Core's fine-grained activation offloading (--offload-modules)") {
   ScratchDir dir;
   const std::string plan = (dir.path / "moe.json").string();
