@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 
 namespace parplan::cli {
@@ -198,6 +199,20 @@ std::string titan_float8(const Plan& plan, Writer& w) {
   return s;
 }
 
+// N for torchtitan's selective_ac_option when the plan's full recompute of K layers per chunk is one block in N of
+// every chunk (all chunks L layers, K dividing L); 0 otherwise.
+int64_t torchtitan_every_nth(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.recompute != Recompute::full || pc.recompute_layers <= 0) return 0;
+  const int64_t layers = chunk_layers(plan, 0, 0);
+  for (int64_t stage = 0; stage < pc.pp; ++stage) {
+    for (int64_t chunk = 0; chunk < pc.chunks_per_stage(); ++chunk) {
+      if (chunk_layers(plan, stage, chunk) != layers) return 0;
+    }
+  }
+  return layers % pc.recompute_layers == 0 ? layers / pc.recompute_layers : 0;
+}
+
 Exported to_torchtitan(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   const bool pipelined = pc.pp > 1;
@@ -233,13 +248,18 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   if (pc.recompute == Recompute::selective) {
     w.cannot("recompute selective (Megatron's attention-core recompute): written as torchtitan's per-op selective");
   }
-  if (pc.recompute_layers > 0) {  // torchtitan's layer AC checkpoints every N-th block, not the first k of a chunk
+  // torchtitan's layer AC checkpoints one block in N: where every chunk holds the same L layers and K divides L, that
+  // is K of each chunk (what import reads back: floor(L / N)), the same count as the first K of a chunk.
+  const int64_t every_nth = torchtitan_every_nth(plan);
+  if (pc.recompute_layers > 0 && every_nth == 0) {
     w.cannot(fmt::format("recompute_layers {} (the first {} layers of each chunk): written as full (every layer)",
                          pc.recompute_layers, pc.recompute_layers));
   }
   const bool selective = pc.recompute == Recompute::selective || pc.recompute == Recompute::selective_op;
-  s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n", selective ? "selective" : to_string(pc.recompute));
+  s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n",
+                   selective || every_nth > 0 ? "selective" : to_string(pc.recompute));
   if (selective) s += "selective_ac_option = \"op\"\n";
+  if (every_nth > 0) s += fmt::format("selective_ac_option = \"{}\"\n", every_nth);
   w.out.text = s;
   return w.out;
 }

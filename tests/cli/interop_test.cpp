@@ -146,6 +146,33 @@ TEST_CASE("import: torchtitan's every N-th block (selective_ac_option N) is --re
   CHECK(nlohmann::json::parse(est.out)["time"] == nlohmann::json::parse(from.out)["time"]);
 }
 
+// Back to torchtitan: K layers of every L-layer chunk with K dividing L is one block in N = L / K, which import reads
+// back as K; a K that divides no chunk evenly (or uneven chunks) has no torchtitan form and is written as every layer.
+TEST_CASE("export: recompute_layers K of L-layer chunks is torchtitan's selective_ac_option L / K where K divides L") {
+  ScratchDir dir;
+  auto exported = [&](const std::string& k) {
+    const std::string plan = (dir.path / ("k" + k + ".json")).string();
+    REQUIRE(run_parplan({"estimate", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--sp",
+                         "--recompute", "full", "--recompute-layers", k, "-o", plan}, {}, 60).exit_code != 2);
+    const std::string toml = (dir.path / ("k" + k + ".toml")).string();
+    const auto e = run_parplan({"export", "--plan", plan, "--to", "torchtitan", "-o", toml}, {}, 60);
+    REQUIRE(e.exit_code == 0);
+    return std::pair{toml, e.err};
+  };
+  // 80 layers over pp 4: 20 per chunk. K 10 -> N 2, K 5 -> N 4; K 3 divides no chunk.
+  for (const auto& [k, n] : {std::pair<const char*, const char*>{"10", "2"}, {"5", "4"}}) {
+    const auto [toml, err] = exported(k);
+    CAPTURE(k);
+    const std::string text = parplan::test::read_text(toml);
+    CHECK(text.find("mode = \"selective\"\nselective_ac_option = \"" + std::string(n) + "\"") != std::string::npos);
+    CHECK(err.find("recompute_layers") == std::string::npos);
+    CHECK(import_json({toml, "--gpus", "64"})["plan"]["parallel"]["recompute_layers"] == std::stoi(k));
+  }
+  const auto [toml, err] = exported("3");
+  CHECK(parplan::test::read_text(toml).find("mode = \"full\"") != std::string::npos);
+  CHECK(err.find("recompute_layers 3 (the first 3 layers of each chunk): written as full (every layer)") != std::string::npos);
+}
+
 // NeMo's activations_checkpoint_method / activations_checkpoint_num_layers are Megatron's --recompute-method /
 // --recompute-num-layers: block N is --recompute-layers N; uniform 1 (NeMo's every layer) is every layer.
 TEST_CASE("import: NeMo's activations_checkpoint_method and _num_layers are Megatron's recompute method") {
