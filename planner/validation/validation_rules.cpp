@@ -526,6 +526,9 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     pc.moe_dispatcher = MoeDispatcher::deepep;
     say("MoE tokens: HybridEP, priced as DeepEP's dispatch and combine (stated)");
   }
+  // CUDA graphs (Transformer Engine's partial graphs of attention / router / preprocess, Megatron-Core's full-iteration
+  // graph) remove host launch overhead, which parplan does not price: stated, so the row says so.
+  if (has(all, "cuda graph")) say("CUDA graphs: stated, not modelled (host launch overhead is not priced)");
   if (pc.ep > 1 && has(pn, "a2a overlap")) {
     pc.overlap_ep_comm = true;
     say("MoE all-to-alls: overlapped with another microbatch's compute (1F1B A2A overlap stated)");

@@ -359,6 +359,11 @@ TEST_CASE("validation: free-text rules") {
   CHECK_FALSE(pc.overlap_tp_comm);
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] == "TP collectives: async TP stated, not modelled (priced as blocking TP collectives)");
+  pc = ParallelConfig{};
+  notes.clear();
+  map_comm_overlap("HybridEP; TE CUDA graphs attn/moe_router/moe_preprocess", "", pc, &notes);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "CUDA graphs: stated, not modelled (host launch overhead is not priced)");
 
   // ZeRO-3 gather unit: DeepSpeed's per-linear fetch where the row names DeepSpeed or "ZeRO-3" without FSDP.
   for (const auto& [pn, notes_text, unit] : std::vector<std::tuple<std::string, std::string, Zero3GatherUnit>>{
