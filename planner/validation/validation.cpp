@@ -518,8 +518,13 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     r.notes.push_back(fmt::format("Adam moments in {} (stated)", to_string(*moments)));
   }
   // Megatron: fp32 gradient accumulation/reduction for bf16, 16-bit for fp16. FSDP / DeepSpeed ZeRO-3 reduce in the
-  // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16).
-  tr.grad_fp32 = tr.precision != Precision::fp16 && !fsdp;
+  // training dtype (PyTorch FSDP MixedPrecision reduce_dtype = param_dtype, llm-foundry "PURE"; DeepSpeed fp16), but
+  // torchtitan's FSDP2 (and torchao's benchmarks, run on it) reduces in fp32: MixedPrecisionPolicy(reduce_dtype =
+  // training.mixed_precision_reduce, default "float32"; torchtitan parallelize, cited from memory), the default the
+  // torchtitan importer assumes too. With PP, where FSDP2 defers the gradient sync to the last microbatch, its
+  // unsharded gradients accumulate in that reduce dtype (FSDPParam.unsharded_accumulated_grad, cited from memory).
+  const bool torchtitan = has(r.source, "torchtitan") || has(r.source, "pytorch/ao");
+  tr.grad_fp32 = tr.precision != Precision::fp16 && (!fsdp || torchtitan);
   const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(ascii_lower(recompute_text), "not stated"));
   if (rc_unstated) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source

@@ -146,6 +146,13 @@ TEST_CASE("validation: FSDP, SwiGLU, bf16, derived time, zero_stage from fsdp, f
   CHECK(p.training.attention == AttentionKernel::flash);
   CHECK(r.step_time_derived);
   CHECK(*r.measured_step_time_s == doctest::Approx(2.5));
+  // torchtitan's FSDP2 reduces in fp32 (MixedPrecisionPolicy reduce_dtype = training.mixed_precision_reduce, default
+  // float32), as torchao's benchmarks on it do; the torchtitan importer assumes the same default.
+  for (const char* source : {"pytorch/torchtitan docs/performance.md", "pytorch/ao torchtitan-based float8 benchmark"}) {
+    row["source"] = source;
+    CAPTURE(source);
+    CHECK(map_one(row).plan->training.grad_fp32);
+  }
 }
 
 TEST_CASE("validation: free-text rules") {
