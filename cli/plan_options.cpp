@@ -74,6 +74,8 @@ std::string_view reject_flag(Reject r) {
       return "--offload-modules";
     case Reject::overlap_p2p_not_interleaved:
       return "--overlap-p2p";
+    case Reject::post_validation_invalid:
+      return "--post-validation";
     case Reject::out_of_memory:
     case Reject::host_out_of_memory:
     case Reject::count:
@@ -155,6 +157,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.overlap_tp_comm = me.overlap_tp;
   pc.overlap_cp_comm = !me.no_overlap_cp;
   pc.overlap_p2p_comm = me.overlap_p2p;
+  pc.post_validation = me.post_validation;
   pc.async_tp_backward = !me.no_async_tp;
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
@@ -368,6 +371,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_flag("--no-overlap-cp", o.no_overlap_cp, "Do not overlap the CP ring exchange with attention");
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication; default: the sender waits)");
+  app.add_flag("--post-validation", o.post_validation,
+               "Zero Bubble's optimizer post-validation (zb-h1, zb-2p, zb-v): no optimizer sync across stages, the next "
+               "iteration's forwards fill the pipeline (Qi et al. 2023 Sec. 4)");
   app.add_flag("--no-async-tp", o.no_async_tp,
                "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
   app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,

@@ -26,7 +26,9 @@ struct Writer {
 void common_cannot(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   if (plan.model.imbalance != 1.0) w.cannot(fmt::format("--moe-imbalance {:g} (a property of the routing)", plan.model.imbalance));
-  if (splits_backward(pc.schedule)) w.cannot(fmt::format("schedule {}", to_string(pc.schedule)));
+  if (splits_backward(pc.schedule)) {
+    w.cannot(fmt::format("schedule {}{}", to_string(pc.schedule), pc.post_validation ? " with optimizer post-validation" : ""));
+  }
   if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
   if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");

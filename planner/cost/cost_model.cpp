@@ -1342,7 +1342,7 @@ TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobat
   const ParallelConfig& pc = in.plan.parallel;
   const int64_t p = in.p, v = in.v;
   const double md = d(pc.num_microbatches);
-  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead);
+  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   tb.slowest_stage = pt.slowest_stage;

@@ -217,7 +217,8 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
   return busy_stage_paths(m, stages, paths, true);
 }
 
-double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
+double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
+                    bool post_validation) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m);
   // F, B and W of a stage with the sends after them: F with the activation's, B (input gradient) with the gradient's.
@@ -233,7 +234,7 @@ double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std:
   for (int64_t k = 0; k < p; ++k) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(k)];
     after -= t.forward_slot() + b_of(t) - 2.0 * t.backward_weight_s;
-    double path = before + md * t.total() + after;
+    double path = (post_validation ? 0.0 : before) + md * t.total() + after;
     // Few microbatches: the forward and input-gradient chain, every stage's F + B once and the slowest m - 1 more
     // times, then stage 0's last W.
     if (k == 0) path = std::max(path, chain + (md - 1.0) * u_max + t.backward_weight_s);
@@ -519,7 +520,7 @@ void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_
 }  // namespace
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> lead) {
+                           std::span<double> lead, bool post_validation) {
   PipelineTime r;
   const size_t p = stages.size();
   if (p == 0) return r;
@@ -534,7 +535,7 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
     if (s == Schedule::zb_2p) {
-      zb_2p_step_s(m, stages, lead);
+      zb_2p_step_s(m, stages, lead, post_validation);
     } else {
       zb_v_step_s(m, stages, lead);
     }

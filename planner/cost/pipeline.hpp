@@ -130,7 +130,13 @@ double zero_bubble_step_s(int64_t m, std::span<const StageMicrobatchTime> stages
 // (p - 1) F before the last stage starts, which the paper's post-validation (its Sec. 4: no optimizer sync across
 // stages) lets the next iteration fill and which parplan, pricing one iteration, keeps. P_k is where stage k ends
 // (`paths`); pipeline_time() takes the step as the latest. Uneven stages: tests/simulator/task_graph_test.cpp.
-double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+// With the optimizer post-validation (ParallelConfig::post_validation; Qi et al. 2023 Sec. 4) no stage waits for the
+// others' optimizer step, so a continuous run's next iteration fills the pipeline while this one drains: each path
+// drops the forwards before its stage, P_k = m t_k + sum_{i>k} x_i, and a uniform step with m >= 2p - 1 is the
+// paper's m t + (p - 1) max(0, F + B - 2 W). The few-microbatch chain C stays (its dependencies are the iteration's
+// own).
+double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
+                    bool post_validation = false);
 
 // ZB-V (Qi et al. 2023, arXiv:2401.10241 Sec. 6, the V-ZB of Qi et al. 2024, "Pipeline Parallelism with
 // Controllable Memory": 2 chunks per stage in a V, 1F1B's activation memory, zero bubble when T_F = T_B = T_W).
@@ -235,8 +241,9 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // Interleaved: its ends also take a floor, the longest of: stage k's m v forward chunks and the backward chunks its
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
 // forward through the stages after k and its backward through all p v virtual stages.
-// `lead`, when not empty (p entries), receives how long before the step's end each stage ends.
+// `lead`, when not empty (p entries), receives how long before the step's end each stage ends. `post_validation`:
+// ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> lead = {});
+                           std::span<double> lead = {}, bool post_validation = false);
 
 }  // namespace parplan

@@ -484,6 +484,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     v.add(Reject::selective_op_unsupported);
   }
   if (pc.recompute_layers != 0 && recompute_layers_problem(plan)) v.add(Reject::recompute_layers_invalid);
+  if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !(pc.zero_stage >= 1 || pc.distributed_optimizer))) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -523,6 +524,8 @@ std::string_view reject_name(Reject r) {
       return "fp8_param_gather_invalid";
     case Reject::recompute_layers_invalid:
       return "recompute_layers_invalid";
+    case Reject::post_validation_invalid:
+      return "post_validation_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -642,6 +645,9 @@ std::string describe(Reject r, const Plan& plan) {
                          "holds {}) and no activation offload; the plan has recompute {}{}",
                          pc.recompute_layers, largest_chunk_layers(plan), to_string(pc.recompute),
                          pc.offload.activations ? " and offloads activations" : "");
+    case Reject::post_validation_invalid:
+      return fmt::format("optimizer post-validation is Zero Bubble's (zb-h1, zb-2p, zb-v); the schedule is {}",
+                         to_string(pc.schedule));
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

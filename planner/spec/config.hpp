@@ -30,6 +30,7 @@ enum class Reject : uint8_t {
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only
   fp8_param_gather_invalid,  // fp8 weights gathered in fp8 need fp8 training and a sharded parameter gather
   recompute_layers_invalid,  // recompute_layers without full recompute, above every chunk's layers, or with offload
+  post_validation_invalid,   // Zero Bubble's optimizer post-validation on a schedule that is not zero-bubble
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

@@ -387,6 +387,12 @@ struct ParallelConfig {
   // false = the sender waits for its send before its next op: Megatron-LM's batched, waited p2p (1F1B and GPipe
   // always; interleaved without the option).
   bool overlap_p2p_comm = false;
+  // Zero Bubble's optimizer post-validation (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241,
+  // Sec. 4; the ZB fork's --enable-optimizer-post-validation): each stage steps its optimizer without waiting for the
+  // global gradient-norm / NaN check, which is validated in the next iteration, so the next iteration's forwards start
+  // while later stages still finish: a step in a continuous run (pipeline.hpp, zb_2p_step_s). Zero-bubble schedules
+  // only (Reject::post_validation_invalid).
+  bool post_validation = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   // MoE all-to-alls overlapped with another microbatch's compute (Megatron-Core --overlap-moe-expert-parallel-comm,
   // the "1F1B A2A overlap"; DeepSeek-V3's DualPipe overlaps the same way): see expert_comm.hpp.

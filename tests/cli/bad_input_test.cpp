@@ -574,6 +574,21 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel: schedule 1f1b waits for its pipeline sends");
   }
+  // Zero Bubble's optimizer post-validation: on a zero-bubble schedule only, a flag or a plan key.
+  expect_bad_estimate({"--plan", ok, "--post-validation"}, "--post-validation: cannot be combined with --plan");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--pp", "4", "--post-validation"},
+                      "--post-validation: optimizer post-validation is Zero Bubble's (zb-h1, zb-2p, zb-v); the schedule is 1f1b");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["post_validation"] = true;
+    const std::string plan = (dir.path / "post_validation.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: optimizer post-validation is Zero Bubble's");
+    j["parallel"]["post_validation"] = "yes";
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/post_validation: expected true or false");
+  }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

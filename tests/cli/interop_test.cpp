@@ -334,6 +334,15 @@ TEST_CASE("export: the Zero Bubble schedules are not expressible; the config wri
   REQUIRE(t.exit_code == 0);
   CHECK(t.out.find("pipeline_parallel_schedule = \"1F1B\"") != std::string::npos);
   CHECK(t.err.find("torchtitan cannot express schedule zb-2p") != std::string::npos);
+  // With Zero Bubble's optimizer post-validation, the warning names it too.
+  const std::string pv = (dir.path / "pv.json").string();
+  std::vector<std::string> with = args;
+  with.back() = pv;
+  with.insert(with.end() - 2, "--post-validation");
+  REQUIRE(run_parplan(with, {}, 60).exit_code == 0);
+  const auto w = run_parplan({"export", "--plan", pv, "--to", "nemo"}, {}, 60);
+  REQUIRE(w.exit_code == 0);
+  CHECK(w.err.find("nemo cannot express schedule zb-2p with optimizer post-validation") != std::string::npos);
 }
 
 TEST_CASE("export: an eager cross entropy is torchtitan's loss, not expressible for Megatron-LM") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "planner/cost/pipeline.hpp"
@@ -62,6 +63,32 @@ TEST_CASE("ZB-H1 bubble (p-1)(F + B - W) is below 1F1B's (p-1)(F + B + W)") {
   CHECK(zb.bubble_s == doctest::Approx(7.0 * 1.0));
   CHECK(ofob.bubble_s == doctest::Approx(7.0 * 3.0));
   CHECK(zb.bubble_s < ofob.bubble_s);
+}
+
+// ZB-2p with Zero Bubble's optimizer post-validation (Qi et al. 2023 Sec. 4): a continuous run's next iteration fills
+// the pipeline, so a uniform step with m >= 2p - 1 is the paper's m t + (p - 1) max(0, F + B - 2W) (their ZB-H2
+// bubble, Table 1) instead of m t + (p - 1) max(F, F + B - 2W); below 2p - 1 microbatches the F + B chain stays.
+TEST_CASE("ZB-2p with post-validation: the paper's bubble (p - 1) max(0, F + B - 2W), no warm-up fill") {
+  const int64_t p = 8, m = 24;
+  for (const auto& [f, b, w] : {std::tuple{1.0, 1.0, 1.0}, std::tuple{1.0, 2.0, 0.5}, std::tuple{1.0, 1.2, 0.8}}) {
+    CAPTURE(f);
+    CAPTURE(b);
+    CAPTURE(w);
+    const auto st = uniform(p, f, b, w);
+    const double t = f + b + w, x = f + b - 2.0 * w;
+    const double one_iteration = zb_2p_step_s(m, st);
+    const double continuous = zb_2p_step_s(m, st, {}, true);
+    CHECK(one_iteration == doctest::Approx(m * t + (p - 1) * std::max(f, x)));
+    CHECK(continuous == doctest::Approx(m * t + (p - 1) * std::max(0.0, x)));
+    CHECK(pipeline_time(Schedule::zb_2p, m, 1, st, {}, true).step_s == doctest::Approx(continuous));
+    // The other schedules do not change with it.
+    CHECK(pipeline_time(Schedule::zero_bubble, m, 1, st, {}, true).step_s ==
+          doctest::Approx(pipeline_time(Schedule::zero_bubble, m, 1, st).step_s));
+  }
+  // Two microbatches: the forward and input-gradient chain through every stage, then stage 0's last W, either way.
+  const auto st = uniform(p, 1.0, 1.0, 1.0);
+  CHECK(zb_2p_step_s(2, st, {}, true) == doctest::Approx(zb_2p_step_s(2, st)));
+  CHECK(zb_2p_step_s(2, st, {}, true) == doctest::Approx(p * 2.0 + 1.0 * 2.0 + 1.0));
 }
 
 TEST_CASE("ZB-H1 with fewer microbatches than stages: 1F1B's critical path over F + B, then one W") {

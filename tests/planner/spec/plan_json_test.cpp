@@ -73,6 +73,26 @@ TEST_CASE("plan errors name the file and JSON path") {
   CHECK(err(R"({"parplan_plan":2})") == "plan.json: /parplan_plan: 2 is out of range [1, 1]");
 }
 
+// Zero Bubble's optimizer post-validation: the key round-trips; a ZB-2p step is shorter with it (no warm-up fill in a
+// continuous run, pipeline.hpp), validate() refuses it beside a schedule that is not zero-bubble.
+TEST_CASE("post_validation round-trips, shortens a ZB-2p step, and needs a zero-bubble schedule") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.schedule = Schedule::zb_2p;
+  p.parallel.vpp = 1;
+  REQUIRE(validate(p).ok());
+  const Estimate one = estimate(p);
+  p.parallel.post_validation = true;
+  REQUIRE(validate(p).ok());
+  const nlohmann::json j = plan_to_json(p);
+  CHECK(j["parallel"]["post_validation"] == true);
+  const Plan q = plan_from_json(j, test::profiles(), "plan.json");
+  CHECK(q.parallel.post_validation);
+  CHECK(estimate(q).time.step_s < one.time.step_s);
+  CHECK(estimate(q).time.compute_s == doctest::Approx(one.time.compute_s));
+  p.parallel.schedule = Schedule::one_f_one_b;
+  CHECK(validate(p).has(Reject::post_validation_invalid));
+}
+
 TEST_CASE("overlap_p2p_comm round-trips and moves the interleaved plan's p2p from every microbatch to the fill/drain path") {
   Plan p = test::korthikanti_175b();
   p.parallel.schedule = Schedule::interleaved;

@@ -798,6 +798,16 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   REQUIRE_MESSAGE(r.scored(), r.skip_reason());
   CHECK(r.plan->parallel.schedule == Schedule::zb_2p);
   CHECK(r.plan->parallel.vpp == 1);
+  CHECK_FALSE(r.plan->parallel.post_validation);
+  // The rows that state Zero Bubble's optimizer post-validation run it; a 1F1B row stating it stays without.
+  nlohmann::json pv = zero_bubble_row("ZB-2p");
+  pv["parallel"]["parallel_notes"] = "pure pipeline parallelism; optimizer post-validation";
+  r = map_one_with(pv, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.post_validation);
+  pv = zero_bubble_row("1F1B");
+  pv["parallel"]["parallel_notes"] = "optimizer post-validation";
+  CHECK_FALSE(map_one_with(pv, Unstated::search).plan->parallel.post_validation);
   // ZB-V (vpp 2 as the rows state it) with one layer per chunk: 14 layers + embedding + loss in 16 chunks; the V puts
   // the first and the last chunk on stage 0, which holds the embedding and the output layer and no transformer layer.
   nlohmann::json v_row = zero_bubble_row("ZB-V");
