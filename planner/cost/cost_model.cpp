@@ -979,17 +979,18 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
 
 StageMemory stage_memory(const Plan& plan, int64_t stage) { return stage_memory(plan, stage, stage_memory_inputs(plan)); }
 
-namespace {
 // The stored activations of `layers` layers (`dense` of them a MoE model's dense layers) per microbatch, `layer_bytes`
 // per MoE (or only) layer; with full recompute of only some layers (recompute_layers), the `r` recomputed ones at
 // those bytes and the rest at recompute none's (kept_*_activation_bytes).
-double layers_bytes(const StageMemoryInputs& in, int64_t layers, int64_t dense, const RecomputedLayers& r, bool partial,
-                    double layer_bytes) {
+double layers_activation_bytes(const StageMemoryInputs& in, int64_t layers, int64_t dense, const RecomputedLayers& r,
+                               bool partial, double layer_bytes) {
   if (!partial) return d(layers - dense) * layer_bytes + d(dense) * in.dense_layer_activation_bytes;
   return d(r.layers - r.dense) * layer_bytes + d(r.dense) * in.dense_layer_activation_bytes +
          d(layers - dense - (r.layers - r.dense)) * in.kept_layer_activation_bytes +
          d(dense - r.dense) * in.kept_dense_layer_activation_bytes;
 }
+
+namespace {
 
 // Interleaved, chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage
 // 0's chunk 0) over the stage's order (interleaved_peak_bytes).
@@ -1000,7 +1001,8 @@ double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemo
   for (int64_t c = 0; c < pc.vpp; ++c) {
     const RecomputedLayers r = partial ? chunk_recomputed(plan, stage, c) : RecomputedLayers{};
     bytes[static_cast<size_t>(c)] =
-        layers_bytes(in, chunk_layers(plan, stage, c), chunk_dense_layers(plan, stage, c), r, partial, layer_bytes) +
+        layers_activation_bytes(in, chunk_layers(plan, stage, c), chunk_dense_layers(plan, stage, c), r, partial,
+                                layer_bytes) +
         (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
   }
   return interleaved_peak_bytes(pc.pp, pc.num_microbatches, pc.vpp, stage, bytes);
@@ -1016,7 +1018,7 @@ double held_layer_activations(const Plan& plan, int64_t stage, const StageMemory
   const bool partial = plan.parallel.recompute_layers > 0;
   const RecomputedLayers r = partial ? stage_recomputed_layers(plan, stage) : RecomputedLayers{};
   const double stage_layer_bytes =
-      layers_bytes(in, stage_layers(plan, stage), stage_dense_layers(plan, stage), r, partial, layer_bytes);
+      layers_activation_bytes(in, stage_layers(plan, stage), stage_dense_layers(plan, stage), r, partial, layer_bytes);
   return d(in_flight) * stage_layer_bytes / d(plan.parallel.chunks_per_stage());
 }
 }  // namespace

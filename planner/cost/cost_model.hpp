@@ -18,6 +18,8 @@
 
 namespace parplan {
 
+struct RecomputedLayers;  // planner/spec/config.hpp
+
 // Costs of one transformer layer for one microbatch on one GPU (all layers of a model are alike).
 struct LayerCost {
   double forward_s = 0;          // GEMMs + attention + memory-bound ops
@@ -240,6 +242,12 @@ struct StageMemoryInputs {
 };
 StageMemoryInputs stage_memory_inputs(const Plan& plan);
 StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in);
+// The stored activations of `layers` layers (`dense` of them a MoE model's dense layers) per microbatch, `layer_bytes`
+// per MoE (or only) layer; with full recompute of only some layers (`partial`: recompute_layers > 0), the `r`
+// recomputed ones at those bytes and the rest at recompute none's (kept_*_activation_bytes). StageMemory sums these
+// over a stage's (or, laid out explicitly, each chunk's) layers; the runtime sizes each chunk's stash with them.
+double layers_activation_bytes(const StageMemoryInputs& in, int64_t layers, int64_t dense, const RecomputedLayers& r,
+                               bool partial, double layer_bytes);
 
 // Per-stage working space of step_time(), kept by callers that evaluate many plans.
 struct StepScratch {
