@@ -108,12 +108,7 @@ class Lowerer {
       zero3_params_end_ = std::min(bytes_of(sm.zero3_buffers), bytes_of(2.0 * zero3_gathered_params(plan_, lc_.params)));
     }
     // The planner's per-layer, edge and MTP activation bytes, so the stashes add up to StageMemory::activations.
-    const StageMemoryInputs in = stage_memory_inputs(plan_);
-    per_layer_stash_ = in.layer_activation_bytes;
-    dense_layer_stash_ = in.dense_layer_activation_bytes;
-    embedding_stash_ = in.embedding_activation_bytes;
-    output_stash_ = in.output_activation_bytes;
-    loss_working_set_ = in.loss_working_set_bytes;
+    in_ = stage_memory_inputs(plan_);
     scratch_ = add_slot(SlotKind::scratch, 0, true, "scratch (allowance)");  // sized by the ops that use it
   }
 
@@ -408,6 +403,21 @@ class Lowerer {
     tp_collectives(Term::tp_comm, false);
   }
 
+  // torchtitan's per-op selective recompute (Recompute::selective_op), as recompute_s (cost_model.cpp) prices it: the
+  // forward's memory-bound ops and the matmuls selective_op_matmuls() reruns (every second one in forward order, the
+  // last excepted: wk, wo and w3 of a SwiGLU layer), each its own GEMM [T, n, k] split over tp like the forward's
+  // (column-parallel: n / tp, row-parallel: k / tp). The attention kernel and the other matmuls return their kept
+  // outputs; no collective runs again (the cost model charges none). Rebuilt into the recompute working set.
+  void selective_op_rerun(int slot) {
+    const double mem = layer_mb().elementwise_forward;
+    memory("norm+residual", Term::recompute, mem / 2, slot);
+    for (const LayerMatmul& g : selective_op_matmuls(m_).rerun) {
+      const int64_t n = g.column_parallel ? g.n / pc_.tp : g.n, k = g.column_parallel ? g.k : g.k / pc_.tp;
+      gemm("selective_op.matmul", Term::recompute, T_, n, k, 1, gd_, true);
+    }
+    memory("norm+act+residual", Term::recompute, mem / 2, slot);
+  }
+
   // ---- MoE layers ----------------------------------------------------------------------------------------------
   // A MoE layer's MLP as layer_gemms() prices it: the router GEMM [T, experts, h] (activation dtype), the shared
   // experts as one dense MLP split over tp, and the local experts' grouped GEMMs of expert_gemms() between the token
@@ -485,6 +495,9 @@ class Lowerer {
     const auto lin = linears();
     const bool async = async_backward();
     zero3_gather(Term::zero3_comm);
+    // The per-op rerun follows the layer's gather (FSDP2 gathers a block before its backward, and the checkpointed
+    // ops rerun inside it): it reads the gathered weights and costs no gather of its own.
+    if (pc_.recompute == Recompute::selective_op) selective_op_rerun(working_ >= 0 ? working_ : stash);
     tp_collectives(Term::tp_comm, true);
     for (int i = 3; i >= 0; --i) {
       if (moe_layer() && i >= 2) {  // the MoE MLP in place of MLP down and up
@@ -568,16 +581,25 @@ class Lowerer {
   int64_t layers_in_chunk() const {
     return uneven_chunks(plan_, coord_.pp) ? chunk_layers(plan_, coord_.pp, chunk_) : layers_ / v_;
   }
-  // The chunk's layer stash: its layers' stored activations, a MoE model's leading dense layers at their own size
+  // The chunk's layer stash: its layers' stored activations (layers_activation_bytes), a MoE model's leading dense
+  // layers at their own size and, with recompute_layers, the layers full recompute leaves out at recompute none's
   // (spread evenly over the stage's chunks, as StageMemory counts them, unless the chunks are laid out explicitly).
   double chunk_layers_stash() const {
-    if (!m_.has_dense_layers()) return d(layers_in_chunk()) * per_layer_stash_;
-    if (uneven_chunks(plan_, coord_.pp)) {
-      const int64_t dense = chunk_dense_layers(plan_, coord_.pp, chunk_);
-      return d(layers_in_chunk() - dense) * per_layer_stash_ + d(dense) * dense_layer_stash_;
+    const int64_t stage = coord_.pp;
+    const bool partial = pc_.recompute_layers > 0;
+    if (uneven_chunks(plan_, stage)) {
+      const RecomputedLayers r = partial ? chunk_recomputed(plan_, stage, chunk_) : RecomputedLayers{};
+      return layers_activation_bytes(in_, layers_in_chunk(), chunk_dense_layers(plan_, stage, chunk_), r, partial,
+                                     in_.layer_activation_bytes);
     }
-    const int64_t dense = stage_dense_layers(plan_, coord_.pp);
-    return (d(layers_ - dense) * per_layer_stash_ + d(dense) * dense_layer_stash_) / d(v_);
+    const RecomputedLayers r = partial ? stage_recomputed_layers(plan_, stage) : RecomputedLayers{};
+    return layers_activation_bytes(in_, layers_, stage_dense_layers(plan_, stage), r, partial, in_.layer_activation_bytes) /
+           d(v_);
+  }
+  // Full recompute reruns the forward of the chunk's first chunk_recomputed_layers() layers (model order; all of them
+  // without recompute_layers); the others keep their activations, as with recompute none.
+  bool recomputes_whole_layer(int64_t l) const {
+    return pc_.recompute == Recompute::full && l < chunk_recomputed_layers(plan_, coord_.pp, chunk_);
   }
   // Layer `l` of the current chunk (model order) is next: a MoE model's leading dense layers come first.
   void enter_layer(int64_t l) { lead_dense_ = m_.has_dense_layers() && l < chunk_dense_layers(plan_, coord_.pp, chunk_); }
@@ -594,8 +616,8 @@ class Lowerer {
     chunk_ = chunk;
     const int64_t vs = virtual_stage(chunk);
     double stash_bytes = chunk_layers_stash();
-    if (vs == 0) stash_bytes += embedding_stash_;
-    if (vs == last_virtual()) stash_bytes += output_stash_;
+    if (vs == 0) stash_bytes += in_.embedding_activation_bytes;
+    if (vs == last_virtual()) stash_bytes += in_.output_activation_bytes;
     int& stash = stash_of(mb, chunk);
     stash = add_slot(SlotKind::activations, bytes_of(stash_bytes), false, fmt::format("stash mb{} chunk{}", mb, chunk));
     // The receive comes first so it pairs with the previous task's send in one grouped exchange.
@@ -636,9 +658,10 @@ class Lowerer {
     if (vs < last_virtual()) p2p("pp.recv_backward", false, (vs + 1) % pc_.pp);
     if (vs == last_virtual()) {
       // An eager cross entropy's backward holds two more fp32 tokens x vocab tensors (loss_backward_working_set_bytes).
-      const int loss = loss_working_set_ > 0 ? add_slot(SlotKind::activations, bytes_of(loss_working_set_), false,
-                                                        fmt::format("loss backward mb{}", mb))
-                                             : -1;
+      const double loss_bytes = in_.loss_working_set_bytes;
+      const int loss =
+          loss_bytes > 0 ? add_slot(SlotKind::activations, bytes_of(loss_bytes), false, fmt::format("loss backward mb{}", mb))
+                         : -1;
       if (loss >= 0) alloc(loss);
       memory("cross_entropy.bwd", Term::backward, edge_.cross_entropy, stash);
       if (loss >= 0) release(loss);
@@ -649,8 +672,9 @@ class Lowerer {
       memory("final_norm.bwd", Term::backward, 2.0 * edge_.final_norm, stash);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
-      enter_layer(layers_in_chunk() - 1 - l);  // backward runs the layers in reverse
-      if (pc_.recompute == Recompute::full) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
+      const int64_t layer = layers_in_chunk() - 1 - l;  // backward runs the layers in reverse
+      enter_layer(layer);
+      if (recomputes_whole_layer(layer)) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
       if (pc_.recompute == Recompute::selective) attention_core(Term::recompute, false);
       layer_backward_input(stash);
       if (!split_weight_) layer_backward_weight();
@@ -785,7 +809,7 @@ class Lowerer {
   bool lead_dense_ = false;  // the layer being lowered is one of those
   Program prog_;
   int weights_ = -1, grads_ = -1, optimizer_ = -1, working_ = -1, zero3_ = -1, scratch_ = -1;
-  double per_layer_stash_ = 0, dense_layer_stash_ = 0, embedding_stash_ = 0, output_stash_ = 0, loss_working_set_ = 0;
+  StageMemoryInputs in_;  // the planner's per-layer, edge and loss activation bytes (stage_memory_inputs)
   std::vector<int> stashes_;
   bool split_weight_ = false;
   int32_t join_next_ = -1;  // >= 0: the next compute op waits for this op (an overlapped collective)
@@ -847,15 +871,6 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
   if (plan.model.is_mla()) {
     throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
                      "are missing");
-  }
-  if (plan.parallel.recompute == Recompute::selective_op) {
-    throw InputError("run: recompute selective-op (torchtitan's per-op policy) is not lowered yet: the runtime recomputes "
-                     "the attention core (selective) or the whole layer (full)");
-  }
-  if (plan.parallel.recompute_layers > 0) {
-    throw InputError(fmt::format("run: /parallel/recompute_layers {} is not lowered yet: the runtime's full recompute "
-                                 "reruns every layer",
-                                 plan.parallel.recompute_layers));
   }
   if (plan.parallel.recompute == Recompute::selective && !plan.parallel.recompute_modules.is_default()) {
     throw InputError(fmt::format("run: recompute modules {} are not lowered yet: the runtime's selective recompute "

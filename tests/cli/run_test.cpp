@@ -220,3 +220,33 @@ TEST_CASE("run says 1 step, not 1 steps") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("8 ranks; median of 1 step after 0 warm-up") != std::string::npos);
 }
+
+TEST_CASE("run --backend host executes recompute_layers and selective-op plans: tensors equal the model's, one "
+          "recompute event per rerun layer") {
+  const ScratchDir dir;
+  const std::string model = (dir.path / "model.json").string(), trace = (dir.path / "trace.json").string();
+  std::ofstream(model) << R"({"kind":"model","name":"tiny-llama","layers":4,"hidden":64,"heads":4,"kv_heads":2,)"
+                          R"("ffn_hidden":128,"ffn_type":"swiglu","vocab":128,"seq_len":32,"norm":"rmsnorm",)"
+                          R"("position":"rotary","experts":1,"top_k":1,"causal":true,"source":"test"})";
+  // Recompute flags -> recompute events in the trace of one step (dp 2, one microbatch, 4 layers on the one stage):
+  // the first K = 1 layer, every layer (full, as before), every layer's per-op rerun (selective-op).
+  const std::vector<std::pair<std::vector<std::string>, int>> cases = {
+      {{"--recompute", "full", "--recompute-layers", "1"}, 1},
+      {{"--recompute", "full"}, 4},
+      {{"--recompute", "selective-op"}, 4}};
+  for (const auto& [flags, events] : cases) {
+    CAPTURE(flags[1]);
+    const std::string plan = (dir.path / "plan.json").string();
+    std::vector<std::string> args = {"estimate", "--model", model, "--gpus", "2", "--dp", "2", "--global-batch", "2",
+                                     "-o", plan};
+    args.insert(args.end(), flags.begin(), flags.end());
+    REQUIRE(run_parplan(args).exit_code == 0);
+    const auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "1", "--warmup", "0", "--trace", trace});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("+0.0%") != std::string::npos);  // tensor bytes equal the memory model's
+    int recompute = 0;
+    const auto j = nlohmann::json::parse(read_text(trace));
+    for (const auto& ev : j["traceEvents"]) recompute += ev.value("cat", "") == "recompute";
+    CHECK(recompute == events);
+  }
+}
