@@ -212,3 +212,71 @@ TEST_CASE("selective-op: each stash keeps the policy's outputs, the working set 
     if (op.term == Term::recompute && op.kind == OpKind::memory) CHECK(prog.slots[static_cast<size_t>(op.slot)].kind == SlotKind::recompute_working_set);
   }
 }
+
+TEST_CASE("ZeRO-3 (whole-layer gathers): recompute_layers K gathers again for its K layers only, selective-op never") {
+  // dp 4, one stage of 4 layers, 2 microbatches: per microbatch a gather per layer in forward and in backward, plus
+  // one per rerun layer (the cost model's (stage layers + recomputed layers) x zero3_gather_s).
+  for (int k : {1, 3}) {
+    Plan plan = small_plan(4, 1, 1, 2);
+    plan.parallel.zero_stage = 3;
+    plan.parallel.recompute = Recompute::full;
+    plan.parallel.recompute_layers = k;
+    REQUIRE(validate(plan).ok());
+    int gathers = 0;
+    for (const Op& op : lower(plan, 0, stage_schedule(plan, 0)).ops) gathers += is(op, "zero3.all_gather");
+    CHECK(gathers == 2 * (4 + k + 4));
+    for (int64_t diff : peak_minus_model(plan, lower_all(plan))) CHECK(std::llabs(diff) <= 4);
+  }
+  Plan plan = small_plan(4, 1, 1, 2);
+  plan.parallel.zero_stage = 3;
+  plan.parallel.recompute = Recompute::selective_op;
+  REQUIRE(validate(plan).ok());
+  const Program prog = lower(plan, 0, stage_schedule(plan, 0));
+  int gathers = 0, reruns = 0;
+  bool gathered = false;  // the layer's backward gather precedes each layer's rerun
+  for (const Op& op : prog.ops) {
+    if (is(op, "zero3.all_gather")) {
+      ++gathers;
+      gathered = op.phase == Phase::backward;
+    }
+    if (op.term == Term::recompute && op.kind == OpKind::gemm) {
+      ++reruns;
+      CHECK(gathered);
+    }
+    if (is(op, "qkv.dgrad")) gathered = false;
+  }
+  CHECK(gathers == 2 * (4 + 4));
+  CHECK(reruns == static_cast<int>(2 * 4 * selective_op_matmuls(plan.model).rerun.size()));
+  for (int64_t diff : peak_minus_model(plan, lower_all(plan))) CHECK(std::llabs(diff) <= 4);
+}
+
+TEST_CASE("recompute_layers with a MoE model's leading dense layer: the chunk's first layer in model order reruns, "
+          "the stashes are the model's") {
+  // 4 layers (1 dense, 3 MoE of 8 experts, top-2, ep 2) on pp 2, K = 1: stage 0 reruns its dense layer and keeps
+  // its MoE layer, stage 1 reruns its first MoE layer.
+  Plan plan = small_plan(4, 1, 2);
+  plan.model.experts = 8;
+  plan.model.top_k = 2;
+  plan.model.ffn_hidden = 128;
+  plan.model.ffn_type = FfnType::swiglu;
+  plan.model.dense_layers = 1;
+  plan.model.dense_ffn_hidden = 256;
+  plan.parallel.ep = 2;
+  plan.parallel.recompute = Recompute::full;
+  plan.parallel.recompute_layers = 1;
+  REQUIRE(validate(plan).ok());
+  const auto progs = lower_all(plan);
+  for (int64_t rank : {0, 4}) {
+    const Program& prog = progs[static_cast<size_t>(rank)];
+    CAPTURE(rank);
+    int qkv = 0, router = 0;
+    for (const Op& op : prog.ops) {
+      if (op.term != Term::recompute) continue;
+      qkv += is(op, "qkv");
+      router += is(op, "moe.router");
+    }
+    CHECK(qkv == 2);                         // one layer per backward task, 2 microbatches
+    CHECK(router == (rank == 0 ? 0 : 2));  // stage 0's rerun layer is the dense one
+  }
+  for (int64_t diff : peak_minus_model(plan, progs)) CHECK(std::llabs(diff) <= 4);
+}
