@@ -155,6 +155,12 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   tr.global_batch = b.sequences;
   batch_note = b.source;
   pin_space(o, r.space);
+  // No chunk holds more than the model's layers, so a larger K would reject every full recompute plan as
+  // recompute_layers_invalid and leave the pin without effect (CLI11 also saturates an out-of-range number to it).
+  if (r.space.recompute_layers && *r.space.recompute_layers > t.model.layers) {
+    throw InputError(fmt::format("--recompute-layers: {} is above the model's {} layers (K = the first K of each chunk)",
+                                 *r.space.recompute_layers, t.model.layers));
+  }
   r.objective = enum_flag<Objective>(o.objective, "--objective", "fastest, fewest-gpus, headroom");
   if (r.objective == Objective::fewest_gpus) {
     if (!o.min_tokens_per_s) throw InputError("--objective fewest-gpus needs --min-tokens-per-s");

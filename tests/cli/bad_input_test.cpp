@@ -526,6 +526,11 @@ TEST_CASE("bad input: suggest") {
       {with(kModel, {"--gpus", "64", "--recompute-layers", "two"}), "--recompute-layers"},
       {with(kModel, {"--gpus", "64", "--recompute", "none,selective", "--recompute-layers", "2"}),
        "--recompute-layers: needs full among the searched --recompute modes (not none,selective)"},
+      // Above the model's 96 layers no plan can take it (and CLI11 saturates an out-of-range number to it).
+      {with(kModel, {"--gpus", "64", "--recompute-layers", "97"}),
+       "--recompute-layers: 97 is above the model's 96 layers"},
+      {with(kModel, {"--gpus", "64", "--recompute-layers", "99999999999999999999"}),
+       "--recompute-layers: 9223372036854775807 is above the model's 96 layers"},
       {with(kModel, {"--gpus", "64", "--zero", "9"}), "--zero"},
       {with(kModel, {"--gpus", "64", "--headroom", "80GiB"}), "--headroom: 80.00 GiB leaves nothing"},
       {with(kModel, {"--gpus", "64", "--headroom", "1"}), "--headroom"},
