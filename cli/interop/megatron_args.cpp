@@ -308,6 +308,11 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     throw InputError(fmt::format("{}: {} is 0 (with full recompute Megatron-LM takes 1 up to a pipeline stage's layers)",
                                  path, c.recompute_num_layers_origin));
   }
+  if (c.recompute == "full" && c.recompute_method == "block" && !c.recompute_num_layers) {  // no N: which layers?
+    throw InputError(fmt::format("{}: {} is block without a number of layers (Megatron-LM needs --recompute-num-layers "
+                                 "N with full recompute: the first N layers of each chunk)",
+                                 path, c.recompute_method_origin));
+  }
   if (c.recompute == "full" && c.recompute_method == "block" && c.recompute_num_layers) {
     out.set("--recompute-layers", std::to_string(*c.recompute_num_layers),
             c.recompute_method_origin + " + " + c.recompute_num_layers_origin, path);
@@ -316,6 +321,9 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                       c.recompute_method_origin, *c.recompute_num_layers));
   } else if (!c.recompute_method.empty() && c.recompute != "full") {
     out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity full", c.recompute_method_origin));
+  }
+  if (c.recompute_num_layers && c.recompute != "full") {
+    out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity full", c.recompute_num_layers_origin));
   }
 }
 

@@ -1030,7 +1030,8 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
   }
   const std::string nemo_fixture = parplan::test::read_text(std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/nemo_gpt.yaml");
   for (const auto& [name, method, layers] : {std::tuple{"zero", "block", "0"}, std::tuple{"negative", "block", "-1"},
-                                             std::tuple{"word", "block", "three"}, std::tuple{"method", "blocks", "2"}}) {
+                                             std::tuple{"word", "block", "three"}, std::tuple{"method", "blocks", "2"},
+                                             std::tuple{"block_null", "block", "null"}}) {
     std::string text = nemo_fixture;
     const std::string from = "  activations_checkpoint_granularity: selective\n  activations_checkpoint_method: null\n";
     const size_t at = text.find(from);
@@ -1064,6 +1065,8 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"import", d + "nemo_ac_negative.yaml"}, "model.activations_checkpoint_num_layers (line 35) takes a non-negative decimal integer, not '-1'"},
       {{"import", d + "nemo_ac_word.yaml"}, "model.activations_checkpoint_num_layers (line 35) takes a non-negative decimal integer, not 'three'"},
       {{"import", d + "nemo_ac_method.yaml"}, "model.activations_checkpoint_method (line 34) is 'blocks' (Megatron-LM takes uniform or block)"},
+      // block without a layer count: Megatron-LM refuses it; parplan would price every layer.
+      {{"import", d + "nemo_ac_block_null.yaml"}, "model.activations_checkpoint_method (line 34) is block without a number of layers"},
       {{"import", d + "titan_mx_recipe.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.recipe_name (line 4): 'mxfp8' is not modelled (tensorwise and rowwise are)"},
       {{"import", d + "titan_fp8_gather_text.toml", "--model", "llama3-8b", "--gpus", "8"}, "float8.enable_fsdp_float8_all_gather (line 4) takes true or false"},
       {{"import", d + "titan_reduce_fp16.toml", "--model", "llama3-8b", "--gpus", "8"}, "training.mixed_precision_reduce (line 2): 'float16' is not modelled (float32 and bfloat16 are)"},

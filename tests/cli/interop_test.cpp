@@ -195,6 +195,18 @@ TEST_CASE("import: NeMo's activations_checkpoint_method and _num_layers are Mega
   CHECK(block["from_file"]["--recompute-layers"]["origin"] ==
         "model.activations_checkpoint_method (line 34) + model.activations_checkpoint_num_layers (line 35)");
   CHECK(block["ignored"].dump().find("activations_checkpoint") == std::string::npos);
+  // A layer count beside selective recompute is not read (as the method is not): listed as ignored, not dropped.
+  std::string text = parplan::test::read_text(kDir + "nemo_gpt.yaml");
+  const std::string null_method = "  activations_checkpoint_method: null\n";
+  const size_t at = text.find(null_method);
+  REQUIRE(at != std::string::npos);
+  text.insert(at + null_method.size(), "  activations_checkpoint_num_layers: 2\n");
+  const std::string selective = (dir.path / "selective.yaml").string();
+  parplan::test::write_text(selective, text);
+  const auto sel = import_json({selective});
+  CHECK(sel["plan"]["parallel"]["recompute"] == "selective");
+  CHECK(sel["ignored"].dump().find("model.activations_checkpoint_num_layers (line 35): read only with "
+                                   "--recompute-granularity full") != std::string::npos);
   const auto uniform = import_json({nemo("uniform.yaml", "uniform", "1")});
   CHECK(uniform["plan"]["parallel"]["recompute"] == "full");
   CHECK_FALSE(uniform["plan"]["parallel"].contains("recompute_layers"));
