@@ -609,6 +609,13 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   return plan;
 }
 
+std::string post_validation_note(const Plan& plan, std::string_view what) {
+  if (!plan.parallel.post_validation || plan.parallel.schedule != Schedule::zb_2p) return "";
+  return fmt::format("post-validation: {} runs one iteration with its warm-up forwards, which a continuous run overlaps "
+                     "with the previous iteration; the closed form prices that continuous-run step",
+                     what);
+}
+
 Plan load_plan_file(const std::string& path, const ProfileSet& profiles) {
   const std::string text = read_file(path, "--plan");
   Plan plan = plan_from_text(text, profiles, path);

@@ -145,4 +145,9 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
 // Loads a Plan document; --plan FILE.
 Plan load_plan_file(const std::string& path, const ProfileSet& profiles);
 
+// A ZB-2p plan with Zero Bubble's optimizer post-validation is priced as a step of a continuous run (pipeline.hpp,
+// zb_2p_step_s), while `simulate` and `run` time one iteration with its warm-up fill: the line that says so, naming
+// `what` ("the simulation", "each measured step"); empty for every other plan.
+std::string post_validation_note(const Plan& plan, std::string_view what);
+
 }  // namespace parplan::cli

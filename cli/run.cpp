@@ -204,6 +204,8 @@ Runner setup(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = {{"backend", o->backend}, {"gpu_profile", {{"name", plan.gpu.name}, {"from", used.from}}}, {"rank_local", local}, {"rank", o->rank}, {"steps", o->steps},
                           {"warmup", o->warmup}, {"step_s", result.step_s}, {"terms", nlohmann::json::array()}};
+      const std::string pv_note = post_validation_note(plan, "each measured step");
+      if (!pv_note.empty()) j["note"] = pv_note;
       for (const auto& row : rows) {
         j["terms"].push_back({{"term", row.term}, {"unit", row.is_bytes ? "bytes" : "s"}, {"predicted", row.predicted},
                               {"measured", row.measured}, {"measured_valid", row.measured_valid}, {"error", row.error()},
@@ -216,6 +218,8 @@ Runner setup(CLI::App& app) {
                local ? fmt::format("rank {} only (rank-local)", o->rank) : count_of(ranks, "rank"),
                count_of(o->steps, "step"), o->warmup);
     fmt::print(report, "predicted with GPU profile {} (from {})\n", plan.gpu.name, used.from);
+    const std::string pv_note = post_validation_note(plan, "each measured step");
+    if (!pv_note.empty()) fmt::print(report, "{}\n", wrap_lines(pv_note));
     Table t({"term", "predicted", "measured", "error", "note"}, 1);
     for (const auto& row : rows) {
       t.add({row.term, fmt_value(row, row.predicted), row.measured_valid ? fmt_value(row, row.measured) : "-",

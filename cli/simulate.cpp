@@ -150,11 +150,8 @@ Runner setup(CLI::App& app) {
     std::string note, batch_note;
     const Plan plan = load_plan_source("simulate", o->plan_file, o->from, o->model, o->mesh, profiles, &note, &batch_note);
     if (!batch_note.empty()) note += (note.empty() ? "" : "\n") + batch_note;
-    if (plan.parallel.post_validation && plan.parallel.schedule == Schedule::zb_2p) {
-      note += std::string(note.empty() ? "" : "\n") +
-              "post-validation: the simulation runs one iteration with its warm-up forwards, which a continuous run "
-              "overlaps with the previous iteration; the closed form prices that continuous-run step";
-    }
+    const std::string pv_note = post_validation_note(plan, "the simulation");
+    if (!pv_note.empty()) note += (note.empty() ? "" : "\n") + pv_note;
     refuse_replacing_input(o->trace, "--trace");  // before simulating, and both before either is written
     refuse_replacing_input(o->svg, "--svg");
     sim::SimOptions so;

@@ -250,3 +250,33 @@ TEST_CASE("run --backend host executes recompute_layers and selective-op plans: 
     CHECK(recompute == events);
   }
 }
+
+// A ZB-2p plan with Zero Bubble's optimizer post-validation is predicted as a continuous run's step, while run times
+// one iteration (with its warm-up fill) per step: the report says so, as simulate does, and only for that plan.
+TEST_CASE("run says that a post-validation plan's prediction is a continuous run's step, not the measured iteration") {
+  const ScratchDir dir;
+  const std::string model = (dir.path / "model.json").string();
+  std::ofstream(model) << R"({"kind":"model","name":"tiny-llama","layers":4,"hidden":64,"heads":4,"kv_heads":2,)"
+                          R"("ffn_hidden":128,"ffn_type":"swiglu","vocab":128,"seq_len":32,"norm":"rmsnorm",)"
+                          R"("position":"rotary","experts":1,"top_k":1,"causal":true,"source":"test"})";
+  const std::string note = "post-validation: each measured step runs one iteration with its warm-up forwards";
+  for (const bool pv : {true, false}) {
+    CAPTURE(pv);
+    const std::string plan = (dir.path / "plan.json").string();
+    std::vector<std::string> args = {"estimate", "--model", model, "--gpus", "2", "--pp", "2", "--global-batch", "8",
+                                     "--microbatches", "8", "--schedule", "zb-2p", "-o", plan};
+    if (pv) args.push_back("--post-validation");
+    REQUIRE(run_parplan(args).exit_code == 0);
+    const std::vector<std::string> run = {"run", "--plan", plan, "--backend", "host", "--steps", "1", "--warmup", "0"};
+    const auto r = run_parplan(run);
+    REQUIRE(r.exit_code == 0);
+    CHECK((r.out.find(note) != std::string::npos) == pv);
+    std::vector<std::string> json = run;
+    json.push_back("--json");
+    const auto j = run_parplan(json);
+    REQUIRE(j.exit_code == 0);
+    const auto doc = nlohmann::json::parse(j.out);
+    CHECK(doc.contains("note") == pv);
+    if (pv) CHECK(doc["note"].get<std::string>().starts_with(note));
+  }
+}
