@@ -572,7 +572,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   tr.compiled_elementwise =
       map_compiled_elementwise(r.source, technique, row_notes + " " + top.text("source_locator"), &note);
   if (!note.empty()) r.notes.push_back(note);
-  map_comm_overlap(parallel_notes, row_notes, pc, &r.notes);
+  map_comm_overlap(parallel_notes, row_notes, pc, &r.notes, technique);
   return tr;
 }
 

@@ -474,8 +474,22 @@ bool map_compiled_elementwise(std::string_view source, std::string_view techniqu
   return compiled;
 }
 
+namespace {
+// Whether lowercase `pn` states Transformer Engine's userbuffers TP overlap: Megatron-LM's --tp-comm-overlap, plain
+// words, or NeMo's tp_comm_overlap key unless its value is false ("tp_comm_overlap: false").
+bool states_tp_comm_overlap(const std::string& pn) {
+  if (has(pn, "--tp-comm-overlap") || has(pn, "tp comm overlap")) return true;
+  for (size_t at = pn.find("tp_comm_overlap"); at != std::string::npos; at = pn.find("tp_comm_overlap", at + 1)) {
+    size_t v = at + std::string_view("tp_comm_overlap").size();
+    while (v < pn.size() && (pn[v] == ':' || pn[v] == '=' || pn[v] == ' ')) ++v;
+    if (pn.compare(v, 5, "false") != 0) return true;
+  }
+  return false;
+}
+}  // namespace
+
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
-                      std::vector<std::string>* out) {
+                      std::vector<std::string>* out, std::string_view technique) {
   const std::string pn = ascii_lower(parallel_notes), all = pn + " " + ascii_lower(notes);
   auto say = [&](std::string s) {
     if (out) out->push_back(std::move(s));
@@ -509,10 +523,13 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     say("ZeRO-3 gathers: one linear at a time, the next prefetched (DeepSpeed ZeRO-3 per-submodule fetch)");
   }
   // Megatron-LM's --tp-comm-overlap, NeMo's tp_comm_overlap: Transformer Engine's userbuffers overlap.
-  if (has(pn, "--tp-comm-overlap") || has(pn, "tp_comm_overlap") || has(pn, "tp comm overlap")) {
+  // Async TP is a per-row technique (measured.other.technique, or the row's own notes): parallel notes shared by a
+  // table's rows name it for some of them only ("async TP only in the third row").
+  const std::string row = ascii_lower(technique) + " " + ascii_lower(notes);
+  if (states_tp_comm_overlap(pn)) {
     pc.overlap_tp_comm = true;
     say("TP collectives: overlapped with the GEMMs (TP comm overlap stated)");
-  } else if (pc.tp > 1 && (has(all, "async tp") || has(all, "asynctp") || has(all, "async-tp"))) {
+  } else if (pc.tp > 1 && (has(row, "async tp") || has(row, "asynctp") || has(row, "async-tp"))) {
     // torchtitan's async TP splits each TP GEMM into tp pieces behind symmetric-memory transfers; its published gain
     // (8-14% on Llama 3 8B / 70B, tp 8) is far below hiding every collective, which is what overlap_tp_comm prices.
     say("TP collectives: async TP stated, not modelled (priced as blocking TP collectives)");
