@@ -634,10 +634,15 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
     }
   }
   // Zero Bubble's optimizer post-validation (their Sec. 4), stated beside a zero-bubble schedule.
+  // Only ZB-2p's step changes with it (pipeline_time): the other zero-bubble rows say so rather than claim the fill.
   if (splits_backward(pc.schedule) && ascii_lower(parallel_notes).find("post-validation") != std::string::npos) {
     pc.post_validation = true;
-    r.notes.push_back("optimizer post-validation (stated): a step in a continuous run, the next iteration's forwards "
-                      "filling the pipeline (Qi et al. 2023 Sec. 4)");
+    r.notes.push_back(pc.schedule == Schedule::zb_2p
+                          ? "optimizer post-validation (stated): a step in a continuous run, the next iteration's "
+                            "forwards filling the pipeline (Qi et al. 2023 Sec. 4)"
+                          : fmt::format("optimizer post-validation (stated): {}'s step does not change with it (parplan "
+                                        "drops only zb-2p's warm-up fill)",
+                                        to_string(pc.schedule)));
   }
   const int64_t p = pc.pp;
   // Megatron-Core's layout string (--pipeline-model-parallel-layout), as its DeepSeek-V3 recipes give it: "layout

@@ -836,6 +836,18 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   r = map_one_with(pv, Unstated::search);
   REQUIRE_MESSAGE(r.scored(), r.skip_reason());
   CHECK(r.plan->parallel.post_validation);
+  auto noted = [](const MappedRun& m, std::string_view text) {
+    return std::any_of(m.notes.begin(), m.notes.end(), [&](const std::string& n) { return n.starts_with(text); });
+  };
+  CHECK(noted(r, "optimizer post-validation (stated): a step in a continuous run"));
+  // A ZB-1p row stating it: priced as before (only ZB-2p drops its warm-up fill), and its note says so.
+  pv = zero_bubble_row("ZB-1p");
+  pv["parallel"]["parallel_notes"] = "pure pipeline parallelism; optimizer post-validation";
+  r = map_one_with(pv, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.schedule == Schedule::zero_bubble);
+  CHECK(noted(r, "optimizer post-validation (stated): zb-h1's step does not change with it"));
+  CHECK_FALSE(noted(r, "optimizer post-validation (stated): a step in a continuous run"));
   pv = zero_bubble_row("1F1B");
   pv["parallel"]["parallel_notes"] = "optimizer post-validation";
   CHECK_FALSE(map_one_with(pv, Unstated::search).plan->parallel.post_validation);
