@@ -59,7 +59,10 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                                   ? " (per-linear gathers)"
                                   : "";
   s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}{}  | {} ({} attention)\n",
-                   to_string(pc.schedule), pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
+                   to_string(pc.schedule),
+                   pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp)
+                   : pc.post_validation                 ? std::string(" (optimizer post-validation)")
+                                                        : std::string(),
                    pc.recompute == Recompute::selective && !pc.recompute_modules.is_default()
                        ? fmt::format("selective ({})", to_string(pc.recompute_modules))
                    : pc.recompute_layers > 0 ? fmt::format("full (first {} layers of each chunk)", pc.recompute_layers)

@@ -466,3 +466,18 @@ TEST_CASE("estimate on gb200-nvl72 names the NVLink domain and keeps ep 64 on NV
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("(gb200-nvl72, 4 GPUs/node, 72 per NVLink domain)") != std::string::npos);
 }
+
+// Zero Bubble's optimizer post-validation moves a ZB-2p step (a continuous run's): the report's schedule line names
+// it, so two reports of otherwise equal plans do not differ in step time without saying why.
+TEST_CASE("estimate names optimizer post-validation beside the schedule") {
+  std::vector<std::string> args = {"estimate", "--model", "gpt3-13b", "--gpus", "8", "--pp", "8", "--microbatches", "32",
+                                   "--global-batch", "32", "--schedule", "zb-2p"};
+  const auto plain = run_parplan(args);
+  args.push_back("--post-validation");
+  const auto pv = run_parplan(args);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(pv.exit_code == 0);
+  CHECK(pv.out.find("schedule zb-2p (optimizer post-validation)  | recompute none") != std::string::npos);
+  CHECK(plain.out.find("schedule zb-2p  | recompute none") != std::string::npos);
+  CHECK(plain.out.find("post-validation") == std::string::npos);
+}
