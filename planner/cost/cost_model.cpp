@@ -439,9 +439,10 @@ PassTimes memory_bound_ops(const Plan& plan) {
   const double launches =
       (kMemoryBoundKernelsPerLayer + (plan.model.is_moe() ? kMoeRoutingKernelsPerLayer : 0.0)) * gpu.gemm.kernel_overhead_s;
   // fp8: a cast kernel per GEMM operand (4 inputs, 4 weights) forward; backward a cast-transpose per output gradient
-  // and a transpose per saved input and weight (fp8.hpp).
+  // and a transpose per saved input and weight (fp8.hpp); rowwise quantizes each output gradient twice (16).
   const bool fp8 = plan.training.precision == Precision::fp8;
-  const double cast_fwd = fp8 ? 8.0 * gpu.gemm.kernel_overhead_s : 0.0, cast_bwd = fp8 ? 12.0 * gpu.gemm.kernel_overhead_s : 0.0;
+  const double bwd_casts = plan.training.fp8_recipe == Fp8Recipe::rowwise ? 16.0 : 12.0;
+  const double cast_fwd = fp8 ? 8.0 * gpu.gemm.kernel_overhead_s : 0.0, cast_bwd = fp8 ? bwd_casts * gpu.gemm.kernel_overhead_s : 0.0;
   const double k = gpu.gemm.kernel_overhead_s;
   const double mem = memory_bound_time_s(gpu, mb_bytes.forward()) + launches + cast_fwd + mb_bytes.eager_extra_forward_launches * k;
   const double mem_bwd =

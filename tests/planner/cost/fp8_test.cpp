@@ -3,6 +3,7 @@
 
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/fp8.hpp"
+#include "planner/cost/gemm.hpp"
 #include "planner/cost/model_states.hpp"
 #include "planner/cost/zero3.hpp"
 #include "planner/spec/config.hpp"
@@ -58,6 +59,19 @@ TEST_CASE("fp8 casts: every GEMM operand in 16 bits is cast forward, output grad
   Plan bf16 = p;
   bf16.training.precision = Precision::bf16;
   CHECK(fp8_cast_bytes(bf16, W).forward == 0.0);
+}
+
+// Rowwise against tensorwise in one layer's input-gradient backward: the extra bytes at achieved HBM bandwidth and
+// four more cast launches (each output gradient quantized twice: 16 against 12); the forward is the same.
+TEST_CASE("fp8 rowwise: the backward's extra casts cost their bytes and four launches, the forward nothing") {
+  const Plan tensorwise = llama3_8b_fp8(Fp8Recipe::tensorwise), rowwise = llama3_8b_fp8(Fp8Recipe::rowwise);
+  REQUIRE(validate(rowwise).ok());
+  const double W = layer_cost(tensorwise).params;
+  const double extra_bytes = fp8_cast_bytes(rowwise, W).backward - fp8_cast_bytes(tensorwise, W).backward;
+  const GpuSpec& g = tensorwise.gpu;
+  CHECK(layer_cost(rowwise).backward_input_s - layer_cost(tensorwise).backward_input_s ==
+        doctest::Approx(memory_bound_time_s(g, extra_bytes) + 4.0 * g.gemm.kernel_overhead_s).epsilon(1e-9));
+  CHECK(layer_cost(rowwise).forward_s == doctest::Approx(layer_cost(tensorwise).forward_s).epsilon(1e-12));
 }
 
 TEST_CASE("fp8 casts are part of the layer's memory-bound passes and slow the layer down") {
