@@ -135,12 +135,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   }
   if (me.recompute_layers) {
     if (pc.recompute != Recompute::full) throw InputError("--recompute-layers: needs --recompute full");
-    if (*me.recompute_layers < 0) {
-      throw InputError(fmt::format("--recompute-layers: {} is negative (0 = every layer, k = the first k of each "
-                                   "model chunk)",
-                                   *me.recompute_layers));
-    }
-    pc.recompute_layers = *me.recompute_layers;
+    pc.recompute_layers = recompute_layers_arg(*me.recompute_layers);
   }
   pc.sequence_parallel = me.sequence_parallel;
   pc.zero_stage = me.zero;
@@ -607,6 +602,15 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   check_plan_inputs(plan, "flags");
   refuse_invalid(plan, mo);
   return plan;
+}
+
+int64_t recompute_layers_arg(int64_t k) {
+  if (k < 0) {
+    throw InputError(fmt::format("--recompute-layers: {} is negative (0 = every layer, K = the first K of each model "
+                                 "chunk)",
+                                 k));
+  }
+  return k;
 }
 
 std::string post_validation_note(const Plan& plan, std::string_view what) {

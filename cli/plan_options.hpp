@@ -150,4 +150,8 @@ Plan load_plan_file(const std::string& path, const ProfileSet& profiles);
 // `what` ("the simulation", "each measured step"); empty for every other plan.
 std::string post_validation_note(const Plan& plan, std::string_view what);
 
+// --recompute-layers K as given to estimate-like commands and to suggest: K itself, refused when negative (0 = every
+// layer, K = the first K of each model chunk).
+int64_t recompute_layers_arg(int64_t k);
+
 }  // namespace parplan::cli

@@ -95,11 +95,7 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     if (std::find(s.recompute.begin(), s.recompute.end(), Recompute::full) == s.recompute.end()) {
       throw InputError(fmt::format("--recompute-layers: needs full among the searched --recompute modes (not {})", o.recompute));
     }
-    if (*o.recompute_layers < 0) {
-      throw InputError(fmt::format("--recompute-layers: {} is negative (0 = every layer, K = the first K of each chunk)",
-                                   *o.recompute_layers));
-    }
-    s.recompute_layers = *o.recompute_layers;
+    s.recompute_layers = recompute_layers_arg(*o.recompute_layers);
   }
   if (o.sp && o.no_sp) throw InputError("--sp and --no-sp: give one, not both");
   if (o.sp) s.sequence_parallel = {true};

@@ -41,11 +41,11 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     // The stage's mean layer (its dense layers, a MoE model's leading ones, and with recompute_layers its recomputed
     // ones spread evenly over its chunks); an explicit per-chunk layout gives each chunk its own layers (chunk_layers).
     const LayerCost lc = stage_layer_cost(plan, i, e.layer_costs());
-    // The share of its layers full recompute reruns (all of them, or recompute_layers' per chunk), whose ZeRO-3
-    // parameters are gathered a third time.
-    const double rerun = d(stage_recomputed_layers(plan, i).layers) / d(std::max<int64_t>(1, stage_layers(plan, i)));
     const bool uneven = uneven_chunks(plan, i);
     const double n = d(std::max<int64_t>(1, stage_layers(plan, i)));
+    // The share of its layers full recompute reruns (all of them, or recompute_layers' per chunk), whose ZeRO-3
+    // parameters are gathered a third time.
+    const double rerun = d(stage_recomputed_layers(plan, i).layers) / n;
     st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
     st.chunks.resize(static_cast<size_t>(v));
     for (int64_t c = 0; c < v; ++c) {

@@ -32,8 +32,8 @@ std::string leading_flag(const std::string& msg) {
 }
 
 // torchtitan's every N-th block (Imported::every_nth_layer; the mapping is explained at titan_layer_ac) once the
-// plan's chunks are known: recompute_layers floor(the first chunk's layers / N), as validate's torchtitan rows take
-// it. Not where the command line's --recompute or --recompute-layers replaces the file's. A chunk of fewer than N
+// plan's chunks are known: recompute_layers every_nth_block_layers() (floor(the first chunk's layers / N)), as
+// validate's torchtitan rows take it. Not where the command line's --recompute or --recompute-layers replaces the file's. A chunk of fewer than N
 // layers has no block to recompute, which the block method (K >= 1; 0 is every layer) cannot say: an InputError.
 void resolve_every_nth_layer(FromResult& r, const std::map<std::string, Setting>& flags, const std::string& where) {
   const auto& e = r.imported.every_nth_layer;
@@ -41,7 +41,7 @@ void resolve_every_nth_layer(FromResult& r, const std::map<std::string, Setting>
   const auto rc = flags.find("--recompute");
   if (rc == flags.end() || rc->second.origin != e->origin || flags.count("--recompute-layers")) return;
   Plan& plan = r.plan;
-  const int64_t layers = chunk_layers(plan, 0, 0), k = layers / e->n;
+  const int64_t layers = chunk_layers(plan, 0, 0), k = every_nth_block_layers(plan, e->n);
   if (k < 1) {
     throw InputError(fmt::format("{}: {}: one block in {} with {}-layer chunks recomputes no block of a chunk, which "
                                  "parplan's full recompute of the first K layers of each chunk cannot express (give "

@@ -238,6 +238,8 @@ RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk
   return r;
 }
 
+int64_t every_nth_block_layers(const Plan& plan, int64_t n) { return n > 0 ? chunk_layers(plan, 0, 0) / n : 0; }
+
 RecomputedLayers stage_recomputed_layers(const Plan& plan, int64_t stage) {
   RecomputedLayers r;
   for (int64_t c = 0; c < plan.parallel.chunks_per_stage(); ++c) {

@@ -100,6 +100,13 @@ struct RecomputedLayers {
   int64_t dense = 0;   // of those, a MoE model's dense layers (of stage_dense_layers())
 };
 RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk);
+// torchtitan's layer-wise selective AC, activation_checkpoint.selective_ac_option N (_apply_ac_to_transformer_block
+// wraps a block in full checkpointing when its running block count % N == 0; from memory): every N-th block fully
+// recomputed, the rest keep everything. As recompute_layers: floor(the first chunk's layers / N), the same count of
+// each chunk as the block method's first K (positions matter to neither memory nor time). 0 when a chunk holds fewer
+// than N layers (no block to recompute, which K >= 1 cannot say). validate's torchtitan rows and the torchtitan
+// importer both take it.
+int64_t every_nth_block_layers(const Plan& plan, int64_t n);
 RecomputedLayers stage_recomputed_layers(const Plan& plan, int64_t stage);  // summed over the stage's chunks
 // Every stage holds a multiple of `v` layers (interleaving: each stage's layers split into v equal chunks).
 bool stage_layers_divisible(const Plan& plan, int64_t v);

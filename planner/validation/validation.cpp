@@ -504,11 +504,12 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
   }
   if (!note.empty()) r.notes.push_back(note);
+  const bool torchtitan = names_torchtitan_stack(r.source);
   if (tr.precision == Precision::fp8) {
     tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
     tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
-    if (has(r.source, "torchtitan") || has(r.source, "pytorch/ao")) {
+    if (torchtitan) {
       tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
       r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
     }
@@ -523,7 +524,6 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   // training.mixed_precision_reduce, default "float32"; torchtitan parallelize, cited from memory), the default the
   // torchtitan importer assumes too. With PP, where FSDP2 defers the gradient sync to the last microbatch, its
   // unsharded gradients accumulate in that reduce dtype (FSDPParam.unsharded_accumulated_grad, cited from memory).
-  const bool torchtitan = has(r.source, "torchtitan") || has(r.source, "pytorch/ao");
   tr.grad_fp32 = tr.precision != Precision::fp16 && (!fsdp || torchtitan);
   const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(ascii_lower(recompute_text), "not stated"));
   if (rc_unstated) {
@@ -817,12 +817,9 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   plan.parallel = pc;
   plan.training = tr;
   if (plan.parallel.recompute == Recompute::full && names_layer_ac(rc_text)) {
-    // torchtitan's layer-wise selective AC (parallelize_llama.py _apply_ac_to_transformer_block: with
-    // selective_ac_option "N", a block is wrapped in checkpoint_wrapper when its running count % N == 0; from
-    // memory): every N-th block fully recomputed, the rest keep everything. The option is not stated; torchtitan's
-    // preset "2" is taken: half of each chunk's layers (the first chunk's, rounded down). The positions do not matter
-    // to memory or time, only the count.
-    const int64_t k = chunk_layers(plan, 0, 0) / 2;
+    // torchtitan's layer-wise selective AC (every_nth_block_layers). The option is not stated; torchtitan's preset
+    // "2" is taken: half of each chunk's layers (the first chunk's, rounded down).
+    const int64_t k = every_nth_block_layers(plan, 2);
     if (k < 1) {
       skip.push_back("selective layer AC: a chunk of one layer holds no every-2nd block to recompute");
       return;

@@ -74,6 +74,9 @@ OffloadModules map_offload_modules(std::string_view text, std::vector<std::strin
 // Whether `text` states that the optimizer states live on the host and its CPUs run the Adam step: Megatron-Core's
 // --optimizer-cpu-offload ("optimizer-state offload", "optimizer CPU offload"), DeepSpeed's offload_optimizer.
 bool map_optimizer_offload(std::string_view text);
+// Whether `text` (a row's source, or all its texts) names torchtitan or the torchao benchmarks run through it: the
+// stack whose defaults (SDPA's flash backend, torchao float8's 16-bit saved inputs, FSDP2's fp32 reduce) apply.
+bool names_torchtitan_stack(std::string_view text);
 // GPU profile name for a hardware.gpu text ("H100 (SXM, 80GB)", "A100-80GB", "H100-SXM 80GB"...); "" when unknown,
 // with the reason in *why.
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why = nullptr);

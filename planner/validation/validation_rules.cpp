@@ -207,6 +207,8 @@ OffloadModules map_offload_modules(std::string_view text, std::vector<std::strin
   return out;
 }
 
+bool names_torchtitan_stack(std::string_view text) { return has(text, "torchtitan") || has(text, "pytorch/ao"); }
+
 bool map_optimizer_offload(std::string_view text) {
   const std::string t = ascii_lower(text);
   for (std::string_view name : kOptimizerOffloadNames) {
@@ -370,7 +372,7 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
   }
   // torchtitan (and the torchao benchmarks run through it) call torch.nn.functional.scaled_dot_product_attention,
   // whose default backend on Ampere and Hopper is the flash backend, FlashAttention-2 (docs/cost-model.md).
-  if (has(all, "torchtitan") || has(all, "pytorch/ao")) {
+  if (names_torchtitan_stack(all)) {
     say("attention: flash2 (torchtitan: PyTorch SDPA's flash backend)");
     return AttentionKernel::flash2;
   }
