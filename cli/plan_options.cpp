@@ -76,6 +76,8 @@ std::string_view reject_flag(Reject r) {
       return "--overlap-p2p";
     case Reject::post_validation_invalid:
       return "--post-validation";
+    case Reject::fsdp2_invalid:
+      return "--fsdp2";
     case Reject::out_of_memory:
     case Reject::host_out_of_memory:
     case Reject::count:
@@ -142,6 +144,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.zero3_gather_unit = me.zero3_gather_unit.empty()
                              ? Zero3GatherUnit::layer
                              : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
+  pc.fsdp2 = me.fsdp2;
   pc.distributed_optimizer = me.distributed_optimizer;
   if (!me.offload.empty()) pc.offload = offload_flag(me.offload);
   if (!me.offload_modules.empty() && !parse_offload_modules(me.offload_modules, pc.offload_modules)) {
@@ -352,6 +355,9 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
                  "layer | linear: ZeRO-3 gathers and prefetches one layer (PyTorch FSDP, default) or one linear "
                  "(DeepSpeed ZeRO-3) at a time");
+  app.add_flag("--fsdp2", o.fsdp2,
+               "ZeRO-3 as PyTorch FSDP2 runs it (fully_shard, torchtitan): each all-gather copies out into every "
+               "parameter and each reduce-scatter copies the gradients in, cast to the reduction dtype (needs --zero 3)");
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
   app.add_option("--offload", o.offload,
                  "none, or a list of optimizer, params, activations: keep the optimizer states (ZeRO-Offload, with "

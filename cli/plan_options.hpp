@@ -74,7 +74,7 @@ struct MeshOptions {
   std::optional<int64_t> recompute_layers;  // --recompute-layers (with --recompute full)
   std::string offload_modules;    // --offload-modules (Megatron-Core fine-grained activation offloading)
   bool overlap_ep = false;
-  bool sequence_parallel = false, distributed_optimizer = false;
+  bool sequence_parallel = false, distributed_optimizer = false, fsdp2 = false;
   int zero = 0;
   bool embedding_in_split = false, loss_in_split = false;
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,

@@ -79,6 +79,7 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
                           "parplan models it as ZeRO-1 (it refuses ZeRO-2/3 with pp > 1)");
   } else if (shard != 1) {
     out.set("--zero", "3", dp_origin, path);
+    out.assume("--fsdp2", "", "torchtitan shards with FSDP2 (fully_shard): copies around each all-gather and reduce-scatter");
   }
   if (t.items.count("parallelism.pipeline_parallel_schedule")) {
     const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");

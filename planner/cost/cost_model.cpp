@@ -274,9 +274,19 @@ OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double
   return offload_step_time(plan, stage_owned_params(plan, stage_params, expert_params));
 }
 
+// FSDP2 with pipelining gathers a stage's parameters once a step and reduce-scatters its gradients once, after the
+// last microbatch (ParallelConfig::step_zero_stage): its copies (zero3.hpp fsdp2_copy_bytes) once a step, counted
+// with the optimizer step. Without pipelining they run with each layer (layer_cost, edge_cost).
+double fsdp2_step_copies_s(const Plan& plan, double stage_params) {
+  if (plan.parallel.step_zero_stage() >= 3) return 0.0;
+  const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
+  return memory_bound_time_s(plan.gpu, (fc.gather + fc.reduce) * stage_params);
+}
+
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
-  if (plan.parallel.offload.optimizer) return stage_offload_step(plan, stage_params, expert_params).total();
-  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total());
+  const double copies = fsdp2_step_copies_s(plan, stage_params);
+  if (plan.parallel.offload.optimizer) return stage_offload_step(plan, stage_params, expert_params).total() + copies;
+  return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total()) + copies;
 }
 
 namespace {
@@ -775,6 +785,14 @@ LayerCost layer_cost(const Plan& plan) {
   lc.grad_accumulation_s = grad_accumulation_s(plan, lc.params, 4);
   lc.backward_weight_s = g.wgrad + lc.grad_accumulation_s;
   lc.recompute_s = recompute_s(plan, x, g, lc, attn.forward);
+  // FSDP2's copies around each gather and reduce-scatter (zero3.hpp fsdp2_copy_bytes), on the compute stream: the
+  // forward's all-gather, the backward's all-gather (the parameters were resharded after the forward; a recomputed
+  // forward finds them gathered) and reduce-scatter. With pipelining they run once a step (fsdp2_step_copies_s).
+  if (plan.parallel.step_zero_stage() >= 3) {
+    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
+    lc.forward_s += memory_bound_time_s(plan.gpu, fc.gather * lc.params);
+    lc.backward_input_s += memory_bound_time_s(plan.gpu, (fc.gather + fc.reduce) * lc.params);
+  }
 
   // Communication of each parallel dimension.
   const TpCollectives tc = tp_comm(plan, x, lc);
@@ -816,7 +834,9 @@ EdgeBytes edge_bytes(const Plan& plan) {
   b.embedding_forward = 2.0 * Tn * d(m.hidden) * A;
   b.embedding_backward = 2.0 * Tn * d(m.hidden) * 4.0;
   b.final_norm = 2.0 * Tn * d(m.hidden) * A;
-  b.cross_entropy = 3.0 * d(T) * d(m.vocab) / d(pc.tp) * 4.0;
+  const double logits = d(T) * d(m.vocab) / d(pc.tp);
+  b.cross_entropy = (plan.training.fused_cross_entropy ? 12.0 : 22.0) * logits;
+  b.cross_entropy_backward = (plan.training.fused_cross_entropy ? 12.0 : 26.0) * logits;
   if (pc.tp > 1) {
     b.ce_all_reduce = 4.0 * d(T);
     if (pc.sequence_parallel) b.sp_gather = A * d(T) * d(m.hidden);
@@ -862,14 +882,22 @@ EdgeCost edge_cost(const Plan& plan) {
   // Output layer: final norm, logits GEMM (vocab split over tp), fp32 cross entropy (write, read, write grad).
   const double norm = memory_bound_time_s(gpu, b.final_norm);
   const double logits = gemm_time_s(gpu, plan.gemm_dtype(), T, m.vocab / pc.tp, m.hidden);
-  const double ce = memory_bound_time_s(gpu, b.cross_entropy);
-  e.output_forward_s = norm + logits + ce;
-  e.output_backward_s = 2.0 * norm + 2.0 * logits + ce;
+  e.output_forward_s = norm + logits + memory_bound_time_s(gpu, b.cross_entropy);
+  e.output_backward_s = 2.0 * norm + 2.0 * logits + memory_bound_time_s(gpu, b.cross_entropy_backward);
   if (m.mtp_layers > 0) add_mtp_cost(plan, b, e);
   // Unfused gradient accumulation of the embedding (first stage) and of the output layer's weight (last stage).
   const ParamCounts c = count_params(m);
   e.embedding_backward_s += grad_accumulation_s(plan, c.embedding_per_tp_rank(pc.tp), 1);
   e.output_backward_s += grad_accumulation_s(plan, output_weight_params(plan, c), 1);
+  // FSDP2's copies of the root parameters (zero3.hpp): gathered once for the forward and kept to the backward's end
+  // (zero3_root_gathered_bytes), reduce-scattered once.
+  if (pc.step_zero_stage() >= 3) {
+    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
+    e.embedding_forward_s += memory_bound_time_s(gpu, fc.gather * c.embedding_per_tp_rank(pc.tp));
+    e.embedding_backward_s += memory_bound_time_s(gpu, fc.reduce * c.embedding_per_tp_rank(pc.tp));
+    e.output_forward_s += memory_bound_time_s(gpu, fc.gather * output_weight_params(plan, c));
+    e.output_backward_s += memory_bound_time_s(gpu, fc.reduce * output_weight_params(plan, c));
+  }
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);
     // vocab-parallel cross entropy: 3 all-reduces of T fp32 values; SP gathers the hidden states first and

@@ -84,7 +84,15 @@ struct EdgeBytes {
   double embedding_forward = 0;   // gather the rows: read + write, 2 Tn h A
   double embedding_backward = 0;  // scatter-add into the fp32 gradient, 2 Tn h 4
   double final_norm = 0;          // forward 2 Tn h A; backward twice that
-  double cross_entropy = 0;       // fp32 logits of the vocab shard, each pass: write, read, write grad, 3 T V/tp 4
+  // The loss over the T x V/tp logits of the vocab shard, per pass. Fused (Megatron's vocab-parallel cross entropy):
+  // fp32 write, read, write grad, 12 bytes per logit each pass. PyTorch's F.cross_entropy on pred.float()
+  // (fused_cross_entropy false, torchtitan): forward the bf16 -> fp32 cast (read 2, write 4) and log_softmax (three
+  // reads of its input: max, sum of exponentials, output; one write), 22 bytes; backward nll_loss's zero-filled
+  // gradient (4), log_softmax's backward (reads the gradient twice and the output once, writes 4: 16) and the cast
+  // back (read 4, write 2), 26 bytes. ATen's cunn_SoftMaxForward / cunn_SoftMaxBackward for rows of 128256 logits;
+  // measured by bench/gpu/step.py's profile on an H200: 3.95 / 4.26 ms for 8192 x 128256 logits, 14.5 / 15.6 bytes
+  // per logit at the H200 profile's HBM rate (bench/gpu/results/h200-2026-11-26c).
+  double cross_entropy = 0, cross_entropy_backward = 0;
   double ce_all_reduce = 0;       // each of the vocab-parallel cross entropy's 3 all-reduces (tp > 1): T fp32 values
   double sp_gather = 0;           // SP (tp > 1): hidden states gathered before the logits GEMM (A T h), forward,
                                   // and their gradient reduce-scattered in backward

@@ -55,6 +55,13 @@ double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   return gathered_param_bytes(plan) * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (!pc.fsdp2 || pc.zero_stage != 3) return {};
+  const double n = d(pc.dp * pc.cp), g = gathered_param_bytes(plan);
+  return {(4.0 + g) / n + 2.0 * g, 2.0 + d(plan.training.grad_bytes())};
+}
+
 double zero3_root_gathered_bytes(const Plan& plan, double root_params) {
   if (plan.parallel.step_zero_stage() < 3 || plan.parallel.zero3_gather_unit != Zero3GatherUnit::layer) return 0.0;
   return gathered_param_bytes(plan) * root_params;

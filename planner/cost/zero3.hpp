@@ -57,6 +57,24 @@ double zero3_buffer_bytes(const Plan& plan, double layer_params);
 // (untied, vocab 128256): 2 x 128256 x 4096 + 4096 parameters, 2.10 GB in bf16. Part of StageMemory::zero3_buffers.
 double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 
+// PyTorch FSDP2's copies (ParallelConfig::fsdp2), in bytes per unsharded parameter, as fully_shard runs them
+// (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py, PyTorch 2.4 to 2.11; read from its code, not
+// re-checked here): an all-gather's copy-in casts the fp32 shard to the gathered dtype into the all-gather input
+// (read 4, write g bytes per shard element: (4 + g) / N per parameter) and its copy-out splits the gathered buffer
+// into each parameter's unsharded tensor (read g, write g); a reduce-scatter's copy-in concatenates the unsharded
+// 16-bit gradients into its input in the reduction dtype R (chunk_cat: read 2, write R), and the reduced shard
+// becomes the sharded gradient as it is. N: the shard group (dp cp). g: gathered_param_bytes (2; 1 with the fp8
+// parameter gather). With N = 1, fp32 reduction, Llama 3 8B's shapes with 4 layers (1.92e9 parameters) at 8192
+// tokens: 10 + 10 + 6 bytes per layer parameter, 10 + 6 per root parameter (gathered once, zero3_root_gathered_bytes),
+// 18.7 ms at the H100 profile's HBM rate; measured (bench/gpu/step.py, eager, one rank): the step's forward and
+// backward 23.1 ms longer than with unsharded bf16 parameters on an H100, 17.4 ms on an H200 (14.3 ms modelled there),
+// of which 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output (tests/planner/cost/zero3_test.cpp).
+struct Fsdp2CopyBytes {
+  double gather = 0, reduce = 0;  // per unsharded parameter: each all-gather, each reduce-scatter
+};
+// 0 unless the plan is FSDP2 with ZeRO-3.
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan);
+
 // One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
 // parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
 struct Zero3Step {

@@ -487,6 +487,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (pc.recompute_layers != 0 && recompute_layers_problem(plan)) v.add(Reject::recompute_layers_invalid);
   if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
+  if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !(pc.zero_stage >= 1 || pc.distributed_optimizer))) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -528,6 +529,8 @@ std::string_view reject_name(Reject r) {
       return "recompute_layers_invalid";
     case Reject::post_validation_invalid:
       return "post_validation_invalid";
+    case Reject::fsdp2_invalid:
+      return "fsdp2_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -650,6 +653,9 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::post_validation_invalid:
       return fmt::format("optimizer post-validation is Zero Bubble's (zb-h1, zb-2p, zb-v); the schedule is {}",
                          to_string(pc.schedule));
+    case Reject::fsdp2_invalid:
+      return fmt::format("FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO {}{}",
+                         pc.zero_stage, pc.zero_stage == 3 ? " gathered one linear at a time" : "");
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

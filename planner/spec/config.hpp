@@ -31,6 +31,7 @@ enum class Reject : uint8_t {
   fp8_param_gather_invalid,  // fp8 weights gathered in fp8 need fp8 training and a sharded parameter gather
   recompute_layers_invalid,  // recompute_layers without full recompute, above every chunk's layers, or with offload
   post_validation_invalid,   // Zero Bubble's optimizer post-validation on a schedule that is not zero-bubble
+  fsdp2_invalid,             // FSDP2's copies without ZeRO-3 gathered one layer at a time
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

@@ -366,6 +366,10 @@ struct ParallelConfig {
   bool sequence_parallel = false;
   int zero_stage = 0;               // 0..3 (3 = FSDP)
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;  // ZeRO-3 only
+  // ZeRO-3 as PyTorch FSDP2 runs it (fully_shard, torchtitan): per-parameter shards, so every all-gather copies the
+  // gathered buffer out into each parameter and every reduce-scatter copies the gradients in, cast to the reduction
+  // dtype (zero3.hpp fsdp2_copy_bytes). ZeRO-3 with the layer unit only (Reject::fsdp2_invalid).
+  bool fsdp2 = false;
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
   OffloadSet offload;                  // states kept in host memory (config.cpp: which sharding each needs)
   // Megatron-Core fine-grained activation offloading: the modules whose saved inputs go to the host (activations.hpp

@@ -312,6 +312,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
   p.post_validation = r.get_bool("post_validation", false);
+  p.fsdp2 = r.get_bool("fsdp2", false);
   p.moe_dispatcher = r.get_enum("moe_dispatcher", MoeDispatcher::alltoall);
   p.overlap_ep_comm = r.get_bool("overlap_ep_comm", false);
   p.etp = r.get_int("etp", 0, 0, kMax);
@@ -467,6 +468,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"overlap_cp_comm", p.overlap_cp_comm},
           {"overlap_p2p_comm", p.overlap_p2p_comm},
           {"post_validation", p.post_validation},
+          {"fsdp2", p.fsdp2},
           {"moe_dispatcher", to_string(p.moe_dispatcher)},
           {"overlap_ep_comm", p.overlap_ep_comm},
           {"etp", p.etp},

@@ -525,6 +525,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   // torchtitan importer assumes too. With PP, where FSDP2 defers the gradient sync to the last microbatch, its
   // unsharded gradients accumulate in that reduce dtype (FSDPParam.unsharded_accumulated_grad, cited from memory).
   tr.grad_fp32 = tr.precision != Precision::fp16 && (!fsdp || torchtitan);
+  // torchtitan shards with FSDP2 (fully_shard): the copies around its collectives (zero3.hpp fsdp2_copy_bytes).
+  if (torchtitan && pc.zero_stage == 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer) {
+    pc.fsdp2 = true;
+    r.notes.push_back("FSDP2: each all-gather copies out per parameter, each reduce-scatter copies in (torchtitan)");
+  }
   const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(ascii_lower(recompute_text), "not stated"));
   if (rc_unstated) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source

@@ -594,6 +594,23 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/post_validation: expected true or false");
   }
+  // FSDP2's copies: ZeRO-3 gathered per layer only, a flag or a plan key.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--zero", "2", "--fsdp2"},
+                      "--fsdp2: FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO 2");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--zero", "3", "--zero3-gather-unit", "linear", "--fsdp2"},
+                      "--fsdp2: FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO 3 "
+                      "gathered one linear at a time");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["fsdp2"] = true;
+    const std::string plan = (dir.path / "fsdp2.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: FSDP2 is ZeRO 3 gathered one layer at a time");
+    j["parallel"]["fsdp2"] = 1;
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/fsdp2: expected true or false");
+  }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

@@ -225,7 +225,8 @@ TEST_CASE("--eager-cross-entropy: the loss's backward working set on the last st
   const auto [ja, jb] = korthikanti_json_with("--eager-cross-entropy");
   CHECK(ja["plan"]["training"]["fused_cross_entropy"] == true);
   CHECK(jb["plan"]["training"]["fused_cross_entropy"] == false);
-  CHECK(jb["time"]["step_s"].get<double>() == doctest::Approx(ja["time"]["step_s"].get<double>()));
+  // and its passes over the fp32 logits (EdgeBytes::cross_entropy) take longer on the last stage
+  CHECK(jb["time"]["step_s"].get<double>() > ja["time"]["step_s"].get<double>());
   const auto last = [](const nlohmann::json& j) {
     return j["stages"].back()["memory_bytes"]["activations"].get<double>();
   };

@@ -144,6 +144,7 @@ TEST_CASE("validation: FSDP, SwiGLU, bf16, derived time, zero_stage from fsdp, f
   CHECK(p.parallel.recompute == Recompute::full);
   CHECK(p.training.precision == Precision::bf16);
   CHECK_FALSE(p.training.grad_fp32);  // FSDP reduces in the training dtype
+  CHECK_FALSE(p.parallel.fsdp2);      // llm-foundry's FSDP (2023) is FSDP1: flat parameters, no per-parameter copies
   CHECK(p.training.attention == AttentionKernel::flash);
   CHECK(r.step_time_derived);
   CHECK(*r.measured_step_time_s == doctest::Approx(2.5));
@@ -153,6 +154,7 @@ TEST_CASE("validation: FSDP, SwiGLU, bf16, derived time, zero_stage from fsdp, f
     row["source"] = source;
     CAPTURE(source);
     CHECK(map_one(row).plan->training.grad_fp32);
+    CHECK(map_one(row).plan->parallel.fsdp2);  // torchtitan shards with FSDP2 (zero3.hpp fsdp2_copy_bytes)
   }
 }
 
