@@ -663,7 +663,7 @@ class Lowerer {
           loss_bytes > 0 ? add_slot(SlotKind::activations, bytes_of(loss_bytes), false, fmt::format("loss backward mb{}", mb))
                          : -1;
       if (loss >= 0) alloc(loss);
-      memory("cross_entropy.bwd", Term::backward, edge_.cross_entropy, stash);
+      memory("cross_entropy.bwd", Term::backward, edge_.cross_entropy_backward, stash);
       if (loss >= 0) release(loss);
       gemm("lm_head.dgrad", Term::backward, T_, m_.hidden, m_.vocab / pc_.tp, 1, gd_, false);
       collective("output.sp_reduce_scatter", Term::tp_comm, Group::tp, CollectiveKind::reduce_scatter, edge_.sp_gather,
@@ -867,6 +867,10 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError(fmt::format("run: /parallel/zero_stage {} with experts is not lowered yet: the ZeRO-3 gathers of a "
                                  "MoE layer's experts over the expert-data-parallel group are missing",
                                  pc.zero_stage));
+  }
+  if (pc.fsdp2) {
+    throw InputError("run: /parallel/fsdp2 is not lowered yet: the runtime's ZeRO-3 gathers and reduce-scatters run "
+                     "without FSDP2's copies (leave fsdp2 unset to run the plan as FSDP1)");
   }
   if (plan.model.is_mla()) {
     throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
