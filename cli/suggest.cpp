@@ -37,7 +37,7 @@ struct SuggestOptions {
   std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
-       overlap_p2p = false;
+       overlap_p2p = false, fsdp2 = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -116,6 +116,10 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   if (!o.zero3_gather_unit.empty()) {
     s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   }
+  if (o.fsdp2 && s.zero3_gather_unit != Zero3GatherUnit::layer) {
+    throw InputError("--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's");
+  }
+  s.fsdp2 = o.fsdp2;
   if (o.offload != "auto") {
     const OffloadSet off = offload_flag(o.offload);
     s.offload = {off};
@@ -196,6 +200,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.sequence_parallel) s += " sp";
   if (p.zero_stage > 0) s += fmt::format(" zero{}", p.zero_stage);
   if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
+  if (p.fsdp2) s += "/fsdp2";
   if (p.distributed_optimizer) s += " dist-opt";
   if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
   if (p.offload.activations) s += " off-act";
@@ -724,6 +729,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
                "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
                  "How ZeRO-3 plans gather parameters: layer (PyTorch FSDP, default) | linear (DeepSpeed ZeRO-3)");
+  app.add_flag("--fsdp2", o.fsdp2,
+               "ZeRO-3 plans run as PyTorch FSDP2 (torchtitan): the copies around its all-gathers and reduce-scatters "
+               "are priced");
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");

@@ -186,6 +186,8 @@ class Evaluator {
           for (const Sharding& sh : req_.space.sharding) {
             pc.zero_stage = sh.zero_stage;
             pc.zero3_gather_unit = sh.zero_stage >= 3 ? req_.space.zero3_gather_unit : Zero3GatherUnit::layer;
+            pc.fsdp2 = req_.space.fsdp2 && sh.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer;
+            if (req_.space.fsdp2) have_edge_ = false;  // FSDP2's root copies: the output layer's cost per sharding
             pc.distributed_optimizer = sh.distributed_optimizer;
             for (const OffloadSet& off : req_.space.offload) {
               if (redundant(sh, off)) continue;

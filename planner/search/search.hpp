@@ -58,6 +58,9 @@ struct SearchSpace {
   // How ZeRO-3 candidates gather their parameters: a property of the user's framework (PyTorch FSDP: layer,
   // DeepSpeed: linear), not a knob the search tries.
   Zero3GatherUnit zero3_gather_unit = Zero3GatherUnit::layer;
+  // ZeRO-3 candidates gathered per layer run as PyTorch FSDP2 (ParallelConfig::fsdp2, its copies): likewise the
+  // framework's (torchtitan).
+  bool fsdp2 = false;
   // Interleaved candidates overlap their pipeline sends (Megatron-Core --overlap-p2p-communication): likewise the
   // framework's, and only the interleaved schedule offers it.
   bool overlap_p2p = false;

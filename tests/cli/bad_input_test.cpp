@@ -832,6 +832,8 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--vpp", "2", "--schedule", "gpipe"},
               "--vpp: 2 chunks per stage need --schedule interleaved"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--simulate", "101"}, "--simulate"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero3-gather-unit", "linear", "--fsdp2"},
+              "--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's"});
   // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
   ScratchDir out;
   const std::string runs = kBad + "runs_ok.json";

@@ -122,6 +122,7 @@ Brute brute_force(const SearchRequest& req) {
                   c.sequence_parallel = sp, c.recompute = rc, c.zero_stage = sh.zero_stage;
                   c.distributed_optimizer = sh.distributed_optimizer, c.schedule = s;
                   c.zero3_gather_unit = sh.zero_stage >= 3 ? req.space.zero3_gather_unit : Zero3GatherUnit::layer;
+                  c.fsdp2 = req.space.fsdp2 && sh.zero_stage >= 3 && c.zero3_gather_unit == Zero3GatherUnit::layer;
                   if (s == Schedule::interleaved) {
                     for (int64_t v : req.space.vpp) {
                       c.vpp = v;
@@ -154,6 +155,7 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
          a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.schedule == b.schedule &&
          a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel && a.zero_stage == b.zero_stage &&
          a.distributed_optimizer == b.distributed_optimizer && a.zero3_gather_unit == b.zero3_gather_unit &&
+         a.fsdp2 == b.fsdp2 &&
          a.last_stage_layers == b.last_stage_layers &&
          a.first_stage_layers == b.first_stage_layers && a.recompute_layers == b.recompute_layers;
 }
@@ -161,11 +163,18 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
 }  // namespace
 
 TEST_CASE("search: the winner and every fitting plan equal a brute-force loop over all candidates with estimate()") {
-  // Both ZeRO-3 gather units (the framework's, set for the whole search; docs/suggest.md).
-  for (const auto& [gpus, unit] : {std::pair{int64_t{8}, Zero3GatherUnit::layer}, std::pair{int64_t{16}, Zero3GatherUnit::layer},
-                                   std::pair{int64_t{16}, Zero3GatherUnit::linear}}) {
+  // Both ZeRO-3 gather units and FSDP2's copies (the framework's, set for the whole search; docs/suggest.md).
+  struct Case {
+    int64_t gpus;
+    Zero3GatherUnit unit;
+    bool fsdp2;
+  };
+  for (const auto& [gpus, unit, fsdp2] : {Case{8, Zero3GatherUnit::layer, false}, Case{16, Zero3GatherUnit::layer, false},
+                                          Case{16, Zero3GatherUnit::linear, false}, Case{8, Zero3GatherUnit::layer, true}}) {
     SearchRequest req = small_request(gpus);
     req.space.zero3_gather_unit = unit;
+    req.space.fsdp2 = fsdp2;
+    CAPTURE(fsdp2);
     req.top_k = 1'000'000;            // keep every fitting plan
     req.training.global_batch = 256;  // micro-batch 8 at dp 16 (tp 1, pp 1) does not fit: a closest rejected plan
     const SearchResult res = search(req);
@@ -208,6 +217,7 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
       if (c.parallel.zero_stage < 3) continue;
       ++zero3;
       CHECK(c.parallel.zero3_gather_unit == unit);
+      CHECK(c.parallel.fsdp2 == fsdp2);
     }
     CHECK(zero3 > 0);
     // Full recompute of some layers only (the smallest K that fits), where every layer fits and no recompute does not.
