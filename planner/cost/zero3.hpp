@@ -66,9 +66,11 @@ double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 // becomes the sharded gradient as it is. N: the shard group (dp cp). g: gathered_param_bytes (2; 1 with the fp8
 // parameter gather). With N = 1, fp32 reduction, Llama 3 8B's shapes with 4 layers (1.92e9 parameters) at 8192
 // tokens: 10 + 10 + 6 bytes per layer parameter, 10 + 6 per root parameter (gathered once, zero3_root_gathered_bytes),
-// 18.7 ms at the H100 profile's HBM rate; measured (bench/gpu/step.py, eager, one rank): the step's forward and
-// backward 23.1 ms longer than with unsharded bf16 parameters on an H100, 17.4 ms on an H200 (14.3 ms modelled there),
-// of which 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output (tests/planner/cost/zero3_test.cpp).
+// 13.5 ms at the H100 profile's HBM rate, 10.3 ms at the H200's; measured (bench/gpu/step.py, eager, one rank): the
+// step's forward and backward 23.1 ms (H100) and 17.4 ms (H200) longer than with unsharded bf16 parameters, of which
+// 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output: the model is 0.76x the rest, as FSDP2's
+// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp). A MoE
+// layer's experts are counted with the dense shard group N.
 struct Fsdp2CopyBytes {
   double gather = 0, reduce = 0;  // per unsharded parameter: each all-gather, each reduce-scatter
 };
