@@ -670,7 +670,6 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_etp_run.json"}, "run: /parallel/etp 1: MoE parallel folding"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_deepep_run.json"}, "run: /parallel/moe_dispatcher deepep"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_moe_zero3_run.json"}, "run: /parallel/zero_stage 3 with experts"},
-      {{"run", "--backend", "host", "--plan", kBad + "plan_fsdp2_run.json"}, "run: /parallel/fsdp2 is not lowered yet"},
       {{"run", "--backend", "host", "--plan", ok, "--steps", "0"}, "--steps"},
       {{"run", "--backend", "host", "--plan", ok, "--warmup", "-1"}, "--warmup"},
       {{"run", "--backend", "host", "--plan", ok, "--rank", "-1"}, "--rank"},
