@@ -16,21 +16,19 @@ import os
 import statistics
 import sys
 import time
-import traceback
 
 import torch
 import torch.nn.functional as F
+
+from gpu_common import guarded as common_guarded
+from gpu_common import smoke_sdpa
 
 SMOKE = os.environ.get("STEP_SMOKE") == "1"
 DEV = "cpu" if SMOKE else "cuda"
 WARMUP, ITERS = (1, 2) if SMOKE else (3, 10)
 ALIGN = 16
-if SMOKE and not hasattr(F, "scaled_dot_product_attention"):  # torch < 2.0 on the development machine
-    def _sdpa(q, k, v, is_causal=True):
-        scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1)
-        return scores.float().masked_fill(mask, float("-inf")).softmax(-1).type_as(q) @ v
-    F.scaled_dot_product_attention = _sdpa
+if SMOKE:
+    smoke_sdpa()
 results = {"torch": torch.__version__, "moe": [], "layer": [], "pieces": [], "errors": []}
 
 
@@ -213,13 +211,7 @@ def layer(name, T, balanced):
 
 
 def guarded(what, fn):
-    try:
-        fn()
-    except Exception as e:  # record and go on
-        results["errors"].append({"what": what, "error": f"{type(e).__name__}: {e}"[:500],
-                                  "trace": traceback.format_exc()[-1200:]})
-    if DEV == "cuda":
-        torch.cuda.empty_cache()
+    common_guarded(results, what, fn)
 
 
 def main():

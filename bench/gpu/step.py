@@ -22,22 +22,20 @@ import statistics
 import subprocess
 import sys
 import time
-import traceback
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gpu_common import guarded as common_guarded
+from gpu_common import smoke_sdpa
+
 SMOKE = os.environ.get("STEP_SMOKE") == "1"  # tiny shapes on the CPU: checks the script, measures nothing
 DEV = "cpu" if SMOKE else "cuda"
 WARMUP, STEPS = (1, 2) if SMOKE else (3, 10)
 SUSTAIN_S = float(os.environ.get("SUSTAIN_S", "25"))
-if SMOKE and not hasattr(F, "scaled_dot_product_attention"):  # torch < 2.0 on the development machine
-    def _sdpa(q, k, v, is_causal=True):
-        scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-        mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).triu(1)
-        return scores.float().masked_fill(mask, float("-inf")).softmax(-1).type_as(q) @ v
-    F.scaled_dot_product_attention = _sdpa
+if SMOKE:
+    smoke_sdpa()
 results = {"torch": torch.__version__, "sustained": {}, "steps": [], "errors": []}
 
 
@@ -303,13 +301,7 @@ def head_only(b, s):
 
 
 def guarded(what, fn):
-    try:
-        fn()
-    except Exception as e:  # record and go on
-        results["errors"].append({"what": what, "error": f"{type(e).__name__}: {e}"[:600],
-                                  "trace": traceback.format_exc()[-1500:]})
-    if DEV == "cuda":
-        torch.cuda.empty_cache()
+    common_guarded(results, what, fn)
 
 
 def main():
