@@ -25,7 +25,7 @@ from gpu_common import smoke_sdpa
 
 SMOKE = os.environ.get("STEP_SMOKE") == "1"
 DEV = "cpu" if SMOKE else "cuda"
-WARMUP, ITERS = (1, 2) if SMOKE else (3, 10)
+WARMUP, ITERS = (1, 2) if SMOKE else (3, 20)
 ALIGN = 16
 if SMOKE:
     smoke_sdpa()
@@ -173,10 +173,10 @@ def moe_block(name, T, h, f, E, k, local, balanced):
                            "fwd_tflops": flops / t_fwd / 1e9})
 
 
-def pieces(name, T, h, f, E, k, balanced):
+def pieces(name, T, h, f, E, k, balanced, local=None):
     """The MoE forward's pieces alone, each with its real inputs."""
     torch.manual_seed(0)
-    m = Moe(h, f, E, k)
+    m = Moe(h, f, E, k, local)
     x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
     with torch.no_grad():
         w, idx = m.route(x, balanced)
@@ -185,7 +185,7 @@ def pieces(name, T, h, f, E, k, balanced):
         g, u = gu.chunk(2, dim=-1)
         a = F.silu(g) * u
         y = grouped_mm(a, m.w2.transpose(-2, -1), offs)
-        row = {"name": name, "T": T, "balanced": balanced, "rows_padded": xp.shape[0]}
+        row = {"name": name, "T": T, "local": m.local, "balanced": balanced, "rows_padded": xp.shape[0]}
         row["router_ms"] = bench_ms(lambda: m.route(x, balanced))
         row["permute_ms"] = bench_ms(lambda: m.permute(x, idx))
         row["up_ms"] = bench_ms(lambda: grouped_mm(xp, m.w13.transpose(-2, -1), offs))
@@ -221,6 +221,7 @@ def main():
         results["device"] = torch.cuda.get_device_name(0)
     q30 = (64, 32, 8, 2) if SMOKE else (2048, 768, 128, 8)
     q235 = (64, 32, 8, 2) if SMOKE else (4096, 1536, 128, 8)
+    dsv3 = (64, 32, 8, 2) if SMOKE else (7168, 2048, 256, 8)
     Ts = (64,) if SMOKE else (4096, 8192)
 
     def save():
@@ -236,6 +237,11 @@ def main():
         guarded(f"qwen3-235b ep8 moe bal{bal}",
                 lambda: moe_block("qwen3-235b-a22b ep8", Ts[0] // q235[3], *q235, q235[2] // 8, bal))
         guarded(f"pieces bal{bal}", lambda: pieces("qwen3-30b-a3b", Ts[0], *q30, bal))
+        # the local experts the recipes run: Qwen3-30B at ep 8 (16), Qwen3-235B at ep 8 (16), DeepSeek-V3 at ep 32 (8)
+        for nm, shape, ep in (("qwen3-30b-a3b ep8", q30, 8), ("qwen3-235b-a22b ep8", q235, 8), ("deepseek-v3 ep32", dsv3, 32)):
+            local = max(1, shape[2] // ep)
+            guarded(f"{nm} pieces bal{bal}", lambda: pieces(nm, Ts[0] // shape[3], *shape, bal, local))
+            guarded(f"{nm} moe bal{bal}", lambda: moe_block(nm, Ts[0] // shape[3], *shape, local, bal))
         guarded(f"layer bal{bal}", lambda: layer("qwen3-30b-a3b", Ts[0], bal))
         save()
     print(json.dumps(results, indent=1)[:9000])
