@@ -218,8 +218,10 @@ int64_t torchtitan_every_nth(const Plan& plan) {
 Exported to_torchtitan(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   const bool pipelined = pc.pp > 1;
-  const bool fsdp = pipelined ? pc.zero_stage == 1 : pc.zero_stage == 3;
+  // torchtitan shards with FSDP2: ZeRO-3 (under pipelining ZeRO-1 in memory and time, which a ZeRO-1 plan also says).
+  const bool fsdp = pc.zero_stage == 3 || (pipelined && pc.zero_stage == 1);
   if (pc.zero_stage != 0 && !fsdp) w.cannot(fmt::format("ZeRO stage {} with pp {} (torchtitan shards with FSDP: ZeRO-3, or ZeRO-1 under pipelining)", pc.zero_stage, pc.pp));
+  if (pc.zero_stage == 3 && !pc.fsdp2) w.cannot("ZeRO-3 without FSDP2's copies (torchtitan's FSDP is FSDP2: --fsdp2)");
   if (pc.schedule == Schedule::interleaved) w.cannot(fmt::format("interleaved vpp {} (set pipeline_parallel_layers_per_stage = layers / (pp x vpp))", pc.vpp));
   if (pc.tp > 1 && !pc.sequence_parallel) w.cannot("tp without sequence parallelism (torchtitan's TP shards the norms over the sequence)");
   if (plan.training.precision == Precision::fp16) w.cannot("fp16 (torchtitan trains in bfloat16)");
@@ -275,6 +277,7 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
   if (pc.recompute != Recompute::none) w.cannot(fmt::format("recompute {} (activation checkpointing is set in the model code)", to_string(pc.recompute)));
   if (plan.training.precision == Precision::fp8) w.cannot("fp8");
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer (ZeRO-1 is DeepSpeed's)");
+  if (pc.fsdp2) w.cannot("FSDP2's copies (DeepSpeed's ZeRO-3 is not PyTorch FSDP2)");
   nlohmann::ordered_json j;
   if (!w.out.warnings.empty()) j["comment"] = nlohmann::json(w.out.warnings);
   j["train_batch_size"] = plan.training.global_batch;

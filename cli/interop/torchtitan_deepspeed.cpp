@@ -73,13 +73,14 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
   if (shard > 0) out.set("--dp", std::to_string(shard * rep), dp_origin, path);
   else out.assumed.push_back("--dp: data_parallel_shard_degree -1: the GPUs left after tp, pp, cp and replication");
-  if (shard != 1 && pp > 1) {
-    out.set("--zero", "1", dp_origin, path);
-    out.assumed.push_back("--zero 1: FSDP with pipeline parallelism keeps parameters gathered across microbatches; "
-                          "parplan models it as ZeRO-1 (it refuses ZeRO-2/3 with pp > 1)");
-  } else if (shard != 1) {
+  if (shard != 1) {
     out.set("--zero", "3", dp_origin, path);
     out.assume("--fsdp2", "", "torchtitan shards with FSDP2 (fully_shard): copies around each all-gather and reduce-scatter");
+    if (pp > 1) {
+      out.assumed.push_back("--zero 3 with pp > 1: FSDP2 under pipelining keeps the parameters gathered across "
+                            "microbatches and reduce-scatters after the last, ZeRO-1 in memory and time, its copies "
+                            "once a step");
+    }
   }
   if (t.items.count("parallelism.pipeline_parallel_schedule")) {
     const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");

@@ -56,7 +56,8 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
       pc.distributed_optimizer = pc.overlap_dp_comm = pick({0, 1});
       break;
     case Framework::torchtitan:
-      pc.zero_stage = pc.dp > 1 ? static_cast<int>(pick({0, 1})) * (pc.pp > 1 ? 1 : 3) : 0;  // FSDP over 1 rank is none
+      pc.zero_stage = pc.dp > 1 ? static_cast<int>(pick({0, 1})) * 3 : 0;  // FSDP over 1 rank is none
+      pc.fsdp2 = pc.zero_stage == 3;  // torchtitan's FSDP is FSDP2, with or without pipelining
       break;
     case Framework::deepspeed:
       pc.zero_stage = static_cast<int>(pick({0, 1, 2, 3}));
@@ -124,6 +125,7 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(y.sequence_parallel == x.sequence_parallel);
   CHECK(y.recompute == x.recompute);
   CHECK(y.zero_stage == x.zero_stage);
+  CHECK(y.fsdp2 == x.fsdp2);
   CHECK(y.distributed_optimizer == x.distributed_optimizer);
   CHECK(b.training.precision == a.training.precision);
   CHECK(b.training.grad_fp32 == a.training.grad_fp32);
