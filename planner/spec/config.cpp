@@ -549,6 +549,49 @@ std::string_view reject_name(Reject r) {
   return "?";
 }
 
+namespace {
+// Why vpp does not fit the schedule, the stages' layers or the microbatches, with the splits that would do.
+std::string vpp_problem(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const ModelSpec& m = plan.model;
+  int64_t lo = m.layers, hi = 0;
+  for (int64_t i = 0; i < pc.pp; ++i) {
+    const int64_t n = stage_layers(plan, i);
+    lo = std::min(lo, n);
+    hi = std::max(hi, n);
+  }
+  const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
+  // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
+  const int64_t last = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
+                               pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
+                               pc.num_microbatches % pc.pp == 0
+                           ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
+                           : 0;
+  // Megatron's accounting (the embedding and the loss as layers) interleaves L + 2 layers in pp x vpp chunks.
+  const bool megatron = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
+                        pc.split_extra_layers() == 0 && pc.first_stage_layers == 0 && pc.last_stage_layers == 0 &&
+                        pc.pp > 1 && pc.vpp > 1 && pc.num_microbatches % pc.pp == 0 &&
+                        (m.layers + 2) % (pc.pp * pc.vpp) == 0;
+  std::vector<std::string> ways;
+  if (last > 0) ways.push_back(fmt::format("a last stage of {} layers would do: --last-stage-layers {}", last, last));
+  if (megatron) {
+    ways.push_back("Megatron's split would do: --account-for-embedding-in-pipeline-split "
+                   "--account-for-loss-in-pipeline-split");
+  }
+  const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
+  if (pc.schedule == Schedule::zb_v) {
+    return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so it needs vpp 2 (or 1: "
+                       "implied), pp >= 2 and every stage's layers divisible by 2 (the {} stages hold {} of {} "
+                       "layers) or a per-chunk --stage-layers",
+                       pc.vpp, pc.pp, held, m.layers);
+  }
+  return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
+                     "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
+                     "schedules need vpp 1{}",
+                     to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches, hint);
+}
+}  // namespace
+
 std::string describe(Reject r, const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
   const ModelSpec& m = plan.model;
@@ -583,43 +626,8 @@ std::string describe(Reject r, const Plan& plan) {
       }
       return fmt::format("first/last stage layers {}/{} cannot be placed on {} stages of {} layers",
                          pc.first_stage_layers, pc.last_stage_layers, pc.pp, m.layers);
-    case Reject::vpp_invalid: {
-      int64_t lo = m.layers, hi = 0;
-      for (int64_t i = 0; i < pc.pp; ++i) {
-        const int64_t n = stage_layers(plan, i);
-        lo = std::min(lo, n);
-        hi = std::max(hi, n);
-      }
-      const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
-      // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
-      const int64_t last = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
-                                   pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
-                                   pc.num_microbatches % pc.pp == 0
-                               ? interleaved_last_stage_layers(m.layers, pc.pp, pc.vpp)
-                               : 0;
-      // Megatron's accounting (the embedding and the loss as layers) interleaves L + 2 layers in pp x vpp chunks.
-      const bool megatron = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
-                            pc.split_extra_layers() == 0 && pc.first_stage_layers == 0 && pc.last_stage_layers == 0 &&
-                            pc.pp > 1 && pc.vpp > 1 && pc.num_microbatches % pc.pp == 0 &&
-                            (m.layers + 2) % (pc.pp * pc.vpp) == 0;
-      std::vector<std::string> ways;
-      if (last > 0) ways.push_back(fmt::format("a last stage of {} layers would do: --last-stage-layers {}", last, last));
-      if (megatron) {
-        ways.push_back("Megatron's split would do: --account-for-embedding-in-pipeline-split "
-                       "--account-for-loss-in-pipeline-split");
-      }
-      const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
-      if (pc.schedule == Schedule::zb_v) {
-        return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so it needs vpp 2 (or 1: "
-                           "implied), pp >= 2 and every stage's layers divisible by 2 (the {} stages hold {} of {} "
-                           "layers) or a per-chunk --stage-layers",
-                           pc.vpp, pc.pp, held, m.layers);
-      }
-      return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
-                         "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
-                         "schedules need vpp 1{}",
-                         to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches, hint);
-    }
+    case Reject::vpp_invalid:
+      return vpp_problem(plan);
     case Reject::cp_not_dividing_seq:
       return fmt::format("cp {} does not divide the sequence {} into 2*cp balanced chunks", pc.cp, plan.seq_len());
     case Reject::ep_invalid:
