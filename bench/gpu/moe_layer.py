@@ -9,7 +9,9 @@ block alone and the whole layer, forward and forward + backward, with the router
 forced balance (expert of copy j of token t = (8 t + j) mod 128, every expert 8T/128 tokens); and the forward's
 pieces (router, permute, up, activation, down, unpermute) timed one at a time. Qwen3-235B-A22B's experts at ep 8
 (16 local experts, hidden 4096, width 1536) as the MoE block after the all-to-all. CUDA events, median of ITERS after
-WARMUP. Usage: python3 bench/gpu/moe_layer.py OUT.json (STEP_SMOKE=1: tiny shapes on the CPU, measures nothing).
+WARMUP. With --graph (after OUT.json) it only times the MoE forward issued op by op against the same forward replayed
+from a CUDA graph (how much of a fine-grained block is host time).
+Usage: python3 bench/gpu/moe_layer.py OUT.json [--graph] (STEP_SMOKE=1: tiny shapes on the CPU, measures nothing).
 """
 import json
 import os
@@ -29,7 +31,7 @@ WARMUP, ITERS = (1, 2) if SMOKE else (3, 20)
 ALIGN = 16
 if SMOKE:
     smoke_sdpa()
-results = {"torch": torch.__version__, "moe": [], "layer": [], "pieces": [], "errors": []}
+results = {"torch": torch.__version__, "moe": [], "layer": [], "pieces": [], "graph": [], "errors": []}
 
 
 def sync():
@@ -143,6 +145,48 @@ class Attention:
         return x + F.linear(o.transpose(1, 2).reshape(T, -1), self.wo)
 
 
+def static_forward(m, x, balanced):
+    """The MoE forward without a host sync (CUDA-graph capturable): counts by scatter_add, the permuted buffer at
+    its largest padded size (every expert padded to 16 rows) instead of the size the routing needs."""
+    T = x.shape[0]
+    w, idx = m.route(x, balanced)
+    flat = idx.flatten() % m.local
+    counts = torch.zeros(m.local, dtype=torch.int64, device=x.device).scatter_add_(0, flat, torch.ones_like(flat))
+    padded = (counts + ALIGN - 1) // ALIGN * ALIGN
+    offs = torch.cumsum(padded, 0).to(torch.int32)
+    order = torch.argsort(flat, stable=True)
+    sorted_e = flat[order]
+    first = torch.cumsum(counts, 0) - counts
+    dest = (offs - padded)[sorted_e] + torch.arange(flat.numel(), device=x.device) - first[sorted_e]
+    rows = T * m.k + m.local * (ALIGN - 1)
+    xp = x.new_zeros(rows, m.h).index_copy(0, dest, x[order // m.k])
+    y = m.experts(xp, offs)
+    return x.new_zeros(x.shape).index_add(0, order // m.k, y[dest] * w.flatten()[order, None])
+
+
+def graph_vs_eager(name, T, h, f, E, k, local, balanced):
+    """The MoE block's forward per call, issued op by op (the host's launch path exposed) and replayed from a CUDA
+    graph (launches removed): how much of a fine-grained block is host time."""
+    torch.manual_seed(0)
+    m = Moe(h, f, E, k, local)
+    x = torch.randn(T, h, device=DEV, dtype=torch.bfloat16)
+    with torch.no_grad():
+        eager = bench_ms(lambda: static_forward(m, x, balanced))
+        row = {"name": name, "T": T, "local": local, "balanced": balanced, "eager_fwd_ms": eager}
+        if DEV == "cuda":
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    static_forward(m, x, balanced)
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                static_forward(m, x, balanced)
+            row["graph_fwd_ms"] = bench_ms(g.replay)
+    results["graph"].append(row)
+
+
 def fwd_bwd(fn, inputs, params):
     def run():
         for t in params + inputs:
@@ -228,6 +272,16 @@ def main():
         results["seconds"] = time.time() - t0
         with open(out, "w") as fh:
             json.dump(results, fh, indent=1)
+    if "--graph" in sys.argv[2:]:  # only the MoE forwards issued op by op against replayed from a CUDA graph
+        for bal in (False, True):
+            guarded(f"qwen3-30b graph bal{bal}", lambda: graph_vs_eager("qwen3-30b-a3b", Ts[0], *q30, q30[2], bal))
+            for nm, shape, ep in (("qwen3-30b-a3b ep8", q30, 8), ("qwen3-235b-a22b ep8", q235, 8),
+                                  ("deepseek-v3 ep32", dsv3, 32)):
+                local = max(1, shape[2] // ep)
+                guarded(f"{nm} graph bal{bal}", lambda: graph_vs_eager(nm, Ts[0] // shape[3], *shape, local, bal))
+        save()
+        print(json.dumps(results["graph"], indent=1), results["errors"])
+        return
     for T in Ts:
         for bal in (False, True):
             guarded(f"qwen3-30b moe T{T} bal{bal}", lambda: moe_block("qwen3-30b-a3b", T, *q30, q30[2], bal))
