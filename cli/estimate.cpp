@@ -57,7 +57,8 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                               : pc.distributed_optimizer ? " + distributed optimizer"
                               : pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear
                                   ? " (per-linear gathers)"
-                                  : "";
+                              : pc.fsdp2 ? " (FSDP2)"
+                                         : "";
   s += fmt::format("schedule {}{}  | recompute {}  | sequence parallel {}  | ZeRO {}{}{}{}  | {} ({} attention)\n",
                    to_string(pc.schedule),
                    pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp)

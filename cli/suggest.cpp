@@ -119,6 +119,9 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   if (o.fsdp2 && s.zero3_gather_unit != Zero3GatherUnit::layer) {
     throw InputError("--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's");
   }
+  if (o.fsdp2 && o.zero && *o.zero != 3) {
+    throw InputError(fmt::format("--fsdp2: prices ZeRO-3 candidates; --zero {} leaves none", *o.zero));
+  }
   s.fsdp2 = o.fsdp2;
   if (o.offload != "auto") {
     const OffloadSet off = offload_flag(o.offload);

@@ -388,7 +388,7 @@ class Lowerer {
     const auto lin = linears();
     const double mem = layer_mb().elementwise_forward;  // norms, residuals, dropout, activation, rotary
     zero3_gather(term);
-    if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_.gather, lc_.params);
+    if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_.gather, layer_params());
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true);
     zero3_gather(term, 0);
@@ -503,7 +503,7 @@ class Lowerer {
     const auto lin = linears();
     const bool async = async_backward();
     zero3_gather(Term::zero3_comm);
-    fsdp2_copies("fsdp2.gather_reduce_copies", Term::backward, fsdp2_.gather + fsdp2_.reduce, lc_.params);
+    fsdp2_copies("fsdp2.gather_reduce_copies", Term::backward, fsdp2_.gather + fsdp2_.reduce, layer_params());
     // The per-op rerun follows the layer's gather (FSDP2 gathers a block before its backward, and the checkpointed
     // ops rerun inside it): it reads the gathered weights and costs no gather of its own.
     if (pc_.recompute == Recompute::selective_op) selective_op_rerun(working_ >= 0 ? working_ : stash);

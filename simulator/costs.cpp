@@ -107,7 +107,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     if (plan.parallel.offload.optimizer) {
       const OffloadStepTime off = stage_offload_step(plan, params[static_cast<size_t>(i)], experts);
       st.grad_to_host_s = off.grad_d2h_s;
-      st.optimizer_s = off.cpu_optimizer_s;
+      st.optimizer_s = off.cpu_optimizer_s + fsdp2_step_copies_s(plan, params[static_cast<size_t>(i)], experts);
       st.params_to_gpu_s = off.param_h2d_s;
     }
     st.embedding_grad_s = embedding_grad_sync_s(plan, i);

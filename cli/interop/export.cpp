@@ -222,6 +222,9 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   const bool fsdp = pc.zero_stage == 3 || (pipelined && pc.zero_stage == 1);
   if (pc.zero_stage != 0 && !fsdp) w.cannot(fmt::format("ZeRO stage {} with pp {} (torchtitan shards with FSDP: ZeRO-3, or ZeRO-1 under pipelining)", pc.zero_stage, pc.pp));
   if (pc.zero_stage == 3 && !pc.fsdp2) w.cannot("ZeRO-3 without FSDP2's copies (torchtitan's FSDP is FSDP2: --fsdp2)");
+  if (pipelined && pc.zero_stage == 1) {
+    w.cannot("ZeRO-1 with pp > 1 (torchtitan shards with FSDP2: --zero 3 --fsdp2, whose copies run once a step)");
+  }
   if (pc.schedule == Schedule::interleaved) w.cannot(fmt::format("interleaved vpp {} (set pipeline_parallel_layers_per_stage = layers / (pp x vpp))", pc.vpp));
   if (pc.tp > 1 && !pc.sequence_parallel) w.cannot("tp without sequence parallelism (torchtitan's TP shards the norms over the sequence)");
   if (plan.training.precision == Precision::fp16) w.cannot("fp16 (torchtitan trains in bfloat16)");

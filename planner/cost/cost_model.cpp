@@ -274,17 +274,19 @@ OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double
   return offload_step_time(plan, stage_owned_params(plan, stage_params, expert_params));
 }
 
-// FSDP2 with pipelining gathers a stage's parameters once a step and reduce-scatters its gradients once, after the
-// last microbatch (ParallelConfig::step_zero_stage): its copies (zero3.hpp fsdp2_copy_bytes) once a step, counted
-// with the optimizer step. Without pipelining they run with each layer (layer_cost, edge_cost).
-double fsdp2_step_copies_s(const Plan& plan, double stage_params) {
+double fsdp2_copies_s(const Plan& plan, double params, double expert_params, bool gather, bool reduce) {
+  const Fsdp2CopyBytes dense = fsdp2_copy_bytes(plan), experts = fsdp2_copy_bytes(plan, expert_dp_size(plan.parallel));
+  const auto bytes = [&](const Fsdp2CopyBytes& b) { return (gather ? b.gather : 0.0) + (reduce ? b.reduce : 0.0); };
+  return memory_bound_time_s(plan.gpu, bytes(dense) * (params - expert_params) + bytes(experts) * expert_params);
+}
+
+double fsdp2_step_copies_s(const Plan& plan, double stage_params, double expert_params) {
   if (plan.parallel.step_zero_stage() >= 3) return 0.0;
-  const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
-  return memory_bound_time_s(plan.gpu, (fc.gather + fc.reduce) * stage_params);
+  return fsdp2_copies_s(plan, stage_params, expert_params, true, true);
 }
 
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
-  const double copies = fsdp2_step_copies_s(plan, stage_params);
+  const double copies = fsdp2_step_copies_s(plan, stage_params, expert_params);
   if (plan.parallel.offload.optimizer) return stage_offload_step(plan, stage_params, expert_params).total() + copies;
   return memory_bound_time_s(plan.gpu, stage_optimizer_step_bytes(plan, stage_params, expert_params).total()) + copies;
 }
@@ -789,9 +791,9 @@ LayerCost layer_cost(const Plan& plan) {
   // forward's all-gather, the backward's all-gather (the parameters were resharded after the forward; a recomputed
   // forward finds them gathered) and reduce-scatter. With pipelining they run once a step (fsdp2_step_copies_s).
   if (plan.parallel.step_zero_stage() >= 3) {
-    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
-    lc.forward_s += memory_bound_time_s(plan.gpu, fc.gather * lc.params);
-    lc.backward_input_s += memory_bound_time_s(plan.gpu, (fc.gather + fc.reduce) * lc.params);
+    const double experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
+    lc.forward_s += fsdp2_copies_s(plan, lc.params, experts, true, false);
+    lc.backward_input_s += fsdp2_copies_s(plan, lc.params, experts, true, true);
   }
 
   // Communication of each parallel dimension.
@@ -892,11 +894,10 @@ EdgeCost edge_cost(const Plan& plan) {
   // FSDP2's copies of the root parameters (zero3.hpp): gathered once for the forward and kept to the backward's end
   // (zero3_root_gathered_bytes), reduce-scattered once.
   if (pc.step_zero_stage() >= 3) {
-    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan);
-    e.embedding_forward_s += memory_bound_time_s(gpu, fc.gather * c.embedding_per_tp_rank(pc.tp));
-    e.embedding_backward_s += memory_bound_time_s(gpu, fc.reduce * c.embedding_per_tp_rank(pc.tp));
-    e.output_forward_s += memory_bound_time_s(gpu, fc.gather * output_weight_params(plan, c));
-    e.output_backward_s += memory_bound_time_s(gpu, fc.reduce * output_weight_params(plan, c));
+    e.embedding_forward_s += fsdp2_copies_s(plan, c.embedding_per_tp_rank(pc.tp), 0.0, true, false);
+    e.embedding_backward_s += fsdp2_copies_s(plan, c.embedding_per_tp_rank(pc.tp), 0.0, false, true);
+    e.output_forward_s += fsdp2_copies_s(plan, output_weight_params(plan, c), 0.0, true, false);
+    e.output_backward_s += fsdp2_copies_s(plan, output_weight_params(plan, c), 0.0, false, true);
   }
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);

@@ -354,9 +354,18 @@ double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c);
 OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params = 0);
 
 // That traffic's time at achieved HBM bandwidth; with the optimizer offloaded, the host step instead
-// (stage_offload_step().total()). The estimate's optimizer_s is the deciding stage's; the simulator and the runtime
-// take every stage's from here.
+// (stage_offload_step().total()); plus FSDP2's copies once a step under pipelining (fsdp2_step_copies_s). The
+// estimate's optimizer_s is the deciding stage's; the simulator and the runtime take every stage's from here.
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params = 0);
+
+// FSDP2's copies (zero3.hpp fsdp2_copy_bytes) of `params` parameters at the HBM rate, `expert_params` of them a MoE
+// layer's experts, which shard over the expert-data-parallel group (expert_dp_size): each gather's (`gather`), each
+// reduce-scatter's (`reduce`). 0 unless the plan is FSDP2.
+double fsdp2_copies_s(const Plan& plan, double params, double expert_params, bool gather, bool reduce);
+// FSDP2 with pipelining gathers a stage's parameters once a step and reduce-scatters its gradients once, after the
+// last microbatch (ParallelConfig::step_zero_stage): its copies once a step, counted with the optimizer step. 0
+// without pipelining, where they run with each layer (layer_cost) and the root parameters (edge_cost).
+double fsdp2_step_copies_s(const Plan& plan, double stage_params, double expert_params = 0);
 
 // Parameters whose optimizer state one GPU of the stage owns and updates: its dense parameters / (dp cp) and its
 // experts / the expert-data-parallel group when the optimizer is sharded (ZeRO >= 1, distributed optimizer), else all.

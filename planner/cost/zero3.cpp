@@ -55,10 +55,10 @@ double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   return gathered_param_bytes(plan) * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
-Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan) {
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, int64_t shard) {
   const ParallelConfig& pc = plan.parallel;
   if (!pc.fsdp2 || pc.zero_stage != 3) return {};
-  const double n = d(pc.dp * pc.cp), g = gathered_param_bytes(plan);
+  const double n = d(shard > 0 ? shard : pc.dp * pc.cp), g = gathered_param_bytes(plan);
   return {(4.0 + g) / n + 2.0 * g, 2.0 + d(plan.training.grad_bytes())};
 }
 

@@ -69,13 +69,13 @@ double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 // 13.5 ms at the H100 profile's HBM rate, 10.3 ms at the H200's; measured (bench/gpu/step.py, eager, one rank): the
 // step's forward and backward 23.1 ms (H100) and 17.4 ms (H200) longer than with unsharded bf16 parameters, of which
 // 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output: the model is 0.76x the rest, as FSDP2's
-// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp). A MoE
-// layer's experts are counted with the dense shard group N.
+// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp).
 struct Fsdp2CopyBytes {
   double gather = 0, reduce = 0;  // per unsharded parameter: each all-gather, each reduce-scatter
 };
-// 0 unless the plan is FSDP2 with ZeRO-3.
-Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan);
+// 0 unless the plan is FSDP2 with ZeRO-3. `shard`: the group the parameters are sharded over (0: dp cp, the dense
+// parameters'; a MoE layer's experts shard over the expert-data-parallel group, expert_dp_size).
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, int64_t shard = 0);
 
 // One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
 // parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.

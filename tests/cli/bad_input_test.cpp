@@ -833,6 +833,8 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--simulate", "101"}, "--simulate"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero3-gather-unit", "linear", "--fsdp2"},
               "--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero", "1", "--fsdp2"},
+              "--fsdp2: prices ZeRO-3 candidates; --zero 1 leaves none"});
   // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
   ScratchDir out;
   const std::string runs = kBad + "runs_ok.json";

@@ -11,6 +11,7 @@
 
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/gemm.hpp"
+#include "planner/cost/layout.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/cost/zero3.hpp"
 #include "planner/spec/config.hpp"
@@ -146,4 +147,33 @@ TEST_CASE("The output layer and loss of a one-GPU step against the measured head
   const EdgeCost e = edge_cost(one_rank_step("h100", false));
   const double modelled_s = e.output_forward_s + e.output_backward_s + e.embedding_forward_s + e.embedding_backward_s;
   CHECK(modelled_s == doctest::Approx(measured_s).epsilon(0.06));
+}
+
+TEST_CASE("FSDP2's copies of a MoE layer: the experts' copy-in over their own shard group") {
+  Plan p;
+  p.model = test::profiles().model("mixtral-8x7b", "t");
+  p.gpu = test::profiles().gpu("h100", "t");
+  p.cluster = test::profiles().cluster("dgx-h100", "t");
+  p.num_gpus = 16;
+  p.parallel.dp = 16;
+  p.parallel.ep = 8;
+  p.parallel.zero_stage = 3;
+  p.parallel.fsdp2 = true;
+  p.parallel.recompute = Recompute::full;
+  p.training.global_batch = 16;
+  p.training.seq_len = 4096;
+  REQUIRE(validate(p).ok());
+  REQUIRE(expert_dp_size(p.parallel) == 2);
+  // every one of Mixtral's 32 layers is a MoE layer: the stage's expert parameters over its layers
+  const double experts = moe_expert_params(p, 0, plan_param_counts(p).counts) / static_cast<double>(p.model.layers);
+  const double params = layer_cost(p).params;
+  REQUIRE(experts > 0);
+  REQUIRE(experts < params);
+  // Dense parameters gathered over dp 16, the experts over the expert-data-parallel group of 2.
+  const double gather_bytes = (6.0 / 16.0 + 4.0) * (params - experts) + (6.0 / 2.0 + 4.0) * experts;
+  Plan fsdp1 = p;
+  fsdp1.parallel.fsdp2 = false;
+  CHECK(layer_cost(p).forward_s - layer_cost(fsdp1).forward_s ==
+        doctest::Approx(memory_bound_time_s(p.gpu, gather_bytes)));
+  CHECK(fsdp2_copies_s(p, params, experts, true, false) == doctest::Approx(memory_bound_time_s(p.gpu, gather_bytes)));
 }
