@@ -535,3 +535,27 @@ TEST_CASE("import: Megatron-Core's --pipeline-model-parallel-layout gives the st
   CHECK(bad.err.find("--pipeline-model-parallel-layout (line 1): 'Et|(tt|)*5tL': 7 virtual stages do not split over pp 4") !=
         std::string::npos);
 }
+
+TEST_CASE("export: FSDP for torchtitan is FSDP2; a plan without its copies, or pipelined ZeRO-1, is noted") {
+  ScratchDir dir;
+  const std::string z3 = (dir.path / "z3.json").string(), z1 = (dir.path / "z1.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--global-batch", "8", "-o", z3},
+                      {}, 60).exit_code == 0);
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--pp", "2", "--zero", "1", "--global-batch", "8",
+                       "-o", z1}, {}, 60).exit_code == 0);
+  const auto a = run_parplan({"export", "--plan", z3, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.err.find("torchtitan cannot express ZeRO-3 without FSDP2's copies") != std::string::npos);
+  const auto b = run_parplan({"export", "--plan", z1, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find("torchtitan cannot express ZeRO-1 with pp > 1") != std::string::npos);
+  CHECK(b.out.find("data_parallel_shard_degree = 4") != std::string::npos);
+  // With --fsdp2 nothing is noted about the sharding.
+  const std::string f2 = (dir.path / "f2.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--fsdp2", "--global-batch", "8",
+                       "-o", f2}, {}, 60).exit_code == 0);
+  const auto c = run_parplan({"export", "--plan", f2, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.err.find("FSDP2") == std::string::npos);
+  CHECK(c.err.find("ZeRO") == std::string::npos);
+}
