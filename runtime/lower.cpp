@@ -46,7 +46,7 @@ class Lowerer {
         lc_(layer_cost(plan)), mb_bytes_(layer_memory_bound_bytes(plan)), gd_(plan.gemm_dtype()),
         ad_(plan.activation_dtype()), wd_(plan.activation_dtype()),
         gw_(plan.training.fp8_param_gather ? DType::fp8 : wd_), gb_(gathered_param_bytes(plan)),
-        zero3_shares_(zero3_linear_shares(plan)), fsdp2_(fsdp2_copy_bytes(plan)) {
+        zero3_shares_(zero3_linear_shares(plan)) {
     prog_.rank = rank;
     prog_.stage = coord_.pp;
     for (int g = 0; g < kNumGroups; ++g) prog_.colors[g] = group_color(pc_, static_cast<Group>(g), rank);
@@ -379,16 +379,16 @@ class Lowerer {
 
   // FSDP2's copies around a layer's (or the root's) gather and reduce-scatter (zero3.hpp fsdp2_copy_bytes), on the
   // compute stream as layer_cost() and edge_cost() price them: without pipelining only (with it, once a step: tail()).
-  void fsdp2_copies(const char* label, Term term, double bytes_per_param, double params) {
+  void fsdp2_copies(const char* label, Term term, double bytes) {
     if (pc_.step_zero_stage() < 3) return;
-    memory(label, term, bytes_per_param * params, zero3_);
+    memory(label, term, bytes, zero3_);
   }
 
   void layer_forward(Term term, int stash) {
     const auto lin = linears();
     const double mem = layer_mb().elementwise_forward;  // norms, residuals, dropout, activation, rotary
     zero3_gather(term);
-    if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_.gather, layer_params());
+    if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_copy_bytes(plan_, layer_params()).gather);
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true);
     zero3_gather(term, 0);
@@ -503,7 +503,8 @@ class Lowerer {
     const auto lin = linears();
     const bool async = async_backward();
     zero3_gather(Term::zero3_comm);
-    fsdp2_copies("fsdp2.gather_reduce_copies", Term::backward, fsdp2_.gather + fsdp2_.reduce, layer_params());
+    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan_, layer_params());
+    fsdp2_copies("fsdp2.gather_reduce_copies", Term::backward, fc.gather + fc.reduce);
     // The per-op rerun follows the layer's gather (FSDP2 gathers a block before its backward, and the checkpointed
     // ops rerun inside it): it reads the gathered weights and costs no gather of its own.
     if (pc_.recompute == Recompute::selective_op) selective_op_rerun(working_ >= 0 ? working_ : stash);
@@ -634,7 +635,8 @@ class Lowerer {
     alloc(stash);
     if (vs == 0) {
       memory("embedding", Term::forward, edge_.embedding_forward, stash);
-      fsdp2_copies("fsdp2.embedding_gather_copies", Term::forward, fsdp2_.gather, count_params(m_).embedding_per_tp_rank(pc_.tp));
+      fsdp2_copies("fsdp2.embedding_gather_copies", Term::forward,
+                   fsdp2_copy_bytes(plan_, count_params(m_).embedding_per_tp_rank(pc_.tp)).gather);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
       enter_layer(l);
@@ -652,7 +654,8 @@ class Lowerer {
     gemm("lm_head", Term::forward, T_, m_.vocab / pc_.tp, m_.hidden, 1, gd_, true);
     output_tp_comm();  // the vocab-parallel cross entropy reduces over the logits' shards: max, sum, target logit
     memory("cross_entropy", Term::forward, edge_.cross_entropy, stash);
-    fsdp2_copies("fsdp2.output_gather_copies", Term::forward, fsdp2_.gather, output_weight_params(plan_, count_params(m_)));
+    fsdp2_copies("fsdp2.output_gather_copies", Term::forward,
+                 fsdp2_copy_bytes(plan_, output_weight_params(plan_, count_params(m_))).gather);
   }
 
   void output_tp_comm() {
@@ -683,7 +686,8 @@ class Lowerer {
                  ad_);
       if (!split_weight_) output_wgrad();
       memory("final_norm.bwd", Term::backward, 2.0 * edge_.final_norm, stash);
-      fsdp2_copies("fsdp2.output_reduce_copies", Term::backward, fsdp2_.reduce, output_weight_params(plan_, count_params(m_)));
+      fsdp2_copies("fsdp2.output_reduce_copies", Term::backward,
+                   fsdp2_copy_bytes(plan_, output_weight_params(plan_, count_params(m_))).reduce);
     }
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
       const int64_t layer = layers_in_chunk() - 1 - l;  // backward runs the layers in reverse
@@ -697,7 +701,8 @@ class Lowerer {
     lead_dense_ = false;
     if (vs == 0) {
       memory("embedding.bwd", Term::backward, edge_.embedding_backward, stash);
-      fsdp2_copies("fsdp2.embedding_reduce_copies", Term::backward, fsdp2_.reduce, count_params(m_).embedding_per_tp_rank(pc_.tp));
+      fsdp2_copies("fsdp2.embedding_reduce_copies", Term::backward,
+                   fsdp2_copy_bytes(plan_, count_params(m_).embedding_per_tp_rank(pc_.tp)).reduce);
       accumulate_grads("embedding.grad.accumulate", count_params(m_).embedding_per_tp_rank(pc_.tp));
     }
     if (!split_weight_) {  // freed before the send, so the send can pair with the next task's receive
@@ -793,7 +798,10 @@ class Lowerer {
     memory("optimizer.grads", Term::optimizer, ob.grads, grads_);
     memory("optimizer.weights", Term::optimizer, ob.weights, weights_);
     // FSDP2 under pipelining: its copies once a step (fsdp2_step_copies_s, cost_model.cpp)
-    if (pc_.step_zero_stage() < 3) memory("fsdp2.step_copies", Term::optimizer, (fsdp2_.gather + fsdp2_.reduce) * params, weights_);
+    if (pc_.step_zero_stage() < 3) {
+      const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan_, params, experts);
+      memory("fsdp2.step_copies", Term::optimizer, fc.gather + fc.reduce, weights_);
+    }
     if (sharded && pc_.step_zero_stage() < 3) {  // each part's updated shards over its own group (dp_cost)
       collective("dp.param_all_gather", Term::dp_comm, Group::dp_cp, CollectiveKind::all_gather,
                  gb_ * (params - experts), gw_, weights_);
@@ -814,7 +822,6 @@ class Lowerer {
   DType gw_;   // the weights the parameter all-gathers carry: wd_, or fp8 with fp8_param_gather
   double gb_;  // their bytes per parameter (gathered_param_bytes, model_states.hpp)
   std::array<double, kZero3Linears> zero3_shares_;
-  Fsdp2CopyBytes fsdp2_;  // FSDP2's copies per parameter (zero3.hpp); zeros unless the plan is FSDP2
   int64_t zero3_params_end_ = 0;  // bytes of the ZeRO-3 slot's parameter region
   int64_t T_ = 0, v_ = 1, layers_ = 0;
   EdgeBytes edge_;

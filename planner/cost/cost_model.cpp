@@ -274,15 +274,10 @@ OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double
   return offload_step_time(plan, stage_owned_params(plan, stage_params, expert_params));
 }
 
-double fsdp2_copies_s(const Plan& plan, double params, double expert_params, bool gather, bool reduce) {
-  const Fsdp2CopyBytes dense = fsdp2_copy_bytes(plan), experts = fsdp2_copy_bytes(plan, expert_dp_size(plan.parallel));
-  const auto bytes = [&](const Fsdp2CopyBytes& b) { return (gather ? b.gather : 0.0) + (reduce ? b.reduce : 0.0); };
-  return memory_bound_time_s(plan.gpu, bytes(dense) * (params - expert_params) + bytes(experts) * expert_params);
-}
-
 double fsdp2_step_copies_s(const Plan& plan, double stage_params, double expert_params) {
   if (plan.parallel.step_zero_stage() >= 3) return 0.0;
-  return fsdp2_copies_s(plan, stage_params, expert_params, true, true);
+  const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan, stage_params, expert_params);
+  return memory_bound_time_s(plan.gpu, fc.gather + fc.reduce);
 }
 
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params) {
@@ -790,17 +785,17 @@ LayerCost layer_cost(const Plan& plan) {
   // FSDP2's copies around each gather and reduce-scatter (zero3.hpp fsdp2_copy_bytes), on the compute stream: the
   // forward's all-gather, the backward's all-gather (the parameters were resharded after the forward; a recomputed
   // forward finds them gathered) and reduce-scatter. With pipelining they run once a step (fsdp2_step_copies_s).
+  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
   if (plan.parallel.step_zero_stage() >= 3) {
-    const double experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
-    lc.forward_s += fsdp2_copies_s(plan, lc.params, experts, true, false);
-    lc.backward_input_s += fsdp2_copies_s(plan, lc.params, experts, true, true);
+    const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan, lc.params, layer_experts);
+    lc.forward_s += memory_bound_time_s(plan.gpu, fc.gather);
+    lc.backward_input_s += memory_bound_time_s(plan.gpu, fc.gather + fc.reduce);
   }
 
   // Communication of each parallel dimension.
   const TpCollectives tc = tp_comm(plan, x, lc);
   cp_comm(plan, x, lc);
   ep_comm(plan, lc);
-  const double layer_experts = m.is_moe() ? layer_expert_params(plan, count_params(m)) : 0.0;
   if (plan.parallel.step_zero_stage() >= 3) {
     lc.offload_fetch_s = offload_param_fetch_s(plan, stage_owned_params(plan, lc.params, layer_experts));
     lc.zero3_gather_s =
@@ -894,10 +889,12 @@ EdgeCost edge_cost(const Plan& plan) {
   // FSDP2's copies of the root parameters (zero3.hpp): gathered once for the forward and kept to the backward's end
   // (zero3_root_gathered_bytes), reduce-scattered once.
   if (pc.step_zero_stage() >= 3) {
-    e.embedding_forward_s += fsdp2_copies_s(plan, c.embedding_per_tp_rank(pc.tp), 0.0, true, false);
-    e.embedding_backward_s += fsdp2_copies_s(plan, c.embedding_per_tp_rank(pc.tp), 0.0, false, true);
-    e.output_forward_s += fsdp2_copies_s(plan, output_weight_params(plan, c), 0.0, true, false);
-    e.output_backward_s += fsdp2_copies_s(plan, output_weight_params(plan, c), 0.0, false, true);
+    const Fsdp2CopyBytes embedding = fsdp2_copy_bytes(plan, c.embedding_per_tp_rank(pc.tp));
+    const Fsdp2CopyBytes output = fsdp2_copy_bytes(plan, output_weight_params(plan, c));
+    e.embedding_forward_s += memory_bound_time_s(gpu, embedding.gather);
+    e.embedding_backward_s += memory_bound_time_s(gpu, embedding.reduce);
+    e.output_forward_s += memory_bound_time_s(gpu, output.gather);
+    e.output_backward_s += memory_bound_time_s(gpu, output.reduce);
   }
   if (pc.tp > 1) {
     const LinkSpec& l = group_link(plan, GroupKind::tp);

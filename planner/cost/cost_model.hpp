@@ -358,10 +358,6 @@ OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_par
 // estimate's optimizer_s is the deciding stage's; the simulator and the runtime take every stage's from here.
 double optimizer_step_s(const Plan& plan, double stage_params, double expert_params = 0);
 
-// FSDP2's copies (zero3.hpp fsdp2_copy_bytes) of `params` parameters at the HBM rate, `expert_params` of them a MoE
-// layer's experts, which shard over the expert-data-parallel group (expert_dp_size): each gather's (`gather`), each
-// reduce-scatter's (`reduce`). 0 unless the plan is FSDP2.
-double fsdp2_copies_s(const Plan& plan, double params, double expert_params, bool gather, bool reduce);
 // FSDP2 with pipelining gathers a stage's parameters once a step and reduce-scatters its gradients once, after the
 // last microbatch (ParallelConfig::step_zero_stage): its copies once a step, counted with the optimizer step. 0
 // without pipelining, where they run with each layer (layer_cost) and the root parameters (edge_cost).

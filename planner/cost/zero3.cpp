@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "planner/cost/layout.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/cost/model_states.hpp"
 
@@ -55,11 +56,12 @@ double zero3_buffer_bytes(const Plan& plan, double layer_params) {
   return gathered_param_bytes(plan) * zero3_gathered_params(plan, layer_params) + zero_unsharded_grad_bytes(plan, layer_params);
 }
 
-Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, int64_t shard) {
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, double params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   if (!pc.fsdp2 || pc.zero_stage != 3) return {};
-  const double n = d(shard > 0 ? shard : pc.dp * pc.cp), g = gathered_param_bytes(plan);
-  return {(4.0 + g) / n + 2.0 * g, 2.0 + d(plan.training.grad_bytes())};
+  const double g = gathered_param_bytes(plan), copy_out = 2.0 * g;
+  const double copy_in = (4.0 + g) * ((params - expert_params) / d(pc.dp * pc.cp) + expert_params / d(expert_dp_size(pc)));
+  return {copy_in + copy_out * params, (2.0 + d(plan.training.grad_bytes())) * params};
 }
 
 double zero3_root_gathered_bytes(const Plan& plan, double root_params) {

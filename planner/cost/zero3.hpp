@@ -71,11 +71,12 @@ double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 // 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output: the model is 0.76x the rest, as FSDP2's
 // copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp).
 struct Fsdp2CopyBytes {
-  double gather = 0, reduce = 0;  // per unsharded parameter: each all-gather, each reduce-scatter
+  double gather = 0, reduce = 0;  // bytes each all-gather, each reduce-scatter copies
 };
-// 0 unless the plan is FSDP2 with ZeRO-3. `shard`: the group the parameters are sharded over (0: dp cp, the dense
-// parameters'; a MoE layer's experts shard over the expert-data-parallel group, expert_dp_size).
-Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, int64_t shard = 0);
+// The copies of `params` unsharded parameters (default one: the bytes per parameter), `expert_params` of them a MoE
+// layer's experts, whose shard group is the expert-data-parallel group (expert_dp_size), not dp cp. 0 unless the
+// plan is FSDP2 with ZeRO-3. The cost model prices them at the HBM rate; the runtime lowers the same bytes.
+Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, double params = 1.0, double expert_params = 0.0);
 
 // One unit's step in a pass: its compute (from its start to the next unit's start), the all-gather of its
 // parameters, and (backward) the reduce-scatter of its gradients, queued on the same link when its compute ends.
