@@ -1,9 +1,34 @@
-"""What bench/gpu/step.py and bench/gpu/moe_layer.py share: the CPU smoke check's attention stand-in and the
+"""What the bench/gpu scripts share: the median time of a call, the CPU smoke check's attention stand-in and the
 record-and-go-on wrapper around each measurement."""
+import statistics
+import time
 import traceback
 
 import torch
 import torch.nn.functional as F
+
+
+def bench_ms(fn, warmup, iters, cuda=True):
+    """Median milliseconds of one fn() call over `iters` after `warmup`: CUDA events around each call on the GPU, the
+    wall clock on the CPU (cuda=False, the smoke check)."""
+    for _ in range(warmup):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
 
 
 def smoke_sdpa():

@@ -18,13 +18,14 @@ activation checkpointing.
 """
 import json
 import math
-import statistics
 import sys
 import time
 import traceback
 
 import torch
 import torch.nn.functional as F
+
+from gpu_common import bench_ms as common_bench_ms
 
 WARMUP, ITERS = 3, 10
 DEV = "cuda"
@@ -33,18 +34,7 @@ results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
 
 
 def bench_ms(fn):
-    for _ in range(WARMUP):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(ITERS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return common_bench_ms(fn, WARMUP, ITERS)
 
 
 def guarded(kind, what, fn):

@@ -15,13 +15,13 @@ Usage: python3 bench/gpu/moe_layer.py OUT.json [--graph] (STEP_SMOKE=1: tiny sha
 """
 import json
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+from gpu_common import bench_ms as common_bench_ms
 from gpu_common import guarded as common_guarded
 from gpu_common import smoke_sdpa
 
@@ -34,24 +34,8 @@ if SMOKE:
 results = {"torch": torch.__version__, "moe": [], "layer": [], "pieces": [], "graph": [], "errors": []}
 
 
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
-
-
 def bench_ms(fn):
-    for _ in range(WARMUP):
-        fn()
-    sync()
-    times = []
-    for _ in range(ITERS):
-        if DEV == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record(); fn(); b.record(); b.synchronize()
-            times.append(a.elapsed_time(b))
-        else:
-            t = time.perf_counter(); fn(); times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return common_bench_ms(fn, WARMUP, ITERS, DEV == "cuda")
 
 
 def grouped_mm(x, w_t, offs):

@@ -27,6 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gpu_common import bench_ms as common_bench_ms
 from gpu_common import guarded as common_guarded
 from gpu_common import smoke_sdpa
 
@@ -290,13 +291,7 @@ def head_only(b, s):
         F.embedding(labels, emb).backward(g)
     out = {}
     for key, fn in (("head_fwd_bwd_ms", head), ("embedding_fwd_bwd_ms", embed)):
-        for _ in range(WARMUP):
-            fn()
-        times = []
-        for _ in range(STEPS):
-            t0 = Timer(); fn(); t1 = Timer(); sync()
-            times.append(t0.ms_to(t1))
-        out[key] = statistics.median(times)
+        out[key] = common_bench_ms(fn, WARMUP, STEPS, DEV == "cuda")
     results["head"] = {"b": b, "s": s, **out}
 
 
