@@ -8,28 +8,50 @@
 
 namespace parplan::cli {
 
-std::string accuracy_sentence(std::string_view gpu, Precision precision) {
+namespace {
+// "those runs took 0.98x-1.47x the predicted step (10th-90th percentile; median 1.19x)", and with a step time what
+// that makes of it.
+std::string lean_clause(const FamilyAccuracy& a, double step_s, std::string_view subject) {
+  std::string s = a.runs == 1 ? fmt::format("; that run took {:.2f}x the predicted step", a.ratio_median)
+                              : fmt::format("; those runs took {:.2f}x-{:.2f}x the predicted step (10th-90th "
+                                            "percentile; median {:.2f}x)",
+                                            a.ratio_p10, a.ratio_p90, a.ratio_median);
+  if (step_s > 0) {
+    s += a.runs == 1 ? fmt::format(": {} for {}", fmt_seconds(step_s * a.ratio_median), subject)
+                     : fmt::format(": {} to {} for {}", fmt_seconds(step_s * a.ratio_p10),
+                                   fmt_seconds(step_s * a.ratio_p90), subject);
+  }
+  return s;
+}
+}  // namespace
+
+std::string accuracy_sentence(std::string_view gpu, Precision precision, double step_s, std::string_view subject) {
   const auto a = shipped_accuracy(gpu, precision);
   if (!a) {
     return fmt::format("Out of sample: no published run of a {} {} plan is scored; the step-time error is unknown "
                        "(docs/accuracy.md)\n", gpu, precision_family(precision));
   }
   return fmt::format("Out of sample: {} {} plans are predicted within {} median ({} mean, {} worst) of {} published "
-                     "run{} (leave one source out; docs/accuracy.md)\n", a->gpu, a->precision,
+                     "run{} (leave one source out; docs/accuracy.md){}\n", a->gpu, a->precision,
                      fmt_percent(a->median_abs), fmt_percent(a->mean_abs), fmt_percent(a->worst_abs), a->runs,
-                     a->runs == 1 ? "" : "s");
+                     a->runs == 1 ? "" : "s", lean_clause(*a, step_s, subject));
 }
 
-nlohmann::json accuracy_json(std::string_view gpu, Precision precision) {
+nlohmann::json accuracy_json(std::string_view gpu, Precision precision, double step_s) {
   const auto a = shipped_accuracy(gpu, precision);
   if (!a) return nullptr;
-  return {{"gpu", a->gpu},
-          {"precision", a->precision},
-          {"runs", a->runs},
-          {"median_abs_error", a->median_abs},
-          {"mean_abs_error", a->mean_abs},
-          {"worst_abs_error", a->worst_abs},
-          {"method", "leave one source out (validation/accuracy.json)"}};
+  nlohmann::json j = {{"gpu", a->gpu},
+                      {"precision", a->precision},
+                      {"runs", a->runs},
+                      {"median_abs_error", a->median_abs},
+                      {"mean_abs_error", a->mean_abs},
+                      {"worst_abs_error", a->worst_abs},
+                      {"measured_over_predicted", {{"p10", a->ratio_p10}, {"median", a->ratio_median}, {"p90", a->ratio_p90}}},
+                      {"method", "leave one source out (validation/accuracy.json)"}};
+  if (step_s > 0) {
+    j["expected_step_s"] = {{"p10", step_s * a->ratio_p10}, {"median", step_s * a->ratio_median}, {"p90", step_s * a->ratio_p90}};
+  }
+  return j;
 }
 
 bool within_model_error(std::string_view gpu, Precision precision, double step_s, double best_step_s) {

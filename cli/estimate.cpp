@@ -123,7 +123,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   s += fmt::format("Step time {}  | {:.0f} tokens/s ({:.0f} per GPU)  | MFU {}, HFU {} of {}\n", fmt_seconds(t.step_s),
                    t.tokens_per_s, t.tokens_per_s / static_cast<double>(plan.num_gpus), fmt_percent(t.mfu),
                    fmt_percent(t.hfu), mfu_basis(plan));
-  s += accuracy_sentence(plan);
+  s += accuracy_sentence(plan, t.step_s);
   Table tt({"term", "time", "fraction"});
   auto row = [&](const char* name, double v) { tt.add({name, fmt_seconds(v), fmt_percent(t.step_s > 0 ? v / t.step_s : 0)}); };
   row("compute", t.compute_s);
@@ -178,7 +178,7 @@ Runner setup(CLI::App& app) {
     if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(plan).dump(2) + "\n", "-o");
     if (o->json) {
       nlohmann::json j = estimate_to_json(plan, e);
-      j["accuracy"] = accuracy_json(plan);
+      j["accuracy"] = accuracy_json(plan, e.time.step_s);
       if (!batch_note.empty()) j["global_batch_note"] = batch_note;
       fmt::print("{}\n", j.dump(2));
     } else {

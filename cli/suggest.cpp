@@ -592,7 +592,8 @@ std::string plans_table(const SearchRequest& req, const SearchResult& res, const
     t.add(row, why);
   }
   return t.render(wide ? 0 : kTextWidth) + table_legend(req, res) +
-         accuracy_sentence(req.gpu.name, req.training.precision) + "\n";
+         accuracy_sentence(req.gpu.name, req.training.precision, res.top.empty() ? 0.0 : res.top[0].time.step_s, "#1") +
+         "\n";
 }
 
 // How many configurations were searched and why the others were rejected; --explain's best rejected ones.

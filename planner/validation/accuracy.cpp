@@ -12,6 +12,14 @@ std::string_view embedded_accuracy_json();  // generated from validation/accurac
 
 std::string_view precision_family(Precision p) { return p == Precision::fp8 ? "fp8" : "16-bit"; }
 
+double quantile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
 std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv) {
   std::map<std::pair<std::string, std::string>, std::pair<std::vector<double>, std::vector<std::string>>> by_family;
   for (const OutOfSampleRow& row : cv.rows) {
@@ -22,7 +30,11 @@ std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv) {
   std::vector<FamilyAccuracy> table;
   for (const auto& [key, errors] : by_family) {
     const ErrorSummary s = summarize(errors.first, errors.second);
-    table.push_back({key.first, key.second, s.count, s.mean_abs, s.median_abs, s.worst_abs});
+    std::vector<double> ratios;  // measured / predicted = 1 / (1 + (predicted - measured) / measured)
+    for (double e : errors.first) ratios.push_back(1.0 / (1.0 + e));
+    std::sort(ratios.begin(), ratios.end());
+    table.push_back({key.first, key.second, s.count, s.mean_abs, s.median_abs, s.worst_abs,
+                     quantile_sorted(ratios, 0.1), quantile_sorted(ratios, 0.5), quantile_sorted(ratios, 0.9)});
   }
   return table;
 }
@@ -35,7 +47,8 @@ nlohmann::json accuracy_to_json(const std::vector<FamilyAccuracy>& table, std::s
                         {"runs", f.runs},
                         {"mean_abs_error", f.mean_abs},
                         {"median_abs_error", f.median_abs},
-                        {"worst_abs_error", f.worst_abs}});
+                        {"worst_abs_error", f.worst_abs},
+                        {"measured_over_predicted", {{"p10", f.ratio_p10}, {"median", f.ratio_median}, {"p90", f.ratio_p90}}}});
   }
   return {{"parplan_accuracy", 1}, {"command", std::string(command)}, {"families", families}};
 }
@@ -57,6 +70,14 @@ std::vector<FamilyAccuracy> accuracy_from_json(std::string_view text, const std:
     a.mean_abs = f.get_double("mean_abs_error", 0, 1e6);
     a.median_abs = f.get_double("median_abs_error", 0, 1e6);
     a.worst_abs = f.get_double("worst_abs_error", 0, 1e6);
+    JsonReader ratio = f.object("measured_over_predicted");
+    a.ratio_p10 = ratio.get_double("p10", 1e-6, 1e6);
+    a.ratio_median = ratio.get_double("median", 1e-6, 1e6);
+    a.ratio_p90 = ratio.get_double("p90", 1e-6, 1e6);
+    ratio.finish();
+    if (!(a.ratio_p10 <= a.ratio_median && a.ratio_median <= a.ratio_p90)) {
+      f.fail("measured_over_predicted", "expected p10 <= median <= p90");
+    }
     f.finish();
     table.push_back(std::move(a));
   }

@@ -18,7 +18,15 @@ struct FamilyAccuracy {
   std::string precision;  // precision_family(): "16-bit" or "fp8"
   int64_t runs = 0;       // published runs scored out of sample in this family
   double mean_abs = 0, median_abs = 0, worst_abs = 0;  // |step-time error|, fractions
+  // The runs' measured step over the predicted one (1 / (1 + error)): 10th percentile, median, 90th percentile,
+  // interpolated between the sorted ratios (quantile_sorted). Which way the family's predictions lean, and how far:
+  // a plan's step is likely to take ratio_p10..ratio_p90 times its prediction.
+  double ratio_p10 = 1, ratio_median = 1, ratio_p90 = 1;
 };
+
+// The q-quantile (0..1) of ascending values, interpolated linearly between the two nearest order statistics
+// (position q (n - 1)); 0 for none.
+double quantile_sorted(const std::vector<double>& sorted, double q);
 
 // bf16 and fp16 share a peak on every shipped GPU and form one family; fp8 is its own.
 std::string_view precision_family(Precision p);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_helper.hpp"
+#include "planner/validation/accuracy.hpp"
 
 using parplan::test::run_parplan;
 
@@ -355,6 +356,29 @@ TEST_CASE("estimate states the out-of-sample error of the plan's family, or that
                               "--pp", "8", "--recompute", "selective", "--sp"});
   REQUIRE_MESSAGE(a.exit_code == 0, a.err);
   CHECK(a.out.find("Out of sample: A100-SXM4-80GB 16-bit plans are predicted within") != std::string::npos);
+  // Which way the family leans and what that makes of this plan's step (--wide: the sentence unwrapped).
+  const auto w = run_parplan({"estimate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "64", "--tp", "8",
+                              "--pp", "8", "--recompute", "selective", "--sp", "--wide"});
+  REQUIRE_MESSAGE(w.exit_code == 0, w.err);
+  CHECK(w.out.find("the predicted step (10th-90th percentile; median") != std::string::npos);
+  CHECK(w.out.find(" for this plan\n") != std::string::npos);
+  // --json: the family's measured / predicted ratios, and this plan's step times them.
+  const auto aj = run_parplan({"estimate", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "64", "--tp", "8",
+                               "--pp", "8", "--recompute", "selective", "--sp", "--json"});
+  REQUIRE_MESSAGE(aj.exit_code == 0, aj.err);
+  const nlohmann::json j = nlohmann::json::parse(aj.out);
+  const nlohmann::json& acc = j.at("accuracy");
+  const double step = j.at("time").at("step_s").get<double>();
+  const std::optional<parplan::FamilyAccuracy> fam = parplan::shipped_accuracy("A100-SXM4-80GB", parplan::Precision::bf16);
+  REQUIRE(fam);
+  CHECK(acc.at("measured_over_predicted").at("p10").get<double>() == doctest::Approx(fam->ratio_p10));
+  CHECK(acc.at("measured_over_predicted").at("median").get<double>() == doctest::Approx(fam->ratio_median));
+  CHECK(acc.at("measured_over_predicted").at("p90").get<double>() == doctest::Approx(fam->ratio_p90));
+  CHECK(acc.at("expected_step_s").at("p10").get<double>() == doctest::Approx(step * fam->ratio_p10));
+  CHECK(acc.at("expected_step_s").at("median").get<double>() == doctest::Approx(step * fam->ratio_median));
+  CHECK(acc.at("expected_step_s").at("p90").get<double>() == doctest::Approx(step * fam->ratio_p90));
+  CHECK(fam->ratio_p10 < fam->ratio_median);
+  CHECK(fam->ratio_median < fam->ratio_p90);
   const auto h = run_parplan({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h200", "--gpus", "8", "--json"});
   REQUIRE_MESSAGE((h.exit_code == 0 || h.exit_code == 1), h.err);  // 1: the plan does not fit; the JSON is printed
   CHECK(nlohmann::json::parse(h.out).at("accuracy").is_null());  // no published H200 16-bit run is scored

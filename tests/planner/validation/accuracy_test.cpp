@@ -26,10 +26,43 @@ TEST_CASE("accuracy: validation/accuracy.json matches leave-one-source-out scori
     CHECK(shipped->mean_abs == doctest::Approx(f.mean_abs).epsilon(1e-9));
     CHECK(shipped->median_abs == doctest::Approx(f.median_abs).epsilon(1e-9));
     CHECK(shipped->worst_abs == doctest::Approx(f.worst_abs).epsilon(1e-9));
+    CHECK(shipped->ratio_p10 == doctest::Approx(f.ratio_p10).epsilon(1e-9));
+    CHECK(shipped->ratio_median == doctest::Approx(f.ratio_median).epsilon(1e-9));
+    CHECK(shipped->ratio_p90 == doctest::Approx(f.ratio_p90).epsilon(1e-9));
+    CHECK(f.ratio_p10 <= f.ratio_median);
+    CHECK(f.ratio_median <= f.ratio_p90);
   }
   // bf16 and fp16 are one family; a GPU without published runs has none.
   CHECK(shipped_accuracy("A100-SXM4-80GB", Precision::fp16)->runs == shipped_accuracy("A100-SXM4-80GB", Precision::bf16)->runs);
   CHECK_FALSE(shipped_accuracy("no-such-gpu", Precision::bf16));
+}
+
+TEST_CASE("accuracy: quantiles interpolate between the sorted values") {
+  CHECK(quantile_sorted({}, 0.5) == 0.0);
+  CHECK(quantile_sorted({2.0}, 0.1) == 2.0);
+  const std::vector<double> v = {1, 2, 3, 4, 5};  // position q (n - 1)
+  CHECK(quantile_sorted(v, 0.1) == doctest::Approx(1.4));
+  CHECK(quantile_sorted(v, 0.5) == doctest::Approx(3.0));
+  CHECK(quantile_sorted(v, 0.9) == doctest::Approx(4.6));
+  CHECK(quantile_sorted(v, 1.0) == doctest::Approx(5.0));
+  CHECK(quantile_sorted({1, 3}, 0.5) == doctest::Approx(2.0));
+}
+
+TEST_CASE("accuracy: a family's measured / predicted ratios come from its out-of-sample errors") {
+  // One family of three rows: errors +25%, 0, -50% are ratios 0.8, 1 and 2.
+  MappedRun base = test::vendored_runs("published-runs.json", Unstated::search).front();
+  REQUIRE(base.scored());
+  std::vector<MappedRun> runs(3, base);
+  CrossValidation cv;
+  const double errors[] = {0.25, 0.0, -0.5};
+  for (size_t i = 0; i < runs.size(); ++i) cv.rows.push_back({&runs[i], errors[i]});
+  const std::vector<FamilyAccuracy> t = accuracy_table(cv);
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].runs == 3);
+  CHECK(t[0].ratio_p10 == doctest::Approx(0.8 + 0.2 * 0.2));
+  CHECK(t[0].ratio_median == doctest::Approx(1.0));
+  CHECK(t[0].ratio_p90 == doctest::Approx(1.0 + 0.8 * 1.0));
+  CHECK(t[0].median_abs == doctest::Approx(0.25));
 }
 
 TEST_CASE("accuracy: the table document is strict") {
@@ -37,4 +70,14 @@ TEST_CASE("accuracy: the table document is strict") {
                        doctest::Contains("t.json: /families/0/precision"), InputError);
   CHECK_THROWS_WITH_AS(accuracy_from_json(R"({"parplan_accuracy": 1, "command": "", "families": [], "x": 1})", "t.json"),
                        doctest::Contains("x"), InputError);
+  const std::string family = R"({"gpu": "g", "precision": "fp8", "runs": 2, "mean_abs_error": 0.1, "median_abs_error": 0.1,
+      "worst_abs_error": 0.2, "measured_over_predicted": )";
+  auto doc = [&](const std::string& ratios) { return R"({"parplan_accuracy": 1, "command": "", "families": [)" + family + ratios + "}]}"; };
+  CHECK(accuracy_from_json(doc(R"({"p10": 0.9, "median": 1.1, "p90": 1.3})"), "t.json").at(0).ratio_median == 1.1);
+  CHECK_THROWS_WITH_AS(accuracy_from_json(doc(R"({"p10": 0.9, "median": 1.1})"), "t.json"),
+                       doctest::Contains("t.json: /families/0/measured_over_predicted/p90"), InputError);
+  CHECK_THROWS_WITH_AS(accuracy_from_json(doc(R"({"p10": 1.2, "median": 1.1, "p90": 1.3})"), "t.json"),
+                       doctest::Contains("/families/0/measured_over_predicted: expected p10 <= median <= p90"), InputError);
+  CHECK_THROWS_WITH_AS(accuracy_from_json(doc(R"({"p10": 0, "median": 1.1, "p90": 1.3})"), "t.json"),
+                       doctest::Contains("/families/0/measured_over_predicted/p10"), InputError);
 }
