@@ -1,5 +1,6 @@
 // Published-run validation: schema reading and the mapping of each row onto a Plan (rules in docs/accuracy.md).
 #include "planner/validation/validation.hpp"
+#include "planner/validation/text_match.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+using validation_text::has;
 
 // A strict view of one JSON object of a row: known keys only, typed, null = absent.
 class Obj {

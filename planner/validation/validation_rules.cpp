@@ -6,12 +6,13 @@
 
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
+#include "planner/validation/text_match.hpp"
 
 #include "planner/spec/units.hpp"
 
 namespace parplan {
 namespace {
-bool has(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+using validation_text::has;
 
 // The first stand-alone 20xx year in the text, 0 if none.
 int first_year(std::string_view text) {
