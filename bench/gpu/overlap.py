@@ -158,25 +158,26 @@ def overlapped(compute, traffic, compute_ms, traffic_ms):
     return c0.elapsed_time(c1) / reps, t0.elapsed_time(t1) / copies, reps, copies, c1.elapsed_time(t1) > 0
 
 
+def time_alone(kind, calls, rate_key, rate_div):
+    """Each call of `calls` (name -> (callable, work)) timed alone into results[kind]; name -> ms."""
+    alone = {}
+    for name, (fn, work) in calls.items():
+        def one(name=name, fn=fn, work=work):
+            ms = bench_ms(fn)
+            alone[name] = ms
+            results[kind].append({"name": name, "ms": ms, rate_key: work / ms / rate_div})
+        guarded(f"{kind} {name}", one)
+    return alone
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "overlap.json"
     started = time.time()
     kernels, traffics = {}, {}
     guarded("compute kernels", lambda: kernels.update(compute_kernels()))
     guarded("traffic kernels", lambda: traffics.update(traffic_kernels()))
-    alone_c, alone_t = {}, {}
-    for name, (fn, flops) in kernels.items():
-        def one(name=name, fn=fn, flops=flops):
-            ms = bench_ms(fn)
-            alone_c[name] = ms
-            results["compute"].append({"name": name, "ms": ms, "tflops": flops / ms / 1e9})
-        guarded(f"compute {name}", one)
-    for name, (fn, nbytes) in traffics.items():
-        def one(name=name, fn=fn, nbytes=nbytes):
-            ms = bench_ms(fn)
-            alone_t[name] = ms
-            results["traffic"].append({"name": name, "ms": ms, "hbm_GBps": nbytes / ms / 1e6})
-        guarded(f"traffic {name}", one)
+    alone_c = time_alone("compute", kernels, "tflops", 1e9)  # FLOPs / ms / 1e9 = TFLOP/s
+    alone_t = time_alone("traffic", traffics, "hbm_GBps", 1e6)  # bytes / ms / 1e6 = GB/s
     for cname in alone_c:
         for tname in alone_t:
             def one(cname=cname, tname=tname):
