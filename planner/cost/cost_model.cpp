@@ -1066,8 +1066,13 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
   sm.weights = dense.weights + experts.weights;
   sm.grads = dense.grads + experts.grads;
+  // Gradients the allocator frees and reallocates every step (fragmentation below): FSDP2's, per parameter, freed by
+  // the optimizer's zero_grad (set_to_none, PyTorch's default since 2.0); ZeRO-2's unit of unsharded gradient.
+  double cycled_grads = pc.fsdp2 ? sm.grads : 0.0;
   if (pc.step_zero_stage() == 2) {
-    sm.grads += zero_unsharded_grad_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
+    const double unit = zero_unsharded_grad_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
+    sm.grads += unit;
+    cycled_grads += unit;
   }
   sm.optimizer = dense.optimizer + experts.optimizer;
   sm.host = dense.host + experts.host;
@@ -1118,7 +1123,11 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   sm.comm_buffers = d(gpu.comm_buffer_bytes_per_group) * groups;
   sm.cuda_context = d(gpu.cuda_context_bytes);
   const double tensors = sm.weights + sm.grads + sm.optimizer + sm.activations + sm.recompute_working_set + sm.zero3_buffers;
-  sm.fragmentation = gpu.fragmentation_fraction * tensors;
+  // PyTorch's caching allocator fragments the blocks it frees and reuses within a step; what is allocated once at
+  // start-up and kept (weights, optimizer states, gradients in a persistent buffer: Megatron-LM's and DeepSpeed's
+  // contiguous gradient buffers) it does not. The allowance is a fraction of the bytes it cycles.
+  sm.fragmentation =
+      gpu.fragmentation_fraction * (sm.activations + sm.recompute_working_set + sm.zero3_buffers + cycled_grads);
   sm.total = tensors + sm.workspace + sm.comm_buffers + sm.cuda_context + sm.fragmentation;
   return sm;
 }

@@ -1,6 +1,7 @@
 // Tests for planner/cost_model: the Korthikanti 2022 175B acceptance case and internal consistency of the breakdown.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "planner/spec/config.hpp"
@@ -10,6 +11,7 @@
 #include "planner/cost/layout.hpp"
 #include "planner/cost/model_states.hpp"
 #include "planner/cost/pipeline.hpp"
+#include "planner/cost/zero3.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -59,6 +61,33 @@ TEST_CASE("memory per stage: model states follow ZeRO, stage 0 holds the most ac
   for (const auto& m : e.memory) params += m.params * 8;
   CHECK(params == doctest::Approx(174.6e9 + 51200.0 * 12288).epsilon(0.002));
   CHECK(peak_memory_bytes(p) == doctest::Approx(e.peak_memory_bytes));
+}
+
+TEST_CASE("fragmentation: a fraction of what the allocator cycles each step, not of what it keeps from start-up") {
+  // Megatron-style states (a persistent gradient buffer): the allowance covers activations, recompute and ZeRO-3
+  // working sets only; FSDP2's per-parameter gradients (freed by zero_grad every step) and ZeRO-2's unit of
+  // unsharded gradient are cycled too; weights and optimizer states never.
+  const auto cycled = [](const StageMemory& m) { return m.activations + m.recompute_working_set + m.zero3_buffers; };
+  Plan p = test::korthikanti_175b();
+  const double f = p.gpu.fragmentation_fraction;
+  REQUIRE(f > 0);
+  for (const StageMemory& m : estimate(p).memory) {
+    CHECK(m.fragmentation == doctest::Approx(f * cycled(m)));
+    CHECK(m.weights + m.optimizer > 0);
+  }
+  Plan z2 = test::korthikanti_175b_sharded_dp(2, 4);
+  const StageMemory s2 = estimate(z2).memory.at(0);
+  const PlanParamCounts pc = plan_param_counts(z2);
+  const double unit = zero_unsharded_grad_bytes(z2, std::max(pc.layer_params, pc.dense_layer_params));
+  CHECK(unit > 0);
+  CHECK(s2.fragmentation == doctest::Approx(f * (cycled(s2) + unit)));
+  Plan fsdp2 = test::korthikanti_175b_sharded_dp(3, 4);
+  fsdp2.parallel.fsdp2 = true;
+  const StageMemory s3 = estimate(fsdp2).memory.at(0);
+  CHECK(s3.fragmentation == doctest::Approx(f * (cycled(s3) + s3.grads)));
+  // The model's total is the tensors, the fixed allowances and that fragmentation.
+  CHECK(s3.total == doctest::Approx(s3.weights + s3.grads + s3.optimizer + cycled(s3) + s3.workspace + s3.comm_buffers +
+                                    s3.cuda_context + s3.fragmentation));
 }
 
 TEST_CASE("knobs move the estimate the right way") {
