@@ -29,7 +29,7 @@ OptimizerStepBytes optimizer_step_bytes(double params, int64_t shard, const Mode
   const double owned = sharded ? params / static_cast<double>(shard < 1 ? 1 : shard) : params;
   OptimizerStepBytes b;
   b.states = owned * 2.0 * static_cast<double>(o.optimizer_bytes);
-  b.grads = owned * 2.0 * static_cast<double>(o.grad_bytes);
+  b.grads = owned * (o.clip_scales_always ? 4.0 : 2.0) * static_cast<double>(o.grad_bytes);
   b.weights = owned * static_cast<double>(o.weight_bytes);
   return b;
 }
@@ -43,6 +43,7 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.optimizer_bytes = 4 + 2 * dtype_bytes(plan.training.adam_moments);  // fp32 master + the two moments
   o.extra_weight_bytes = plan.training.precision == Precision::fp8 && !plan.training.fp8_param_gather ? 1 : 0;
   o.offload = plan.parallel.offload;
+  o.clip_scales_always = plan.parallel.fsdp2;  // FSDP2 plans run PyTorch's clip_grad_norm_ (torchtitan)
   return o;
 }
 

@@ -44,6 +44,7 @@ struct ModelStateOptions {
   int64_t optimizer_bytes = 12;   // K: fp32 master + Adam moments
   int64_t extra_weight_bytes = 0; // e.g. fp8 weight cache
   OffloadSet offload;             // states kept in host memory
+  bool clip_scales_always = false;  // gradient clipping multiplies every gradient (optimizer_step_bytes)
 };
 
 // Bytes on one GPU for `params` parameters held by it (after tp/pp/ep splits), sharded over `shard` ranks.
@@ -59,7 +60,13 @@ double gathered_param_bytes(const Plan& plan);
 // 1/shard it owns when the optimizer is sharded (ZeRO >= 1, distributed optimizer). The fused Adam kernels (apex
 // multi_tensor_adam, used by Megatron-LM and DeepSpeed FusedAdam) read and write the K = 12 bytes of fp32 master
 // weight, momentum and variance (2K = 24 B, ZeRO's K above); the gradient is read twice, by the global-norm pass of
-// gradient clipping and by Adam; and the updated 16-bit model weight is written.
+// gradient clipping and by Adam; and the updated 16-bit model weight is written. Megatron-LM and DeepSpeed scale the
+// gradients only when the norm exceeds the limit (Megatron-LM clip_grads.py: `if clip_coeff < 1.0`), which a
+// converging run rarely does; PyTorch's clip_grad_norm_ (clip_grads_with_norm_, as torchtitan calls it with FSDP2)
+// multiplies every gradient by the clamped coefficient, to avoid a host sync, so with clip_scales_always the
+// gradient is read and written once more (4 reads and a write of grad_bytes in all). Measured: bench/gpu/step.py's
+// clip_grad_norm_ of 1.92e9 fp32 gradients, 8.9 ms on an H100 and 6.8 ms on an H200
+// (tests/planner/cost/step_measurements_test.cpp).
 struct OptimizerStepBytes {
   double states = 0, grads = 0, weights = 0;
   double total() const { return states + grads + weights; }

@@ -1,7 +1,7 @@
 // A whole training step as torchtitan runs it, measured on one GPU by bench/gpu/step.py (Llama 3 8B's shapes with 4
 // layers and the whole vocabulary, 8192 tokens; bench/gpu/results/h100-2026-11-26b and h200-2026-11-26c), against
-// the terms of the cost model it tests: FSDP2's copies (zero3.hpp fsdp2_copy_bytes) and the eager cross entropy's
-// bytes (cost_model.hpp EdgeBytes).
+// the terms of the cost model it tests: FSDP2's copies (zero3.hpp fsdp2_copy_bytes), the eager cross entropy's
+// bytes (cost_model.hpp EdgeBytes) and clip_grad_norm_'s unconditional scale (model_states.hpp optimizer_step_bytes).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -147,6 +147,27 @@ TEST_CASE("The output layer and loss of a one-GPU step against the measured head
   const EdgeCost e = edge_cost(one_rank_step("h100", false));
   const double modelled_s = e.output_forward_s + e.output_backward_s + e.embedding_forward_s + e.embedding_backward_s;
   CHECK(modelled_s == doctest::Approx(measured_s).epsilon(0.06));
+}
+
+TEST_CASE("PyTorch's clip_grad_norm_ scales every gradient: the clip of a one-rank FSDP2 step") {
+  // The measured clip: torchtitan's clip_grad_norm_(1.0) over the 1.92e9 fp32 gradients (the norm's read, then
+  // _foreach_mul_ by the clamped coefficient: a read and a write). The model's clip is the gradient bytes its Adam
+  // step does not read: 12 per fp32 gradient (4 for the norm, 8 for the scale) with FSDP2, 4 without.
+  for (const auto& [gpu, dir] : {std::pair{"h100", "h100-2026-11-26b"}, std::pair{"h200", "h200-2026-11-26c"}}) {
+    CAPTURE(gpu);
+    const Plan with = one_rank_step(gpu, true), megatron = one_rank_step(gpu, false);
+    const double params = static_cast<double>(total_params(with.model));
+    const OptimizerStepBytes b = stage_optimizer_step_bytes(with, params);
+    CHECK(b.grads == doctest::Approx(16.0 * params));  // norm, scale (read + write), Adam: 4 x 4 bytes
+    CHECK(stage_optimizer_step_bytes(megatron, params).grads == doctest::Approx(8.0 * params));
+    const double measured_s = variant(step_run(dir), true)["gpu_ms"]["clip"].get<double>() / 1e3;
+    const double modelled_s = memory_bound_time_s(with.gpu, 12.0 * params);
+    // 7.9 ms against 8.9 (H100), 6.0 against 6.8 (H200): the foreach kernels' launches and the norm's reduction
+    // are not priced; the norm alone (4 bytes) would be 2.6 and 2.0 ms.
+    CHECK(modelled_s / measured_s > 0.80);
+    CHECK(modelled_s / measured_s < 1.0);
+    CHECK(memory_bound_time_s(with.gpu, 4.0 * params) / measured_s < 0.35);
+  }
 }
 
 TEST_CASE("FSDP2's copies of a MoE layer: the experts' copy-in over their own shard group") {
