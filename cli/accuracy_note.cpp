@@ -46,10 +46,10 @@ nlohmann::json accuracy_json(std::string_view gpu, Precision precision, double s
                       {"median_abs_error", a->median_abs},
                       {"mean_abs_error", a->mean_abs},
                       {"worst_abs_error", a->worst_abs},
-                      {"measured_over_predicted", {{"p10", a->ratio_p10}, {"median", a->ratio_median}, {"p90", a->ratio_p90}}},
+                      {"measured_over_predicted", ratios_json(*a)},
                       {"method", "leave one source out (validation/accuracy.json)"}};
   if (step_s > 0) {
-    j["expected_step_s"] = {{"p10", step_s * a->ratio_p10}, {"median", step_s * a->ratio_median}, {"p90", step_s * a->ratio_p90}};
+    j["expected_step_s"] = ratios_json(*a, step_s);
   }
   return j;
 }

@@ -12,14 +12,6 @@ std::string_view embedded_accuracy_json();  // generated from validation/accurac
 
 std::string_view precision_family(Precision p) { return p == Precision::fp8 ? "fp8" : "16-bit"; }
 
-double quantile_sorted(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0.0;
-  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv) {
   std::map<std::pair<std::string, std::string>, std::pair<std::vector<double>, std::vector<std::string>>> by_family;
   for (const OutOfSampleRow& row : cv.rows) {
@@ -39,6 +31,10 @@ std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv) {
   return table;
 }
 
+nlohmann::json ratios_json(const FamilyAccuracy& f, double scale) {
+  return {{"p10", scale * f.ratio_p10}, {"median", scale * f.ratio_median}, {"p90", scale * f.ratio_p90}};
+}
+
 nlohmann::json accuracy_to_json(const std::vector<FamilyAccuracy>& table, std::string_view command) {
   nlohmann::json families = nlohmann::json::array();
   for (const FamilyAccuracy& f : table) {
@@ -48,7 +44,7 @@ nlohmann::json accuracy_to_json(const std::vector<FamilyAccuracy>& table, std::s
                         {"mean_abs_error", f.mean_abs},
                         {"median_abs_error", f.median_abs},
                         {"worst_abs_error", f.worst_abs},
-                        {"measured_over_predicted", {{"p10", f.ratio_p10}, {"median", f.ratio_median}, {"p90", f.ratio_p90}}}});
+                        {"measured_over_predicted", ratios_json(f)}});
   }
   return {{"parplan_accuracy", 1}, {"command", std::string(command)}, {"families", families}};
 }

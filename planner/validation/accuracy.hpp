@@ -19,20 +19,20 @@ struct FamilyAccuracy {
   int64_t runs = 0;       // published runs scored out of sample in this family
   double mean_abs = 0, median_abs = 0, worst_abs = 0;  // |step-time error|, fractions
   // The runs' measured step over the predicted one (1 / (1 + error)): 10th percentile, median, 90th percentile,
-  // interpolated between the sorted ratios (quantile_sorted). Which way the family's predictions lean, and how far:
-  // a plan's step is likely to take ratio_p10..ratio_p90 times its prediction.
+  // interpolated between the sorted ratios (quantile_sorted, validation.hpp). Which way the family's predictions
+  // lean, and how far: a plan's step is likely to take ratio_p10..ratio_p90 times its prediction.
   double ratio_p10 = 1, ratio_median = 1, ratio_p90 = 1;
 };
-
-// The q-quantile (0..1) of ascending values, interpolated linearly between the two nearest order statistics
-// (position q (n - 1)); 0 for none.
-double quantile_sorted(const std::vector<double>& sorted, double q);
 
 // bf16 and fp16 share a peak on every shipped GPU and form one family; fp8 is its own.
 std::string_view precision_family(Precision p);
 
 // The families of a cross-validation's rows, sorted by GPU then precision.
 std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv);
+
+// {"p10", "median", "p90"}: the family's measured / predicted ratios times `scale` (1: the ratios; a step time: the
+// range they put it in). accuracy.json's "measured_over_predicted" and estimate's "expected_step_s".
+nlohmann::json ratios_json(const FamilyAccuracy& f, double scale = 1.0);
 
 // The document validation/accuracy.json: {"parplan_accuracy": 1, "command": ..., "families": [...]}.
 nlohmann::json accuracy_to_json(const std::vector<FamilyAccuracy>& table, std::string_view command);

@@ -140,6 +140,9 @@ struct ValidationReport {
 // Predicts every scored row (with its own plan) and summarises the errors.
 ValidationReport score_runs(const std::vector<MappedRun>& runs);
 ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vector<std::string>& ids);
+// The q-quantile (0..1) of ascending values, interpolated linearly between the two nearest order statistics
+// (position q (n - 1)); 0 for none. q = 0.5 is the median (of two middle values, their mean).
+double quantile_sorted(const std::vector<double>& sorted, double q);
 RatioSummary summarize_ratios(const std::vector<double>& ratios);
 
 }  // namespace parplan

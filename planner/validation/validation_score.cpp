@@ -27,9 +27,17 @@ ErrorSummary summarize(const std::vector<double>& signed_errors, const std::vect
   s.mean_abs /= static_cast<double>(s.count);
   s.mean_signed /= static_cast<double>(s.count);
   std::sort(abs_errors.begin(), abs_errors.end());
-  const size_t n = abs_errors.size();
-  s.median_abs = n % 2 ? abs_errors[n / 2] : 0.5 * (abs_errors[n / 2 - 1] + abs_errors[n / 2]);
+  s.median_abs = quantile_sorted(abs_errors, 0.5);
   return s;
+}
+
+double quantile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double f = pos - static_cast<double>(lo);
+  return (1.0 - f) * sorted[lo] + f * sorted[hi];  // f 0.5: exactly the mean of the two, as a median takes it
 }
 
 RatioSummary summarize_ratios(const std::vector<double>& ratios) {
