@@ -213,6 +213,16 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& coun
   return p;
 }
 
+double stage_non_layer_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
+  const ParallelConfig& pc = plan.parallel;
+  const ParamCounts& c = counts.counts;
+  double p = stage == 0 ? c.embedding_per_tp_rank(pc.tp) : 0.0;
+  if (stage == pc.output_stage()) {
+    p += d(c.final_norm) + output_weight_params(plan, c);
+  }
+  return p;
+}
+
 double mtp_stage_params(const Plan& plan, const PlanParamCounts& counts) {
   const ModelSpec& m = plan.model;
   if (m.mtp_layers <= 0) return 0.0;
@@ -1062,10 +1072,16 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   const ParamCounts& c = in.params.counts;
   const double expert_params = stage_expert_params(plan, stage, c);
   const ModelStateOptions& o = in.states;
-  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params, pc.dp * pc.cp, o);
+  // fp8's weight copy (ModelStateOptions::extra_weight_bytes) covers the transformer layers' GEMM weights only: the
+  // embedding, the output layer and the final norm stay in 16 bits (model_states.hpp).
+  ModelStateOptions outside = o;
+  outside.extra_weight_bytes = 0;
+  const double non_layer = stage_non_layer_params(plan, stage, in.params);
+  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params - non_layer, pc.dp * pc.cp, o);
+  const ModelStateBytes head = model_state_bytes(non_layer, pc.dp * pc.cp, outside);
   const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
-  sm.weights = dense.weights + experts.weights;
-  sm.grads = dense.grads + experts.grads;
+  sm.weights = dense.weights + head.weights + experts.weights;
+  sm.grads = dense.grads + head.grads + experts.grads;
   // Gradients the allocator frees and reallocates every step (fragmentation below): FSDP2's, per parameter, freed by
   // the optimizer's zero_grad (set_to_none, PyTorch's default since 2.0); ZeRO-2's unit of unsharded gradient.
   double cycled_grads = pc.fsdp2 ? sm.grads : 0.0;
@@ -1074,8 +1090,8 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     sm.grads += unit;
     cycled_grads += unit;
   }
-  sm.optimizer = dense.optimizer + experts.optimizer;
-  sm.host = dense.host + experts.host;
+  sm.optimizer = dense.optimizer + head.optimizer + experts.optimizer;
+  sm.host = dense.host + head.host + experts.host;
 
   // Activations held at the schedule's peak.
   const int64_t v = pc.chunks_per_stage();

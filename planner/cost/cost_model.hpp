@@ -233,6 +233,9 @@ double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& pc);
 // The last stage's multi-token prediction modules on one GPU (DeepSeek-V3 Sec. 2.2): per module one block of the
 // model's last layer kind and the projection (split by tp) with its norms; 0 without MTP.
 double mtp_stage_params(const Plan& plan, const PlanParamCounts& pc);
+// Of stage_params: the parameters outside the transformer layers (the embedding on the first stage; the final norm
+// and the output layer on the output stage), which fp8 training keeps in 16 bits only (model_states.hpp).
+double stage_non_layer_params(const Plan& plan, int64_t stage, const PlanParamCounts& pc);
 
 struct StageMemoryInputs {
   PlanParamCounts params;

@@ -119,3 +119,23 @@ TEST_CASE("fp8 parameter gather: weights held in fp8 take 2 bytes (fp8 + its tra
   unsharded.parallel.distributed_optimizer = true;
   CHECK(validate(unsharded).ok());
 }
+
+TEST_CASE("fp8 weight copy: the transformer layers' weights only, not the embedding, output layer or final norm") {
+  // DeepSeek-V3 report (arXiv:2412.19437) Sec. 3.3.1 keeps the embedding and the output head in BF16; torchtitan
+  // converts every nn.Linear but the output layer. Llama 3 8B on one GPU, no sharding: the fp8 plan's weights exceed
+  // the bf16 plan's by one byte per layer parameter, 32 x 218.1M, not by one per parameter (8.03B).
+  Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  p.parallel.dp = 1;
+  p.parallel.zero_stage = 0;
+  p.num_gpus = 1;
+  p.training.global_batch = 1;
+  Plan bf16 = p;
+  bf16.training.precision = Precision::bf16;
+  REQUIRE(validate(p).ok());
+  const PlanParamCounts counts = plan_param_counts(p);
+  const double layers = 32.0 * counts.layer_params;
+  CHECK(layers == doctest::Approx(6.98e9).epsilon(0.01));
+  CHECK(stage_non_layer_params(p, 0, counts) == doctest::Approx(2.0 * 128256.0 * 4096.0 + 4096.0));
+  CHECK(stage_memory(p, 0).weights - stage_memory(bf16, 0).weights == doctest::Approx(layers));
+  CHECK(stage_memory(bf16, 0).weights == doctest::Approx(2.0 * stage_params(p, 0)));
+}
