@@ -99,6 +99,7 @@ struct Gaps {
   MappedRun& r;
   Unstated mode;
   bool open_recompute = false, open_micro_batch = false;
+  bool open_fp8_param_gather = false;  // fp8 weights neither stated nor denied (choose_open_knobs)
 
   bool search() const { return mode == Unstated::search; }
   void missing(std::string_view what) const { r.skip_reasons.push_back(fmt::format("{} not stated", what)); }
@@ -508,8 +509,10 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   const bool torchtitan = names_torchtitan_stack(r.source);
   if (tr.precision == Precision::fp8) {
     tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
-    tr.fp8_param_gather = map_fp8_param_gather(prec_text + " " + std::string(parallel_notes));
+    const std::string gather_text = prec_text + " " + std::string(parallel_notes);
+    tr.fp8_param_gather = map_fp8_param_gather(gather_text);
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");
+    gaps.open_fp8_param_gather = gaps.search() && !tr.fp8_param_gather && !denies_fp8_param_gather(gather_text);
     if (torchtitan) {
       tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
       r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
@@ -711,9 +714,17 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
 }
 
 // Unstated::search: the fastest plan that fits over the knobs the row leaves open (recompute none / selective / full;
-// every micro-batch that divides the global batch over dp); none fitting, the one with the least memory. The values
-// taken are listed in MappedRun::assumed.
-void choose_open_knobs(const Gaps& gaps, Plan& plan) {
+// every micro-batch that divides the global batch over dp); none fitting, the one with the least memory. An fp8 row
+// that neither states nor denies fp8 weights (Megatron-Core --fp8-param-gather, torchao's float8 all-gather: both
+// off by default) is searched with the 16-bit weights the stacks default to, and with fp8 weights only when no plan
+// fits without them. The values taken are listed in MappedRun::assumed.
+struct KnobChoice {
+  std::optional<Plan> plan;
+  bool fits = false;
+  size_t micro_batches = 0;  // candidates tried
+};
+
+KnobChoice search_knobs(const Gaps& gaps, const Plan& plan) {
   const std::vector<Recompute> modes = gaps.open_recompute
       ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full}
       : std::vector<Recompute>{plan.parallel.recompute};
@@ -725,8 +736,8 @@ void choose_open_knobs(const Gaps& gaps, Plan& plan) {
       if (microbatches_per_step(plan.training.global_batch, plan.parallel.dp, b) > 0) micro_batches.push_back(b);
     }
   }
-  std::optional<Plan> best;
-  bool best_fits = false;
+  KnobChoice best;
+  best.micro_batches = micro_batches.size();
   double best_key = 0;
   for (const Recompute mode : modes) {
     for (const int64_t b : micro_batches) {
@@ -737,28 +748,47 @@ void choose_open_knobs(const Gaps& gaps, Plan& plan) {
       if (c.parallel.num_microbatches == 0 || !validate(c).ok()) continue;
       const Estimate e = estimate(c);
       const double key = e.fits ? e.time.step_s : e.peak_memory_bytes;  // fits: fastest; else least memory
-      if (!best || (e.fits && !best_fits) || (e.fits == best_fits && key < best_key)) {
-        best = std::move(c);
-        best_fits = e.fits;
+      if (!best.plan || (e.fits && !best.fits) || (e.fits == best.fits && key < best_key)) {
+        best.plan = std::move(c);
+        best.fits = e.fits;
         best_key = key;
       }
     }
   }
-  if (!best) {  // no candidate is valid: validate() gives the reasons, for micro-batch 1 where it was open
+  return best;
+}
+
+void choose_open_knobs(const Gaps& gaps, Plan& plan) {
+  KnobChoice best = search_knobs(gaps, plan);
+  bool fp8_weights = false;
+  if (gaps.open_fp8_param_gather && !best.fits) {
+    Plan g = plan;
+    g.training.fp8_param_gather = true;
+    KnobChoice with = search_knobs(gaps, g);
+    if (with.plan && (with.fits || !best.plan)) {
+      best = std::move(with);
+      fp8_weights = true;
+    }
+  }
+  if (!best.plan) {  // no candidate is valid: validate() gives the reasons, for micro-batch 1 where it was open
     if (gaps.open_micro_batch) {
       plan.parallel.num_microbatches = microbatches_per_step(plan.training.global_batch, plan.parallel.dp, 1);
     }
     return;
   }
-  plan = std::move(*best);
-  const char* why = best_fits ? "the fastest that fits" : "none fits: the least memory";
+  plan = std::move(*best.plan);
+  const char* why = best.fits ? "the fastest that fits" : "none fits: the least memory";
   if (gaps.open_recompute) {
     gaps.r.assumed.push_back(fmt::format("recompute = {} ({} of none / selective / full)",
                                          to_string(plan.parallel.recompute), why));
   }
   if (gaps.open_micro_batch) {
     gaps.r.assumed.push_back(fmt::format("parallel.micro_batch = {} ({} of {} values)", plan.parallel.micro_batch, why,
-                                         micro_batches.size()));
+                                         best.micro_batches));
+  }
+  if (fp8_weights) {
+    gaps.r.assumed.push_back("fp8 weights held and gathered (--fp8-param-gather): no plan fits with 16-bit weights, "
+                             "the stacks' default");
   }
 }
 
@@ -835,7 +865,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
                                     "selective_ac_option '2'): recompute_layers = {} of each chunk's {}",
                                     k, chunk_layers(plan, 0, 0)));
   }
-  if (gaps.open_recompute || gaps.open_micro_batch) choose_open_knobs(gaps, plan);
+  if (gaps.open_recompute || gaps.open_micro_batch || gaps.open_fp8_param_gather) choose_open_knobs(gaps, plan);
   const Validity v = validate(plan);
   for (int i = 0; i < kNumRejects; ++i) {
     if (v.has(static_cast<Reject>(i))) skip.push_back(describe(static_cast<Reject>(i), plan));

@@ -53,6 +53,8 @@ bool map_precision(std::string_view text, Precision& out, std::string* note = nu
 Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes = nullptr);
 // True when a row's precision or parallel text says the weights are gathered in fp8 (TrainingSpec::fp8_param_gather).
 bool map_fp8_param_gather(std::string_view text);
+// True when the text says the weights are gathered in 16 bits (torchao "bf16 all-gather"): not an open knob.
+bool denies_fp8_param_gather(std::string_view text);
 // Adam's moments' dtype when a row's precision text names one ("BF16 Adam moments"); nullopt: fp32 (the default).
 std::optional<DType> map_adam_moments(std::string_view text);
 // "selective layer AC" (torchtitan's layer-wise selective activation checkpointing, activation_checkpoint.mode

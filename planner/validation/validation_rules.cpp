@@ -107,6 +107,15 @@ bool map_fp8_param_gather(std::string_view text) {
   return false;
 }
 
+bool denies_fp8_param_gather(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  // torchao's "bf16 all-gather", torchtitan's "FSDP2 bf16 params", "no fp8 param gather".
+  for (const char* name : {"bf16 all-gather", "bf16 params", "no fp8 param", "without fp8 param"}) {
+    if (has(t, name)) return true;
+  }
+  return false;
+}
+
 std::optional<DType> map_adam_moments(std::string_view text) {
   const std::string t = ascii_lower(text);
   // "BF16 Adam moments" (Megatron-Core's precision-aware optimizer), "BF16 AdamW moments" (DeepSeek-V3 report).

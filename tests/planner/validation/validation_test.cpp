@@ -718,6 +718,49 @@ TEST_CASE("validation: --unstated strict skips what a row does not state, search
   CHECK(has_reason(map_one_with(other, Unstated::search), "arch.vocab not stated"));
 }
 
+// fp8 weights (Megatron-Core --fp8-param-gather, torchao's float8 all-gather) are off by default in both stacks: a
+// searched fp8 row that neither states nor denies them takes them only when no plan fits with 16-bit weights.
+TEST_CASE("validation: search takes fp8 weights only for an fp8 row that fits no other way") {
+  nlohmann::json row = base_row();
+  row["source"] = "NVIDIA recipe (Llama 3 8B, fp8)";
+  row["arch"] = {{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8}, {"ffn", 14336},
+                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 8.03},
+                 {"arch_notes", "untied output layer"}};
+  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 8}, {"gpus_per_node", 8}};
+  row["parallel"] = {{"tp", 1}, {"pp", 1}, {"dp", 4}, {"cp", 2}, {"zero_stage", 1}, {"micro_batch", 1},
+                     {"global_batch_seqs", 128}, {"parallel_notes", "distributed optimizer"}};
+  row["precision"] = "FP8 (delayed scaling)";
+  row["recompute"] = "none";
+  row["measured"] = {{"iter_time_s", 9.0}};
+
+  const MappedRun strict = map_one_with(row, Unstated::strict);
+  REQUIRE_MESSAGE(strict.scored(), strict.skip_reason());
+  CHECK_FALSE(strict.plan->training.fp8_param_gather);
+  CHECK_FALSE(estimate(*strict.plan).fits);  // 16-bit weights, their fp8 copy, fp32 gradients: over 80 GB
+
+  const MappedRun r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->training.fp8_param_gather);
+  CHECK(estimate(*r.plan).fits);
+  CHECK(assumed(r, "fp8 weights held and gathered"));
+
+  // A row that says its weights are gathered in 16 bits keeps them.
+  nlohmann::json denied = row;
+  denied["precision"] = "FP8 (delayed scaling; bf16 all-gather)";
+  const MappedRun d = map_one_with(denied, Unstated::search);
+  REQUIRE_MESSAGE(d.scored(), d.skip_reason());
+  CHECK_FALSE(d.plan->training.fp8_param_gather);
+  CHECK_FALSE(assumed(d, "fp8 weights"));
+
+  // A row that fits with 16-bit weights (sequence 4096) keeps the default.
+  nlohmann::json fits = row;
+  fits["arch"]["seq_len"] = 4096;
+  const MappedRun f = map_one_with(fits, Unstated::search);
+  REQUIRE_MESSAGE(f.scored(), f.skip_reason());
+  CHECK_FALSE(f.plan->training.fp8_param_gather);
+  CHECK(estimate(*f.plan).fits);
+}
+
 // torchtitan's pipeline defaults (validation.cpp torchtitan_pipeline_defaults, torchtitan_split): pp microbatches
 // per step, 2 stages per rank for Interleaved 1F1B, and its split points (126 layers over 16 stages: 7, 8 x 14, 7).
 TEST_CASE("validation: torchtitan rows take torchtitan's pipeline defaults where they leave them unstated") {
