@@ -41,7 +41,10 @@ ModelStateOptions model_state_options(const Plan& plan) {
   o.weight_bytes = 2;
   o.grad_bytes = plan.training.grad_bytes();
   o.optimizer_bytes = 4 + 2 * dtype_bytes(plan.training.adam_moments);  // fp32 master + the two moments
-  o.extra_weight_bytes = plan.training.precision == Precision::fp8 && !plan.training.fp8_param_gather ? 1 : 0;
+  // Transformer Engine caches the fp8 weight and its transpose across microbatches; torchao casts one copy per forward.
+  if (plan.training.precision == Precision::fp8 && !plan.training.fp8_param_gather) {
+    o.extra_weight_bytes = plan.training.fp8_saved_inputs ? 2 : 1;
+  }
   o.offload = plan.parallel.offload;
   o.clip_scales_always = plan.parallel.fsdp2;  // FSDP2 plans run PyTorch's clip_grad_norm_ (torchtitan)
   return o;

@@ -6,13 +6,18 @@
 // The Megatron distributed optimizer shards the optimizer state like ZeRO-1 (Megatron-Core docs, "Distributed
 // Optimizer": bytes per parameter, bf16 parameters with fp32 gradients 18 without it, 6 + 12/d with it). Gradients
 // are 4 bytes when accumulated and reduced in fp32 (Megatron's main_grad, the default for bf16), 2 when reduced in
-// 16 bits (Megatron-LM --grad-reduce-in-bf16, NeMo grad_reduce_in_fp32: false): 4 + 12/d. fp8 training keeps an
-// extra 1-byte fp8 copy of the transformer layers' GEMM weights beside their 16-bit weights (extra_weight_bytes;
-// stage_memory applies it to the layers only: the embedding, the output layer and the final norm are not fp8 GEMM
-// operands: DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.3.1, "the embedding module, the output head, MoE gating
-// modules, normalization operators, and attention operators" in BF16/FP32; torchtitan converts every nn.Linear but
-// the output layer to Float8Linear; the layers' norms and router, under 0.1% of their weights, are counted with
-// them), unless the weights are held and gathered in fp8
+// 16 bits (Megatron-LM --grad-reduce-in-bf16, NeMo grad_reduce_in_fp32: false): 4 + 12/d. fp8 training keeps fp8
+// copies of the transformer layers' GEMM weights beside their 16-bit weights (extra_weight_bytes): Transformer
+// Engine (Megatron-Core, NeMo; TrainingSpec::fp8_saved_inputs) two, the fp8 weight the forward GEMM reads and the
+// transposed (columnwise) copy the input-gradient GEMM reads, both quantized in the first microbatch and cached for
+// the rest of the step (TE module/linear.py: the weight quantizer's usage is rowwise and, when gradients are
+// enabled, columnwise; get_weight_workspace with cache_name "weight" whenever Megatron passes is_first_microbatch,
+// i.e. unless --disable-parameter-transpose-cache; cited from memory), 2 bytes; torchao's Float8Linear one, cast in
+// each forward and kept for the backward, 1 byte. stage_memory applies them to the layers only: the embedding, the
+// output layer and the final norm are not fp8 GEMM operands (DeepSeek-V3 report, arXiv:2412.19437 Sec. 3.3.1, "the
+// embedding module, the output head, MoE gating modules, normalization operators, and attention operators" in
+// BF16/FP32; torchtitan converts every nn.Linear but the output layer to Float8Linear; the layers' norms and router,
+// under 0.1% of their weights, are counted with them). The weights may instead be held and gathered in fp8
 // (TrainingSpec::fp8_param_gather: Megatron-Core --fp8-param-gather, where Transformer Engine's fp8 parameters, 1 byte,
 // and the transposed copy the backward's fp8 GEMM reads, 1 byte, replace the 16-bit weights; torchao's FSDP float8
 // all-gather, where the shards stay 16-bit and only the gathered weights are fp8): 2 bytes either way, and every

@@ -96,9 +96,13 @@ TEST_CASE("fp8 parameter gather: weights held in fp8 take 2 bytes (fp8 + its tra
   g.training.fp8_param_gather = true;
   REQUIRE(validate(p).ok());
   REQUIRE(validate(g).ok());
-  // 16-bit weights + the 1-byte fp8 cache, against fp8 weights and their transpose.
-  CHECK(model_state_options(p).weight_bytes + model_state_options(p).extra_weight_bytes == 3);
+  // 16-bit weights + Transformer Engine's cached fp8 weight and transpose, against fp8 weights and their transpose;
+  // torchao (16-bit saved inputs) casts one fp8 copy per forward.
+  CHECK(model_state_options(p).weight_bytes + model_state_options(p).extra_weight_bytes == 4);
   CHECK(model_state_options(g).weight_bytes + model_state_options(g).extra_weight_bytes == 2);
+  Plan torchao = p;
+  torchao.training.fp8_saved_inputs = false;
+  CHECK(model_state_options(torchao).weight_bytes + model_state_options(torchao).extra_weight_bytes == 3);
   CHECK(gathered_param_bytes(p) == 2.0);
   CHECK(gathered_param_bytes(g) == 1.0);
   // ZeRO-3: the gathered layer buffers hold 1 byte per parameter, and the per-layer gathers take less time.
@@ -122,9 +126,11 @@ TEST_CASE("fp8 parameter gather: weights held in fp8 take 2 bytes (fp8 + its tra
 
 TEST_CASE("fp8 weight copy: the transformer layers' weights only, not the embedding, output layer or final norm") {
   // DeepSeek-V3 report (arXiv:2412.19437) Sec. 3.3.1 keeps the embedding and the output head in BF16; torchtitan
-  // converts every nn.Linear but the output layer. Llama 3 8B on one GPU, no sharding: the fp8 plan's weights exceed
-  // the bf16 plan's by one byte per layer parameter, 32 x 218.1M, not by one per parameter (8.03B).
+  // converts every nn.Linear but the output layer. Llama 3 8B on one GPU, no sharding, torchao's float8: the fp8
+  // plan's weights exceed the bf16 plan's by one byte per layer parameter, 32 x 218.1M, not by one per parameter
+  // (8.03B); Transformer Engine's cached weight and transpose by two.
   Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  p.training.fp8_saved_inputs = false;
   p.parallel.dp = 1;
   p.parallel.zero_stage = 0;
   p.num_gpus = 1;
@@ -138,4 +144,7 @@ TEST_CASE("fp8 weight copy: the transformer layers' weights only, not the embedd
   CHECK(stage_non_layer_params(p, 0, counts) == doctest::Approx(2.0 * 128256.0 * 4096.0 + 4096.0));
   CHECK(stage_memory(p, 0).weights - stage_memory(bf16, 0).weights == doctest::Approx(layers));
   CHECK(stage_memory(bf16, 0).weights == doctest::Approx(2.0 * stage_params(p, 0)));
+  Plan te = p;
+  te.training.fp8_saved_inputs = true;
+  CHECK(stage_memory(te, 0).weights - stage_memory(bf16, 0).weights == doctest::Approx(2.0 * layers));
 }
