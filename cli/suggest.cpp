@@ -37,7 +37,7 @@ struct SuggestOptions {
   std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
-       overlap_p2p = false, fsdp2 = false;
+       overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -123,6 +123,16 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     throw InputError(fmt::format("--fsdp2: prices ZeRO-3 candidates; --zero {} leaves none", *o.zero));
   }
   s.fsdp2 = o.fsdp2;
+  if (o.no_fp8_param_gather) {
+    if (o.model.fp8_param_gather) throw InputError("--fp8-param-gather and --no-fp8-param-gather: give one, not both");
+    if (o.model.precision != "fp8") {
+      throw InputError(fmt::format("--no-fp8-param-gather: fp8 weights need --precision fp8 (the precision is {})",
+                                   excerpt(o.model.precision)));
+    }
+    s.fp8_param_gather = false;
+  } else if (o.model.fp8_param_gather) {
+    s.fp8_param_gather = true;
+  }
   if (o.offload != "auto") {
     const OffloadSet off = offload_flag(o.offload);
     s.offload = {off};
@@ -193,7 +203,7 @@ std::string mesh_text(const Candidate& c, bool moe) {
   return fmt::format("{}x{}x{}x{}{}", p.dp, p.tp, p.pp, p.cp, moe ? expert_text(p, "") : "");
 }
 
-std::string knobs_text(const ParallelConfig& p) {
+std::string knobs_text(const ParallelConfig& p, bool fp8_weights) {
   std::string s = fmt::format("mb {}x{} {}", p.micro_batch, p.num_microbatches, to_string(p.schedule));
   if (p.schedule == Schedule::interleaved) s += fmt::format(" v{}", p.vpp);
   if (p.overlaps_p2p()) s += " p2p-overlap";
@@ -208,6 +218,7 @@ std::string knobs_text(const ParallelConfig& p) {
   if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
   if (p.offload.activations) s += " off-act";
   if (!p.offload_modules.empty()) s += " off-" + to_string(p.offload_modules, "+");
+  if (fp8_weights) s += " fp8-gather";
   return s;
 }
 
@@ -217,13 +228,15 @@ double comm_fraction(const TimeBreakdown& t) {
   return t.step_s > 0 ? comm / t.step_s : 0.0;
 }
 
-std::string config_line(const Candidate& c, bool moe) {
+std::string config_line(const SearchRequest& req, const Candidate& c) {
   return fmt::format("dp {} tp {} pp {} cp {}{} | {}", c.parallel.dp, c.parallel.tp, c.parallel.pp, c.parallel.cp,
-                     moe ? expert_text(c.parallel, " ") : "", knobs_text(c.parallel));
+                     req.model.is_moe() ? expert_text(c.parallel, " ") : "",
+                     knobs_text(c.parallel, candidate_fp8_weights(req, c.parallel)));
 }
 
 nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
   nlohmann::json j = {{"num_gpus", c.num_gpus}, {"parallel", to_json(c.parallel)}};
+  if (req.training.precision == Precision::fp8) j["fp8_param_gather"] = candidate_fp8_weights(req, c.parallel);
   if (c.has_memory) {
     j["peak_memory_bytes"] = c.peak_bytes;
     j["peak_stage"] = c.peak_stage;
@@ -332,7 +345,7 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
     Advice::GpuOption opt{g->name, q.cluster.name, !r.top.empty(), 0, ""};
     if (opt.fits) {
       opt.step_s = r.top[0].time.step_s;
-      opt.config = config_line(r.top[0], req.model.is_moe());
+      opt.config = config_line(q, r.top[0]);
     }
     a.other_gpus.push_back(opt);
   }
@@ -408,7 +421,7 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   }
   if (res.closest) {
     const Candidate& c = *res.closest;
-    s += fmt::format("  Closest: {} needs {} on stage {}, over by {}.\n", config_line(c, req.model.is_moe()),
+    s += fmt::format("  Closest: {} needs {} on stage {}, over by {}.\n", config_line(req, c),
                      fmt_bytes(c.peak_bytes), c.peak_stage, fmt_bytes(c.peak_bytes - c.limit_bytes));
   }
   s += "  What it would need:\n";
@@ -579,7 +592,7 @@ std::string plans_table(const SearchRequest& req, const SearchResult& res, const
     std::vector<std::string> row = {
         std::to_string(i + 1),
         (req.objective == Objective::fewest_gpus ? count_of(c.num_gpus, "GPU") + ": " : "") + mesh_text(c, req.model.is_moe()),
-        knobs_text(c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
+        knobs_text(c.parallel, candidate_fp8_weights(req, c.parallel)), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
     if (sim) row.push_back(simulated && std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "-");
     for (std::string x : {fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu),
                           fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {
@@ -598,7 +611,6 @@ std::string plans_table(const SearchRequest& req, const SearchResult& res, const
 
 // How many configurations were searched and why the others were rejected; --explain's best rejected ones.
 std::string rejections_text(const SearchRequest& req, const SearchResult& res, double seconds, bool wide) {
-  const bool moe = req.model.is_moe();
   std::string s = fmt::format("Searched {} in {:.3f} s: {} fit and were estimated",
                               count_of(res.candidates, "configuration"), seconds, res.evaluated);
   if (req.objective == Objective::fewest_gpus) {
@@ -616,10 +628,10 @@ std::string rejections_text(const SearchRequest& req, const SearchResult& res, d
     std::string detail;
     if (static_cast<Reject>(r) == Reject::out_of_memory && res.closest) {
       detail = fmt::format("closest over by {} ({})", fmt_bytes(res.closest->peak_bytes - res.closest->limit_bytes),
-                           config_line(*res.closest, moe));
+                           config_line(req, *res.closest));
     } else if (st.best) {
       const Candidate& b = *st.best;
-      std::string line = fmt::format("  {}: {}", reject_name(static_cast<Reject>(r)), config_line(b, moe));
+      std::string line = fmt::format("  {}: {}", reject_name(static_cast<Reject>(r)), config_line(req, b));
       if (b.has_time) {
         line += fmt::format(" -> {} per step if allowed", fmt_seconds(b.time.step_s));
       } else if (b.has_memory) {
@@ -736,6 +748,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--fsdp2", o.fsdp2,
                "ZeRO-3 plans run as PyTorch FSDP2 (torchtitan): the copies around its all-gathers and reduce-scatters "
                "are priced");
+  app.add_flag("--no-fp8-param-gather", o.no_fp8_param_gather,
+               "fp8: pin 16-bit weights with their fp8 copies (default: candidates that shard the optimizer or the "
+               "weights hold them in fp8, --fp8-param-gather pins that for every candidate)");
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
@@ -875,7 +890,7 @@ std::string simulated_text(const Outcome& r) {
   }
   for (size_t i = 0; i < sim_step.size() && i < r.res.top.size(); ++i) {
     if (std::isnan(sim_step[i])) continue;
-    text += fmt::format("  #{} {}: simulated {} vs analytical {}\n", i + 1, config_line(r.res.top[i], r.req.model.is_moe()),
+    text += fmt::format("  #{} {}: simulated {} vs analytical {}\n", i + 1, config_line(r.req, r.res.top[i]),
                         std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "n/a", fmt_seconds(r.res.top[i].time.step_s));
   }
   return text;

@@ -189,6 +189,7 @@ class Evaluator {
             pc.fsdp2 = req_.space.fsdp2 && sh.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer;
             if (req_.space.fsdp2) have_edge_ = false;  // FSDP2's root copies: the output layer's cost per sharding
             pc.distributed_optimizer = sh.distributed_optimizer;
+            plan_.training.fp8_param_gather = candidate_fp8_weights(req_, pc);
             for (const OffloadSet& off : req_.space.offload) {
               if (redundant(sh, off)) continue;
               pc.offload = off;
@@ -650,7 +651,14 @@ Plan candidate_plan(const SearchRequest& req, const Candidate& c) {
   p.num_gpus = c.num_gpus;
   p.parallel = c.parallel;
   p.training = req.training;
+  p.training.fp8_param_gather = candidate_fp8_weights(req, c.parallel);
   return p;
+}
+
+bool candidate_fp8_weights(const SearchRequest& req, const ParallelConfig& pc) {
+  if (req.training.precision != Precision::fp8) return req.space.fp8_param_gather.value_or(false);
+  if (req.space.fp8_param_gather) return *req.space.fp8_param_gather;
+  return pc.zero_stage >= 1 || pc.distributed_optimizer;
 }
 
 }  // namespace parplan

@@ -64,6 +64,11 @@ struct SearchSpace {
   // Interleaved candidates overlap their pipeline sends (Megatron-Core --overlap-p2p-communication): likewise the
   // framework's, and only the interleaved schedule offers it.
   bool overlap_p2p = false;
+  // fp8 weights (TrainingSpec::fp8_param_gather: Megatron-Core --fp8-param-gather, torchao's float8 all-gather).
+  // Unset: every fp8 candidate that shards its optimizer or parameters holds them (the gather they need; there they
+  // take less memory and no more time, model_states.hpp and fp8.hpp, so the plain copy is never the better plan);
+  // true / false pins them (true rejects the unsharded candidates, fp8_param_gather_invalid).
+  std::optional<bool> fp8_param_gather;
 };
 
 struct SearchRequest {
@@ -131,6 +136,8 @@ int64_t mesh_count(const SearchRequest& req, int64_t gpus);
 
 // The full Plan of a candidate.
 Plan candidate_plan(const SearchRequest& req, const Candidate& c);
+// Whether a candidate with parallel config `pc` holds its weights in fp8 (SearchSpace::fp8_param_gather).
+bool candidate_fp8_weights(const SearchRequest& req, const ParallelConfig& pc);
 
 // Strict total order used for ranking under an objective (true when a ranks before b).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective o);

@@ -224,6 +224,9 @@ TEST_CASE("suggest: bad input exits 2 with one line naming the flag") {
       {{"suggest", "--params", "175e9", "--gpus", "64", "--schedule", "fast"}, "--schedule"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--sp", "--no-sp"}, "--sp"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--gpu", "a100-80gb"}, "--precision"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--no-fp8-param-gather"}, "--no-fp8-param-gather"},
+      {{"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--fp8-param-gather",
+        "--no-fp8-param-gather"}, "--fp8-param-gather"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "host"}, "--offload"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "params"}, "--offload"},
       {{"suggest", "--params", "175e9", "--gpus", "64", "--offload", "optimizer,params", "--zero", "1"}, "--offload"},
@@ -583,4 +586,39 @@ TEST_CASE("suggest: activation offload is searched when nothing fits, and can be
   // docs/cost-model.md's worked example: 8.92 ms copies against a 4.82 ms forward, 34 layers x 256 microbatches.
   CHECK(est["time"]["seconds"]["offload_exposed"].get<double>() == doctest::Approx(35.721).epsilon(1e-4));
   CHECK(est["stages"][0]["offloaded_activation_bytes"].get<double>() == doctest::Approx(34 * 285474816.0));
+}
+
+TEST_CASE("suggest --precision fp8: candidates that shard the optimizer or weights hold the weights in fp8") {
+  // fp8 weights (--fp8-param-gather) take 2 bytes against Transformer Engine's 16-bit weights with two cached fp8
+  // copies (4), and move 1 byte per gathered parameter: where a candidate can gather them, they dominate.
+  const std::vector<std::string> base = {"suggest", "--model", "llama3-8b", "--gpus", "8", "--precision", "fp8",
+                                         "--top", "50", "--json"};
+  const auto r = run_parplan(base);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  int held = 0;
+  for (const auto& p : doc["plans"]) {
+    const auto& pc = p["parallel"];
+    const bool sharded = pc["zero_stage"].get<int>() >= 1 || pc["distributed_optimizer"].get<bool>();
+    CHECK(p["fp8_param_gather"].get<bool>() == sharded);
+    held += sharded ? 1 : 0;
+  }
+  CHECK(held > 0);
+  CHECK(run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "8", "--precision", "fp8", "--top", "1"})
+            .out.find(" fp8-gather ") != std::string::npos);
+
+  // Pinned off: none holds them, and #1 needs at least as much memory and time as the default's #1.
+  std::vector<std::string> off = base;
+  off.push_back("--no-fp8-param-gather");
+  const auto o = nlohmann::json::parse(run_parplan(off).out);
+  for (const auto& p : o["plans"]) CHECK_FALSE(p["fp8_param_gather"].get<bool>());
+  CHECK(o["plans"][0]["step_s"].get<double>() >= doc["plans"][0]["step_s"].get<double>());
+
+  // #1 written with -o estimates to the same step, fp8 weights included.
+  parplan::test::ScratchDir dir;
+  const std::string path = (dir.path / "fp8_gather_plan.json").string();
+  REQUIRE(run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "8", "--precision", "fp8", "-o", path}).exit_code == 0);
+  const auto est = nlohmann::json::parse(run_parplan({"estimate", "--plan", path, "--json"}).out);
+  CHECK(est["plan"]["training"]["fp8_param_gather"] == true);
+  CHECK(est["time"]["step_s"].get<double>() == doctest::Approx(doc["plans"][0]["step_s"].get<double>()));
 }
