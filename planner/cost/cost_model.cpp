@@ -424,6 +424,24 @@ LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
   return g;
 }
 
+// The fused attention calls of one layer and microbatch on one GPU, over `units` (batch x local heads) attentions of
+// a sequence of s tokens. Without context parallelism one call over the whole sequence. With cp ranks, ring
+// attention over the load-balanced split (Megatron-Core / Transformer Engine and PyTorch's context_parallel: each
+// rank holds chunks r and 2 cp - 1 - r of 2 cp, c = s / (2 cp) tokens each; Liu et al. 2023, arXiv:2310.01889, ring
+// attention; Megatron-Core context parallelism docs): the first round attends its 2c queries to its own 2c keys,
+// causal; each of the cp - 1 others attends 2c queries to one chunk of c keys (or c queries to 2c keys), unmasked:
+// s^2 / (2 cp) scores in all, as one rank's share of the causal total. A model without the causal mask: cp rounds of
+// s / cp queries over s / cp keys.
+std::vector<AttentionCall> attention_calls(const Plan& plan, int64_t units, int64_t s) {
+  const int64_t cp = plan.parallel.cp;
+  if (cp <= 1) return {AttentionCall{units, s, s, plan.model.causal}};
+  if (!plan.model.causal) return std::vector<AttentionCall>(static_cast<size_t>(cp), AttentionCall{units, s / cp, s / cp, false});
+  const int64_t c = s / (2 * cp);
+  std::vector<AttentionCall> calls{AttentionCall{units, 2 * c, 2 * c, true}};
+  calls.insert(calls.end(), static_cast<size_t>(cp - 1), AttentionCall{units, 2 * c, c, false});
+  return calls;
+}
+
 // Attention core: scores and context per local head, forward and backward.
 PassTimes attention_core(const Plan& plan, const LayerDims& x) {
   const GpuSpec& gpu = plan.gpu;
@@ -433,12 +451,18 @@ PassTimes attention_core(const Plan& plan, const LayerDims& x) {
   double attn_fwd, attn_bwd;
   const AttentionKernel kernel = plan.training.attention;
   if (kernel != AttentionKernel::unfused) {
-    // Scores over the query/key head width, context over the value head width (both the head width unless MLA).
-    const double flops = 2.0 * d(b * heads_local) * d(s_q) * d(s) * d(m.qk_head_dim() + m.v_head_dim()) *
-                         (m.causal ? 0.5 : 1.0);
-    attn_fwd = flops / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, false)) + gpu.gemm.kernel_overhead_s;
-    attn_bwd = kFlashBackwardFactor * flops / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, true)) +
-               gpu.gemm.kernel_overhead_s;
+    // Scores over the query/key head width, context over the value head width (both the head width unless MLA),
+    // call by call (attention_calls: one, or a ring of cp), each at its shape's efficiency (attention_shape_factor).
+    const double per_score = 2.0 * d(m.qk_head_dim() + m.v_head_dim());
+    double shaped = 0;  // the calls' FLOPs, each times its shape factor
+    const std::vector<AttentionCall> calls = attention_calls(plan, b * heads_local, s);
+    for (const AttentionCall& c : calls) {
+      const double flops = per_score * d(c.units) * d(c.q_tokens) * d(c.kv_tokens) * (c.causal ? 0.5 : 1.0);
+      shaped += flops * attention_shape_factor(gpu.gemm, c);
+    }
+    const double launches = d(calls.size()) * gpu.gemm.kernel_overhead_s;
+    attn_fwd = shaped / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, false)) + launches;
+    attn_bwd = kFlashBackwardFactor * shaped / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, true)) + launches;
   } else {
     attn_fwd = gemm_time_s(gpu, ad, s_q, s, m.qk_head_dim(), b * heads_local) +
                gemm_time_s(gpu, ad, s_q, m.v_head_dim(), s, b * heads_local);

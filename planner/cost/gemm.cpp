@@ -58,4 +58,31 @@ double memory_bound_time_s(const GpuSpec& gpu, double bytes) {
   return bytes / (gpu.hbm_bandwidth_Bps * gpu.hbm_efficiency);
 }
 
+namespace {
+// S of attention_shape_factor(): time per useful tile, in units of one tile's time on one SM.
+double attention_tile_span(double c, double sms, const AttentionCall& call) {
+  const auto tiles = [](int64_t tokens) { return static_cast<double>((tokens + kAttentionTile - 1) / kAttentionTile); };
+  const double nq = tiles(call.q_tokens), nk = tiles(call.kv_tokens), units = static_cast<double>(call.units);
+  const double tile2 = static_cast<double>(kAttentionTile) * static_cast<double>(kAttentionTile);
+  double visited = nq * nk;
+  double useful = static_cast<double>(call.q_tokens) * static_cast<double>(call.kv_tokens) / tile2;
+  if (call.causal) {  // a square block: row i visits i + 1 key tiles
+    visited = nq * (nq + 1.0) / 2.0;
+    useful /= 2.0;
+  }
+  const double work = units * (visited + nq * c);
+  return (work / sms + nk + c) * sms / (units * useful);
+}
+}  // namespace
+
+double attention_shape_factor(const GemmEfficiency& e, const AttentionCall& call) {
+  const double c = e.attention_tile_overhead;
+  if (c <= 0 || call.units <= 0 || call.q_tokens <= 0 || call.kv_tokens <= 0) return 1.0;
+  const double sms = static_cast<double>(std::max<int64_t>(1, e.sm_count));
+  const AttentionCall ref{kAttentionRefHeads, kAttentionRefTokens, kAttentionRefTokens, true};
+  // No faster than the reference: it is the largest shape measured (8192 tokens, 2048 thread blocks), and nothing
+  // here measures how the kernels behave beyond it.
+  return std::max(1.0, attention_tile_span(c, sms, call) / attention_tile_span(c, sms, ref));
+}
+
 }  // namespace parplan

@@ -28,4 +28,25 @@ double grouped_gemm_time_s(const GpuSpec& gpu, DType d, int64_t m, int64_t n, in
 // Time of a memory-bound kernel moving `bytes` (reads + writes).
 double memory_bound_time_s(const GpuSpec& gpu, double bytes);
 
+// One fused-attention kernel call: `units` (batch x local heads) independent attentions of q_tokens queries over
+// kv_tokens keys, causal (a square block masked above its diagonal) or not.
+struct AttentionCall {
+  int64_t units = 1, q_tokens = 0, kv_tokens = 0;
+  bool causal = true;
+};
+
+// The shape of a fused attention call (FlashAttention's tiling: Dao 2023, arXiv:2307.08691, Sec. 3.2, one thread
+// block per 128-query tile and head, looping over 128-key tiles). Its time is its FLOPs at the profile's fraction of
+// peak times this factor, 1 at the reference shape where the fractions are measured (kAttentionRef*: one sequence of
+// 8192 tokens, 32 heads, causal). With n_q query tiles and n_k key tiles per unit, a block visits n_k tiles (causal:
+// its row's i + 1, the diagonal tile half masked) and pays a fixed cost of c tiles (GemmEfficiency::
+// attention_tile_overhead: loading its queries, writing its output and softmax statistics); the blocks spread over
+// the GPU's SMs, and the longest block (n_k + c tiles) ends last:
+//   S = (W / sm_count + n_k + c) sm_count / (units x useful tiles),  W = units (tiles visited + n_q c),
+// useful tiles = q k / 128^2 (causal: half). Factor = S(call) / S(reference). c = 0 (a profile without the field):
+// 1 for every call, the flat fractions. Fitted on Hopper to bench/gpu/kernels.py's 16 timings (the cuDNN and
+// FlashAttention-2 backends, forward and backward, four shapes: docs/cost-model.md, "Measured kernel fractions").
+double attention_shape_factor(const GemmEfficiency& e, const AttentionCall& call);
+constexpr int64_t kAttentionTile = 128, kAttentionRefHeads = 32, kAttentionRefTokens = 8192;
+
 }  // namespace parplan

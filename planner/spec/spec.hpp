@@ -265,6 +265,10 @@ struct GemmEfficiency {
   // A grouped GEMM's (MoE experts') fixed time per wave of tiles, on top of the tiles' mainloop: the prologue that
   // fills a tile's pipeline and the epilogue that writes it (gemm.hpp grouped_gemm_time_s); 0: none (unmeasured).
   double grouped_tile_overhead_s = 0;
+  // A fused attention kernel's fixed cost per thread block, in 128 x 128 tiles of its main loop: its time then
+  // depends on the call's shape, and the fractions above are those of the reference shape (gemm.hpp
+  // attention_shape_factor); 0: the flat fractions for every shape (unmeasured).
+  double attention_tile_overhead = 0;
 
   // The fraction of peak `kernel` (not unfused) achieves in the forward or the backward pass.
   double attention_efficiency(AttentionKernel kernel, bool backward) const;

@@ -163,6 +163,7 @@ GpuSpec gpu_from_json(JsonReader& r) {
     g.gemm.flash2_backward_fraction = ge.get_double("flash2_backward_fraction", 0.0, 0.0, 1.0);
     g.gemm.fp8_efficiency = ge.get_double("fp8_efficiency", g.gemm.fp8_efficiency, 0.05, 2.0);
     g.gemm.grouped_tile_overhead_s = ge.get_double("grouped_tile_overhead_us", 0.0, 0.0, 1e4) * 1e-6;
+    g.gemm.attention_tile_overhead = ge.get_double("attention_tile_overhead", 0.0, 0.0, 1e3);
     ge.finish();
   }
   g.cuda_context_bytes = static_cast<int64_t>(r.get_double("cuda_context_MiB", 0.0, 0.0, 1e6) * kMiB);
@@ -423,7 +424,8 @@ nlohmann::json to_json(const GpuSpec& g) {
             {"flash2_fraction", g.gemm.flash2_fraction},
             {"flash2_backward_fraction", g.gemm.flash2_backward_fraction},
             {"fp8_efficiency", g.gemm.fp8_efficiency},
-            {"grouped_tile_overhead_us", g.gemm.grouped_tile_overhead_s * 1e6}}},
+            {"grouped_tile_overhead_us", g.gemm.grouped_tile_overhead_s * 1e6},
+            {"attention_tile_overhead", g.gemm.attention_tile_overhead}}},
           {"cuda_context_MiB", shortest_units(g.cuda_context_bytes, kMiB)},
           {"workspace_MiB", shortest_units(g.workspace_bytes, kMiB)},
           {"comm_buffer_MiB_per_group", shortest_units(g.comm_buffer_bytes_per_group, kMiB)},

@@ -54,7 +54,7 @@ TEST_CASE("suggest: steps equal to a part in a million tie and rank by memory, w
   // other is evaluated after it is full.
   const std::vector<std::string> args = {"suggest", "--params", "70e9", "--gpus", "64", "--zero", "3", "--gpu",
                                          "A100-SXM4-80GB", "--cluster", "dgx-a100", "--zero3-gather-unit", "linear",
-                                         "--json", "--threads", "1"};
+                                         "--cp", "1", "--pp", "1", "--json", "--threads", "1"};
   auto with_top = [&args](const char* k) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--top", k});

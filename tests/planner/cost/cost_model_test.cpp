@@ -723,3 +723,37 @@ TEST_CASE("recompute_layers: k of each chunk at full recompute's bytes and time,
   bad.parallel.recompute = Recompute::selective;
   CHECK(validate(bad).has(Reject::recompute_layers_invalid));
 }
+
+TEST_CASE("ring attention under cp: cp calls, one rank's share of the FLOPs, each call at its shape's efficiency") {
+  // GPT-3 175B at tp 8 (12 local heads) on one sequence of 2048: cp 2 splits it into 4 chunks of 512; each rank runs
+  // a causal 1024 x 1024 call and a 1024 x 512 one (Megatron-Core's load-balanced ring).
+  Plan one = test::korthikanti_175b();
+  one.parallel.pp = 1;
+  one.parallel.dp = 1;
+  one.num_gpus = 8;
+  one.training.global_batch = 1;
+  one.training.attention = AttentionKernel::flash;
+  one.parallel.num_microbatches = 1;
+  Plan two = one;
+  two.parallel.cp = 2;
+  two.num_gpus = 16;
+  const GpuSpec& g = one.gpu;
+  const double per_score = 2.0 * 2.0 * 128.0 * 12.0;  // (q.k and p.v) x 2 FLOPs x head width x local heads
+  const double flops_one = per_score * 2048.0 * 2048.0 / 2.0, flops_two = flops_one / 2.0;
+  const double f = g.peak(one.activation_dtype()) * g.gemm.attention_efficiency(AttentionKernel::flash, false);
+  // Flat fractions (no attention_tile_overhead in this profile): the FLOPs at the fraction, one launch per call.
+  CHECK(estimate(one).layer.attention_forward_s == doctest::Approx(flops_one / f + g.gemm.kernel_overhead_s));
+  CHECK(estimate(two).layer.attention_forward_s == doctest::Approx(flops_two / f + 2.0 * g.gemm.kernel_overhead_s));
+  // With the shape term each call is priced at its own shape: the split into smaller calls costs more per FLOP.
+  one.gpu.gemm.attention_tile_overhead = two.gpu.gemm.attention_tile_overhead = 3.0;
+  const double shaped_one = estimate(one).layer.attention_forward_s, shaped_two = estimate(two).layer.attention_forward_s;
+  const double k = g.gemm.kernel_overhead_s;
+  const double factor_one = (shaped_one - k) * f / flops_one, factor_two = (shaped_two - 2.0 * k) * f / flops_two;
+  CHECK(factor_one == doctest::Approx(attention_shape_factor(one.gpu.gemm, AttentionCall{12, 2048, 2048, true})));
+  const double causal = per_score * 1024.0 * 1024.0 / 2.0, rest = per_score * 1024.0 * 512.0;
+  CHECK(factor_two == doctest::Approx((causal * attention_shape_factor(two.gpu.gemm, AttentionCall{12, 1024, 1024, true}) +
+                                       rest * attention_shape_factor(two.gpu.gemm, AttentionCall{12, 1024, 512, false})) /
+                                      flops_two));
+  CHECK(factor_two > factor_one);
+  CHECK(factor_one > 1.0);
+}

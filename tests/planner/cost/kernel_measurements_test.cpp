@@ -192,3 +192,84 @@ TEST_CASE("the H100 measurement agrees with the H200-measured fields the H100 pr
   CHECK(std::abs(best_us - h100.gemm.grouped_tile_overhead_s * 1e6) <= 0.25 + 1e-9);
   CHECK(grouped_mean_error(points, h100, h100.gemm.grouped_tile_overhead_s) < best + 0.005);
 }
+
+namespace {
+// Mean |predicted / measured - 1| over the 16 head-dim-128 attention timings (cuDNN and FlashAttention-2, forward and
+// backward, four shapes) when each backend and pass is priced at its fraction at the reference shape (one 8192-token
+// sequence, 32 heads) times attention_shape_factor with the given tile overhead.
+double attention_shape_error(const nlohmann::json& k, double overhead) {
+  GemmEfficiency e;
+  e.sm_count = 132;  // the H200's, where they were measured
+  e.attention_tile_overhead = overhead;
+  double sum = 0;
+  int n = 0;
+  for (const char* backend : {"cudnn", "flash"}) {
+    for (const char* key : {"fwd_tflops", "bwd_tflops"}) {
+      double ref = 0;
+      for (const auto& a : k["attention"]) {
+        if (a["backend"] == backend && a["d_qk"] == 128 && a["b"] == 1 && a["heads"] == kAttentionRefHeads &&
+            a["s"] == kAttentionRefTokens) {
+          ref = a[key].get<double>();
+        }
+      }
+      REQUIRE(ref > 0);
+      for (const auto& a : k["attention"]) {
+        if (a["backend"] != backend || a["d_qk"] != 128) continue;
+        const int64_t s = a["s"];
+        const AttentionCall call{a["b"].get<int64_t>() * a["heads"].get<int64_t>(), s, s, true};
+        sum += std::abs(ref / attention_shape_factor(e, call) / a[key].get<double>() - 1.0);
+        ++n;
+      }
+    }
+  }
+  CHECK(n == 16);
+  return sum / n;
+}
+}  // namespace
+
+TEST_CASE("attention_shape_factor: the tile overhead that best fits the measured attention shapes") {
+  const nlohmann::json k = h200_kernels();
+  // The flat medians the profiles ship are 10.9% off these 16 timings on average.
+  double flat = 0;
+  const double peak = test::profiles().gpu("h200", "t").peak(DType::bf16);
+  const GpuSpec h200 = test::profiles().gpu("h200", "t");
+  for (const auto& a : k["attention"]) {
+    if (a["d_qk"] != 128) continue;
+    const AttentionKernel kernel = a["backend"] == "cudnn" ? AttentionKernel::flash : AttentionKernel::flash2;
+    if (a["backend"] != "cudnn" && a["backend"] != "flash") continue;
+    for (const bool bwd : {false, true}) {
+      const double measured = a[bwd ? "bwd_tflops" : "fwd_tflops"].get<double>() * 1e12 / peak;
+      flat += std::abs(h200.gemm.attention_efficiency(kernel, bwd) / measured - 1.0) / 16.0;
+    }
+  }
+  CHECK(flat == doctest::Approx(0.109).epsilon(0.02));
+  // Priced at the reference shape's fractions with no shape term (no overhead field), 16.8% off; with the shape term
+  // (the blocks' spread over the SMs, the longest block's tail) and a fixed cost of 3 tiles per block, 4.2% (the best
+  // in 0.25-tile steps up to 10).
+  const double no_shape = attention_shape_error(k, 0.0);
+  CHECK(no_shape == doctest::Approx(0.168).epsilon(0.02));
+  double best = no_shape, best_c = 0;
+  for (int i = 1; i <= 40; ++i) {
+    const double e = attention_shape_error(k, 0.25 * i);
+    if (e < best) best = e, best_c = 0.25 * i;
+  }
+  CHECK(best_c == doctest::Approx(3.0));
+  CHECK(best == doctest::Approx(0.042).epsilon(0.02));
+  CHECK(best < 0.5 * flat);
+}
+
+TEST_CASE("attention_shape_factor: 1 at the reference shape and without the field, larger for smaller calls") {
+  GemmEfficiency e;
+  e.sm_count = 132;
+  const AttentionCall ref{kAttentionRefHeads, kAttentionRefTokens, kAttentionRefTokens, true};
+  CHECK(attention_shape_factor(e, AttentionCall{8, 2048, 2048, true}) == 1.0);  // no overhead field: flat
+  e.attention_tile_overhead = 3.0;
+  CHECK(attention_shape_factor(e, ref) == doctest::Approx(1.0));
+  // Tensor parallelism leaving 8 heads: a quarter of the blocks, so the longest one's tail weighs 4x: 1.33x.
+  CHECK(attention_shape_factor(e, AttentionCall{8, 8192, 8192, true}) == doctest::Approx(1.33).epsilon(0.01));
+  // Shorter sequences: shorter blocks, the fixed cost weighs more.
+  CHECK(attention_shape_factor(e, AttentionCall{128, 2048, 2048, true}) > 1.2);
+  // Beyond the largest measured shape no speed-up is extrapolated.
+  CHECK(attention_shape_factor(e, AttentionCall{32, 131072, 131072, true}) == 1.0);
+  CHECK(attention_shape_factor(e, AttentionCall{256, 8192, 8192, true}) == 1.0);
+}
