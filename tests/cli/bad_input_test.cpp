@@ -375,6 +375,7 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"gpu_gemm_unknown_key.json", "/gemm/tiles: unknown key"},
       {"gpu_gemm_zero_sms.json", "/gemm/sm_count"},
       {"gpu_gemm_grouped_overhead_negative.json", "/gemm/grouped_tile_overhead_us: -1 is out of range"},
+      {"gpu_gemm_attention_overhead_string.json", "/gemm/attention_tile_overhead: expected a number"},
       {"gpu_efficiency_above_one.json", "/hbm_efficiency"},
       {"cluster_zero_bandwidth.json", "/intra_node/bandwidth_GBps"},
       {"cluster_zero_gpus_per_node.json", "/gpus_per_node"},
