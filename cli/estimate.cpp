@@ -28,6 +28,19 @@ struct EstimateOptions {
   std::string out;
 };
 
+// An fp8 plan that does not fit with 16-bit weights beside their fp8 copies, but shards them: what holding the
+// weights in fp8 (--fp8-param-gather, model_states.hpp) would take. Empty otherwise.
+std::string fp8_weights_hint(const Plan& plan, const Estimate& e) {
+  Plan g = plan;
+  g.training.fp8_param_gather = true;
+  if (plan.training.fp8_param_gather || !validate(g).ok()) return "";
+  const Estimate f = estimate(g);
+  return fmt::format("  with fp8 weights (--fp8-param-gather): peak {} on stage {}, {}\n", fmt_bytes(f.peak_memory_bytes),
+                     f.peak_stage,
+                     f.fits ? fmt::format("fits with {} headroom", fmt_bytes(f.capacity_bytes - f.peak_memory_bytes))
+                            : fmt::format("still over by {}", fmt_bytes(f.peak_memory_bytes - e.capacity_bytes)));
+}
+
 // `batch_note`: how the flags' global batch was rounded, if it was (build_plan).
 std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note, const std::string& batch_note) {
   const ParallelConfig& pc = plan.parallel;
@@ -115,8 +128,9 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                      e.peak_stage, fmt_bytes(e.capacity_bytes), fmt_bytes(headroom),
                      fmt_percent(e.peak_memory_bytes / e.capacity_bytes));
   } else {
-    s += fmt::format("DOES NOT FIT: peak {} on stage {} exceeds {} by {}\n\n", fmt_bytes(e.peak_memory_bytes),
+    s += fmt::format("DOES NOT FIT: peak {} on stage {} exceeds {} by {}\n", fmt_bytes(e.peak_memory_bytes),
                      e.peak_stage, fmt_bytes(e.capacity_bytes), fmt_bytes(-headroom));
+    s += fp8_weights_hint(plan, e) + "\n";
   }
 
   const TimeBreakdown& t = e.time;

@@ -506,3 +506,27 @@ TEST_CASE("estimate names optimizer post-validation beside the schedule") {
   CHECK(plain.out.find("schedule zb-2p  | recompute none") != std::string::npos);
   CHECK(plain.out.find("post-validation") == std::string::npos);
 }
+
+TEST_CASE("estimate: an fp8 plan that does not fit says what fp8 weights would take") {
+  // Llama 3 8B, fp8, cp 2 on 8 H100, distributed optimizer: 16-bit weights beside Transformer Engine's two fp8 copies
+  // do not fit; held in fp8 (--fp8-param-gather) they do.
+  const std::vector<std::string> base = {"estimate", "--model", "llama3-8b", "--gpus", "8", "--cp", "2", "--micro-batch",
+                                         "1", "--global-batch", "128", "--precision", "fp8", "--distributed-optimizer"};
+  const auto r = run_parplan(base);
+  REQUIRE(r.exit_code == 1);  // does not fit
+  CHECK(r.out.find("DOES NOT FIT: peak 87.94 GiB on stage 0 exceeds 79.65 GiB by 8.29 GiB\n"
+                   "  with fp8 weights (--fp8-param-gather): peak 74.94 GiB on stage 0, fits with 4.71 GiB headroom\n") !=
+        std::string::npos);
+  std::vector<std::string> gathered = base;
+  gathered.push_back("--fp8-param-gather");
+  const auto g = run_parplan(gathered);
+  CHECK(g.exit_code == 0);
+  CHECK(g.out.find("FITS: peak 74.94 GiB") != std::string::npos);
+  // No hint where fp8 weights cannot help: 16-bit training, or no sharded gather.
+  std::vector<std::string> bf16 = {"estimate", "--model", "llama3-8b", "--gpus", "1", "--global-batch", "8"};
+  CHECK(run_parplan(bf16).out.find("with fp8 weights") == std::string::npos);
+  bf16.insert(bf16.end(), {"--precision", "fp8"});
+  const auto unsharded = run_parplan(bf16);
+  CHECK(unsharded.out.find("DOES NOT FIT") != std::string::npos);
+  CHECK(unsharded.out.find("with fp8 weights") == std::string::npos);
+}
