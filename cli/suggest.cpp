@@ -203,7 +203,7 @@ std::string mesh_text(const Candidate& c, bool moe) {
   return fmt::format("{}x{}x{}x{}{}", p.dp, p.tp, p.pp, p.cp, moe ? expert_text(p, "") : "");
 }
 
-std::string knobs_text(const ParallelConfig& p, bool fp8_weights) {
+std::string knobs_text(const SearchRequest& req, const ParallelConfig& p) {
   std::string s = fmt::format("mb {}x{} {}", p.micro_batch, p.num_microbatches, to_string(p.schedule));
   if (p.schedule == Schedule::interleaved) s += fmt::format(" v{}", p.vpp);
   if (p.overlaps_p2p()) s += " p2p-overlap";
@@ -218,7 +218,7 @@ std::string knobs_text(const ParallelConfig& p, bool fp8_weights) {
   if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
   if (p.offload.activations) s += " off-act";
   if (!p.offload_modules.empty()) s += " off-" + to_string(p.offload_modules, "+");
-  if (fp8_weights) s += " fp8-gather";
+  if (candidate_fp8_weights(req, p)) s += " fp8-gather";
   return s;
 }
 
@@ -231,7 +231,7 @@ double comm_fraction(const TimeBreakdown& t) {
 std::string config_line(const SearchRequest& req, const Candidate& c) {
   return fmt::format("dp {} tp {} pp {} cp {}{} | {}", c.parallel.dp, c.parallel.tp, c.parallel.pp, c.parallel.cp,
                      req.model.is_moe() ? expert_text(c.parallel, " ") : "",
-                     knobs_text(c.parallel, candidate_fp8_weights(req, c.parallel)));
+                     knobs_text(req, c.parallel));
 }
 
 nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
@@ -592,7 +592,7 @@ std::string plans_table(const SearchRequest& req, const SearchResult& res, const
     std::vector<std::string> row = {
         std::to_string(i + 1),
         (req.objective == Objective::fewest_gpus ? count_of(c.num_gpus, "GPU") + ": " : "") + mesh_text(c, req.model.is_moe()),
-        knobs_text(c.parallel, candidate_fp8_weights(req, c.parallel)), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
+        knobs_text(req, c.parallel), fmt_bytes(c.peak_bytes), fmt_bytes(c.headroom_bytes()), fmt_seconds(c.time.step_s)};
     if (sim) row.push_back(simulated && std::isfinite(sim_step[i]) ? fmt_seconds(sim_step[i]) : "-");
     for (std::string x : {fmt::format("{:.0f}", c.time.tokens_per_s), fmt_percent(c.time.mfu),
                           fmt_percent(c.time.bubble_fraction()), fmt_percent(comm_fraction(c.time))}) {

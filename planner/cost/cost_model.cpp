@@ -204,12 +204,10 @@ double output_weight_params(const Plan& plan, const ParamCounts& c) {
 }
 
 double stage_params(const Plan& plan, int64_t stage, const PlanParamCounts& counts) {
-  const ParallelConfig& pc = plan.parallel;
-  const ParamCounts& c = counts.counts;
   const int64_t dense = stage_dense_layers(plan, stage);
   double p = d(stage_layers(plan, stage) - dense) * counts.layer_params + d(dense) * counts.dense_layer_params;
-  if (stage == 0) p += c.embedding_per_tp_rank(pc.tp);
-  if (stage == pc.output_stage()) p += d(c.final_norm) + output_weight_params(plan, c) + mtp_stage_params(plan, counts);
+  p += stage_non_layer_params(plan, stage, counts);
+  if (stage == plan.parallel.output_stage()) p += mtp_stage_params(plan, counts);
   return p;
 }
 
@@ -276,7 +274,7 @@ OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_par
 
 double stage_owned_params(const Plan& plan, double stage_params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
-  if (pc.zero_stage == 0 && !pc.distributed_optimizer) return stage_params;
+  if (!pc.shards_optimizer()) return stage_params;
   return (stage_params - expert_params) / d(pc.dp * pc.cp) + expert_params / d(expert_dp_size(pc));
 }
 

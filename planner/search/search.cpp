@@ -658,7 +658,7 @@ Plan candidate_plan(const SearchRequest& req, const Candidate& c) {
 bool candidate_fp8_weights(const SearchRequest& req, const ParallelConfig& pc) {
   if (req.training.precision != Precision::fp8) return req.space.fp8_param_gather.value_or(false);
   if (req.space.fp8_param_gather) return *req.space.fp8_param_gather;
-  return pc.zero_stage >= 1 || pc.distributed_optimizer;
+  return pc.shards_optimizer();  // the gather fp8 weights need (validate: fp8_param_gather_invalid)
 }
 
 }  // namespace parplan

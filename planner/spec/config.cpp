@@ -489,7 +489,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (plan.training.fp8_param_gather &&
-      (plan.training.precision != Precision::fp8 || !(pc.zero_stage >= 1 || pc.distributed_optimizer))) {
+      (plan.training.precision != Precision::fp8 || !pc.shards_optimizer())) {
     v.add(Reject::fp8_param_gather_invalid);
   }
   return v;

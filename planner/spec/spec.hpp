@@ -380,6 +380,9 @@ struct ParallelConfig {
   // offloaded_module_bytes; config.cpp: what it needs).
   OffloadModules offload_modules;
   // Anything in host memory: offloaded states, whole layers' or modules' activations.
+  // The optimizer state is sharded over dp x cp (ZeRO 1-3 or Megatron's distributed optimizer), so every step
+  // gathers the updated parameters: the gather fp8 weights need (TrainingSpec::fp8_param_gather).
+  bool shards_optimizer() const { return zero_stage >= 1 || distributed_optimizer; }
   bool offloads_any() const { return offload.any() || !offload_modules.empty(); }
   // Activations copied to the host and back each microbatch (whole layers or modules).
   bool offloads_activations() const { return offload.activations || !offload_modules.empty(); }
