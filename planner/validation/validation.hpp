@@ -87,7 +87,7 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node);
 // Attention kernel from the row's texts (source, notes): see docs/accuracy.md "Attention kernel rule".
 AttentionKernel map_attention(std::string_view source, std::string_view other_text, std::string* note = nullptr);
 // Whether the row's software runs the backward TP collectives asynchronously (ParallelConfig::async_tp_backward):
-// blocking for sources dated 2021 and for Megatron-DeepSpeed, asynchronous otherwise.
+// blocking for sources dated 2021, for Megatron-DeepSpeed and for torchtitan's DTensor TP, asynchronous otherwise.
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
 // Whether the row's weight-gradient GEMMs accumulate in place (TrainingSpec::fused_grad_accumulation): the same
 // vintage rule (a separate accumulation pass for sources dated 2021 and for Megatron-DeepSpeed).

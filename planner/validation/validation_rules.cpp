@@ -435,8 +435,14 @@ bool map_async_tp_backward(std::string_view source, std::string_view other_text,
   // column-parallel GEMMs in the backward of the autograd f operator, before the next GEMM starts; the asynchronous
   // all-reduce beside the weight-gradient GEMM (--async-tensor-model-parallel-allreduce) came later, and the 2022+
   // publications run it.
+  // torchtitan (and the torchao benchmarks run through it) shards with DTensor (torch.distributed.tensor.parallel):
+  // each TP collective is a redistribution in the autograd graph, issued after the node that produces its input (the
+  // linear's backward computes the input and the weight gradient together) and waited on by the node that reads it.
+  // Nothing runs the input-gradient reduce-scatter beside the weight-gradient GEMM; that is what its async TP adds.
   std::string why;
-  const bool async = modern_backward(source, other_text, &why);
+  const bool torchtitan = names_torchtitan_stack(ascii_lower(std::string(source) + " " + std::string(other_text)));
+  const bool async = !torchtitan && modern_backward(source, other_text, &why);
+  if (torchtitan) why = "torchtitan: DTensor tensor parallelism, each collective an autograd node";
   if (note) *note = fmt::format("TP backward collectives: {} ({})", async ? "asynchronous" : "blocking", why);
   return async;
 }

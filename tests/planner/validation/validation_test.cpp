@@ -320,6 +320,11 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_async_tp_backward("Korthikanti et al. 2022 (arXiv:2205.05198)", ""));
   CHECK_FALSE(map_async_tp_backward("bigscience-workshop/bigscience", "Megatron-DeepSpeed; BF16Optimizer"));
   CHECK(map_async_tp_backward("mosaicml/llm-foundry", "FSDP"));
+  // torchtitan's DTensor TP: every collective an autograd node, whatever the year (its async TP is a separate rule).
+  note.clear();
+  CHECK_FALSE(map_async_tp_backward("pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md", "", &note));
+  CHECK(note.find("DTensor") != std::string::npos);
+  CHECK_FALSE(map_async_tp_backward("pytorch/ao torchtitan-based float8 benchmark", "FSDP2"));
   // Gradient accumulation: a separate pass per microbatch before Megatron-LM's fused weight-gradient GEMM (2021
   // sources, Megatron-DeepSpeed); fused for 2022+ sources and when no year is stated.
   note.clear();
