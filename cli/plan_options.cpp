@@ -78,6 +78,8 @@ std::string_view reject_flag(Reject r) {
       return "--post-validation";
     case Reject::fsdp2_invalid:
       return "--fsdp2";
+    case Reject::tp_collective_copies_invalid:
+      return "--tp-collective-copies";
     case Reject::out_of_memory:
     case Reject::host_out_of_memory:
     case Reject::count:
@@ -157,6 +159,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.overlap_p2p_comm = me.overlap_p2p;
   pc.post_validation = me.post_validation;
   pc.async_tp_backward = !me.no_async_tp;
+  pc.tp_collective_copies = me.tp_collective_copies;
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
@@ -377,6 +380,10 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                "iteration's forwards fill the pipeline (Qi et al. 2023 Sec. 4)");
   app.add_flag("--no-async-tp", o.no_async_tp,
                "Backward TP collectives block (Megatron-LM before its asynchronous all-reduce, Megatron-DeepSpeed)");
+  app.add_flag("--tp-collective-copies", o.tp_collective_copies,
+               "Each sequence-parallel TP all-gather / reduce-scatter also copies the whole tensor (PyTorch functional "
+               "collectives on a dim other than 0: torchtitan's DTensor TP on [batch, seq, hidden]); needs --tp > 1 "
+               "and --sequence-parallel");
   app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,
                "Each TP rank sends the whole activation between pipeline stages (DeepSpeed PipelineEngine)");
   app.add_flag("--no-fused-grad-accumulation", o.no_fused_grad_accumulation,

@@ -29,7 +29,6 @@ void common_cannot(const Plan& plan, Writer& w) {
   if (splits_backward(pc.schedule)) {
     w.cannot(fmt::format("schedule {}{}", to_string(pc.schedule), pc.post_validation ? " with optimizer post-validation" : ""));
   }
-  if (!pc.async_tp_backward) w.cannot("--no-async-tp (blocking backward TP collectives)");
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
   if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");
   if (!pc.overlap_cp_comm) w.cannot("--no-overlap-cp");
@@ -227,6 +226,12 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   }
   if (pc.schedule == Schedule::interleaved) w.cannot(fmt::format("interleaved vpp {} (set pipeline_parallel_layers_per_stage = layers / (pp x vpp))", pc.vpp));
   if (pc.tp > 1 && !pc.sequence_parallel) w.cannot("tp without sequence parallelism (torchtitan's TP shards the norms over the sequence)");
+  if (pc.tp > 1 && pc.async_tp_backward) {
+    w.cannot("asynchronous backward TP collectives (torchtitan's DTensor TP blocks on each: --no-async-tp)");
+  }
+  if (pc.tp > 1 && pc.sequence_parallel && !pc.tp_collective_copies) {
+    w.cannot("TP collectives without DTensor's copies on the sequence dim (torchtitan pays them: --tp-collective-copies)");
+  }
   if (plan.training.precision == Precision::fp16) w.cannot("fp16 (torchtitan trains in bfloat16)");
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer");
   const auto [name, flavor] = titan_model(plan.model.name);
@@ -324,6 +329,14 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   // Engine, Megatron's fused kernels); uncompiled PyTorch element-wise ops are not an option there.
   if (!plan.training.compiled_elementwise && (to == Framework::megatron || to == Framework::nemo)) {
     w.cannot("--eager-elementwise (Megatron's norms, rotary embedding and activation are fused kernels)");
+  }
+  // Blocking backward TP collectives and copies around them are torchtitan's DTensor TP (to_torchtitan asks for both);
+  // Megatron-LM, NeMo and DeepSpeed's Megatron run the asynchronous backward on [seq, batch, hidden] tensors.
+  if (to != Framework::torchtitan && !plan.parallel.async_tp_backward) {
+    w.cannot("--no-async-tp (blocking backward TP collectives)");
+  }
+  if (to != Framework::torchtitan && plan.parallel.tp_collective_copies) {
+    w.cannot("--tp-collective-copies (torchtitan's DTensor copies around each TP collective)");
   }
   Exported out;
   switch (to) {

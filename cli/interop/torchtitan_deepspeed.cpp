@@ -62,7 +62,12 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   deg("context_parallel_degree", "--cp");
   deg("expert_parallel_degree", "--ep");
   if (t.items.count("parallelism.expert_tensor_parallel_degree")) deg("expert_tensor_parallel_degree", "--etp");
-  if (tp > 1) out.assume("--sequence-parallel", "", "torchtitan's tensor parallelism shards the norms over the sequence");
+  if (tp > 1) {
+    out.assume("--sequence-parallel", "", "torchtitan's tensor parallelism shards the norms over the sequence");
+    out.assume("--no-async-tp", "", "torchtitan's DTensor TP: each backward collective an autograd node that blocks");
+    out.assume("--tp-collective-copies", "",
+               "DTensor gathers and scatters the sequence dim 1 of [batch, seq, hidden]: one copy of the tensor each");
+  }
   const int64_t shard = t.get("parallelism.data_parallel_shard_degree", -1, path);
   const int64_t rep = t.get("parallelism.data_parallel_replicate_degree", 1, path);
   if (shard == 0 || shard < -1 || rep < 1) {

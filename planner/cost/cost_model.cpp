@@ -566,6 +566,35 @@ struct TpCollectives {
   double gather = 0, reduce = 0;
 };
 
+// How many TP collectives of the layer's tp_bytes each pass runs: the forward's two all-reduces (or, with sequence
+// parallelism, two all-gathers and two reduce-scatters); the backward's as many plus, with SP, the two re-gathers of
+// the column-parallel GEMMs' input; the recomputed forward's (full recompute: all of the forward's; a recomputed
+// dense MLP under selective recompute: its two).
+struct TpCollectiveCounts {
+  double forward = 0, backward = 0, recompute = 0;
+};
+TpCollectiveCounts tp_collective_counts(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const double pass = 4.0;  // 2 all-reduces, or (SP) 2 all-gathers + 2 reduce-scatters
+  const double regather = pc.sequence_parallel ? 2.0 : 0.0;
+  const bool mlp_rerun = pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::mlp) &&
+                         !plan.model.is_moe();
+  const double n_forward = pc.sequence_parallel ? pass : 2.0;
+  return {n_forward, n_forward + regather,
+          pc.recompute == Recompute::full ? n_forward : (mlp_rerun ? 0.5 * n_forward : 0.0)};
+}
+
+// The copies PyTorch's functional collectives add around each sequence-parallel TP collective when the sequence is not
+// the tensor's dim 0 (ParallelConfig::tp_collective_copies, torchtitan's DTensor TP on [batch, seq, hidden]):
+// all_gather_tensor cats the ranks' chunks of the gathered tensor along the gather dim, reduce_scatter_tensor cats
+// its input's chunks into dim-0 order first (torch/distributed/_functional_collectives.py). Each reads and writes the
+// whole gathered tensor, 2 x tp_bytes, on the compute stream. Bytes per pass; zeros without the copies.
+TpCollectiveCounts tp_copy_bytes(const Plan& plan, double tp_bytes) {
+  if (!plan.parallel.tp_collective_copies || plan.parallel.tp <= 1) return {};
+  const TpCollectiveCounts n = tp_collective_counts(plan);
+  return {2.0 * tp_bytes * n.forward, 2.0 * tp_bytes * n.backward, 2.0 * tp_bytes * n.recompute};
+}
+
 // Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism; sets the
 // layer's tp_bytes and tp_comm_*_s.
 TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
@@ -581,17 +610,15 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const double tp_gather = sp ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
   const double tp_reduce = 2.0 * collective_time_s(sp ? Collective::reduce_scatter : Collective::all_reduce, lc.tp_bytes, tp, tpl);
   const double tp_pass = tp_gather + tp_reduce;
-  lc.tp_comm_forward_s = tp_pass;
   // Sequence parallelism keeps only the sharded input of the two column-parallel GEMMs, so the backward all-gathers
   // it again for their weight gradients (Megatron-LM LinearWithGradAccumulationAndAsyncCommunication.backward, Korthikanti
   // et al. 2022 Sec. 4.2.3). Megatron launches each re-gather asynchronously beside the GEMM that computes the input
-  // gradient, so only what outlasts those GEMMs is exposed.
-  const double regather = tp_gather;
-  lc.tp_comm_backward_s = tp_pass + regather;
-  // Full recompute repeats the forward's collectives; a recomputed dense MLP (selective, mlp) its two.
-  const bool mlp_rerun = pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::mlp) &&
-                         !plan.model.is_moe();
-  lc.tp_comm_recompute_s = pc.recompute == Recompute::full ? tp_pass : (mlp_rerun ? 0.5 * tp_pass : 0.0);
+  // gradient, so only what outlasts those GEMMs is exposed. Full recompute repeats the forward's collectives; a
+  // recomputed dense MLP (selective, mlp) its two (tp_collective_counts).
+  const TpCollectiveCounts n = tp_collective_counts(plan);
+  lc.tp_comm_forward_s = tp_pass;
+  lc.tp_comm_backward_s = tp_pass + tp_gather;
+  lc.tp_comm_recompute_s = tp_pass * n.recompute / n.forward;
   return {tp_gather, tp_reduce};
 }
 
@@ -824,8 +851,13 @@ LayerCost layer_cost(const Plan& plan) {
     lc.backward_input_s += memory_bound_time_s(plan.gpu, fc.gather + fc.reduce);
   }
 
-  // Communication of each parallel dimension.
+  // Communication of each parallel dimension; the copies around the TP collectives (tp_copy_bytes) on the compute
+  // stream.
   const TpCollectives tc = tp_comm(plan, x, lc);
+  const TpCollectiveCounts tp_copies = tp_copy_bytes(plan, lc.tp_bytes);
+  lc.forward_s += memory_bound_time_s(plan.gpu, tp_copies.forward);
+  lc.backward_input_s += memory_bound_time_s(plan.gpu, tp_copies.backward);
+  lc.recompute_s += memory_bound_time_s(plan.gpu, tp_copies.recompute);
   cp_comm(plan, x, lc);
   ep_comm(plan, lc);
   if (plan.parallel.step_zero_stage() >= 3) {

@@ -488,6 +488,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.recompute_layers != 0 && recompute_layers_problem(plan)) v.add(Reject::recompute_layers_invalid);
   if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
+  if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !pc.shards_optimizer())) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -531,6 +532,8 @@ std::string_view reject_name(Reject r) {
       return "post_validation_invalid";
     case Reject::fsdp2_invalid:
       return "fsdp2_invalid";
+    case Reject::tp_collective_copies_invalid:
+      return "tp_collective_copies_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -664,6 +667,9 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::fsdp2_invalid:
       return fmt::format("FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO {}{}",
                          pc.zero_stage, pc.zero_stage == 3 ? " gathered one linear at a time" : "");
+    case Reject::tp_collective_copies_invalid:
+      return fmt::format("the copies around TP collectives on the sequence dim need tp > 1 with sequence parallelism; "
+                         "the plan has tp {}{}", pc.tp, pc.sequence_parallel ? "" : " without sequence parallelism");
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

@@ -392,6 +392,13 @@ struct ParallelConfig {
   // all-reduce / reduce-scatter of the column-parallel GEMMs runs beside their weight-gradient GEMMs and the SP
   // re-gather beside the input-gradient GEMMs. false = the autograd f operator's blocking all-reduce (Megatron-LM 2021).
   bool async_tp_backward = true;
+  // Each sequence-parallel TP all-gather / reduce-scatter also copies the whole gathered tensor once (read and
+  // write), as PyTorch's functional collectives do for a gather / scatter dim other than 0: torch.cat of the ranks'
+  // chunks after all_gather_into_tensor, before reduce_scatter_tensor (torch/distributed/_functional_collectives.py
+  // all_gather_tensor / reduce_scatter_tensor). torchtitan's DTensor TP shards [batch, seq, hidden] on dim 1, so every
+  // one of its TP collectives pays it; Megatron's [seq, batch, hidden] gathers dim 0 and pays none. Needs tp > 1 with
+  // sequence parallelism (Reject::tp_collective_copies_invalid); cost_model.cpp tp_copy_bytes.
+  bool tp_collective_copies = false;
   bool p2p_scatter_gather = true;   // pipeline sends split over the TP ranks (Narayanan et al. 2021 Sec. 4.1)
   bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
   // Pipeline sends overlapped with compute (Megatron-Core's --overlap-p2p-communication, interleaved schedule).

@@ -567,6 +567,9 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   pc.async_tp_backward = map_async_tp_backward(r.source, row_texts, &note);
   if (pc.tp > 1) r.notes.push_back(note);
   note.clear();
+  pc.tp_collective_copies = pc.tp > 1 && pc.sequence_parallel && map_tp_collective_copies(r.source, row_texts, &note);
+  if (pc.tp_collective_copies) r.notes.push_back(note);
+  note.clear();
   tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
   r.notes.push_back(note);
   note.clear();

@@ -89,6 +89,9 @@ AttentionKernel map_attention(std::string_view source, std::string_view other_te
 // Whether the row's software runs the backward TP collectives asynchronously (ParallelConfig::async_tp_backward):
 // blocking for sources dated 2021, for Megatron-DeepSpeed and for torchtitan's DTensor TP, asynchronous otherwise.
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note = nullptr);
+// Whether the row's TP collectives go through PyTorch's functional collectives on the sequence dim of [batch, seq,
+// hidden] tensors (ParallelConfig::tp_collective_copies): torchtitan's DTensor TP (a torchtitan or pytorch/ao source).
+bool map_tp_collective_copies(std::string_view source, std::string_view other_text, std::string* note = nullptr);
 // Whether the row's weight-gradient GEMMs accumulate in place (TrainingSpec::fused_grad_accumulation): the same
 // vintage rule (a separate accumulation pass for sources dated 2021 and for Megatron-DeepSpeed).
 bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note = nullptr);

@@ -447,6 +447,18 @@ bool map_async_tp_backward(std::string_view source, std::string_view other_text,
   return async;
 }
 
+bool map_tp_collective_copies(std::string_view source, std::string_view other_text, std::string* note) {
+  // torchtitan's TP shards [batch, seq, hidden] activations on dim 1 (SequenceParallel / PrepareModuleInput
+  // Shard(1)); DTensor redistributes them with funcol.all_gather_tensor / reduce_scatter_tensor on that dim, which copy
+  // the whole tensor (ParallelConfig::tp_collective_copies).
+  const bool copies = names_torchtitan_stack(ascii_lower(std::string(source) + " " + std::string(other_text)));
+  if (note && copies) {
+    *note = "TP collectives: each copies the whole tensor once (torchtitan: DTensor on the sequence dim 1 of [batch, "
+            "seq, hidden])";
+  }
+  return copies;
+}
+
 bool map_grad_accumulation_fusion(std::string_view source, std::string_view other_text, std::string* note) {
   // Megatron-LM 2021 (local DDP) adds each microbatch's weight gradient to main_grad in a hook; the fused
   // weight-gradient GEMM that accumulates in place (--gradient-accumulation-fusion) arrived with the asynchronous

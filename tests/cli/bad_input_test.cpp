@@ -612,6 +612,25 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/fsdp2: expected true or false");
   }
+  // The copies around TP collectives on the sequence dim: tp > 1 with sequence parallelism, a flag or a plan key.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp-collective-copies"},
+                      "--tp-collective-copies: the copies around TP collectives on the sequence dim need tp > 1 with "
+                      "sequence parallelism; the plan has tp 1 without sequence parallelism");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--tp-collective-copies"},
+                      "--tp-collective-copies: the copies around TP collectives on the sequence dim need tp > 1 with "
+                      "sequence parallelism; the plan has tp 8 without sequence parallelism");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["tp_collective_copies"] = true;
+    j["parallel"]["sequence_parallel"] = false;
+    const std::string plan = (dir.path / "tp_copies.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: the copies around TP collectives on the sequence dim");
+    j["parallel"]["tp_collective_copies"] = "yes";
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/tp_collective_copies: expected true or false");
+  }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

@@ -265,6 +265,16 @@ TEST_CASE("--no-async-tp: the backward TP collectives block, the plan records it
   CHECK(jb["time"]["seconds"]["compute"].get<double>() == doctest::Approx(ja["time"]["seconds"]["compute"].get<double>()));
 }
 
+TEST_CASE("--tp-collective-copies: the copies run on the compute stream, the plan records them") {
+  const auto [ja, jb] = korthikanti_json_with("--tp-collective-copies");
+  CHECK(ja["plan"]["parallel"]["tp_collective_copies"] == false);
+  CHECK(jb["plan"]["parallel"]["tp_collective_copies"] == true);
+  CHECK(jb["time"]["seconds"]["compute"].get<double>() > ja["time"]["seconds"]["compute"].get<double>());
+  CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() == doctest::Approx(ja["time"]["seconds"]["tp_comm"].get<double>()));
+  CHECK(estimate_plan_again(jb, "tp_copies_plan.json")["time"]["step_s"].get<double>() ==
+        doctest::Approx(jb["time"]["step_s"].get<double>()));
+}
+
 TEST_CASE("a document written to stdout ('-') is all of stdout; the human report goes to stderr") {
   // estimate -o -, suggest -o -, simulate --trace - / --svg -: the report was printed after the document on stdout.
   const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--recompute", "full", "-o", "-"});

@@ -58,6 +58,9 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
     case Framework::torchtitan:
       pc.zero_stage = pc.dp > 1 ? static_cast<int>(pick({0, 1})) * 3 : 0;  // FSDP over 1 rank is none
       pc.fsdp2 = pc.zero_stage == 3;  // torchtitan's FSDP is FSDP2, with or without pipelining
+      // DTensor TP: blocking backward collectives, each with a copy of the tensor on the sequence dim.
+      pc.async_tp_backward = pc.tp == 1;
+      pc.tp_collective_copies = pc.tp > 1;
       break;
     case Framework::deepspeed:
       pc.zero_stage = static_cast<int>(pick({0, 1, 2, 3}));
@@ -126,6 +129,8 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(y.recompute == x.recompute);
   CHECK(y.zero_stage == x.zero_stage);
   CHECK(y.fsdp2 == x.fsdp2);
+  if (x.tp > 1) CHECK(y.async_tp_backward == x.async_tp_backward);
+  CHECK(y.tp_collective_copies == x.tp_collective_copies);
   CHECK(y.distributed_optimizer == x.distributed_optimizer);
   CHECK(b.training.precision == a.training.precision);
   CHECK(b.training.grad_fp32 == a.training.grad_fp32);

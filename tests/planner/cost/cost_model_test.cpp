@@ -193,6 +193,46 @@ TEST_CASE("blocking backward TP collectives: the whole backward TP time is expos
   CHECK(layer_cost(p).exposed_tp_s == doctest::Approx(layer_cost(q).exposed_tp_s));
 }
 
+// PyTorch's functional collectives on a dim other than 0 (torch/distributed/_functional_collectives.py): all_gather_tensor
+// cats the ranks' chunks of the gathered tensor along gather_dim, reduce_scatter_tensor cats its input's chunks along
+// scatter_dim into dim-0 order before the collective; each reads and writes the whole (gathered) tensor. torchtitan's
+// DTensor TP shards [batch, seq, hidden] on dim 1, so each of its SP collectives pays one such copy. 175B (tp 8, SP,
+// micro-batch 1, seq 2048, fp16): one collective's tensor is 2 x 2048 x 12288 = 50.33 MB; the forward runs 4 collectives
+// (2 all-gathers, 2 reduce-scatters), the backward 6 (and the 2 re-gathers), full recompute the forward's 4 again.
+TEST_CASE("TP collective copies: one read and write of the whole tensor per sequence-parallel collective") {
+  Plan p = test::korthikanti_175b();
+  REQUIRE(p.parallel.tp == 8);
+  REQUIRE(p.parallel.sequence_parallel);
+  const double tensor = 2.0 * 2048 * 12288;
+  const double rate = p.gpu.hbm_bandwidth_Bps * p.gpu.hbm_efficiency;
+  const LayerCost base = layer_cost(p);
+  Plan c = p;
+  c.parallel.tp_collective_copies = true;
+  REQUIRE(validate(c).ok());
+  const LayerCost copies = layer_cost(c);
+  CHECK(copies.forward_s - base.forward_s == doctest::Approx(4 * 2 * tensor / rate).epsilon(1e-9));
+  CHECK(copies.backward_input_s - base.backward_input_s == doctest::Approx(6 * 2 * tensor / rate).epsilon(1e-9));
+  CHECK(copies.recompute_s == doctest::Approx(base.recompute_s).epsilon(1e-12));  // selective: no collective rerun
+  // The collectives themselves are unchanged: the copies run on the compute stream.
+  CHECK(copies.tp_comm_forward_s == doctest::Approx(base.tp_comm_forward_s));
+  CHECK(copies.tp_comm_backward_s == doctest::Approx(base.tp_comm_backward_s));
+  Plan full = c;
+  full.parallel.recompute = Recompute::full;
+  Plan full_base = p;
+  full_base.parallel.recompute = Recompute::full;
+  CHECK(layer_cost(full).recompute_s - layer_cost(full_base).recompute_s ==
+        doctest::Approx(4 * 2 * tensor / rate).epsilon(1e-9));
+  CHECK(estimate(c).time.step_s > estimate(p).time.step_s);
+  // Without sequence parallelism (all-reduces, no gather dim) or without tp the plan is refused.
+  Plan nosp = c;
+  nosp.parallel.sequence_parallel = false;
+  CHECK(validate(nosp).has(Reject::tp_collective_copies_invalid));
+  Plan notp = c;
+  notp.parallel.tp = 1;
+  notp.parallel.dp *= 8;
+  CHECK(validate(notp).has(Reject::tp_collective_copies_invalid));
+}
+
 // Tied embeddings with pp > 1: one all-reduce of the embedding gradient between the first and the last stage
 // (Megatron-LM train_step / finalize_model_grads). 175B, tp 8: 51200 x 12288 / 8 fp16 values = 157.3 MB between
 // two nodes (tp fills the node): 157.3 MB / (25 GB/s x 0.86) + 2 x 6 us = 7.33 ms.

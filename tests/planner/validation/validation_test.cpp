@@ -325,6 +325,12 @@ TEST_CASE("validation: free-text rules") {
   CHECK_FALSE(map_async_tp_backward("pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md", "", &note));
   CHECK(note.find("DTensor") != std::string::npos);
   CHECK_FALSE(map_async_tp_backward("pytorch/ao torchtitan-based float8 benchmark", "FSDP2"));
+  // torchtitan's DTensor collectives on the sequence dim 1 copy the whole tensor; Megatron's dim-0 ones do not.
+  note.clear();
+  CHECK(map_tp_collective_copies("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md", "", &note));
+  CHECK(note.find("dim 1") != std::string::npos);
+  CHECK_FALSE(map_tp_collective_copies("Korthikanti et al. 2022 (arXiv:2205.05198)", ""));
+  CHECK_FALSE(map_tp_collective_copies("NVIDIA/Megatron-LM", "Megatron-Core"));
   // Gradient accumulation: a separate pass per microbatch before Megatron-LM's fused weight-gradient GEMM (2021
   // sources, Megatron-DeepSpeed); fused for 2022+ sources and when no year is stated.
   note.clear();
