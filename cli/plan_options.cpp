@@ -80,6 +80,8 @@ std::string_view reject_flag(Reject r) {
       return "--fsdp2";
     case Reject::tp_collective_copies_invalid:
       return "--tp-collective-copies";
+    case Reject::fp8_tp_gather_invalid:
+      return "--fp8-tp-gather";
     case Reject::out_of_memory:
     case Reject::host_out_of_memory:
     case Reject::count:
@@ -272,6 +274,7 @@ void set_precision(TrainingSpec& tr, const ModelOptions& o) {
                                  to_string(tr.precision)));
   }
   tr.fp8_param_gather = o.fp8_param_gather;
+  tr.fp8_tp_gather = o.fp8_tp_gather;
   if (o.fp8_16bit_saved_inputs && tr.precision != Precision::fp8) {
     throw InputError(fmt::format("--fp8-16bit-saved-inputs: needs --precision fp8 (the precision is {})",
                                  to_string(tr.precision)));
@@ -309,6 +312,9 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_flag("--fp8-parameter-gather,--fp8-param-gather", o.fp8_param_gather,
                "fp8: hold and all-gather the weights in fp8 (Megatron-Core --fp8-param-gather; torchao's FSDP float8 "
                "all-gather); needs the distributed optimizer or ZeRO");
+  app.add_flag("--fp8-tp-gather", o.fp8_tp_gather,
+               "fp8 with sequence-parallel TP: the TP all-gathers move fp8, the reduce-scatters 16 bits (torchtitan's "
+               "float8 tensorwise TP); needs --precision fp8, --tp > 1 and --sequence-parallel");
   app.add_option("--grad-reduce-dtype", o.grad_reduce_dtype,
                  "fp32 | bf16 | fp16: dtype the gradients are accumulated and reduced in (default fp32, fp16 for fp16 "
                  "training; Megatron-LM --grad-reduce-in-bf16 = bf16)");

@@ -51,6 +51,7 @@ struct ModelOptions {
   std::string precision = "bf16";
   std::string fp8_recipe;  // with --precision fp8 only (default tensorwise)
   bool fp8_param_gather = false;  // --fp8-param-gather
+  bool fp8_tp_gather = false;     // --fp8-tp-gather
   std::string grad_reduce_dtype;  // --grad-reduce-dtype fp32 | bf16 | fp16 (default: fp32, fp16 for fp16 training)
   std::string adam_moments_dtype;  // --adam-moments-dtype fp32 | bf16 | fp16 | fp8 (default fp32)
   bool fp8_16bit_saved_inputs = false;  // --fp8-16bit-saved-inputs

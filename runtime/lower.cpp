@@ -283,13 +283,17 @@ class Lowerer {
             {"mlp.down", h, f / tp}};
   }
 
+  // The TP all-gathers' dtype: fp8 with TrainingSpec::fp8_tp_gather (LayerCost::tp_gather_bytes), else the activations'.
+  DType tp_gather_dtype() const { return plan_.training.fp8_tp_gather ? DType::fp8 : ad_; }
+
   // Returns the index of the op issued, -1 when none; `overlap`: the compute stream does not wait for it.
   int32_t tp_collectives(Term term, bool before_block, bool overlap = false) {
     if (pc_.tp <= 1) return -1;
     const size_t before = prog_.ops.size();
     if (pc_.sequence_parallel) {
       if (before_block) {
-        collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_, -1, 0, overlap);
+        collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes, tp_gather_dtype(),
+                   -1, 0, overlap);
       } else {
         collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_, -1, 0,
                    overlap);
@@ -475,7 +479,8 @@ class Lowerer {
     }
     gemm("moe.router.dgrad", Term::backward, T_, h, m_.experts, 1, ad_, false);
     if (pc_.sequence_parallel && pc_.tp > 1) {
-      collective("tp.all_gather.regather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_);
+      collective("tp.all_gather.regather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes,
+                 tp_gather_dtype());
     }
     tp_collectives(Term::tp_comm, false);
   }
@@ -545,8 +550,8 @@ class Lowerer {
   // Returns the op's index, -1 when there is none.
   int32_t sp_regather() {
     if (!pc_.sequence_parallel || pc_.tp <= 1) return -1;
-    collective("tp.all_gather.regather", Term::backward, Group::tp, CollectiveKind::all_gather, lc_.tp_bytes, ad_, -1, 0,
-               true);
+    collective("tp.all_gather.regather", Term::backward, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes,
+               tp_gather_dtype(), -1, 0, true);
     return last_op();
   }
 

@@ -229,6 +229,11 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   if (pc.tp > 1 && pc.async_tp_backward) {
     w.cannot("asynchronous backward TP collectives (torchtitan's DTensor TP blocks on each: --no-async-tp)");
   }
+  if (plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel &&
+      plan.training.fp8_tp_gather != (plan.training.fp8_recipe == Fp8Recipe::tensorwise)) {
+    w.cannot(plan.training.fp8_tp_gather ? "fp8 TP all-gathers with a rowwise recipe (torchtitan gathers in fp8 only with tensorwise)"
+                                         : "16-bit TP all-gathers with the tensorwise recipe (torchtitan gathers them in fp8: --fp8-tp-gather)");
+  }
   if (pc.tp > 1 && pc.sequence_parallel && !pc.tp_collective_copies) {
     w.cannot("TP collectives without DTensor's copies on the sequence dim (torchtitan pays them: --tp-collective-copies)");
   }
@@ -334,6 +339,9 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   // Megatron-LM, NeMo and DeepSpeed's Megatron run the asynchronous backward on [seq, batch, hidden] tensors.
   if (to != Framework::torchtitan && !plan.parallel.async_tp_backward) {
     w.cannot("--no-async-tp (blocking backward TP collectives)");
+  }
+  if (to != Framework::torchtitan && plan.training.fp8_tp_gather) {
+    w.cannot("--fp8-tp-gather (torchtitan's float8 tensorwise TP)");
   }
   if (to != Framework::torchtitan && plan.parallel.tp_collective_copies) {
     w.cannot("--tp-collective-copies (torchtitan's DTensor copies around each TP collective)");

@@ -2,6 +2,7 @@
 #include "planner/cost/cost_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "planner/cost/activations.hpp"
@@ -566,33 +567,38 @@ struct TpCollectives {
   double gather = 0, reduce = 0;
 };
 
-// How many TP collectives of the layer's tp_bytes each pass runs: the forward's two all-reduces (or, with sequence
-// parallelism, two all-gathers and two reduce-scatters); the backward's as many plus, with SP, the two re-gathers of
-// the column-parallel GEMMs' input; the recomputed forward's (full recompute: all of the forward's; a recomputed
-// dense MLP under selective recompute: its two).
-struct TpCollectiveCounts {
-  double forward = 0, backward = 0, recompute = 0;
+// The TP collectives of one pass: all-gathers (with sequence parallelism) and reduce-scatters (SP) or all-reduces.
+struct TpPassCounts {
+  double gathers = 0, reduces = 0;
 };
+struct TpCollectiveCounts {
+  TpPassCounts forward, backward, recompute;
+};
+// The forward's two all-reduces, or with SP two all-gathers and two reduce-scatters; the backward's as many plus, with
+// SP, the two re-gathers of the column-parallel GEMMs' input; the recomputed forward's (full recompute: all of the
+// forward's; a recomputed dense MLP under selective recompute: its two).
 TpCollectiveCounts tp_collective_counts(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  const double pass = 4.0;  // 2 all-reduces, or (SP) 2 all-gathers + 2 reduce-scatters
-  const double regather = pc.sequence_parallel ? 2.0 : 0.0;
+  const bool sp = pc.sequence_parallel;
+  const TpPassCounts forward = {sp ? 2.0 : 0.0, 2.0};
   const bool mlp_rerun = pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::mlp) &&
                          !plan.model.is_moe();
-  const double n_forward = pc.sequence_parallel ? pass : 2.0;
-  return {n_forward, n_forward + regather,
-          pc.recompute == Recompute::full ? n_forward : (mlp_rerun ? 0.5 * n_forward : 0.0)};
+  const double rerun = pc.recompute == Recompute::full ? 1.0 : (mlp_rerun ? 0.5 : 0.0);
+  return {forward, {forward.gathers + (sp ? 2.0 : 0.0), forward.reduces},
+          {rerun * forward.gathers, rerun * forward.reduces}};
 }
 
 // The copies PyTorch's functional collectives add around each sequence-parallel TP collective when the sequence is not
 // the tensor's dim 0 (ParallelConfig::tp_collective_copies, torchtitan's DTensor TP on [batch, seq, hidden]):
 // all_gather_tensor cats the ranks' chunks of the gathered tensor along the gather dim, reduce_scatter_tensor cats
 // its input's chunks into dim-0 order first (torch/distributed/_functional_collectives.py). Each reads and writes the
-// whole gathered tensor, 2 x tp_bytes, on the compute stream. Bytes per pass; zeros without the copies.
-TpCollectiveCounts tp_copy_bytes(const Plan& plan, double tp_bytes) {
+// whole gathered tensor, 2 x its bytes (an all-gather's tp_gather_bytes, a reduce-scatter's tp_bytes), on the compute
+// stream. Bytes per pass (forward, backward, recompute); zeros without the copies.
+std::array<double, 3> tp_copy_bytes(const Plan& plan, const LayerCost& lc) {
   if (!plan.parallel.tp_collective_copies || plan.parallel.tp <= 1) return {};
   const TpCollectiveCounts n = tp_collective_counts(plan);
-  return {2.0 * tp_bytes * n.forward, 2.0 * tp_bytes * n.backward, 2.0 * tp_bytes * n.recompute};
+  auto bytes = [&](const TpPassCounts& c) { return 2.0 * (c.gathers * lc.tp_gather_bytes + c.reduces * lc.tp_bytes); };
+  return {bytes(n.forward), bytes(n.backward), bytes(n.recompute)};
 }
 
 // Tensor parallel: 2 all-reduces per pass, or 2 all-gathers + 2 reduce-scatters with sequence parallelism; sets the
@@ -602,12 +608,14 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const int64_t tp = x.tp;
   const double A = d(dtype_bytes(plan.activation_dtype()));
   lc.tp_bytes = A * d(x.T) * d(x.h);
+  // fp8 TP all-gathers (TrainingSpec::fp8_tp_gather) move one byte per element.
+  lc.tp_gather_bytes = plan.training.fp8_tp_gather ? d(x.T) * d(x.h) : lc.tp_bytes;
   const LinkSpec& tpl = group_link(plan, GroupKind::tp);
   const bool sp = pc.sequence_parallel;
   // Per layer and pass: two collectives that block (SP: the all-gathers before the column-parallel GEMMs in forward,
   // of the output gradients before the row-parallel GEMMs in backward; else none in backward) and two that Megatron
   // can overlap in backward (the input-gradient reduce-scatter / all-reduce of the column-parallel GEMMs).
-  const double tp_gather = sp ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_bytes, tp, tpl) : 0.0;
+  const double tp_gather = sp ? 2.0 * collective_time_s(Collective::all_gather, lc.tp_gather_bytes, tp, tpl) : 0.0;
   const double tp_reduce = 2.0 * collective_time_s(sp ? Collective::reduce_scatter : Collective::all_reduce, lc.tp_bytes, tp, tpl);
   const double tp_pass = tp_gather + tp_reduce;
   // Sequence parallelism keeps only the sharded input of the two column-parallel GEMMs, so the backward all-gathers
@@ -618,7 +626,7 @@ TpCollectives tp_comm(const Plan& plan, const LayerDims& x, LayerCost& lc) {
   const TpCollectiveCounts n = tp_collective_counts(plan);
   lc.tp_comm_forward_s = tp_pass;
   lc.tp_comm_backward_s = tp_pass + tp_gather;
-  lc.tp_comm_recompute_s = tp_pass * n.recompute / n.forward;
+  lc.tp_comm_recompute_s = tp_pass * n.recompute.reduces / n.forward.reduces;
   return {tp_gather, tp_reduce};
 }
 
@@ -785,8 +793,9 @@ constexpr double LayerCost::*kLayerCostFields[] = {
     &LayerCost::grad_accumulation_s, &LayerCost::recompute_s,         &LayerCost::tp_comm_forward_s,
     &LayerCost::tp_comm_backward_s, &LayerCost::tp_comm_recompute_s, &LayerCost::cp_comm_forward_s,
     &LayerCost::cp_comm_backward_s, &LayerCost::ep_comm_forward_s,   &LayerCost::ep_comm_backward_s,
-    &LayerCost::zero3_gather_s,     &LayerCost::tp_bytes,            &LayerCost::cp_bytes,
-    &LayerCost::ep_bytes,           &LayerCost::params,              &LayerCost::gemm_forward_s,
+    &LayerCost::zero3_gather_s,     &LayerCost::tp_bytes,            &LayerCost::tp_gather_bytes,
+    &LayerCost::cp_bytes,           &LayerCost::ep_bytes,            &LayerCost::params,
+    &LayerCost::gemm_forward_s,
     &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
     &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
     &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
@@ -854,10 +863,10 @@ LayerCost layer_cost(const Plan& plan) {
   // Communication of each parallel dimension; the copies around the TP collectives (tp_copy_bytes) on the compute
   // stream.
   const TpCollectives tc = tp_comm(plan, x, lc);
-  const TpCollectiveCounts tp_copies = tp_copy_bytes(plan, lc.tp_bytes);
-  lc.forward_s += memory_bound_time_s(plan.gpu, tp_copies.forward);
-  lc.backward_input_s += memory_bound_time_s(plan.gpu, tp_copies.backward);
-  lc.recompute_s += memory_bound_time_s(plan.gpu, tp_copies.recompute);
+  const std::array<double, 3> tp_copies = tp_copy_bytes(plan, lc);
+  lc.forward_s += memory_bound_time_s(plan.gpu, tp_copies[0]);
+  lc.backward_input_s += memory_bound_time_s(plan.gpu, tp_copies[1]);
+  lc.recompute_s += memory_bound_time_s(plan.gpu, tp_copies[2]);
   cp_comm(plan, x, lc);
   ep_comm(plan, lc);
   if (plan.parallel.step_zero_stage() >= 3) {

@@ -39,6 +39,7 @@ struct LayerCost {
   double activation_copy_s = 0;  // activation offload: the layer's stored activations over the host link, each way
   double exposed_offload_s = 0;  // what of those copies outlasts the layer's compute (in the exposed_*_comm_s)
   double tp_bytes = 0;           // bytes of one TP collective (nccl-tests size convention)
+  double tp_gather_bytes = 0;    // bytes of one TP all-gather: tp_bytes, or in fp8 (TrainingSpec::fp8_tp_gather)
   double cp_bytes = 0;           // bytes of one CP ring step
   double ep_bytes = 0;           // bytes of one all-to-all
   double params = 0;             // parameters of the layer on this GPU

@@ -489,6 +489,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
+  if (plan.training.fp8_tp_gather &&
+      !(plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel)) {
+    v.add(Reject::fp8_tp_gather_invalid);
+  }
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !pc.shards_optimizer())) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -534,6 +538,8 @@ std::string_view reject_name(Reject r) {
       return "fsdp2_invalid";
     case Reject::tp_collective_copies_invalid:
       return "tp_collective_copies_invalid";
+    case Reject::fp8_tp_gather_invalid:
+      return "fp8_tp_gather_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -670,6 +676,10 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::tp_collective_copies_invalid:
       return fmt::format("the copies around TP collectives on the sequence dim need tp > 1 with sequence parallelism; "
                          "the plan has tp {}{}", pc.tp, pc.sequence_parallel ? "" : " without sequence parallelism");
+    case Reject::fp8_tp_gather_invalid:
+      return fmt::format("fp8 TP all-gathers need --precision fp8, tp > 1 and sequence parallelism; the plan has "
+                         "precision {}, tp {}{}", to_string(plan.training.precision), pc.tp,
+                         pc.sequence_parallel ? "" : " without sequence parallelism");
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

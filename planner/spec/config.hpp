@@ -33,6 +33,7 @@ enum class Reject : uint8_t {
   post_validation_invalid,   // Zero Bubble's optimizer post-validation on a schedule that is not zero-bubble
   fsdp2_invalid,             // FSDP2's copies without ZeRO-3 gathered one layer at a time
   tp_collective_copies_invalid,  // DTensor's copies around TP collectives without tp > 1 and sequence parallelism
+  fp8_tp_gather_invalid,     // fp8 TP all-gathers without fp8 training, tp > 1 and sequence parallelism
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

@@ -457,6 +457,12 @@ struct TrainingSpec {
   // fp8 training: the weights are held and gathered in fp8 (Megatron-Core --fp8-param-gather, NeMo fp8_param_gather;
   // torchao's FSDP float8 all-gather, torchtitan enable_fsdp_float8_all_gather): model_states.hpp.
   bool fp8_param_gather = false;
+  // fp8 training with sequence-parallel TP: the TP all-gathers move fp8 (1 byte per element), the reduce-scatters stay
+  // 16-bit. torchtitan's float8 tensorwise TP (parallelize_llama.py apply_tp, enable_float8_tensorwise_tp: torchao's
+  // Float8ColwiseParallel / PrepareFloat8ModuleInput cast the column-parallel input to float8 before its all-gather,
+  // Float8RowwiseParallel casts its output gradient to float8 e5m2 before the backward all-gather; torchao
+  // float8/float8_tensor_parallel.py). Needs fp8, tp > 1 and sequence parallelism (Reject::fp8_tp_gather_invalid).
+  bool fp8_tp_gather = false;
   // Adam's two moments (exp_avg, exp_avg_sq) in fp32, or in 16 or 8 bits (Megatron-Core --use-precision-aware-optimizer
   // with --exp-avg-dtype / --exp-avg-sq-dtype; the fp32 master weights stay): model_states.hpp.
   DType adam_moments = DType::fp32;

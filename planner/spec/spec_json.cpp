@@ -336,6 +336,7 @@ TrainingSpec training_from_json(JsonReader& r) {
   t.fp8_recipe = r.get_enum("fp8_recipe", Fp8Recipe::tensorwise);
   t.grad_fp32 = r.get_bool("grad_fp32", true);
   t.fp8_param_gather = r.get_bool("fp8_param_gather", false);
+  t.fp8_tp_gather = r.get_bool("fp8_tp_gather", false);
   t.adam_moments = r.get_enum("adam_moments_dtype", DType::fp32);
   t.fp8_saved_inputs = r.get_bool("fp8_saved_inputs", true);
   if (t.adam_moments == DType::tf32) r.fail("adam_moments_dtype", "tf32 is a compute mode, not a storage dtype (fp32, bf16, fp16, fp8)");
@@ -506,6 +507,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"fp8_recipe", to_string(t.fp8_recipe)},
           {"grad_fp32", t.grad_fp32},
           {"fp8_param_gather", t.fp8_param_gather},
+          {"fp8_tp_gather", t.fp8_tp_gather},
           {"adam_moments_dtype", to_string(t.adam_moments)},
           {"fp8_saved_inputs", t.fp8_saved_inputs},
           {"fused_grad_accumulation", t.fused_grad_accumulation},

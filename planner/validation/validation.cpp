@@ -570,6 +570,12 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   pc.tp_collective_copies = pc.tp > 1 && pc.sequence_parallel && map_tp_collective_copies(r.source, row_texts, &note);
   if (pc.tp_collective_copies) r.notes.push_back(note);
   note.clear();
+  // torchtitan's float8 tensorwise TP gathers in fp8 (TrainingSpec::fp8_tp_gather); rowwise keeps 16-bit TP.
+  if (pc.tp_collective_copies && tr.precision == Precision::fp8 && tr.fp8_recipe == Fp8Recipe::tensorwise) {
+    tr.fp8_tp_gather = true;
+    r.notes.push_back("TP all-gathers in fp8 (torchtitan's float8 tensorwise TP: Float8ColwiseParallel, "
+                      "Float8RowwiseParallel)");
+  }
   tr.fused_grad_accumulation = map_grad_accumulation_fusion(r.source, row_texts, &note);
   r.notes.push_back(note);
   note.clear();

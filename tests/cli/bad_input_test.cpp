@@ -631,6 +631,18 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/tp_collective_copies: expected true or false");
   }
+  // fp8 TP all-gathers: fp8, tp > 1 and sequence parallelism.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--sp", "--fp8-tp-gather"},
+                      "--fp8-tp-gather: fp8 TP all-gathers need --precision fp8, tp > 1 and sequence parallelism; the "
+                      "plan has precision bf16, tp 8");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["training"]["fp8_tp_gather"] = 1;
+    const std::string plan = (dir.path / "fp8_tp_gather.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /training/fp8_tp_gather: expected true or false");
+  }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});
   // What a plan document does not fix stays allowed: user profiles, and simulate's bucket size.

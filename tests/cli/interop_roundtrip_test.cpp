@@ -79,6 +79,7 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
   p.training.fp8_saved_inputs = f != Framework::torchtitan;  // Transformer Engine keeps fp8 inputs, torchao 16-bit
   if (f == Framework::torchtitan && p.training.precision == Precision::fp8) {
     p.training.fp8_recipe = pick({0, 1}) ? Fp8Recipe::rowwise : Fp8Recipe::tensorwise;
+    p.training.fp8_tp_gather = pc.tp > 1 && p.training.fp8_recipe == Fp8Recipe::tensorwise;  // float8 tensorwise TP
   }
   // Full recompute of the first K layers of each chunk where the framework writes it (Megatron's and NeMo's block
   // method); K = 0 is every layer.
@@ -131,6 +132,7 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(y.fsdp2 == x.fsdp2);
   if (x.tp > 1) CHECK(y.async_tp_backward == x.async_tp_backward);
   CHECK(y.tp_collective_copies == x.tp_collective_copies);
+  CHECK(b.training.fp8_tp_gather == a.training.fp8_tp_gather);
   CHECK(y.distributed_optimizer == x.distributed_optimizer);
   CHECK(b.training.precision == a.training.precision);
   CHECK(b.training.grad_fp32 == a.training.grad_fp32);

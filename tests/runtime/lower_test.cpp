@@ -316,6 +316,31 @@ TEST_CASE("fp8 parameter gather: the parameter all-gathers carry fp8, half the 1
   }
 }
 
+TEST_CASE("fp8 TP all-gathers: every TP all-gather carries fp8 at the cost model's bytes, the reduce-scatters 16 bits") {
+  Plan plan = small_plan();  // tp 2
+  plan.training.precision = Precision::fp8;
+  plan.parallel.sequence_parallel = true;
+  plan.training.fp8_tp_gather = true;
+  REQUIRE(validate(plan).ok());
+  const LayerCost lc = layer_cost(plan);
+  CHECK(lc.tp_gather_bytes == doctest::Approx(lc.tp_bytes / 2));
+  int gathers = 0, reduces = 0;
+  for (const Op& op : lower_rank(plan, 0).ops) {
+    if (op.kind != OpKind::collective || op.group != Group::tp) continue;
+    if (op.collective == CollectiveKind::all_gather) {
+      ++gathers;
+      CHECK(op.dtype == DType::fp8);
+      CHECK(op.bytes == std::llround(lc.tp_gather_bytes));
+    } else if (op.collective == CollectiveKind::reduce_scatter) {
+      ++reduces;
+      CHECK(op.dtype == DType::bf16);
+      CHECK(op.bytes == std::llround(lc.tp_bytes));
+    }
+  }
+  CHECK(gathers > 0);
+  CHECK(reduces > 0);
+}
+
 TEST_CASE("slots are StageMemory's states plus one activation stash per microbatch") {
   const Plan plan = small_plan();
   for (int64_t rank : {0, 7}) {

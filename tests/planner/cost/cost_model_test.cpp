@@ -233,6 +233,44 @@ TEST_CASE("TP collective copies: one read and write of the whole tensor per sequ
   CHECK(validate(notp).has(Reject::tp_collective_copies_invalid));
 }
 
+// torchtitan's float8 tensorwise TP (parallelize_llama.py apply_tp with enable_float8_tensorwise_tp; torchao
+// float8/float8_tensor_parallel.py): the column-parallel input is cast to float8 before its all-gather, the
+// row-parallel output gradient before the backward all-gather; the reduce-scatters carry the 16-bit GEMM outputs.
+// Every all-gather (forward 2, backward 2 and the 2 re-gathers) moves 1 byte per element, and so does its copy.
+TEST_CASE("fp8 TP all-gathers: one byte per element in every all-gather and its copy, reduce-scatters unchanged") {
+  Plan p = test::korthikanti_175b();
+  p.gpu = test::profiles().gpu("h100", "test");
+  p.cluster = test::profiles().cluster("dgx-h100", "test");
+  p.training.precision = Precision::fp8;
+  p.parallel.tp_collective_copies = true;
+  REQUIRE(validate(p).ok());
+  Plan f = p;
+  f.training.fp8_tp_gather = true;
+  REQUIRE(validate(f).ok());
+  const LayerCost a = layer_cost(p), b = layer_cost(f);
+  const double elements = 2048.0 * 12288;
+  CHECK(a.tp_gather_bytes == doctest::Approx(2 * elements));
+  CHECK(b.tp_gather_bytes == doctest::Approx(elements));
+  CHECK(b.tp_bytes == doctest::Approx(a.tp_bytes));
+  const LinkSpec& l = group_link(p, GroupKind::tp);
+  const double saved = collective_time_s(Collective::all_gather, 2 * elements, 8, l) -
+                       collective_time_s(Collective::all_gather, elements, 8, l);
+  CHECK(a.tp_comm_forward_s - b.tp_comm_forward_s == doctest::Approx(2 * saved).epsilon(1e-9));
+  CHECK(a.tp_comm_backward_s - b.tp_comm_backward_s == doctest::Approx(4 * saved).epsilon(1e-9));
+  // The copies: 2 (forward) and 4 (backward) all-gathers at half the bytes.
+  const double rate = p.gpu.hbm_bandwidth_Bps * p.gpu.hbm_efficiency;
+  CHECK(a.forward_s - b.forward_s == doctest::Approx(2 * 2 * elements / rate).epsilon(1e-9));
+  CHECK(a.backward_input_s - b.backward_input_s == doctest::Approx(4 * 2 * elements / rate).epsilon(1e-9));
+  // Needs fp8, tp > 1 and sequence parallelism.
+  Plan bf16 = f;
+  bf16.training.precision = Precision::bf16;
+  CHECK(validate(bf16).has(Reject::fp8_tp_gather_invalid));
+  Plan nosp = f;
+  nosp.parallel.sequence_parallel = false;
+  nosp.parallel.tp_collective_copies = false;
+  CHECK(validate(nosp).has(Reject::fp8_tp_gather_invalid));
+}
+
 // Tied embeddings with pp > 1: one all-reduce of the embedding gradient between the first and the last stage
 // (Megatron-LM train_step / finalize_model_grads). 175B, tp 8: 51200 x 12288 / 8 fp16 values = 157.3 MB between
 // two nodes (tp fills the node): 157.3 MB / (25 GB/s x 0.86) + 2 x 6 us = 7.33 ms.
