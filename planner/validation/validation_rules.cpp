@@ -267,6 +267,22 @@ RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::s
   return out;
 }
 
+namespace {
+// Whether lower-case `t` gives a power in watts: a number followed by "w" (optionally after a space) and no further
+// letter ("500 W", "700w"; not "400 Gb/s" nor "8 way").
+bool states_watts(const std::string& t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) continue;
+    size_t j = i;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
+    if (j < t.size() && t[j] == ' ') ++j;
+    if (j < t.size() && t[j] == 'w' && (j + 1 == t.size() || !std::isalpha(static_cast<unsigned char>(t[j + 1])))) return true;
+    i = j;
+  }
+  return false;
+}
+}  // namespace
+
 std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::string* why) {
   auto known = [&](std::string_view name) -> std::string {
     const GpuSpec* g = profiles.find_gpu(name);
@@ -288,6 +304,15 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = std::min<int64_t>(v * 10 + (t[j++] - '0'), 1'000'000'000);
     while (j < t.size() && t[j] == ' ') ++j;
     if (t.compare(j, 1, "g") == 0 && v >= 16 && v <= 1024) gb = v;
+  }
+  // A GPU run under a power limit the row does not give in watts ("power limited; limit not stated") runs at clocks,
+  // and so at a peak, that nothing states: no profile describes it. A limit with its wattage ("500 W power limit",
+  // the Grand Teton H100s) is a known variant.
+  const bool power_limited =
+      has(t, "power limit") || has(t, "power-limit") || has(t, "power cap") || has(t, "power-cap");
+  if (power_limited && !states_watts(t)) {
+    return unknown(fmt::format("GPU '{}' runs under a power limit it does not state in watts (its clocks and peak are "
+                               "unknown)", excerpt(text)));
   }
   // Grace-Blackwell superchips (NVL72 racks: "GB200 NVL72" holds "b200" and "nvl"), checked before both.
   const bool grace = has(t, "gb200") || has(t, "gb300");

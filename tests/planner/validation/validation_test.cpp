@@ -285,6 +285,11 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_gpu("NVIDIA GB200 NVL72", profiles()) == "GB200");
   CHECK(map_gpu("GB300 (Blackwell Ultra)", profiles()) == "GB300");
   CHECK(map_gpu("B200 (HGX, 1000 W)", profiles()) == "B200");
+  // A power limit without its wattage: the clocks, and so the peak, are unknown (torchao's B200 table).
+  CHECK(map_gpu("B200 (power limited; limit not stated)", profiles(), &why).empty());
+  CHECK(why.find("power limit it does not state in watts") != std::string::npos);
+  CHECK(map_gpu("H100 SXM (power-capped)", profiles(), &why).empty());
+  CHECK(map_gpu("B200 (power limit 750W)", profiles()) == "B200");
 
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
