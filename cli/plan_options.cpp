@@ -274,6 +274,10 @@ void set_precision(TrainingSpec& tr, const ModelOptions& o) {
                                  to_string(tr.precision)));
   }
   tr.fp8_param_gather = o.fp8_param_gather;
+  if (o.fp8_tp_gather && tr.precision != Precision::fp8) {
+    throw InputError(fmt::format("--fp8-tp-gather: fp8 TP all-gathers need --precision fp8 (the precision is {})",
+                                 to_string(tr.precision)));
+  }
   tr.fp8_tp_gather = o.fp8_tp_gather;
   if (o.fp8_16bit_saved_inputs && tr.precision != Precision::fp8) {
     throw InputError(fmt::format("--fp8-16bit-saved-inputs: needs --precision fp8 (the precision is {})",

@@ -37,7 +37,7 @@ struct SuggestOptions {
   std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
-       overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false;
+       overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -123,6 +123,11 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     throw InputError(fmt::format("--fsdp2: prices ZeRO-3 candidates; --zero {} leaves none", *o.zero));
   }
   s.fsdp2 = o.fsdp2;
+  s.async_tp_backward = !o.no_async_tp;
+  s.tp_collective_copies = o.tp_collective_copies;
+  if (o.tp_collective_copies && o.no_sp) {
+    throw InputError("--tp-collective-copies: the copies are around sequence-parallel collectives; --no-sp leaves none");
+  }
   if (o.no_fp8_param_gather) {
     if (o.model.fp8_param_gather) throw InputError("--fp8-param-gather and --no-fp8-param-gather: give one, not both");
     if (o.model.precision != "fp8") {
@@ -168,6 +173,9 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   tr.global_batch = b.sequences;
   batch_note = b.source;
   pin_space(o, r.space);
+  // fp8 TP all-gathers are the framework's, for the candidates that can run them (tp > 1, SP).
+  r.space.fp8_tp_gather = tr.fp8_tp_gather;
+  tr.fp8_tp_gather = false;
   // No chunk holds more than the model's layers, so a larger K would reject every full recompute plan as
   // recompute_layers_invalid and leave the pin without effect (CLI11 also saturates an out-of-range number to it).
   if (r.space.recompute_layers && *r.space.recompute_layers > t.model.layers) {
@@ -236,7 +244,10 @@ std::string config_line(const SearchRequest& req, const Candidate& c) {
 
 nlohmann::json candidate_json(const SearchRequest& req, const Candidate& c) {
   nlohmann::json j = {{"num_gpus", c.num_gpus}, {"parallel", to_json(c.parallel)}};
-  if (req.training.precision == Precision::fp8) j["fp8_param_gather"] = candidate_fp8_weights(req, c.parallel);
+  if (req.training.precision == Precision::fp8) {
+    j["fp8_param_gather"] = candidate_fp8_weights(req, c.parallel);
+    j["fp8_tp_gather"] = candidate_fp8_tp_gather(req, c.parallel);
+  }
   if (c.has_memory) {
     j["peak_memory_bytes"] = c.peak_bytes;
     j["peak_stage"] = c.peak_stage;
@@ -748,6 +759,12 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--fsdp2", o.fsdp2,
                "ZeRO-3 plans run as PyTorch FSDP2 (torchtitan): the copies around its all-gathers and reduce-scatters "
                "are priced");
+  app.add_flag("--no-async-tp", o.no_async_tp,
+               "TP plans' backward collectives block (torchtitan's DTensor TP, Megatron-LM before its asynchronous "
+               "all-reduce)");
+  app.add_flag("--tp-collective-copies", o.tp_collective_copies,
+               "Sequence-parallel TP plans copy the whole tensor around each collective (torchtitan's DTensor TP on "
+               "[batch, seq, hidden])");
   app.add_flag("--no-fp8-param-gather", o.no_fp8_param_gather,
                "fp8: pin 16-bit weights with their fp8 copies (default: candidates that shard the optimizer or the "
                "weights hold them in fp8, --fp8-param-gather pins that for every candidate)");

@@ -337,7 +337,7 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   }
   // Blocking backward TP collectives and copies around them are torchtitan's DTensor TP (to_torchtitan asks for both);
   // Megatron-LM, NeMo and DeepSpeed's Megatron run the asynchronous backward on [seq, batch, hidden] tensors.
-  if (to != Framework::torchtitan && !plan.parallel.async_tp_backward) {
+  if (to != Framework::torchtitan && plan.parallel.tp > 1 && !plan.parallel.async_tp_backward) {
     w.cannot("--no-async-tp (blocking backward TP collectives)");
   }
   if (to != Framework::torchtitan && plan.training.fp8_tp_gather) {

@@ -180,6 +180,9 @@ class Evaluator {
       have_p2p_ = false;
       for (bool sp : req_.space.sequence_parallel) {
         pc.sequence_parallel = sp;
+        pc.async_tp_backward = req_.space.async_tp_backward || pc.tp == 1;
+        pc.tp_collective_copies = req_.space.tp_collective_copies && pc.tp > 1 && sp;
+        plan_.training.fp8_tp_gather = candidate_fp8_tp_gather(req_, pc);
         have_edge_ = false;
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;
@@ -652,7 +655,12 @@ Plan candidate_plan(const SearchRequest& req, const Candidate& c) {
   p.parallel = c.parallel;
   p.training = req.training;
   p.training.fp8_param_gather = candidate_fp8_weights(req, c.parallel);
+  p.training.fp8_tp_gather = candidate_fp8_tp_gather(req, c.parallel);
   return p;
+}
+
+bool candidate_fp8_tp_gather(const SearchRequest& req, const ParallelConfig& pc) {
+  return req.space.fp8_tp_gather && req.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel;
 }
 
 bool candidate_fp8_weights(const SearchRequest& req, const ParallelConfig& pc) {

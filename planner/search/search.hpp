@@ -69,6 +69,13 @@ struct SearchSpace {
   // take less memory and no more time, model_states.hpp and fp8.hpp, so the plain copy is never the better plan);
   // true / false pins them (true rejects the unsharded candidates, fp8_param_gather_invalid).
   std::optional<bool> fp8_param_gather;
+  // Tensor parallelism as the framework runs it, for every candidate with tp > 1: Megatron's asynchronous backward
+  // collectives (default) or blocking ones (ParallelConfig::async_tp_backward false: torchtitan's DTensor); and, with
+  // sequence parallelism, DTensor's copies around each collective (tp_collective_copies) and, in fp8, all-gathers in
+  // fp8 (TrainingSpec::fp8_tp_gather: torchtitan's float8 tensorwise TP).
+  bool async_tp_backward = true;
+  bool tp_collective_copies = false;
+  bool fp8_tp_gather = false;
 };
 
 struct SearchRequest {
@@ -138,6 +145,8 @@ int64_t mesh_count(const SearchRequest& req, int64_t gpus);
 Plan candidate_plan(const SearchRequest& req, const Candidate& c);
 // Whether a candidate with parallel config `pc` holds its weights in fp8 (SearchSpace::fp8_param_gather).
 bool candidate_fp8_weights(const SearchRequest& req, const ParallelConfig& pc);
+// Whether it all-gathers its TP activations in fp8 (SearchSpace::fp8_tp_gather; fp8, tp > 1 and SP).
+bool candidate_fp8_tp_gather(const SearchRequest& req, const ParallelConfig& pc);
 
 // Strict total order used for ranking under an objective (true when a ranks before b).
 bool ranks_before(const Candidate& a, const Candidate& b, Objective o);

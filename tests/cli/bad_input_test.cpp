@@ -633,8 +633,10 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
   }
   // fp8 TP all-gathers: fp8, tp > 1 and sequence parallelism.
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--sp", "--fp8-tp-gather"},
+                      "--fp8-tp-gather: fp8 TP all-gathers need --precision fp8 (the precision is bf16)");
+  expect_bad_estimate({"--model", "llama3-8b", "--gpus", "8", "--precision", "fp8", "--fp8-tp-gather"},
                       "--fp8-tp-gather: fp8 TP all-gathers need --precision fp8, tp > 1 and sequence parallelism; the "
-                      "plan has precision bf16, tp 8");
+                      "plan has precision fp8, tp 1 without sequence parallelism");
   {
     ScratchDir dir;
     nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));

@@ -622,3 +622,53 @@ TEST_CASE("suggest --precision fp8: candidates that shard the optimizer or weigh
   CHECK(est["plan"]["training"]["fp8_param_gather"] == true);
   CHECK(est["time"]["step_s"].get<double>() == doctest::Approx(doc["plans"][0]["step_s"].get<double>()));
 }
+
+TEST_CASE("suggest --no-async-tp --tp-collective-copies --fp8-tp-gather: TP as torchtitan runs it, where a plan has TP") {
+  // torchtitan's DTensor TP: blocking backward collectives on every tp > 1 candidate; the copies around each collective
+  // and, in fp8 (tensorwise), the fp8 all-gathers on those with sequence parallelism; tp 1 candidates stay valid.
+  const std::vector<std::string> base = {"suggest", "--model", "llama3-8b", "--gpus", "16", "--precision", "fp8",
+                                         "--top", "200", "--json"};
+  std::vector<std::string> titan = base;
+  for (const char* f : {"--no-async-tp", "--tp-collective-copies", "--fp8-tp-gather"}) titan.push_back(f);
+  const auto r = run_parplan(titan);
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  int tp_sp = 0, tp1 = 0;
+  for (const auto& p : doc["plans"]) {
+    const auto& pc = p["parallel"];
+    const bool tp = pc["tp"].get<int>() > 1, sp = pc["sequence_parallel"].get<bool>();
+    CHECK(pc["async_tp_backward"].get<bool>() == !tp);
+    CHECK(pc["tp_collective_copies"].get<bool>() == (tp && sp));
+    CHECK(p["fp8_tp_gather"].get<bool>() == (tp && sp));
+    tp_sp += tp && sp ? 1 : 0;
+    tp1 += tp ? 0 : 1;
+  }
+  CHECK(tp_sp > 0);
+  CHECK(tp1 > 0);
+  // Without the flags, none of them.
+  const auto plain = nlohmann::json::parse(run_parplan(base).out);
+  for (const auto& p : plain["plans"]) {
+    CHECK(p["parallel"]["async_tp_backward"].get<bool>());
+    CHECK_FALSE(p["parallel"]["tp_collective_copies"].get<bool>());
+    CHECK_FALSE(p["fp8_tp_gather"].get<bool>());
+  }
+  // A TP plan written with -o estimates to the same step, the TP style included.
+  parplan::test::ScratchDir dir;
+  const std::string path = (dir.path / "titan_tp_plan.json").string();
+  std::vector<std::string> one = {"suggest", "--model", "llama3-8b", "--gpus", "16", "--precision", "fp8", "--tp", "8",
+                                  "--sp", "--no-async-tp", "--tp-collective-copies", "--fp8-tp-gather", "-o", path, "--json"};
+  const auto w = run_parplan(one);
+  REQUIRE(w.exit_code == 0);
+  const auto est = nlohmann::json::parse(run_parplan({"estimate", "--plan", path, "--json"}).out);
+  CHECK(est["plan"]["training"]["fp8_tp_gather"] == true);
+  CHECK(est["plan"]["parallel"]["tp_collective_copies"] == true);
+  CHECK(est["plan"]["parallel"]["async_tp_backward"] == false);
+  CHECK(est["time"]["step_s"].get<double>() ==
+        doctest::Approx(nlohmann::json::parse(w.out)["plans"][0]["step_s"].get<double>()));
+  // Bad input: copies without sequence parallelism, fp8 gathers without fp8.
+  CHECK(run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "16", "--tp-collective-copies", "--no-sp"}).err.find(
+            "--tp-collective-copies: the copies are around sequence-parallel collectives") != std::string::npos);
+  const auto bad = run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "16", "--fp8-tp-gather"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--fp8-tp-gather: fp8 TP all-gathers need --precision fp8") != std::string::npos);
+}

@@ -123,6 +123,8 @@ Brute brute_force(const SearchRequest& req) {
                   c.distributed_optimizer = sh.distributed_optimizer, c.schedule = s;
                   c.zero3_gather_unit = sh.zero_stage >= 3 ? req.space.zero3_gather_unit : Zero3GatherUnit::layer;
                   c.fsdp2 = req.space.fsdp2 && sh.zero_stage >= 3 && c.zero3_gather_unit == Zero3GatherUnit::layer;
+                  c.async_tp_backward = req.space.async_tp_backward || tp == 1;
+                  c.tp_collective_copies = req.space.tp_collective_copies && tp > 1 && sp;
                   if (s == Schedule::interleaved) {
                     for (int64_t v : req.space.vpp) {
                       c.vpp = v;
@@ -155,7 +157,8 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
          a.micro_batch == b.micro_batch && a.num_microbatches == b.num_microbatches && a.schedule == b.schedule &&
          a.recompute == b.recompute && a.sequence_parallel == b.sequence_parallel && a.zero_stage == b.zero_stage &&
          a.distributed_optimizer == b.distributed_optimizer && a.zero3_gather_unit == b.zero3_gather_unit &&
-         a.fsdp2 == b.fsdp2 &&
+         a.fsdp2 == b.fsdp2 && a.async_tp_backward == b.async_tp_backward &&
+         a.tp_collective_copies == b.tp_collective_copies &&
          a.last_stage_layers == b.last_stage_layers &&
          a.first_stage_layers == b.first_stage_layers && a.recompute_layers == b.recompute_layers;
 }
@@ -163,18 +166,23 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
 }  // namespace
 
 TEST_CASE("search: the winner and every fitting plan equal a brute-force loop over all candidates with estimate()") {
-  // Both ZeRO-3 gather units and FSDP2's copies (the framework's, set for the whole search; docs/suggest.md).
+  // Both ZeRO-3 gather units, FSDP2's copies and DTensor's TP (blocking backward collectives and the copies around
+  // them): the framework's, set for the whole search (docs/suggest.md).
   struct Case {
     int64_t gpus;
     Zero3GatherUnit unit;
-    bool fsdp2;
+    bool fsdp2, dtensor_tp;
   };
-  for (const auto& [gpus, unit, fsdp2] : {Case{8, Zero3GatherUnit::layer, false}, Case{16, Zero3GatherUnit::layer, false},
-                                          Case{16, Zero3GatherUnit::linear, false}, Case{8, Zero3GatherUnit::layer, true}}) {
+  for (const auto& [gpus, unit, fsdp2, dtensor_tp] :
+       {Case{8, Zero3GatherUnit::layer, false, false}, Case{16, Zero3GatherUnit::layer, false, false},
+        Case{16, Zero3GatherUnit::linear, false, false}, Case{8, Zero3GatherUnit::layer, true, true}}) {
     SearchRequest req = small_request(gpus);
     req.space.zero3_gather_unit = unit;
     req.space.fsdp2 = fsdp2;
+    req.space.async_tp_backward = !dtensor_tp;
+    req.space.tp_collective_copies = dtensor_tp;
     CAPTURE(fsdp2);
+    CAPTURE(dtensor_tp);
     req.top_k = 1'000'000;            // keep every fitting plan
     req.training.global_batch = 256;  // micro-batch 8 at dp 16 (tp 1, pp 1) does not fit: a closest rejected plan
     const SearchResult res = search(req);
@@ -218,6 +226,11 @@ TEST_CASE("search: the winner and every fitting plan equal a brute-force loop ov
       ++zero3;
       CHECK(c.parallel.zero3_gather_unit == unit);
       CHECK(c.parallel.fsdp2 == fsdp2);
+    }
+    for (const Candidate& c : res.top) {
+      const bool tp = c.parallel.tp > 1;
+      CHECK(c.parallel.async_tp_backward == (!dtensor_tp || !tp));
+      CHECK(c.parallel.tp_collective_copies == (dtensor_tp && tp && c.parallel.sequence_parallel));
     }
     CHECK(zero3 > 0);
     // Full recompute of some layers only (the smallest K that fits), where every layer fits and no recompute does not.
