@@ -286,22 +286,34 @@ class Lowerer {
   // The TP all-gathers' dtype: fp8 with TrainingSpec::fp8_tp_gather (LayerCost::tp_gather_bytes), else the activations'.
   DType tp_gather_dtype() const { return plan_.training.fp8_tp_gather ? DType::fp8 : ad_; }
 
-  // Returns the index of the op issued, -1 when none; `overlap`: the compute stream does not wait for it.
-  int32_t tp_collectives(Term term, bool before_block, bool overlap = false) {
+  // The copy of the whole tensor around one sequence-parallel TP collective (ParallelConfig::tp_collective_copies,
+  // cost_model.cpp tp_copy_bytes): a read and a write of `bytes`, on the compute stream.
+  void tp_copy(const char* label, Term term, double bytes) {
+    if (pc_.tp_collective_copies) memory(label, term, 2.0 * bytes, -1);
+  }
+
+  // Returns the index of the collective issued, -1 when none; `overlap`: the compute stream does not wait for it.
+  // With the copies around the collectives, an all-gather's follows it and a reduce-scatter's precedes it, priced
+  // in `pass` (the forward's, the recompute's or the backward's compute).
+  int32_t tp_collectives(Term term, bool before_block, bool overlap = false, Term pass = Term::backward) {
     if (pc_.tp <= 1) return -1;
-    const size_t before = prog_.ops.size();
     if (pc_.sequence_parallel) {
       if (before_block) {
         collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes, tp_gather_dtype(),
                    -1, 0, overlap);
-      } else {
-        collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_, -1, 0,
-                   overlap);
+        const int32_t gather = last_op();
+        if (overlap) join_after(gather);
+        tp_copy("tp.all_gather.copy", pass, lc_.tp_gather_bytes);
+        return gather;
       }
-    } else if (!before_block) {
-      collective("tp.all_reduce", term, Group::tp, CollectiveKind::all_reduce, lc_.tp_bytes, ad_, -1, 0, overlap);
+      tp_copy("tp.reduce_scatter.copy", pass, lc_.tp_bytes);
+      collective("tp.reduce_scatter", term, Group::tp, CollectiveKind::reduce_scatter, lc_.tp_bytes, ad_, -1, 0,
+                 overlap);
+      return last_op();
     }
-    return prog_.ops.size() > before ? last_op() : -1;
+    if (before_block) return -1;
+    collective("tp.all_reduce", term, Group::tp, CollectiveKind::all_reduce, lc_.tp_bytes, ad_, -1, 0, overlap);
+    return last_op();
   }
 
   void cp_exchange(Term term, int passes) {
@@ -394,16 +406,16 @@ class Lowerer {
     zero3_gather(term);
     if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_copy_bytes(plan_, layer_params()).gather);
     memory("norm+residual", term, mem / 2, stash);
-    tp_collectives(term, true);
+    tp_collectives(term, true, false, term);
     zero3_gather(term, 0);
     gemm(lin[0].label, term, T_, lin[0].n, lin[0].k, 1, gd_, true);
     cp_exchange(Term::cp_comm, 1);
     attention_core(term, false);
     zero3_gather(term, 1);
     gemm(lin[1].label, term, T_, lin[1].n, lin[1].k, 1, gd_, true);
-    tp_collectives(Term::tp_comm, false);
+    tp_collectives(Term::tp_comm, false, false, term);
     memory("norm+act+residual", term, mem / 2, stash);
-    tp_collectives(Term::tp_comm, true);
+    tp_collectives(Term::tp_comm, true, false, term);
     if (moe_layer()) {
       moe_forward(term);
     } else {
@@ -412,7 +424,7 @@ class Lowerer {
       zero3_gather(term, 3);
       gemm(lin[3].label, term, T_, lin[3].n, lin[3].k, 1, gd_, true);
     }
-    tp_collectives(Term::tp_comm, false);
+    tp_collectives(Term::tp_comm, false, false, term);
   }
 
   // torchtitan's per-op selective recompute (Recompute::selective_op), as recompute_s (cost_model.cpp) prices it: the
@@ -481,6 +493,7 @@ class Lowerer {
     if (pc_.sequence_parallel && pc_.tp > 1) {
       collective("tp.all_gather.regather", Term::tp_comm, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes,
                  tp_gather_dtype());
+      tp_copy("tp.all_gather.regather.copy", Term::backward, lc_.tp_gather_bytes);
     }
     tp_collectives(Term::tp_comm, false);
   }
@@ -522,6 +535,10 @@ class Lowerer {
         zero3_gather(Term::zero3_comm, i);
         gemm(i == 3 ? "mlp.down.dgrad" : i == 2 ? "mlp.up.dgrad" : i == 1 ? "attn.out.dgrad" : "qkv.dgrad",
              Term::backward, T_, lin[i].k, lin[i].n, 1, gd_, false);
+        if (regather >= 0 && pc_.tp_collective_copies) {  // the re-gather's copy, once it has arrived
+          join_after(regather);
+          tp_copy("tp.all_gather.regather.copy", Term::backward, lc_.tp_gather_bytes);
+        }
         if (i == 2 || i == 0) {
           if (async) {
             const int32_t reduce = tp_collectives(Term::tp_comm, false, true);

@@ -341,6 +341,50 @@ TEST_CASE("fp8 TP all-gathers: every TP all-gather carries fp8 at the cost model
   CHECK(reduces > 0);
 }
 
+TEST_CASE("TP collective copies: one copy of the whole tensor beside every sequence-parallel TP collective") {
+  // cost_model.cpp tp_copy_bytes: a read and a write of the gathered tensor per collective (an all-gather's after it,
+  // a reduce-scatter's before it), on the compute stream, in the pass that runs the collective.
+  for (const Recompute rc : {Recompute::none, Recompute::full}) {
+    Plan plan = small_plan();  // tp 2
+    plan.parallel.sequence_parallel = true;
+    plan.parallel.tp_collective_copies = true;
+    plan.parallel.async_tp_backward = false;
+    plan.parallel.recompute = rc;
+    REQUIRE(validate(plan).ok());
+    CAPTURE(static_cast<int>(rc));
+    const LayerCost lc = layer_cost(plan);
+    const std::vector<Op>& ops = lower_rank(plan, 0).ops;
+    int gathers = 0, reduces = 0, gather_copies = 0, reduce_copies = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind == OpKind::collective && op.group == Group::tp) {
+        if (op.collective == CollectiveKind::all_gather) ++gathers;
+        if (op.collective == CollectiveKind::reduce_scatter) {
+          ++reduces;
+          REQUIRE(i > 0);
+          CHECK(is(ops[i - 1], "tp.reduce_scatter.copy"));  // the copy into dim-0 order comes first
+        }
+      }
+      if (op.kind != OpKind::memory) continue;
+      if (is(op, "tp.all_gather.copy") || is(op, "tp.all_gather.regather.copy")) {
+        ++gather_copies;
+        CHECK(op.bytes == std::llround(2 * lc.tp_gather_bytes));
+        CHECK(op.term != Term::tp_comm);
+      } else if (is(op, "tp.reduce_scatter.copy")) {
+        ++reduce_copies;
+        CHECK(op.bytes == std::llround(2 * lc.tp_bytes));
+        CHECK(op.term != Term::tp_comm);
+      }
+    }
+    CHECK(gathers > 0);
+    CHECK(gather_copies == gathers);
+    CHECK(reduce_copies == reduces);
+    // Per layer pass: the forward's 2 + 2, the backward's 4 + 2 (its 2 re-gathers), full recompute's 2 + 2 again.
+    // Rank 0 is on the first stage (no output layer and its SP gather): gathers / reduce-scatters = 6 / 4 or 8 / 6.
+    CHECK(gathers * (rc == Recompute::full ? 6 : 4) == reduces * (rc == Recompute::full ? 8 : 6));
+  }
+}
+
 TEST_CASE("slots are StageMemory's states plus one activation stash per microbatch") {
   const Plan plan = small_plan();
   for (int64_t rank : {0, 7}) {
