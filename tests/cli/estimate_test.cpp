@@ -273,6 +273,14 @@ TEST_CASE("--tp-collective-copies: the copies run on the compute stream, the pla
   CHECK(jb["time"]["seconds"]["tp_comm"].get<double>() == doctest::Approx(ja["time"]["seconds"]["tp_comm"].get<double>()));
   CHECK(estimate_plan_again(jb, "tp_copies_plan.json")["time"]["step_s"].get<double>() ==
         doctest::Approx(jb["time"]["step_s"].get<double>()));
+  // The report says how the TP collectives run when it is not Megatron-LM's way, and only then.
+  auto args = kKorthikanti175b;
+  const auto plain = run_parplan(args);
+  CHECK(plain.out.find("TP collectives:") == std::string::npos);
+  args.push_back("--no-async-tp");
+  args.push_back("--tp-collective-copies");
+  const auto titan = run_parplan(args);
+  CHECK(titan.out.find("TP collectives: backward ones blocking, a copy of the tensor around each\n") != std::string::npos);
 }
 
 TEST_CASE("a document written to stdout ('-') is all of stdout; the human report goes to stderr") {
