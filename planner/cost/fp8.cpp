@@ -24,12 +24,17 @@ Fp8CastBytes fp8_cast_bytes(const Plan& plan, double layer_params) {
   const double amax = r == Fp8Recipe::tensorwise || r == Fp8Recipe::rowwise ? A : 0.0;
   // Weights held in fp8 (fp8_param_gather) are cast once per step, by the optimizer step that writes them.
   const double cast_weights = plan.training.fp8_param_gather ? 0.0 : c.weights;
-  c.forward = (c.inputs + cast_weights) * (A + 1.0 + amax);
+  // TP all-gathers in fp8 (fp8_tp_gather): the column-parallel GEMMs' inputs (QKV, MLP up: h each) and the
+  // row-parallel GEMMs' output gradients (attention out, MLP down: h each) are cast on this rank's 1/tp of the
+  // tokens, before their all-gather; the gathered fp8 gradient is then transposed alone (read 1, write 1).
+  const double gathered = plan.training.fp8_tp_gather ? T * h * (1.0 + routed) : 0.0;
+  c.forward = (c.inputs - gathered * (1.0 - 1.0 / tp) + cast_weights) * (A + 1.0 + amax);
   if (r == Fp8Recipe::rowwise) {
     const double requantize = 2.0 * A + 1.0;  // amax along the other dimension, then the cast
     c.backward = requantize * (2.0 * c.output_grads + c.inputs + c.weights);
   } else {
-    c.backward = c.output_grads * (A + 2.0 + amax) + 2.0 * c.inputs + 2.0 * c.weights;
+    c.backward = (c.output_grads - gathered) * (A + 2.0 + amax) + gathered * ((A + 1.0 + amax) / tp + 2.0) +
+                 2.0 * c.inputs + 2.0 * c.weights;
   }
   return c;
 }

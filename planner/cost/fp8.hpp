@@ -19,6 +19,13 @@
 //             the tokens): G 2(2A + 1) + X (2A + 1) + W (2A + 1) bytes. torchao float8_linear.py,
 //             matmul_with_hp_or_float8_args.backward: grad_output cast with axiswise_dim -1 and 0, the saved 16-bit
 //             input and weight cast with axiswise_dim 0 (cited from memory).
+//   fp8 TP all-gathers (TrainingSpec::fp8_tp_gather, torchtitan's float8 tensorwise TP: torchao's
+//             PrepareFloat8ModuleInput / Float8ColwiseParallel cast the column-parallel input, and
+//             Float8RowwiseParallel's NoopFwToFloat8BwDynamic the row-parallel output gradient, on this rank's shard
+//             before the all-gather; cited from memory): of X, the QKV and MLP-up inputs (S = T h (1 + routed copies)
+//             elements) are cast on 1/tp of the tokens, and of G the attention-out and MLP-down output gradients (S
+//             again) too, their gathered fp8 copy then transposed alone (read 1, write 1):
+//             forward (X - S (1 - 1/tp) + W) (A + 1 + a); backward (G - S) (A + 2 + a) + S ((A + 1 + a) / tp + 2) + 2X + 2W.
 // A = the activation dtype's bytes; a = A where the recipe scales from the tensor itself before casting (tensorwise,
 // rowwise: an amax pass reads it once more), 0 where the scale comes from history (delayed) or out of the cast kernel
 // (blockwise, mxfp8). The fp8 GEMMs themselves run at the fp8 peak times the profile's fp8_efficiency (gemm.hpp).

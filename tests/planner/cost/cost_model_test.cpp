@@ -7,6 +7,7 @@
 #include "planner/spec/config.hpp"
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/cost/fp8.hpp"
 #include "planner/cost/gemm.hpp"
 #include "planner/cost/layout.hpp"
 #include "planner/cost/model_states.hpp"
@@ -257,10 +258,13 @@ TEST_CASE("fp8 TP all-gathers: one byte per element in every all-gather and its 
                        collective_time_s(Collective::all_gather, elements, 8, l);
   CHECK(a.tp_comm_forward_s - b.tp_comm_forward_s == doctest::Approx(2 * saved).epsilon(1e-9));
   CHECK(a.tp_comm_backward_s - b.tp_comm_backward_s == doctest::Approx(4 * saved).epsilon(1e-9));
-  // The copies: 2 (forward) and 4 (backward) all-gathers at half the bytes.
+  // The copies: 2 (forward) and 4 (backward) all-gathers at half the bytes; and the casts of the gathered operands on
+  // the shard (fp8_cast_bytes, tests/planner/cost/fp8_test.cpp).
   const double rate = p.gpu.hbm_bandwidth_Bps * p.gpu.hbm_efficiency;
-  CHECK(a.forward_s - b.forward_s == doctest::Approx(2 * 2 * elements / rate).epsilon(1e-9));
-  CHECK(a.backward_input_s - b.backward_input_s == doctest::Approx(4 * 2 * elements / rate).epsilon(1e-9));
+  const Fp8CastBytes ca = fp8_cast_bytes(p, a.params), cb = fp8_cast_bytes(f, b.params);
+  CHECK(a.forward_s - b.forward_s == doctest::Approx((2 * 2 * elements + ca.forward - cb.forward) / rate).epsilon(1e-9));
+  CHECK(a.backward_input_s - b.backward_input_s ==
+        doctest::Approx((4 * 2 * elements + ca.backward - cb.backward) / rate).epsilon(1e-9));
   // Needs fp8, tp > 1 and sequence parallelism.
   Plan bf16 = f;
   bf16.training.precision = Precision::bf16;

@@ -63,6 +63,30 @@ TEST_CASE("fp8 casts: every GEMM operand in 16 bits is cast forward, output grad
 
 // Rowwise against tensorwise in one layer's input-gradient backward: the extra bytes at achieved HBM bandwidth and
 // four more cast launches (each output gradient quantized twice: 16 against 12); the forward is the same.
+// torchtitan's float8 tensorwise TP (fp8_tp_gather): the QKV and MLP-up inputs are cast on this rank's 1/tp of the
+// tokens before their all-gather (torchao PrepareFloat8ModuleInput / Float8ColwiseParallel), the attention-out and
+// MLP-down output gradients likewise before the backward's (Float8RowwiseParallel, NoopFwToFloat8BwDynamic), whose
+// gathered fp8 copy is then transposed alone. Llama 3 8B, tp 8, SP, 8192 tokens: S = 8192 x 4096 x 2 elements.
+TEST_CASE("fp8 TP all-gathers: the gathered operands are cast on the shard, before the all-gather") {
+  Plan p = llama3_8b_fp8(Fp8Recipe::tensorwise);
+  p.parallel.tp = 8;
+  p.parallel.dp = 1;
+  p.parallel.zero_stage = 0;
+  p.parallel.sequence_parallel = true;
+  p.training.global_batch = 1;
+  const double W = 218e6 / 8, S = 8192.0 * 4096 * 2;
+  const Fp8CastBytes base = fp8_cast_bytes(p, W);
+  p.training.fp8_tp_gather = true;
+  REQUIRE(validate(p).ok());
+  const Fp8CastBytes c = fp8_cast_bytes(p, W);
+  CHECK(c.inputs == doctest::Approx(base.inputs));
+  CHECK(c.output_grads == doctest::Approx(base.output_grads));
+  CHECK(c.forward == doctest::Approx(base.forward - S * (1.0 - 1.0 / 8) * (2 + 1 + 2)));
+  CHECK(c.backward == doctest::Approx(base.backward - S * (2 + 2 + 2) + S * ((2 + 1 + 2) / 8.0 + 2)));
+  CHECK(c.forward < base.forward);
+  CHECK(c.backward < base.backward);
+}
+
 TEST_CASE("fp8 rowwise: the backward's extra casts cost their bytes and four launches, the forward nothing") {
   const Plan tensorwise = llama3_8b_fp8(Fp8Recipe::tensorwise), rowwise = llama3_8b_fp8(Fp8Recipe::rowwise);
   REQUIRE(validate(rowwise).ok());
