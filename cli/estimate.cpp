@@ -88,13 +88,11 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    to_string(plan.training.precision), to_string(plan.training.attention));
   if (!pc.stage_layout.empty()) s += fmt::format("stage layers {}\n", format_stage_layout(pc.stage_layout));
   // TP collectives run otherwise than Megatron-LM's (torchtitan's DTensor TP): say how.
-  if (pc.tp > 1 && (!pc.async_tp_backward || pc.tp_collective_copies || plan.training.fp8_tp_gather)) {
-    std::vector<std::string> how;
-    if (!pc.async_tp_backward) how.push_back("backward ones blocking");
-    if (pc.tp_collective_copies) how.push_back("a copy of the tensor around each");
-    if (plan.training.fp8_tp_gather) how.push_back("all-gathers in fp8");
-    s += fmt::format("TP collectives: {}\n", fmt::join(how, ", "));
-  }
+  std::vector<std::string> how;
+  if (!pc.async_tp_backward) how.push_back("backward ones blocking");
+  if (pc.tp_collective_copies) how.push_back("a copy of the tensor around each");
+  if (plan.training.fp8_tp_gather) how.push_back("all-gathers in fp8");
+  if (pc.tp > 1 && !how.empty()) s += fmt::format("TP collectives: {}\n", fmt::join(how, ", "));
   s += "\n";
 
   s += "Memory per GPU by pipeline stage (* = peak)\n";

@@ -302,7 +302,7 @@ class Lowerer {
         collective("tp.all_gather", term, Group::tp, CollectiveKind::all_gather, lc_.tp_gather_bytes, tp_gather_dtype(),
                    -1, 0, overlap);
         const int32_t gather = last_op();
-        if (overlap) join_after(gather);
+        if (overlap && pc_.tp_collective_copies) join_after(gather);  // the copy reads what the gather brings
         tp_copy("tp.all_gather.copy", pass, lc_.tp_gather_bytes);
         return gather;
       }

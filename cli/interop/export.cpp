@@ -230,7 +230,7 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
     w.cannot("asynchronous backward TP collectives (torchtitan's DTensor TP blocks on each: --no-async-tp)");
   }
   if (plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel &&
-      plan.training.fp8_tp_gather != (plan.training.fp8_recipe == Fp8Recipe::tensorwise)) {
+      plan.training.fp8_tp_gather != plan.training.torchtitan_fp8_tp_gather(pc)) {
     w.cannot(plan.training.fp8_tp_gather ? "fp8 TP all-gathers with a rowwise recipe (torchtitan gathers in fp8 only with tensorwise)"
                                          : "16-bit TP all-gathers with the tensorwise recipe (torchtitan gathers them in fp8: --fp8-tp-gather)");
   }

@@ -593,8 +593,11 @@ TpCollectiveCounts tp_collective_counts(const Plan& plan) {
 // all_gather_tensor cats the ranks' chunks of the gathered tensor along the gather dim, reduce_scatter_tensor cats
 // its input's chunks into dim-0 order first (torch/distributed/_functional_collectives.py). Each reads and writes the
 // whole gathered tensor, 2 x its bytes (an all-gather's tp_gather_bytes, a reduce-scatter's tp_bytes), on the compute
-// stream. Bytes per pass (forward, backward, recompute); zeros without the copies.
-std::array<double, 3> tp_copy_bytes(const Plan& plan, const LayerCost& lc) {
+// stream. Bytes per pass; zeros without the copies.
+struct TpCopyBytes {
+  double forward = 0, backward = 0, recompute = 0;
+};
+TpCopyBytes tp_copy_bytes(const Plan& plan, const LayerCost& lc) {
   if (!plan.parallel.tp_collective_copies || plan.parallel.tp <= 1) return {};
   const TpCollectiveCounts n = tp_collective_counts(plan);
   auto bytes = [&](const TpPassCounts& c) { return 2.0 * (c.gathers * lc.tp_gather_bytes + c.reduces * lc.tp_bytes); };
@@ -863,10 +866,10 @@ LayerCost layer_cost(const Plan& plan) {
   // Communication of each parallel dimension; the copies around the TP collectives (tp_copy_bytes) on the compute
   // stream.
   const TpCollectives tc = tp_comm(plan, x, lc);
-  const std::array<double, 3> tp_copies = tp_copy_bytes(plan, lc);
-  lc.forward_s += memory_bound_time_s(plan.gpu, tp_copies[0]);
-  lc.backward_input_s += memory_bound_time_s(plan.gpu, tp_copies[1]);
-  lc.recompute_s += memory_bound_time_s(plan.gpu, tp_copies[2]);
+  const TpCopyBytes tp_copies = tp_copy_bytes(plan, lc);
+  lc.forward_s += memory_bound_time_s(plan.gpu, tp_copies.forward);
+  lc.backward_input_s += memory_bound_time_s(plan.gpu, tp_copies.backward);
+  lc.recompute_s += memory_bound_time_s(plan.gpu, tp_copies.recompute);
   cp_comm(plan, x, lc);
   ep_comm(plan, lc);
   if (plan.parallel.step_zero_stage() >= 3) {

@@ -463,6 +463,11 @@ struct TrainingSpec {
   // Float8RowwiseParallel casts its output gradient to float8 e5m2 before the backward all-gather; torchao
   // float8/float8_tensor_parallel.py). Needs fp8, tp > 1 and sequence parallelism (Reject::fp8_tp_gather_invalid).
   bool fp8_tp_gather = false;
+  // Whether torchtitan runs a plan's TP all-gathers in fp8: float8 TP with the tensorwise recipe only, and only for
+  // sequence-parallel TP (enable_float8_tensorwise_tp); the rule validate and the torchtitan export both apply.
+  bool torchtitan_fp8_tp_gather(const ParallelConfig& pc) const {
+    return precision == Precision::fp8 && fp8_recipe == Fp8Recipe::tensorwise && pc.tp > 1 && pc.sequence_parallel;
+  }
   // Adam's two moments (exp_avg, exp_avg_sq) in fp32, or in 16 or 8 bits (Megatron-Core --use-precision-aware-optimizer
   // with --exp-avg-dtype / --exp-avg-sq-dtype; the fp32 master weights stay): model_states.hpp.
   DType adam_moments = DType::fp32;

@@ -571,7 +571,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   if (pc.tp_collective_copies) r.notes.push_back(note);
   note.clear();
   // torchtitan's float8 tensorwise TP gathers in fp8 (TrainingSpec::fp8_tp_gather); rowwise keeps 16-bit TP.
-  if (pc.tp_collective_copies && tr.precision == Precision::fp8 && tr.fp8_recipe == Fp8Recipe::tensorwise) {
+  if (pc.tp_collective_copies && tr.torchtitan_fp8_tp_gather(pc)) {
     tr.fp8_tp_gather = true;
     r.notes.push_back("TP all-gathers in fp8 (torchtitan's float8 tensorwise TP: Float8ColwiseParallel, "
                       "Float8RowwiseParallel)");

@@ -453,6 +453,10 @@ bool modern_backward(std::string_view source, std::string_view other_text, std::
   *why = "no year stated";
   return true;
 }
+// Whether the row's TP is torchtitan's DTensor TP: a torchtitan or pytorch/ao source or note.
+bool runs_dtensor_tp(std::string_view source, std::string_view other_text) {
+  return names_torchtitan_stack(ascii_lower(std::string(source) + " " + std::string(other_text)));
+}
 }  // namespace
 
 bool map_async_tp_backward(std::string_view source, std::string_view other_text, std::string* note) {
@@ -465,7 +469,7 @@ bool map_async_tp_backward(std::string_view source, std::string_view other_text,
   // linear's backward computes the input and the weight gradient together) and waited on by the node that reads it.
   // Nothing runs the input-gradient reduce-scatter beside the weight-gradient GEMM; that is what its async TP adds.
   std::string why;
-  const bool torchtitan = names_torchtitan_stack(ascii_lower(std::string(source) + " " + std::string(other_text)));
+  const bool torchtitan = runs_dtensor_tp(source, other_text);
   const bool async = !torchtitan && modern_backward(source, other_text, &why);
   if (torchtitan) why = "torchtitan: DTensor tensor parallelism, each collective an autograd node";
   if (note) *note = fmt::format("TP backward collectives: {} ({})", async ? "asynchronous" : "blocking", why);
@@ -476,7 +480,7 @@ bool map_tp_collective_copies(std::string_view source, std::string_view other_te
   // torchtitan's TP shards [batch, seq, hidden] activations on dim 1 (SequenceParallel / PrepareModuleInput
   // Shard(1)); DTensor redistributes them with funcol.all_gather_tensor / reduce_scatter_tensor on that dim, which copy
   // the whole tensor (ParallelConfig::tp_collective_copies).
-  const bool copies = names_torchtitan_stack(ascii_lower(std::string(source) + " " + std::string(other_text)));
+  const bool copies = runs_dtensor_tp(source, other_text);
   if (note && copies) {
     *note = "TP collectives: each copies the whole tensor once (torchtitan: DTensor on the sequence dim 1 of [batch, "
             "seq, hidden])";
