@@ -502,6 +502,9 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   if (prec_unstated) {
     // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
     if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
+  } else if (names_sub_fp8(prec_text)) {
+    skip.push_back(fmt::format("precision '{}' names a GEMM format below 8 bits (fp4/fp6), not modelled",
+                               excerpt(prec_text)));
   } else if (!map_precision(prec_text, tr.precision, &note)) {
     skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
   }
@@ -650,6 +653,12 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
             fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)", name));
       }
     }
+  }
+  // DeepSeek-V3's DualPipe (report Sec. 3.2.1, Table 2): two pipelines fed from opposite ends, each rank holding two
+  // stages' parameters; no parplan schedule prices it, so a row that ran it is not scored under another.
+  if (ascii_lower(parallel_notes).find("dualpipe") != std::string::npos) {
+    r.skip_reasons.push_back("schedule DualPipe (DeepSeek-V3 report Sec. 3.2.1) is not modelled (1F1B, 1F1B-I, "
+                             "ZB-H1, ZB-2p and ZB-V are)");
   }
   // Zero Bubble's optimizer post-validation (their Sec. 4), stated beside a zero-bubble schedule.
   // Only ZB-2p's step changes with it (pipeline_time): the other zero-bubble rows say so rather than claim the fill.

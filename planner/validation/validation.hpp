@@ -48,6 +48,9 @@ std::vector<MappedRun> load_published_runs(std::string_view text, const std::str
 // Mapping rules for the free-text fields, exposed for tests. Each returns false (and leaves `out` alone) when the
 // text does not determine the value.
 bool map_ffn_type(std::string_view text, FfnType& out);
+// Whether a precision text names a GEMM format narrower than fp8 (NVFP4, MXFP4, MXFP6, FP4, FP6, INT4): parplan
+// prices none of them, so map_precision() refuses such a text rather than read its "BF16" or "FP8" remainder.
+bool names_sub_fp8(std::string_view text);
 bool map_precision(std::string_view text, Precision& out, std::string* note = nullptr);
 // The fp8 scaling recipe a precision text names (tensorwise when it names none, with a note).
 Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes = nullptr);

@@ -65,9 +65,22 @@ bool map_ffn_type(std::string_view text, FfnType& out) {
   return false;
 }
 
+bool names_sub_fp8(std::string_view text) {
+  const std::string t = ascii_lower(text);
+  // NVFP4 (Transformer Engine's NVFP4BlockScaling), MXFP4, MXFP6, plain FP4 / FP6 / INT4 GEMMs.
+  // Not followed by a digit: "fp64" names no fp6 format.
+  for (std::string_view name : {"fp4", "fp6", "float4", "int4", "e2m1"}) {
+    for (size_t at = t.find(name); at != std::string::npos; at = t.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      if (end == t.size() || !std::isdigit(static_cast<unsigned char>(t[end]))) return true;
+    }
+  }
+  return false;
+}
+
 bool map_precision(std::string_view text, Precision& out, std::string* note) {
   const std::string t = ascii_lower(text);
-  if (has(t, "not stated")) return false;
+  if (has(t, "not stated") || names_sub_fp8(t)) return false;  // a 4/6-bit GEMM format is none of parplan's precisions
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
   if (has(t, "fp8") || has(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"
     out = Precision::fp8;
@@ -92,6 +105,9 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes)
   if (has(t, "blockwise") || has(t, "1x128")) return Fp8Recipe::blockwise;
   if (has(t, "rowwise")) return Fp8Recipe::rowwise;
   if (has(t, "delayed")) return Fp8Recipe::delayed;
+  // Transformer Engine's Float8CurrentScaling ("current scaling"): one scale per tensor from its own amax, the
+  // tensorwise recipe.
+  if (has(t, "current scaling") || has(t, "currentscaling") || has(t, "current-scaling")) return Fp8Recipe::tensorwise;
   if (!has(t, "tensorwise") && notes) notes->push_back("fp8 recipe not named: tensorwise (torchao's default)");
   return Fp8Recipe::tensorwise;
 }
@@ -132,9 +148,27 @@ bool names_layer_ac(std::string_view text) {
   return has(t, "layer ac") || has(t, "layer-wise ac") || has(t, "layerwise ac") || has(t, "ac_freq");
 }
 
+namespace {
+// The Megatron-Core recompute modules a prose text names as recomputed ("RMSNorm and MLA up-projection recomputed
+// in backward", the DeepSeek-V3 report Sec. 3.2.3): none unless it says "recompute".
+RecomputeModules prose_recompute_modules(const std::string& t) {
+  RecomputeModules out;
+  out.bits = 0;
+  if (!has(t, "recompute")) return out;
+  if (has(t, "rmsnorm") || has(t, "layernorm") || has(t, "layer norm")) out.add(RecomputeModule::layernorm);
+  if (has(t, "up-projection") || has(t, "up projection") || has(t, "mla_up_proj")) out.add(RecomputeModule::mla_up_proj);
+  if (has(t, "core attention") || has(t, "attention core") || has(t, "core_attn")) out.add(RecomputeModule::core_attn);
+  return out;
+}
+}  // namespace
+
 bool map_recompute(std::string_view text, Recompute& out) {
   const std::string t = ascii_lower(text);
   if (t.empty() || has(t, "partial")) return false;
+  if (!has(t, "selective") && !has(t, "full") && prose_recompute_modules(t).bits != 0) {
+    out = Recompute::selective;  // named modules recomputed: Megatron-Core's selective granularity
+    return true;
+  }
   if (names_layer_ac(t)) {
     out = Recompute::full;  // torchtitan's layer-wise selective AC: every N-th block fully checkpointed (recompute_layers)
   } else if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
@@ -233,7 +267,13 @@ RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::s
   const std::string t = without_offload_clause(lower, lower);
   const size_t colon = t.find("selective:");
   RecomputeModules out;
-  if (colon == std::string::npos) return out;
+  if (colon == std::string::npos) {
+    if (const RecomputeModules prose = prose_recompute_modules(t); prose.bits != 0 && !has(t, "selective")) {
+      if (notes != nullptr) notes->push_back(fmt::format("recompute modules {} (named in the text)", to_string(prose)));
+      return prose;
+    }
+    return out;
+  }
   const size_t begin = colon + std::string_view("selective:").size(), end = std::min(t.find(';', begin), t.size());
   RecomputeModules listed;
   listed.bits = 0;

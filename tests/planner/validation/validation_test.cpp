@@ -181,6 +181,14 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_precision("mixed precision (16-bit; paper does not say FP16 vs BF16)", p));
   CHECK(p == Precision::fp16);
   CHECK_FALSE(map_precision("not stated (BF16 basis inferred)", p));
+  p = Precision::bf16;
+  CHECK_FALSE(map_precision("NVFP4 (BF16 for the last layers)", p));  // not read as bf16
+  CHECK(p == Precision::bf16);
+  CHECK(names_sub_fp8("NVFP4"));
+  CHECK(names_sub_fp8("MXFP4 / MXFP6 GEMMs"));
+  CHECK(names_sub_fp8("fp4"));
+  CHECK_FALSE(names_sub_fp8("BF16 with FP64 reductions"));  // fp64 names no fp6 format
+  CHECK_FALSE(names_sub_fp8("MXFP8 (--fp8-recipe mxfp8 e4m3)"));
 
   Recompute rc{};
   CHECK(map_recompute("full (--checkpoint-activations, every layer)", rc));
@@ -212,6 +220,15 @@ TEST_CASE("validation: free-text rules") {
   CHECK(to_string(map_recompute_modules("selective: mla_up_proj, mlp")) == "mla_up_proj,mlp");
   CHECK(map_recompute_modules("selective + sequence parallelism").is_default());  // lists none: {core_attn}
   CHECK(map_recompute_modules("selective layer AC").is_default());
+  // Modules named in prose (the DeepSeek-V3 report Sec. 3.2.3): Megatron-Core's selective granularity over them.
+  const char* deepseek = "RMSNorm and MLA up-projection recomputed in backward (Sec. 3.2.3)";
+  CHECK(map_recompute(deepseek, rc));
+  CHECK(rc == Recompute::selective);
+  rc_notes.clear();
+  CHECK(to_string(map_recompute_modules(deepseek, &rc_notes)) == "layernorm,mla_up_proj");
+  REQUIRE(rc_notes.size() == 1);
+  CHECK(rc_notes[0] == "recompute modules layernorm,mla_up_proj (named in the text)");
+  CHECK_FALSE(map_recompute("RMSNorm and MLA up-projection", rc));  // names modules, not that they are recomputed
   rc_notes.clear();
   CHECK(to_string(map_recompute_modules(
             "selective: mla_up_proj; fine-grained activation offloading (expert_fc1); optimizer-state offload", &rc_notes)) ==
@@ -444,6 +461,23 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
   CHECK(has_reason(r, "no iteration time"));
   CHECK(has_reason(r, "partial checkpointing"));
 
+  // A GEMM format below 8 bits is no parplan precision: its row is skipped naming it, never read as its "BF16" rest.
+  for (const char* text : {"NVFP4 (TE NVFP4BlockScaling; BF16 for the last 4 layers)", "MXFP4", "FP4 with FP8 attention",
+                           "mxfp6 e3m2"}) {
+    CAPTURE(text);
+    row = base_row();
+    row["precision"] = text;
+    r = map_one(row);
+    CHECK_FALSE(r.scored());
+    CHECK(has_reason(r, "below 8 bits"));
+  }
+  // DeepSeek-V3's DualPipe (stated in the parallel notes) is no parplan schedule: not priced as another.
+  row = base_row();
+  row["parallel"]["parallel_notes"] = "PP16 (DualPipe bidirectional schedule), EP64, ZeRO-1 DP";
+  r = map_one(row);
+  CHECK_FALSE(r.scored());
+  CHECK(has_reason(r, "schedule DualPipe"));
+
   // Recompute null: full only when the FLOP basis is Narayanan Eq. 3 (counts the recompute pass).
   row = base_row();
   row["recompute"] = nullptr;
@@ -595,6 +629,9 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK(map_fp8_recipe("Float8 rowwise with bf16 all-gather") == Fp8Recipe::rowwise);
   CHECK(map_fp8_recipe("Float8 tensorwise (torchao)") == Fp8Recipe::tensorwise);
   std::vector<std::string> notes;
+  // Transformer Engine's Float8CurrentScaling is the tensorwise recipe, named (no "not named" note).
+  CHECK(map_fp8_recipe("FP8 current scaling (Float8CurrentScaling)", &notes) == Fp8Recipe::tensorwise);
+  CHECK(notes.empty());
   CHECK(map_fp8_recipe("Float8 (torchao Float8Linear on nn.Linear)", &notes) == Fp8Recipe::tensorwise);
   CHECK(notes.size() == 1);
 
