@@ -64,6 +64,17 @@ std::vector<std::string> megatron_shape(const ModelSpec& m) {
   return a;
 }
 
+// Megatron-Core's --fp8-recipe (NeMo's fp8_recipe) for the plan's recipe: delayed, tensorwise, mxfp8 and blockwise
+// are its own; torchao's rowwise is none of them.
+std::string_view megatron_fp8_recipe(const Plan& plan, Writer& w) {
+  const Fp8Recipe r = plan.training.fp8_recipe;
+  if (r == Fp8Recipe::rowwise) {
+    w.cannot("fp8 recipe rowwise (Megatron-Core runs delayed, tensorwise, mxfp8 or blockwise): written as tensorwise");
+    return "tensorwise";
+  }
+  return to_string(r);
+}
+
 Exported to_megatron(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe (Megatron-LM runs 1F1B or interleaved 1F1B)");
@@ -101,7 +112,10 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   }
   const Precision p = plan.training.precision;
   a.push_back(p == Precision::fp16 ? "--fp16" : "--bf16");
-  if (p == Precision::fp8) a.push_back("--fp8-format hybrid");
+  if (p == Precision::fp8) {  // the recipe always: Megatron-Core's default (delayed) is not parplan's (tensorwise)
+    const std::string_view r = megatron_fp8_recipe(plan, w);
+    a.push_back(fmt::format("--fp8-format {} --fp8-recipe {}", r == "mxfp8" || r == "blockwise" ? "e4m3" : "hybrid", r));
+  }
   if (plan.training.fp8_param_gather) a.push_back("--fp8-param-gather");
   if (p != Precision::fp16 && !plan.training.grad_fp32) a.push_back("--grad-reduce-in-bf16");
   if (p == Precision::fp16 && plan.training.grad_fp32) a.push_back("--accumulate-allreduce-grads-in-fp32");
@@ -169,6 +183,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
     s += fmt::format("  recompute_modules: [{}]\n", to_string(pc.recompute_modules, ", "));
   }
   s += fmt::format("  fp8: {}\n", plan.training.precision == Precision::fp8);
+  if (plan.training.precision == Precision::fp8) s += fmt::format("  fp8_recipe: {}\n", megatron_fp8_recipe(plan, w));
   if (plan.training.fp8_param_gather) s += "  fp8_params: true\n";
   s += fmt::format("  optim:\n    name: {}\n", pc.distributed_optimizer ? "distributed_fused_adam" : "fused_adam");
   s += fmt::format("  # vocabulary {}: NeMo takes it from model.tokenizer\n", m.vocab);
@@ -188,9 +203,14 @@ std::pair<std::string, std::string> titan_model(const std::string& name) {
   return {"", ""};
 }
 
-// torchtitan's [float8] section: the torchao recipe (tensorwise, rowwise) and FSDP float8 all-gather.
+// torchtitan's [float8] section: the torchao recipe (tensorwise, rowwise) and FSDP float8 all-gather; MXFP8 is the
+// mx converter's, with no section here.
 std::string titan_float8(const Plan& plan, Writer& w) {
   const Fp8Recipe r = plan.training.fp8_recipe;
+  if (r == Fp8Recipe::mxfp8) {
+    if (plan.training.fp8_param_gather) w.cannot("fp8 weights gathered in fp8 with MXFP8 (torchtitan's mx converter gathers them in bf16)");
+    return "";
+  }
   if (r != Fp8Recipe::tensorwise && r != Fp8Recipe::rowwise) {
     w.cannot(fmt::format("fp8 recipe {} (torchtitan's float8 converter runs tensorwise or rowwise): written as tensorwise",
                          to_string(r)));
@@ -245,7 +265,9 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   std::string s = w.comments();
   s += "[model]\n";
   if (!name.empty()) s += fmt::format("name = \"{}\"\nflavor = \"{}\"\n", name, flavor);
-  if (plan.training.precision == Precision::fp8) s += "converters = [\"float8\"]\n";
+  if (plan.training.precision == Precision::fp8) {
+    s += plan.training.fp8_recipe == Fp8Recipe::mxfp8 ? "converters = [\"mx\"]\n" : "converters = [\"float8\"]\n";
+  }
   s += "\n[training]\n";
   s += fmt::format("local_batch_size = {}\n", pipelined ? pc.micro_batch * pc.num_microbatches : pc.micro_batch);
   s += fmt::format("global_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"bfloat16\"\n", plan.training.global_batch, plan.seq_len());

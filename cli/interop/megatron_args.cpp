@@ -65,6 +65,7 @@ struct Collected {
   std::string recompute_num_layers_origin;
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
+  std::string fp8_recipe, fp8_recipe_origin;      // --fp8-recipe
 };
 
 void set_precision(Collected& c, const std::string& p, const MegatronArg& a, const std::string& path) {
@@ -192,6 +193,24 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   }
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
   if (a.name == "fp8-format") return set_precision(c, "fp8", a, path), true;
+  // Megatron-Core --fp8-recipe {delayed, tensorwise, mxfp8, blockwise} (default delayed): parplan's recipes of the
+  // same names; 'custom' (a user-supplied quantization factory) says nothing parplan can price.
+  if (a.name == "fp8-recipe") {
+    const std::string v = a.value.value_or("");
+    if (v != "delayed" && v != "tensorwise" && v != "mxfp8" && v != "blockwise") {
+      throw InputError(fmt::format("{}: {} is '{}' (parplan prices Megatron-Core's delayed, tensorwise, mxfp8 and "
+                                   "blockwise recipes)", path, a.origin, excerpt(v)));
+    }
+    c.fp8_recipe = v;
+    c.fp8_recipe_origin = a.origin;
+    return true;
+  }
+  // 4-bit GEMMs (Megatron-Core --fp4-format e2m1, --fp4-recipe nvfp4 / mxfp4): priced as anything else they would be
+  // off by the whole step, so the file is refused rather than read without them.
+  if (a.name == "fp4-format" || a.name == "fp4-recipe" || a.name == "fp4") {
+    throw InputError(fmt::format("{}: {}: 4-bit GEMMs (NVFP4, MXFP4) are not modelled (parplan prices bf16, fp16 and "
+                                 "fp8)", path, a.origin));
+  }
   if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
   // Gradient buffer and reduction dtype: fp32 by default for bf16 (accumulate_allreduce_grads_in_fp32), 16-bit with
   // --grad-reduce-in-bf16.
@@ -279,6 +298,13 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                       "(priced dropless)", c.capacity_origin));
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
+  if (!c.fp8_recipe.empty() && c.precision == "fp8") {
+    out.set("--fp8-recipe", c.fp8_recipe, c.fp8_recipe_origin, path);
+  } else if (!c.fp8_recipe.empty()) {
+    out.ignored.push_back(fmt::format("{}: read only with --fp8-format", c.fp8_recipe_origin));
+  } else if (c.precision == "fp8") {
+    out.assume("--fp8-recipe", "delayed", "no --fp8-recipe (Megatron-LM default: delayed scaling)");
+  }
   out.assume("--precision", "bf16", "no --bf16 / --fp16 (Megatron-LM's default is fp32, which parplan does not model)");
   if (!c.overlap_grad_reduce) {
     out.assume("--no-overlap-dp", "", "no --overlap-grad-reduce (Megatron-LM default: gradients reduced after the backward pass)");

@@ -47,7 +47,7 @@ constexpr std::string_view kTitanRead[] = {
     "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
     "training.global_batch_size", "training.seq_len", "training.mixed_precision_param",
     "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
-    "float8.recipe_name", "float8.enable_fsdp_float8_all_gather"};
+    "float8.recipe_name", "float8.enable_fsdp_float8_all_gather", "mx.recipe_name"};
 
 // The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
 void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
@@ -113,6 +113,26 @@ void titan_batch(const Titan& t, Imported& out, const std::string& path) {
   const int64_t seq = t.get("training.seq_len", 2048, path);
   if (t.items.count("training.seq_len")) out.set("--seq", std::to_string(seq), t.where("training.seq_len", ""), path);
   else out.assume("--seq", "2048", "training.seq_len not given (torchtitan default 2048)");
+}
+
+// The mx converter (torchao.prototype.mx_formats, MX training): MXFP8 GEMMs; an [mx] recipe_name naming a 4-bit
+// format (mxfp4, nvfp4) is refused, since parplan prices no 4-bit GEMM.
+void titan_mx(const Titan& t, Imported& out, const std::string& path) {
+  const std::string conv = t.where("model.converters", "");
+  if (t.items.count("mx.recipe_name")) {
+    const TomlItem& it = *t.items.at("mx.recipe_name");
+    const std::string& v = it.value.text;
+    if (v.starts_with("mxfp4") || v.starts_with("nvfp4")) {
+      throw InputError(fmt::format("{}: {}: '{}': 4-bit GEMMs (NVFP4, MXFP4) are not modelled (parplan prices bf16, "
+                                   "fp16 and fp8)", path, origin(it), excerpt(v)));
+    }
+    if (!v.starts_with("mxfp8")) {
+      throw InputError(fmt::format("{}: {}: '{}' is not modelled (the mxfp8 recipes are)", path, origin(it), excerpt(v)));
+    }
+    out.set("--fp8-recipe", "mxfp8", origin(it), path);
+    return;
+  }
+  out.set("--fp8-recipe", "mxfp8", conv + " (mx: MXFP8 training)", path);
 }
 
 // The float8 converter's recipe and FSDP float8 all-gather (torchao.float8 as torchtitan configures it:
@@ -200,13 +220,27 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
   }
   titan_mesh(t, out, path);
   titan_batch(t, out, path);
-  bool fp8 = false;
+  // Quantization converters: float8 (torchao.float8: tensorwise or rowwise, [float8]) and mx (torchao's MX training,
+  // MXFP8 on Blackwell, [mx]); both keep the 16-bit inputs for the backward. Any other converter is listed as not
+  // modelled.
+  bool fp8 = false, mx = false;
+  const std::string conv = t.where("model.converters", "");
   if (t.items.count("model.converters")) {
-    for (const TomlValue& v : t.items.at("model.converters")->value.items) fp8 = fp8 || v.text.starts_with("float8");
+    for (const TomlValue& v : t.items.at("model.converters")->value.items) {
+      if (v.text.starts_with("float8")) fp8 = true;
+      else if (v.text == "mx") mx = true;
+      else out.ignored.push_back(fmt::format("{}: converter '{}' is not modelled", conv, excerpt(v.text)));
+    }
   }
-  if (fp8) {
-    out.set("--precision", "fp8", t.where("model.converters", ""), path);
-    out.set("--fp8-16bit-saved-inputs", "", t.where("model.converters", "") + " (torchao's float8 keeps 16-bit inputs)", path);
+  if (fp8 && mx) throw InputError(fmt::format("{}: {}: float8 and mx together are not modelled (one is)", path, conv));
+  if (mx) {
+    titan_mx(t, out, path);
+  } else if (t.items.count("mx.recipe_name")) {
+    out.ignored.push_back(fmt::format("{}: read only with the mx converter", t.where("mx.recipe_name", "")));
+  }
+  if (fp8 || mx) {
+    out.set("--precision", "fp8", conv, path);
+    out.set("--fp8-16bit-saved-inputs", "", conv + " (torchao's float8 and MX training keep 16-bit inputs)", path);
   }
   const std::string mp = t.items.count("training.mixed_precision_param") ? t.items.at("training.mixed_precision_param")->value.text : "bfloat16";
   if (mp != "bfloat16") {

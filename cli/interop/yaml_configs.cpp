@@ -99,7 +99,7 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "micro_batch_size", "global_batch_size", "encoder_seq_length", "num_layers", "hidden_size", "ffn_hidden_size",
     "num_attention_heads", "num_query_groups", "num_moe_experts", "moe_router_topk", "activations_checkpoint_granularity",
     "activations_checkpoint_method", "activations_checkpoint_num_layers",
-    "recompute_modules", "fp8", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
+    "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
 
 }  // namespace

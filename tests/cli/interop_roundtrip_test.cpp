@@ -3,6 +3,7 @@
 // first (the export of what remains must carry no warning).
 #include <doctest/doctest.h>
 
+#include <array>
 #include <filesystem>
 #include <random>
 
@@ -77,8 +78,13 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
   }
   if (f == Framework::megatron) p.training.adam_moments = pick({0, 1}) ? DType::bf16 : DType::fp32;
   p.training.fp8_saved_inputs = f != Framework::torchtitan;  // Transformer Engine keeps fp8 inputs, torchao 16-bit
+  if ((f == Framework::megatron || f == Framework::nemo) && p.training.precision == Precision::fp8) {
+    p.training.fp8_recipe = std::array{Fp8Recipe::delayed, Fp8Recipe::tensorwise, Fp8Recipe::mxfp8,
+                                       Fp8Recipe::blockwise}[static_cast<size_t>(pick({0, 1, 2, 3}))];
+  }
   if (f == Framework::torchtitan && p.training.precision == Precision::fp8) {
-    p.training.fp8_recipe = pick({0, 1}) ? Fp8Recipe::rowwise : Fp8Recipe::tensorwise;
+    p.training.fp8_recipe = std::array{Fp8Recipe::tensorwise, Fp8Recipe::rowwise, Fp8Recipe::mxfp8}[static_cast<size_t>(pick({0, 1, 2}))];
+    if (p.training.fp8_recipe == Fp8Recipe::mxfp8) p.training.fp8_param_gather = false;  // the mx converter's: bf16
     p.training.fp8_tp_gather = pc.tp > 1 && p.training.fp8_recipe == Fp8Recipe::tensorwise;  // float8 tensorwise TP
   }
   // Full recompute of the first K layers of each chunk where the framework writes it (Megatron's and NeMo's block
@@ -139,7 +145,9 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(b.training.fp8_param_gather == a.training.fp8_param_gather);
   CHECK(b.training.adam_moments == a.training.adam_moments);
   if (a.training.precision == Precision::fp8) CHECK(b.training.fp8_saved_inputs == a.training.fp8_saved_inputs);
-  if (f == Framework::torchtitan) CHECK(b.training.fp8_recipe == a.training.fp8_recipe);
+  if (f != Framework::deepspeed && f != Framework::nanotron && a.training.precision == Precision::fp8) {
+    CHECK(b.training.fp8_recipe == a.training.fp8_recipe);
+  }
   if (f == Framework::megatron || f == Framework::nemo) {
     CHECK(y.recompute_layers == x.recompute_layers);
     CHECK(y.overlap_dp_comm == x.overlap_dp_comm);

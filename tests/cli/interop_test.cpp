@@ -492,6 +492,59 @@ TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, fr
   const auto d = import_json({sh});
   CHECK(d["plan"]["training"]["fp8_param_gather"] == false);
   CHECK(d["plan"]["training"]["grad_fp32"] == true);
+  // The fp8 recipe: --fp8-recipe as given, else Megatron-LM's default, delayed scaling (listed as assumed).
+  CHECK(d["plan"]["training"]["fp8_recipe"] == "delayed");
+  bool recipe_listed = false;
+  for (const auto& l : d["assumed"]) {
+    recipe_listed = recipe_listed || l.get<std::string>().starts_with("--fp8-recipe delayed: no --fp8-recipe");
+  }
+  CHECK(recipe_listed);
+  for (const char* recipe : {"tensorwise", "mxfp8", "blockwise", "delayed"}) {
+    CAPTURE(recipe);
+    parplan::test::write_text(sh, cmd + " --fp8-recipe " + recipe + "\n");
+    const auto r = import_json({sh});
+    CHECK(r["plan"]["training"]["fp8_recipe"] == recipe);
+    CHECK(r["from_file"]["--fp8-recipe"]["origin"] == "--fp8-recipe (line 1)");
+  }
+  parplan::test::write_text(sh, cmd + " --fp8-recipe custom\n");
+  const auto custom = run_parplan({"import", sh}, {}, 60);
+  CHECK(custom.exit_code == 2);
+  CHECK(custom.err.find("--fp8-recipe (line 1) is 'custom'") != std::string::npos);
+  // 4-bit GEMMs are refused, naming the argument, rather than priced as the fp8 or bf16 beside them.
+  for (const char* fp4 : {" --fp4-format e2m1", " --fp4-recipe nvfp4"}) {
+    CAPTURE(fp4);
+    parplan::test::write_text(sh, cmd + fp4 + "\n");
+    const auto r = run_parplan({"import", sh}, {}, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("4-bit GEMMs (NVFP4, MXFP4) are not modelled") != std::string::npos);
+    CHECK(r.err.find("(line 1)") != std::string::npos);
+  }
+  // torchtitan's mx converter: MXFP8 training (16-bit inputs kept); a 4-bit [mx] recipe is refused; another
+  // converter is listed as not modelled.
+  {
+    const std::string mx = (dir.path / "mx.toml").string();
+    const std::string head = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
+    const std::string tail = "[training]\nlocal_batch_size = 1\nseq_len = 8192\n";
+    parplan::test::write_text(mx, head + "converters = [\"mx\"]\n" + tail);
+    const auto a = import_json({mx, "--gpus", "8"});
+    CHECK(a["plan"]["training"]["precision"] == "fp8");
+    CHECK(a["plan"]["training"]["fp8_recipe"] == "mxfp8");
+    CHECK(a["plan"]["training"]["fp8_saved_inputs"] == false);
+    parplan::test::write_text(mx, head + "converters = [\"mx\"]\n" + tail + "[mx]\nrecipe_name = \"mxfp8_cublas_rceil\"\n");
+    CHECK(import_json({mx, "--gpus", "8"})["from_file"]["--fp8-recipe"]["origin"] == "mx.recipe_name (line 9)");
+    parplan::test::write_text(mx, head + "converters = [\"mx\"]\n" + tail + "[mx]\nrecipe_name = \"mxfp4_cutlass\"\n");
+    const auto fp4 = run_parplan({"import", mx, "--gpus", "8"}, {}, 60);
+    CHECK(fp4.exit_code == 2);
+    CHECK(fp4.err.find("'mxfp4_cutlass': 4-bit GEMMs (NVFP4, MXFP4) are not modelled") != std::string::npos);
+    parplan::test::write_text(mx, head + "converters = [\"float8\", \"mx\"]\n" + tail);
+    CHECK(run_parplan({"import", mx, "--gpus", "8"}, {}, 60).exit_code == 2);
+    parplan::test::write_text(mx, head + "converters = [\"quantize.linear.awq\"]\n" + tail);
+    const auto other = import_json({mx, "--gpus", "8"});
+    CHECK(other["plan"]["training"]["precision"] == "bf16");
+    bool listed = false;
+    for (const auto& l : other["ignored"]) listed = listed || l.get<std::string>().find("converter 'quantize.linear.awq' is not modelled") != std::string::npos;
+    CHECK(listed);
+  }
   // torchtitan: the [float8] recipe and FSDP float8 all-gather, and FSDP2's reduce dtype.
   const std::string toml = (dir.path / "fp8.toml").string();
   parplan::test::write_text(toml, "[model]\nname = \"llama3\"\nflavor = \"8B\"\nconverters = [\"float8\"]\n"
