@@ -101,10 +101,13 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes)
   const std::string t = ascii_lower(text);
   // "MXFP8", "FP8 blockwise" / DeepSeek-V3's "1x128 / 128x128" tiles, "rowwise", "delayed"; torchao's Float8Linear
   // and "tensorwise" name its default, dynamic tensorwise scaling.
-  if (has(t, "mxfp8")) return Fp8Recipe::mxfp8;
-  if (has(t, "blockwise") || has(t, "1x128")) return Fp8Recipe::blockwise;
+  // NVIDIA's performance tables abbreviate the Transformer Engine recipes: FP8-DS (delayed scaling), FP8-CS
+  // (current scaling), FP8-MX (MXFP8).
+  if (has(t, "mxfp8") || has(t, "fp8-mx")) return Fp8Recipe::mxfp8;
+  if (has(t, "blockwise") || has(t, "1x128") || has(t, "block scaling")) return Fp8Recipe::blockwise;
   if (has(t, "rowwise")) return Fp8Recipe::rowwise;
-  if (has(t, "delayed")) return Fp8Recipe::delayed;
+  if (has(t, "delayed") || has(t, "fp8-ds")) return Fp8Recipe::delayed;
+  if (has(t, "fp8-cs")) return Fp8Recipe::tensorwise;
   // Transformer Engine's Float8CurrentScaling ("current scaling"): one scale per tensor from its own amax, the
   // tensorwise recipe.
   if (has(t, "current scaling") || has(t, "currentscaling") || has(t, "current-scaling")) return Fp8Recipe::tensorwise;

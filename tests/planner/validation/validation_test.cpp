@@ -629,6 +629,11 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK(map_fp8_recipe("Float8 rowwise with bf16 all-gather") == Fp8Recipe::rowwise);
   CHECK(map_fp8_recipe("Float8 tensorwise (torchao)") == Fp8Recipe::tensorwise);
   std::vector<std::string> notes;
+  // NVIDIA's performance-table abbreviations of the Transformer Engine recipes.
+  CHECK(map_fp8_recipe("FP8-DS") == Fp8Recipe::delayed);
+  CHECK(map_fp8_recipe("FP8-MX") == Fp8Recipe::mxfp8);
+  CHECK(map_fp8_recipe("FP8-CS", &notes) == Fp8Recipe::tensorwise);
+  CHECK(map_fp8_recipe("FP8 (Float8BlockScaling, block scaling)") == Fp8Recipe::blockwise);
   // Transformer Engine's Float8CurrentScaling is the tensorwise recipe, named (no "not named" note).
   CHECK(map_fp8_recipe("FP8 current scaling (Float8CurrentScaling)", &notes) == Fp8Recipe::tensorwise);
   CHECK(notes.empty());
