@@ -44,18 +44,55 @@ void megatron_recompute_cannot(const Plan& plan, Writer& w) {
 }
 
 // Megatron-LM's model-shape arguments for `m`.
+// Megatron-Core's --moe-layer-freq for a MoE model's dense layers: k leading ones, then every step-th layer MoE
+// (ModelSpec::dense_layers_before), as a list expression; empty when every layer is MoE.
+std::string megatron_layer_freq(const ModelSpec& m) {
+  if (!m.has_dense_layers()) return "";
+  const int64_t step = std::max<int64_t>(1, m.moe_layer_step), after = m.layers - m.dense_layers;
+  std::string e = fmt::format("[0]*{}", m.dense_layers);
+  if (step == 1) return fmt::format("'({}+[1]*{})'", e, after);
+  e += fmt::format("+([0]*{}+[1])*{}", step - 1, after / step);
+  if (after % step > 0) e += fmt::format("+[0]*{}", after % step);
+  return fmt::format("'({})'", e);
+}
+
+// Megatron-Core's MoE and attention widths beyond the dense shape: the experts' FFN (a MoE model's --ffn-hidden-size
+// is its dense layers' MLP), shared experts, dense layers, the head width, MLA's ranks and head widths.
+std::vector<std::string> megatron_moe_mla(const ModelSpec& m) {
+  std::vector<std::string> a;
+  if (m.is_mla()) {
+    std::string s = fmt::format("--multi-latent-attention --kv-lora-rank {}", m.kv_lora_rank);
+    if (m.q_lora_rank > 0) s += fmt::format(" --q-lora-rank {}", m.q_lora_rank);
+    s += fmt::format(" --qk-head-dim {} --qk-pos-emb-head-dim {} --v-head-dim {}", m.head_dim(), m.qk_rope_head_dim,
+                     m.v_head_dim());
+    a.push_back(s);
+  } else if (m.head_dim_override > 0) {
+    a.push_back(fmt::format("--kv-channels {}", m.head_dim()));
+  }
+  if (!m.is_moe()) return a;
+  a.push_back(fmt::format("--num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}", m.experts, m.top_k, m.ffn_hidden));
+  if (m.shared_experts > 0) {
+    a.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", m.shared_experts * m.ffn_hidden));
+  }
+  if (const std::string f = megatron_layer_freq(m); !f.empty()) a.push_back("--moe-layer-freq " + f);
+  return a;
+}
+
 std::vector<std::string> megatron_shape(const ModelSpec& m) {
+  const int64_t ffn = m.has_dense_layers() ? m.dense_ffn_hidden : m.ffn_hidden;  // Megatron's dense MLP width
   std::vector<std::string> a = {fmt::format("--num-layers {}", m.layers), fmt::format("--hidden-size {}", m.hidden),
-                                fmt::format("--ffn-hidden-size {}", m.ffn_hidden),
+                                fmt::format("--ffn-hidden-size {}", ffn),
                                 fmt::format("--num-attention-heads {}", m.heads)};
-  if (m.kv_heads != m.heads) a.push_back(fmt::format("--group-query-attention --num-query-groups {}", m.kv_heads));
+  if (m.kv_heads != m.heads && !m.is_mla()) {
+    a.push_back(fmt::format("--group-query-attention --num-query-groups {}", m.kv_heads));
+  }
   if (m.ffn_type == FfnType::swiglu) a.push_back("--swiglu");
   if (m.norm == NormType::rmsnorm) a.push_back("--normalization RMSNorm");
   if (m.position == PositionEmbedding::rotary) a.push_back("--position-embedding-type rope");
   if (!m.bias) a.push_back("--disable-bias-linear");
   if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
   if (!m.dropout) a.push_back("--attention-dropout 0.0 --hidden-dropout 0.0");
-  if (m.is_moe()) a.push_back(fmt::format("--num-experts {} --moe-router-topk {}", m.experts, m.top_k));
+  for (std::string& x : megatron_moe_mla(m)) a.push_back(std::move(x));
   if (m.capacity_factor > 0) {
     a.push_back(fmt::format("--moe-expert-capacity-factor {:g} --moe-pad-expert-input-to-capacity", m.capacity_factor));
   }
@@ -88,6 +125,11 @@ Exported to_megatron(const Plan& plan, Writer& w) {
                                 fmt::format("--context-parallel-size {}", pc.cp)};
   if (pc.ep > 1) a.push_back(fmt::format("--expert-model-parallel-size {}", pc.ep));
   if (pc.etp > 0) a.push_back(fmt::format("--expert-tensor-parallel-size {}", pc.etp));
+  if (plan.model.is_moe()) {  // the dispatcher always: Megatron-LM's default (allgather) is not parplan's
+    a.push_back(pc.moe_dispatcher == MoeDispatcher::deepep ? "--moe-token-dispatcher-type flex --moe-enable-deepep"
+                                                           : "--moe-token-dispatcher-type alltoall");
+  }
+  if (pc.overlap_ep_comm) a.push_back("--overlap-moe-expert-parallel-comm");
   if (pc.schedule == Schedule::interleaved) a.push_back(fmt::format("--virtual-pipeline-model-parallel-size {}", pc.vpp));
   if (pc.sequence_parallel) a.push_back("--sequence-parallel");
   if (pc.first_stage_layers > 0) a.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", pc.first_stage_layers));
@@ -136,6 +178,30 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   return w.out;
 }
 
+// NeMo's model keys for megatron_moe_mla()'s widths (the Megatron-Core names with '_') and the dispatcher.
+std::string nemo_moe_mla(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  std::string s;
+  if (m.is_mla()) {
+    s += fmt::format("  multi_latent_attention: true\n  kv_lora_rank: {}\n", m.kv_lora_rank);
+    if (m.q_lora_rank > 0) s += fmt::format("  q_lora_rank: {}\n", m.q_lora_rank);
+    s += fmt::format("  qk_head_dim: {}\n  qk_pos_emb_head_dim: {}\n  v_head_dim: {}\n", m.head_dim(), m.qk_rope_head_dim,
+                     m.v_head_dim());
+  } else if (m.head_dim_override > 0) {
+    s += fmt::format("  kv_channels: {}\n", m.head_dim());
+  }
+  if (!m.is_moe()) return s;
+  s += fmt::format("  num_moe_experts: {}\n  moe_router_topk: {}\n  moe_ffn_hidden_size: {}\n", m.experts, m.top_k, m.ffn_hidden);
+  if (m.shared_experts > 0) s += fmt::format("  moe_shared_expert_intermediate_size: {}\n", m.shared_experts * m.ffn_hidden);
+  if (const std::string f = megatron_layer_freq(m); !f.empty()) s += fmt::format("  moe_layer_freq: \"{}\"\n", f.substr(1, f.size() - 2));
+  const bool deepep = plan.parallel.moe_dispatcher == MoeDispatcher::deepep;
+  s += fmt::format("  moe_token_dispatcher_type: {}\n", deepep ? "flex" : "alltoall");
+  if (deepep) s += "  moe_enable_deepep: true\n";
+  if (plan.parallel.overlap_ep_comm) s += "  overlap_moe_expert_parallel_comm: true\n";
+  if (m.mtp_layers > 0) s += fmt::format("  mtp_num_layers: {}\n", m.mtp_layers);
+  return s;
+}
+
 Exported to_nemo(const Plan& plan, Writer& w) {
   const ParallelConfig& pc = plan.parallel;
   const ModelSpec& m = plan.model;
@@ -164,14 +230,15 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   s += fmt::format("  sequence_parallel: {}\n", pc.sequence_parallel);
   s += fmt::format("  encoder_seq_length: {}\n  max_position_embeddings: {}\n", plan.seq_len(), plan.seq_len());
   s += fmt::format("  num_layers: {}\n  hidden_size: {}\n  ffn_hidden_size: {}\n  num_attention_heads: {}\n", m.layers,
-                   m.hidden, m.ffn_hidden, m.heads);
+                   m.hidden, m.has_dense_layers() ? m.dense_ffn_hidden : m.ffn_hidden, m.heads);
   s += fmt::format("  num_query_groups: {}\n", m.kv_heads);
+  s += nemo_moe_mla(plan);
   s += fmt::format("  activation: {}\n  normalization: {}\n", m.ffn_type == FfnType::swiglu ? "fast-swiglu" : "gelu",
                    m.norm == NormType::rmsnorm ? "rmsnorm" : "layernorm");
   s += fmt::format("  position_embedding_type: {}\n  bias: {}\n  share_embeddings_and_output_weights: {}\n",
                    m.position == PositionEmbedding::rotary ? "rope" : "learned_absolute", m.bias, m.tied_embeddings);
   if (!m.dropout) s += "  hidden_dropout: 0.0\n  attention_dropout: 0.0\n";
-  if (m.is_moe()) s += fmt::format("  num_moe_experts: {}\n  moe_router_topk: {}\n", m.experts, m.top_k);
+
   s += fmt::format("  activations_checkpoint_granularity: {}\n",
                    pc.recompute == Recompute::none ? "null" : megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) {
@@ -330,9 +397,9 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
 Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
   Writer w;
   common_cannot(plan, w);
-  if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape); the other configs have no such option
+  if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape; NeMo mtp_num_layers too); the others cannot
     if (plan.model.capacity_factor > 0) w.cannot(fmt::format("--moe-capacity-factor {:g}", plan.model.capacity_factor));
-    if (plan.model.mtp_layers > 0) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));
+    if (plan.model.mtp_layers > 0 && to != Framework::nemo) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));
     if (plan.training.adam_moments != DType::fp32) {
       w.cannot(fmt::format("--adam-moments-dtype {} (Megatron-Core's precision-aware optimizer)",
                            to_string(plan.training.adam_moments)));

@@ -90,6 +90,12 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
 struct ShapeArgs {
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab, seq, experts, top_k;
   bool swiglu = false, rmsnorm = false, rotary = false, bias = true, tied = true, dropout = true;
+  // Megatron-Core MoE and attention widths: --moe-ffn-hidden-size, --moe-shared-expert-intermediate-size,
+  // --moe-layer-freq (its text), --kv-channels; MLA: --multi-latent-attention, --q-lora-rank, --kv-lora-rank,
+  // --qk-head-dim, --qk-pos-emb-head-dim, --v-head-dim. Origins for the errors that name them.
+  std::optional<int64_t> moe_ffn, shared_size, kv_channels, q_lora, kv_lora, qk_head_dim, qk_pos, v_head_dim;
+  std::string shared_origin, layer_freq, layer_freq_origin, mla_origin;
+  bool mla = false;
 };
 // nullopt without layers, hidden and heads; a vocabulary the file does not give is 50257, assumed for `vocab_why`.
 std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path,

@@ -1,8 +1,10 @@
 // Megatron-LM arguments -> plan flags and model shape (see framework.hpp); shared by the launch-script, YAML and NeMo
 // readers. Argument names and defaults: Megatron-LM megatron/training/arguments.py (core_r0.9+).
+#include <cctype>
 #include <sstream>
 #include <fmt/core.h>
 #include <string>
+#include <vector>
 
 #include "cli/interop/framework.hpp"
 #include "planner/spec/config.hpp"
@@ -66,6 +68,8 @@ struct Collected {
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
   std::string fp8_recipe, fp8_recipe_origin;      // --fp8-recipe
+  // --moe-token-dispatcher-type; DeepEP named by --moe-enable-deepep or --moe-flex-dispatcher-backend deepep/hybridep
+  std::string dispatcher, dispatcher_origin, deepep_origin;
 };
 
 void set_precision(Collected& c, const std::string& p, const MegatronArg& a, const std::string& path) {
@@ -98,6 +102,20 @@ bool shape_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   if (n == "num-query-groups") return num(s.kv_heads);
   if (n == "num-experts") return num(s.experts);
   if (n == "moe-router-topk") return num(s.top_k);
+  if (n == "moe-ffn-hidden-size") return num(s.moe_ffn);
+  if (n == "moe-shared-expert-intermediate-size") return s.shared_origin = a.origin, num(s.shared_size);
+  if (n == "moe-layer-freq") {
+    s.layer_freq = a.value.value_or("");
+    s.layer_freq_origin = a.origin;
+    return true;
+  }
+  if (n == "kv-channels") return num(s.kv_channels);
+  if (n == "multi-latent-attention") return s.mla_origin = a.origin, s.mla = true;
+  if (n == "q-lora-rank") return num(s.q_lora);
+  if (n == "kv-lora-rank") return num(s.kv_lora);
+  if (n == "qk-head-dim") return num(s.qk_head_dim);
+  if (n == "qk-pos-emb-head-dim") return num(s.qk_pos);
+  if (n == "v-head-dim") return num(s.v_head_dim);
   if (n == "vocab-size") return num(s.vocab);
   if (n == "swiglu") return s.swiglu = true;
   if (n == "group-query-attention") return true;  // num-query-groups carries the count
@@ -219,6 +237,23 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   // MoE routing (docs/cost-model.md): forced balance is parplan's default (imbalance 1); a capacity factor is priced
   // padded, as --moe-pad-expert-input-to-capacity runs it.
   if (a.name == "moe-router-force-load-balancing") return true;
+  // The token dispatcher (docs/cost-model.md "MoE"): alltoall is parplan's default; flex with DeepEP (or its HybridEP
+  // backend) is --moe-dispatcher deepep; Megatron-Core's 1F1B A2A overlap is --overlap-ep.
+  if (a.name == "moe-token-dispatcher-type") {
+    c.dispatcher = a.value.value_or("");
+    c.dispatcher_origin = a.origin;
+    return true;
+  }
+  if (a.name == "moe-enable-deepep") return c.deepep_origin = a.origin, true;
+  if (a.name == "moe-flex-dispatcher-backend") {
+    const std::string v = a.value.value_or("");
+    if (v != "deepep" && v != "hybridep") {
+      throw InputError(fmt::format("{}: {} is '{}' (parplan prices deepep and hybridep as DeepEP's dispatch)", path,
+                                   a.origin, excerpt(v)));
+    }
+    return c.deepep_origin = a.origin, true;
+  }
+  if (a.name == "overlap-moe-expert-parallel-comm") return out.set("--overlap-ep", "", a.origin, path), true;
   if (a.name == "moe-pad-expert-input-to-capacity") return c.pad_to_capacity = true;
   if (a.name == "moe-expert-capacity-factor") {
     c.capacity_factor = a.value.value_or("");
@@ -226,6 +261,149 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     return true;
   }
   return shape_arg(a, c, path);
+}
+
+// A Python list expression as Megatron-Core's --moe-layer-freq takes it ("([0]*3+[1]*58)", "[1,0,1,0]"): lists of
+// 0 / 1, '+' concatenating, '*' repeating by a count, parentheses. nullopt on anything else or past 10^6 entries.
+class LayerFreqParser {
+ public:
+  explicit LayerFreqParser(std::string_view t) : t_(t) {}
+  std::optional<std::vector<int>> parse() {
+    std::optional<std::vector<int>> v = sum();
+    skip();
+    return v && i_ == t_.size() ? v : std::nullopt;
+  }
+
+ private:
+  static constexpr size_t kMax = 1'000'000;
+  std::string_view t_;
+  size_t i_ = 0;
+  void skip() {
+    while (i_ < t_.size() && t_[i_] == ' ') ++i_;
+  }
+  bool eat(char c) {
+    skip();
+    if (i_ < t_.size() && t_[i_] == c) return ++i_, true;
+    return false;
+  }
+  std::optional<int64_t> count() {
+    skip();
+    const size_t b = i_;
+    while (i_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[i_])) && i_ - b < 7) ++i_;
+    return i_ > b ? decimal(t_.substr(b, i_ - b)) : std::nullopt;
+  }
+  std::optional<std::vector<int>> sum() {
+    std::optional<std::vector<int>> v = product();
+    while (v && eat('+')) {
+      const std::optional<std::vector<int>> w = product();
+      if (!w || v->size() + w->size() > kMax) return std::nullopt;
+      v->insert(v->end(), w->begin(), w->end());
+    }
+    return v;
+  }
+  std::optional<std::vector<int>> product() {
+    std::optional<std::vector<int>> v = atom();
+    while (v && eat('*')) {
+      const std::optional<int64_t> n = count();
+      if (!n || (!v->empty() && static_cast<size_t>(*n) > kMax / v->size())) return std::nullopt;
+      std::vector<int> r;
+      for (int64_t k = 0; k < *n; ++k) r.insert(r.end(), v->begin(), v->end());
+      v = std::move(r);
+    }
+    return v;
+  }
+  std::optional<std::vector<int>> atom() {
+    if (eat('(')) {
+      std::optional<std::vector<int>> v = sum();
+      return v && eat(')') ? v : std::nullopt;
+    }
+    if (!eat('[')) return std::nullopt;
+    std::vector<int> v;
+    if (eat(']')) return v;
+    do {
+      const std::optional<int64_t> x = count();
+      if (!x || *x > 1) return std::nullopt;
+      v.push_back(static_cast<int>(*x));
+    } while (eat(','));
+    return eat(']') ? std::optional<std::vector<int>>(std::move(v)) : std::nullopt;
+  }
+};
+
+// --moe-layer-freq as parplan's leading dense layers and MoE step (ModelSpec::dense_layers, moe_layer_step): an
+// integer N is Megatron-Core's "layer i is MoE when i % N == 0", a list expression gives each layer (1 = MoE). The
+// pattern must be what parplan prices: k dense layers, then every step-th layer MoE.
+void apply_layer_freq(const ShapeArgs& s, ModelSpec& m, const std::string& path) {
+  const std::string& t = s.layer_freq;
+  std::vector<int> v;
+  if (const std::optional<int64_t> n = decimal(t); n && *n >= 1) {
+    for (int64_t i = 0; i < m.layers; ++i) v.push_back(i % *n == 0 ? 1 : 0);
+  } else {
+    std::string expr = t;
+    if (expr.size() >= 2 && (expr.front() == '"' || expr.front() == '\'') && expr.back() == expr.front()) {
+      expr = expr.substr(1, expr.size() - 2);
+    }
+    const std::optional<std::vector<int>> parsed = LayerFreqParser(expr).parse();
+    if (!parsed) {
+      throw InputError(fmt::format("{}: {} is '{}' (Megatron-Core takes an integer or a list expression of 0 and 1, "
+                                   "e.g. ([0]*3+[1]*58))", path, s.layer_freq_origin, excerpt(t)));
+    }
+    v = *parsed;
+  }
+  if (static_cast<int64_t>(v.size()) != m.layers) {
+    throw InputError(fmt::format("{}: {} gives {} layers, the model has {}", path, s.layer_freq_origin, v.size(), m.layers));
+  }
+  std::vector<size_t> ones;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == 1) ones.push_back(i);
+  }
+  const int64_t step = ones.size() >= 2 ? static_cast<int64_t>(ones[1] - ones[0]) : 1;
+  const int64_t first = ones.empty() ? m.layers : static_cast<int64_t>(ones[0]);
+  ModelSpec want = m;
+  want.dense_layers = first - (step - 1);
+  want.moe_layer_step = step;
+  bool same = !ones.empty() && want.dense_layers >= 0;
+  for (int64_t i = 0; same && i < m.layers; ++i) {
+    const bool dense = want.dense_layers_before(i + 1) > want.dense_layers_before(i);
+    same = dense == (v[static_cast<size_t>(i)] == 0);
+  }
+  if (!same) {
+    throw InputError(fmt::format("{}: {} is '{}': parplan prices leading dense layers, then every N-th layer MoE (and "
+                                 "at least one)", path, s.layer_freq_origin, excerpt(t)));
+  }
+  m.dense_layers = want.dense_layers;
+  m.moe_layer_step = step;
+}
+
+// Megatron-Core's MoE and MLA widths onto `m` (a MoE model's --ffn-hidden-size is its dense layers' MLP).
+void apply_moe_and_mla(const ShapeArgs& s, ModelSpec& m, Imported& out, const std::string& path) {
+  if (m.is_moe()) {
+    const int64_t dense_ffn = m.ffn_hidden;
+    if (s.moe_ffn) m.ffn_hidden = *s.moe_ffn;  // Megatron-Core: moe_ffn_hidden_size defaults to ffn_hidden_size
+    if (s.shared_size) {
+      if (m.ffn_hidden <= 0 || *s.shared_size % m.ffn_hidden != 0) {
+        throw InputError(fmt::format("{}: {} is {}, not a multiple of the expert width {} (parplan's shared experts "
+                                     "are each an expert wide)", path, s.shared_origin, *s.shared_size, m.ffn_hidden));
+      }
+      m.shared_experts = *s.shared_size / m.ffn_hidden;
+    }
+    if (!s.layer_freq.empty()) apply_layer_freq(s, m, path);
+    if (m.has_dense_layers()) m.dense_ffn_hidden = dense_ffn;
+  }
+  if (s.mla) {
+    if (!s.kv_lora) throw InputError(fmt::format("{}: {} needs --kv-lora-rank in the file", path, s.mla_origin));
+    m.kv_lora_rank = *s.kv_lora;
+    m.q_lora_rank = s.q_lora.value_or(0);  // Megatron-Core: no --q-lora-rank, queries straight from the hidden state
+    m.kv_heads = m.heads;
+    auto dim = [&](const std::optional<int64_t>& v, int64_t def, const char* arg) {
+      if (!v) out.assumed.push_back(fmt::format("{} {}: not in the file (Megatron-Core's default)", arg, def));
+      return v.value_or(def);
+    };
+    m.head_dim_override = dim(s.qk_head_dim, 128, "--qk-head-dim");
+    m.qk_rope_head_dim = dim(s.qk_pos, 64, "--qk-pos-emb-head-dim");
+    m.v_head_dim_override = dim(s.v_head_dim, 128, "--v-head-dim");
+  } else if (s.kv_channels && *s.kv_channels != m.hidden / m.heads) {
+    m.head_dim_override = *s.kv_channels;
+  }
 }
 
 }  // namespace
@@ -251,6 +429,7 @@ std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, con
   m.position = s.rotary ? PositionEmbedding::rotary : PositionEmbedding::learned;
   m.experts = s.experts.value_or(1);
   m.top_k = m.is_moe() ? s.top_k.value_or(2) : 1;
+  apply_moe_and_mla(s, m, out, path);
   m.source = fmt::format("shape read from {}", path);
   return m;
 }
@@ -264,6 +443,10 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                "no vocabulary size in the file (Megatron-LM and NeMo take it from the tokenizer; "
                                "GPT-2 BPE's assumed)");
   if (out.model) out.model_origin = "--num-layers / --hidden-size / --num-attention-heads";
+  if (out.model && out.model->is_moe() && c.dispatcher.empty() && c.deepep_origin.empty()) {
+    out.assume("--moe-dispatcher", "alltoall",
+               "no --moe-token-dispatcher-type (Megatron-LM's default, allgather, is not modelled: priced as alltoall)");
+  }
   if (c.layers_per_virtual_stage) {
     const auto pp_it = out.flags.find("--pp");
     const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
@@ -298,6 +481,13 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                       "(priced dropless)", c.capacity_origin));
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
+  if (!c.dispatcher.empty() && c.dispatcher != "alltoall" && c.dispatcher != "flex") {
+    out.ignored.push_back(fmt::format("{}: '{}' is not modelled (priced as alltoall)", c.dispatcher_origin, excerpt(c.dispatcher)));
+  } else if (!c.deepep_origin.empty()) {
+    out.set("--moe-dispatcher", "deepep", c.deepep_origin, path);
+  } else if (c.dispatcher == "flex") {
+    out.ignored.push_back(fmt::format("{}: flex without a DeepEP backend named (priced as alltoall)", c.dispatcher_origin));
+  }
   if (!c.fp8_recipe.empty() && c.precision == "fp8") {
     out.set("--fp8-recipe", c.fp8_recipe, c.fp8_recipe_origin, path);
   } else if (!c.fp8_recipe.empty()) {

@@ -99,6 +99,9 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "micro_batch_size", "global_batch_size", "encoder_seq_length", "num_layers", "hidden_size", "ffn_hidden_size",
     "num_attention_heads", "num_query_groups", "num_moe_experts", "moe_router_topk", "activations_checkpoint_granularity",
     "activations_checkpoint_method", "activations_checkpoint_num_layers",
+    "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_layer_freq", "kv_channels",
+    "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
+    "moe_token_dispatcher_type", "moe_enable_deepep", "overlap_moe_expert_parallel_comm", "mtp_num_layers",
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
 

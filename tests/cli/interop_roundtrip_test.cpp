@@ -20,9 +20,13 @@ namespace {
 // A random plan on 8-GPU nodes for one of a few embedded models; nullopt when validate() refuses it.
 std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, Framework f) {
   auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + std::uniform_int_distribution<size_t>(0, xs.size() - 1)(rng)); };
-  const char* models[] = {"llama3-8b", "llama3-70b", "gpt3-13b", "mixtral-8x7b"};
+  // Megatron-LM and NeMo also write MoE and MLA shapes: shared experts, leading dense layers and MLA (deepseek-v3), a
+  // head width beside hidden / heads (qwen3-30b-a3b), MoE every other layer (llama4-maverick).
+  const char* models[] = {"llama3-8b", "llama3-70b", "gpt3-13b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b",
+                          "llama4-maverick"};
+  const bool megatron_like = f == Framework::megatron || f == Framework::nemo;
   Plan p;
-  p.model = profiles.model(f == Framework::torchtitan ? "llama3-8b" : models[rng() % 4], "--model");
+  p.model = profiles.model(f == Framework::torchtitan ? "llama3-8b" : models[rng() % (megatron_like ? 7 : 4)], "--model");
   p.cluster = profiles.cluster("dgx-h100", "--cluster");
   p.gpu = profiles.gpu(p.cluster.gpu, "--gpu");
   ParallelConfig& pc = p.parallel;
@@ -32,6 +36,10 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
   pc.cp = mesh ? pick({1, 1, 2}) : 1;
   pc.dp = pick({1, 2, 4, 8, 16});
   pc.ep = mesh && p.model.is_moe() ? pick({1, 2}) : 1;
+  if (megatron_like && pc.ep > 1) {  // the token dispatcher and the 1F1B A2A overlap, which both write
+    pc.moe_dispatcher = pick({0, 1}) ? MoeDispatcher::deepep : MoeDispatcher::alltoall;
+    pc.overlap_ep_comm = pick({0, 1}) != 0;
+  }
   pc.micro_batch = pick({1, 2, 4});
   pc.num_microbatches = pick({1, 2, 4, 8});
   pc.schedule = pc.pp > 1 ? (pick({0, 1}) ? Schedule::one_f_one_b : Schedule::gpipe) : Schedule::one_f_one_b;
@@ -160,6 +168,18 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
     CHECK(b.model.experts == a.model.experts);
     CHECK(b.model.top_k == a.model.top_k);
     CHECK(b.model.ffn_type == a.model.ffn_type);
+    CHECK(b.model.shared_experts == a.model.shared_experts);
+    CHECK(b.model.dense_layers == a.model.dense_layers);
+    CHECK(b.model.moe_layer_step == a.model.moe_layer_step);
+    if (a.model.has_dense_layers()) CHECK(b.model.dense_ffn_hidden == a.model.dense_ffn_hidden);
+    CHECK(b.model.head_dim() == a.model.head_dim());
+    CHECK(b.model.q_lora_rank == a.model.q_lora_rank);
+    CHECK(b.model.kv_lora_rank == a.model.kv_lora_rank);
+    CHECK(b.model.qk_rope_head_dim == a.model.qk_rope_head_dim);
+    CHECK(b.model.v_head_dim() == a.model.v_head_dim());
+    CHECK(b.model.mtp_layers == a.model.mtp_layers);
+    CHECK(y.moe_dispatcher == x.moe_dispatcher);
+    CHECK(y.overlap_ep_comm == x.overlap_ep_comm);
   }
 }
 

@@ -468,6 +468,88 @@ TEST_CASE("import / export: Megatron-LM's MoE capacity factor (padded), forced b
   CHECK(listed);
 }
 
+TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher and A2A overlap") {
+  ScratchDir dir;
+  const std::string sh = (dir.path / "moe.sh").string();
+  // DeepSeek-V3 as Megatron-Core's recipe writes it: the model reads back as the deepseek-v3 profile's shape.
+  const std::string ds = "torchrun --nproc_per_node 8 --nnodes 256 pretrain_gpt.py --num-layers 61 --hidden-size 7168 "
+                         "--ffn-hidden-size 18432 --num-attention-heads 128 --swiglu --seq-length 4096 "
+                         "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
+                         "--untie-embeddings-and-output-weights --attention-dropout 0.0 --hidden-dropout 0.0 "
+                         "--multi-latent-attention --kv-lora-rank 512 --q-lora-rank 1536 --qk-head-dim 128 "
+                         "--qk-pos-emb-head-dim 64 --v-head-dim 128 --num-experts 256 --moe-router-topk 8 "
+                         "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
+                         "--moe-layer-freq '([0]*3+[1]*58)' --expert-model-parallel-size 64 "
+                         "--pipeline-model-parallel-size 16 --moe-token-dispatcher-type flex --moe-enable-deepep "
+                         "--overlap-moe-expert-parallel-comm --bf16";
+  parplan::test::write_text(sh, ds + "\n");
+  const auto j = import_json({sh});
+  const auto& m = j["plan"]["model"];
+  CHECK(m["ffn_hidden"] == 2048);
+  CHECK(m["shared_experts"] == 1);
+  CHECK(m["dense_layers"] == 3);
+  CHECK(m["dense_ffn_hidden"] == 18432);
+  CHECK(m["kv_lora_rank"] == 512);
+  CHECK(m["q_lora_rank"] == 1536);
+  CHECK(m["qk_rope_head_dim"] == 64);
+  CHECK(j["plan"]["parallel"]["moe_dispatcher"] == "deepep");
+  CHECK(j["plan"]["parallel"]["overlap_ep_comm"] == true);
+  CHECK(j["ignored"].empty());
+  // The profile's shape, field for field (the file gives no vocabulary, sequence default or MTP depth).
+  const auto prof = run_parplan({"estimate", "--model", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64",
+                                 "--json"}, {}, 60);
+  REQUIRE(!prof.out.empty());  // exit 1: that plan does not fit; the JSON is written either way
+  nlohmann::json want = nlohmann::json::parse(prof.out)["plan"]["model"], got = m;
+  for (const char* k : {"name", "source", "vocab", "seq_len", "mtp_layers", "aliases"}) {
+    want.erase(k);
+    got.erase(k);
+  }
+  CHECK(got == want);
+
+  // Qwen3's head width beside hidden / heads; no dispatcher named: Megatron's allgather is assumed to be alltoall.
+  parplan::test::write_text(sh, "pretrain_gpt.py --num-layers 48 --hidden-size 2048 --num-attention-heads 32 "
+                                "--num-query-groups 4 --kv-channels 128 --num-experts 128 --moe-router-topk 8 "
+                                "--moe-ffn-hidden-size 768 --swiglu --seq-length 4096 --bf16\n");
+  const auto q = import_json({sh, "--gpus", "16"});
+  CHECK(q["plan"]["model"]["head_dim"] == 128);
+  CHECK(q["plan"]["model"]["ffn_hidden"] == 768);
+  bool assumed = false;
+  for (const auto& l : q["assumed"]) assumed = assumed || l.get<std::string>().starts_with("--moe-dispatcher alltoall:");
+  CHECK(assumed);
+
+  // What parplan cannot price is refused naming the argument, or listed.
+  const std::string base = "pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 8 --num-experts 8 "
+                           "--moe-ffn-hidden-size 512 --seq-length 2048 --bf16";
+  const std::pair<const char*, const char*> bad[] = {
+      {" --moe-layer-freq 2", "--moe-layer-freq (line 1) is '2': parplan prices leading dense layers"},
+      {" --moe-layer-freq '[0]*2+[1]*5'", "--moe-layer-freq (line 1) gives 7 layers, the model has 8"},
+      {" --moe-layer-freq '([0]*2+[1]*6'", "--moe-layer-freq (line 1) is '([0]*2+[1]*6' (Megatron-Core takes"},
+      {" --moe-layer-freq '[1,0,1,1,1,1,1,1]'", "parplan prices leading dense layers"},
+      {" --moe-shared-expert-intermediate-size 700", "is 700, not a multiple of the expert width 512"},
+      {" --multi-latent-attention", "--multi-latent-attention (line 1) needs --kv-lora-rank"},
+      {" --moe-flex-dispatcher-backend nccl", "--moe-flex-dispatcher-backend (line 1) is 'nccl'"},
+  };
+  for (const auto& [arg, err] : bad) {
+    CAPTURE(arg);
+    parplan::test::write_text(sh, base + arg + "\n");
+    const auto r = run_parplan({"import", sh, "--gpus", "8"}, {}, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(err) != std::string::npos);
+  }
+  // Every other layer MoE after one dense layer: step 2.
+  parplan::test::write_text(sh, base + " --ffn-hidden-size 4096 --moe-layer-freq '[0]+[0,1]*3+[0]'\n");
+  const auto alt = import_json({sh, "--gpus", "8"});
+  CHECK(alt["plan"]["model"]["dense_layers"] == 1);
+  CHECK(alt["plan"]["model"]["interleave_moe_layer_step"] == 2);
+  parplan::test::write_text(sh, base + " --moe-token-dispatcher-type allgather\n");
+  bool listed = false;
+  const auto gathered = import_json({sh, "--gpus", "8"});
+  for (const auto& l : gathered["ignored"]) {
+    listed = listed || l.get<std::string>() == "--moe-token-dispatcher-type (line 1): 'allgather' is not modelled (priced as alltoall)";
+  }
+  CHECK(listed);
+}
+
 TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, from each framework's own keys") {
   ScratchDir dir;
   const std::string cmd = "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
