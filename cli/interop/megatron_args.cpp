@@ -276,8 +276,10 @@ class LayerFreqParser {
 
  private:
   static constexpr size_t kMax = 1'000'000;
+  static constexpr int kMaxDepth = 64;  // nested parentheses: deeper is refused, not recursed into
   std::string_view t_;
   size_t i_ = 0;
+  int depth_ = 0;
   void skip() {
     while (i_ < t_.size() && t_[i_] == ' ') ++i_;
   }
@@ -314,7 +316,9 @@ class LayerFreqParser {
   }
   std::optional<std::vector<int>> atom() {
     if (eat('(')) {
+      if (++depth_ > kMaxDepth) return std::nullopt;
       std::optional<std::vector<int>> v = sum();
+      --depth_;
       return v && eat(')') ? v : std::nullopt;
     }
     if (!eat('[')) return std::nullopt;

@@ -525,17 +525,25 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
       {" --moe-layer-freq '[0]*2+[1]*5'", "--moe-layer-freq (line 1) gives 7 layers, the model has 8"},
       {" --moe-layer-freq '([0]*2+[1]*6'", "--moe-layer-freq (line 1) is '([0]*2+[1]*6' (Megatron-Core takes"},
       {" --moe-layer-freq '[1,0,1,1,1,1,1,1]'", "parplan prices leading dense layers"},
+      {" --moe-layer-freq '[1]*99999999'", "(Megatron-Core takes an integer or a list expression"},  // past 10^6
+
       {" --moe-shared-expert-intermediate-size 700", "is 700, not a multiple of the expert width 512"},
       {" --multi-latent-attention", "--multi-latent-attention (line 1) needs --kv-lora-rank"},
       {" --moe-flex-dispatcher-backend nccl", "--moe-flex-dispatcher-backend (line 1) is 'nccl'"},
   };
-  for (const auto& [arg, err] : bad) {
+  const std::string deep = " --moe-layer-freq '" + std::string(65, '(') + "[1]*8" + std::string(65, ')') + "'";
+  std::vector<std::pair<std::string, std::string>> cases(std::begin(bad), std::end(bad));
+  cases.emplace_back(deep, "(Megatron-Core takes an integer or a list expression");  // nested deeper than 64
+  for (const auto& [arg, err] : cases) {
     CAPTURE(arg);
     parplan::test::write_text(sh, base + arg + "\n");
     const auto r = run_parplan({"import", sh, "--gpus", "8"}, {}, 60);
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(err) != std::string::npos);
   }
+  // 64 levels read.
+  parplan::test::write_text(sh, base + " --moe-layer-freq '" + std::string(64, '(') + "[1]*8" + std::string(64, ')') + "'\n");
+  CHECK(import_json({sh, "--gpus", "8"})["plan"]["model"]["experts"] == 8);
   // Every other layer MoE after one dense layer: step 2.
   parplan::test::write_text(sh, base + " --ffn-hidden-size 4096 --moe-layer-freq '[0]+[0,1]*3+[0]'\n");
   const auto alt = import_json({sh, "--gpus", "8"});
