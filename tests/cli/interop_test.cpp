@@ -1,6 +1,8 @@
 // parplan import / export / --from (issue 31): fixtures written from each framework's documented config format
 // (tests/cli/data/interop/) import with every parallel field asserted; export writes each framework's option names.
 #include <doctest/doctest.h>
+#include <fmt/core.h>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -556,6 +558,20 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
     listed = listed || l.get<std::string>() == "--moe-token-dispatcher-type (line 1): 'allgather' is not modelled (priced as alltoall)";
   }
   CHECK(listed);
+}
+
+TEST_CASE("import: torchtitan's MoE model names and flavors find their profiles") {
+  ScratchDir dir;
+  const std::string toml = (dir.path / "moe.toml").string();
+  for (const auto& [name, flavor, profile] : {std::tuple{"deepseek_v3", "671B", "deepseek-v3"},
+                                              std::tuple{"llama4", "17bx16e", "llama4-scout"},
+                                              std::tuple{"llama4", "17bx128e", "llama4-maverick"}}) {
+    CAPTURE(profile);
+    parplan::test::write_text(toml, fmt::format("[model]\nname = \"{}\"\nflavor = \"{}\"\n[training]\nlocal_batch_size = 1\n"
+                                                "seq_len = 4096\n[parallelism]\nexpert_parallel_degree = 8\n"
+                                                "[activation_checkpoint]\nmode = \"full\"\n", name, flavor));
+    CHECK(import_json({toml, "--gpus", "256"})["plan"]["model"]["name"] == profile);
+  }
 }
 
 TEST_CASE("import: fp8 weights gathered in fp8 and the gradient reduce dtype, from each framework's own keys") {
