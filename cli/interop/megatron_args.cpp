@@ -70,7 +70,18 @@ struct Collected {
   std::string fp8_recipe, fp8_recipe_origin;      // --fp8-recipe
   // --moe-token-dispatcher-type; DeepEP named by --moe-enable-deepep or --moe-flex-dispatcher-backend deepep/hybridep
   std::string dispatcher, dispatcher_origin, deepep_origin;
+  std::string offload_flag_origin, offload_modules, offload_modules_origin;  // fine-grained activation offloading
 };
+
+// A list argument's words, space-separated: Megatron-Core takes "a b c", a YAML flow list "[a, b]".
+std::string word_list(const MegatronArg& a) {
+  std::string words = a.value.value_or("");
+  for (char& ch : words) ch = std::string_view("[],'\"\t").find(ch) != std::string_view::npos ? ' ' : ch;
+  std::string list;
+  std::istringstream in(words);
+  for (std::string w; in >> w;) list += (list.empty() ? "" : " ") + w;
+  return list;
+}
 
 void set_precision(Collected& c, const std::string& p, const MegatronArg& a, const std::string& path) {
   if (p == "fp8" || c.precision == "fp8") {  // fp8 GEMMs run beside --bf16 (or --fp16)
@@ -194,12 +205,8 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     c.recompute_num_layers_origin = a.origin;
     return true;
   }
-  if (a.name == "recompute-modules") {  // Megatron-Core: a space-separated list; YAML: a flow list [a, b]
-    std::string words = a.value.value_or("");
-    for (char& ch : words) ch = std::string_view("[],'\"\t").find(ch) != std::string_view::npos ? ' ' : ch;
-    std::string list;
-    std::istringstream in(words);
-    for (std::string w; in >> w;) list += (list.empty() ? "" : " ") + w;
+  if (a.name == "recompute-modules") {
+    const std::string list = word_list(a);
     RecomputeModules m;
     if (!parse_recompute_modules(list, m, ' ')) {
       throw InputError(fmt::format("{}: {} is '{}' (Megatron-Core takes core_attn, layernorm, moe_act, mla_up_proj, mlp, "
@@ -207,6 +214,21 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     }
     c.recompute_modules = to_string(m);
     c.recompute_modules_origin = a.origin;
+    return true;
+  }
+  // Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading --offload-modules a b):
+  // the modules parplan prices (spec.hpp OffloadModules); others listed as ignored.
+  if (a.name == "fine-grained-activation-offloading") return c.offload_flag_origin = a.origin, true;
+  if (a.name == "offload-modules") {
+    std::istringstream in(word_list(a));
+    OffloadModules m;
+    for (std::string w; in >> w;) {
+      OffloadModule one{};
+      if (parse_offload_module(w, one)) m.add(one);
+      else out.ignored.push_back(fmt::format("{}: module '{}' not modelled (priced without it)", a.origin, excerpt(w)));
+    }
+    c.offload_modules = m.empty() ? "" : to_string(m);
+    c.offload_modules_origin = a.origin;
     return true;
   }
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
@@ -491,6 +513,13 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     out.set("--moe-dispatcher", "deepep", c.deepep_origin, path);
   } else if (c.dispatcher == "flex") {
     out.ignored.push_back(fmt::format("{}: flex without a DeepEP backend named (priced as alltoall)", c.dispatcher_origin));
+  }
+  if (!c.offload_flag_origin.empty() && !c.offload_modules.empty()) {
+    out.set("--offload-modules", c.offload_modules, c.offload_flag_origin + " + " + c.offload_modules_origin, path);
+  } else if (!c.offload_modules_origin.empty()) {
+    out.ignored.push_back(fmt::format("{}: read only with --fine-grained-activation-offloading", c.offload_modules_origin));
+  } else if (!c.offload_flag_origin.empty()) {
+    out.ignored.push_back(fmt::format("{}: no --offload-modules parplan prices (nothing offloaded)", c.offload_flag_origin));
   }
   if (!c.fp8_recipe.empty() && c.precision == "fp8") {
     out.set("--fp8-recipe", c.fp8_recipe, c.fp8_recipe_origin, path);

@@ -463,8 +463,10 @@ Imported import_megatron_script(std::string_view text, const std::string& path) 
                (!command[k + 1].text.starts_with("--") || command[k + 1].text.size() == 2)) {
       a.value = command[++k].text;
       if (a.placeholder.empty()) a.placeholder = command[k].placeholder;
-      // Megatron-Core's list-valued --recompute-modules takes every word up to the next option.
-      while (dashed(a.name) == "recompute-modules" && k + 1 < command.size() && !command[k + 1].separator &&
+      // Megatron-Core's list-valued --recompute-modules and --offload-modules take every word up to the next option.
+      const std::string list_name = dashed(a.name);
+      while ((list_name == "recompute-modules" || list_name == "offload-modules") && k + 1 < command.size() &&
+             !command[k + 1].separator &&
              !command[k + 1].text.starts_with("--")) {
         *a.value += " " + command[++k].text;
       }

@@ -233,6 +233,22 @@ TEST_CASE("export: Megatron-Core's fine-grained activation offloading (--offload
   const auto est = run_parplan({"estimate", "--plan", plan}, {}, 60);
   CHECK(est.out.find("expert_fc1,moe_act  |") != std::string::npos);  // the header ('offload modules' may wrap)
   CHECK(est.out.find("host copies (exposed)") != std::string::npos);
+  // Read back: the modules parplan prices; another module is listed; the modules without the flag are not read.
+  const std::string sh = (dir.path / "moe.sh").string();
+  parplan::test::write_text(sh, megatron.out);
+  const auto back = import_json({sh});
+  CHECK(back["plan"]["parallel"]["offload_modules"] == nlohmann::json::array({"expert_fc1", "moe_act"}));
+  std::string text = megatron.out;
+  text.replace(text.find("expert_fc1 moe_act"), 18, "expert_fc1 attn_norm");
+  parplan::test::write_text(sh, text);
+  const auto other = import_json({sh});
+  CHECK(other["plan"]["parallel"]["offload_modules"] == nlohmann::json::array({"expert_fc1"}));
+  CHECK(other["ignored"].dump().find("module 'attn_norm' not modelled") != std::string::npos);
+  text.replace(text.find("--fine-grained-activation-offloading "), 37, "");
+  parplan::test::write_text(sh, text);
+  const auto without = import_json({sh});
+  CHECK_FALSE(without["plan"]["parallel"].contains("offload_modules"));
+  CHECK(without["ignored"].dump().find("read only with --fine-grained-activation-offloading") != std::string::npos);
 }
 
 TEST_CASE("import: a Megatron-LM launch script with variables, arrays and continuations") {
