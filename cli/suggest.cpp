@@ -35,9 +35,10 @@ struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, tokens_per_step, zero;
   std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
-  std::string schedule, recompute, objective = "fastest", zero3_gather_unit;
+  std::string schedule, recompute, objective = "fastest", zero3_gather_unit, moe_dispatcher;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
-       overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false;
+       overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false,
+       overlap_ep = false;
   int64_t max_micro_batch = 16;
   int top = 5;
   int simulate = 0;
@@ -125,6 +126,10 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   s.fsdp2 = o.fsdp2;
   s.async_tp_backward = !o.no_async_tp;
   s.tp_collective_copies = o.tp_collective_copies;
+  if (!o.moe_dispatcher.empty()) {
+    s.moe_dispatcher = enum_flag<MoeDispatcher>(o.moe_dispatcher, "--moe-dispatcher", "alltoall, deepep");
+  }
+  s.overlap_ep = o.overlap_ep;
   if (o.tp_collective_copies && o.no_sp) {
     throw InputError("--tp-collective-copies: the copies are around sequence-parallel collectives; --no-sp leaves none");
   }
@@ -227,6 +232,8 @@ std::string knobs_text(const SearchRequest& req, const ParallelConfig& p) {
   if (p.offload.activations) s += " off-act";
   if (!p.offload_modules.empty()) s += " off-" + to_string(p.offload_modules, "+");
   if (candidate_fp8_weights(req, p)) s += " fp8-gather";
+  if (p.ep > 1 && p.moe_dispatcher == MoeDispatcher::deepep) s += " deepep";
+  if (p.ep > 1 && p.overlap_ep_comm) s += " a2a-overlap";
   return s;
 }
 
@@ -770,6 +777,12 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
                "weights hold them in fp8, --fp8-param-gather pins that for every candidate)");
   app.add_flag("--overlap-p2p", o.overlap_p2p,
                "Interleaved plans overlap pipeline sends with compute (Megatron-Core --overlap-p2p-communication)");
+  app.add_option("--moe-dispatcher", o.moe_dispatcher,
+                 "alltoall | deepep: how expert-parallel candidates send their tokens (NCCL all-to-all, the default, or "
+                 "DeepEP's node-deduplicating kernels)");
+  app.add_flag("--overlap-ep", o.overlap_ep,
+               "Expert-parallel candidates overlap their all-to-alls with another microbatch's compute (Megatron-Core "
+               "--overlap-moe-expert-parallel-comm)");
   app.add_flag("--even-stages", o.even_stages, "Only even pipeline splits (no lighter last stage)");
   app.add_option("--offload", o.offload,
                  "auto (default: optimizer, ZeRO-3 parameter and activation offload searched only when no plan fits "

@@ -162,6 +162,8 @@ class Evaluator {
     pc.cp = mesh.cp;
     pc.ep = mesh.ep;
     pc.etp = mesh.etp;
+    pc.moe_dispatcher = req_.space.moe_dispatcher;
+    pc.overlap_ep_comm = req_.space.overlap_ep && mesh.ep > 1;
     const int64_t B = plan_.training.global_batch;
     std::vector<int64_t> mbs = req_.space.micro_batch;
     if (mbs.empty()) {

@@ -76,6 +76,10 @@ struct SearchSpace {
   bool async_tp_backward = true;
   bool tp_collective_copies = false;
   bool fp8_tp_gather = false;
+  // MoE token exchange as the framework runs it, for every candidate with ep > 1: NCCL all-to-all or DeepEP's
+  // dispatcher (ParallelConfig::moe_dispatcher), and the 1F1B A2A overlap (overlap_ep_comm).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  bool overlap_ep = false;
 };
 
 struct SearchRequest {

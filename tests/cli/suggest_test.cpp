@@ -672,3 +672,43 @@ TEST_CASE("suggest --no-async-tp --tp-collective-copies --fp8-tp-gather: TP as t
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--fp8-tp-gather: fp8 TP all-gathers need --precision fp8") != std::string::npos);
 }
+
+TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candidates exchange tokens as pinned") {
+  // Every candidate with ep > 1 takes the dispatcher and the 1F1B A2A overlap; ep 1 candidates have no all-to-all.
+  const std::vector<std::string> base = {"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "100", "--json"};
+  for (const char* ep : {"1", "8"}) {
+    CAPTURE(ep);
+    std::vector<std::string> pinned = base;
+    for (const char* f : {"--moe-dispatcher", "deepep", "--overlap-ep", "--ep"}) pinned.push_back(f);
+    pinned.push_back(ep);
+    const auto r = run_parplan(pinned);
+    REQUIRE(r.exit_code == 0);
+    const auto plans = nlohmann::json::parse(r.out)["plans"];
+    CHECK_FALSE(plans.empty());
+    for (const auto& p : plans) {
+      CHECK(p["parallel"]["moe_dispatcher"] == "deepep");
+      CHECK(p["parallel"]["overlap_ep_comm"].get<bool>() == (std::string(ep) == "8"));
+    }
+  }
+  for (const auto& p : nlohmann::json::parse(run_parplan(base).out)["plans"]) {  // the defaults: alltoall, no overlap
+    CHECK(p["parallel"]["moe_dispatcher"] == "alltoall");
+    CHECK_FALSE(p["parallel"]["overlap_ep_comm"].get<bool>());
+  }
+  // The knobs column names them; the winner written with -o estimates to the same step.
+  const auto text = run_parplan({"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--ep", "8", "--top", "1",
+                                 "--moe-dispatcher", "deepep", "--overlap-ep"});
+  CHECK(text.out.find("deepep a2a-overlap") != std::string::npos);
+  parplan::test::ScratchDir dir;
+  const std::string path = (dir.path / "moe_plan.json").string();
+  const auto w = run_parplan({"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--ep", "8", "--moe-dispatcher",
+                              "deepep", "--overlap-ep", "-o", path, "--json"});
+  REQUIRE(w.exit_code == 0);
+  const auto est = nlohmann::json::parse(run_parplan({"estimate", "--plan", path, "--json"}).out);
+  CHECK(est["plan"]["parallel"]["moe_dispatcher"] == "deepep");
+  CHECK(est["plan"]["parallel"]["overlap_ep_comm"] == true);
+  CHECK(est["time"]["step_s"].get<double>() ==
+        doctest::Approx(nlohmann::json::parse(w.out)["plans"][0]["step_s"].get<double>()));
+  const auto bad = run_parplan({"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--moe-dispatcher", "nccl"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--moe-dispatcher") != std::string::npos);
+}
