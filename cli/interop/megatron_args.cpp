@@ -141,50 +141,8 @@ bool shape_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   return false;
 }
 
-// One argument; false when parplan has no use for it.
-bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
-  if (!a.placeholder.empty()) {
-    for (const Direct& d : kDirect) {
-      if (a.name == d.megatron) {
-        out.flags[std::string(d.flag)] = Setting{"", a.origin, a.placeholder};
-        return true;
-      }
-    }
-  }
-  for (const Direct& d : kDirect) {
-    if (a.name == d.megatron) {
-      out.set(std::string(d.flag), std::to_string(int_arg(a, path)), a.origin, path);
-      return true;
-    }
-  }
-  for (const Direct& d : kSwitch) {
-    if (a.name == d.megatron) {
-      out.set(std::string(d.flag), "", a.origin, path);
-      return true;
-    }
-  }
-  if (a.name == "seq-length") {
-    c.shape.seq = int_arg(a, path);
-    out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
-    return true;
-  }
-  // The precision-aware optimizer's moments (the flag itself switches it on; the dtypes say what it keeps).
-  if (a.name == "use-precision-aware-optimizer") return true;
-  if (a.name == "exp-avg-dtype" || a.name == "exp-avg-sq-dtype") {
-    (a.name == "exp-avg-dtype" ? c.exp_avg : c.exp_avg_sq) = a.value.value_or("");
-    c.moments_origin = a.origin;
-    return true;
-  }
-  if (a.name == "pipeline-model-parallel-layout") {
-    c.layout = a.value.value_or("");
-    c.layout_origin = a.origin;
-    return true;
-  }
-  if (a.name == "num-layers-per-virtual-pipeline-stage") {
-    c.layers_per_virtual_stage = int_arg(a, path);
-    c.vstage_origin = a.origin;
-    return true;
-  }
+// Recompute and fine-grained activation offloading; false when `a` is neither.
+bool recompute_arg(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
   if (a.name == "recompute-granularity" || a.name == "recompute-activations") {
     const std::string v = a.name == "recompute-activations" ? "selective" : a.value.value_or("");
     if (v != "full" && v != "selective") {
@@ -231,6 +189,11 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     c.offload_modules_origin = a.origin;
     return true;
   }
+  return false;
+}
+
+// Precision: 16-bit, fp8 and its recipe; 4-bit refused. False when `a` is none of them.
+bool precision_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   if (a.name == "bf16" || a.name == "fp16") return set_precision(c, a.name, a, path), true;
   if (a.name == "fp8-format") return set_precision(c, "fp8", a, path), true;
   // Megatron-Core --fp8-recipe {delayed, tensorwise, mxfp8, blockwise} (default delayed): parplan's recipes of the
@@ -251,11 +214,11 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     throw InputError(fmt::format("{}: {}: 4-bit GEMMs (NVFP4, MXFP4) are not modelled (parplan prices bf16, fp16 and "
                                  "fp8)", path, a.origin));
   }
-  if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
-  // Gradient buffer and reduction dtype: fp32 by default for bf16 (accumulate_allreduce_grads_in_fp32), 16-bit with
-  // --grad-reduce-in-bf16.
-  if (a.name == "grad-reduce-in-bf16") return out.set("--grad-reduce-dtype", "bf16", a.origin, path), true;
-  if (a.name == "accumulate-allreduce-grads-in-fp32") return out.set("--grad-reduce-dtype", "fp32", a.origin, path), true;
+  return false;
+}
+
+// MoE routing and token exchange; false when `a` is none of them.
+bool moe_arg(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
   // MoE routing (docs/cost-model.md): forced balance is parplan's default (imbalance 1); a capacity factor is priced
   // padded, as --moe-pad-expert-input-to-capacity runs it.
   if (a.name == "moe-router-force-load-balancing") return true;
@@ -282,6 +245,59 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     c.capacity_origin = a.origin;
     return true;
   }
+  return false;
+}
+
+// One argument; false when parplan has no use for it.
+bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
+  if (!a.placeholder.empty()) {
+    for (const Direct& d : kDirect) {
+      if (a.name == d.megatron) {
+        out.flags[std::string(d.flag)] = Setting{"", a.origin, a.placeholder};
+        return true;
+      }
+    }
+  }
+  for (const Direct& d : kDirect) {
+    if (a.name == d.megatron) {
+      out.set(std::string(d.flag), std::to_string(int_arg(a, path)), a.origin, path);
+      return true;
+    }
+  }
+  for (const Direct& d : kSwitch) {
+    if (a.name == d.megatron) {
+      out.set(std::string(d.flag), "", a.origin, path);
+      return true;
+    }
+  }
+  if (a.name == "seq-length") {
+    c.shape.seq = int_arg(a, path);
+    out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
+    return true;
+  }
+  // The precision-aware optimizer's moments (the flag itself switches it on; the dtypes say what it keeps).
+  if (a.name == "use-precision-aware-optimizer") return true;
+  if (a.name == "exp-avg-dtype" || a.name == "exp-avg-sq-dtype") {
+    (a.name == "exp-avg-dtype" ? c.exp_avg : c.exp_avg_sq) = a.value.value_or("");
+    c.moments_origin = a.origin;
+    return true;
+  }
+  if (a.name == "pipeline-model-parallel-layout") {
+    c.layout = a.value.value_or("");
+    c.layout_origin = a.origin;
+    return true;
+  }
+  if (a.name == "num-layers-per-virtual-pipeline-stage") {
+    c.layers_per_virtual_stage = int_arg(a, path);
+    c.vstage_origin = a.origin;
+    return true;
+  }
+  if (recompute_arg(a, c, out, path) || precision_arg(a, c, path) || moe_arg(a, c, out, path)) return true;
+  if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
+  // Gradient buffer and reduction dtype: fp32 by default for bf16 (accumulate_allreduce_grads_in_fp32), 16-bit with
+  // --grad-reduce-in-bf16.
+  if (a.name == "grad-reduce-in-bf16") return out.set("--grad-reduce-dtype", "bf16", a.origin, path), true;
+  if (a.name == "accumulate-allreduce-grads-in-fp32") return out.set("--grad-reduce-dtype", "fp32", a.origin, path), true;
   return shape_arg(a, c, path);
 }
 
@@ -432,6 +448,31 @@ void apply_moe_and_mla(const ShapeArgs& s, ModelSpec& m, Imported& out, const st
   }
 }
 
+// What the arguments give only together: the MoE dispatcher, fine-grained offloading's modules, the fp8 recipe.
+void resolve_collected(const Collected& c, Imported& out, const std::string& path) {
+  if (!c.dispatcher.empty() && c.dispatcher != "alltoall" && c.dispatcher != "flex") {
+    out.ignored.push_back(fmt::format("{}: '{}' is not modelled (priced as alltoall)", c.dispatcher_origin, excerpt(c.dispatcher)));
+  } else if (!c.deepep_origin.empty()) {
+    out.set("--moe-dispatcher", "deepep", c.deepep_origin, path);
+  } else if (c.dispatcher == "flex") {
+    out.ignored.push_back(fmt::format("{}: flex without a DeepEP backend named (priced as alltoall)", c.dispatcher_origin));
+  }
+  if (!c.offload_flag_origin.empty() && !c.offload_modules.empty()) {
+    out.set("--offload-modules", c.offload_modules, c.offload_flag_origin + " + " + c.offload_modules_origin, path);
+  } else if (!c.offload_modules_origin.empty()) {
+    out.ignored.push_back(fmt::format("{}: read only with --fine-grained-activation-offloading", c.offload_modules_origin));
+  } else if (!c.offload_flag_origin.empty()) {
+    out.ignored.push_back(fmt::format("{}: no --offload-modules parplan prices (nothing offloaded)", c.offload_flag_origin));
+  }
+  if (!c.fp8_recipe.empty() && c.precision == "fp8") {
+    out.set("--fp8-recipe", c.fp8_recipe, c.fp8_recipe_origin, path);
+  } else if (!c.fp8_recipe.empty()) {
+    out.ignored.push_back(fmt::format("{}: read only with --fp8-format", c.fp8_recipe_origin));
+  } else if (c.precision == "fp8") {
+    out.assume("--fp8-recipe", "delayed", "no --fp8-recipe (Megatron-LM default: delayed scaling)");
+  }
+}
+
 }  // namespace
 
 std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path, std::string_view vocab_why) {
@@ -507,27 +548,7 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                       "(priced dropless)", c.capacity_origin));
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
-  if (!c.dispatcher.empty() && c.dispatcher != "alltoall" && c.dispatcher != "flex") {
-    out.ignored.push_back(fmt::format("{}: '{}' is not modelled (priced as alltoall)", c.dispatcher_origin, excerpt(c.dispatcher)));
-  } else if (!c.deepep_origin.empty()) {
-    out.set("--moe-dispatcher", "deepep", c.deepep_origin, path);
-  } else if (c.dispatcher == "flex") {
-    out.ignored.push_back(fmt::format("{}: flex without a DeepEP backend named (priced as alltoall)", c.dispatcher_origin));
-  }
-  if (!c.offload_flag_origin.empty() && !c.offload_modules.empty()) {
-    out.set("--offload-modules", c.offload_modules, c.offload_flag_origin + " + " + c.offload_modules_origin, path);
-  } else if (!c.offload_modules_origin.empty()) {
-    out.ignored.push_back(fmt::format("{}: read only with --fine-grained-activation-offloading", c.offload_modules_origin));
-  } else if (!c.offload_flag_origin.empty()) {
-    out.ignored.push_back(fmt::format("{}: no --offload-modules parplan prices (nothing offloaded)", c.offload_flag_origin));
-  }
-  if (!c.fp8_recipe.empty() && c.precision == "fp8") {
-    out.set("--fp8-recipe", c.fp8_recipe, c.fp8_recipe_origin, path);
-  } else if (!c.fp8_recipe.empty()) {
-    out.ignored.push_back(fmt::format("{}: read only with --fp8-format", c.fp8_recipe_origin));
-  } else if (c.precision == "fp8") {
-    out.assume("--fp8-recipe", "delayed", "no --fp8-recipe (Megatron-LM default: delayed scaling)");
-  }
+  resolve_collected(c, out, path);
   out.assume("--precision", "bf16", "no --bf16 / --fp16 (Megatron-LM's default is fp32, which parplan does not model)");
   if (!c.overlap_grad_reduce) {
     out.assume("--no-overlap-dp", "", "no --overlap-grad-reduce (Megatron-LM default: gradients reduced after the backward pass)");
