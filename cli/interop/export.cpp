@@ -43,7 +43,6 @@ void megatron_recompute_cannot(const Plan& plan, Writer& w) {
   }
 }
 
-// Megatron-LM's model-shape arguments for `m`.
 // Megatron-Core's --moe-layer-freq for a MoE model's dense layers: k leading ones, then every step-th layer MoE
 // (ModelSpec::dense_layers_before), as a list expression; empty when every layer is MoE.
 std::string megatron_layer_freq(const ModelSpec& m) {
@@ -78,6 +77,7 @@ std::vector<std::string> megatron_moe_mla(const ModelSpec& m) {
   return a;
 }
 
+// Megatron-LM's model-shape arguments for `m`.
 std::vector<std::string> megatron_shape(const ModelSpec& m) {
   const int64_t ffn = m.has_dense_layers() ? m.dense_ffn_hidden : m.ffn_hidden;  // Megatron's dense MLP width
   std::vector<std::string> a = {fmt::format("--num-layers {}", m.layers), fmt::format("--hidden-size {}", m.hidden),
