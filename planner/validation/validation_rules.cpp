@@ -104,7 +104,9 @@ Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes)
   // NVIDIA's performance tables abbreviate the Transformer Engine recipes: FP8-DS (delayed scaling), FP8-CS
   // (current scaling), FP8-MX (MXFP8).
   if (has(t, "mxfp8") || has(t, "fp8-mx")) return Fp8Recipe::mxfp8;
-  if (has(t, "blockwise") || has(t, "1x128") || has(t, "block scaling")) return Fp8Recipe::blockwise;
+  if (has(t, "blockwise") || has(t, "1x128") || has(t, "block scaling") || has(t, "blockscaling")) {
+    return Fp8Recipe::blockwise;  // TE Float8BlockScaling (MXFP8BlockScaling is caught above)
+  }
   if (has(t, "rowwise")) return Fp8Recipe::rowwise;
   if (has(t, "delayed") || has(t, "fp8-ds")) return Fp8Recipe::delayed;
   if (has(t, "fp8-cs")) return Fp8Recipe::tensorwise;

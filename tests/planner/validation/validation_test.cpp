@@ -634,6 +634,8 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   CHECK(map_fp8_recipe("FP8-MX") == Fp8Recipe::mxfp8);
   CHECK(map_fp8_recipe("FP8-CS", &notes) == Fp8Recipe::tensorwise);
   CHECK(map_fp8_recipe("FP8 (Float8BlockScaling, block scaling)") == Fp8Recipe::blockwise);
+  CHECK(map_fp8_recipe("FP8 (Float8BlockScaling)") == Fp8Recipe::blockwise);
+  CHECK(map_fp8_recipe("MXFP8 (MXFP8BlockScaling)") == Fp8Recipe::mxfp8);
   // Transformer Engine's Float8CurrentScaling is the tensorwise recipe, named (no "not named" note).
   CHECK(map_fp8_recipe("FP8 current scaling (Float8CurrentScaling)", &notes) == Fp8Recipe::tensorwise);
   CHECK(notes.empty());
