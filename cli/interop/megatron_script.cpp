@@ -157,8 +157,9 @@ class Shell {
     const std::string& s = l.text;
     size_t i = s.find_first_not_of(" \t");
     for (std::string_view kw : {"export ", "declare -a ", "declare ", "local ", "readonly "}) {
-      if (s.compare(i, kw.size(), kw) == 0) i = s.find_first_not_of(" \t", i + kw.size());
+      if (i != std::string::npos && s.compare(i, kw.size(), kw) == 0) i = s.find_first_not_of(" \t", i + kw.size());
     }
+    if (i == std::string::npos) return false;  // blank, or a keyword with nothing after it
     const size_t b = i;
     while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
     if (i == b || std::isdigit(static_cast<unsigned char>(s[b]))) return false;

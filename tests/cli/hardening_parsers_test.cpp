@@ -412,3 +412,18 @@ TEST_CASE("hardening: error lines echo at most a short excerpt of the input") {
   CHECK(junk.exit_code == 2);
   CHECK(junk.err.size() < 600);
 }
+
+TEST_CASE("hardening: a launch script line that is blank or a bare 'export' is read, not a crash") {
+  // Found by tests/fuzz/interop_fuzz.cpp: a logical line of blanks after 'export ' made the assignment reader compare
+  // past the line's end (std::out_of_range, abort).
+  parplan::test::ScratchDir dir;
+  const std::string sh = (dir.path / "blank.sh").string();
+  for (const char* head : {"export \n", "export\t\n", "declare -a \n", "readonly \n", "  \t \n"}) {
+    CAPTURE(head);
+    parplan::test::write_text(sh, std::string(head) + "pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+                                                       "--num-attention-heads 2 --seq-length 128\n");
+    const auto r = parplan::test::run_parplan({"import", sh, "--gpus", "1"}, {}, 60);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("terminate") == std::string::npos);
+  }
+}
