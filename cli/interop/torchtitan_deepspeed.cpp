@@ -11,6 +11,7 @@
 #include "cli/text.hpp"
 #include "cli/toml.hpp"
 #include "planner/spec/error.hpp"
+#include "planner/spec/json_reader.hpp"
 #include "planner/spec/units.hpp"
 
 namespace parplan::cli {
@@ -290,12 +291,8 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
   Imported out;
   out.format = Framework::deepspeed;
   out.gpus_hint = "the deepspeed launcher's --num_gpus x --num_nodes: not in the JSON";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, printable(excerpt(e.what(), 2 * kExcerptBytes))));
-  }
+  // The planner's strict reader: syntax errors, numbers out of range, duplicate keys and deep nesting are InputError.
+  const nlohmann::json j = parse_json_text(text, path);
   if (!j.is_object()) throw InputError(fmt::format("{}: a DeepSpeed config is a JSON object", path));
   for (const auto& [key, v] : j.items()) {
     if (key == "train_micro_batch_size_per_gpu") ds_key(v, key, "--micro-batch", out, path);

@@ -427,3 +427,23 @@ TEST_CASE("hardening: a launch script line that is blank or a bare 'export' is r
     CHECK(r.err.find("terminate") == std::string::npos);
   }
 }
+
+TEST_CASE("hardening: a DeepSpeed JSON number out of range or a duplicate key is a one-line error, not a crash") {
+  // Found by tests/fuzz/interop_fuzz.cpp: nlohmann's out_of_range (a number like 22222E4444) escaped the DeepSpeed
+  // reader, which caught parse errors only; it now reads through the planner's strict JSON reader.
+  parplan::test::ScratchDir dir;
+  const std::string js = (dir.path / "ds.json").string();
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"train_batch_size\": 22222E4444}", "a number is out of range"},
+      {"{\"train_batch_size\": 8, \"train_batch_size\": 16}", "duplicate key"},
+      {"{\"train_batch_size\": 8", "malformed JSON"},
+  };
+  for (const auto& [text, err] : cases) {
+    CAPTURE(text);
+    parplan::test::write_text(js, text);
+    const auto r = parplan::test::run_parplan({"import", js, "--format", "deepspeed", "--model", "llama3-8b", "--gpus", "8"}, {}, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(err) != std::string::npos);
+    CHECK(line_count(r.err) == 1);
+  }
+}
