@@ -519,11 +519,16 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
     if (!out.model) throw InputError(fmt::format("{}: {} needs --num-layers in the file", path, c.vstage_origin));
     const int64_t per = *c.layers_per_virtual_stage;
-    if (per == 0 || out.model->layers % (pp * per) != 0) {
-      throw InputError(fmt::format("{}: {}: {} layers do not split into pp {} stages of chunks of {}", path,
-                                   c.vstage_origin, out.model->layers, pp, per));
+    // Megatron-Core counts the embedding and the loss as a layer each under --account-for-{embedding,loss}-in-
+    // pipeline-split (Qwen3-235B's recipes: (94 + 2) / (8 x 3) = 4 chunks).
+    const int64_t layers = out.model->layers + (out.has("--account-for-embedding-in-pipeline-split") ? 1 : 0) +
+                           (out.has("--account-for-loss-in-pipeline-split") ? 1 : 0);
+    if (per == 0 || layers % (pp * per) != 0) {
+      throw InputError(fmt::format("{}: {}: {} layers{} do not split into pp {} stages of chunks of {}", path,
+                                   c.vstage_origin, layers, layers != out.model->layers ? " (the embedding and loss "
+                                   "counted as layers)" : "", pp, per));
     }
-    out.set("--vpp", std::to_string(out.model->layers / (pp * per)), c.vstage_origin, path);
+    out.set("--vpp", std::to_string(layers / (pp * per)), c.vstage_origin, path);
   }
   if (!c.exp_avg.empty() || !c.exp_avg_sq.empty()) {
     const std::string m = c.exp_avg.empty() ? "fp32" : c.exp_avg, v = c.exp_avg_sq.empty() ? "fp32" : c.exp_avg_sq;

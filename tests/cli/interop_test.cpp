@@ -524,6 +524,12 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
   }
   CHECK(got == want);
 
+  // Qwen3-235B's recipe: layers per virtual stage count the embedding and the loss as layers, (94 + 2) / (8 x 3).
+  parplan::test::write_text(sh, "pretrain_gpt.py --num-layers 94 --hidden-size 4096 --num-attention-heads 64 "
+                                "--seq-length 4096 --bf16 --pipeline-model-parallel-size 8 "
+                                "--num-layers-per-virtual-pipeline-stage 3 --account-for-embedding-in-pipeline-split "
+                                "--account-for-loss-in-pipeline-split --micro-batch-size 1 --global-batch-size 64\n");
+  CHECK(import_json({sh, "--gpus", "8"})["plan"]["parallel"]["vpp"] == 4);
   // Qwen3's head width beside hidden / heads; no dispatcher named: Megatron's allgather is assumed to be alltoall.
   parplan::test::write_text(sh, "pretrain_gpt.py --num-layers 48 --hidden-size 2048 --num-attention-heads 32 "
                                 "--num-query-groups 4 --kv-channels 128 --num-experts 128 --moe-router-topk 8 "
