@@ -690,7 +690,9 @@ TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candida
       CHECK(p["parallel"]["overlap_ep_comm"].get<bool>() == (std::string(ep) == "8"));
     }
   }
-  for (const auto& p : nlohmann::json::parse(run_parplan(base).out)["plans"]) {  // the defaults: alltoall, no overlap
+  const auto defaults = nlohmann::json::parse(run_parplan(base).out);  // named: the loop reads into it
+  CHECK_FALSE(defaults["plans"].empty());
+  for (const auto& p : defaults["plans"]) {  // the defaults: alltoall, no overlap
     CHECK(p["parallel"]["moe_dispatcher"] == "alltoall");
     CHECK_FALSE(p["parallel"]["overlap_ep_comm"].get<bool>());
   }
