@@ -199,6 +199,10 @@ std::string nemo_moe_mla(const Plan& plan) {
   if (deepep) s += "  moe_enable_deepep: true\n";
   if (plan.parallel.overlap_ep_comm) s += "  overlap_moe_expert_parallel_comm: true\n";
   if (m.mtp_layers > 0) s += fmt::format("  mtp_num_layers: {}\n", m.mtp_layers);
+  if (!plan.parallel.offload_modules.empty()) {
+    s += fmt::format("  fine_grained_activation_offloading: true\n  offload_modules: [{}]\n",
+                     to_string(plan.parallel.offload_modules, ", "));
+  }
   return s;
 }
 
@@ -397,6 +401,12 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
 Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
   Writer w;
   common_cannot(plan, w);
+  if (to != Framework::megatron && to != Framework::nemo) {  // Megatron-Core's MoE options, which both write
+    const ParallelConfig& pc = plan.parallel;
+    if (!pc.offload_modules.empty()) w.cannot("--offload-modules " + to_string(pc.offload_modules));
+    if (pc.ep > 1 && pc.moe_dispatcher == MoeDispatcher::deepep) w.cannot("--moe-dispatcher deepep");
+    if (pc.ep > 1 && pc.overlap_ep_comm) w.cannot("--overlap-ep");
+  }
   if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape; NeMo mtp_num_layers too); the others cannot
     if (plan.model.capacity_factor > 0) w.cannot(fmt::format("--moe-capacity-factor {:g}", plan.model.capacity_factor));
     if (plan.model.mtp_layers > 0 && to != Framework::nemo) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));

@@ -249,6 +249,18 @@ TEST_CASE("export: Megatron-Core's fine-grained activation offloading (--offload
   const auto without = import_json({sh});
   CHECK_FALSE(without["plan"]["parallel"].contains("offload_modules"));
   CHECK(without["ignored"].dump().find("read only with --fine-grained-activation-offloading") != std::string::npos);
+  // NeMo writes and reads them too; torchtitan and DeepSpeed cannot express them (a warning).
+  const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
+  REQUIRE(nemo.exit_code == 0);
+  CHECK(nemo.out.find("offload_modules: [expert_fc1, moe_act]") != std::string::npos);
+  const std::string yaml = (dir.path / "moe.yaml").string();
+  parplan::test::write_text(yaml, nemo.out);
+  CHECK(import_json({yaml})["plan"]["parallel"]["offload_modules"] == nlohmann::json::array({"expert_fc1", "moe_act"}));
+  for (const char* to : {"torchtitan", "deepspeed"}) {
+    CAPTURE(to);
+    const auto r = run_parplan({"export", "--plan", plan, "--to", to}, {}, 60);
+    CHECK(r.err.find("cannot express --offload-modules expert_fc1,moe_act") != std::string::npos);
+  }
 }
 
 TEST_CASE("import: a Megatron-LM launch script with variables, arrays and continuations") {
