@@ -271,6 +271,10 @@ std::pair<std::string, std::string> titan_model(const std::string& name) {
       return {"llama3", flavor};
     }
   }
+  // torchtitan's MoE flavors (the profiles' aliases: deepseek_v3-671b, llama4-17bx16e, llama4-17bx128e).
+  if (name == "deepseek-v3") return {"deepseek_v3", "671B"};
+  if (name == "llama4-scout") return {"llama4", "17bx16e"};
+  if (name == "llama4-maverick") return {"llama4", "17bx128e"};
   return {"", ""};
 }
 

@@ -605,6 +605,12 @@ TEST_CASE("import: torchtitan's MoE model names and flavors find their profiles"
                                                 "seq_len = 4096\n[parallelism]\nexpert_parallel_degree = 8\n"
                                                 "[activation_checkpoint]\nmode = \"full\"\n", name, flavor));
     CHECK(import_json({toml, "--gpus", "256"})["plan"]["model"]["name"] == profile);
+    // export --to torchtitan writes the same name and flavor back.
+    const std::string plan = (dir.path / "moe.json").string();
+    REQUIRE(run_parplan({"import", toml, "--gpus", "256", "-o", plan}, {}, 60).exit_code == 0);
+    const auto back = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+    CHECK(back.out.find(fmt::format("name = \"{}\"\nflavor = \"{}\"", name, flavor)) != std::string::npos);
+    CHECK(back.err.find("cannot express model") == std::string::npos);
   }
 }
 
