@@ -42,6 +42,15 @@ std::string fp8_weights_hint(const Plan& plan, const Estimate& e) {
                             : fmt::format("still over by {}", fmt_bytes(f.peak_memory_bytes - e.capacity_bytes)));
 }
 
+// " (ep N[, etp E][, DeepEP dispatch][, A2A overlapped])": the expert mesh and how its tokens move.
+std::string expert_mesh_text(const ParallelConfig& pc) {
+  std::string s = fmt::format(" (ep {}", pc.ep);
+  if (pc.etp > 0) s += fmt::format(", etp {}", pc.etp);
+  if (pc.ep > 1 && pc.moe_dispatcher == MoeDispatcher::deepep) s += ", DeepEP dispatch";
+  if (pc.ep > 1 && pc.overlap_ep_comm) s += ", A2A overlapped";
+  return s + ")";
+}
+
 // `batch_note`: how the flags' global batch was rounded, if it was (build_plan).
 std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note, const std::string& batch_note) {
   const ParallelConfig& pc = plan.parallel;
@@ -52,7 +61,7 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                    plan.cluster.name, node_shape(plan.cluster));
   s += fmt::format(
       "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp, pc.tp, pc.pp,
-      pc.cp, plan.model.is_moe() ? fmt::format(" (ep {})", pc.ep) : "", pc.micro_batch,
+      pc.cp, plan.model.is_moe() ? expert_mesh_text(pc) : "", pc.micro_batch,
       count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
   const ModelSpec& m = plan.model;

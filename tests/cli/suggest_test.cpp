@@ -708,6 +708,8 @@ TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candida
   const auto est = nlohmann::json::parse(run_parplan({"estimate", "--plan", path, "--json"}).out);
   CHECK(est["plan"]["parallel"]["moe_dispatcher"] == "deepep");
   CHECK(est["plan"]["parallel"]["overlap_ep_comm"] == true);
+  // estimate's mesh line says how the expert tokens move.
+  CHECK(run_parplan({"estimate", "--plan", path}).out.find(", DeepEP dispatch, A2A overlapped)") != std::string::npos);
   CHECK(est["time"]["step_s"].get<double>() ==
         doctest::Approx(nlohmann::json::parse(w.out)["plans"][0]["step_s"].get<double>()));
   const auto bad = run_parplan({"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--moe-dispatcher", "nccl"});
