@@ -49,32 +49,48 @@ std::string megatron_layer_freq(const ModelSpec& m) {
   if (!m.has_dense_layers()) return "";
   const int64_t step = std::max<int64_t>(1, m.moe_layer_step), after = m.layers - m.dense_layers;
   std::string e = fmt::format("[0]*{}", m.dense_layers);
-  if (step == 1) return fmt::format("'({}+[1]*{})'", e, after);
+  if (step == 1) return fmt::format("({}+[1]*{})", e, after);
   e += fmt::format("+([0]*{}+[1])*{}", step - 1, after / step);
   if (after % step > 0) e += fmt::format("+[0]*{}", after % step);
-  return fmt::format("'({})'", e);
+  return fmt::format("({})", e);
 }
 
-// Megatron-Core's MoE and attention widths beyond the dense shape: the experts' FFN (a MoE model's --ffn-hidden-size
-// is its dense layers' MLP), shared experts, dense layers, the head width, MLA's ranks and head widths.
-std::vector<std::string> megatron_moe_mla(const ModelSpec& m) {
-  std::vector<std::string> a;
+// Megatron-Core's configuration names (with '_') and values beyond the dense shape, for Megatron-LM (as --names) and
+// NeMo (as model keys) alike: MLA's ranks and head widths, or the head width; the experts' FFN (a MoE model's
+// --ffn-hidden-size is its dense layers' MLP), shared experts and dense layers; the token dispatcher, written always
+// (Megatron-LM's default, allgather, is not parplan's), and the 1F1B A2A overlap. An empty value is a switch.
+using ConfigArgs = std::vector<std::pair<std::string, std::string>>;
+ConfigArgs moe_mla_config(const Plan& plan) {
+  const ModelSpec& m = plan.model;
+  const ParallelConfig& pc = plan.parallel;
+  ConfigArgs a;
+  auto num = [&](const char* name, int64_t v) { a.emplace_back(name, std::to_string(v)); };
   if (m.is_mla()) {
-    std::string s = fmt::format("--multi-latent-attention --kv-lora-rank {}", m.kv_lora_rank);
-    if (m.q_lora_rank > 0) s += fmt::format(" --q-lora-rank {}", m.q_lora_rank);
-    s += fmt::format(" --qk-head-dim {} --qk-pos-emb-head-dim {} --v-head-dim {}", m.head_dim(), m.qk_rope_head_dim,
-                     m.v_head_dim());
-    a.push_back(s);
+    a.emplace_back("multi_latent_attention", "");
+    num("kv_lora_rank", m.kv_lora_rank);
+    if (m.q_lora_rank > 0) num("q_lora_rank", m.q_lora_rank);
+    num("qk_head_dim", m.head_dim());
+    num("qk_pos_emb_head_dim", m.qk_rope_head_dim);
+    num("v_head_dim", m.v_head_dim());
   } else if (m.head_dim_override > 0) {
-    a.push_back(fmt::format("--kv-channels {}", m.head_dim()));
+    num("kv_channels", m.head_dim());
   }
   if (!m.is_moe()) return a;
-  a.push_back(fmt::format("--num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {}", m.experts, m.top_k, m.ffn_hidden));
-  if (m.shared_experts > 0) {
-    a.push_back(fmt::format("--moe-shared-expert-intermediate-size {}", m.shared_experts * m.ffn_hidden));
-  }
-  if (const std::string f = megatron_layer_freq(m); !f.empty()) a.push_back("--moe-layer-freq " + f);
+  num("num_experts", m.experts);
+  num("moe_router_topk", m.top_k);
+  num("moe_ffn_hidden_size", m.ffn_hidden);
+  if (m.shared_experts > 0) num("moe_shared_expert_intermediate_size", m.shared_experts * m.ffn_hidden);
+  if (const std::string f = megatron_layer_freq(m); !f.empty()) a.emplace_back("moe_layer_freq", f);
+  const bool deepep = pc.moe_dispatcher == MoeDispatcher::deepep;
+  a.emplace_back("moe_token_dispatcher_type", deepep ? "flex" : "alltoall");
+  if (deepep) a.emplace_back("moe_enable_deepep", "");
+  if (pc.overlap_ep_comm) a.emplace_back("overlap_moe_expert_parallel_comm", "");
   return a;
+}
+
+// A list expression ("([0]*3+[1]*58)") quoted as the target's syntax needs it: `quote` around it, anything else bare.
+std::string config_value(const std::string& v, char quote) {
+  return v.find('(') != std::string::npos ? fmt::format("{}{}{}", quote, v, quote) : v;
 }
 
 // Megatron-LM's model-shape arguments for `m`.
@@ -92,7 +108,6 @@ std::vector<std::string> megatron_shape(const ModelSpec& m) {
   if (!m.bias) a.push_back("--disable-bias-linear");
   if (!m.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
   if (!m.dropout) a.push_back("--attention-dropout 0.0 --hidden-dropout 0.0");
-  for (std::string& x : megatron_moe_mla(m)) a.push_back(std::move(x));
   if (m.capacity_factor > 0) {
     a.push_back(fmt::format("--moe-expert-capacity-factor {:g} --moe-pad-expert-input-to-capacity", m.capacity_factor));
   }
@@ -125,11 +140,6 @@ Exported to_megatron(const Plan& plan, Writer& w) {
                                 fmt::format("--context-parallel-size {}", pc.cp)};
   if (pc.ep > 1) a.push_back(fmt::format("--expert-model-parallel-size {}", pc.ep));
   if (pc.etp > 0) a.push_back(fmt::format("--expert-tensor-parallel-size {}", pc.etp));
-  if (plan.model.is_moe()) {  // the dispatcher always: Megatron-LM's default (allgather) is not parplan's
-    a.push_back(pc.moe_dispatcher == MoeDispatcher::deepep ? "--moe-token-dispatcher-type flex --moe-enable-deepep"
-                                                           : "--moe-token-dispatcher-type alltoall");
-  }
-  if (pc.overlap_ep_comm) a.push_back("--overlap-moe-expert-parallel-comm");
   if (pc.schedule == Schedule::interleaved) a.push_back(fmt::format("--virtual-pipeline-model-parallel-size {}", pc.vpp));
   if (pc.sequence_parallel) a.push_back("--sequence-parallel");
   if (pc.first_stage_layers > 0) a.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", pc.first_stage_layers));
@@ -141,6 +151,9 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   a.push_back(fmt::format("--seq-length {}", plan.seq_len()));
   a.push_back(fmt::format("--max-position-embeddings {}", plan.seq_len()));
   for (std::string& s : megatron_shape(plan.model)) a.push_back(std::move(s));
+  for (const auto& [name, v] : moe_mla_config(plan)) {
+    a.push_back(fmt::format("--{}{}{}", dashed(name), v.empty() ? "" : " ", config_value(v, '\'')));
+  }
   if (pc.recompute != Recompute::none) a.push_back("--recompute-granularity " + megatron_recompute(pc.recompute));
   if (pc.recompute == Recompute::full) {  // every layer: uniform groups of 1; recompute_layers k: the block method
     a.push_back(pc.recompute_layers > 0 ? fmt::format("--recompute-method block --recompute-num-layers {}", pc.recompute_layers)
@@ -178,27 +191,14 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   return w.out;
 }
 
-// NeMo's model keys for megatron_moe_mla()'s widths (the Megatron-Core names with '_') and the dispatcher.
+// NeMo's model keys for moe_mla_config()'s arguments (NeMo names the expert count num_moe_experts), the MTP depth and
+// fine-grained activation offloading.
 std::string nemo_moe_mla(const Plan& plan) {
-  const ModelSpec& m = plan.model;
   std::string s;
-  if (m.is_mla()) {
-    s += fmt::format("  multi_latent_attention: true\n  kv_lora_rank: {}\n", m.kv_lora_rank);
-    if (m.q_lora_rank > 0) s += fmt::format("  q_lora_rank: {}\n", m.q_lora_rank);
-    s += fmt::format("  qk_head_dim: {}\n  qk_pos_emb_head_dim: {}\n  v_head_dim: {}\n", m.head_dim(), m.qk_rope_head_dim,
-                     m.v_head_dim());
-  } else if (m.head_dim_override > 0) {
-    s += fmt::format("  kv_channels: {}\n", m.head_dim());
+  for (const auto& [name, v] : moe_mla_config(plan)) {
+    s += fmt::format("  {}: {}\n", name == "num_experts" ? "num_moe_experts" : name, v.empty() ? "true" : config_value(v, '"'));
   }
-  if (!m.is_moe()) return s;
-  s += fmt::format("  num_moe_experts: {}\n  moe_router_topk: {}\n  moe_ffn_hidden_size: {}\n", m.experts, m.top_k, m.ffn_hidden);
-  if (m.shared_experts > 0) s += fmt::format("  moe_shared_expert_intermediate_size: {}\n", m.shared_experts * m.ffn_hidden);
-  if (const std::string f = megatron_layer_freq(m); !f.empty()) s += fmt::format("  moe_layer_freq: \"{}\"\n", f.substr(1, f.size() - 2));
-  const bool deepep = plan.parallel.moe_dispatcher == MoeDispatcher::deepep;
-  s += fmt::format("  moe_token_dispatcher_type: {}\n", deepep ? "flex" : "alltoall");
-  if (deepep) s += "  moe_enable_deepep: true\n";
-  if (plan.parallel.overlap_ep_comm) s += "  overlap_moe_expert_parallel_comm: true\n";
-  if (m.mtp_layers > 0) s += fmt::format("  mtp_num_layers: {}\n", m.mtp_layers);
+  if (plan.model.mtp_layers > 0) s += fmt::format("  mtp_num_layers: {}\n", plan.model.mtp_layers);
   if (!plan.parallel.offload_modules.empty()) {
     s += fmt::format("  fine_grained_activation_offloading: true\n  offload_modules: [{}]\n",
                      to_string(plan.parallel.offload_modules, ", "));
