@@ -39,6 +39,7 @@ constexpr Direct kSwitch[] = {
     {"account-for-loss-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
     {"tp-comm-overlap", "--overlap-tp"},
     {"fp8-param-gather", "--fp8-param-gather"},
+    {"overlap-moe-expert-parallel-comm", "--overlap-ep"},  // Megatron-Core's 1F1B A2A overlap
 };
 
 int64_t int_arg(const MegatronArg& a, const std::string& path) {
@@ -218,12 +219,12 @@ bool precision_arg(const MegatronArg& a, Collected& c, const std::string& path) 
 }
 
 // MoE routing and token exchange; false when `a` is none of them.
-bool moe_arg(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
+bool moe_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   // MoE routing (docs/cost-model.md): forced balance is parplan's default (imbalance 1); a capacity factor is priced
   // padded, as --moe-pad-expert-input-to-capacity runs it.
   if (a.name == "moe-router-force-load-balancing") return true;
   // The token dispatcher (docs/cost-model.md "MoE"): alltoall is parplan's default; flex with DeepEP (or its HybridEP
-  // backend) is --moe-dispatcher deepep; Megatron-Core's 1F1B A2A overlap is --overlap-ep.
+  // backend) is --moe-dispatcher deepep.
   if (a.name == "moe-token-dispatcher-type") {
     c.dispatcher = a.value.value_or("");
     c.dispatcher_origin = a.origin;
@@ -238,7 +239,6 @@ bool moe_arg(const MegatronArg& a, Collected& c, Imported& out, const std::strin
     }
     return c.deepep_origin = a.origin, true;
   }
-  if (a.name == "overlap-moe-expert-parallel-comm") return out.set("--overlap-ep", "", a.origin, path), true;
   if (a.name == "moe-pad-expert-input-to-capacity") return c.pad_to_capacity = true;
   if (a.name == "moe-expert-capacity-factor") {
     c.capacity_factor = a.value.value_or("");
@@ -292,7 +292,7 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
     c.vstage_origin = a.origin;
     return true;
   }
-  if (recompute_arg(a, c, out, path) || precision_arg(a, c, path) || moe_arg(a, c, out, path)) return true;
+  if (recompute_arg(a, c, out, path) || precision_arg(a, c, path) || moe_arg(a, c, path)) return true;
   if (a.name == "overlap-grad-reduce") return c.overlap_grad_reduce = true;
   // Gradient buffer and reduction dtype: fp32 by default for bf16 (accumulate_allreduce_grads_in_fp32), 16-bit with
   // --grad-reduce-in-bf16.
