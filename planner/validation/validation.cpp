@@ -502,11 +502,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   if (prec_unstated) {
     // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
     if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
-  } else if (names_sub_fp8(prec_text)) {
-    skip.push_back(fmt::format("precision '{}' names a GEMM format below 8 bits (fp4/fp6), not modelled",
-                               excerpt(prec_text)));
-  } else if (!map_precision(prec_text, tr.precision, &note)) {
-    skip.push_back(fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
+  } else if (!map_precision(prec_text, tr.precision, &note)) {  // refuses a format below 8 bits too
+    skip.push_back(names_sub_fp8(prec_text)
+                       ? fmt::format("precision '{}' names a GEMM format below 8 bits (fp4/fp6), not modelled",
+                                     excerpt(prec_text))
+                       : fmt::format("precision '{}' names no fp16/bf16/fp8", excerpt(prec_text)));
   }
   if (!note.empty()) r.notes.push_back(note);
   const bool torchtitan = names_torchtitan_stack(r.source);
