@@ -43,9 +43,12 @@ bool allowed(const std::vector<int64_t>& list, int64_t v) {
 
 // Calls f(mesh) for every expert split of a MoE mesh: ep within dp with the experts split over tp (etp 0), and for
 // each expert tp N in the space, MoE parallel folding (Megatron-Core; ParallelConfig::etp): ep x N dividing the
-// stage's tp x cp x dp ranks. Folding with N = tp and cp = 1 is the unfolded layout again, and is not repeated.
+// stage's tp x cp x dp ranks. Folding with N = tp is the unfolded layout again where cp = 1, and at any cp where ep
+// is 1 (the experts' data-parallel group is then dp x cp ranks strided by tp either way): with etp 0 in the space
+// these are not repeated; with etp pinned to N they are the layouts asked for.
 template <class F>
 void for_each_expert_split(const SearchSpace& s, const std::vector<int64_t>& all, Mesh m, F&& f) {
+  const bool unfolded = std::find(s.etp.begin(), s.etp.end(), 0) != s.etp.end();
   for (int64_t etp : s.etp) {
     m.etp = etp;
     if (etp == 0) {
@@ -56,9 +59,10 @@ void for_each_expert_split(const SearchSpace& s, const std::vector<int64_t>& all
       continue;
     }
     const int64_t ranks = m.tp * m.cp * m.dp;
-    if (ranks % etp != 0 || (etp == m.tp && m.cp == 1)) continue;
+    if (ranks % etp != 0 || (etp == m.tp && m.cp == 1 && unfolded)) continue;
     for (int64_t ep : divisors_of(ranks / etp, all)) {
       m.ep = ep;
+      if (ep == 1 && etp == m.tp && unfolded) continue;
       if (allowed(s.ep, ep)) f(m);
     }
   }

@@ -472,6 +472,22 @@ TEST_CASE("search: MoE meshes with expert tensor parallelism (parallel folding) 
   const int64_t with_tp = mesh_count(req, 16);
   req.space.etp = {0};
   CHECK(with_tp == mesh_count(req, 16));
+  // Nor is etp = tp with ep 1 at cp > 1 (the experts' data-parallel group is dp x cp either way): at tp 2, cp 2,
+  // dp 4, pp 1 the unfolded layouts are ep 1, 2, 4 (ep | dp) and folding with etp 2 adds ep 2, 4, 8 (ep | tp cp dp /
+  // etp = 8), not a second ep 1.
+  req.space.cp = {2};
+  req.space.pp = {1};
+  req.space.etp = {0};
+  CHECK(mesh_count(req, 16) == 3);
+  req.space.etp = {0, 2};
+  CHECK(mesh_count(req, 16) == 6);
+  // Pinned to etp = tp, the folded layouts are the ones asked for, ep 1 and cp 1 included.
+  req.space.cp = {1};
+  req.space.etp = {2};
+  req.space.ep = {1};
+  const SearchResult pinned = search(req);
+  REQUIRE_FALSE(pinned.top.empty());
+  CHECK(pinned.top.front().parallel.etp == 2);
 }
 
 TEST_CASE("search: --explain keeps the best single-reason rejection, estimated as if allowed") {
