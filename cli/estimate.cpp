@@ -51,8 +51,9 @@ std::string expert_mesh_text(const ParallelConfig& pc) {
   return s + ")";
 }
 
-// `batch_note`: how the flags' global batch was rounded, if it was (build_plan).
-std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note, const std::string& batch_note) {
+// The plan: model, GPUs, mesh, batch, MoE routing, schedule and knobs. `batch_note`: how the flags' global batch was
+// rounded, if it was (build_plan).
+std::string render_plan_header(const Plan& plan, const std::string& note, const std::string& batch_note) {
   const ParallelConfig& pc = plan.parallel;
   std::string s;
   if (!note.empty()) s += note + "\n";
@@ -104,6 +105,13 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
   if (pc.tp > 1 && !how.empty()) s += fmt::format("TP collectives: {}\n", fmt::join(how, ", "));
   s += "\n";
 
+  return s;
+}
+
+// Memory per stage, the peak stage's other bytes, host memory under offload, and the verdict.
+std::string render_memory(const Plan& plan, const Estimate& e) {
+  const ParallelConfig& pc = plan.parallel;
+  std::string s;
   s += "Memory per GPU by pipeline stage (* = peak)\n";
   Table mt({"stage", "layers", "in-flight", "weights", "grads", "optimizer", "activations", "other", "total"});
   for (const StageMemory& m : e.memory) {
@@ -149,6 +157,13 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
     s += fp8_weights_hint(plan, e) + "\n";
   }
 
+  return s;
+}
+
+// The step time, its error family, its terms, and the offload copies.
+std::string render_time(const Plan& plan, const Estimate& e) {
+  const ParallelConfig& pc = plan.parallel;
+  std::string s;
   const TimeBreakdown& t = e.time;
   s += fmt::format("Step time {}  | {:.0f} tokens/s ({:.0f} per GPU)  | MFU {}, HFU {} of {}\n", fmt_seconds(t.step_s),
                    t.tokens_per_s, t.tokens_per_s / static_cast<double>(plan.num_gpus), fmt_percent(t.mfu),
@@ -187,6 +202,10 @@ std::string render_estimate(const Plan& plan, const Estimate& e, const std::stri
                      fmt_seconds(e.layer.offload_fetch_s));
   }
   return s;
+}
+
+std::string render_estimate(const Plan& plan, const Estimate& e, const std::string& note, const std::string& batch_note) {
+  return render_plan_header(plan, note, batch_note) + render_memory(plan, e) + render_time(plan, e);
 }
 
 Runner setup(CLI::App& app) {

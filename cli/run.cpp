@@ -106,6 +106,35 @@ GpuChoice calibrate_host(Plan& plan, int ranks) {
 
 std::string fmt_value(const runtime::TermRow& row, double v) { return row.is_bytes ? fmt_bytes(v) : fmt_seconds(v); }
 
+// The host backend allocates every rank's tensors in this process and runs their GEMMs on the CPU: refuse a plan
+// that cannot fit in RAM (it would be killed for memory) or would run for hours, before allocating anything.
+void refuse_oversized_host_run(const Estimate& e, const RunOptions& o, int64_t ranks, int64_t per_stage) {
+  const bool local = o.rank >= 0;
+  // The model's per-stage bytes, less what only a GPU holds.
+  double need = 0;
+  for (int64_t r = local ? o.rank : 0; r < (local ? o.rank + 1 : ranks); ++r) {
+    const StageMemory& sm = e.memory[static_cast<size_t>(r / per_stage)];
+    need += sm.total - sm.cuda_context - sm.fragmentation;
+  }
+  const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (ram > 0 && need > 0.8 * ram) {
+    throw InputError(fmt::format("--backend host: the plan's {} ranks need about {} of tensors, more than 80% of "
+                                 "this machine's {} (the host backend is for small plans; --rank R runs one rank)",
+                                 local ? 1 : ranks, fmt_bytes(need), fmt_bytes(ram)));
+  }
+  // And what would run for hours: the host GEMM runs at tens of GFLOP/s (docs/runtime.md), so a plan whose
+  // ranks execute more than kMaxHostFlop in all (warm-up and measured steps) is refused before it starts.
+  constexpr double kMaxHostFlop = 1e14;
+  const double per_step = e.time.hardware_flops / static_cast<double>(local ? ranks : 1);
+  const double total = per_step * static_cast<double>(o.steps + o.warmup);
+  if (total > kMaxHostFlop) {
+    throw InputError(fmt::format("--backend host: {} step(s) of this plan execute about {:.1f} TFLOP on the CPU "
+                                 "(limit {:.0f}; hours at host speed): lower --steps/--warmup, the plan's batch or "
+                                 "sequence, or use --backend cuda",
+                                 o.steps + o.warmup, total / 1e12, kMaxHostFlop / 1e12));
+  }
+}
+
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   app.add_option("--plan", o->plan_file, "The Plan document to run (from estimate -o / suggest -o)");
@@ -154,32 +183,7 @@ Runner setup(CLI::App& app) {
     if (local && o->rank >= ranks) throw InputError(fmt::format("--rank: {} is outside the plan's {} ranks", o->rank, ranks));
     const int64_t per_stage = plan.parallel.tp * plan.parallel.cp * plan.parallel.dp;
     Estimate e = estimate(plan);  // the prediction (redone below with a host profile), also sizing the host guard
-    if (o->backend == "host") {
-      // The host backend allocates every rank's tensors in this process: refuse what cannot fit in RAM (it would be
-      // killed for memory) before allocating anything. The model's per-stage bytes, less what only a GPU holds.
-      double need = 0;
-      for (int64_t r = local ? o->rank : 0; r < (local ? o->rank + 1 : ranks); ++r) {
-        const StageMemory& sm = e.memory[static_cast<size_t>(r / per_stage)];
-        need += sm.total - sm.cuda_context - sm.fragmentation;
-      }
-      const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-      if (ram > 0 && need > 0.8 * ram) {
-        throw InputError(fmt::format("--backend host: the plan's {} ranks need about {} of tensors, more than 80% of "
-                                     "this machine's {} (the host backend is for small plans; --rank R runs one rank)",
-                                     local ? 1 : ranks, fmt_bytes(need), fmt_bytes(ram)));
-      }
-      // And what would run for hours: the host GEMM runs at tens of GFLOP/s (docs/runtime.md), so a plan whose
-      // ranks execute more than kMaxHostFlop in all (warm-up and measured steps) is refused before it starts.
-      constexpr double kMaxHostFlop = 1e14;
-      const double per_step = e.time.hardware_flops / static_cast<double>(local ? ranks : 1);
-      const double total = per_step * static_cast<double>(o->steps + o->warmup);
-      if (total > kMaxHostFlop) {
-        throw InputError(fmt::format("--backend host: {} step(s) of this plan execute about {:.1f} TFLOP on the CPU "
-                                     "(limit {:.0f}; hours at host speed): lower --steps/--warmup, the plan's batch or "
-                                     "sequence, or use --backend cuda",
-                                     o->steps + o->warmup, total / 1e12, kMaxHostFlop / 1e12));
-      }
-    }
+    if (o->backend == "host") refuse_oversized_host_run(e, *o, ranks, per_stage);
     GpuChoice used = choice;
     if (o->backend == "host" && o->gpu.empty() && choice.from == "the plan") {
       used = calibrate_host(plan, local ? 1 : static_cast<int>(ranks));
