@@ -189,14 +189,12 @@ class Evaluator {
         pc.async_tp_backward = req_.space.async_tp_backward || pc.tp == 1;
         pc.tp_collective_copies = req_.space.tp_collective_copies && pc.tp > 1 && sp;
         plan_.training.fp8_tp_gather = candidate_fp8_tp_gather(req_, pc);
-        have_edge_ = false;
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;
           for (const Sharding& sh : req_.space.sharding) {
             pc.zero_stage = sh.zero_stage;
             pc.zero3_gather_unit = sh.zero_stage >= 3 ? req_.space.zero3_gather_unit : Zero3GatherUnit::layer;
             pc.fsdp2 = req_.space.fsdp2 && sh.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer;
-            if (req_.space.fsdp2) have_edge_ = false;  // FSDP2's root copies: the output layer's cost per sharding
             pc.distributed_optimizer = sh.distributed_optimizer;
             plan_.training.fp8_param_gather = candidate_fp8_weights(req_, pc);
             for (const OffloadSet& off : req_.space.offload) {
@@ -205,7 +203,9 @@ class Evaluator {
               // An offload set this sharding cannot run (params without ZeRO-3, optimizer without a sharded
               // optimizer): not a configuration, so neither counted nor rejected.
               if (off.any() && !offload_supported(plan_)) continue;
-              have_inputs_ = have_layer_ = have_none_inputs_ = false;
+              // The output stage's cost (edge_cost) depends on the recompute mode (an MTP block is recomputed with
+              // the layers), FSDP2's copies and the fp8 weights this sharding gathers: computed afresh for each.
+              have_inputs_ = have_layer_ = have_none_inputs_ = have_edge_ = false;
               run_schedules();
             }
           }
@@ -316,18 +316,30 @@ class Evaluator {
     return inputs_;
   }
 
-  // Peak memory over stages. Stage 1 holds at least as much as any other middle stage (middle stages differ only
-  // in layer count and in-flight microbatches, both non-increasing with the stage index for every schedule and
-  // split), so stages 0, 1 and p-1 decide the peak; tests/planner/search/search_test.cpp checks this against
-  // peak_memory_bytes().
+  // The stages that can hold the most. Where every layer is alike, stage 1 holds at least as much as any other
+  // middle stage (middle stages differ only in layer count and in-flight microbatches, both non-increasing with the
+  // stage index for every schedule and split), so stages 0, 1 and p-1 decide; a MoE model with dense layers (leading
+  // ones, or interleaved: DeepSeek-V3, Llama 4 Maverick) gives stages of one size different weights, so every stage
+  // is checked. tests/planner/search/search_test.cpp checks both against peak_memory_bytes().
+  std::vector<int64_t> peak_candidates() const {
+    const int64_t p = plan_.parallel.pp;
+    std::vector<int64_t> stages;
+    if (plan_.model.has_dense_layers()) {
+      for (int64_t s = 0; s < p; ++s) stages.push_back(s);
+      return stages;
+    }
+    for (int64_t s : {int64_t{0}, int64_t{1}, p - 1}) {
+      if (s < p && std::find(stages.begin(), stages.end(), s) == stages.end()) stages.push_back(s);
+    }
+    return stages;
+  }
+
+  // Peak memory over stages (peak_candidates()).
   double peak(int64_t* at) { return peak(inputs(), at); }
 
   double peak(const StageMemoryInputs& in, int64_t* at) const {
-    const int64_t p = plan_.parallel.pp;
     double best = -1;
-    const int64_t stages[3] = {0, 1, p - 1};
-    for (int i = 0; i < (p >= 3 ? 3 : static_cast<int>(p)); ++i) {
-      const int64_t s = stages[i];
+    for (int64_t s : peak_candidates()) {
       const double t = stage_memory(plan_, s, in).total;
       if (t > best) {
         best = t;
@@ -337,24 +349,27 @@ class Evaluator {
     return best;
   }
 
-  // The offloaded states fit the node's host memory (host_memory_fits): stages 0, 1 and p-1 hold the most, as for
-  // peak() (the host holds only model states, which middle stages share with stage 1).
+  // The offloaded states fit the node's host memory (host_memory_fits) on the stages peak() checks (the host holds
+  // only model states, which the other middle stages share with stage 1 where every layer is alike).
   bool host_fits() {
     const StageMemoryInputs& in = inputs();
-    const int64_t p = plan_.parallel.pp;
-    const int64_t stages[3] = {0, 1, p - 1};
-    for (int i = 0; i < (p >= 3 ? 3 : static_cast<int>(p)); ++i) {
-      if (!host_memory_fits(plan_, stage_memory(plan_, stages[i], in).host)) return false;
+    for (int64_t s : peak_candidates()) {
+      if (!host_memory_fits(plan_, stage_memory(plan_, s, in).host)) return false;
     }
     return true;
   }
 
   TimeBreakdown time() {
     const bool partial = plan_.parallel.recompute_layers > 0;
-    if (!have_layer_ || (partial && !layer_partial_)) {  // as inputs(): the kept layers' costs only with K > 0
+    // With the EP all-to-alls overlapped, a layer's exposed share depends on the schedule's warm-up (ep_overlap).
+    const ParallelConfig& pc = plan_.parallel;
+    const bool schedule_changed = pc.overlap_ep_comm && (pc.schedule != layer_schedule_ || pc.vpp != layer_vpp_);
+    if (!have_layer_ || (partial && !layer_partial_) || schedule_changed) {  // as inputs(): kept layers only with K > 0
       layer_ = layer_costs(plan_);
       have_layer_ = true;
       layer_partial_ = partial;
+      layer_schedule_ = pc.schedule;
+      layer_vpp_ = pc.vpp;
     }
     if (!have_edge_) {
       edge_ = edge_cost(plan_);
@@ -505,6 +520,8 @@ class Evaluator {
   StepScratch scratch_;  // sized by step_time(), which only meshes that pass validate() (pp <= layers) reach
   bool have_inputs_ = false, have_layer_ = false, have_edge_ = false, have_p2p_ = false, have_none_inputs_ = false;
   bool inputs_partial_ = false, layer_partial_ = false;  // inputs_ / layer_ hold the kept layers' (recompute_layers)
+  Schedule layer_schedule_ = Schedule::one_f_one_b;    // the schedule and vpp layer_ was priced at (ep_overlap)
+  int64_t layer_vpp_ = 1;
   int64_t last_stage_pp_ = -1;
   std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
   StageMemoryInputs inputs_, none_inputs_;  // none_inputs_: the same plan's with recompute none (none_fits)

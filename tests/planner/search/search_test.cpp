@@ -360,6 +360,57 @@ TEST_CASE("search: peak memory from stages 0, 1 and p-1 equals peak_memory_bytes
   CHECK(deep > 100);
 }
 
+// Stages of one size that hold different layers (DeepSeek-V3's leading dense layers, Llama 4 Maverick's interleaved
+// ones), an MTP block on the output stage (recomputed with the layers; its weights gathered in fp8 or not), and
+// all-to-alls overlapped by a share that depends on the schedule: the search's cached parts and its peak must still
+// give estimate()'s numbers for every ranked plan, whatever the order of the space's lists.
+TEST_CASE("search: MoE plans with dense layers, MTP and EP overlap carry estimate()'s step and peak") {
+  for (const char* name : {"deepseek-v3", "llama4-maverick"}) {
+    CAPTURE(name);
+    SearchRequest req;
+    req.model = test::profiles().model(name, "test");
+    req.gpu = test::profiles().gpu("h100-80gb", "test");
+    req.cluster = test::profiles().cluster("dgx-h100", "test");
+    const bool dsv3 = std::string(name) == "deepseek-v3";
+    req.gpus = dsv3 ? 256 : 160;
+    req.training.global_batch = dsv3 ? 256 : 160;
+    req.training.precision = Precision::fp8;
+    req.gpu.memory_bytes = int64_t{1} << 50;  // every valid candidate is ranked and checked
+    req.space.tp = {2};
+    // DeepSeek-V3 (61 layers, 3 dense) at pp 32: stage 1 holds dense layer 2, stage 2 only MoE layers; Maverick (48
+    // layers, every 2nd MoE) at pp 10: stage 1 holds 2 MoE layers, stage 2 three.
+    req.space.pp = {dsv3 ? int64_t{32} : int64_t{10}};
+    req.space.cp = {1};
+    req.space.ep = {8};
+    req.space.micro_batch = {1};
+    req.space.overlap_ep = true;
+    req.space.moe_dispatcher = MoeDispatcher::deepep;
+    req.space.schedules = {Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble};
+    req.space.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+    req.top_k = 1'000'000;
+    const SearchResult res = search(req);
+    REQUIRE(res.top.size() >= 8);
+    int over_stage_1 = 0;
+    for (const Candidate& c : res.top) {
+      const Estimate e = estimate(candidate_plan(req, c));
+      CHECK(c.time.step_s == e.time.step_s);
+      CHECK(c.peak_bytes == e.peak_memory_bytes);
+      CHECK(c.peak_stage == e.peak_stage);
+      over_stage_1 += c.peak_stage > 1 && c.peak_stage < c.parallel.pp - 1;  // a middle stage past 1 holds the peak
+    }
+    CHECK(over_stage_1 > 0);
+    // The lists in the other order give the same plans and numbers.
+    std::reverse(req.space.schedules.begin(), req.space.schedules.end());
+    std::reverse(req.space.recompute.begin(), req.space.recompute.end());
+    const SearchResult rev = search(req);
+    REQUIRE(rev.top.size() == res.top.size());
+    for (size_t i = 0; i < res.top.size(); ++i) {
+      CHECK(rev.top[i].time.step_s == res.top[i].time.step_s);
+      CHECK(rev.top[i].peak_bytes == res.top[i].peak_bytes);
+    }
+  }
+}
+
 TEST_CASE("search: same input gives the same ranking; 1, 2 and 3 threads give identical results") {
   SearchRequest req = small_request(16);
   req.top_k = 20;
