@@ -57,9 +57,9 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
 }
 }  // namespace
 
-void check_model(const ModelSpec& m, const std::string& where) {
+void check_model(const ModelSpec& m, const std::string& where, const std::string& path) {
   auto bad = [&](std::string_view key, std::string_view what) {
-    throw InputError(fmt::format("{}: /{}: {}", where, key, what));
+    throw InputError(fmt::format("{}: {}/{}: {}", where, path, key, what));
   };
   if (m.head_dim_override == 0 && m.hidden % m.heads != 0) {
     bad("heads", fmt::format("{} heads do not divide hidden {} (set head_dim when heads x head_dim != hidden)", m.heads,
@@ -81,8 +81,8 @@ void check_model(const ModelSpec& m, const std::string& where) {
   const double params = static_cast<double>(m.layers) * per_layer +
                         2.0 * h * static_cast<double>(m.vocab + m.seq_len + 1);
   if (params > kMaxParams) {
-    throw InputError(fmt::format("{}: /: the model has about {:.3g} parameters, above the supported {:.0e}", where,
-                                 params, kMaxParams));
+    throw InputError(fmt::format("{}: {}: the model has about {:.3g} parameters, above the supported {:.0e}", where,
+                                 path.empty() ? "/" : path, params, kMaxParams));
   }
 }
 
@@ -126,7 +126,8 @@ ModelSpec model_from_json(JsonReader& r) {
   }
   m.causal = r.get_bool("causal", true);
   m.source = r.get_string("source", "");
-  check_model(m, r.where());
+  const std::string self = r.path_of("");  // this object's pointer and a '/'
+  check_model(m, r.where(), self.substr(0, self.size() - 1));
   return m;
 }
 

@@ -21,7 +21,8 @@ nlohmann::json to_json(const ClusterSpec& c);
 nlohmann::json to_json(const ParallelConfig& p);
 nlohmann::json to_json(const TrainingSpec& t);
 
-// Cross-field checks of a model (heads divide hidden, kv_heads divide heads, top_k <= experts...).
-void check_model(const ModelSpec& m, const std::string& where);
+// Cross-field checks of a model (heads divide hidden, kv_heads divide heads, top_k <= experts...); an error names
+// `where` and the key under `path`, the model object's JSON pointer ("" for a model file, "/model" in a Plan).
+void check_model(const ModelSpec& m, const std::string& where, const std::string& path = "");
 
 }  // namespace parplan

@@ -281,6 +281,9 @@ TEST_CASE("bad input: plan documents") {
       {"plan_missing_training.json", "/training: missing required key"},
       {"plan_wrong_version.json", "/parplan_plan"},
       {"plan_unknown_model.json", "/model: unknown model 'gpt-9000'"},
+      // A Plan's inline model: its cross-field errors name the key under /model, as its range errors do.
+      {"plan_model_top_k_exceeds_experts.json", "/model/top_k: top_k 9 exceeds the 8 experts"},
+      {"plan_model_moe_imbalance.json", "/model/moe/imbalance: imbalance 200 is outside 1 .. experts / top_k = 4"},
       {"plan_absurd_gpus.json", "/parallel/dp"},
       {"plan_bad_schedule.json", "/parallel/schedule"},
       {"plan_zb2p_vpp2.json", "/parallel: schedule zb-2p with vpp 2"},
