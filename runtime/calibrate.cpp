@@ -274,11 +274,15 @@ GpuSpec measured_gpu(const GpuSpec& base, const CalibrationResult& r, bool host,
     // The host GEMM is a loop over the whole output, not a grid of tiles over streaming multiprocessors: the base
     // GPU's tile and wave shape would charge every small CPU GEMM for a whole GPU wave (a 4-layer test model
     // predicted 15.3 s against 1.5 s measured). One "SM" with 1 x 1 tiles makes the wave efficiency 1, and a call
-    // costs no launch overhead beyond its measured rate.
+    // costs no launch overhead beyond its measured rate. The GPU's fixed costs per wave of a grouped (MoE expert) GEMM
+    // and per attention tile go too: with 1 x 1 tiles every output element would be a wave (a tiny MoE plan predicted
+    // 1.81 s against 25 ms measured).
     g.gemm.sm_count = 1;
     g.gemm.tile_m = 1;
     g.gemm.tile_n = 1;
     g.gemm.kernel_overhead_s = 0.0;
+    g.gemm.grouped_tile_overhead_s = 0.0;
+    g.gemm.attention_tile_overhead = 0.0;
     g.hbm_bandwidth_Bps = r.hbm_bandwidth_Bps;
     g.hbm_efficiency = 1.0;
   } else {

@@ -154,6 +154,13 @@ TEST_CASE("measured_gpu on the host: measured rates as peaks, no GPU tile or wav
   with_h100_shape.gemm = base.gemm;
   with_h100_shape.gemm.peak_fraction = 1.0;
   CHECK(gemm_time_s(with_h100_shape, DType::bf16, 256, 256, 256) > 60 * gemm_time_s(g, DType::bf16, 256, 256, 256));
+  // Nor a grouped (MoE expert) GEMM's fixed time per wave: with 1 x 1 tiles every output element is a wave, and the
+  // H100's 2.75 us per wave made 8 experts of 32 x 256 outputs cost 0.18 s.
+  REQUIRE(base.gemm.grouped_tile_overhead_s > 0);
+  CHECK(g.gemm.grouped_tile_overhead_s == 0.0);
+  CHECK(g.gemm.attention_tile_overhead == 0.0);
+  CHECK(grouped_gemm_time_s(g, DType::bf16, 32, 256, 64, 8) ==
+        doctest::Approx(8 * 2.0 * 32 * 256 * 64 / 3e9).scale(0).epsilon(1e-9));
 }
 
 // A DGX H100 sweep as nccl-tests measures one (hardware-reference.json): 8 ranks, ring all-gather 370 GB/s busbw,
