@@ -916,20 +916,25 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
                                  pc.zero_stage));
   }
   if (plan.model.is_mla()) {
-    throw InputError("run: multi-head latent attention (kv_lora_rank) is not lowered yet: its down- and up-projections "
-                     "are missing");
+    throw InputError("run: /model/kv_lora_rank: multi-head latent attention is not lowered yet: its down- and "
+                     "up-projections are missing");
+  }
+  if (plan.model.mtp_layers > 0) {
+    throw InputError(fmt::format("run: /model/mtp_layers {}: multi-token prediction is not lowered yet: its projection, "
+                                 "block and second output head (and, in a MoE model, their all-to-alls) are missing",
+                                 plan.model.mtp_layers));
   }
   if (plan.parallel.recompute == Recompute::selective && !plan.parallel.recompute_modules.is_default()) {
-    throw InputError(fmt::format("run: recompute modules {} are not lowered yet: the runtime's selective recompute "
+    throw InputError(fmt::format("run: /parallel/recompute_modules {}: not lowered yet: the runtime's selective recompute "
                                  "reruns the attention core (core_attn) only",
                                  to_string(plan.parallel.recompute_modules)));
   }
   if (!plan.parallel.offload_modules.empty()) {
-    throw InputError(fmt::format("run: fine-grained activation offloading (offload modules {}) is not lowered yet",
+    throw InputError(fmt::format("run: /parallel/offload_modules {}: fine-grained activation offloading is not lowered yet",
                                  to_string(plan.parallel.offload_modules)));
   }
   if (plan.parallel.offload.any()) {
-    throw InputError(fmt::format("run: offload plans (offload {}) are not lowered yet: the host copies and the CPU "
+    throw InputError(fmt::format("run: /parallel/offload {}: offload is not lowered yet: the host copies and the CPU "
                                  "optimizer step are missing",
                                  to_string(plan.parallel.offload)));
   }
