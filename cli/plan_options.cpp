@@ -609,6 +609,21 @@ BatchRequest requested_batch(std::optional<int64_t> global_batch, std::optional<
   return b;
 }
 
+// The MoE token-exchange flags where the plan has no all-to-all: a dense model, or ep 1. A usage error naming the
+// flag, rather than a plan priced as if it were not given.
+void refuse_idle_moe_flags(const Plan& plan, const MeshOptions& me) {
+  const char* flag = me.overlap_ep ? "--overlap-ep" : !me.moe_dispatcher.empty() ? "--moe-dispatcher" : nullptr;
+  if (!flag) return;
+  if (!plan.model.is_moe()) {
+    throw InputError(fmt::format("{}: the model has no experts (the flag is for MoE models' all-to-alls)", flag));
+  }
+  const bool idle = me.overlap_ep || plan.parallel.moe_dispatcher == MoeDispatcher::deepep;
+  if (plan.parallel.ep == 1 && idle) {
+    throw InputError(fmt::format("{}: ep 1 has no all-to-all to {} (give --ep N)", flag,
+                                 me.overlap_ep ? "overlap" : "dispatch"));
+  }
+}
+
 Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet& profiles, std::string* model_note,
                 std::string* batch_note) {
   Target t = resolve_target(mo, profiles);
@@ -619,6 +634,7 @@ Plan build_plan(const ModelOptions& mo, const MeshOptions& me, const ProfileSet&
   plan.cluster = t.cluster;
   size_mesh(plan, mo, me);
   set_knobs(plan.parallel, me);
+  refuse_idle_moe_flags(plan, me);
   set_training(plan, mo, me);
   const std::string note = set_batch(plan, me);
   if (batch_note) *batch_note = note;

@@ -163,7 +163,19 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
 }
 
 // The search request from the flags: target, global batch and the pinned knobs.
+// Expert flags on a dense model: a usage error naming the flag (estimate's too), not a search that ignores them.
+void refuse_expert_flags_without_experts(const SuggestOptions& o, const ModelSpec& m) {
+  if (m.is_moe()) return;
+  const char* flag = o.ep && *o.ep != 1 ? "--ep"
+                     : o.etp            ? "--etp"
+                     : o.overlap_ep     ? "--overlap-ep"
+                     : !o.moe_dispatcher.empty() ? "--moe-dispatcher"
+                                                 : nullptr;
+  if (flag) throw InputError(fmt::format("{}: the model '{}' has no experts (experts 1)", flag, m.name));
+}
+
 SearchRequest build_request(const SuggestOptions& o, const Target& t, std::string& batch_note) {
+  refuse_expert_flags_without_experts(o, t.model);
   SearchRequest r;
   r.model = t.model;
   r.gpu = t.gpu;

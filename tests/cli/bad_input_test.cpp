@@ -149,6 +149,13 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--zero", "-1"}), "--zero"},
       {with(kModel, {"--gpus", "64", "--zero", "3", "--zero3-gather-unit", "block"}), "--zero3-gather-unit"},
       {with(kModel, {"--gpus", "64", "--moe-dispatcher", "nccl"}), "--moe-dispatcher"},
+      // The token-exchange flags where nothing is exchanged: a dense model, or a MoE model at ep 1.
+      {with(kModel, {"--gpus", "64", "--moe-dispatcher", "deepep"}), "--moe-dispatcher: the model has no experts"},
+      {with(kModel, {"--gpus", "64", "--overlap-ep"}), "--overlap-ep: the model has no experts"},
+      {{"--model", "mixtral-8x7b", "--gpus", "16", "--overlap-ep"},
+       "--overlap-ep: ep 1 has no all-to-all to overlap (give --ep N)"},
+      {{"--model", "mixtral-8x7b", "--gpus", "16", "--moe-dispatcher", "deepep"},
+       "--moe-dispatcher: ep 1 has no all-to-all to dispatch (give --ep N)"},
       {with(kMoe, {"--moe-capacity-factor", "0.5"}),
        "--moe-capacity-factor: capacity factor 0.5 is outside 1 .. experts / top_k = 4"},
       {with(kMoe, {"--moe-capacity-factor", "5"}), "--moe-capacity-factor: capacity factor 5 is outside"},
@@ -494,6 +501,11 @@ TEST_CASE("bad input: profiles subcommand") {
 TEST_CASE("bad input: suggest") {
   const std::vector<BadCase> cases = {
       {{}, "--model or --params is required"},
+      // Expert flags on a dense model (estimate refuses them too).
+      {with(kModel, {"--gpus", "64", "--ep", "2"}), "--ep: the model 'gpt3-175b' has no experts (experts 1)"},
+      {with(kModel, {"--gpus", "64", "--etp", "1"}), "--etp: the model 'gpt3-175b' has no experts (experts 1)"},
+      {with(kModel, {"--gpus", "64", "--overlap-ep"}), "--overlap-ep: the model 'gpt3-175b' has no experts"},
+      {with(kModel, {"--gpus", "64", "--moe-dispatcher", "deepep"}), "--moe-dispatcher: the model 'gpt3-175b' has no"},
       {{"--model", "gpt3-175b"}, "--gpus"},
       {with(kModel, {"--gpus", "0"}), "--gpus"},
       {with(kModel, {"--gpus", "nan"}), "--gpus"},
