@@ -433,9 +433,11 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
     return s;
   }
   s += fmt::format(
-      "  Model states: {} params x {:.0f} bytes/param (16-bit weights, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
+      "  Model states: {} params x {:.0f} bytes/param (16-bit weights{}, {}-byte gradients, 12 bytes Adam) = {:.3g} TB; "
       "fully sharded over {} (ZeRO-3 x tp x pp) = {:.2f} GB per GPU",
-      fmt_count(f.params), f.bytes_per_param, req.training.grad_bytes(), f.total_bytes / 1e12,
+      fmt_count(f.params), f.bytes_per_param,
+      f.fp8_copy_bytes_per_param > 0 ? fmt::format(", {:.0f}-byte fp8 weight copies", f.fp8_copy_bytes_per_param) : "",
+      req.training.grad_bytes(), f.total_bytes / 1e12,
       count_of(req.gpus, "GPU"), f.per_gpu_bytes / 1e9);
   s += fmt::format(" (with 16-bit gradients, {:.0f} bytes/param: {:.3g} TB, {:.2f} GB per GPU)", f.bytes_per_param_16bit_grads,
                    f.params * f.bytes_per_param_16bit_grads / 1e12, f.per_gpu_bytes_16bit_grads / 1e9);

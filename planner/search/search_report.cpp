@@ -96,9 +96,12 @@ StateFloor state_floor(const SearchRequest& req, int64_t gpus) {
   p.gpu = req.gpu;
   p.training = req.training;
   p.parallel.zero_stage = 3;
+  // fp8 weights as the search gives a fully sharded candidate (one fp8 copy gathered, none cached beside the bf16).
+  p.training.fp8_param_gather = candidate_fp8_weights(req, p.parallel);
   StateFloor f;
   f.params = static_cast<double>(total_params(req.model));
   ModelStateOptions o = model_state_options(p);
+  f.fp8_copy_bytes_per_param = static_cast<double>(o.extra_weight_bytes);
   const ModelStateBytes one = model_state_bytes(1.0, 1, o);
   f.bytes_per_param = one.total();
   f.total_bytes = f.params * f.bytes_per_param;

@@ -18,6 +18,7 @@ std::string simulated_rank_reason(const Candidate& c, const Candidate& first, in
 struct StateFloor {
   double params = 0;               // total parameters
   double bytes_per_param = 0;      // weights + gradients + optimizer (model_states.hpp)
+  double fp8_copy_bytes_per_param = 0;  // of which fp8 weight copies kept beside the 16-bit weights (not gathered in fp8)
   double total_bytes = 0;          // params x bytes_per_param
   double per_gpu_bytes = 0;        // total / gpus
   double fixed_bytes_per_gpu = 0;  // CUDA context + workspace (held whatever the mesh)

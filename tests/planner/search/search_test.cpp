@@ -627,6 +627,18 @@ TEST_CASE("state floor: 175B with Adam is 16 bytes/param with 16-bit gradients, 
   CHECK((f.min_gpus - 1) * (f.capacity_bytes - f.fixed_bytes_per_gpu) < f.total_bytes);
   req.gpu = test::profiles().gpu("h100-80gb", "test");
   CHECK(state_floor(req, 64).fits);
+  // fp8: a fully sharded candidate gathers its weights in fp8 (candidate_fp8_weights), keeping no fp8 copy beside the
+  // 16-bit weights, so the floor stays 18 bytes/param; pinned without the fp8 gather, Transformer Engine's fp8 weight
+  // and transpose copies add 2.
+  req.gpu = test::profiles().gpu("h800", "test");
+  req.training.precision = Precision::fp8;
+  const StateFloor fp8 = state_floor(req, 64);
+  CHECK(fp8.bytes_per_param == 18.0);
+  CHECK(fp8.fp8_copy_bytes_per_param == 0.0);
+  req.space.fp8_param_gather = false;
+  const StateFloor copies = state_floor(req, 64);
+  CHECK(copies.bytes_per_param == 20.0);
+  CHECK(copies.fp8_copy_bytes_per_param == 2.0);
 }
 
 TEST_CASE("rank reasons name what a plan trades against the winner") {
