@@ -238,7 +238,8 @@ void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
       const auto r = static_cast<Reject>(i);
       if (!v.has(r)) continue;
       const std::string what = describe(r, plan);
-      const std::string_view flag = reject_flag(r);
+      const bool recipe = r == Reject::precision_unsupported && mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0;
+      const std::string_view flag = recipe ? "--fp8-recipe" : reject_flag(r);
       throw InputError(flag.empty() || what.starts_with("--") ? what : fmt::format("{}: {}", flag, what));
     }
   }

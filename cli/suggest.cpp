@@ -214,6 +214,11 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   if (!precision_supported(r.gpu, tr)) {
     throw InputError(fmt::format("--precision: {} has no {} tensor-core peak", r.gpu.name, to_string(tr.precision)));
   }
+  if (tr.precision == Precision::fp8 && tr.fp8_recipe == Fp8Recipe::mxfp8 && !r.gpu.mx_block_scaling) {
+    throw InputError(fmt::format("--fp8-recipe: mxfp8: {} has no tensor cores that scale fp8 per 32-element block "
+                                 "(MXFP8 is Blackwell's; its profile says mx_block_scaling)",
+                                 r.gpu.name));
+  }
   set_memory_limit(r, o);
   return r;
 }

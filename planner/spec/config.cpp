@@ -427,6 +427,11 @@ bool recompute_layers_problem(const Plan& plan) {
 }
 }  // namespace
 
+bool mxfp8_unsupported(const Plan& plan) {
+  return plan.training.precision == Precision::fp8 && plan.training.fp8_recipe == Fp8Recipe::mxfp8 &&
+         !plan.gpu.mx_block_scaling;
+}
+
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;
   const ParallelConfig& pc = plan.parallel;
@@ -476,7 +481,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
   if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
-  if (!(plan.gpu.peak(plan.gemm_dtype()) > 0)) v.add(Reject::precision_unsupported);
+  if (!(plan.gpu.peak(plan.gemm_dtype()) > 0) || mxfp8_unsupported(plan)) v.add(Reject::precision_unsupported);
   if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
@@ -653,6 +658,11 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::sp_without_tp:
       return "sequence parallelism needs tp > 1";
     case Reject::precision_unsupported:
+      if (mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0) {
+        return fmt::format("fp8 recipe mxfp8: {} has no tensor cores that scale fp8 per 32-element block (MXFP8 is "
+                           "Blackwell's; its profile says mx_block_scaling)",
+                           plan.gpu.name);
+      }
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
     case Reject::selective_op_unsupported:
       return "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers with standard attention "

@@ -54,6 +54,8 @@ struct ValidateOptions {
 Validity validate(const Plan& plan, const ValidateOptions& opt = {});
 // The plan's offload set has the sharding and the host link it needs (validate()'s offload_invalid rule).
 bool offload_supported(const Plan& plan);
+// An fp8 plan with the MXFP8 recipe on a GPU without block-scaled fp8 tensor cores (GpuSpec::mx_block_scaling).
+bool mxfp8_unsupported(const Plan& plan);
 // The plan's offload_modules (fine-grained activation offloading) can run as asked: "" when they can (or there are
 // none), else why not (validate()'s offload_modules_invalid rule).
 std::string offload_modules_problem(const Plan& plan);

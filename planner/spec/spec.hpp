@@ -280,6 +280,9 @@ struct GpuSpec {
   int64_t memory_bytes = 0;
   double hbm_bandwidth_Bps = 0;
   double hbm_efficiency = 0.8;  // achieved fraction of HBM bandwidth for memory-bound ops
+  // Tensor cores that scale fp8 operands per 32-element block (the OCP MX formats: Blackwell's fifth-generation tensor
+  // cores); without them the mxfp8 recipe has no kernel to run on (validate: precision_unsupported).
+  bool mx_block_scaling = false;
   GemmEfficiency gemm;
   int64_t cuda_context_bytes = 0;      // CUDA context + cuBLAS/cuDNN handles
   int64_t workspace_bytes = 0;         // GEMM / attention workspaces

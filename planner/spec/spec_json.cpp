@@ -151,6 +151,7 @@ GpuSpec gpu_from_json(JsonReader& r) {
   g.memory_bytes = static_cast<int64_t>(r.get_double("memory_GiB", 0.001, 1e6) * kGiB);
   g.hbm_bandwidth_Bps = r.get_double("hbm_bandwidth_GBps", 0.001, 1e7) * 1e9;
   g.hbm_efficiency = r.get_double("hbm_efficiency", 0.8, 0.01, 1.0);
+  g.mx_block_scaling = r.get_bool("mx_block_scaling", false);
   if (r.has("gemm")) {
     JsonReader ge = r.object("gemm");
     g.gemm.peak_fraction = ge.get_double("peak_fraction", g.gemm.peak_fraction, 0.01, 1.0);
@@ -416,6 +417,7 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"memory_GiB", shortest_units(g.memory_bytes, kGiB)},
           {"hbm_bandwidth_GBps", g.hbm_bandwidth_Bps / 1e9},
           {"hbm_efficiency", g.hbm_efficiency},
+          {"mx_block_scaling", g.mx_block_scaling},
           {"gemm",
            {{"peak_fraction", g.gemm.peak_fraction},
             {"sm_count", g.gemm.sm_count},

@@ -152,6 +152,9 @@ TEST_CASE("bad input: estimate flags") {
       // The token-exchange flags where nothing is exchanged: a dense model, or a MoE model at ep 1.
       {with(kModel, {"--gpus", "64", "--moe-dispatcher", "deepep"}), "--moe-dispatcher: the model has no experts"},
       {with(kModel, {"--gpus", "64", "--overlap-ep"}), "--overlap-ep: the model has no experts"},
+      // MXFP8 needs block-scaled fp8 tensor cores (Blackwell's); an H100 has none.
+      {with(kMoe, {"--precision", "fp8", "--fp8-recipe", "mxfp8"}),
+       "--fp8-recipe: fp8 recipe mxfp8: H100-SXM5-80GB has no tensor cores that scale fp8 per 32-element block"},
       {{"--model", "mixtral-8x7b", "--gpus", "16", "--overlap-ep"},
        "--overlap-ep: ep 1 has no all-to-all to overlap (give --ep N)"},
       {{"--model", "mixtral-8x7b", "--gpus", "16", "--moe-dispatcher", "deepep"},
@@ -503,6 +506,8 @@ TEST_CASE("bad input: suggest") {
       {{}, "--model or --params is required"},
       // Expert flags on a dense model (estimate refuses them too).
       {with(kModel, {"--gpus", "64", "--ep", "2"}), "--ep: the model 'gpt3-175b' has no experts (experts 1)"},
+      {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "mxfp8"}),
+       "--fp8-recipe: mxfp8: H100-SXM5-80GB has no tensor cores that scale fp8 per 32-element block"},
       {with(kModel, {"--gpus", "64", "--etp", "1"}), "--etp: the model 'gpt3-175b' has no experts (experts 1)"},
       {with(kModel, {"--gpus", "64", "--overlap-ep"}), "--overlap-ep: the model 'gpt3-175b' has no experts"},
       {with(kModel, {"--gpus", "64", "--moe-dispatcher", "deepep"}), "--moe-dispatcher: the model 'gpt3-175b' has no"},
