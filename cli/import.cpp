@@ -37,8 +37,8 @@ std::string render_import(const std::string& file, const FromResult& r) {
     if (st.origin.starts_with("assumed")) continue;
     s += fmt::format("  {}{}{}  <- {}\n", flag, st.value.empty() ? "" : " ", printable(st.value), printable(st.origin));
   }
-  if (r.imported.model) s += fmt::format("  model shape  <- {}\n", r.imported.model_origin);
-  if (!r.imported.model_name.empty()) s += fmt::format("  --model {}  <- {}\n", printable(r.imported.model_name), r.imported.model_origin);
+  if (r.imported.model && !r.model_replaced) s += fmt::format("  model shape  <- {}\n", r.imported.model_origin);
+  if (!r.imported.model_name.empty() && !r.model_replaced) s += fmt::format("  --model {}  <- {}\n", printable(r.imported.model_name), r.imported.model_origin);
   auto list = [&](const char* title, const std::vector<std::string>& lines) {
     s += fmt::format("{} ({}):\n", title, lines.size());
     for (const std::string& l : lines) s += "  " + printable(l) + "\n";
@@ -76,7 +76,7 @@ Runner setup(CLI::App& app) {
   return [o]() {
     refuse_shared_outputs({{"-o", o->out}, json_output(o->json)});
     const ProfileSet profiles = load_profiles(o->from.model);
-    const FromResult r = plan_from_framework(o->from.file, o->from.format, o->from.model, o->from.mesh, profiles);
+    const FromResult r = plan_from_framework(o->from.file, o->from.format, o->from.model, o->from.mesh, profiles, "import");
     if (!o->out.empty()) write_file_atomic(o->out, plan_to_json(r.plan).dump(2) + "\n", "-o");
     if (o->json) {
       fmt::print("{}\n", import_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -21,6 +21,11 @@ std::string_view framework_document(Framework f);       // "a Megatron-LM launch
 // The framework a --format value names (`flag` in the error), or nullopt for "auto".
 std::optional<Framework> parse_framework(const std::string& value, std::string_view flag);
 
+// The end of a placeholder for a value the file sets only in a conditional ("$TP (set only inside the `if` on line 3,
+// which may not run)"): the messages about it ask to flatten the script rather than to set the value.
+inline constexpr std::string_view kMayNotRun = ", which may not run)";
+inline bool in_branch(std::string_view placeholder) { return placeholder.find(kMayNotRun) != std::string_view::npos; }
+
 // One plan flag's value from the file.
 struct Setting {
   std::string value;        // as the plan flag takes it ("8", "selective"; "" for a flag without a value)
@@ -45,6 +50,16 @@ struct Imported {
     std::string origin;
   };
   std::optional<EveryNthLayer> every_nth_layer;
+  // Megatron-LM's vpp from --num-layers-per-virtual-pipeline-stage, and the stage layers from
+  // --pipeline-model-parallel-layout, follow from pp, which the command line may replace: plan_from_framework works
+  // them out (resolve_pipeline_split) once the command line's --pp is known.
+  struct PipelineSplit {
+    std::optional<int64_t> layers_per_virtual_stage;
+    int64_t layers = 0;            // the model's layers, with the embedding and the loss where they count as layers
+    bool counts_extra = false;     // under --account-for-{embedding,loss}-in-pipeline-split
+    std::string vstage_origin, layout, layout_origin;
+  };
+  std::optional<PipelineSplit> pipeline_split;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);
@@ -85,6 +100,10 @@ struct MegatronArg {
   std::string placeholder;  // unresolved text in the value
 };
 void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, const std::string& path);
+// Imported::pipeline_split into the file's --vpp / --stage-layers, with pp the command line's `given_pp` ("" when it
+// gives none) or else the file's. `model_given`: the command line's --model replaces the file's layers.
+void resolve_pipeline_split(Imported& im, const std::string& given_pp, bool given_vpp, bool model_given,
+                            const std::string& where);
 
 // The model shape from Megatron-style sizes (layers, hidden, heads, ...), Megatron-LM's defaults for the rest.
 struct ShapeArgs {
@@ -96,8 +115,13 @@ struct ShapeArgs {
   std::optional<int64_t> moe_ffn, shared_size, kv_channels, q_lora, kv_lora, qk_head_dim, qk_pos, v_head_dim;
   std::string shared_origin, layer_freq, layer_freq_origin, mla_origin;
   bool mla = false;
+  // The file's option and line of each size given, by the field's name above ("heads", "kv_lora"): the errors about
+  // an impossible shape name them.
+  std::map<std::string, std::string> origins;
 };
 // nullopt without layers, hidden and heads; a vocabulary the file does not give is 50257, assumed for `vocab_why`.
+// A shape a Plan document could not hold (a size 0, kv heads not dividing the heads, ...) is an InputError naming
+// the file's option (ShapeArgs::origins) that gave the value.
 std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path,
                                           std::string_view vocab_why);
 

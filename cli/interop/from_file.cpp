@@ -31,6 +31,13 @@ std::string leading_flag(const std::string& msg) {
   return msg.substr(0, end);
 }
 
+// " (from <the file's option>)" for the plan flag `flag` the file gave; "" for one the command line gave, or none.
+std::string file_origin(const std::map<std::string, Setting>& flags, const std::string& flag) {
+  const auto it = flags.find(flag);
+  if (it == flags.end() || it->second.origin == "the command line") return "";
+  return fmt::format(" (from {})", it->second.origin);
+}
+
 // torchtitan's every N-th block (Imported::every_nth_layer; the mapping is explained at titan_layer_ac) once the
 // plan's chunks are known: recompute_layers every_nth_block_layers() (floor(the first chunk's layers / N)), as
 // validate's torchtitan rows take it. Not where the command line's --recompute or --recompute-layers replaces the file's. A chunk of fewer than N
@@ -87,14 +94,27 @@ void refuse_without_from(const FromOptions& from) {
 }
 
 FromResult plan_from_framework(const std::string& file, const std::string& format, const ModelOptions& mo,
-                               const MeshOptions& me, const ProfileSet& profiles) {
+                               const MeshOptions& me, const ProfileSet& profiles, std::string_view file_flag) {
   const std::optional<Framework> fw = parse_framework(format, "--format");
   FromResult r;
-  r.imported = import_framework(read_file(file, "--from"), file, fw);
+  r.imported = import_framework(read_file(file, file_flag), file, fw);
   Imported& im = r.imported;
   const std::string where = printable(file);
+  const auto given = given_flags(mo, me);
+  const bool model_given = given.count("--model") || given.count("--params");
+  resolve_pipeline_split(im, given.count("--pp") ? given.at("--pp").front() : "", given.count("--vpp") != 0, model_given,
+                         where);
+  if (model_given && (im.model || !im.model_name.empty())) {
+    const std::string flag = given.count("--model") ? "--model" : "--params";
+    r.overridden.push_back(fmt::format("{} {} (command line) replaces {} from {}", flag, given.at(flag).front(),
+                                       im.model ? fmt::format("the file's model shape ({} layers, hidden {})", im.model->layers,
+                                                                  im.model->hidden)
+                                                     : im.model_name,
+                                       im.model_origin));
+    r.model_replaced = true;
+  }
   std::map<std::string, Setting> flags = im.flags;
-  for (const auto& [flag, values] : given_flags(mo, me)) {
+  for (const auto& [flag, values] : given) {
     const auto it = flags.find(flag);
     const std::string v = values.empty() ? "" : values.front();
     if (it != flags.end() && !it->second.origin.starts_with("assumed") && it->second.value != v) {
@@ -104,9 +124,11 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
     }
     flags[flag] = Setting{v, "the command line", ""};
   }
-  const auto given = given_flags(mo, me);
-  const bool model_given = given.count("--model") || given.count("--params");
   for (const auto& [flag, s] : flags) {
+    if (in_branch(s.placeholder)) {
+      throw InputError(fmt::format("{}: {} is {}: flatten the script or give {} N", where, s.origin,
+                                   excerpt(s.placeholder, 2 * kExcerptBytes), flag));
+    }
     if (!s.placeholder.empty()) {
       throw InputError(fmt::format("{}: {} is {}, which the file does not set: set it in the file or give {} N", where,
                                    s.origin, excerpt(s.placeholder), flag));
@@ -136,8 +158,9 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
   std::reverse(words.begin(), words.end());
   try {
     app.parse(words);
-  } catch (const CLI::Error& e) {
-    throw InputError(fmt::format("{}: {}", where, excerpt(e.what(), 2 * kExcerptBytes)));
+  } catch (const CLI::Error& e) {  // a value out of a flag's range: named with the file's option that gave it
+    const std::string msg = excerpt(e.what(), 2 * kExcerptBytes);
+    throw InputError(fmt::format("{}: {}{}", where, msg, file_origin(flags, leading_flag(msg))));
   }
   if (!model_given && im.model) {
     m.model_spec = im.model;
@@ -150,9 +173,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
   } catch (const InputError& e) {
     const std::string msg = e.what();
     const std::string flag = leading_flag(msg);
-    const auto it = flags.find(flag);
-    std::string from;
-    if (it != flags.end() && it->second.origin != "the command line") from = fmt::format(" (from {})", it->second.origin);
+    std::string from = file_origin(flags, flag);
     if (flag == "--model" && !model_given && !im.model) from = fmt::format(" (from {}; give --model NAME)", im.model_origin);
     throw InputError(fmt::format("{}: {}{}", where, msg, from));
   }

@@ -33,13 +33,15 @@ struct FromResult {
   Plan plan;
   Imported imported;
   std::vector<std::string> overridden;  // "--tp 8 (command line) replaces the file's 4 from --tensor-... (line 3)"
+  bool model_replaced = false;          // the command line's --model replaces the file's model (listed in overridden)
 };
 
 // The plan `file` describes: its values, the command line's plan flags given in `mo` / `me` over them, then
 // build_plan. A placeholder, a missing GPU count or model, or a value build_plan refuses is an InputError naming the
-// file and the option that gave it (or the flag to give).
+// file and the option that gave it (or the flag to give). `file_flag` names the file in a read error ("--from", or
+// "import" for its positional file).
 FromResult plan_from_framework(const std::string& file, const std::string& format, const ModelOptions& mo,
-                               const MeshOptions& me, const ProfileSet& profiles);
+                               const MeshOptions& me, const ProfileSet& profiles, std::string_view file_flag = "--from");
 
 // The plan of a plan-taking command: --from FILE (the summary line on stderr), --plan FILE, or the plan flags
 // (`note` / `batch_note` as build_plan sets them). --from with --plan, or --format without --from, is an InputError.

@@ -1,6 +1,7 @@
 // Megatron-LM arguments -> plan flags and model shape (see framework.hpp); shared by the launch-script, YAML and NeMo
 // readers. Argument names and defaults: Megatron-LM megatron/training/arguments.py (core_r0.9+).
 #include <cctype>
+#include <charconv>
 #include <sstream>
 #include <fmt/core.h>
 #include <string>
@@ -9,6 +10,7 @@
 #include "cli/interop/framework.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
+#include "planner/spec/spec_json.hpp"
 
 namespace parplan::cli {
 namespace {
@@ -40,9 +42,13 @@ constexpr Direct kSwitch[] = {
     {"tp-comm-overlap", "--overlap-tp"},
     {"fp8-param-gather", "--fp8-param-gather"},
     {"overlap-moe-expert-parallel-comm", "--overlap-ep"},  // Megatron-Core's 1F1B A2A overlap
+    {"no-gradient-accumulation-fusion", "--no-fused-grad-accumulation"},
 };
 
 int64_t int_arg(const MegatronArg& a, const std::string& path) {
+  if (in_branch(a.placeholder)) {
+    throw InputError(fmt::format("{}: {} is {}: flatten the script", path, a.origin, excerpt(a.placeholder, 2 * kExcerptBytes)));
+  }
   if (!a.placeholder.empty()) {
     throw InputError(fmt::format("{}: {} is {}, which the file does not set: give the value in the file", path, a.origin,
                                  excerpt(a.placeholder)));
@@ -103,32 +109,38 @@ void set_precision(Collected& c, const std::string& p, const MegatronArg& a, con
 bool shape_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   ShapeArgs& s = c.shape;
   const std::string& n = a.name;
-  auto num = [&](std::optional<int64_t>& field) {
-    field = int_arg(a, path);
+  // A size given twice with two values is refused naming both, as Imported::set does for the plan flags.
+  auto num = [&](std::optional<int64_t>& field, const char* key) {
+    const int64_t v = int_arg(a, path);
+    if (field && *field != v) {
+      throw InputError(fmt::format("{}: {} says {} but {} says {}: give one", path, s.origins[key], *field, a.origin, v));
+    }
+    field = v;
+    s.origins[key] = a.origin;
     return true;
   };
-  if (n == "num-layers") return num(s.layers);
-  if (n == "hidden-size") return num(s.hidden);
-  if (n == "ffn-hidden-size") return num(s.ffn);
-  if (n == "num-attention-heads") return num(s.heads);
-  if (n == "num-query-groups") return num(s.kv_heads);
-  if (n == "num-experts") return num(s.experts);
-  if (n == "moe-router-topk") return num(s.top_k);
-  if (n == "moe-ffn-hidden-size") return num(s.moe_ffn);
-  if (n == "moe-shared-expert-intermediate-size") return s.shared_origin = a.origin, num(s.shared_size);
+  if (n == "num-layers") return num(s.layers, "layers");
+  if (n == "hidden-size") return num(s.hidden, "hidden");
+  if (n == "ffn-hidden-size") return num(s.ffn, "ffn");
+  if (n == "num-attention-heads") return num(s.heads, "heads");
+  if (n == "num-query-groups") return num(s.kv_heads, "kv_heads");
+  if (n == "num-experts") return num(s.experts, "experts");
+  if (n == "moe-router-topk") return num(s.top_k, "top_k");
+  if (n == "moe-ffn-hidden-size") return num(s.moe_ffn, "moe_ffn");
+  if (n == "moe-shared-expert-intermediate-size") return s.shared_origin = a.origin, num(s.shared_size, "shared_size");
   if (n == "moe-layer-freq") {
     s.layer_freq = a.value.value_or("");
     s.layer_freq_origin = a.origin;
     return true;
   }
-  if (n == "kv-channels") return num(s.kv_channels);
+  if (n == "kv-channels") return num(s.kv_channels, "kv_channels");
   if (n == "multi-latent-attention") return s.mla_origin = a.origin, s.mla = true;
-  if (n == "q-lora-rank") return num(s.q_lora);
-  if (n == "kv-lora-rank") return num(s.kv_lora);
-  if (n == "qk-head-dim") return num(s.qk_head_dim);
-  if (n == "qk-pos-emb-head-dim") return num(s.qk_pos);
-  if (n == "v-head-dim") return num(s.v_head_dim);
-  if (n == "vocab-size") return num(s.vocab);
+  if (n == "q-lora-rank") return num(s.q_lora, "q_lora");
+  if (n == "kv-lora-rank") return num(s.kv_lora, "kv_lora");
+  if (n == "qk-head-dim") return num(s.qk_head_dim, "qk_head_dim");
+  if (n == "qk-pos-emb-head-dim") return num(s.qk_pos, "qk_pos");
+  if (n == "v-head-dim") return num(s.v_head_dim, "v_head_dim");
+  if (n == "vocab-size") return num(s.vocab, "vocab");
   if (n == "swiglu") return s.swiglu = true;
   if (n == "group-query-attention") return true;  // num-query-groups carries the count
   if (n == "disable-bias-linear") return !(s.bias = false);
@@ -257,6 +269,9 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
         return true;
       }
     }
+  }
+  if (in_branch(a.placeholder)) {  // not a plan flag the command line can give: the script must say
+    throw InputError(fmt::format("{}: {} is {}: flatten the script", path, a.origin, excerpt(a.placeholder, 2 * kExcerptBytes)));
   }
   for (const Direct& d : kDirect) {
     if (a.name == d.megatron) {
@@ -473,10 +488,66 @@ void resolve_collected(const Collected& c, Imported& out, const std::string& pat
   }
 }
 
+// The file's option that gave the field `key` of a Plan document's model (spec_json.cpp's names), or "".
+std::string shape_origin(const ShapeArgs& s, const ModelSpec& m, const Imported& out, std::string_view key) {
+  auto field = [&](const char* f) {
+    const auto it = s.origins.find(f);
+    return it == s.origins.end() ? std::string() : it->second;
+  };
+  if (key == "ffn_hidden") return m.is_moe() && s.moe_ffn ? field("moe_ffn") : field("ffn");
+  if (key == "dense_ffn_hidden") return field("ffn");
+  if (key == "head_dim") return s.mla ? field("qk_head_dim") : field("kv_channels");
+  if (key == "kv_heads") return s.mla ? s.mla_origin : field("kv_heads");
+  if (key == "shared_experts") return s.shared_origin;
+  if (key == "dense_layers" || key == "interleave_moe_layer_step") return s.layer_freq_origin;
+  if (key == "seq_len") return out.has("--seq") ? out.flags.at("--seq").origin : "";
+  for (auto [plan, file] : {std::pair<std::string_view, const char*>{"q_lora_rank", "q_lora"}, {"kv_lora_rank", "kv_lora"},
+                            {"qk_rope_head_dim", "qk_pos"}, {"v_head_dim", "v_head_dim"}}) {
+    if (key == plan) return field(file);
+  }
+  return field(std::string(key).c_str());  // layers, hidden, heads, vocab, experts, top_k: the same names
+}
+
+// Sizes given as 0 (the divisions of the shape would fault on some): refused naming the option.
+void refuse_zero_sizes(const ShapeArgs& s, const std::string& path) {
+  const std::pair<const std::optional<int64_t>*, const char*> sizes[] = {
+      {&s.layers, "layers"}, {&s.hidden, "hidden"}, {&s.heads, "heads"}, {&s.kv_heads, "kv_heads"}, {&s.ffn, "ffn"},
+      {&s.vocab, "vocab"}, {&s.experts, "experts"}, {&s.top_k, "top_k"}, {&s.moe_ffn, "moe_ffn"},
+      {&s.kv_channels, "kv_channels"}, {&s.q_lora, "q_lora"}, {&s.kv_lora, "kv_lora"}, {&s.qk_head_dim, "qk_head_dim"},
+      {&s.qk_pos, "qk_pos"}, {&s.v_head_dim, "v_head_dim"}};
+  for (const auto& [size, name] : sizes) {
+    if (*size != 0) continue;
+    const auto it = s.origins.find(name);
+    throw InputError(fmt::format("{}: {} is 0 (a model size is at least 1)", path,
+                                 it == s.origins.end() ? fmt::format("the model shape's {}", name) : it->second));
+  }
+}
+
+// The checks a Plan document's model gets (spec_json.cpp's model_from_json: ranges, kv heads dividing the heads, the
+// MoE and MLA fields together), each error naming the file's option that gave the field.
+void check_shape(const ModelSpec& m, const ShapeArgs& s, const Imported& out, const std::string& path) {
+  nlohmann::json j = to_json(m);
+  if (m.seq_len == 0) j["seq_len"] = 1;  // none in the file: refused later, naming the flag that gives it
+  constexpr std::string_view kWhere = "shape";
+  try {
+    JsonReader r(j, std::string(kWhere));
+    static_cast<void>(model_from_json(r));
+  } catch (const InputError& e) {
+    const std::string msg = e.what();  // "shape: /key: what"
+    const std::string rest = msg.substr(std::min(msg.size(), kWhere.size() + 3));
+    const std::string key = rest.substr(0, rest.find(':'));
+    const std::string what = rest.substr(std::min(rest.size(), key.size() + 2));
+    const std::string origin = shape_origin(s, m, out, key);
+    throw InputError(fmt::format("{}: {}: {}", path,
+                                 !origin.empty() ? origin : key.empty() ? "the model shape" : "the model shape's " + key, what));
+  }
+}
+
 }  // namespace
 
 std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, const std::string& path, std::string_view vocab_why) {
   if (!s.layers || !s.hidden || !s.heads) return std::nullopt;
+  refuse_zero_sizes(s, path);
   ModelSpec m;
   m.name = fmt::format("{} ({} layers, hidden {})", path, *s.layers, *s.hidden);
   m.layers = *s.layers;
@@ -498,6 +569,7 @@ std::optional<ModelSpec> model_from_shape(const ShapeArgs& s, Imported& out, con
   m.top_k = m.is_moe() ? s.top_k.value_or(2) : 1;
   apply_moe_and_mla(s, m, out, path);
   m.source = fmt::format("shape read from {}", path);
+  check_shape(m, s, out, path);
   return m;
 }
 
@@ -514,21 +586,21 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     out.assume("--moe-dispatcher", "alltoall",
                "no --moe-token-dispatcher-type (Megatron-LM's default, allgather, is not modelled: priced as alltoall)");
   }
+  if (c.layers_per_virtual_stage || !c.layout.empty()) {  // worked out with the command line's pp (from_file.cpp)
+    Imported::PipelineSplit& ps = out.pipeline_split.emplace();
+    ps.layout = c.layout;
+    ps.layout_origin = c.layout_origin;
+    ps.layers_per_virtual_stage = c.layers_per_virtual_stage;
+    ps.vstage_origin = c.vstage_origin;
+  }
   if (c.layers_per_virtual_stage) {
-    const auto pp_it = out.flags.find("--pp");
-    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
     if (!out.model) throw InputError(fmt::format("{}: {} needs --num-layers in the file", path, c.vstage_origin));
-    const int64_t per = *c.layers_per_virtual_stage;
+    if (*c.layers_per_virtual_stage == 0) throw InputError(fmt::format("{}: {} is 0", path, c.vstage_origin));
     // Megatron-Core counts the embedding and the loss as a layer each under --account-for-{embedding,loss}-in-
     // pipeline-split (Qwen3-235B's recipes: (94 + 2) / (8 x 3) = 4 chunks).
-    const int64_t layers = out.model->layers + (out.has("--account-for-embedding-in-pipeline-split") ? 1 : 0) +
-                           (out.has("--account-for-loss-in-pipeline-split") ? 1 : 0);
-    if (per == 0 || layers % (pp * per) != 0) {
-      throw InputError(fmt::format("{}: {}: {} layers{} do not split into pp {} stages of chunks of {}", path,
-                                   c.vstage_origin, layers, layers != out.model->layers ? " (the embedding and loss "
-                                   "counted as layers)" : "", pp, per));
-    }
-    out.set("--vpp", std::to_string(layers / (pp * per)), c.vstage_origin, path);
+    out.pipeline_split->layers = out.model->layers + (out.has("--account-for-embedding-in-pipeline-split") ? 1 : 0) +
+                                 (out.has("--account-for-loss-in-pipeline-split") ? 1 : 0);
+    out.pipeline_split->counts_extra = out.pipeline_split->layers != out.model->layers;
   }
   if (!c.exp_avg.empty() || !c.exp_avg_sq.empty()) {
     const std::string m = c.exp_avg.empty() ? "fp32" : c.exp_avg, v = c.exp_avg_sq.empty() ? "fp32" : c.exp_avg_sq;
@@ -538,13 +610,6 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                    path, m, v));
     }
     out.set("--adam-moments-dtype", m, c.moments_origin, path);
-  }
-  if (!c.layout.empty()) {  // Megatron-Core's layout string: the stage layers per chunk, and vpp
-    const auto pp_it = out.flags.find("--pp");
-    const int64_t pp = pp_it == out.flags.end() || pp_it->second.value.empty() ? 1 : decimal(pp_it->second.value).value_or(1);
-    const auto layout = parse_megatron_layout(c.layout, pp, fmt::format("{}: {}", path, c.layout_origin));
-    out.set("--stage-layers", format_stage_layout(layout), c.layout_origin, path);
-    if (layout.front().size() > 1) out.set("--vpp", std::to_string(layout.front().size()), c.layout_origin, path);
   }
   if (!c.capacity_factor.empty() && c.pad_to_capacity) {
     out.set("--moe-capacity-factor", c.capacity_factor, c.capacity_origin, path);
@@ -599,6 +664,44 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
   }
   if (c.recompute_num_layers && c.recompute != "full") {
     out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity full", c.recompute_num_layers_origin));
+  }
+}
+
+}  // namespace parplan::cli
+
+namespace parplan::cli {
+
+void resolve_pipeline_split(Imported& im, const std::string& given_pp, bool given_vpp, bool model_given,
+                            const std::string& where) {
+  if (!im.pipeline_split) return;
+  const Imported::PipelineSplit ps = *im.pipeline_split;
+  const auto file_pp = im.flags.find("--pp");
+  if (given_pp.empty() && file_pp != im.flags.end() && !file_pp->second.placeholder.empty()) {
+    return;  // pp left to a variable the file does not set: plan_from_framework refuses it, naming the flag
+  }
+  const std::string pp_text = !given_pp.empty() ? given_pp : file_pp == im.flags.end() ? "1" : file_pp->second.value;
+  int64_t pp = 0;
+  std::from_chars(pp_text.data(), pp_text.data() + pp_text.size(), pp);
+  if (pp < 1) return;  // refused by build_plan, naming --pp
+  const std::string with_pp = given_pp.empty() ? "" : fmt::format(", with --pp {} from the command line", pp);
+  if (ps.layers_per_virtual_stage) {
+    const int64_t per = *ps.layers_per_virtual_stage;
+    const bool splits = per <= ps.layers && pp <= ps.layers && ps.layers % (pp * per) == 0;
+    if (model_given && !given_vpp) {
+      throw InputError(fmt::format("{}: {} counts the file's {} layers, which --model replaces: give --vpp N", where,
+                                   ps.vstage_origin, ps.layers));
+    }
+    if (!splits && !given_vpp) {
+      throw InputError(fmt::format("{}: {}{}: {} layers{} do not split into pp {} stages of chunks of {}", where,
+                                   ps.vstage_origin, with_pp, ps.layers, ps.counts_extra ? " (the embedding and loss counted as "
+                                   "layers)" : "", pp, per));
+    }
+    if (splits && !model_given) im.set("--vpp", std::to_string(ps.layers / (pp * per)), ps.vstage_origin + with_pp, where);
+  }
+  if (!ps.layout.empty()) {  // Megatron-Core's layout string: the stage layers per chunk, and vpp
+    const auto layout = parse_megatron_layout(ps.layout, pp, fmt::format("{}: {}{}", where, ps.layout_origin, with_pp));
+    im.set("--stage-layers", format_stage_layout(layout), ps.layout_origin + with_pp, where);
+    if (layout.front().size() > 1) im.set("--vpp", std::to_string(layout.front().size()), ps.layout_origin + with_pp, where);
   }
 }
 
