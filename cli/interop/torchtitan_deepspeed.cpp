@@ -50,6 +50,30 @@ constexpr std::string_view kTitanRead[] = {
     "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
     "float8.recipe_name", "float8.enable_fsdp_float8_all_gather", "mx.recipe_name"};
 
+// pipeline_parallel_schedule: no effect without a pipeline (listed as ignored); with pp > 1 GPipe, 1F1B, or
+// Interleaved1F1B, whose stages per rank torchtitan sets to 2 for a multi-stage schedule when
+// pipeline_parallel_layers_per_stage does not give them (from memory, not checked against a pinned revision).
+void titan_schedule(const Titan& t, int64_t pp, Imported& out, const std::string& path) {
+  const auto found = t.items.find("parallelism.pipeline_parallel_schedule");
+  if (found == t.items.end()) return;
+  const TomlItem& it = *found->second;
+  if (pp == 1) {
+    out.ignored.push_back(fmt::format("{}: no effect with pipeline_parallel_degree 1 (torchtitan builds no pipeline)", origin(it)));
+    return;
+  }
+  const std::string s = ascii_lower(it.value.text);
+  const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
+  if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
+  out.set("--schedule", sched, origin(it), path);
+  if (sched != "interleaved") return;
+  if (t.items.count("parallelism.pipeline_parallel_layers_per_stage")) {
+    throw InputError(fmt::format("{}: {} with {}: the stages per rank it sets are not read (remove it to run "
+                                 "torchtitan's 2 stages per rank)",
+                                 path, t.where("parallelism.pipeline_parallel_layers_per_stage", ""), origin(it)));
+  }
+  out.set("--vpp", "2", origin(it) + " (torchtitan: 2 stages per rank for a multi-stage schedule)", path);
+}
+
 // The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
 void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   auto deg = [&](const std::string& key, const std::string& flag) {
@@ -75,6 +99,15 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
     throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
                                  t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
   }
+  // HSDP (replicate > 1 with FSDP inside each replica) shards over the shard group only; parplan's ZeRO-3 shards over
+  // all of dp, so it would price 1/replicate of the states torchtitan holds.
+  if (rep > 1 && shard != 1) {
+    throw InputError(fmt::format(
+        "{}: {} with data_parallel_shard_degree {}: HSDP (FSDP within each of {} replicas) is not modelled: parplan's "
+        "ZeRO-3 shards over all of dp (for FSDP over all of dp write data_parallel_replicate_degree = 1 and the shard "
+        "degree the GPUs leave; for DDP, data_parallel_shard_degree = 1)",
+        path, t.where("parallelism.data_parallel_replicate_degree", ""), shard == -1 ? "-1 (the GPUs left)" : std::to_string(shard), rep));
+  }
   const std::string dp_origin = t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree -1 (default)") + " x " +
                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
   if (shard > 0) out.set("--dp", std::to_string(shard * rep), dp_origin, path);
@@ -88,13 +121,7 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
                             "once a step");
     }
   }
-  if (t.items.count("parallelism.pipeline_parallel_schedule")) {
-    const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");
-    const std::string s = ascii_lower(it.value.text);
-    const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
-    if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
-    out.set("--schedule", sched, origin(it), path);
-  }
+  titan_schedule(t, pp, out, path);
 }
 
 // local batch (split into microbatches of pipeline_parallel_microbatch_size with pp > 1), global batch, seq.
@@ -109,6 +136,7 @@ void titan_batch(const Titan& t, Imported& out, const std::string& path) {
   }
   out.set("--micro-batch", std::to_string(mb), pipelined ? t.where("parallelism.pipeline_parallel_microbatch_size", "pipeline_parallel_microbatch_size 1 (default)") : t.where(lkey, lkey), path);
   const int64_t global = t.get("training.global_batch_size", -1, path);
+  if (pipelined) out.one_schedule = Imported::OneSchedule{local / mb, t.where(lkey, lkey + " 8 (default)")};
   if (global > 0) out.set("--global-batch", std::to_string(global), t.where("training.global_batch_size", ""), path);
   else out.set("--microbatches", std::to_string(local / mb), t.where(lkey, lkey) + " (global_batch_size -1: local x dp)", path);
   const int64_t seq = t.get("training.seq_len", 2048, path);
@@ -267,8 +295,12 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
       out.set("--recompute", m, origin(it), path);
     }
   }
-  out.assume("--recompute", "selective-op",
-             "activation_checkpoint.mode not given (torchtitan's presets: selective, selective_ac_option op)");
+  if (!out.has("--recompute")) {  // torchtitan's ActivationCheckpoint defaults: mode "selective", option "2"
+    const std::string why = "activation_checkpoint.mode not given (torchtitan default: selective with "
+                            "selective_ac_option \"2\", every 2nd block fully checkpointed)";
+    out.assume("--recompute", "full", why);
+    out.every_nth_layer = Imported::EveryNthLayer{2, "assumed: " + why};
+  }
   return out;
 }
 
