@@ -317,6 +317,56 @@ bool enabled(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_object() && j[key].contains("enabled") && j[key]["enabled"] == true;
 }
 
+// offload_optimizer / offload_param: device "cpu" is parplan's --offload optimizer / params (ZeRO-Offload,
+// ZeRO-Infinity to host memory); "none" (DeepSpeed's default) nothing; "nvme" refused. Returns whether it offloads.
+bool ds_offload(const nlohmann::json& v, const std::string& key, Imported& out, const std::string& path) {
+  const std::string at = "/zero_optimization/" + key;
+  if (!v.is_object()) throw InputError(fmt::format("{}: {}: must be an object", path, at));
+  bool cpu = false;
+  for (const auto& [k, x] : v.items()) {
+    if (k == "device") {
+      const std::string d = x.is_string() ? x.get<std::string>() : x.dump();
+      if (d == "nvme") {
+        throw InputError(fmt::format("{}: {}/device: 'nvme': offload to NVMe is not modelled (device cpu, to host "
+                                     "memory, is: --offload)", path, at));
+      }
+      if (d != "cpu" && d != "none") throw InputError(fmt::format("{}: {}/device: must be cpu, nvme or none, not {}", path, at, excerpt(x.dump())));
+      cpu = d == "cpu";
+    } else if (k == "ratio" && !(x.is_number() && x.get<double>() >= 1.0)) {
+      throw InputError(fmt::format("{}: {}/ratio: {}: offloading part of the optimizer is not modelled (ratio 1 is)", path, at, excerpt(x.dump())));
+    } else {
+      out.ignored.push_back(fmt::format("{}/{}: not modelled", at, printable(excerpt(k))));
+    }
+  }
+  return cpu;
+}
+
+// zero_optimization: the stage (3: per-submodule gathers), overlap_comm (false: --no-overlap-dp), the offloads.
+void ds_zero(const nlohmann::json& v, Imported& out, const std::string& path) {
+  if (!v.is_object()) throw InputError(fmt::format("{}: /zero_optimization: must be an object", path));
+  std::string offload, offload_origin;  // "optimizer,params", their origins
+  for (const auto& [zk, zv] : v.items()) {
+    if (zk == "stage") {
+      if (!zv.is_number_integer() || zv.get<int64_t>() < 0 || zv.get<int64_t>() > 3) {
+        throw InputError(fmt::format("{}: /zero_optimization/stage: must be 0, 1, 2 or 3, not {}", path, excerpt(zv.dump())));
+      }
+      out.set("--zero", std::to_string(zv.get<int64_t>()), "/zero_optimization/stage", path);
+      if (zv.get<int64_t>() == 3) out.set("--zero3-gather-unit", "linear", "/zero_optimization/stage 3 (DeepSpeed gathers per submodule)", path);
+    } else if (zk == "overlap_comm") {
+      if (!zv.is_boolean()) throw InputError(fmt::format("{}: /zero_optimization/overlap_comm: must be true or false, not {}", path, excerpt(zv.dump())));
+      if (!zv.get<bool>()) out.set("--no-overlap-dp", "", "/zero_optimization/overlap_comm", path);
+    } else if (zk == "offload_optimizer" || zk == "offload_param") {
+      if (ds_offload(zv, zk, out, path)) {
+        offload += (offload.empty() ? "" : ",") + std::string(zk == "offload_optimizer" ? "optimizer" : "params");
+        offload_origin += (offload_origin.empty() ? "/zero_optimization/" : " and /zero_optimization/") + zk + "/device";
+      }
+    } else {
+      out.ignored.push_back(fmt::format("/zero_optimization/{}: not modelled", printable(excerpt(zk))));
+    }
+  }
+  if (!offload.empty()) out.set("--offload", offload, offload_origin, path);
+}
+
 }  // namespace
 
 Imported import_deepspeed(std::string_view text, const std::string& path) {
@@ -333,19 +383,7 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
     else if (key == "bf16" || key == "fp16") {
       if (enabled(j, key.c_str())) out.set("--precision", key, "/" + key + "/enabled", path);
     } else if (key == "zero_optimization") {
-      if (!v.is_object()) throw InputError(fmt::format("{}: /zero_optimization: must be an object", path));
-      for (const auto& [zk, zv] : v.items()) {
-        if (zk == "stage") {
-          if (!zv.is_number_integer() || zv.get<int64_t>() < 0 || zv.get<int64_t>() > 3) {
-            throw InputError(fmt::format("{}: /zero_optimization/stage: must be 0, 1, 2 or 3, not {}", path, excerpt(zv.dump())));
-          }
-          out.set("--zero", std::to_string(zv.get<int64_t>()), "/zero_optimization/stage", path);
-          if (zv.get<int64_t>() == 3) out.set("--zero3-gather-unit", "linear", "/zero_optimization/stage 3 (DeepSpeed gathers per submodule)", path);
-        } else {
-          out.ignored.push_back(fmt::format("/zero_optimization/{}: not modelled{}", zk,
-                                            zk.starts_with("offload") ? " (offload to CPU/NVMe is not modelled)" : ""));
-        }
-      }
+      ds_zero(v, out, path);
     } else {
       out.ignored.push_back(fmt::format("/{}: not modelled", printable(excerpt(key))));
     }
@@ -354,6 +392,14 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
   out.assume("--micro-batch", "1", "no /train_micro_batch_size_per_gpu (DeepSpeed default 1)");
   if (!out.has("--global-batch")) out.assume("--microbatches", "1", "no /gradient_accumulation_steps (DeepSpeed default 1)");
   out.assume("--zero", "0", "no /zero_optimization/stage (DeepSpeed default 0)");
+  if (!j.contains("zero_optimization") || !j["zero_optimization"].contains("overlap_comm")) {
+    // DeepSpeed's DeepSpeedZeroConfig: overlap_comm unset is true at stage 3, false below.
+    if (out.flags.at("--zero").value == "3") {
+      out.assumed.push_back("overlapped gradient reduction: no /zero_optimization/overlap_comm (DeepSpeed default true at stage 3)");
+    } else {
+      out.assume("--no-overlap-dp", "", "no /zero_optimization/overlap_comm (DeepSpeed default false below stage 3)");
+    }
+  }
   return out;
 }
 

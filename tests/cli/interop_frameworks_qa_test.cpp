@@ -156,6 +156,50 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
                                              "not modelled (GPipe, 1F1B, Interleaved1F1B are)\n");
 }
 
+TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given, DeepSpeed's default by stage") {
+  Qa q;
+  auto ds = [&](const std::string& name, const std::string& zero) {
+    return imported({q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, "
+                                  "\"zero_optimization\": " + zero + "}"),
+                     "--gpus", "8", "--model", "llama3-8b"});
+  };
+  const auto off = ds("off.json", "{\"stage\": 2, \"overlap_comm\": false}");
+  CHECK(off["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(off["from_file"]["--no-overlap-dp"]["origin"] == "/zero_optimization/overlap_comm");
+  const auto on = ds("on.json", "{\"stage\": 2, \"overlap_comm\": true}");
+  CHECK(on["plan"]["parallel"]["overlap_dp_comm"] == true);
+  const auto z2 = ds("z2.json", "{\"stage\": 2}");
+  CHECK(z2["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(has(z2["assumed"], "--no-overlap-dp: no /zero_optimization/overlap_comm (DeepSpeed default false below stage 3)"));
+  const auto z3 = ds("z3.json", "{\"stage\": 3}");
+  CHECK(z3["plan"]["parallel"]["overlap_dp_comm"] == true);
+  CHECK(has(z3["assumed"], "overlapped gradient reduction: no /zero_optimization/overlap_comm (DeepSpeed default true "
+                           "at stage 3)"));
+}
+
+TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --offload; NVMe is refused") {
+  Qa q;
+  auto ds = [&](const std::string& name, const std::string& zero) {
+    return q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8, "
+                        "\"bf16\": {\"enabled\": true}, \"zero_optimization\": " + zero + "}");
+  };
+  const auto both = imported({ds("both.json", "{\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", "
+                                              "\"pin_memory\": true}, \"offload_param\": {\"device\": \"cpu\"}}"),
+                              "--gpus", "8", "--model", "llama3-8b"});
+  CHECK(both["plan"]["parallel"]["offload"] == "optimizer,params");
+  CHECK(both["from_file"]["--offload"]["origin"] ==
+        "/zero_optimization/offload_optimizer/device and /zero_optimization/offload_param/device");
+  CHECK(has(both["ignored"], "/zero_optimization/offload_optimizer/pin_memory: not modelled"));
+  const auto none = imported({ds("none.json", "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"none\"}}"),
+                              "--gpus", "8", "--model", "llama3-8b"});
+  CHECK_FALSE(none["plan"]["parallel"].contains("offload"));
+  const std::string nvme = ds("nvme.json", "{\"stage\": 3, \"offload_param\": {\"device\": \"nvme\"}}");
+  CHECK(refused({nvme, "--gpus", "8", "--model", "llama3-8b"}) ==
+        "parplan: error: " + nvme +
+            ": /zero_optimization/offload_param/device: 'nvme': offload to NVMe is not modelled (device cpu, to host "
+            "memory, is: --offload)\n");
+}
+
 TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
   Qa q;
   const auto j = imported({q.file("dotted.toml", "model.name = \"llama3\"\nmodel.flavor = \"8B\"\n[training]\n"
