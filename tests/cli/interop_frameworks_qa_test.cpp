@@ -177,6 +177,21 @@ TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given
                            "at stage 3)"));
 }
 
+TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
+  Qa q;
+  // distributed_fused_adam overlaps unless overlap_grad_sync is false.
+  const std::string nemo = "trainer:\n  devices: 8\n  num_nodes: 1\n  precision: bf16-mixed\nmodel:\n"
+                           "  micro_batch_size: 1\n  global_batch_size: 64\n  encoder_seq_length: 4096\n"
+                           "  num_layers: 32\n  hidden_size: 4096\n  num_attention_heads: 32\n"
+                           "  optim:\n    name: distributed_fused_adam\n";
+  const auto sync = imported({q.file("sync.yaml", nemo + "    overlap_grad_sync: false\n")});
+  CHECK(sync["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(sync["plan"]["parallel"]["distributed_optimizer"] == true);
+  CHECK(sync["from_file"]["--no-overlap-dp"]["origin"] == "model.optim.overlap_grad_sync (line 14)");
+  const auto dflt = imported({q.file("dflt.yaml", nemo)});
+  CHECK(dflt["plan"]["parallel"]["overlap_dp_comm"] == true);
+}
+
 TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --offload; NVMe is refused") {
   Qa q;
   auto ds = [&](const std::string& name, const std::string& zero) {
@@ -198,6 +213,44 @@ TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --
         "parplan: error: " + nvme +
             ": /zero_optimization/offload_param/device: 'nvme': offload to NVMe is not modelled (device cpu, to host "
             "memory, is: --offload)\n");
+}
+
+TEST_CASE("import: Megatron-LM --yaml-cfg fp8 is the fp8 format; its recipe is read") {
+  Qa q;
+  const auto j = imported({q.file("fp8.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
+                                              "  num_attention_heads: 32\n  seq_length: 4096\n  fp8: hybrid\n"
+                                              "  fp8_recipe: delayed\nmodel_parallel:\n"
+                                              "  tensor_model_parallel_size: 2\nmicro_batch_size: 1\n"
+                                              "global_batch_size: 64\nbf16: true\n"),
+                           "--gpus", "8"});
+  CHECK(j["plan"]["training"]["precision"] == "fp8");
+  CHECK(j["from_file"]["--precision"]["origin"] == "language_model.fp8 (line 6)");
+  CHECK(j["from_file"]["--fp8-recipe"]["origin"] == "language_model.fp8_recipe (line 7)");
+  CHECK(j["ignored"].empty());
+}
+
+TEST_CASE("import: a NeMo 2 config's trainer.strategy, model.config and data are read") {
+  Qa q;
+  const auto j = imported({q.file("nemo2.yaml",
+                                  "trainer:\n  devices: 8\n  num_nodes: 4\n  strategy:\n"
+                                  "    tensor_model_parallel_size: 4\n    pipeline_model_parallel_size: 2\n"
+                                  "    context_parallel_size: 2\n    sequence_parallel: true\n  plugins:\n"
+                                  "    precision: bf16-mixed\nmodel:\n  config:\n    num_layers: 32\n"
+                                  "    hidden_size: 4096\n    ffn_hidden_size: 14336\n    num_attention_heads: 32\n"
+                                  "    num_query_groups: 8\n    seq_length: 8192\ndata:\n  seq_length: 8192\n"
+                                  "  global_batch_size: 512\n  micro_batch_size: 1\n")});
+  const auto& p = j["plan"]["parallel"];
+  CHECK(j["plan"]["num_gpus"] == 32);
+  CHECK(p["tp"] == 4);
+  CHECK(p["pp"] == 2);
+  CHECK(p["cp"] == 2);
+  CHECK(p["sequence_parallel"] == true);
+  CHECK(j["plan"]["training"]["global_batch"] == 512);
+  CHECK(j["plan"]["training"]["seq_len"] == 8192);
+  CHECK(j["plan"]["model"]["kv_heads"] == 8);
+  CHECK(j["from_file"]["--tp"]["origin"] == "trainer.strategy.tensor_model_parallel_size (line 5)");
+  CHECK(j["from_file"]["--global-batch"]["origin"] == "data.global_batch_size (line 21)");
+  CHECK(j["ignored"].empty());
 }
 
 TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
