@@ -89,6 +89,8 @@ void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me) {
   app.add_option("--gpus", mo.gpus, "With --from: the GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--model", mo.model, "With --from: the model (profile name or JSON file) instead of the file's shape");
   app.add_option("--cluster", mo.cluster, "With --from: the cluster profile (default dgx-h100)");
+  app.add_option("--seq", mo.seq, "With --from: the sequence length in tokens, when the file does not give it")
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   const auto all = app.get_options();
   mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
   add_mesh_options(app, me);  // with --from: values replacing the file's (--tp 8)

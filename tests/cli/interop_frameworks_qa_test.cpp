@@ -253,6 +253,24 @@ TEST_CASE("import: a NeMo 2 config's trainer.strategy, model.config and data are
   CHECK(j["ignored"].empty());
 }
 
+TEST_CASE("import, check and export take --seq beside --from; DeepSpeed's sequence length from --seq") {
+  Qa q;
+  const std::string noseq = q.file("noseq.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
+                                                 "  num_attention_heads: 32\nmicro_batch_size: 1\n"
+                                                 "global_batch_size: 64\nbf16: true\n");
+  CHECK(refused({noseq, "--gpus", "16"}) ==
+        "parplan: error: " + noseq + ": the sequence length is not in the file: give it there (or --seq N)\n");
+  CHECK(imported({noseq, "--gpus", "16", "--seq", "4096"})["plan"]["training"]["seq_len"] == 4096);
+  const auto c = run_parplan({"check", "--from", noseq, "--gpus", "16", "--seq", "4096", "--tp", "4"}, {}, 60);
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.starts_with("PASS " + noseq + ": peak "));
+  const auto e = run_parplan({"export", "--from", noseq, "--gpus", "16", "--seq", "4096", "--to", "nemo"}, {}, 60);
+  CHECK(e.exit_code == 0);
+  CHECK(e.out.find("encoder_seq_length: 4096") != std::string::npos);
+  const std::string ds = q.file("ds.json", "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}}");
+  CHECK(imported({ds, "--gpus", "8", "--model", "llama3-8b", "--seq", "2048"})["plan"]["training"]["seq_len"] == 2048);
+}
+
 TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
   Qa q;
   const auto j = imported({q.file("dotted.toml", "model.name = \"llama3\"\nmodel.flavor = \"8B\"\n[training]\n"
