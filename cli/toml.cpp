@@ -15,7 +15,8 @@ bool is_bare_key_char(char c) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // TOML 1.0 decimal numbers: [+-] then 0 or a digit run without a leading zero; a float adds .digits and / or an
-// exponent. Underscores, hex / octal / binary, inf and nan are TOML too, but not read here (Kind::other).
+// exponent (underscores between digits are removed before: without_digit_underscores). Hex / octal / binary, inf and
+// nan are TOML too, but not read here (Kind::other).
 TomlValue::Kind number_kind(std::string_view t) {
   size_t i = !t.empty() && (t[0] == '+' || t[0] == '-') ? 1 : 0;
   const size_t int_begin = i;
@@ -38,6 +39,20 @@ TomlValue::Kind number_kind(std::string_view t) {
   }
   if (i != t.size()) return TomlValue::Kind::other;
   return fraction || exponent ? TomlValue::Kind::number : TomlValue::Kind::integer;
+}
+
+// `t` without the underscores TOML allows between two digits (4_096); `t` unchanged when an underscore stands
+// elsewhere (then not a number TOML reads).
+std::string without_digit_underscores(const std::string& t) {
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] != '_') {
+      out += t[i];
+    } else if (i == 0 || i + 1 == t.size() || !is_digit(t[i - 1]) || !is_digit(t[i + 1])) {
+      return t;
+    }
+  }
+  return out;
 }
 
 void append_utf8(std::string& out, unsigned cp) {
@@ -165,12 +180,17 @@ class Reader {
     it.line = line_;
     it.key = key();
     skip_blanks();
-    if (peek() == '.') {
+    while (peek() == '.') {  // a dotted key (model.name = ...): the key "model.name" in tables mode
       ++i_;
       skip_blanks();
-      const std::string rest = key();
-      fail(fmt::format("unknown key '{}' (sections are not supported; use top-level keys)",
-                       excerpt(it.key + "." + rest)));
+      const std::string part = key();
+      it.key += '.';
+      it.key += part;
+      skip_blanks();
+      if (!tables_) {
+        fail(fmt::format("unknown key '{}' (sections are not supported; use top-level keys)",
+                         excerpt(it.key)));
+      }
     }
     if (at_line_end()) fail(fmt::format("key '{}' has no value (write {} = value)", excerpt(it.key), excerpt(it.key)));
     if (peek() != '=') fail(fmt::format("expected '=' after key '{}'", excerpt(it.key)));
@@ -197,7 +217,13 @@ class Reader {
     } else {
       while (!at_end() && !at_line_end() && peek() != ' ' && peek() != '\t' && peek() != ',' && peek() != ']') ++i_;
       v.text = std::string(s_.substr(b, i_ - b));
-      v.kind = v.text == "true" || v.text == "false" ? TomlValue::Kind::boolean : number_kind(v.text);
+      if (v.text == "true" || v.text == "false") {
+        v.kind = TomlValue::Kind::boolean;
+      } else {
+        const std::string digits = without_digit_underscores(v.text);
+        v.kind = number_kind(digits);
+        if (v.kind != TomlValue::Kind::other) v.text = digits;
+      }
     }
     v.raw = std::string(s_.substr(b, i_ - b));
     return v;

@@ -1,8 +1,8 @@
 // A strict reader of the TOML that parplan reads (check --config, TOML plans): top-level `key = value` lines with
-// strings, integers, floats, booleans and arrays of them (over several lines too), comments, LF or CRLF line ends, all
-// as TOML 1.0 writes them. What TOML has beyond that (tables, dotted keys, inline tables, nested arrays, multi-line
-// strings) and what TOML refuses (a key without a value, text after a value, CR alone as a line end, bytes that are
-// not UTF-8) is an InputError "<path>:<line>: <what>" naming the key where there is one.
+// strings, integers (4_096 too), floats, booleans and arrays of them (over several lines too), comments, LF or CRLF
+// line ends, all as TOML 1.0 writes them. What TOML has beyond that (tables, dotted keys, inline tables, nested arrays,
+// multi-line strings) and what TOML refuses (a key without a value, text after a value, CR alone as a line end, bytes
+// that are not UTF-8) is an InputError "<path>:<line>: <what>" naming the key where there is one.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -26,7 +26,8 @@ struct TomlItem {
 };
 
 // The items of `text` in document order; `path` names the file in errors. With `tables`, `[name]` (and `[a.b]`)
-// headers are read too and the keys after one are "name.key" (torchtitan's job configs); arrays of tables are not.
+// headers and dotted keys (`a.b = 1`) are read too, the keys after a header "name.key" (torchtitan's job configs);
+// arrays of tables are not.
 std::vector<TomlItem> read_toml(std::string_view text, const std::string& path, bool tables = false);
 
 }  // namespace parplan::cli

@@ -60,6 +60,14 @@ struct Imported {
     std::string vstage_origin, layout, layout_origin;
   };
   std::optional<PipelineSplit> pipeline_split;
+  // torchtitan with pp > 1: each gradient-accumulation step is its own pipeline schedule of `microbatches`
+  // (local_batch_size / pipeline_parallel_microbatch_size, from `local_origin`), its bubble paid each time.
+  // plan_from_framework refuses a plan with more microbatches a step, which parplan would price as one schedule.
+  struct OneSchedule {
+    int64_t microbatches = 0;
+    std::string local_origin;
+  };
+  std::optional<OneSchedule> one_schedule;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);

@@ -63,6 +63,24 @@ void resolve_every_nth_layer(FromResult& r, const std::map<std::string, Setting>
       Setting{std::to_string(k), fmt::format("{} (one block in {}: {} of each chunk's {} layers)", e->origin, e->n, k, layers), ""};
 }
 
+// torchtitan with pp > 1 runs global / (local x dp) accumulation steps, each a whole pipeline schedule of local / mb
+// microbatches with its own fill and drain (Imported::one_schedule). parplan prices one schedule of all of a step's
+// microbatches, so a plan with more than one schedule a step is an InputError naming the global batch.
+void refuse_repeated_flushes(const FromResult& r, const std::map<std::string, Setting>& flags, const std::string& where) {
+  const auto& s = r.imported.one_schedule;
+  const ParallelConfig& pc = r.plan.parallel;
+  if (!s || pc.pp < 2 || pc.num_microbatches <= s->microbatches) return;
+  const auto g = flags.find("--global-batch");
+  const std::string from = g != flags.end() ? g->second.origin : "the global batch";
+  const int64_t local = s->microbatches * pc.micro_batch;
+  throw InputError(fmt::format(
+      "{}: {}: global batch {} is {} accumulation steps of local batch {} x dp {}, each its own torchtitan pipeline "
+      "schedule of {} microbatches with its own bubble, which parplan does not model (it would price one schedule of "
+      "{}): make the global batch {} (local x dp), or the local batch ({}) {}",
+      where, from, r.plan.training.global_batch, pc.num_microbatches / s->microbatches, local, pc.dp, s->microbatches,
+      pc.num_microbatches, local * pc.dp, s->local_origin, r.plan.training.global_batch / pc.dp));
+}
+
 }  // namespace
 
 void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
@@ -78,6 +96,8 @@ void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me) {
   app.add_option("--gpus", mo.gpus, "With --from: the GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--model", mo.model, "With --from: the model (profile name or JSON file) instead of the file's shape");
   app.add_option("--cluster", mo.cluster, "With --from: the cluster profile (default dgx-h100)");
+  app.add_option("--seq", mo.seq, "With --from: the sequence length in tokens, when the file does not give it")
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   const auto all = app.get_options();
   mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
   add_mesh_options(app, me);  // with --from: values replacing the file's (--tp 8)
@@ -178,6 +198,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
     throw InputError(fmt::format("{}: {}{}", where, msg, from));
   }
   resolve_every_nth_layer(r, flags, where);
+  refuse_repeated_flushes(r, flags, where);
   return r;
 }
 

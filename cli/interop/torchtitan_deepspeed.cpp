@@ -50,6 +50,30 @@ constexpr std::string_view kTitanRead[] = {
     "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
     "float8.recipe_name", "float8.enable_fsdp_float8_all_gather", "mx.recipe_name"};
 
+// pipeline_parallel_schedule: no effect without a pipeline (listed as ignored); with pp > 1 GPipe, 1F1B, or
+// Interleaved1F1B, whose stages per rank torchtitan sets to 2 for a multi-stage schedule when
+// pipeline_parallel_layers_per_stage does not give them (from memory, not checked against a pinned revision).
+void titan_schedule(const Titan& t, int64_t pp, Imported& out, const std::string& path) {
+  const auto found = t.items.find("parallelism.pipeline_parallel_schedule");
+  if (found == t.items.end()) return;
+  const TomlItem& it = *found->second;
+  if (pp == 1) {
+    out.ignored.push_back(fmt::format("{}: no effect with pipeline_parallel_degree 1 (torchtitan builds no pipeline)", origin(it)));
+    return;
+  }
+  const std::string s = ascii_lower(it.value.text);
+  const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
+  if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
+  out.set("--schedule", sched, origin(it), path);
+  if (sched != "interleaved") return;
+  if (t.items.count("parallelism.pipeline_parallel_layers_per_stage")) {
+    throw InputError(fmt::format("{}: {} with {}: the stages per rank it sets are not read (remove it to run "
+                                 "torchtitan's 2 stages per rank)",
+                                 path, t.where("parallelism.pipeline_parallel_layers_per_stage", ""), origin(it)));
+  }
+  out.set("--vpp", "2", origin(it) + " (torchtitan: 2 stages per rank for a multi-stage schedule)", path);
+}
+
 // The mesh: dp_shard (-1: what the GPUs leave) x dp_replicate x tp x pp x cp; FSDP (dp_shard > 1) is ZeRO-3.
 void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   auto deg = [&](const std::string& key, const std::string& flag) {
@@ -75,6 +99,15 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
     throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
                                  t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
   }
+  // HSDP (replicate > 1 with FSDP inside each replica) shards over the shard group only; parplan's ZeRO-3 shards over
+  // all of dp, so it would price 1/replicate of the states torchtitan holds.
+  if (rep > 1 && shard != 1) {
+    throw InputError(fmt::format(
+        "{}: {} with data_parallel_shard_degree {}: HSDP (FSDP within each of {} replicas) is not modelled: parplan's "
+        "ZeRO-3 shards over all of dp (for FSDP over all of dp write data_parallel_replicate_degree = 1 and the shard "
+        "degree the GPUs leave; for DDP, data_parallel_shard_degree = 1)",
+        path, t.where("parallelism.data_parallel_replicate_degree", ""), shard == -1 ? "-1 (the GPUs left)" : std::to_string(shard), rep));
+  }
   const std::string dp_origin = t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree -1 (default)") + " x " +
                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
   if (shard > 0) out.set("--dp", std::to_string(shard * rep), dp_origin, path);
@@ -88,13 +121,7 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
                             "once a step");
     }
   }
-  if (t.items.count("parallelism.pipeline_parallel_schedule")) {
-    const TomlItem& it = *t.items.at("parallelism.pipeline_parallel_schedule");
-    const std::string s = ascii_lower(it.value.text);
-    const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
-    if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
-    out.set("--schedule", sched, origin(it), path);
-  }
+  titan_schedule(t, pp, out, path);
 }
 
 // local batch (split into microbatches of pipeline_parallel_microbatch_size with pp > 1), global batch, seq.
@@ -109,6 +136,7 @@ void titan_batch(const Titan& t, Imported& out, const std::string& path) {
   }
   out.set("--micro-batch", std::to_string(mb), pipelined ? t.where("parallelism.pipeline_parallel_microbatch_size", "pipeline_parallel_microbatch_size 1 (default)") : t.where(lkey, lkey), path);
   const int64_t global = t.get("training.global_batch_size", -1, path);
+  if (pipelined) out.one_schedule = Imported::OneSchedule{local / mb, t.where(lkey, lkey + " 8 (default)")};
   if (global > 0) out.set("--global-batch", std::to_string(global), t.where("training.global_batch_size", ""), path);
   else out.set("--microbatches", std::to_string(local / mb), t.where(lkey, lkey) + " (global_batch_size -1: local x dp)", path);
   const int64_t seq = t.get("training.seq_len", 2048, path);
@@ -267,8 +295,12 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
       out.set("--recompute", m, origin(it), path);
     }
   }
-  out.assume("--recompute", "selective-op",
-             "activation_checkpoint.mode not given (torchtitan's presets: selective, selective_ac_option op)");
+  if (!out.has("--recompute")) {  // torchtitan's ActivationCheckpoint defaults: mode "selective", option "2"
+    const std::string why = "activation_checkpoint.mode not given (torchtitan default: selective with "
+                            "selective_ac_option \"2\", every 2nd block fully checkpointed)";
+    out.assume("--recompute", "full", why);
+    out.every_nth_layer = Imported::EveryNthLayer{2, "assumed: " + why};
+  }
   return out;
 }
 
@@ -283,6 +315,56 @@ void ds_key(const nlohmann::json& v, const std::string& key, const std::string& 
 
 bool enabled(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_object() && j[key].contains("enabled") && j[key]["enabled"] == true;
+}
+
+// offload_optimizer / offload_param: device "cpu" is parplan's --offload optimizer / params (ZeRO-Offload,
+// ZeRO-Infinity to host memory); "none" (DeepSpeed's default) nothing; "nvme" refused. Returns whether it offloads.
+bool ds_offload(const nlohmann::json& v, const std::string& key, Imported& out, const std::string& path) {
+  const std::string at = "/zero_optimization/" + key;
+  if (!v.is_object()) throw InputError(fmt::format("{}: {}: must be an object", path, at));
+  bool cpu = false;
+  for (const auto& [k, x] : v.items()) {
+    if (k == "device") {
+      const std::string d = x.is_string() ? x.get<std::string>() : x.dump();
+      if (d == "nvme") {
+        throw InputError(fmt::format("{}: {}/device: 'nvme': offload to NVMe is not modelled (device cpu, to host "
+                                     "memory, is: --offload)", path, at));
+      }
+      if (d != "cpu" && d != "none") throw InputError(fmt::format("{}: {}/device: must be cpu, nvme or none, not {}", path, at, excerpt(x.dump())));
+      cpu = d == "cpu";
+    } else if (k == "ratio" && !(x.is_number() && x.get<double>() >= 1.0)) {
+      throw InputError(fmt::format("{}: {}/ratio: {}: offloading part of the optimizer is not modelled (ratio 1 is)", path, at, excerpt(x.dump())));
+    } else {
+      out.ignored.push_back(fmt::format("{}/{}: not modelled", at, printable(excerpt(k))));
+    }
+  }
+  return cpu;
+}
+
+// zero_optimization: the stage (3: per-submodule gathers), overlap_comm (false: --no-overlap-dp), the offloads.
+void ds_zero(const nlohmann::json& v, Imported& out, const std::string& path) {
+  if (!v.is_object()) throw InputError(fmt::format("{}: /zero_optimization: must be an object", path));
+  std::string offload, offload_origin;  // "optimizer,params", their origins
+  for (const auto& [zk, zv] : v.items()) {
+    if (zk == "stage") {
+      if (!zv.is_number_integer() || zv.get<int64_t>() < 0 || zv.get<int64_t>() > 3) {
+        throw InputError(fmt::format("{}: /zero_optimization/stage: must be 0, 1, 2 or 3, not {}", path, excerpt(zv.dump())));
+      }
+      out.set("--zero", std::to_string(zv.get<int64_t>()), "/zero_optimization/stage", path);
+      if (zv.get<int64_t>() == 3) out.set("--zero3-gather-unit", "linear", "/zero_optimization/stage 3 (DeepSpeed gathers per submodule)", path);
+    } else if (zk == "overlap_comm") {
+      if (!zv.is_boolean()) throw InputError(fmt::format("{}: /zero_optimization/overlap_comm: must be true or false, not {}", path, excerpt(zv.dump())));
+      if (!zv.get<bool>()) out.set("--no-overlap-dp", "", "/zero_optimization/overlap_comm", path);
+    } else if (zk == "offload_optimizer" || zk == "offload_param") {
+      if (ds_offload(zv, zk, out, path)) {
+        offload += (offload.empty() ? "" : ",") + std::string(zk == "offload_optimizer" ? "optimizer" : "params");
+        offload_origin += (offload_origin.empty() ? "/zero_optimization/" : " and /zero_optimization/") + zk + "/device";
+      }
+    } else {
+      out.ignored.push_back(fmt::format("/zero_optimization/{}: not modelled", printable(excerpt(zk))));
+    }
+  }
+  if (!offload.empty()) out.set("--offload", offload, offload_origin, path);
 }
 
 }  // namespace
@@ -301,19 +383,7 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
     else if (key == "bf16" || key == "fp16") {
       if (enabled(j, key.c_str())) out.set("--precision", key, "/" + key + "/enabled", path);
     } else if (key == "zero_optimization") {
-      if (!v.is_object()) throw InputError(fmt::format("{}: /zero_optimization: must be an object", path));
-      for (const auto& [zk, zv] : v.items()) {
-        if (zk == "stage") {
-          if (!zv.is_number_integer() || zv.get<int64_t>() < 0 || zv.get<int64_t>() > 3) {
-            throw InputError(fmt::format("{}: /zero_optimization/stage: must be 0, 1, 2 or 3, not {}", path, excerpt(zv.dump())));
-          }
-          out.set("--zero", std::to_string(zv.get<int64_t>()), "/zero_optimization/stage", path);
-          if (zv.get<int64_t>() == 3) out.set("--zero3-gather-unit", "linear", "/zero_optimization/stage 3 (DeepSpeed gathers per submodule)", path);
-        } else {
-          out.ignored.push_back(fmt::format("/zero_optimization/{}: not modelled{}", zk,
-                                            zk.starts_with("offload") ? " (offload to CPU/NVMe is not modelled)" : ""));
-        }
-      }
+      ds_zero(v, out, path);
     } else {
       out.ignored.push_back(fmt::format("/{}: not modelled", printable(excerpt(key))));
     }
@@ -322,6 +392,14 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
   out.assume("--micro-batch", "1", "no /train_micro_batch_size_per_gpu (DeepSpeed default 1)");
   if (!out.has("--global-batch")) out.assume("--microbatches", "1", "no /gradient_accumulation_steps (DeepSpeed default 1)");
   out.assume("--zero", "0", "no /zero_optimization/stage (DeepSpeed default 0)");
+  if (!j.contains("zero_optimization") || !j["zero_optimization"].contains("overlap_comm")) {
+    // DeepSpeed's DeepSpeedZeroConfig: overlap_comm unset is true at stage 3, false below.
+    if (out.flags.at("--zero").value == "3") {
+      out.assumed.push_back("overlapped gradient reduction: no /zero_optimization/overlap_comm (DeepSpeed default true at stage 3)");
+    } else {
+      out.assume("--no-overlap-dp", "", "no /zero_optimization/overlap_comm (DeepSpeed default false below stage 3)");
+    }
+  }
   return out;
 }
 

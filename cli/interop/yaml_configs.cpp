@@ -1,6 +1,7 @@
 // The YAML readers (see framework.hpp): Megatron-LM --yaml-cfg args, NeMo configs (model.* are Megatron arguments
 // with '_' for '-'; trainer.* the launch), nanotron configs (parallelism, model.model_config, tokens, optimizer).
-// Key names: NeMo examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (NeMo 1.x/2.0 YAML);
+// Key names: NeMo examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (NeMo 1.x YAML; a NeMo 2 serialized
+// config's trainer.strategy, model.config and data keys are read as those: nemo1_path);
 // nanotron examples/config_tiny_llama.yaml (nanotron 0.4).
 #include <algorithm>
 #include <fmt/core.h>
@@ -51,7 +52,10 @@ Imported import_megatron_yaml(std::string_view text, const std::string& path) {
   out.gpus_hint = "the YAML args do not give the GPU count";
   std::vector<MegatronArg> args;
   for (const YamlLeaf& l : read_yaml(text, path)) {
-    if (l.path.find('[') != std::string::npos || !megatron_arg(l, dashed(last_key(l.path)), args)) continue;
+    if (l.path.find('[') != std::string::npos) continue;
+    const std::string key = last_key(l.path);
+    // TransformerConfig's fp8 (the format) is the dest of --fp8-format.
+    megatron_arg(l, key == "fp8" ? "fp8-format" : dashed(key), args);
   }
   apply_megatron_args(args, out, path);
   return out;
@@ -106,6 +110,39 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
 
+// A NeMo 2 serialized config's path as the NeMo 1.x key that means the same: the parallel sizes in trainer.strategy
+// (its DDP config in trainer.strategy.ddp), the shape in model.config, the optimizer config in model.optim.config,
+// the batch and sequence in data, the precision in trainer.plugins. Other paths are unchanged.
+std::string nemo1_path(const std::string& path) {
+  std::string p = path;
+  for (const std::string_view from : {"trainer.strategy.ddp.", "trainer.strategy.", "model.config.", "model.optim.config."}) {
+    if (p.starts_with(from)) {
+      p = "model." + p.substr(from.size());
+      break;
+    }
+  }
+  if (p == "data.seq_length" || p == "model.seq_length") return "model.encoder_seq_length";
+  if (p == "data.global_batch_size" || p == "data.micro_batch_size") return "model." + p.substr(5);
+  if (p == "trainer.plugins.precision") return "trainer.precision";
+  return p;
+}
+
+// model.optim.overlap_grad_sync (distributed_fused_adam's, default true): false is --no-overlap-dp, in place of the
+// overlapped reduction the optimizer's name gave; without distributed_fused_adam it is listed as ignored.
+void nemo_grad_sync(const YamlLeaf* sync, bool fused_adam, std::vector<MegatronArg>& args, Imported& out, const std::string& path) {
+  if (!sync) return;
+  if (!is_true(*sync) && !is_false(*sync)) {
+    throw InputError(fmt::format("{}: {} takes true or false, not '{}'", path, origin(*sync), excerpt(sync->value)));
+  }
+  if (!fused_adam) {
+    out.ignored.push_back(fmt::format("{}: read only with model.optim.name distributed_fused_adam", origin(*sync)));
+    return;
+  }
+  if (is_true(*sync)) return;
+  std::erase_if(args, [](const MegatronArg& a) { return a.name == "overlap-grad-reduce"; });
+  out.set("--no-overlap-dp", "", origin(*sync), path);
+}
+
 }  // namespace
 
 Imported import_nemo(std::string_view text, const std::string& path) {
@@ -113,26 +150,32 @@ Imported import_nemo(std::string_view text, const std::string& path) {
   out.format = Framework::nemo;
   out.gpus_hint = "trainer.devices x trainer.num_nodes";
   std::vector<MegatronArg> args;
-  const YamlLeaf *devices = nullptr, *nodes = nullptr;
+  const YamlLeaf *devices = nullptr, *nodes = nullptr, *grad_sync = nullptr;
+  bool fused_adam = false;
   const std::vector<YamlLeaf> leaves = read_yaml(text, path);
   for (const YamlLeaf& l : leaves) {
-    const std::string key = last_key(l.path);
-    if (l.path == "trainer.devices") devices = &l;
-    else if (l.path == "trainer.num_nodes") nodes = &l;
-    else if (l.path == "trainer.precision") {
+    const std::string p = nemo1_path(l.path), key = last_key(p);
+    if (p == "trainer.devices") devices = &l;
+    else if (p == "trainer.num_nodes") nodes = &l;
+    else if (p == "model.optim.overlap_grad_sync") grad_sync = &l;
+    else if (p == "trainer.precision") {
       const std::string& p = l.value;
       const std::string arg = p.starts_with("bf16") ? "bf16" : p.starts_with("16") ? "fp16" : "";
       if (!arg.empty()) args.push_back(MegatronArg{arg, std::nullopt, origin(l), ""});
       else out.ignored.push_back(fmt::format("{}: precision '{}' is not modelled", origin(l), excerpt(p)));
-    } else if (l.path.starts_with("model.") && l.path.find('[') == std::string::npos &&
+    } else if (p.starts_with("model.") && p.find('[') == std::string::npos &&
                std::find(std::begin(kNemoMegatronKeys), std::end(kNemoMegatronKeys), std::string_view(key)) != std::end(kNemoMegatronKeys) &&
-               l.path.find('.', 6) == std::string::npos) {
+               p.find('.', 6) == std::string::npos) {
       if (key == "fp8" && is_true(l)) args.push_back(MegatronArg{"fp8-format", "hybrid", origin(l), ""});
       else if (key != "fp8") megatron_arg(l, nemo_to_megatron(key), args);
-    } else if (!(l.path.starts_with("model.") && nemo_model_key(l, key, args)) && !is_null(l)) {
+      // NeMo's num_query_groups alone is grouped-query attention (Megatron-LM's also needs --group-query-attention).
+      if (key == "num_query_groups" && !is_null(l)) args.push_back(MegatronArg{"group-query-attention", std::nullopt, origin(l), ""});
+    } else if (!(p.starts_with("model.") && nemo_model_key(l, key, args)) && !is_null(l)) {
       out.ignored.push_back(fmt::format("{}: not modelled", origin(l)));
     }
+    if (p == "model.optim.name" && l.value == "distributed_fused_adam") fused_adam = true;
   }
+  nemo_grad_sync(grad_sync, fused_adam, args, out, path);
   apply_megatron_args(args, out, path);
   if (devices && nodes) {
     out.set("--gpus", std::to_string(saturating_product({yaml_int(*devices, path), yaml_int(*nodes, path)})),

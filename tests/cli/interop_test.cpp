@@ -307,7 +307,7 @@ TEST_CASE("import: Megatron-LM YAML args, NeMo YAML, torchtitan TOML, DeepSpeed 
   SUBCASE("torchtitan") {
     const auto j = import_json({kDir + "llama3_8b.toml"});
     CHECK(j["format"] == "torchtitan");
-    // dp = shard 4 x replicate 2 (FSDP: ZeRO-3); tp 2 cp 2 -> 32 GPUs; 64 / (8 x 2) = 4 microbatches.
+    // dp = shard 8 (FSDP: ZeRO-3); tp 2 cp 2 -> 32 GPUs; 64 / (8 x 2) = 4 microbatches.
     check_mesh(j["plan"], {32, 8, 2, 1, 2, 1, 1, 2, 64, 4, 8192, 3, true, false, "1f1b", "full", "fp8"});
     CHECK(j["plan"]["model"]["name"] == "llama3-8b");
     // mode "selective" with selective_ac_option "op": torchtitan's per-op policy.

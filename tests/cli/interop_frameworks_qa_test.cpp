@@ -1,0 +1,287 @@
+// The torchtitan TOML, DeepSpeed JSON, NeMo YAML and Megatron-LM --yaml-cfg readers: HSDP and torchtitan's
+// accumulation under pipelining refused, torchtitan's activation-checkpointing and schedule defaults, dotted TOML
+// keys, DeepSpeed's overlap_comm and offload, NeMo's overlap_grad_sync and NeMo 2 layout, --seq beside --from.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/run_helper.hpp"
+
+using parplan::test::run_parplan;
+using parplan::test::ScratchDir;
+
+namespace {
+
+struct Qa {
+  ScratchDir dir;
+  std::string file(const std::string& name, const std::string& text) {
+    const std::string f = (dir.path / name).string();
+    parplan::test::write_text(f, text);
+    return f;
+  }
+};
+
+nlohmann::json imported(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"import", "--json"};
+  all.insert(all.end(), args.begin(), args.end());
+  const auto r = run_parplan(all, {}, 60);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+// The error line of a refused import (exit 2, one line).
+std::string refused(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"import"};
+  all.insert(all.end(), args.begin(), args.end());
+  const auto r = run_parplan(all, {}, 60);
+  CAPTURE(r.out);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  return r.err;
+}
+
+bool has(const nlohmann::json& list, const std::string& line) {
+  for (const auto& l : list) {
+    if (l.get<std::string>() == line) return true;
+  }
+  return false;
+}
+
+const std::string kLlama8b = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
+
+}  // namespace
+
+TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is refused naming the replicate degree") {
+  Qa q;
+  const std::string hsdp = q.file("hsdp.toml", kLlama8b +
+                                                   "[training]\nlocal_batch_size = 2\nseq_len = 8192\n"
+                                                   "[parallelism]\ndata_parallel_replicate_degree = 2\n"
+                                                   "data_parallel_shard_degree = 4\n");
+  CHECK(refused({hsdp, "--gpus", "8"}) ==
+        "parplan: error: " + hsdp +
+            ": parallelism.data_parallel_replicate_degree (line 8) with data_parallel_shard_degree 4: HSDP (FSDP within "
+            "each of 2 replicas) is not modelled: parplan's ZeRO-3 shards over all of dp (for FSDP over all of dp write "
+            "data_parallel_replicate_degree = 1 and the shard degree the GPUs leave; for DDP, "
+            "data_parallel_shard_degree = 1)\n");
+  // shard -1 (the GPUs left) with replicate 2 is HSDP too.
+  const std::string rest = q.file("rest.toml", kLlama8b + "[parallelism]\ndata_parallel_replicate_degree = 2\n");
+  CHECK(refused({rest, "--gpus", "8"}).find("(line 5) with data_parallel_shard_degree -1 (the GPUs left): HSDP") !=
+        std::string::npos);
+  // Replication alone is DDP: dp 2, no ZeRO.
+  const std::string ddp = q.file("ddp.toml", kLlama8b +
+                                                 "[parallelism]\ndata_parallel_replicate_degree = 2\n"
+                                                 "data_parallel_shard_degree = 1\n");
+  const auto j = imported({ddp, "--gpus", "2"});
+  CHECK(j["plan"]["parallel"]["dp"] == 2);
+  CHECK(j["plan"]["parallel"]["zero_stage"] == 0);
+}
+
+TEST_CASE("import: torchtitan with pp > 1 and gradient accumulation is refused naming the global batch") {
+  Qa q;
+  auto config = [&](int global) {
+    return q.file("pp" + std::to_string(global) + ".toml",
+                  "[model]\nname = \"llama3\"\nflavor = \"70B\"\n[training]\nlocal_batch_size = 8\n"
+                  "global_batch_size = " + std::to_string(global) + "\nseq_len = 8192\n[parallelism]\n"
+                  "data_parallel_shard_degree = 8\ntensor_parallel_degree = 8\npipeline_parallel_degree = 4\n"
+                  "pipeline_parallel_microbatch_size = 1\npipeline_parallel_schedule = \"1F1B\"\n"
+                  "[activation_checkpoint]\nmode = \"full\"\n");
+  };
+  const std::string acc = config(256);
+  CHECK(refused({acc, "--gpus", "256"}) ==
+        "parplan: error: " + acc +
+            ": training.global_batch_size (line 6): global batch 256 is 4 accumulation steps of local batch 8 x dp 8, "
+            "each its own torchtitan pipeline schedule of 8 microbatches with its own bubble, which parplan does not "
+            "model (it would price one schedule of 32): make the global batch 64 (local x dp), or the local batch "
+            "(training.local_batch_size (line 5)) 32\n");
+  // estimate --from refuses it too.
+  CHECK(run_parplan({"estimate", "--from", acc, "--gpus", "256"}, {}, 60).exit_code == 2);
+  // Without accumulation, one schedule of local / mb microbatches.
+  const auto j = imported({config(64), "--gpus", "256"});
+  CHECK(j["plan"]["parallel"]["num_microbatches"] == 8);
+  CHECK(j["plan"]["parallel"]["micro_batch"] == 1);
+  CHECK(j["plan"]["training"]["global_batch"] == 64);
+}
+
+TEST_CASE("import: torchtitan's activation checkpointing default is selective with option \"2\"") {
+  Qa q;
+  const std::string why = "--recompute full: activation_checkpoint.mode not given (torchtitan default: selective with "
+                          "selective_ac_option \"2\", every 2nd block fully checkpointed)";
+  // A dense model without the section: every 2nd of llama3-8b's 32 layers, priced as the first 16.
+  const auto dense = imported({q.file("dense.toml", kLlama8b), "--gpus", "8"});
+  CHECK(dense["plan"]["parallel"]["recompute"] == "full");
+  CHECK(dense["plan"]["parallel"]["recompute_layers"] == 16);
+  CHECK(has(dense["assumed"], why));
+  // mode "selective" alone is the same plan.
+  const auto sel = imported({q.file("sel.toml", kLlama8b + "[activation_checkpoint]\nmode = \"selective\"\n"), "--gpus", "8"});
+  CHECK(sel["plan"]["parallel"] == dense["plan"]["parallel"]);
+  // A MoE / MLA model without the section imports (61 layers: the first 30).
+  const auto moe = imported({q.file("dsv3.toml", "[model]\nname = \"deepseek_v3\"\nflavor = \"671B\"\n[parallelism]\n"
+                                                 "expert_parallel_degree = 8\n"),
+                             "--gpus", "64"});
+  CHECK(moe["plan"]["parallel"]["recompute"] == "full");
+  CHECK(moe["plan"]["parallel"]["recompute_layers"] == 30);
+  CHECK(has(moe["assumed"], why));
+}
+
+TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1; at pp > 1 refusals name it") {
+  Qa q;
+  const std::string pp1 = q.file("pp1.toml", kLlama8b + "[parallelism]\npipeline_parallel_degree = 1\n"
+                                                        "pipeline_parallel_schedule = \"Interleaved1F1B\"\n");
+  const auto j = imported({pp1, "--gpus", "8"});
+  CHECK(j["plan"]["parallel"]["schedule"] == "1f1b");
+  CHECK(has(j["ignored"], "parallelism.pipeline_parallel_schedule (line 6): no effect with pipeline_parallel_degree 1 "
+                          "(torchtitan builds no pipeline)"));
+  // pp 4: Interleaved1F1B is 2 stages per rank.
+  auto pp4 = [&](const std::string& name, const std::string& schedule, int local) {
+    return q.file(name, kLlama8b + "[training]\nlocal_batch_size = " + std::to_string(local) +
+                            "\n[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"" +
+                            schedule + "\"\n");
+  };
+  const auto il = imported({pp4("il.toml", "Interleaved1F1B", 8), "--gpus", "8"});
+  CHECK(il["plan"]["parallel"]["schedule"] == "interleaved");
+  CHECK(il["plan"]["parallel"]["vpp"] == 2);
+  CHECK(il["from_file"]["--vpp"]["origin"] ==
+        "parallelism.pipeline_parallel_schedule (line 8) (torchtitan: 2 stages per rank for a multi-stage schedule)");
+  // 2 microbatches on 4 stages cannot interleave: the refusal names the key, not --vpp alone.
+  const std::string few = pp4("few.toml", "Interleaved1F1B", 2);
+  CHECK(refused({few, "--gpus", "8"}).find("(from parallelism.pipeline_parallel_schedule (line 8) (torchtitan: 2 "
+                                           "stages per rank for a multi-stage schedule))\n") != std::string::npos);
+  const std::string zbv = pp4("zbv.toml", "ZBVZeroBubble", 8);
+  CHECK(refused({zbv, "--gpus", "8"}) == "parplan: error: " + zbv +
+                                             ": parallelism.pipeline_parallel_schedule (line 8): 'ZBVZeroBubble' is "
+                                             "not modelled (GPipe, 1F1B, Interleaved1F1B are)\n");
+}
+
+TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given, DeepSpeed's default by stage") {
+  Qa q;
+  auto ds = [&](const std::string& name, const std::string& zero) {
+    return imported({q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, "
+                                  "\"zero_optimization\": " + zero + "}"),
+                     "--gpus", "8", "--model", "llama3-8b"});
+  };
+  const auto off = ds("off.json", "{\"stage\": 2, \"overlap_comm\": false}");
+  CHECK(off["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(off["from_file"]["--no-overlap-dp"]["origin"] == "/zero_optimization/overlap_comm");
+  const auto on = ds("on.json", "{\"stage\": 2, \"overlap_comm\": true}");
+  CHECK(on["plan"]["parallel"]["overlap_dp_comm"] == true);
+  const auto z2 = ds("z2.json", "{\"stage\": 2}");
+  CHECK(z2["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(has(z2["assumed"], "--no-overlap-dp: no /zero_optimization/overlap_comm (DeepSpeed default false below stage 3)"));
+  const auto z3 = ds("z3.json", "{\"stage\": 3}");
+  CHECK(z3["plan"]["parallel"]["overlap_dp_comm"] == true);
+  CHECK(has(z3["assumed"], "overlapped gradient reduction: no /zero_optimization/overlap_comm (DeepSpeed default true "
+                           "at stage 3)"));
+}
+
+TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
+  Qa q;
+  // distributed_fused_adam overlaps unless overlap_grad_sync is false.
+  const std::string nemo = "trainer:\n  devices: 8\n  num_nodes: 1\n  precision: bf16-mixed\nmodel:\n"
+                           "  micro_batch_size: 1\n  global_batch_size: 64\n  encoder_seq_length: 4096\n"
+                           "  num_layers: 32\n  hidden_size: 4096\n  num_attention_heads: 32\n"
+                           "  optim:\n    name: distributed_fused_adam\n";
+  const auto sync = imported({q.file("sync.yaml", nemo + "    overlap_grad_sync: false\n")});
+  CHECK(sync["plan"]["parallel"]["overlap_dp_comm"] == false);
+  CHECK(sync["plan"]["parallel"]["distributed_optimizer"] == true);
+  CHECK(sync["from_file"]["--no-overlap-dp"]["origin"] == "model.optim.overlap_grad_sync (line 14)");
+  const auto dflt = imported({q.file("dflt.yaml", nemo)});
+  CHECK(dflt["plan"]["parallel"]["overlap_dp_comm"] == true);
+}
+
+TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --offload; NVMe is refused") {
+  Qa q;
+  auto ds = [&](const std::string& name, const std::string& zero) {
+    return q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8, "
+                        "\"bf16\": {\"enabled\": true}, \"zero_optimization\": " + zero + "}");
+  };
+  const auto both = imported({ds("both.json", "{\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", "
+                                              "\"pin_memory\": true}, \"offload_param\": {\"device\": \"cpu\"}}"),
+                              "--gpus", "8", "--model", "llama3-8b"});
+  CHECK(both["plan"]["parallel"]["offload"] == "optimizer,params");
+  CHECK(both["from_file"]["--offload"]["origin"] ==
+        "/zero_optimization/offload_optimizer/device and /zero_optimization/offload_param/device");
+  CHECK(has(both["ignored"], "/zero_optimization/offload_optimizer/pin_memory: not modelled"));
+  const auto none = imported({ds("none.json", "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"none\"}}"),
+                              "--gpus", "8", "--model", "llama3-8b"});
+  CHECK_FALSE(none["plan"]["parallel"].contains("offload"));
+  const std::string nvme = ds("nvme.json", "{\"stage\": 3, \"offload_param\": {\"device\": \"nvme\"}}");
+  CHECK(refused({nvme, "--gpus", "8", "--model", "llama3-8b"}) ==
+        "parplan: error: " + nvme +
+            ": /zero_optimization/offload_param/device: 'nvme': offload to NVMe is not modelled (device cpu, to host "
+            "memory, is: --offload)\n");
+}
+
+TEST_CASE("import: Megatron-LM --yaml-cfg fp8 is the fp8 format; its recipe is read") {
+  Qa q;
+  const auto j = imported({q.file("fp8.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
+                                              "  num_attention_heads: 32\n  seq_length: 4096\n  fp8: hybrid\n"
+                                              "  fp8_recipe: delayed\nmodel_parallel:\n"
+                                              "  tensor_model_parallel_size: 2\nmicro_batch_size: 1\n"
+                                              "global_batch_size: 64\nbf16: true\n"),
+                           "--gpus", "8"});
+  CHECK(j["plan"]["training"]["precision"] == "fp8");
+  CHECK(j["from_file"]["--precision"]["origin"] == "language_model.fp8 (line 6)");
+  CHECK(j["from_file"]["--fp8-recipe"]["origin"] == "language_model.fp8_recipe (line 7)");
+  CHECK(j["ignored"].empty());
+}
+
+TEST_CASE("import: a NeMo 2 config's trainer.strategy, model.config and data are read") {
+  Qa q;
+  const auto j = imported({q.file("nemo2.yaml",
+                                  "trainer:\n  devices: 8\n  num_nodes: 4\n  strategy:\n"
+                                  "    tensor_model_parallel_size: 4\n    pipeline_model_parallel_size: 2\n"
+                                  "    context_parallel_size: 2\n    sequence_parallel: true\n  plugins:\n"
+                                  "    precision: bf16-mixed\nmodel:\n  config:\n    num_layers: 32\n"
+                                  "    hidden_size: 4096\n    ffn_hidden_size: 14336\n    num_attention_heads: 32\n"
+                                  "    num_query_groups: 8\n    seq_length: 8192\ndata:\n  seq_length: 8192\n"
+                                  "  global_batch_size: 512\n  micro_batch_size: 1\n")});
+  const auto& p = j["plan"]["parallel"];
+  CHECK(j["plan"]["num_gpus"] == 32);
+  CHECK(p["tp"] == 4);
+  CHECK(p["pp"] == 2);
+  CHECK(p["cp"] == 2);
+  CHECK(p["sequence_parallel"] == true);
+  CHECK(j["plan"]["training"]["global_batch"] == 512);
+  CHECK(j["plan"]["training"]["seq_len"] == 8192);
+  CHECK(j["plan"]["model"]["kv_heads"] == 8);
+  CHECK(j["from_file"]["--tp"]["origin"] == "trainer.strategy.tensor_model_parallel_size (line 5)");
+  CHECK(j["from_file"]["--global-batch"]["origin"] == "data.global_batch_size (line 21)");
+  CHECK(j["ignored"].empty());
+}
+
+TEST_CASE("import, check and export take --seq beside --from; DeepSpeed's sequence length from --seq") {
+  Qa q;
+  const std::string noseq = q.file("noseq.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
+                                                 "  num_attention_heads: 32\nmicro_batch_size: 1\n"
+                                                 "global_batch_size: 64\nbf16: true\n");
+  CHECK(refused({noseq, "--gpus", "16"}) ==
+        "parplan: error: " + noseq + ": the sequence length is not in the file: give it there (or --seq N)\n");
+  CHECK(imported({noseq, "--gpus", "16", "--seq", "4096"})["plan"]["training"]["seq_len"] == 4096);
+  const auto c = run_parplan({"check", "--from", noseq, "--gpus", "16", "--seq", "4096", "--tp", "4"}, {}, 60);
+  CHECK(c.exit_code == 0);
+  CHECK(c.out.starts_with("PASS " + noseq + ": peak "));
+  const auto e = run_parplan({"export", "--from", noseq, "--gpus", "16", "--seq", "4096", "--to", "nemo"}, {}, 60);
+  CHECK(e.exit_code == 0);
+  CHECK(e.out.find("encoder_seq_length: 4096") != std::string::npos);
+  const std::string ds = q.file("ds.json", "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}}");
+  CHECK(imported({ds, "--gpus", "8", "--model", "llama3-8b", "--seq", "2048"})["plan"]["training"]["seq_len"] == 2048);
+}
+
+TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
+  Qa q;
+  const auto j = imported({q.file("dotted.toml", "model.name = \"llama3\"\nmodel.flavor = \"8B\"\n[training]\n"
+                                                 "seq_len = 4_096\nlocal_batch_size = 2\n"),
+                           "--gpus", "8"});
+  CHECK(j["plan"]["model"]["name"] == "llama3-8b");
+  CHECK(j["plan"]["training"]["seq_len"] == 4096);
+  CHECK(j["from_file"]["--seq"]["origin"] == "training.seq_len (line 4)");
+  // An underscore not between two digits is not a TOML number.
+  const std::string bad = q.file("bad.toml", kLlama8b + "[training]\nseq_len = 4096_\n");
+  CHECK(refused({bad, "--gpus", "8"}) == "parplan: error: " + bad +
+                                             ": training.seq_len (line 5) takes -1 or a non-negative integer below "
+                                             "10^18, not 4096_\n");
+}
