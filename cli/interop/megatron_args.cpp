@@ -275,7 +275,13 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
   }
   for (const Direct& d : kDirect) {
     if (a.name == d.megatron) {
-      out.set(std::string(d.flag), std::to_string(int_arg(a, path)), a.origin, path);
+      const int64_t v = int_arg(a, path);
+      out.set(std::string(d.flag), std::to_string(v), a.origin, path);
+      // Megatron-DeepSpeed's --zero-stage 3 is DeepSpeed's ZeRO-3, which gathers per submodule (as the DeepSpeed
+      // import sets it; the export warns for whole-layer gathers).
+      if (a.name == "zero-stage" && v == 3) {
+        out.set("--zero3-gather-unit", "linear", a.origin + " (Megatron-DeepSpeed gathers per submodule)", path);
+      }
       return true;
     }
   }

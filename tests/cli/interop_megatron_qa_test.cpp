@@ -273,3 +273,14 @@ TEST_CASE("import: small errors name the script's option, and shell words after 
   Script redirect("torchrun --nproc_per_node 8 pretrain_gpt.py " + kShape + " > train.log 2> err.log &\nwait\n");
   CHECK(imported({redirect.path})["ignored"].empty());
 }
+
+TEST_CASE("import: Megatron-DeepSpeed's --zero-stage 3 gathers per submodule, as the DeepSpeed import reads stage 3") {
+  Script s("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py " + kShape + " --zero-stage 3\n");
+  const auto j = imported({s.path});
+  CHECK(j["plan"]["parallel"]["zero_stage"] == 3);
+  CHECK(j["plan"]["parallel"]["zero3_gather_unit"] == "linear");
+  CHECK(j["from_file"]["--zero3-gather-unit"]["origin"] ==
+        "--zero-stage (line 2) (Megatron-DeepSpeed gathers per submodule)");
+  Script one("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py " + kShape + " --zero-stage 1\n");
+  CHECK(imported({one.path})["plan"]["parallel"]["zero3_gather_unit"] == "layer");
+}
