@@ -30,8 +30,51 @@ void common_cannot(const Plan& plan, Writer& w) {
     w.cannot(fmt::format("schedule {}{}", to_string(pc.schedule), pc.post_validation ? " with optimizer post-validation" : ""));
   }
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
-  if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");
   if (!pc.overlap_cp_comm) w.cannot("--no-overlap-cp");
+}
+
+// Megatron-Core's pipeline layout string for an explicit per-chunk split (ParallelConfig::stage_layout): virtual
+// stage v (stage v % pp, chunk v / pp) as 't' per layer, the embedding 'E' first, the MTP blocks 'm' and the loss 'L'
+// last, stages separated by '|' (what import reads back, parse_megatron_layout).
+std::string megatron_layout(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  const int64_t chunks = static_cast<int64_t>(pc.stage_layout.front().size()), V = pc.pp * chunks;
+  std::string s;
+  for (int64_t v = 0; v < V; ++v) {
+    if (v > 0) s += '|';
+    if (v == 0) s += 'E';
+    s += std::string(static_cast<size_t>(pc.stage_layout[static_cast<size_t>(v % pc.pp)][static_cast<size_t>(v / pc.pp)]), 't');
+    if (v == V - 1) s += std::string(static_cast<size_t>(plan.model.mtp_layers), 'm') + "L";
+  }
+  return s;
+}
+
+// A pipeline split other than the even one, where the target has no key for it.
+void uneven_split_cannot(const Plan& plan, Writer& w) {
+  const ParallelConfig& pc = plan.parallel;
+  if (!pc.stage_layout.empty()) w.cannot(fmt::format("--stage-layers {}", format_stage_layout(pc.stage_layout)));
+  if (pc.first_stage_layers > 0) w.cannot(fmt::format("--first-stage-layers {}", pc.first_stage_layers));
+  if (pc.last_stage_layers > 0) w.cannot(fmt::format("--last-stage-layers {}", pc.last_stage_layers));
+  if (pc.embedding_in_pipeline_split) w.cannot("--account-for-embedding-in-pipeline-split");
+  if (pc.loss_in_pipeline_split) w.cannot("--account-for-loss-in-pipeline-split");
+}
+
+// Offloaded states and activations (ZeRO-Offload, ZeRO-Infinity, CPU activation offload), where the target's config
+// does not carry them (DeepSpeed's carries the first two).
+void offload_cannot(const Plan& plan, Writer& w) {
+  if (plan.parallel.offload.any()) w.cannot(fmt::format("--offload {}", to_string(plan.parallel.offload)));
+}
+
+// torchrun starts the same number of processes on every node: a GPU count that is not whole nodes of the cluster is
+// written as one node of all the GPUs.
+int64_t gpus_per_launch_node(const Plan& plan, Writer& w) {
+  const int64_t g = plan.cluster.gpus_per_node;
+  if (g > 0 && plan.num_gpus % g == 0) return g;
+  if (g > 0 && plan.num_gpus > g) {
+    w.cannot(fmt::format("{} GPUs on {}-GPU nodes (not whole nodes): written as one node of {}", plan.num_gpus, g,
+                         plan.num_gpus));
+  }
+  return plan.num_gpus;
 }
 
 std::string megatron_recompute(Recompute r) { return r == Recompute::full ? "full" : "selective"; }
@@ -135,15 +178,21 @@ Exported to_megatron(const Plan& plan, Writer& w) {
     w.cannot("ZeRO-3 gathering whole layers (Megatron-DeepSpeed --zero-stage 3 gathers per submodule)");
   }
   if (pc.overlap_p2p_comm) w.cannot("--overlap-p2p (give --overlap-p2p-communication where your Megatron-LM has it)");
+  offload_cannot(plan, w);
+  const bool layout = !pc.stage_layout.empty();
   std::vector<std::string> a = {fmt::format("--tensor-model-parallel-size {}", pc.tp),
                                 fmt::format("--pipeline-model-parallel-size {}", pc.pp),
                                 fmt::format("--context-parallel-size {}", pc.cp)};
   if (pc.ep > 1) a.push_back(fmt::format("--expert-model-parallel-size {}", pc.ep));
   if (pc.etp > 0) a.push_back(fmt::format("--expert-tensor-parallel-size {}", pc.etp));
-  if (pc.schedule == Schedule::interleaved) a.push_back(fmt::format("--virtual-pipeline-model-parallel-size {}", pc.vpp));
+  // An explicit per-chunk split is Megatron-Core's layout, which also gives the chunks per stage.
+  if (layout) a.push_back(fmt::format("--pipeline-model-parallel-layout '{}'", megatron_layout(plan)));
+  if (pc.schedule == Schedule::interleaved && !layout) {
+    a.push_back(fmt::format("--virtual-pipeline-model-parallel-size {}", pc.vpp));
+  }
   if (pc.sequence_parallel) a.push_back("--sequence-parallel");
-  if (pc.first_stage_layers > 0) a.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", pc.first_stage_layers));
-  if (pc.last_stage_layers > 0) a.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", pc.last_stage_layers));
+  if (pc.first_stage_layers > 0 && !layout) a.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", pc.first_stage_layers));
+  if (pc.last_stage_layers > 0 && !layout) a.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", pc.last_stage_layers));
   if (pc.embedding_in_pipeline_split) a.push_back("--account-for-embedding-in-pipeline-split");
   if (pc.loss_in_pipeline_split) a.push_back("--account-for-loss-in-pipeline-split");
   a.push_back(fmt::format("--micro-batch-size {}", pc.micro_batch));
@@ -181,10 +230,13 @@ Exported to_megatron(const Plan& plan, Writer& w) {
   if (pc.distributed_optimizer) a.push_back("--use-distributed-optimizer");
   if (pc.overlap_dp_comm) a.push_back("--overlap-grad-reduce");
   if (pc.overlap_tp_comm) a.push_back("--tp-comm-overlap");
+  if (!plan.training.fused_grad_accumulation) a.push_back("--no-gradient-accumulation-fusion");
   if (pc.zero_stage > 0) a.push_back(fmt::format("--zero-stage {}", pc.zero_stage));  // Megatron-DeepSpeed
-  const int64_t per_node = plan.cluster.gpus_per_node > 0 && plan.num_gpus % plan.cluster.gpus_per_node == 0
-                               ? plan.cluster.gpus_per_node : plan.num_gpus;
+  const int64_t per_node = gpus_per_launch_node(plan, w);
   std::string s = w.comments();
+  if (pc.zero_stage > 0) {
+    s += "# --zero-stage is Megatron-DeepSpeed's argument (Megatron-LM has none; its ZeRO-1 is --use-distributed-optimizer)\n";
+  }
   s += fmt::format("torchrun --nproc_per_node {} --nnodes {} pretrain_gpt.py \\\n", per_node, plan.num_gpus / per_node);
   for (size_t i = 0; i < a.size(); ++i) s += fmt::format("    {}{}\n", a[i], i + 1 == a.size() ? "" : " \\");
   w.out.text += s;
@@ -220,8 +272,9 @@ Exported to_nemo(const Plan& plan, Writer& w) {
     w.cannot(fmt::format("gradients reduced in {} (NeMo reduces {} training's in {})", plan.training.grad_fp32 ? "fp32" : "16 bits",
                          to_string(plan.training.precision), plan.training.grad_fp32 ? "16 bits" : "fp32"));
   }
-  const int64_t per_node = plan.cluster.gpus_per_node > 0 && plan.num_gpus % plan.cluster.gpus_per_node == 0
-                               ? plan.cluster.gpus_per_node : plan.num_gpus;
+  offload_cannot(plan, w);
+  if (!pc.stage_layout.empty()) w.cannot(fmt::format("--stage-layers {}", format_stage_layout(pc.stage_layout)));
+  const int64_t per_node = gpus_per_launch_node(plan, w);
   std::string s = w.comments();
   s += fmt::format("trainer:\n  devices: {}\n  num_nodes: {}\n  precision: {}\n", per_node, plan.num_gpus / per_node,
                    plan.training.precision == Precision::fp16 ? "16-mixed" : "bf16-mixed");
@@ -232,6 +285,12 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   s += fmt::format("  context_parallel_size: {}\n  expert_model_parallel_size: {}\n", pc.cp, pc.ep);
   if (pc.etp > 0) s += fmt::format("  expert_tensor_parallel_size: {}\n", pc.etp);
   s += fmt::format("  sequence_parallel: {}\n", pc.sequence_parallel);
+  // Megatron-Core's uneven first and last stages and the embedding and loss counted as layers in the split.
+  if (pc.first_stage_layers > 0) s += fmt::format("  num_layers_in_first_pipeline_stage: {}\n", pc.first_stage_layers);
+  if (pc.last_stage_layers > 0) s += fmt::format("  num_layers_in_last_pipeline_stage: {}\n", pc.last_stage_layers);
+  if (pc.embedding_in_pipeline_split) s += "  account_for_embedding_in_pipeline_split: true\n";
+  if (pc.loss_in_pipeline_split) s += "  account_for_loss_in_pipeline_split: true\n";
+  if (!plan.training.fused_grad_accumulation) s += "  gradient_accumulation_fusion: false\n";
   s += fmt::format("  encoder_seq_length: {}\n  max_position_embeddings: {}\n", plan.seq_len(), plan.seq_len());
   s += fmt::format("  num_layers: {}\n  hidden_size: {}\n  ffn_hidden_size: {}\n  num_attention_heads: {}\n", m.layers,
                    m.hidden, m.has_dense_layers() ? m.dense_ffn_hidden : m.ffn_hidden, m.heads);
@@ -334,11 +393,18 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   }
   if (plan.training.precision == Precision::fp16) w.cannot("fp16 (torchtitan trains in bfloat16)");
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer");
+  // Unsharded data parallelism is torchtitan's DDP (data_parallel_replicate_degree), which runs on a 1-D mesh only.
+  if (!fsdp && pc.dp > 1 && (pc.tp > 1 || pc.pp > 1 || pc.cp > 1)) {
+    w.cannot("data parallelism without sharding beside tp, pp or cp (torchtitan's DDP runs on a 1-D mesh only; "
+             "--zero 3 --fsdp2 is its FSDP)");
+  }
+  uneven_split_cannot(plan, w);
+  offload_cannot(plan, w);
+  if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");
   const auto [name, flavor] = titan_model(plan.model.name);
   if (name.empty()) w.cannot(fmt::format("model '{}' (no torchtitan flavor; give [model] name / flavor)", plan.model.name));
   const std::string float8 = plan.training.precision == Precision::fp8 ? titan_float8(plan, w) : "";
-  std::string s = w.comments();
-  s += "[model]\n";
+  std::string s = "[model]\n";
   if (!name.empty()) s += fmt::format("name = \"{}\"\nflavor = \"{}\"\n", name, flavor);
   if (plan.training.precision == Precision::fp8) {
     s += plan.training.fp8_recipe == Fp8Recipe::mxfp8 ? "converters = [\"mx\"]\n" : "converters = [\"float8\"]\n";
@@ -374,7 +440,7 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
                    selective || every_nth > 0 ? "selective" : to_string(pc.recompute));
   if (selective) s += "selective_ac_option = \"op\"\n";
   if (every_nth > 0) s += fmt::format("selective_ac_option = \"{}\"\n", every_nth);
-  w.out.text = s;
+  w.out.text = w.comments() + s;  // every warning above, the recompute ones included
   return w.out;
 }
 
@@ -388,6 +454,12 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
   if (plan.training.precision == Precision::fp8) w.cannot("fp8");
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer (ZeRO-1 is DeepSpeed's)");
   if (pc.fsdp2) w.cannot("FSDP2's copies (DeepSpeed's ZeRO-3 is not PyTorch FSDP2)");
+  if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer) {
+    w.cannot("ZeRO-3 gathering whole layers (DeepSpeed's ZeRO-3 gathers per submodule: --zero3-gather-unit linear)");
+  }
+  if (pc.offload.activations) w.cannot("--offload activations (set in the model code's activation checkpointing)");
+  uneven_split_cannot(plan, w);
+  if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");
   nlohmann::ordered_json j;
   if (!w.out.warnings.empty()) j["comment"] = nlohmann::json(w.out.warnings);
   j["train_batch_size"] = plan.training.global_batch;
@@ -396,6 +468,9 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
   j["bf16"] = {{"enabled", plan.training.precision != Precision::fp16}};
   j["fp16"] = {{"enabled", plan.training.precision == Precision::fp16}};
   j["zero_optimization"] = {{"stage", pc.zero_stage}, {"overlap_comm", pc.overlap_dp_comm}};
+  // ZeRO-Offload and ZeRO-Infinity to CPU memory (what import reads back as --offload optimizer / params).
+  if (pc.offload.optimizer) j["zero_optimization"]["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  if (pc.offload.params) j["zero_optimization"]["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   w.out.text = j.dump(2) + "\n";
   return w.out;
 }

@@ -71,6 +71,9 @@ std::string nemo_to_megatron(const std::string& key) {
   if (key == "activations_checkpoint_num_layers") return "recompute-num-layers";
   if (key == "num_moe_experts") return "num-experts";
   if (key == "fp8") return "fp8-format";
+  // Megatron-Core's TransformerConfig names for Megatron-LM's uneven first and last stages.
+  if (key == "num_layers_in_first_pipeline_stage") return "decoder-first-pipeline-num-layers";
+  if (key == "num_layers_in_last_pipeline_stage") return "decoder-last-pipeline-num-layers";
   return dashed(key);
 }
 
@@ -86,6 +89,7 @@ bool nemo_model_key(const YamlLeaf& l, const std::string& key, std::vector<Megat
   if (key == "bias") return is_false(l) ? flag("disable-bias-linear") : true;
   if (key == "share_embeddings_and_output_weights") return is_false(l) ? flag("untie-embeddings-and-output-weights") : true;
   if (key == "fp8_params" || key == "fp8_param_gather") return is_true(l) ? flag("fp8-param-gather") : true;
+  if (key == "gradient_accumulation_fusion") return is_false(l) ? flag("no-gradient-accumulation-fusion") : true;
   if (key == "grad_reduce_in_fp32") {
     flag(is_false(l) ? "grad-reduce-in-bf16" : "accumulate-allreduce-grads-in-fp32");
     return true;
@@ -108,6 +112,7 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "moe_token_dispatcher_type", "moe_enable_deepep", "overlap_moe_expert_parallel_comm", "mtp_num_layers",
     "fine_grained_activation_offloading", "offload_modules",
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
+    "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
     "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
 
 // A NeMo 2 serialized config's path as the NeMo 1.x key that means the same: the parallel sizes in trainer.strategy

@@ -65,7 +65,9 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
       pc.distributed_optimizer = pc.overlap_dp_comm = pick({0, 1});
       break;
     case Framework::torchtitan:
-      pc.zero_stage = pc.dp > 1 ? static_cast<int>(pick({0, 1})) * 3 : 0;  // FSDP over 1 rank is none
+      // FSDP over 1 rank is none; torchtitan's DDP (unsharded dp) runs on a 1-D mesh only, so beside tp, pp or cp
+      // the data-parallel ranks shard (export warns otherwise).
+      pc.zero_stage = pc.dp > 1 ? static_cast<int>(pc.tp * pc.pp * pc.cp > 1 ? 1 : pick({0, 1})) * 3 : 0;
       pc.fsdp2 = pc.zero_stage == 3;  // torchtitan's FSDP is FSDP2, with or without pipelining
       // DTensor TP: blocking backward collectives, each with a copy of the tensor on the sequence dim.
       pc.async_tp_backward = pc.tp == 1;
