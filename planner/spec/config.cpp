@@ -647,9 +647,15 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::ep_invalid:
       if (!m.is_moe()) return fmt::format("ep {} / etp {}: the model has no experts (ep 1, etp unset)", pc.ep, pc.etp);
       if (pc.etp > 0) {
-        return fmt::format("ep {} x etp {} must divide tp x cp x dp ({}), ep the experts ({}), etp the FFN ({}); tp > 1 "
-                           "needs sequence parallelism (Megatron-Core MoE parallel folding)",
-                           pc.ep, pc.etp, pc.tp * pc.cp * pc.dp, m.experts, m.ffn_hidden);
+        const int64_t ranks = pc.tp * pc.cp * pc.dp;
+        // The folding rules this mesh breaks (Megatron-Core MoE parallel folding), not all of them.
+        std::vector<std::string> broken;
+        if (ranks % (pc.ep * pc.etp) != 0) broken.push_back(fmt::format("ep x etp must divide tp x cp x dp ({})", ranks));
+        if (m.experts % pc.ep != 0) broken.push_back(fmt::format("ep must divide the experts ({})", m.experts));
+        if (m.ffn_hidden % pc.etp != 0) broken.push_back(fmt::format("etp must divide the FFN ({})", m.ffn_hidden));
+        if (pc.tp > 1 && !pc.sequence_parallel) broken.push_back(fmt::format("tp {} needs sequence parallelism", pc.tp));
+        return fmt::format("ep {} x etp {}: {} (Megatron-Core MoE parallel folding)", pc.ep, pc.etp,
+                           fmt::join(broken, "; "));
       }
       return fmt::format("ep {} must divide the experts ({}) and dp ({})", pc.ep, m.experts, pc.dp);
     case Reject::batch_not_divisible:
