@@ -1383,6 +1383,9 @@ inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime
   const bool uneven = v > 1 && uneven_chunks(in.plan, i);  // an explicit per-chunk layout: its layer fractions
   t.first_chunk_share = uneven ? d(chunk_layers(in.plan, i, 0)) / L : -1.0;
   t.last_chunk_share = uneven ? d(chunk_layers(in.plan, i, v - 1)) / L : -1.0;
+  t.first_chunk_edge = {i == 0 ? edge.embedding_forward_s : 0.0, i == 0 ? edge.embedding_backward_s : 0.0};
+  t.last_chunk_edge = {out ? edge.output_forward_s + edge.output_tp_comm_s : 0.0,
+                       out ? edge.output_backward_s + edge.output_tp_comm_backward_s : 0.0};
   st.per_microbatch_s = t.total();
   return st;
 }
