@@ -784,6 +784,7 @@ void charge_activation_offload(const Plan& plan, LayerCost& lc) {
   const ActivationOffloadTime t = activation_offload_time(plan.cluster, bytes, lc.forward_s, backward);
   lc.activation_copy_s = t.copy_s;
   lc.exposed_offload_s = t.exposed_forward_s + t.exposed_backward_s;
+  lc.exposed_offload_forward_s = t.exposed_forward_s;
   lc.exposed_forward_comm_s += t.exposed_forward_s;
   lc.exposed_backward_comm_s += t.exposed_backward_s;
 }
@@ -802,7 +803,7 @@ constexpr double LayerCost::*kLayerCostFields[] = {
     &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
     &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
     &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
-    &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s};
+    &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s,   &LayerCost::exposed_offload_forward_s};
 static_assert(sizeof(LayerCost) == std::size(kLayerCostFields) * sizeof(double), "list every LayerCost field");
 
 // sum_i w_i c_i over every field.

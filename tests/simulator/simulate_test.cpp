@@ -701,7 +701,8 @@ TEST_CASE("simulate: interleaving with chunks of different sizes prices each chu
   CHECK(std::abs(simulated / closed - 1.0) < 0.02);
 }
 
-TEST_CASE("activation offload: each op's copies are host_copy events on the host stream; the step matches") {
+TEST_CASE("activation offload: each op's copies are host_copy events on the host stream, the waits for them "
+          "host_copy events on the compute stream; the step matches") {
   Plan plan = test::korthikanti_175b();  // pp 8 interleaved v 3, 4 layers per chunk
   plan.parallel.offload.activations = true;
   plan.cluster.host_link.bandwidth_Bps = 2e9;  // slow enough that the copies outlast the layers' compute
@@ -710,16 +711,27 @@ TEST_CASE("activation offload: each op's copies are host_copy events on the host
   REQUIRE(e.time.offload_exposed_s > 0);
   const SimResult r = simulate_with_timeline(plan);
   for (const TimelineTrack& tr : r.timeline.tracks) {
+    const StageSummary& st = r.summary.stages[static_cast<size_t>(tr.stage)];
     int64_t copies = 0;
+    double waits = 0, layer_comm = 0;
     for (const TimelineStream& s : tr.streams) {
       for (const TimelineEvent& ev : s.events) {
+        if (ev.category == EventCategory::layer_comm) layer_comm += ev.duration_s();
         if (ev.category != EventCategory::host_copy) continue;
+        if (s.name == "compute") {  // the exposed part: it was a layer_comm ("comm N") event, `~` in the ASCII view
+          CHECK(ev.microbatch >= 0);
+          waits += ev.duration_s();
+          continue;
+        }
         CHECK(s.name == "host");
         CHECK(ev.duration_s() == doctest::Approx(4.0 * e.layer.activation_copy_s));
         ++copies;
       }
     }
+    CAPTURE(tr.stage);
     CHECK(copies == 2 * 64 * 3);  // down beside each forward, up beside each backward, of every chunk-microbatch
+    CHECK(waits == doctest::Approx(st.offload_exposed_s).epsilon(1e-9));
+    CHECK(layer_comm == doctest::Approx(st.tp_exposed_s + st.cp_exposed_s + st.ep_exposed_s + st.zero3_exposed_s));
   }
   CHECK(r.summary.offload_exposed * r.summary.step_s == doctest::Approx(e.time.offload_exposed_s).epsilon(1e-6));
   CHECK(r.summary.step_s == doctest::Approx(e.time.step_s).epsilon(0.01));
