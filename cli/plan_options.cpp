@@ -35,8 +35,20 @@ std::vector<const CLI::Option*> options_since(CLI::App& app, size_t before) {
   return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
 }
 
-// The flag that sets what a validity rule refused (the error line names it).
-std::string_view reject_flag(Reject r) {
+// ZB-V's V needs vpp 1 or 2, pp >= 2 and an even layer count on every stage: the flag that set the one that fails
+// (the order vpp_problem describes them in, planner/spec/config.cpp). An odd layer count: only a per-chunk layout.
+std::string_view zb_v_flag(const Plan& plan) {
+  const ParallelConfig& pc = plan.parallel;
+  if (pc.vpp > 2) return "--vpp";
+  if (pc.pp < 2) return "--pp";
+  if (!pc.stage_layout.empty() || plan.model.layers % 2 != 0) return "--stage-layers";
+  if (pc.split_extra_layers() == 0 && pc.first_stage_layers == 0 && pc.last_stage_layers == 0) return "--pp";
+  if (pc.split_extra_layers() > 0) return "--pp/--account-for-*-in-pipeline-split";
+  return "--pp/--first-stage-layers/--last-stage-layers";
+}
+
+// The flag that sets what a validity rule refused in `plan` (the error line names it).
+std::string_view reject_flag(Reject r, const Plan& plan) {
   switch (r) {
     case Reject::gpu_count_mismatch:
       return "--gpus";
@@ -49,7 +61,7 @@ std::string_view reject_flag(Reject r) {
     case Reject::uneven_stages_invalid:
       return "--first-stage-layers/--last-stage-layers/--stage-layers/--account-for-*-in-pipeline-split";
     case Reject::vpp_invalid:
-      return "--vpp";
+      return plan.parallel.schedule == Schedule::zb_v ? zb_v_flag(plan) : "--vpp";
     case Reject::cp_not_dividing_seq:
       return "--cp";
     case Reject::ep_invalid:
@@ -58,8 +70,8 @@ std::string_view reject_flag(Reject r) {
       return "--global-batch";
     case Reject::sp_without_tp:
       return "--sequence-parallel";
-    case Reject::precision_unsupported:
-      return "--precision";
+    case Reject::precision_unsupported:  // a GPU without the precision, or without MXFP8's block-scaled fp8 cores
+      return mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0 ? "--fp8-recipe" : "--precision";
     case Reject::zb_full_recompute:
       return "--schedule";
     case Reject::selective_op_unsupported:
@@ -238,8 +250,7 @@ void refuse_invalid(const Plan& plan, const ModelOptions& mo) {
       const auto r = static_cast<Reject>(i);
       if (!v.has(r)) continue;
       const std::string what = describe(r, plan);
-      const bool recipe = r == Reject::precision_unsupported && mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0;
-      const std::string_view flag = recipe ? "--fp8-recipe" : reject_flag(r);
+      const std::string_view flag = reject_flag(r, plan);
       throw InputError(flag.empty() || what.starts_with("--") ? what : fmt::format("{}: {}", flag, what));
     }
   }

@@ -73,6 +73,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
       cc.ep_backward_s = Lc * lc.ep_comm_backward_s;
       cc.exposed_zero3_s = Lc * lc.exposed_zero3_s;
       cc.exposed_offload_s = Lc * lc.exposed_offload_s;
+      cc.exposed_offload_forward_s = Lc * lc.exposed_offload_forward_s;
       cc.host_copy_s = Lc * lc.activation_copy_s;
       cc.zero3_gather_forward_s = cc.zero3_gather_backward_s = Lc * lc.zero3_gather_s;
       cc.zero3_gather_recompute_s = rerun * Lc * lc.zero3_gather_s;

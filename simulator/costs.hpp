@@ -8,7 +8,8 @@ namespace parplan::sim {
 
 struct CostOptions {
   // Put the embedding / output-layer work in the chunk that owns it (true, physical) or spread it evenly over the
-  // stage's chunks (false: the closed form's assumption of equal chunks, used by the cross-check).
+  // stage's chunks (false: the closed form's assumption of equal chunks, used by the cross-check). ZB-V's closed form
+  // puts it in the owning chunk, as true does (its order follows the op times).
   bool edges_in_owning_chunk = true;
   bool blocking_p2p = false;  // sends block the sender's compute stream (no p2p overlap)
 };

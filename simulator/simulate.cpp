@@ -75,6 +75,14 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
       case EventCategory::layer_comm:
         st.busy_s += dur;
         break;
+      case EventCategory::host_copy:
+        if (!on_compute) break;  // activation offload's copies beside the compute
+        if (ti.costs) {          // a pass's wait for its activation copies (offload_exposed_s): pipeline work
+          st.busy_s += dur;
+        } else {  // the offloaded optimizer step's copies: the closed form's optimizer term
+          st.optimizer_s += dur;
+        }
+        break;
       case EventCategory::pp_comm:
         st.pp_total_s += dur;  // as simulated (sharing links), as the trace draws it
         if (on_compute) {
@@ -86,9 +94,7 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
         st.dp_total_s += dur;
         break;
       case EventCategory::optimizer:
-      case EventCategory::host_copy:  // the offloaded optimizer step's copies: the closed form's optimizer term
-        if (!on_compute) break;       // activation offload: beside the compute (its exposed part is layer_comm)
-        st.optimizer_s += dur;
+        if (on_compute) st.optimizer_s += dur;
         break;
       case EventCategory::tp_comm:
       case EventCategory::cp_comm:
@@ -96,7 +102,9 @@ StageTimes sum_task_times(const StepGraph& sg, const TaskTimes& tt, int64_t p) {
       case EventCategory::zero3_gather:  // link occupancy; the exposed part is in the compute ops' layer_comm
         break;
     }
-    if (on_compute && ti.category != EventCategory::optimizer && ti.category != EventCategory::host_copy) {
+    const bool step_tail =
+        ti.category == EventCategory::optimizer || (ti.category == EventCategory::host_copy && !ti.costs);
+    if (on_compute && !step_tail) {
       double& end = out.pipeline_end[static_cast<size_t>(ti.stage)];
       end = std::max(end, tt.end_s[t]);
     }

@@ -388,6 +388,7 @@ std::string svg_fractions_line(const SimSummary& s) {
   if (s.ep_comm > 0) line += ", EP comm " + pct(s.ep_comm);
   line += ", PP comm " + pct(s.pp_comm);
   if (s.zero3_comm > 0) line += ", ZeRO-3 gathers " + pct(s.zero3_comm);
+  if (s.offload_exposed > 0) line += ", host copies " + pct(s.offload_exposed);
   line += fmt::format(", DP comm {} exposed ({} in all), compute {}, optimizer {} of the step", pct(s.dp_comm_exposed),
                       pct(s.dp_comm_total), pct(s.compute), pct(s.optimizer));
   return line;

@@ -22,24 +22,28 @@ const char* to_string(StreamKind k) {
 
 namespace {
 
-// What a pipeline op of `kind` costs on a chunk: its compute, exposed comm and overlapped (shadow) comm.
+// What a pipeline op of `kind` costs on a chunk: its compute, exposed comm (of which `offload_s` is the wait for
+// activation offload copies) and overlapped (shadow) comm.
 struct OpShape {
   EventCategory cat = EventCategory::forward;
-  double main_s = 0, comm_s = 0, tp_ov = 0, cp_ov = 0, ep = 0;
+  double main_s = 0, comm_s = 0, tp_ov = 0, cp_ov = 0, ep = 0, offload_s = 0;
+  // The exposed collectives (layer_comm), the rest of comm_s (exactly 0 where the offload wait is all of it).
+  double layer_comm_s() const { return std::max(0.0, comm_s - offload_s); }
 };
 OpShape op_shape(const ChunkCosts& cc, OpKind kind) {
+  const double offload_backward = cc.exposed_offload_s - cc.exposed_offload_forward_s;
   switch (kind) {
     case OpKind::forward:
       return {EventCategory::forward, cc.forward_s, cc.forward_comm_s, cc.tp_overlapped_forward_s,
-              cc.cp_overlapped_forward_s, cc.ep_forward_s};
+              cc.cp_overlapped_forward_s, cc.ep_forward_s, cc.exposed_offload_forward_s};
     case OpKind::backward:
       return {EventCategory::backward, cc.backward_input_s + cc.backward_weight_s, cc.backward_comm_s,
-              cc.tp_overlapped_backward_s, cc.cp_overlapped_backward_s, cc.ep_backward_s};
+              cc.tp_overlapped_backward_s, cc.cp_overlapped_backward_s, cc.ep_backward_s, offload_backward};
     case OpKind::backward_input:
       return {EventCategory::backward_input, cc.backward_input_s, cc.backward_comm_s, cc.tp_overlapped_backward_s,
-              cc.cp_overlapped_backward_s, cc.ep_backward_s};
+              cc.cp_overlapped_backward_s, cc.ep_backward_s, offload_backward};
     case OpKind::backward_weight:
-      return {EventCategory::backward_weight, cc.backward_weight_s, 0, 0, 0, 0};
+      return {EventCategory::backward_weight, cc.backward_weight_s, 0, 0, 0, 0, 0};
   }
   return {};
 }
@@ -413,7 +417,9 @@ class StageEmitter {
     if (cc.host_copy_s > 0 && (op.kind == OpKind::forward || is_backward_pass(op.kind))) {
       b_.shadow(main_first, cc.host_copy_s, i_, StreamKind::host, EventCategory::host_copy, op.microbatch, op.chunk);
     }
-    if (sh.comm_s > 0) add(ot, sh.comm_s, EventCategory::layer_comm);
+    if (sh.layer_comm_s() > 0) add(ot, sh.layer_comm_s(), EventCategory::layer_comm);
+    // Activation offload: the wait for this pass's copies where they outlast it (the "host copies (exposed)" term).
+    if (sh.offload_s > 0) add(ot, sh.offload_s, EventCategory::host_copy);
     // ZeRO-2/3 without overlap: a microbatch's gradients are reduced after the stage's last compute (emit_dp_buckets).
     if (sc_.dp_per_microbatch && sc_.dp_buckets > 0 && completes && !c_.dp_overlap) ++mb_completed_;
   }
@@ -481,7 +487,8 @@ int64_t count_step_tasks(int64_t p, int64_t m, int64_t v, bool split_backward, c
             n += static_cast<double>(recompute_tasks(cc, true)) + (pieces - 1) * static_cast<double>(recompute_tasks(cc, false));
           }
           if (rel.microbatch) n += static_cast<double>(sc.dp_buckets);
-          n += (sh.tp_ov > 0 ? 1 : 0) + (sh.cp_ov > 0 ? 1 : 0) + (sh.ep > 0 ? 1 : 0) + (sh.comm_s > 0 ? 1 : 0);
+          n += (sh.tp_ov > 0 ? 1 : 0) + (sh.cp_ov > 0 ? 1 : 0) + (sh.ep > 0 ? 1 : 0) + (sh.layer_comm_s() > 0 ? 1 : 0) +
+               (sh.offload_s > 0 ? 1 : 0);
           const bool sends = (k == OpKind::forward && vs < V - 1) || (is_backward_pass(k) && vs > 0);
           return n + (sends ? 1 : 0);
         };

@@ -26,8 +26,9 @@ struct ChunkCosts {
   // occupy the link the gradient reduce-scatters use; what they add to the critical path is in *_comm_s above.
   double zero3_gather_forward_s = 0, zero3_gather_backward_s = 0, zero3_gather_recompute_s = 0;
   // Activation offload: the chunk's stored activations copied to the host beside the forward and back beside the
-  // backward, whole, on the host stream; what outlasts the compute is in *_comm_s above and in exposed_offload_s.
-  double host_copy_s = 0, exposed_offload_s = 0;
+  // backward, whole, on the host stream; what outlasts the compute is in *_comm_s above and in exposed_offload_s
+  // (the forward's part exposed_offload_forward_s, the rest the backward's): a host_copy task on the compute stream.
+  double host_copy_s = 0, exposed_offload_s = 0, exposed_offload_forward_s = 0;
   // MoE with ep > 1: the chunk's token dispatch and combine all-to-alls of one pass, whole, on the ep stream (their
   // exposed part is in *_comm_s above and exposed_ep_s).
   double ep_forward_s = 0, ep_backward_s = 0;

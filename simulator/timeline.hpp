@@ -22,7 +22,8 @@ enum class EventCategory : uint8_t {
   zero3_gather,      // ZeRO-3 parameter all-gathers of one pass on the DP link (their exposed part is layer_comm)
   optimizer,         // the optimizer step
   host_copy,         // offload over the host link: optimizer offload's gradient copy down and parameter copy back
-                     // (compute stream), activation offload's copies (host stream)
+                     // (compute stream), activation offload's copies (host stream) and a pass's wait for those
+                     // that outlast it (compute stream, with the pass's microbatch)
   ep_comm,           // a MoE token dispatch / combine all-to-all over the ep group (its exposed part is layer_comm)
 };
 std::string_view to_string(EventCategory c);

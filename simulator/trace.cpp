@@ -60,7 +60,7 @@ std::string event_name(const TimelineEvent& e, bool with_chunk) {
     if (e.category == EventCategory::pp_comm || e.category == EventCategory::layer_comm ||
         e.category == EventCategory::zero3_gather ||
         e.category == EventCategory::tp_comm || e.category == EventCategory::cp_comm ||
-        e.category == EventCategory::ep_comm) {
+        e.category == EventCategory::ep_comm || e.category == EventCategory::host_copy) {
       n += ' ';
     }
     n += std::to_string(e.microbatch);

@@ -784,6 +784,7 @@ void charge_activation_offload(const Plan& plan, LayerCost& lc) {
   const ActivationOffloadTime t = activation_offload_time(plan.cluster, bytes, lc.forward_s, backward);
   lc.activation_copy_s = t.copy_s;
   lc.exposed_offload_s = t.exposed_forward_s + t.exposed_backward_s;
+  lc.exposed_offload_forward_s = t.exposed_forward_s;
   lc.exposed_forward_comm_s += t.exposed_forward_s;
   lc.exposed_backward_comm_s += t.exposed_backward_s;
 }
@@ -802,7 +803,7 @@ constexpr double LayerCost::*kLayerCostFields[] = {
     &LayerCost::attention_forward_s, &LayerCost::exposed_forward_comm_s, &LayerCost::exposed_backward_comm_s,
     &LayerCost::exposed_recompute_comm_s, &LayerCost::exposed_tp_s, &LayerCost::exposed_cp_s,
     &LayerCost::exposed_ep_s,       &LayerCost::exposed_zero3_s,      &LayerCost::offload_fetch_s,
-    &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s};
+    &LayerCost::activation_copy_s,  &LayerCost::exposed_offload_s,   &LayerCost::exposed_offload_forward_s};
 static_assert(sizeof(LayerCost) == std::size(kLayerCostFields) * sizeof(double), "list every LayerCost field");
 
 // sum_i w_i c_i over every field.
@@ -1383,6 +1384,9 @@ inline StageTime stage_time(const StepInputs& in, int64_t i, StageMicrobatchTime
   const bool uneven = v > 1 && uneven_chunks(in.plan, i);  // an explicit per-chunk layout: its layer fractions
   t.first_chunk_share = uneven ? d(chunk_layers(in.plan, i, 0)) / L : -1.0;
   t.last_chunk_share = uneven ? d(chunk_layers(in.plan, i, v - 1)) / L : -1.0;
+  t.first_chunk_edge = {i == 0 ? edge.embedding_forward_s : 0.0, i == 0 ? edge.embedding_backward_s : 0.0};
+  t.last_chunk_edge = {out ? edge.output_forward_s + edge.output_tp_comm_s : 0.0,
+                       out ? edge.output_backward_s + edge.output_tp_comm_backward_s : 0.0};
   st.per_microbatch_s = t.total();
   return st;
 }

@@ -38,6 +38,7 @@ struct LayerCost {
   double offload_fetch_s = 0;    // parameter offload: the copy of the shard to the GPU, part of zero3_gather_s
   double activation_copy_s = 0;  // activation offload: the layer's stored activations over the host link, each way
   double exposed_offload_s = 0;  // what of those copies outlasts the layer's compute (in the exposed_*_comm_s)
+  double exposed_offload_forward_s = 0;  // the forward pass's part of it (the rest is the backward's)
   double tp_bytes = 0;           // bytes of one TP collective (nccl-tests size convention)
   double tp_gather_bytes = 0;    // bytes of one TP all-gather: tp_bytes, or in fp8 (TrainingSpec::fp8_tp_gather)
   double cp_bytes = 0;           // bytes of one CP ring step

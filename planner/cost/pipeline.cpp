@@ -262,6 +262,10 @@ std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stage
     const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
     const double share0 = t.first_chunk_share >= 0 ? t.first_chunk_share : 0.5;
     const double shares[2] = {share0, t.last_chunk_share >= 0 ? t.last_chunk_share : 1.0 - share0};
+    const StageMicrobatchTime::ChunkEdge edges[2] = {t.first_chunk_edge, t.last_chunk_edge};
+    // The work the shares split: the stage's less its edge layers, which each go to their own chunk whole.
+    const double forward = t.forward_s - edges[0].forward_s - edges[1].forward_s;
+    const double backward_input = t.backward_input_s - edges[0].backward_input_s - edges[1].backward_input_s;
     const double f_sends = p2p_forward_sends(i, p, 2, Schedule::zb_v);
     const double b_sends = p2p_sends_per_microbatch(i, p, 2, Schedule::zb_v) - f_sends;
     ZbVOpTimes& o = r[static_cast<size_t>(i)];
@@ -269,8 +273,9 @@ std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stage
       const auto ci = static_cast<size_t>(c);
       const bool f_out = zb_v_sends(p, i, c, ChunkOp::Kind::forward) && f_sends > 0;
       const bool b_out = zb_v_sends(p, i, c, ChunkOp::Kind::backward_input) && b_sends > 0;
-      o.forward[ci] = shares[ci] * t.forward_s + (f_out ? t.p2p_forward_s / f_sends : 0.0);
-      o.backward_input[ci] = shares[ci] * t.backward_input_s + (b_out ? t.p2p_backward_s / b_sends : 0.0);
+      o.forward[ci] = shares[ci] * forward + edges[ci].forward_s + (f_out ? t.p2p_forward_s / f_sends : 0.0);
+      o.backward_input[ci] = shares[ci] * backward_input + edges[ci].backward_input_s +
+                             (b_out ? t.p2p_backward_s / b_sends : 0.0);
       o.backward_weight[ci] = shares[ci] * t.backward_weight_s;
     }
   }

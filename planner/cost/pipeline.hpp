@@ -48,6 +48,13 @@ struct StageMicrobatchTime {
   // Interleaved: the stage's first (chunk 0) and last (chunk v-1) chunk's share of its compute; negative: 1/v (equal
   // chunks). An explicit per-chunk layout (config.hpp chunk_layers) sets them to the chunks' layer fractions.
   double first_chunk_share = -1, last_chunk_share = -1;
+  // The work in forward_s / backward_input_s that one chunk does alone, outside the shares: the embedding (the first
+  // stage's chunk 0) and the output layer with its TP communication (output_stage()'s last chunk). ZB-V's op times
+  // (zb_v_op_times) put it in its chunk, as the simulator runs it; the other forms spread it with the rest.
+  struct ChunkEdge {
+    double forward_s = 0, backward_input_s = 0;
+  };
+  ChunkEdge first_chunk_edge{}, last_chunk_edge{};
   double forward_slot() const { return forward_s + p2p_forward_s; }
   double backward_slot() const { return backward_input_s + backward_weight_s + p2p_backward_s; }
   double total() const { return forward_slot() + backward_slot(); }
@@ -165,7 +172,9 @@ struct ZbVOpTimes {
   double forward[2] = {1.0, 1.0}, backward_input[2] = {1.0, 1.0}, backward_weight[2] = {1.0, 1.0};
 };
 // The estimate's op durations: each chunk its share of the stage's F, B and W (first_chunk_share / last_chunk_share,
-// or a half) and, where it sends, one of the stage's blocking sends (p2p_forward_sends / p2p_sends_per_microbatch).
+// or a half) less the edge work, plus the edge work it owns (first_chunk_edge: chunk 0, last_chunk_edge: chunk 1)
+// and, where it sends, one of the stage's blocking sends (p2p_forward_sends / p2p_sends_per_microbatch): the
+// simulator's op times (simulator/task_graph.hpp zb_v_op_times) of the same plan.
 std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stages);
 struct ZbVOrder {
   std::vector<std::vector<ChunkOp>> order;  // per stage, in execution order

@@ -593,11 +593,23 @@ std::string vpp_problem(const Plan& plan) {
                    "--account-for-loss-in-pipeline-split");
   }
   const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
-  if (pc.schedule == Schedule::zb_v) {
-    return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so it needs vpp 2 (or 1: "
-                       "implied), pp >= 2 and every stage's layers divisible by 2 (the {} stages hold {} of {} "
-                       "layers) or a per-chunk --stage-layers",
-                       pc.vpp, pc.pp, held, m.layers);
+  if (pc.schedule == Schedule::zb_v) {  // each cause on its own: vpp, then pp, then the stages' layers
+    if (pc.vpp > 2) {
+      return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so vpp is 2 (or 1: "
+                         "implied)",
+                         pc.vpp);
+    }
+    if (pc.pp < 2) {
+      return fmt::format("schedule zb-v with pp {}: its V runs down the stages and back (2 chunks on every stage), "
+                         "so it needs pp >= 2",
+                         pc.pp);
+    }
+    // An odd layer count leaves some stage odd whatever the split: only chunks of their own sizes place it.
+    const char* ways = m.layers % 2 != 0 ? "an odd count, so only a per-chunk --stage-layers can place them"
+                                         : "a pp that splits them so, or a per-chunk --stage-layers";
+    return fmt::format("schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: "
+                       "the {} stages hold {} of {} layers; {}",
+                       pc.pp, held, m.layers, ways);
   }
   return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                      "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "

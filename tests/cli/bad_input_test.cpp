@@ -135,10 +135,22 @@ TEST_CASE("bad input: estimate flags") {
        "--schedule: schedule zb-2p with full recompute"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--vpp", "3", "--schedule", "zb-v"}),
        "--vpp: schedule zb-v with vpp 3: its V places 2 chunks on every stage"},
+      // Without --vpp the line names what is wrong, not --vpp: the stages' layers (--pp; an odd count: only
+      // --stage-layers; a stated split: its flags) or pp itself.
       {with(kModel, {"--gpus", "64", "--pp", "32", "--schedule", "zb-v"}),
-       "--vpp: schedule zb-v with vpp 1: its V places 2 chunks on every stage, so it needs vpp 2 (or 1: implied), pp >= "
-       "2 and every stage's layers divisible by 2 (the 32 stages hold 3 of 96 layers)"},
-      {with(kModel, {"--gpus", "64", "--pp", "1", "--schedule", "zb-v"}), "--vpp: schedule zb-v with vpp 1"},
+       "--pp: schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: the 32 "
+       "stages hold 3 of 96 layers; a pp that splits them so, or a per-chunk --stage-layers"},
+      {with({"--model", "deepseek-v3"}, {"--gpus", "1024", "--pp", "16", "--ep", "64", "--schedule", "zb-v"}),
+       "--stage-layers: schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: "
+       "the 16 stages hold 3..4 of 61 layers; an odd count, so only a per-chunk --stage-layers can place them"},
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--first-stage-layers", "11", "--schedule", "zb-v"}),
+       "--pp/--first-stage-layers/--last-stage-layers: schedule zb-v places 2 chunks"},
+      {with(kModel, {"--gpus", "64", "--pp", "2", "--stage-layers", "47,49", "--schedule", "zb-v"}),
+       "--stage-layers: schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: "
+       "the 2 stages hold 47..49 of 96 layers"},
+      {with(kModel, {"--gpus", "64", "--pp", "1", "--schedule", "zb-v"}),
+       "--pp: schedule zb-v with pp 1: its V runs down the stages and back (2 chunks on every stage), so it needs "
+       "pp >= 2"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--schedule", "zb-v", "--recompute", "full"}),
        "--schedule: schedule zb-v with full recompute"},
       {with(kModel, {"--gpus", "64", "--pp", "8", "--schedule", "zb-h2"}), "--schedule: unknown value 'zb-h2'"},

@@ -247,3 +247,32 @@ TEST_CASE("svg: a small step is drawn as before; the fractions add one line of t
   // 32 microbatches (the limit) are all drawn.
   CHECK(render_svg(many_microbatches(32).timeline, "t").find("elided") == std::string::npos);
 }
+
+TEST_CASE("svg: the fractions line names exposed host copies when there are any, so its terms add up to the step") {
+  // Activation offload over a slow host link: the copies outlast the layers. The line left them out (18.1% of a
+  // llama3-8b pp 2 step with --offload optimizer,activations: its terms summed to 81.8%).
+  parplan::Plan plan = parplan::test::korthikanti_175b();
+  plan.parallel.pp = 4;
+  plan.parallel.vpp = 1;
+  plan.parallel.schedule = parplan::Schedule::one_f_one_b;
+  plan.parallel.num_microbatches = 8;
+  plan.training.global_batch = 8;
+  plan.parallel.offload.activations = true;
+  plan.cluster.host_link.bandwidth_Bps = 2e9;
+  SimOptions o;
+  o.record_timeline = false;
+  const SimSummary s = simulate(plan, o).summary;
+  REQUIRE(s.offload_exposed > 0.01);
+  const std::string line = svg_fractions_line(s);
+  CAPTURE(line);
+  CHECK(line.find(fmt::format(", host copies {:.1f}%", s.offload_exposed * 100)) != std::string::npos);
+  // Every term but DP's "(x% in all)" is a share of the step: they add up to 100% (each rounded to 0.1%).
+  double sum = 0;
+  for (size_t at = line.find('%'); at != std::string::npos; at = line.find('%', at + 1)) {
+    const size_t start = line.find_last_of(" (", at - 1) + 1;
+    if (line.compare(at + 1, 7, " in all") != 0) sum += std::stod(line.substr(start, at - start));
+  }
+  CHECK(sum == doctest::Approx(100.0).epsilon(0.005));
+  plan.parallel.offload.activations = false;
+  CHECK(svg_fractions_line(simulate(plan, o).summary).find("host copies") == std::string::npos);
+}

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "planner/test_plans.hpp"
+#include "simulator/ascii.hpp"
 #include "simulator/fixture.hpp"
 #include "simulator/simulate.hpp"
 #include "simulator/trace.hpp"
@@ -148,4 +149,39 @@ TEST_CASE("trace: same input, byte-identical trace (golden file)") {
   std::stringstream ss;
   ss << in.rdbuf();
   CHECK(ss.str() == a);
+}
+
+TEST_CASE("trace: exposed activation-offload waits are host_copy events on the compute thread, summing to the "
+          "summary's offload_exposed_s; the ASCII view draws them as H") {
+  // They were layer_comm events ("comm N", `~`), while the summary counts them as host copies (exposed).
+  Plan plan = parplan::test::korthikanti_175b();
+  plan.parallel.pp = 4;
+  plan.parallel.vpp = 1;
+  plan.parallel.schedule = Schedule::one_f_one_b;
+  plan.parallel.num_microbatches = 8;
+  plan.training.global_batch = 8;
+  plan.parallel.offload.activations = true;
+  plan.parallel.overlap_tp_comm = false;  // exposed TP comm too: layer_comm events stay beside the waits
+  plan.cluster.host_link.bandwidth_Bps = 2e9;
+  const SimResult r = simulate(plan);
+  const nlohmann::json j = nlohmann::json::parse(chrome_trace_json(r.timeline));
+  std::map<int64_t, double> waits_us, comm_us;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["tid"] != 0) continue;  // thread 0: the compute stream
+    const int64_t stage = e["pid"];
+    if (e["cat"] == "host_copy") {
+      CHECK(e["name"].get<std::string>().rfind("host copy ", 0) == 0);  // "host copy 3": with its microbatch
+      waits_us[stage] += e["dur"].get<double>();
+    }
+    if (e["cat"] == "layer_comm") comm_us[stage] += e["dur"].get<double>();
+  }
+  REQUIRE(waits_us.size() == 4);
+  for (const StageSummary& st : r.summary.stages) {
+    CAPTURE(st.stage);
+    CHECK(st.offload_exposed_s > 0);
+    CHECK(waits_us[st.stage] * 1e-6 == doctest::Approx(st.offload_exposed_s).epsilon(1e-6));
+    CHECK(comm_us[st.stage] * 1e-6 == doctest::Approx(st.tp_exposed_s + st.cp_exposed_s).epsilon(1e-6));
+  }
+  const std::string ascii = render_ascii(r.timeline, 200);
+  CHECK(ascii.find("HH") != std::string::npos);
 }

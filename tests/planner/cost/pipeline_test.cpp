@@ -51,6 +51,29 @@ TEST_CASE("ZB-V sends: the edge stages 2 per microbatch (the last stage's turn s
   CHECK(p2p_sends_per_microbatch(0, 1, 2, Schedule::zb_v) == 0.0);
 }
 
+TEST_CASE("ZB-V op times: the chunks split the stage's layers, each edge layer goes whole to its own chunk") {
+  // Stage 0 of 4: 8 s of forward of which 1 s embedding (chunk 0) and 3 s output layer (chunk 1), 10 s of B_input of
+  // which 0.5 s and 3.5 s; W has no edge part; sends 0.25 s (chunk 0's activation, chunk 1's gradient).
+  std::vector<StageMicrobatchTime> st = uniform(4, 2.0, 2.0, 1.0);
+  st[0] = StageMicrobatchTime{8.0, 10.0, 6.0, 0.25, 0.25};
+  st[0].first_chunk_edge = {1.0, 0.5};
+  st[0].last_chunk_edge = {3.0, 3.5};
+  const std::vector<ZbVOpTimes> t = zb_v_op_times(st);
+  CHECK(t[0].forward[0] == doctest::Approx(2.0 + 1.0 + 0.25));  // half of the 4 s of layers, the embedding, a send
+  CHECK(t[0].forward[1] == doctest::Approx(2.0 + 3.0));         // the output layer; the loss sends nothing
+  CHECK(t[0].backward_input[0] == doctest::Approx(3.0 + 0.5));  // the first virtual stage sends no gradient
+  CHECK(t[0].backward_input[1] == doctest::Approx(3.0 + 3.5 + 0.25));
+  CHECK(t[0].backward_weight[0] == doctest::Approx(3.0));
+  CHECK(t[0].backward_weight[1] == doctest::Approx(3.0));
+  CHECK(t[1].forward[0] == doctest::Approx(1.0));  // no edge layers: halves
+  // An explicit per-chunk layout splits the layers by its shares, the edges still whole.
+  st[0].first_chunk_share = 0.25;
+  st[0].last_chunk_share = 0.75;
+  const std::vector<ZbVOpTimes> u = zb_v_op_times(st);
+  CHECK(u[0].forward[0] == doctest::Approx(1.0 + 1.0 + 0.25));
+  CHECK(u[0].forward[1] == doctest::Approx(3.0 + 3.0));
+}
+
 TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {
   CHECK(p2p_fill_drain_s(16, 3, 1.0) == 94.0);
   CHECK(p2p_fill_drain_s(8, 2, 0.5) == 15.0);

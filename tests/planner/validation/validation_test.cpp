@@ -970,7 +970,8 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   // The 22-layer row splits 2 + 6 x 3 + 2: odd stages do not halve into the V's chunks, a reason not a crash.
   nlohmann::json odd = zero_bubble_row("ZB-V");
   odd["parallel"]["vpp_chunks_per_stage"] = 2;
-  CHECK(has_reason(map_one_with(odd, Unstated::search), "schedule zb-v with vpp 2: its V places 2 chunks"));
+  CHECK(has_reason(map_one_with(odd, Unstated::search),
+                   "schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even"));
   CHECK(has_reason(map_one_with(zero_bubble_row("ZB-H2"), Unstated::search),
                    "schedule ZB-H2 is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)"));
 }
