@@ -99,27 +99,48 @@ std::vector<Logical> logical_lines(std::string_view s) {
   return out;
 }
 
-// The end of the shell word starting at s[i]: the first blank outside quotes, ( ) and ${ }.
-size_t word_end(const std::string& s, size_t i) {
+// Walks a line as bash groups it: quotes, backslash escapes, ( ) and ${ } nesting. bare(i) takes s[i] (and the
+// character a backslash escapes, moving i past it) and says whether s[i] stands outside quotes and nesting, where
+// blanks split words and operators split statements.
+struct ShellScan {
+  const std::string& s;
   char quote = 0;
   int depth = 0;
-  for (; i < s.size(); ++i) {
+  bool bare(size_t& i) {
     const char c = s[i];
     if (quote == '\'') {
       if (c == '\'') quote = 0;
-    } else if (c == '\\') {
-      ++i;
-    } else if (quote == '"') {
-      if (c == '"') quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '(' || (c == '{' && i > 0 && s[i - 1] == '$')) {
-      ++depth;
-    } else if ((c == ')' || c == '}') && depth > 0) {
-      --depth;
-    } else if (depth == 0 && (c == ' ' || c == '\t')) {
-      return i;
+      return false;
     }
+    if (c == '\\') {
+      ++i;
+      return false;
+    }
+    if (quote == '"') {
+      if (c == '"') quote = 0;
+      return false;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+      return false;
+    }
+    if (c == '(' || (c == '{' && i > 0 && s[i - 1] == '$')) {
+      ++depth;
+      return false;
+    }
+    if (c == ')' || c == '}') {
+      depth = std::max(0, depth - 1);  // a case pattern's ')' closes nothing
+      return false;
+    }
+    return depth == 0;
+  }
+};
+
+// The end of the shell word starting at s[i]: the first bare blank.
+size_t word_end(const std::string& s, size_t i) {
+  ShellScan scan{s};
+  for (; i < s.size(); ++i) {
+    if (scan.bare(i) && i < s.size() && (s[i] == ' ' || s[i] == '\t')) return i;
   }
   return s.size();
 }
@@ -155,23 +176,10 @@ std::vector<Statement> statements(const Logical& l) {
     if (st.text.text.find_first_not_of(" \t") != std::string::npos) out.push_back(std::move(st));
     after = op == ";" || op == ";;" || op == "&" ? "" : op;
   };
-  char quote = 0;
-  int depth = 0;
+  ShellScan scan{s};
   for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (quote == '\'') {
-      if (c == '\'') quote = 0;
-    } else if (c == '\\') {
-      ++i;
-    } else if (quote == '"') {
-      if (c == '"') quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '(' || (c == '{' && i > 0 && s[i - 1] == '$')) {
-      ++depth;
-    } else if (c == ')' || c == '}') {
-      depth = std::max(0, depth - 1);  // a case pattern's ')' closes nothing
-    } else if (const std::string op = depth == 0 ? operator_at(s, i) : ""; !op.empty()) {
+    if (!scan.bare(i)) continue;
+    if (const std::string op = operator_at(s, i); !op.empty()) {
       cut(i, op);
       i += op.size() - 1;
       from = i + 1;

@@ -9,6 +9,7 @@
 
 #include "cli/run_helper.hpp"
 
+using parplan::test::import_json;
 using parplan::test::run_parplan;
 using parplan::test::ScratchDir;
 
@@ -39,15 +40,6 @@ Export exported(const std::string& plan_file, const std::string& to, const std::
   return {parplan::test::read_text(out), r.err};
 }
 
-nlohmann::json imported(const std::vector<std::string>& args) {
-  std::vector<std::string> a = {"import", "--json"};
-  a.insert(a.end(), args.begin(), args.end());
-  const auto r = run_parplan(a, {}, 60);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out)["plan"];
-}
-
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 }  // namespace
@@ -60,14 +52,14 @@ TEST_CASE("export: an uneven pipeline split is written where the target has it a
        d.path("sl.json"));
   const Export m = exported(d.path("sl.json"), "megatron", d.path("sl.sh"));
   CHECK(has(m.text, "--pipeline-model-parallel-layout 'Etttttt|ttttttttt|ttttttttt|ttttttttL'"));
-  CHECK(imported({d.path("sl.sh")})["parallel"]["stage_layers"] == nlohmann::json::array({6, 9, 9, 8}));
+  CHECK(import_json({d.path("sl.sh")})["plan"]["parallel"]["stage_layers"] == nlohmann::json::array({6, 9, 9, 8}));
   // NeMo: Megatron-Core's first / last stage sizes and the embedding and loss counted in the split, read back.
   plan({"--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--global-batch", "128",
         "--first-stage-layers", "18", "--last-stage-layers", "18", "--distributed-optimizer"},
        d.path("fl.json"));
   const Export n = exported(d.path("fl.json"), "nemo", d.path("fl.yaml"));
   CHECK(has(n.text, "num_layers_in_first_pipeline_stage: 18"));
-  const auto back = imported({d.path("fl.yaml")})["parallel"];
+  const auto back = import_json({d.path("fl.yaml")})["plan"]["parallel"];
   CHECK(back["first_stage_layers"] == 18);
   CHECK(back["last_stage_layers"] == 18);
   plan({"--model", "llama3-8b", "--gpus", "16", "--tp", "2", "--pp", "2", "--global-batch", "64",
@@ -75,7 +67,7 @@ TEST_CASE("export: an uneven pipeline split is written where the target has it a
        d.path("acc.json"));
   const Export acc = exported(d.path("acc.json"), "nemo", d.path("acc.yaml"));
   CHECK(has(acc.text, "account_for_loss_in_pipeline_split: true"));
-  const auto acc_back = imported({d.path("acc.yaml"), "--model", "llama3-8b"})["parallel"];
+  const auto acc_back = import_json({d.path("acc.yaml"), "--model", "llama3-8b"})["plan"]["parallel"];
   CHECK(acc_back["embedding_in_pipeline_split"] == true);
   CHECK(acc_back["loss_in_pipeline_split"] == true);
   // torchtitan and DeepSpeed have no key for it: a warning on stderr and a comment in the file.
@@ -97,7 +89,7 @@ TEST_CASE("export: offload is DeepSpeed's offload_optimizer / offload_param, and
   const auto j = nlohmann::json::parse(ds.text);
   CHECK(j["zero_optimization"]["offload_optimizer"]["device"] == "cpu");
   CHECK(j["zero_optimization"]["offload_param"]["device"] == "cpu");
-  CHECK(imported({d.path("off.ds.json"), "--model", "llama3-8b", "--gpus", "8"})["parallel"]["offload"] ==
+  CHECK(import_json({d.path("off.ds.json"), "--model", "llama3-8b", "--gpus", "8"})["plan"]["parallel"]["offload"] ==
         "optimizer,params");
   for (const char* to : {"megatron", "nemo", "torchtitan"}) {
     CAPTURE(to);
@@ -114,10 +106,10 @@ TEST_CASE("export: unfused gradient accumulation, DeepSpeed's per-submodule gath
   const Export m = exported(d.path("nf.json"), "megatron", d.path("nf.sh"));
   CHECK(has(m.text, "--no-gradient-accumulation-fusion"));
   CHECK(m.err.empty());
-  CHECK(imported({d.path("nf.sh")})["training"]["fused_grad_accumulation"] == false);
+  CHECK(import_json({d.path("nf.sh")})["plan"]["training"]["fused_grad_accumulation"] == false);
   const Export n = exported(d.path("nf.json"), "nemo", d.path("nf.yaml"));
   CHECK(has(n.text, "gradient_accumulation_fusion: false"));
-  CHECK(imported({d.path("nf.yaml"), "--model", "llama3-8b"})["training"]["fused_grad_accumulation"] == false);
+  CHECK(import_json({d.path("nf.yaml"), "--model", "llama3-8b"})["plan"]["training"]["fused_grad_accumulation"] == false);
   // DeepSpeed's ZeRO-3 gathers per submodule: a whole-layer plan is warned, as the Megatron export warns.
   plan({"--model", "llama3-8b", "--gpus", "16", "--zero", "3", "--global-batch", "64"}, d.path("z3.json"));
   CHECK(has(exported(d.path("z3.json"), "deepspeed", d.path("z3.ds.json")).err,

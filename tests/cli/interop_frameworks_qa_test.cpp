@@ -9,6 +9,7 @@
 
 #include "cli/run_helper.hpp"
 
+using parplan::test::import_json;
 using parplan::test::run_parplan;
 using parplan::test::ScratchDir;
 
@@ -22,15 +23,6 @@ struct Qa {
     return f;
   }
 };
-
-nlohmann::json imported(const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"import", "--json"};
-  all.insert(all.end(), args.begin(), args.end());
-  const auto r = run_parplan(all, {}, 60);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
 
 // The error line of a refused import (exit 2, one line).
 std::string refused(const std::vector<std::string>& args) {
@@ -75,7 +67,7 @@ TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is refused n
   const std::string ddp = q.file("ddp.toml", kLlama8b +
                                                  "[parallelism]\ndata_parallel_replicate_degree = 2\n"
                                                  "data_parallel_shard_degree = 1\n");
-  const auto j = imported({ddp, "--gpus", "2"});
+  const auto j = import_json({ddp, "--gpus", "2"});
   CHECK(j["plan"]["parallel"]["dp"] == 2);
   CHECK(j["plan"]["parallel"]["zero_stage"] == 0);
 }
@@ -100,7 +92,7 @@ TEST_CASE("import: torchtitan with pp > 1 and gradient accumulation is refused n
   // estimate --from refuses it too.
   CHECK(run_parplan({"estimate", "--from", acc, "--gpus", "256"}, {}, 60).exit_code == 2);
   // Without accumulation, one schedule of local / mb microbatches.
-  const auto j = imported({config(64), "--gpus", "256"});
+  const auto j = import_json({config(64), "--gpus", "256"});
   CHECK(j["plan"]["parallel"]["num_microbatches"] == 8);
   CHECK(j["plan"]["parallel"]["micro_batch"] == 1);
   CHECK(j["plan"]["training"]["global_batch"] == 64);
@@ -111,15 +103,15 @@ TEST_CASE("import: torchtitan's activation checkpointing default is selective wi
   const std::string why = "--recompute full: activation_checkpoint.mode not given (torchtitan default: selective with "
                           "selective_ac_option \"2\", every 2nd block fully checkpointed)";
   // A dense model without the section: every 2nd of llama3-8b's 32 layers, priced as the first 16.
-  const auto dense = imported({q.file("dense.toml", kLlama8b), "--gpus", "8"});
+  const auto dense = import_json({q.file("dense.toml", kLlama8b), "--gpus", "8"});
   CHECK(dense["plan"]["parallel"]["recompute"] == "full");
   CHECK(dense["plan"]["parallel"]["recompute_layers"] == 16);
   CHECK(has(dense["assumed"], why));
   // mode "selective" alone is the same plan.
-  const auto sel = imported({q.file("sel.toml", kLlama8b + "[activation_checkpoint]\nmode = \"selective\"\n"), "--gpus", "8"});
+  const auto sel = import_json({q.file("sel.toml", kLlama8b + "[activation_checkpoint]\nmode = \"selective\"\n"), "--gpus", "8"});
   CHECK(sel["plan"]["parallel"] == dense["plan"]["parallel"]);
   // A MoE / MLA model without the section imports (61 layers: the first 30).
-  const auto moe = imported({q.file("dsv3.toml", "[model]\nname = \"deepseek_v3\"\nflavor = \"671B\"\n[parallelism]\n"
+  const auto moe = import_json({q.file("dsv3.toml", "[model]\nname = \"deepseek_v3\"\nflavor = \"671B\"\n[parallelism]\n"
                                                  "expert_parallel_degree = 8\n"),
                              "--gpus", "64"});
   CHECK(moe["plan"]["parallel"]["recompute"] == "full");
@@ -131,7 +123,7 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
   Qa q;
   const std::string pp1 = q.file("pp1.toml", kLlama8b + "[parallelism]\npipeline_parallel_degree = 1\n"
                                                         "pipeline_parallel_schedule = \"Interleaved1F1B\"\n");
-  const auto j = imported({pp1, "--gpus", "8"});
+  const auto j = import_json({pp1, "--gpus", "8"});
   CHECK(j["plan"]["parallel"]["schedule"] == "1f1b");
   CHECK(has(j["ignored"], "parallelism.pipeline_parallel_schedule (line 6): no effect with pipeline_parallel_degree 1 "
                           "(torchtitan builds no pipeline)"));
@@ -141,7 +133,7 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
                             "\n[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"" +
                             schedule + "\"\n");
   };
-  const auto il = imported({pp4("il.toml", "Interleaved1F1B", 8), "--gpus", "8"});
+  const auto il = import_json({pp4("il.toml", "Interleaved1F1B", 8), "--gpus", "8"});
   CHECK(il["plan"]["parallel"]["schedule"] == "interleaved");
   CHECK(il["plan"]["parallel"]["vpp"] == 2);
   CHECK(il["from_file"]["--vpp"]["origin"] ==
@@ -159,7 +151,7 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
 TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given, DeepSpeed's default by stage") {
   Qa q;
   auto ds = [&](const std::string& name, const std::string& zero) {
-    return imported({q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, "
+    return import_json({q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, "
                                   "\"zero_optimization\": " + zero + "}"),
                      "--gpus", "8", "--model", "llama3-8b"});
   };
@@ -184,11 +176,11 @@ TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
                            "  micro_batch_size: 1\n  global_batch_size: 64\n  encoder_seq_length: 4096\n"
                            "  num_layers: 32\n  hidden_size: 4096\n  num_attention_heads: 32\n"
                            "  optim:\n    name: distributed_fused_adam\n";
-  const auto sync = imported({q.file("sync.yaml", nemo + "    overlap_grad_sync: false\n")});
+  const auto sync = import_json({q.file("sync.yaml", nemo + "    overlap_grad_sync: false\n")});
   CHECK(sync["plan"]["parallel"]["overlap_dp_comm"] == false);
   CHECK(sync["plan"]["parallel"]["distributed_optimizer"] == true);
   CHECK(sync["from_file"]["--no-overlap-dp"]["origin"] == "model.optim.overlap_grad_sync (line 14)");
-  const auto dflt = imported({q.file("dflt.yaml", nemo)});
+  const auto dflt = import_json({q.file("dflt.yaml", nemo)});
   CHECK(dflt["plan"]["parallel"]["overlap_dp_comm"] == true);
 }
 
@@ -198,14 +190,14 @@ TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --
     return q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, \"gradient_accumulation_steps\": 8, "
                         "\"bf16\": {\"enabled\": true}, \"zero_optimization\": " + zero + "}");
   };
-  const auto both = imported({ds("both.json", "{\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", "
+  const auto both = import_json({ds("both.json", "{\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", "
                                               "\"pin_memory\": true}, \"offload_param\": {\"device\": \"cpu\"}}"),
                               "--gpus", "8", "--model", "llama3-8b"});
   CHECK(both["plan"]["parallel"]["offload"] == "optimizer,params");
   CHECK(both["from_file"]["--offload"]["origin"] ==
         "/zero_optimization/offload_optimizer/device and /zero_optimization/offload_param/device");
   CHECK(has(both["ignored"], "/zero_optimization/offload_optimizer/pin_memory: not modelled"));
-  const auto none = imported({ds("none.json", "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"none\"}}"),
+  const auto none = import_json({ds("none.json", "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"none\"}}"),
                               "--gpus", "8", "--model", "llama3-8b"});
   CHECK_FALSE(none["plan"]["parallel"].contains("offload"));
   const std::string nvme = ds("nvme.json", "{\"stage\": 3, \"offload_param\": {\"device\": \"nvme\"}}");
@@ -217,7 +209,7 @@ TEST_CASE("import: DeepSpeed offload_optimizer / offload_param to the CPU are --
 
 TEST_CASE("import: Megatron-LM --yaml-cfg fp8 is the fp8 format; its recipe is read") {
   Qa q;
-  const auto j = imported({q.file("fp8.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
+  const auto j = import_json({q.file("fp8.yaml", "language_model:\n  num_layers: 32\n  hidden_size: 4096\n"
                                               "  num_attention_heads: 32\n  seq_length: 4096\n  fp8: hybrid\n"
                                               "  fp8_recipe: delayed\nmodel_parallel:\n"
                                               "  tensor_model_parallel_size: 2\nmicro_batch_size: 1\n"
@@ -231,7 +223,7 @@ TEST_CASE("import: Megatron-LM --yaml-cfg fp8 is the fp8 format; its recipe is r
 
 TEST_CASE("import: a NeMo 2 config's trainer.strategy, model.config and data are read") {
   Qa q;
-  const auto j = imported({q.file("nemo2.yaml",
+  const auto j = import_json({q.file("nemo2.yaml",
                                   "trainer:\n  devices: 8\n  num_nodes: 4\n  strategy:\n"
                                   "    tensor_model_parallel_size: 4\n    pipeline_model_parallel_size: 2\n"
                                   "    context_parallel_size: 2\n    sequence_parallel: true\n  plugins:\n"
@@ -260,7 +252,7 @@ TEST_CASE("import, check and export take --seq beside --from; DeepSpeed's sequen
                                                  "global_batch_size: 64\nbf16: true\n");
   CHECK(refused({noseq, "--gpus", "16"}) ==
         "parplan: error: " + noseq + ": the sequence length is not in the file: give it there (or --seq N)\n");
-  CHECK(imported({noseq, "--gpus", "16", "--seq", "4096"})["plan"]["training"]["seq_len"] == 4096);
+  CHECK(import_json({noseq, "--gpus", "16", "--seq", "4096"})["plan"]["training"]["seq_len"] == 4096);
   const auto c = run_parplan({"check", "--from", noseq, "--gpus", "16", "--seq", "4096", "--tp", "4"}, {}, 60);
   CHECK(c.exit_code == 0);
   CHECK(c.out.starts_with("PASS " + noseq + ": peak "));
@@ -268,12 +260,12 @@ TEST_CASE("import, check and export take --seq beside --from; DeepSpeed's sequen
   CHECK(e.exit_code == 0);
   CHECK(e.out.find("encoder_seq_length: 4096") != std::string::npos);
   const std::string ds = q.file("ds.json", "{\"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}}");
-  CHECK(imported({ds, "--gpus", "8", "--model", "llama3-8b", "--seq", "2048"})["plan"]["training"]["seq_len"] == 2048);
+  CHECK(import_json({ds, "--gpus", "8", "--model", "llama3-8b", "--seq", "2048"})["plan"]["training"]["seq_len"] == 2048);
 }
 
 TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
   Qa q;
-  const auto j = imported({q.file("dotted.toml", "model.name = \"llama3\"\nmodel.flavor = \"8B\"\n[training]\n"
+  const auto j = import_json({q.file("dotted.toml", "model.name = \"llama3\"\nmodel.flavor = \"8B\"\n[training]\n"
                                                  "seq_len = 4_096\nlocal_batch_size = 2\n"),
                            "--gpus", "8"});
   CHECK(j["plan"]["model"]["name"] == "llama3-8b");

@@ -9,6 +9,7 @@
 
 #include "cli/run_helper.hpp"
 
+using parplan::test::import_json;
 using parplan::test::run_parplan;
 using parplan::test::ScratchDir;
 
@@ -23,15 +24,6 @@ struct Script {
   std::string path = (dir.path / "train.sh").string();
   explicit Script(const std::string& text) { parplan::test::write_text(path, "#!/bin/bash\n" + text); }
 };
-
-nlohmann::json imported(const std::vector<std::string>& args) {
-  std::vector<std::string> a = {"import", "--json"};
-  a.insert(a.end(), args.begin(), args.end());
-  const auto r = run_parplan(a, {}, 60);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
 
 // Exit 2 with one line that holds `want`.
 void refused(const std::vector<std::string>& args, const std::string& want) {
@@ -99,7 +91,7 @@ TEST_CASE("import: a launch line with an environment prefix is the command; the 
   Script s("GPUS_PER_NODE=8\nNNODES=2\nTP=4\n"
            "CUDA_DEVICE_MAX_CONNECTIONS=1 TP=2 torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py \\\n"
            "    --tensor-model-parallel-size $TP " + kShape + "\n");
-  const auto j = imported({s.path});
+  const auto j = import_json({s.path});
   CHECK(j["plan"]["num_gpus"] == 16);
   CHECK(j["plan"]["parallel"]["tp"] == 4);  // bash expands $TP before the prefix applies
 }
@@ -108,7 +100,7 @@ TEST_CASE("import: every assignment on a line is read (TP=1; PP=4 and A=1 B=2)")
   Script s("PP=2\nTP=1; PP=4\nCP=1 EP=1\nexport X=8 Y=2\n"
            "torchrun --nproc_per_node $X --nnodes $Y pretrain_gpt.py --tensor-model-parallel-size $TP "
            "--pipeline-model-parallel-size $PP --context-parallel-size $CP --expert-model-parallel-size $EP " + kShape + "\n");
-  const auto j = imported({s.path});
+  const auto j = import_json({s.path});
   CHECK(j["plan"]["num_gpus"] == 16);
   CHECK(j["plan"]["parallel"]["pp"] == 4);
   CHECK(j["plan"]["parallel"]["tp"] == 1);
@@ -121,7 +113,7 @@ TEST_CASE("import: a value set only inside a conditional is refused naming it; a
     Script s("MODEL=8b\nTP=2\nif [ \"$MODEL\" = \"8b\" ]; then\n  TP=1\nelse\n  TP=8\nfi\n" + cmd);
     refused({"import", s.path}, "--tensor-model-parallel-size $TP (line 9) is $TP (set only inside the `if` on line 4, which "
                                 "may not run): flatten the script or give --tp N");
-    CHECK(imported({s.path, "--tp", "1"})["plan"]["parallel"]["tp"] == 1);  // the command line gives it
+    CHECK(import_json({s.path, "--tp", "1"})["plan"]["parallel"]["tp"] == 1);  // the command line gives it
   }
   {
     Script s("if [ -n \"$X\" ]; then TP=1; else TP=8; fi\n" + cmd);
@@ -161,7 +153,7 @@ TEST_CASE("import: a value set only inside a conditional is refused naming it; a
   {  // conditionals that set nothing the command reads
     Script s("TP=2\nif [ -d \"$CKPT\" ]; then echo resume; else OTHER=1; fi\nfor i in 1 2; do echo $i; done\n"
              "case \"$M\" in\n  a) echo a ;;\n  *) X=2 ;;\nesac\n" + cmd);
-    const auto j = imported({s.path});
+    const auto j = import_json({s.path});
     CHECK(j["plan"]["parallel"]["tp"] == 2);
     CHECK(j["ignored"].empty());
   }
@@ -169,37 +161,37 @@ TEST_CASE("import: a value set only inside a conditional is refused naming it; a
 
 TEST_CASE("import: --num-query-groups without --group-query-attention is multi-head attention, listed as ignored") {
   Script mha("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --num-query-groups 8 " + kShape + "\n");
-  const auto j = imported({mha.path});
+  const auto j = import_json({mha.path});
   CHECK(j["plan"]["model"]["kv_heads"] == 32);
   CHECK(has_line(j["ignored"], "--num-query-groups (line 2): read only with --group-query-attention (Megatron-LM's "
                                "attention is multi-head without it)"));
   Script gqa("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py --group-query-attention --num-query-groups 8 " +
              kShape + "\n");
-  const auto g = imported({gqa.path});
+  const auto g = import_json({gqa.path});
   CHECK(g["plan"]["model"]["kv_heads"] == 8);
   CHECK(g["ignored"].empty());
 }
 
 TEST_CASE("import: vpp from --num-layers-per-virtual-pipeline-stage uses the pp that runs, the command line's") {
-  const auto j = imported({kDir + "train_gpt_70b.sh", "--pp", "2"});
+  const auto j = import_json({kDir + "train_gpt_70b.sh", "--pp", "2"});
   CHECK(j["plan"]["parallel"]["pp"] == 2);
   CHECK(j["plan"]["parallel"]["vpp"] == 8);  // 80 / (2 x 5)
   CHECK(j["from_file"]["--vpp"]["origin"] ==
         "--num-layers-per-virtual-pipeline-stage (line 53), with --pp 2 from the command line");
-  CHECK(imported({kDir + "train_gpt_70b.sh"})["plan"]["parallel"]["vpp"] == 4);
+  CHECK(import_json({kDir + "train_gpt_70b.sh"})["plan"]["parallel"]["vpp"] == 4);
 
   Script unset("torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py \\\n"
                "    --pipeline-model-parallel-size $PP --num-layers-per-virtual-pipeline-stage 4 " + kShape + "\n");
   refused({"import", unset.path}, "--pipeline-model-parallel-size $PP (line 3) is $PP, which the file does not set: set "
                                   "it in the file or give --pp N");
-  CHECK(imported({unset.path, "--pp", "4"})["plan"]["parallel"]["vpp"] == 2);  // 32 / (4 x 4), not 32 / (1 x 4)
+  CHECK(import_json({unset.path, "--pp", "4"})["plan"]["parallel"]["vpp"] == 2);  // 32 / (4 x 4), not 32 / (1 x 4)
   refused({"import", unset.path, "--pp", "3"}, "--num-layers-per-virtual-pipeline-stage (line 3), with --pp 3 from the "
                                                "command line: 32 layers do not split into pp 3 stages of chunks of 4");
   // The layout string is read against the command line's pp too.
   Script layout("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 14 --hidden-size 2048 --num-attention-heads 16 "
                 "--seq-length 2048 --bf16 --pipeline-model-parallel-size 2 --global-batch-size 64 "
                 "--pipeline-model-parallel-layout 'Et|(tt|)*6tL'\n");
-  const auto l = imported({layout.path, "--pp", "4"});
+  const auto l = import_json({layout.path, "--pp", "4"});
   CHECK(l["plan"]["parallel"]["vpp"] == 2);
   CHECK(l["plan"]["parallel"]["stage_layers"] == nlohmann::json::array({{1, 2}, {2, 2}, {2, 2}, {2, 1}}));
   // --model replaces the layers the chunks were counted in.
@@ -209,7 +201,7 @@ TEST_CASE("import: vpp from --num-layers-per-virtual-pipeline-stage uses the pp 
 
 TEST_CASE("import: --no-gradient-accumulation-fusion is --no-fused-grad-accumulation") {
   Script s("torchrun --nproc_per_node 8 pretrain_gpt.py --no-gradient-accumulation-fusion " + kShape + "\n");
-  const auto j = imported({s.path});
+  const auto j = import_json({s.path});
   CHECK(j["plan"]["training"]["fused_grad_accumulation"] == false);
   CHECK(j["from_file"]["--no-fused-grad-accumulation"]["origin"] == "--no-gradient-accumulation-fusion (line 2)");
   CHECK(j["ignored"].empty());
@@ -219,7 +211,7 @@ TEST_CASE("import: torchrun's elastic --nnodes MIN:MAX is refused until --gpus g
   Script s("torchrun --nproc_per_node 8 --nnodes 1:4 pretrain_gpt.py " + kShape + "\n");
   refused({"import", s.path}, "the launcher's GPU count is 1:4 (--nnodes, line 2: a range of nodes, known only at run "
                               "time), which the file does not set: set it in the file or give --gpus N");
-  CHECK(imported({s.path, "--gpus", "32"})["plan"]["num_gpus"] == 32);
+  CHECK(import_json({s.path, "--gpus", "32"})["plan"]["num_gpus"] == 32);
 }
 
 TEST_CASE("import: every unset variable in an array gets the unset-variable error") {
@@ -227,7 +219,7 @@ TEST_CASE("import: every unset variable in an array gets the unset-variable erro
            "torchrun --nproc_per_node 8 pretrain_gpt.py \"${ARGS[@]}\" " + kShape + "\n");
   refused({"import", s.path, "--tp", "2"}, "--pipeline-model-parallel-size $PP (line 2) is $PP, which the file does not "
                                            "set: set it in the file or give --pp N");
-  const auto j = imported({s.path, "--tp", "2", "--pp", "2"});
+  const auto j = import_json({s.path, "--tp", "2", "--pp", "2"});
   CHECK(j["plan"]["parallel"]["pp"] == 2);
   CHECK(j["replaced"].size() == 2);
 }
@@ -238,7 +230,7 @@ TEST_CASE("import: a shape option given twice with two values is refused naming 
            "    --seq-length 4096 --global-batch-size 128 --bf16 \\\n    --num-layers 80\n");
   refused({"import", s.path}, "--num-layers (line 4) says 32 but --num-layers (line 6) says 80: give one");
   Script same("torchrun --nproc_per_node 8 pretrain_gpt.py " + kShape + " --num-layers 32\n");
-  CHECK(imported({same.path})["plan"]["model"]["layers"] == 32);
+  CHECK(import_json({same.path})["plan"]["model"]["layers"] == 32);
 }
 
 TEST_CASE("import, check, estimate: --model beside a file is listed as replacing the file's model") {
@@ -268,19 +260,19 @@ TEST_CASE("import: small errors name the script's option, and shell words after 
   refused({"import", "/nonexistent/train.sh"}, "import: cannot read '/nonexistent/train.sh'");
   Script noise("torchrun --nproc_per_node 8 pretrain_gpt.py " + kShape + " \\\n"
                "    --rampup-batch-size 16 16 5859375 2>&1 | tee train.log\n");
-  const auto j = imported({noise.path});
+  const auto j = import_json({noise.path});
   CHECK(j["ignored"] == nlohmann::json::array({"--rampup-batch-size 16 16 5859375 (line 3): not modelled"}));
   Script redirect("torchrun --nproc_per_node 8 pretrain_gpt.py " + kShape + " > train.log 2> err.log &\nwait\n");
-  CHECK(imported({redirect.path})["ignored"].empty());
+  CHECK(import_json({redirect.path})["ignored"].empty());
 }
 
 TEST_CASE("import: Megatron-DeepSpeed's --zero-stage 3 gathers per submodule, as the DeepSpeed import reads stage 3") {
   Script s("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py " + kShape + " --zero-stage 3\n");
-  const auto j = imported({s.path});
+  const auto j = import_json({s.path});
   CHECK(j["plan"]["parallel"]["zero_stage"] == 3);
   CHECK(j["plan"]["parallel"]["zero3_gather_unit"] == "linear");
   CHECK(j["from_file"]["--zero3-gather-unit"]["origin"] ==
         "--zero-stage (line 2) (Megatron-DeepSpeed gathers per submodule)");
   Script one("torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py " + kShape + " --zero-stage 1\n");
-  CHECK(imported({one.path})["plan"]["parallel"]["zero3_gather_unit"] == "layer");
+  CHECK(import_json({one.path})["plan"]["parallel"]["zero3_gather_unit"] == "layer");
 }

@@ -10,21 +10,13 @@
 
 #include "cli/run_helper.hpp"
 
+using parplan::test::import_json;
 using parplan::test::run_parplan;
 using parplan::test::ScratchDir;
 
 namespace {
 
 const std::string kDir = std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/";
-
-nlohmann::json import_json(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"import", "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  const auto r = run_parplan(args, {}, 60);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(r.out);
-}
 
 struct Mesh {
   int64_t gpus, dp, tp, pp, cp, ep, vpp, micro, global, microbatches, seq, zero;

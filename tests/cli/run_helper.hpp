@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -186,6 +187,16 @@ inline int line_count(const std::string& s) {
   for (char c : s) n += c == '\n';
   if (!s.empty() && s.back() != '\n') ++n;
   return n;
+}
+
+// `parplan import --json ARGS...`, which must succeed: its JSON document.
+inline nlohmann::json import_json(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"import", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = run_parplan(args, {}, 60);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
 }
 
 }  // namespace parplan::test
