@@ -901,7 +901,17 @@ std::vector<MappedRun> load_published_runs(std::string_view text, const std::str
   std::vector<MappedRun> runs(j.size());
   std::set<std::string> ids;
   for (size_t i = 0; i < j.size(); ++i) {
-    map_row(j[i], i, where, profiles, unstated, runs[i]);
+    // A row the schema cannot read (an unknown key, a value of the wrong type or out of range) is skipped with that
+    // reason, naming its JSON path; the file's other rows are still scored.
+    try {
+      map_row(j[i], i, where, profiles, unstated, runs[i]);
+    } catch (const InputError& e) {
+      MappedRun bad;
+      const json* id = j[i].is_object() && j[i].contains("id") && j[i]["id"].is_string() ? &j[i]["id"] : nullptr;
+      bad.id = id ? id->get<std::string>() : fmt::format("row {}", i);
+      bad.skip_reasons.push_back(fmt::format("not read: {}", e.what()));
+      runs[i] = std::move(bad);
+    }
     if (!ids.insert(runs[i].id).second) {
       throw InputError(fmt::format("{}: /{}/id: duplicate run id '{}'", where, i, excerpt(runs[i].id)));
     }

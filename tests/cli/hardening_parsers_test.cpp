@@ -119,7 +119,8 @@ TEST_CASE("hardening: a JSON object of 4n empty members reads in about 4x the ti
 
 TEST_CASE("hardening: validate --runs with an array of 4n empty objects reads in about 4x the time of n") {
   auto text = [](size_t n) { return fmt::format("[{}]", repeat("{}", n)); };
-  CHECK(json_growth(65536, {text, {"validate", "--runs"}, 2, "input.json: /0/id: missing or empty run id"}) < 8.0);
+  // Each row is skipped naming its path (a row the schema cannot read does not stop the others): exit 0.
+  CHECK(json_growth(65536, {text, {"validate", "--runs"}, 0, "input.json: /0/id: missing or empty run id"}) < 8.0);
 }
 
 TEST_CASE("hardening: a baseline of 4n plans reads in about 4x the time of n") {

@@ -83,3 +83,32 @@ TEST_CASE("validate --breakdown: a row per scored run with its error and the sha
   for (char c : table) newlines += c == '\n';
   CHECK(newlines + 1 == 3 + scored);
 }
+
+// A row the schema cannot read is skipped with the reason naming its JSON path, and the run exits 0 (the file's other
+// rows are still scored: tests/planner/validation/validation_test.cpp).
+TEST_CASE("validate: a row the schema cannot read is skipped naming its JSON path") {
+  const std::string bad = std::string(PARPLAN_TEST_DIR) + "/cli/data/bad/";
+  const std::pair<const char*, const char*> cases[] = {
+      {"runs_wrong_type.json", "/0/hardware/num_gpus"},
+      {"runs_peak_memory_not_number.json", "/0/measured/other/peak_memory_GiB: expected a number"},
+      {"runs_unknown_key.json", "/0/parallel/tpp: unknown key"},
+      {"runs_derived_time_tiny.json", "/0/derived/iter_time_s: expected a number from 1e-9"},
+  };
+  for (const auto& [file, path] : cases) {
+    CAPTURE(file);
+    const std::string runs = bad + file;
+    const auto r = run_parplan({"validate", "--runs", runs, "--json"}, {}, 120);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["summary"]["skipped"].get<int>() >= 1);
+    bool named = false;
+    for (const auto& row : j["rows"]) {
+      if (row["skipped_reason"].is_string()) {
+        const std::string why = row["skipped_reason"];
+        named = named || why == "not read: " + runs + ": " + path || why.starts_with("not read: " + runs + ": " + path);
+      }
+    }
+    CHECK(named);
+  }
+}

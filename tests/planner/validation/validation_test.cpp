@@ -995,7 +995,7 @@ TEST_CASE("validation: the Zero Bubble rows store unfused attention's scores, as
   CHECK(per_layer_microbatch == doctest::Approx((18e9 - 11e9) / 6).epsilon(0.07));
 }
 
-TEST_CASE("validation: strict schema errors name the JSON path") {
+TEST_CASE("validation: strict schema errors name the JSON path; a row's own skip the row, the file's fail the load") {
   auto fails_with = [](const nlohmann::json& doc, std::string_view what) {
     try {
       load_published_runs(doc.dump(), "runs.json", profiles());
@@ -1006,29 +1006,40 @@ TEST_CASE("validation: strict schema errors name the JSON path") {
     }
     return false;
   };
+  // The bad row is skipped with the error as its reason ("not read: ..."); a good row beside it is still scored.
+  auto skips_with = [](const nlohmann::json& bad, std::string_view what) {
+    nlohmann::json good = base_row();
+    good["id"] = "good";
+    const std::vector<MappedRun> runs = load_published_runs(nlohmann::json::array({bad, good}).dump(), "runs.json", profiles());
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[1].scored());
+    CHECK_FALSE(runs[0].scored());
+    CHECK_MESSAGE(runs[0].skip_reason().find(what) != std::string::npos, runs[0].skip_reason());
+    return runs[0].skip_reason().starts_with("not read: runs.json: /0/");
+  };
   nlohmann::json row = base_row();
   row["parallel"]["tp_size"] = 8;
-  CHECK(fails_with(nlohmann::json::array({row}), "runs.json: /0/parallel/tp_size: unknown key"));
+  CHECK(skips_with(row, "runs.json: /0/parallel/tp_size: unknown key"));
   row = base_row();
   row["parallel"]["tp"] = "8";
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/parallel/tp: expected an integer"));
+  CHECK(skips_with(row, "/0/parallel/tp: expected an integer"));
   row = base_row();
   row["measured"]["iter_time_s"] = -1;
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/iter_time_s"));
+  CHECK(skips_with(row, "/0/measured/iter_time_s"));
   row = base_row();
   row["derived"]["iter_time_s"] = "fast";
   row["measured"]["iter_time_s"] = nullptr;
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/derived/iter_time_s"));
+  CHECK(skips_with(row, "/0/derived/iter_time_s"));
   CHECK(fails_with(nlohmann::json::array({base_row(), base_row()}), "/1/id: duplicate run id 'r1'"));
   CHECK(fails_with(nlohmann::json::object(), "expected a JSON array"));
   row = base_row();
   row["measured"]["other"] = {{"peak_memory_GiB", -3}};
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/other/peak_memory_GiB: expected a number"));
+  CHECK(skips_with(row, "/0/measured/other/peak_memory_GiB: expected a number"));
   row["measured"]["other"] = {{"peak_memory_GiB", "77"}};
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/measured/other/peak_memory_GiB: expected a number"));
+  CHECK(skips_with(row, "/0/measured/other/peak_memory_GiB: expected a number"));
   row = base_row();
   row.erase("arch");
-  CHECK(fails_with(nlohmann::json::array({row}), "/0/arch: missing required key"));
+  CHECK(skips_with(row, "/0/arch: missing required key"));
 }
 
 // torchtitan prints its peak in GiB (the caching allocator's max reserved bytes); the rows keep it as printed in
