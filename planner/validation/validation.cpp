@@ -810,6 +810,29 @@ void choose_open_knobs(const Gaps& gaps, Plan& plan) {
   }
 }
 
+// A row that gives a throughput but no iteration time: the step from the global batch, the sequence length and the
+// GPU count (tokens per step over tokens per second), as derived.iter_time_s records it for the rows that have it.
+void step_time_from_throughput(const Obj& ms, int64_t global_batch, int64_t seq, int64_t gpus, MappedRun& r) {
+  if (r.measured_step_time_s || global_batch <= 0 || seq <= 0 || gpus <= 0) return;
+  const double tokens = static_cast<double>(global_batch) * static_cast<double>(seq);
+  double t = 0;
+  std::string from;
+  if (const auto total = ms.number("tokens_per_s_total", 1e-9, 1e15)) {
+    t = tokens / *total;
+    from = "measured.tokens_per_s_total";
+  } else if (const auto per_gpu = ms.number("tokens_per_s_per_gpu", 1e-9, 1e15)) {
+    t = tokens / (*per_gpu * static_cast<double>(gpus));
+    from = "measured.tokens_per_s_per_gpu x GPUs";
+  } else if (const auto samples = ms.number("samples_per_s", 1e-9, 1e15)) {
+    t = static_cast<double>(global_batch) / *samples;
+    from = "measured.samples_per_s";
+  }
+  if (!(t >= 1e-9 && t <= 1e9)) return;
+  r.measured_step_time_s = t;
+  r.step_time_derived = true;
+  r.notes.push_back(fmt::format("iteration time {:.4g} s = global batch x seq / {} (no iter_time_s)", t, from));
+}
+
 void map_row(const json& row, size_t index, const std::string& where, const ProfileSet& profiles, Unstated unstated,
              MappedRun& r) {
   const Obj top(row, where, fmt::format("/{}", index),
@@ -845,6 +868,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   const ParallelConfig& pc = par.pc;
   tr.global_batch = par.global_batch.value_or(0);
   tr.seq_len = m.seq_len;
+  step_time_from_throughput(ms, tr.global_batch, m.seq_len, hwr.num_gpus.value_or(0), r);
 
   top.text("model");
   top.text("run_type");

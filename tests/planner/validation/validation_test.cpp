@@ -1184,3 +1184,29 @@ TEST_CASE("validation: selective layer AC maps to full recompute of every 2nd la
   for (const std::string& a : r.assumed) said = said || a.find("selective_ac_option '2'") != std::string::npos;
   CHECK(said);
 }
+
+// Vendor tables print a throughput, not a step time: the step follows from the global batch, the sequence length and
+// the GPU count, taken in the order total tokens/s, tokens/s per GPU, samples/s, and marked derived.
+TEST_CASE("validation: a row with a throughput and no iteration time is scored from global batch x seq / throughput") {
+  const double tokens = 64.0 * 2048.0;  // base_row(): global batch 64, seq 2048, 64 GPUs
+  nlohmann::json row = base_row();
+  row["measured"]["iter_time_s"] = nullptr;
+  row["measured"]["tokens_per_s_per_gpu"] = 150.0;
+  MappedRun r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.step_time_derived);
+  CHECK(*r.measured_step_time_s == doctest::Approx(tokens / (150.0 * 64)));
+  row["measured"]["tokens_per_s_total"] = 9533.0;  // the total wins over the per-GPU figure
+  r = map_one(row);
+  CHECK(*r.measured_step_time_s == doctest::Approx(tokens / 9533.0));
+  row["measured"]["tokens_per_s_total"] = nullptr;
+  row["measured"]["tokens_per_s_per_gpu"] = nullptr;
+  row["measured"]["samples_per_s"] = 4.0;
+  r = map_one(row);
+  CHECK(*r.measured_step_time_s == doctest::Approx(64.0 / 4.0));
+  // A stated iteration time is kept as measured.
+  row["measured"]["iter_time_s"] = 13.75;
+  r = map_one(row);
+  CHECK_FALSE(r.step_time_derived);
+  CHECK(*r.measured_step_time_s == 13.75);
+}
