@@ -204,13 +204,17 @@ void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& sk
 // layers' FFN from "dense ... ffn N" in ffn_type or arch_notes); what the cost model does not represent (a per-expert
 // FFN size other than arch.ffn, linear attention, an MTP depth the notes do not state) is a skip reason naming the
 // field.
-void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
+void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
+  std::vector<std::string>& skip = r.skip_reasons;
   const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
              shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
              moe_ffn = a.integer("moe_ffn", 1, 10'000'000);
   const std::string attention = ascii_lower(a.text("attention"));
   const std::string notes = ascii_lower(a.text("arch_notes")), ffn_type = ascii_lower(a.text("ffn_type"));
-  if (const auto kv_channels = number_after(notes, {"kv_channels"}); kv_channels && m.heads > 0) {
+  // The head width where heads x head width is not the hidden size (Qwen3: 64 heads of 128 on hidden 4096), as
+  // Megatron's kv_channels or Hugging Face's head_dim.
+  if (const auto kv_channels = number_after(notes, {"kv_channels", "kv channels", "head_dim", "head dim"});
+      kv_channels && m.heads > 0) {
     m.head_dim_override = *kv_channels;
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
@@ -232,19 +236,25 @@ void read_moe(const Obj& a, ModelSpec& m, std::vector<std::string>& skip) {
     m.top_k = *top_k;
   }
   m.shared_experts = shared.value_or(0);
+  // arch.moe_ffn is the experts' width (the schema's "per-expert intermediate size"); an arch.ffn beside it that
+  // differs is the dense MLP's (DeepSeek-V3: ffn 18432, moe_ffn 2048), the dense layers' width where ffn_type does not
+  // state one.
+  const auto ffn = a.integer("ffn", 1, 10'000'000);
+  const bool ffn_is_dense = moe_ffn && ffn && *moe_ffn != *ffn;
+  if (moe_ffn) m.ffn_hidden = *moe_ffn;
   if (dense.value_or(0) > 0) {
-    const auto dense_ffn = number_after(ffn_type.substr(std::min(ffn_type.size(), ffn_type.find("dense"))), {"ffn"});
+    auto dense_ffn = number_after(ffn_type.substr(std::min(ffn_type.size(), ffn_type.find("dense"))), {"ffn"});
+    if (!dense_ffn && ffn_is_dense) dense_ffn = *ffn;
     if (dense_ffn) {
       m.dense_layers = *dense;
       m.dense_ffn_hidden = *dense_ffn;
     } else {
       skip.push_back(fmt::format("arch.dense_layers {}: the dense layers' FFN width is not stated", *dense));
     }
-  }
-  const auto ffn = a.integer("ffn", 1, 10'000'000);
-  if (moe_ffn && ffn && *moe_ffn != *ffn) {
-    skip.push_back(fmt::format("arch.moe_ffn {} differs from arch.ffn {}: a per-expert FFN size is not modelled",
-                               *moe_ffn, *ffn));
+  } else if (ffn_is_dense) {
+    r.notes.push_back(fmt::format("arch.ffn {}: the dense MLP width, unused (every layer is MoE: the experts' width is "
+                                  "arch.moe_ffn {})",
+                                  *ffn, *moe_ffn));
   }
 }
 
@@ -334,7 +344,7 @@ ModelSpec read_arch(const Obj& a, const ProfileSet& profiles, MappedRun& r, cons
   if (has(an, "alibi")) m.position = PositionEmbedding::alibi;
   if (has(an, "rotary") || has(an, "rope")) m.position = PositionEmbedding::rotary;
   if (has(an, "untied")) m.tied_embeddings = false;
-  read_moe(a, m, skip);
+  read_moe(a, m, r);
   return m;
 }
 

@@ -553,12 +553,33 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   REQUIRE(r.scored());
   CHECK(r.plan->model.q_lora_rank == 1536);
   CHECK(r.plan->model.qk_rope_head_dim == 64);
+  // arch.ffn beside a different arch.moe_ffn is the dense MLP's width: the leading dense layers' where ffn_type does
+  // not state one (DeepSeek-V3 transcribed with ffn 18432, moe_ffn 2048).
+  row["arch"]["ffn"] = 18432;
+  row["arch"]["ffn_type"] = "SwiGLU MoE (256 routed + 1 shared expert, top-8)";
+  r = map_one(row);
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.ffn_hidden == 2048);
+  CHECK(r.plan->model.dense_layers == 3);
+  CHECK(r.plan->model.dense_ffn_hidden == 18432);
   row = base_row();
   row["arch"]["arch_notes"] = "Qwen3-style; kv_channels 256";  // heads of 256 on hidden 12288 / 96 heads = 128
   r = map_one(row);
   REQUIRE(r.scored());
   CHECK(r.plan->model.head_dim() == 256);
   CHECK(r.plan->model.q_dim() == 2 * r.plan->model.hidden);
+  row["arch"]["arch_notes"] = "Qwen3-style; head_dim 256";  // Hugging Face's name for it
+  CHECK(map_one(row).plan->model.head_dim() == 256);
+  // Every layer MoE with a dense width beside the experts': the experts' width, the other noted as unused.
+  row = moe_row(8, 2, 0, 0, 1536, "GQA/MHA");
+  row["arch"]["ffn_type"] = "SwiGLU MoE (8 experts, top-2)";
+  row["parallel"]["ep"] = 1;
+  r = map_one(row);  // base_row()'s ffn 49152 beside moe_ffn 1536
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.ffn_hidden == 1536);
+  bool noted = false;
+  for (const auto& n : r.notes) noted = noted || n.starts_with("arch.ffn 49152: the dense MLP width, unused");
+  CHECK(noted);
 
   // The recipes' dispatcher and all-to-all overlap, from their parallel notes.
   row = moe_row(8, 2, 0, 0, 49152, "GQA/MHA");
@@ -596,9 +617,12 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
   r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
   CHECK_FALSE(r.scored());
-  CHECK(has_reason(r, "arch.dense_layers 3: the dense layers' FFN width is not stated"));
-  CHECK(has_reason(r, "arch.moe_ffn 2048 differs from arch.ffn 49152"));
+  // (arch.ffn 49152 beside moe_ffn 2048 is the dense layers' width, so that is stated.)
+  CHECK_FALSE(has_reason(r, "arch.dense_layers"));
   CHECK(has_reason(r, "arch.attention MLA: arch_notes do not state"));
+  row = moe_row(256, 8, 1, 3, 2048, "GQA/MHA");
+  row["arch"]["ffn"] = 2048;  // the experts' width only: the dense layers' is nowhere
+  CHECK(has_reason(map_one(row), "arch.dense_layers 3: the dense layers' FFN width is not stated"));
   row = moe_row(256, 8, 1, 0, 49152, "MLA");
   row["arch"]["arch_notes"] = "MLA q_lora 1536, kv_lora 512, qk_head 128 + rope 64; MTP 1 layer enabled";
   r = map_one(row);
