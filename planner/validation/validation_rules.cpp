@@ -12,7 +12,9 @@
 
 namespace parplan {
 namespace {
+using validation_text::denies;
 using validation_text::has;
+using validation_text::states;
 
 // The first stand-alone 20xx year in the text, 0 if none.
 int first_year(std::string_view text) {
@@ -82,7 +84,7 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
   const std::string t = ascii_lower(text);
   if (has(t, "not stated") || names_sub_fp8(t)) return false;  // a 4/6-bit GEMM format is none of parplan's precisions
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
-  if (has(t, "fp8") || has(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"
+  if (states(t, "fp8") || states(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"; not "BF16 (FP8 disabled)"
     out = Precision::fp8;
   } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
     out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
@@ -178,12 +180,13 @@ bool map_recompute(std::string_view text, Recompute& out) {
     out = Recompute::full;  // torchtitan's layer-wise selective AC: every N-th block fully checkpointed (recompute_layers)
   } else if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
     out = Recompute::selective_op;  // torchtitan's per-op selective activation checkpointing
-  } else if (has(t, "selective")) {
+  } else if (states(t, "selective")) {
     out = Recompute::selective;
-  } else if (has(t, "full") || has(t, "checkpoint")) {
+  } else if (states(t, "full") || states(t, "checkpoint")) {
     out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"
-  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off") {
-    out = Recompute::none;
+  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off" || t == "disabled" ||
+             denies(t, "recompute") || denies(t, "checkpoint") || denies(t, "full")) {
+    out = Recompute::none;  // "no activation checkpointing", "activation checkpointing: none", "recompute disabled"
   } else {
     return false;
   }
@@ -582,7 +585,7 @@ namespace {
 // Whether lowercase `pn` states Transformer Engine's userbuffers TP overlap: Megatron-LM's --tp-comm-overlap, plain
 // words, or NeMo's tp_comm_overlap key unless its value is false ("tp_comm_overlap: false").
 bool states_tp_comm_overlap(const std::string& pn) {
-  if (has(pn, "--tp-comm-overlap") || has(pn, "tp comm overlap")) return true;
+  if (states(pn, "--tp-comm-overlap") || states(pn, "tp comm overlap")) return true;
   for (size_t at = pn.find("tp_comm_overlap"); at != std::string::npos; at = pn.find("tp_comm_overlap", at + 1)) {
     size_t v = at + std::string_view("tp_comm_overlap").size();
     while (v < pn.size() && (pn[v] == ':' || pn[v] == '=' || pn[v] == ' ')) ++v;
@@ -640,17 +643,17 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
   }
   // Megatron-Core MoE recipes name their token dispatcher ("dispatcher DeepEP", "dispatcher A2A") and the 1F1B
   // all-to-all overlap ("1F1B EP A2A overlap"): planner/cost/expert_comm.hpp.
-  if (pc.ep > 1 && has(pn, "deepep")) {
+  if (pc.ep > 1 && states(pn, "deepep")) {
     pc.moe_dispatcher = MoeDispatcher::deepep;
     say("MoE tokens: DeepEP's dispatch and combine (stated)");
-  } else if (pc.ep > 1 && has(pn, "hybridep")) {
+  } else if (pc.ep > 1 && states(pn, "hybridep")) {
     pc.moe_dispatcher = MoeDispatcher::deepep;
     say("MoE tokens: HybridEP, priced as DeepEP's dispatch and combine (stated)");
   }
   // CUDA graphs (Transformer Engine's partial graphs of attention / router / preprocess, Megatron-Core's full-iteration
   // graph) remove host launch overhead, which parplan does not price: stated, so the row says so.
   if (has(all, "cuda graph")) say("CUDA graphs: stated, not modelled (host launch overhead is not priced)");
-  if (pc.ep > 1 && has(pn, "a2a overlap")) {
+  if (pc.ep > 1 && states(pn, "a2a overlap")) {  // not "no EP A2A overlap", "A2A overlap disabled"
     pc.overlap_ep_comm = true;
     say("MoE all-to-alls: overlapped with another microbatch's compute (1F1B A2A overlap stated)");
   }

@@ -1234,3 +1234,50 @@ TEST_CASE("validation: a row with a throughput and no iteration time is scored f
   CHECK_FALSE(r.step_time_derived);
   CHECK(*r.measured_step_time_s == 13.75);
 }
+
+// A field that names a feature only to deny it ("no FP8", "activation checkpointing: none", "A2A overlap disabled")
+// maps to its absence, not to the feature: the words around the phrase, within its clause, decide.
+TEST_CASE("validation: denied phrases map to the feature's absence (recompute, fp8, overlaps)") {
+  Recompute rc = Recompute::selective;
+  for (const char* none : {"no activation checkpointing", "activation checkpointing: none", "activation checkpointing off",
+                           "none (no checkpointing)", "recompute disabled", "no full recompute", "disabled"}) {
+    CAPTURE(none);
+    REQUIRE(map_recompute(none, rc));
+    CHECK(rc == Recompute::none);
+  }
+  for (const auto& [text, want] : {std::pair<const char*, Recompute>{"full recompute, uniform, 1 layer", Recompute::full},
+                                   {"activation checkpointing: selective (core attention)", Recompute::selective},
+                                   {"selective (not full)", Recompute::selective},
+                                   {"full activation checkpointing", Recompute::full}}) {
+    CAPTURE(text);
+    REQUIRE(map_recompute(text, rc));
+    CHECK(rc == want);
+  }
+  Precision p = Precision::fp8;
+  for (const char* bf16 : {"BF16 (FP8 disabled)", "BF16; no FP8", "BF16 (not FP8)", "bf16, fp8 off"}) {
+    CAPTURE(bf16);
+    REQUIRE(map_precision(bf16, p));
+    CHECK(p == Precision::bf16);
+  }
+  CHECK(map_precision("FP8 (delayed scaling), BF16 master weights", p));
+  CHECK(p == Precision::fp8);
+  // The MoE recipes' notes: "no EP A2A overlap" and "A2A overlap disabled" leave the all-to-alls blocking.
+  nlohmann::json row = base_row();
+  row["arch"].update({{"experts", 8}, {"top_k", 2}, {"moe_ffn", 49152}, {"attention", "GQA/MHA"}});
+  row["arch"]["ffn_type"] = "SwiGLU MoE (8 experts, top-2)";
+  row["parallel"]["dp"] = 8;
+  row["parallel"]["pp"] = 1;
+  row["parallel"]["vpp_chunks_per_stage"] = nullptr;
+  row["parallel"]["ep"] = 8;
+  row["parallel"]["global_batch_seqs"] = 64;
+  row["hardware"]["num_gpus"] = 64;
+  for (const auto& [notes, overlap] : {std::pair<const char*, bool>{"ETP=1; 1F1B EP A2A overlap", true},
+                                       {"ETP=1; no EP A2A overlap", false},
+                                       {"ETP=1; A2A overlap disabled", false}}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.overlap_ep_comm == overlap);
+  }
+}
