@@ -81,7 +81,11 @@ bool names_sub_fp8(std::string_view text) {
 }
 
 bool map_precision(std::string_view text, Precision& out, std::string* note) {
-  const std::string t = ascii_lower(text);
+  std::string t = ascii_lower(text);
+  // PyTorch's dtype names: bfloat16 / float16 (torch.bfloat16, "bf16-mixed" already holds bf16).
+  for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{"bfloat16", "bf16"}, {"float16", "fp16"}}) {
+    for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size())) t.replace(at, from.size(), to);
+  }
   if (has(t, "not stated") || names_sub_fp8(t)) return false;  // a 4/6-bit GEMM format is none of parplan's precisions
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
   if (states(t, "fp8") || states(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"; not "BF16 (FP8 disabled)"
@@ -318,16 +322,29 @@ RecomputeModules map_recompute_modules(std::string_view text, std::vector<std::s
 namespace {
 // Whether lower-case `t` gives a power in watts: a number followed by "w" (optionally after a space) and no further
 // letter ("500 W", "700w"; not "400 Gb/s" nor "8 way").
-bool states_watts(const std::string& t) {
+// The first wattage in `t` ("500 W", "750w"); 0 when none.
+int64_t stated_watts(const std::string& t) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(t[i]))) continue;
     size_t j = i;
-    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
+    int64_t v = 0;
+    while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) v = std::min<int64_t>(v * 10 + (t[j++] - '0'), 1'000'000);
     if (j < t.size() && t[j] == ' ') ++j;
-    if (j < t.size() && t[j] == 'w' && (j + 1 == t.size() || !std::isalpha(static_cast<unsigned char>(t[j + 1])))) return true;
+    if (j < t.size() && t[j] == 'w' && (j + 1 == t.size() || !std::isalpha(static_cast<unsigned char>(t[j + 1])))) return v;
     i = j;
   }
-  return false;
+  return 0;
+}
+bool states_watts(const std::string& t) { return stated_watts(t) > 0; }
+
+// The board power the datasheet peaks of the SXM profiles hold (hardware-reference.json): a power limit at or above
+// it leaves the profile's clocks; below it, no profile describes the GPU. 0: not one of these.
+int64_t datasheet_watts(const std::string& t) {
+  if (has(t, "h100") || has(t, "h200") || has(t, "h800")) return 700;
+  if (has(t, "b300")) return 1100;
+  if (has(t, "b200")) return 1000;
+  if (has(t, "mi300x")) return 750;
+  return 0;
 }
 }  // namespace
 
@@ -362,6 +379,9 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
     return unknown(fmt::format("GPU '{}' runs under a power limit it does not state in watts (its clocks and peak are "
                                "unknown)", excerpt(text)));
   }
+  // Grace-Hopper superchips (GH200: an H100-class GPU with 96 or 144 GB of HBM3/HBM3e and its own power budget) have
+  // no profile; "gh200" also holds "h200".
+  if (has(t, "gh200")) return unknown(fmt::format("no profile for '{}' (GH200 Grace Hopper)", excerpt(text)));
   // Grace-Blackwell superchips (NVL72 racks: "GB200 NVL72" holds "b200" and "nvl"), checked before both.
   const bool grace = has(t, "gb200") || has(t, "gb300");
   // The 96 GB HBM2e, 500 W H100 SXM (Meta Grand Teton, torchtitan's H100s): its texts name SXM and HBM2e, and NVL
@@ -371,6 +391,16 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
   while (nvl != std::string::npos && t.compare(nvl, 6, "nvlink") == 0) nvl = t.find("nvl", nvl + 1);
   if (!grace && !h100_hbm2e && (has(t, "pcie") || nvl != std::string::npos)) {
     return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", excerpt(text)));
+  }
+  // A power limit in watts names a known variant only where a profile describes it: the 500 W H100 SXM 96 GB HBM2e,
+  // or the SXM board's own power.
+  if (power_limited && !h100_hbm2e && !grace && stated_watts(t) < datasheet_watts(t)) {
+    return unknown(fmt::format("GPU '{}' runs under a power limit no profile describes (its clocks and peak are "
+                               "unknown)", excerpt(text)));
+  }
+  // An H100 of 94 or 96 GB other than that HBM2e SXM (H100 NVL's 94 GB, the 96 GB HBM3 SKUs) has no profile.
+  if (has(t, "h100") && !h100_hbm2e && (gb == 94 || gb == 96)) {
+    return unknown(fmt::format("no profile for '{}' (an H100 with {} GB other than the 500 W SXM HBM2e)", excerpt(text), gb));
   }
   std::string name;
   if (grace) {

@@ -306,7 +306,17 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_gpu("B200 (power limited; limit not stated)", profiles(), &why).empty());
   CHECK(why.find("power limit it does not state in watts") != std::string::npos);
   CHECK(map_gpu("H100 SXM (power-capped)", profiles(), &why).empty());
-  CHECK(map_gpu("B200 (power limit 750W)", profiles()) == "B200");
+  // A wattage below the board's own (B200: 1000 W) runs at clocks no profile holds; at it, the profile.
+  CHECK(map_gpu("B200 (power limit 750W)", profiles(), &why).empty());
+  CHECK(why.find("power limit no profile describes") != std::string::npos);
+  CHECK(map_gpu("B200 (power limit 1000 W)", profiles()) == "B200");
+  CHECK(map_gpu("H100 SXM5 96GB HBM2e (500 W power limit)", profiles()) == "H100-SXM5-96GB-HBM2e");
+  // Grace Hopper and the 94 / 96 GB H100s other than the HBM2e SXM have no profile (GH200 holds "h200").
+  CHECK(map_gpu("GH200 96GB", profiles(), &why).empty());
+  CHECK(why.find("GH200") != std::string::npos);
+  CHECK(map_gpu("H100 94GB", profiles(), &why).empty());
+  CHECK(map_gpu("H100 SXM 96GB", profiles(), &why).empty());
+  CHECK(map_gpu("NVIDIA H100 80GB HBM3", profiles()) == "H100-SXM5-80GB");
 
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
@@ -1261,6 +1271,11 @@ TEST_CASE("validation: denied phrases map to the feature's absence (recompute, f
   }
   CHECK(map_precision("FP8 (delayed scaling), BF16 master weights", p));
   CHECK(p == Precision::fp8);
+  // PyTorch's dtype names.
+  CHECK(map_precision("torch.bfloat16 autocast", p));
+  CHECK(p == Precision::bf16);
+  CHECK(map_precision("float16 (AMP)", p));
+  CHECK(p == Precision::fp16);
   // The MoE recipes' notes: "no EP A2A overlap" and "A2A overlap disabled" leave the all-to-alls blocking.
   nlohmann::json row = base_row();
   row["arch"].update({{"experts", 8}, {"top_k", 2}, {"moe_ffn", 49152}, {"attention", "GQA/MHA"}});
