@@ -435,11 +435,67 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
   return found;
 }
 
+namespace {
+bool clause_mark(char c) { return c == ',' || c == ';' || c == '(' || c == ')' || c == '='; }
+
+// A count written before a figure in its clause, with words between ("8x ConnectX-7 400 Gb/s"): the digits of the
+// nearest "N x" / "Nx " in the 24 characters before `pos`; 1 when none.
+double count_in_clause_before(const std::string& t, size_t pos) {
+  const size_t from = pos > 24 ? pos - 24 : 0;
+  for (size_t i = pos; i-- > from;) {
+    if (clause_mark(t[i])) return 1;
+    if (t[i] != 'x' || i == 0) continue;
+    size_t e = i;
+    while (e > from && t[e - 1] == ' ') --e;
+    size_t s = e;
+    while (s > from && std::isdigit(static_cast<unsigned char>(t[s - 1]))) --s;
+    const bool word_start = s == 0 || t[s - 1] == ' ';
+    const bool word_end = i + 1 == t.size() || t[i + 1] == ' ';
+    if (s < e && e - s <= 4 && word_start && word_end) return std::stod(t.substr(s, e - s));
+  }
+  return 1;
+}
+
+// A count written after a figure's unit in its clause ("400 Gb/s x 8"): 1 when none.
+double count_after(const std::string& t, size_t pos) {
+  size_t i = pos;
+  while (i < t.size() && t[i] == ' ') ++i;
+  if (i >= t.size() || t[i] != 'x') return 1;
+  ++i;
+  while (i < t.size() && t[i] == ' ') ++i;
+  size_t e = i;
+  while (e < t.size() && std::isdigit(static_cast<unsigned char>(t[e]))) ++e;
+  return e > i && e - i <= 4 ? std::stod(t.substr(i, e - i)) : 1;
+}
+
+// Whether the clause after a figure's unit says the figure is per GPU ("400 Gb/s NDR per GPU", "400 Gb/s/GPU").
+bool per_gpu_after(const std::string& t, size_t pos) {
+  size_t e = pos;
+  while (e < t.size() && !clause_mark(t[e]) && e < pos + 24) ++e;
+  const std::string_view clause(t.data() + pos, e - pos);
+  return has(clause, "per gpu") || has(clause, "/gpu") || has(clause, "per-gpu");
+}
+
+// Whether a figure is an NVLink bandwidth (scale-up, not the inter-node network): "NVLink 5 (1.8 TB/s per GPU)".
+bool names_nvlink_near(const std::string& t, size_t start, size_t end) {
+  const size_t from = start > 24 ? start - 24 : 0;
+  const std::string_view around(t.data() + from, std::min(t.size(), end + 12) - from);
+  return has(around, "nvlink") || has(around, "nvswitch");
+}
+}  // namespace
+
 double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
   // Numbers followed by Gb/s or Tb/s (bits), or GB/s or TB/s (bytes: the capital B, as written); "N x M Gb/s"
-  // multiplies; "per GPU" after the figure makes it per GPU, otherwise the figure is per node (the field is
-  // inter_node_per_node). The first figure wins.
-  const std::string t = ascii_lower(text);
+  // multiplies, also with words between ("8x ConnectX-7 400 Gb/s") or after ("400 Gb/s x 8"); "per GPU" or "/GPU"
+  // after the figure in its clause makes it per GPU, otherwise the figure is per node (the field is
+  // inter_node_per_node). NVLink figures are not the inter-node network and are passed over. The first figure left wins.
+  std::string t = ascii_lower(text);
+  for (size_t at = t.find("\xc3\x97"); at != std::string::npos; at = t.find("\xc3\x97", at + 1)) t.replace(at, 2, " x");  // U+00D7
+  const std::string raw = [&] {
+    std::string r(text);
+    for (size_t at = r.find("\xc3\x97"); at != std::string::npos; at = r.find("\xc3\x97", at + 1)) r.replace(at, 2, " x");
+    return r;
+  }();
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
     size_t j = i;
@@ -455,12 +511,12 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
     if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
     if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
     if (unit == 0) continue;
-    if (text.compare(k + 1, 3, "B/s") == 0) unit *= 8;  // "50 GB/s": bytes
-    const double total = multiplier_before(t, i) * v * unit;
-    // A unit at the very end of the text leaves nothing after it (compare() past the end throws).
-    auto followed_by = [&t](size_t pos, std::string_view what) { return pos <= t.size() && t.compare(pos, what.size(), what) == 0; };
-    const bool per_gpu = followed_by(k + 4, " per gpu") || followed_by(k + 5, "per gpu");
-    return per_gpu ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+    if (raw.compare(k + 1, 3, "B/s") == 0) unit *= 8;  // "50 GB/s": bytes
+    if (names_nvlink_near(t, i, k + 4)) continue;
+    const double before = multiplier_before(t, i);
+    const double count = before != 1 ? before : count_in_clause_before(t, i);
+    const double total = count * count_after(t, k + 4) * v * unit;
+    return per_gpu_after(t, k + 4) ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
   // No figure, but Intel Omni-Path named: every Omni-Path adapter and switch shipped runs 100 Gb/s per port
   // (the OPA 100 series; the 200 series was cancelled), so "<n> x Omni-Path" is n x 100 Gb/s per node.

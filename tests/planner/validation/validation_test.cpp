@@ -323,6 +323,15 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("1600 Gb/s node-node (RoCE)", 8) == doctest::Approx(25e9));
   // A capital B is bytes (the Megatron-Core MoE ModelZoo table: "8x50 GB/s (8x400 Gb/s)" per node = 50 GB/s per GPU).
   CHECK(inter_node_Bps_per_gpu("InfiniBand 8x50 GB/s (8x400 Gb/s)", 8) == doctest::Approx(50e9));
+  // Vendor tables' other spellings of 8 NICs of 400 Gb/s on an 8-GPU node: 50 GB/s per GPU each.
+  for (const char* text : {"8x ConnectX-7 400Gb/s", "8 \xc3\x97 400 Gb/s InfiniBand", "400 Gb/s NDR per GPU",
+                           "400 Gb/s/GPU", "NDR 400 Gb/s x 8"}) {
+    CAPTURE(text);
+    CHECK(inter_node_Bps_per_gpu(text, 8) == doctest::Approx(50e9));
+  }
+  // An NVLink figure is the scale-up domain's, not the inter-node network's.
+  CHECK(inter_node_Bps_per_gpu("NVLink 5 (1.8 TB/s per GPU) within the rack; 4 x 800 Gb/s IB", 4) ==
+        doctest::Approx(100e9));
   CHECK(inter_node_Bps_per_gpu("InfiniBand (50 GB/s per GPU per report)", 8) == doctest::Approx(50e9));
   // Omni-Path without a figure: 100 Gb/s per link (the only generation shipped), 4 links per 8-GPU node.
   CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == doctest::Approx(6.25e9));
