@@ -521,7 +521,11 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   if (!note.empty()) r.notes.push_back(note);
   const bool torchtitan = names_torchtitan_stack(r.source);
   if (tr.precision == Precision::fp8) {
-    tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes);
+    // Megatron-Core, NeMo and Transformer Engine stacks (named in the source or notes), not torchtitan's torchao.
+    const std::string stack = ascii_lower(r.source + " " + prec_text + " " + std::string(parallel_notes));
+    const bool te = !torchtitan && (has(stack, "megatron") || has(stack, "nemo") || has(stack, "transformer engine") ||
+                                    has(stack, "transformerengine"));
+    tr.fp8_recipe = map_fp8_recipe(prec_text, &r.notes, te);
     const std::string gather_text = prec_text + " " + std::string(parallel_notes);
     tr.fp8_param_gather = map_fp8_param_gather(gather_text);
     if (tr.fp8_param_gather) r.notes.push_back("weights gathered in fp8 (stated)");

@@ -53,7 +53,9 @@ bool map_ffn_type(std::string_view text, FfnType& out);
 bool names_sub_fp8(std::string_view text);
 bool map_precision(std::string_view text, Precision& out, std::string* note = nullptr);
 // The fp8 scaling recipe a precision text names (tensorwise when it names none, with a note).
-Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes = nullptr);
+// The fp8 recipe a precision text names; unnamed, the stack's default: delayed for Megatron-Core / NeMo / Transformer
+// Engine (`transformer_engine`), else torchao's tensorwise (noted).
+Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes = nullptr, bool transformer_engine = false);
 // True when a row's precision or parallel text says the weights are gathered in fp8 (TrainingSpec::fp8_param_gather).
 bool map_fp8_param_gather(std::string_view text);
 // True when the text says the weights are gathered in 16 bits (torchao "bf16 all-gather"): not an open knob.

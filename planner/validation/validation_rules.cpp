@@ -103,23 +103,34 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
   return true;
 }
 
-Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes) {
-  const std::string t = ascii_lower(text);
+Fp8Recipe map_fp8_recipe(std::string_view text, std::vector<std::string>* notes, bool transformer_engine) {
+  std::string t = ascii_lower(text);
+  for (char& c : t) c = c == '_' ? '-' : c;  // "FP8_DS", "MX_FP8"
   // "MXFP8", "FP8 blockwise" / DeepSeek-V3's "1x128 / 128x128" tiles, "rowwise", "delayed"; torchao's Float8Linear
   // and "tensorwise" name its default, dynamic tensorwise scaling.
   // NVIDIA's performance tables abbreviate the Transformer Engine recipes: FP8-DS (delayed scaling), FP8-CS
   // (current scaling), FP8-MX (MXFP8).
-  if (has(t, "mxfp8") || has(t, "fp8-mx")) return Fp8Recipe::mxfp8;
-  if (has(t, "blockwise") || has(t, "1x128") || has(t, "block scaling") || has(t, "blockscaling")) {
-    return Fp8Recipe::blockwise;  // TE Float8BlockScaling (MXFP8BlockScaling is caught above)
+  if (has(t, "mxfp8") || has(t, "fp8-mx") || has(t, "mx-fp8") || has(t, "fp8 mx") || has(t, "microscal")) {
+    return Fp8Recipe::mxfp8;
   }
-  if (has(t, "rowwise")) return Fp8Recipe::rowwise;
-  if (has(t, "delayed") || has(t, "fp8-ds")) return Fp8Recipe::delayed;
-  if (has(t, "fp8-cs")) return Fp8Recipe::tensorwise;
+  if (has(t, "blockwise") || has(t, "block-wise") || has(t, "1x128") || has(t, "128x128") || has(t, "block scaling") ||
+      has(t, "blockscaling") || has(t, "subchannel") || has(t, "sub-channel")) {
+    return Fp8Recipe::blockwise;  // TE Float8BlockScaling, DeepSeek-V3's tiles (MXFP8BlockScaling is caught above)
+  }
+  if (has(t, "rowwise") || has(t, "row-wise")) return Fp8Recipe::rowwise;
+  if (has(t, "delayed") || has(t, "fp8-ds") || has(t, "fp8 ds")) return Fp8Recipe::delayed;
+  if (has(t, "fp8-cs") || has(t, "fp8 cs")) return Fp8Recipe::tensorwise;
   // Transformer Engine's Float8CurrentScaling ("current scaling"): one scale per tensor from its own amax, the
   // tensorwise recipe.
   if (has(t, "current scaling") || has(t, "currentscaling") || has(t, "current-scaling")) return Fp8Recipe::tensorwise;
-  if (!has(t, "tensorwise") && notes) notes->push_back("fp8 recipe not named: tensorwise (torchao's default)");
+  if (has(t, "tensorwise") || has(t, "tensor-wise")) return Fp8Recipe::tensorwise;
+  // Unnamed: the stack's own default, Megatron-Core's --fp8-recipe delayed (Transformer Engine's DelayedScaling), or
+  // torchao's dynamic tensorwise scaling.
+  if (transformer_engine) {
+    if (notes) notes->push_back("fp8 recipe not named: delayed (Megatron-Core / Transformer Engine's default)");
+    return Fp8Recipe::delayed;
+  }
+  if (notes) notes->push_back("fp8 recipe not named: tensorwise (torchao's default)");
   return Fp8Recipe::tensorwise;
 }
 

@@ -1305,3 +1305,31 @@ TEST_CASE("validation: denied phrases map to the feature's absence (recompute, f
     CHECK(r.plan->parallel.overlap_ep_comm == overlap);
   }
 }
+
+// The fp8 recipes as vendor tables spell them, and the default of the stack that ran an unnamed one.
+TEST_CASE("validation: fp8 recipe spellings, and an unnamed recipe as its stack's default") {
+  for (const auto& [text, want] : {std::pair<const char*, Fp8Recipe>{"FP8 DS", Fp8Recipe::delayed},
+                                   {"FP8_DS", Fp8Recipe::delayed},
+                                   {"MX-FP8", Fp8Recipe::mxfp8},
+                                   {"FP8 MX", Fp8Recipe::mxfp8},
+                                   {"FP8 (128x128 blocks)", Fp8Recipe::blockwise},
+                                   {"FP8 subchannel scaling", Fp8Recipe::blockwise},
+                                   {"FP8 CS", Fp8Recipe::tensorwise},
+                                   {"FP8 row-wise", Fp8Recipe::rowwise}}) {
+    CAPTURE(text);
+    CHECK(map_fp8_recipe(text) == want);
+  }
+  std::vector<std::string> notes;
+  CHECK(map_fp8_recipe("FP8", &notes, true) == Fp8Recipe::delayed);  // Megatron-Core's --fp8-recipe default
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "fp8 recipe not named: delayed (Megatron-Core / Transformer Engine's default)");
+  CHECK(map_fp8_recipe("FP8", nullptr, false) == Fp8Recipe::tensorwise);  // torchao's
+  // A Megatron-Core row without a recipe maps to delayed scaling.
+  nlohmann::json row = base_row();
+  row["source"] = "NVIDIA Megatron-LM performance table (Megatron-Core)";
+  row["precision"] = "FP8";
+  row["hardware"]["gpu"] = "H100-SXM5-80GB";
+  const MappedRun r = map_one(row);
+  REQUIRE(r.plan);
+  CHECK(r.plan->training.fp8_recipe == Fp8Recipe::delayed);
+}
