@@ -22,6 +22,7 @@ namespace {
 using nlohmann::json;
 
 using validation_text::has;
+using validation_text::states;
 
 // A strict view of one JSON object of a row: known keys only, typed, null = absent.
 class Obj {
@@ -441,6 +442,67 @@ struct RowParallel {
   std::string notes;
 };
 
+// The integer a word of lowercase `text` introduces: `word` at a word start (not after a letter or digit), then
+// blanks, '=' or ':' and digits ("ep8", "ep = 8", "etp: 1"); nullopt when there is none.
+std::optional<int64_t> number_of_word(std::string_view text, std::string_view word) {
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
+    size_t i = at + word.size();
+    while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 9; ++i, ++digits) v = v * 10 + (text[i] - '0');
+    if (digits > 0 && (i == text.size() || !std::isalpha(static_cast<unsigned char>(text[i])))) return v;
+  }
+  return std::nullopt;
+}
+
+// What the parallel notes state where the structured field is null: the expert parallel and expert tensor parallel
+// sizes ("EP8, ETP=1", Megatron's --expert-tensor-parallel-size 1), sequence parallelism ("SP on"), and the
+// optimizer sharding ("distributed optimizer", "ZeRO-1", "FSDP"; HSDP is not modelled). Each value taken is noted.
+void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep, std::optional<bool>& sp,
+                         const std::optional<int64_t>& zero, const std::optional<bool>& fsdp, ParallelConfig& pc,
+                         MappedRun& r) {
+  auto first = [&](std::initializer_list<std::string_view> words) -> std::optional<int64_t> {
+    for (std::string_view w : words) {
+      if (const auto v = number_of_word(pn, w)) return v;
+    }
+    return std::nullopt;
+  };
+  if (const auto etp = first({"etp", "expert-tensor-parallel-size", "expert tensor parallel size", "expert_tensor_parallel_size"});
+      etp && *etp > 0) {
+    pc.etp = *etp;
+    r.notes.push_back(fmt::format("etp {} from the parallel notes: Megatron-Core MoE parallel folding", *etp));
+  }
+  if (!ep) {
+    if (const auto e = first({"ep", "expert-model-parallel-size", "expert model parallel size", "expert parallel size"});
+        e && *e > 0) {
+      pc.ep = *e;
+      r.notes.push_back(fmt::format("ep {} from the parallel notes (parallel.ep null)", *e));
+    }
+  }
+  if (!sp && (states(pn, "sequence parallel") || states(pn, "sp on") || states(pn, "sp enabled") ||
+              has(pn, "sp=true") || has(pn, "sp: true"))) {
+    sp = true;
+    r.notes.push_back("sequence parallelism from the parallel notes (parallel.sequence_parallel null)");
+  }
+  if (zero || fsdp) return;
+  if (states(pn, "hsdp") || states(pn, "hybrid shard")) {
+    r.skip_reasons.push_back("parallel_notes: HSDP (FSDP within each replica group) is not modelled");
+  } else if (states(pn, "fsdp") || states(pn, "zero-3") || states(pn, "zero stage 3") || states(pn, "zero3")) {
+    pc.zero_stage = 3;
+    r.notes.push_back("ZeRO-3 from the parallel notes (FSDP / ZeRO-3; parallel.zero_stage and fsdp null)");
+  } else if (states(pn, "zero-2") || states(pn, "zero stage 2")) {
+    pc.zero_stage = 2;
+    r.notes.push_back("ZeRO-2 from the parallel notes (parallel.zero_stage null)");
+  } else if (states(pn, "distributed optimizer") || states(pn, "distributed_optimizer") ||
+             states(pn, "distributed-optimizer") || states(pn, "zero-1") ||
+             states(pn, "zero stage 1")) {
+    pc.zero_stage = 1;  // Megatron's distributed optimizer: ZeRO-1's sharding, priced alike
+    r.notes.push_back("ZeRO-1 from the parallel notes (distributed optimizer; parallel.zero_stage null)");
+  }
+}
+
 RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   RowParallel out;
@@ -472,17 +534,7 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   pc.micro_batch = mb.value_or(1);
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
   if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
-  // Megatron-Core MoE recipes state the expert tensor parallel size in their notes ("ETP=1"): parallel folding.
-  if (const size_t at = ascii_lower(out.notes).find("etp="); at != std::string::npos) {
-    int64_t etp = 0;
-    for (size_t i = at + 4; i < out.notes.size() && std::isdigit(static_cast<unsigned char>(out.notes[i])) && etp < 1'000'000; ++i) {
-      etp = etp * 10 + (out.notes[i] - '0');
-    }
-    if (etp > 0) {
-      pc.etp = etp;
-      r.notes.push_back(fmt::format("etp {} from the parallel notes: Megatron-Core MoE parallel folding", etp));
-    }
-  }
+  read_parallel_notes(ascii_lower(out.notes), ep, out.sequence_parallel, zero, fsdp, pc, r);
   if (tp && dp && mb && gbs) {
     pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
     if (pc.num_microbatches == 0) {

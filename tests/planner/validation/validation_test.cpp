@@ -1333,3 +1333,36 @@ TEST_CASE("validation: fp8 recipe spellings, and an unnamed recipe as its stack'
   REQUIRE(r.plan);
   CHECK(r.plan->training.fp8_recipe == Fp8Recipe::delayed);
 }
+
+// Null structured fields take what the parallel notes state (each noted), rather than a silent default.
+TEST_CASE("validation: parallel notes give ep, etp, sequence parallelism and the optimizer sharding a null field lacks") {
+  nlohmann::json row = base_row();
+  row["arch"].update({{"experts", 128}, {"top_k", 8}, {"moe_ffn", 1536}, {"attention", "GQA/MHA"}});
+  row["arch"]["ffn_type"] = "SwiGLU MoE (128 experts, top-8)";
+  row["parallel"].update({{"tp", 2}, {"pp", 1}, {"dp", 32}, {"vpp_chunks_per_stage", nullptr}, {"ep", nullptr},
+                          {"sequence_parallel", nullptr}, {"zero_stage", nullptr}, {"global_batch_seqs", 64}});
+  for (const char* notes : {"EP8, ETP1, SP on, distributed optimizer", "EP=8; ETP: 1; sequence parallel enabled; ZeRO-1",
+                            "--expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --sequence-parallel "
+                            "--use-distributed-optimizer"}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    CAPTURE(r.skip_reason());
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.ep == 8);
+    CHECK(r.plan->parallel.etp == 1);
+    CHECK(r.plan->parallel.sequence_parallel);
+    CHECK(r.plan->parallel.zero_stage == 1);
+  }
+  row["parallel"]["parallel_notes"] = "EP8, ETP=1, SP on, FSDP";
+  CHECK(map_one(row).plan->parallel.zero_stage == 3);
+  row["parallel"]["parallel_notes"] = "EP8, ETP=1, SP on, HSDP (hybrid sharding)";
+  CHECK(has_reason(map_one(row), "HSDP"));
+  // A stated field wins over the notes, and a denied phrase states nothing.
+  row["parallel"].update({{"ep", 4}, {"zero_stage", 0}, {"sequence_parallel", true}});
+  row["parallel"]["parallel_notes"] = "EP8; no distributed optimizer";
+  const MappedRun stated = map_one(row);
+  REQUIRE(stated.plan);
+  CHECK(stated.plan->parallel.ep == 4);
+  CHECK(stated.plan->parallel.zero_stage == 0);
+}
