@@ -24,6 +24,19 @@ int first_year(std::string_view text) {
     if ((i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) ||
         (i + 4 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 4]))))
       continue;
+    // A count, not a year: "on 2048 GPUs", "2016 MI300X", "2048 x H800" (a count word or a GPU after it).
+    std::string after(text.substr(i + 4, std::min<size_t>(16, text.size() - i - 4)));
+    for (char& c : after) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const size_t w = after.find_first_not_of(" ");
+    if (w != std::string::npos) {
+      const std::string_view next = std::string_view(after).substr(w);
+      bool count = next.starts_with("x ") || next.starts_with("\xc3\x97");
+      for (std::string_view unit : {"gpu", "node", "device", "accelerator", "chip", "h100", "h800", "h200", "a100",
+                                    "b200", "b300", "gb200", "gb300", "mi300", "mi325", "mi355", "rank", "way"}) {
+        count = count || next.starts_with(unit);
+      }
+      if (count) continue;
+    }
     return (text[i + 2] - '0') * 10 + (text[i + 3] - '0') + 2000;
   }
   return 0;
@@ -56,8 +69,10 @@ std::string source_key(std::string_view source) {
 
 bool map_ffn_type(std::string_view text, FfnType& out) {
   const std::string t = ascii_lower(text);
-  if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (")) {
-    out = FfnType::swiglu;  // gated MLPs: three matrices
+  // Gated MLPs, three matrices: SwiGLU, GeGLU, and a SiLU / Swish written as gated ("SiLU gated MLP", "gated SiLU").
+  const bool gated_silu = (has(t, "silu") || has(t, "swish")) && (has(t, "gated") || has(t, "gate"));
+  if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (") || gated_silu) {
+    out = FfnType::swiglu;
     return true;
   }
   if (has(t, "gelu") || has(t, "relu") || has(t, "mlp")) {
@@ -199,7 +214,8 @@ bool map_recompute(std::string_view text, Recompute& out) {
     out = Recompute::selective;
   } else if (states(t, "full") || states(t, "checkpoint")) {
     out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"
-  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off" || t == "disabled" ||
+  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off" || t == "disabled" || t == "n/a" ||
+             t.ends_with(": none") || t.ends_with(": off") ||
              denies(t, "recompute") || denies(t, "checkpoint") || denies(t, "full")) {
     out = Recompute::none;  // "no activation checkpointing", "activation checkpointing: none", "recompute disabled"
   } else {

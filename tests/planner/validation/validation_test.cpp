@@ -1366,3 +1366,23 @@ TEST_CASE("validation: parallel notes give ep, etp, sequence parallelism and the
   CHECK(stated.plan->parallel.ep == 4);
   CHECK(stated.plan->parallel.zero_stage == 0);
 }
+
+// Free-text spellings of vendor tables: a gated SiLU MLP is SwiGLU; "AC: none" and "N/A" are no recompute; a GPU
+// count in the source is not its year (the attention rule reads the first 20xx year).
+TEST_CASE("validation: gated SiLU, recompute none spellings, and a GPU count in the source that is not a year") {
+  FfnType f = FfnType::gelu;
+  for (const char* text : {"SiLU gated MLP", "gated SiLU", "Swish-gated FFN"}) {
+    CAPTURE(text);
+    REQUIRE(map_ffn_type(text, f));
+    CHECK(f == FfnType::swiglu);
+  }
+  Recompute rc = Recompute::full;
+  for (const char* text : {"AC: none", "N/A", "activation checkpointing: off"}) {
+    CAPTURE(text);
+    REQUIRE(map_recompute(text, rc));
+    CHECK(rc == Recompute::none);
+  }
+  AttentionKernel a = map_attention("Vendor benchmark on 2016 MI300X GPUs (2025)", "");
+  CHECK(a != AttentionKernel::unfused);  // 2025, not 2016: FlashAttention-era
+  CHECK(map_attention("Megatron-LM 2021 paper", "") == AttentionKernel::unfused);
+}
