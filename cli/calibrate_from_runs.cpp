@@ -2,7 +2,9 @@
 #include "cli/calibrate_from_runs.hpp"
 
 #include <fmt/core.h>
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
@@ -28,6 +30,28 @@ nlohmann::json summary_json(const ErrorSummary& s) {
 std::string line(const char* what, const ErrorSummary& s) {
   return fmt::format("  {:<28} {:>3} runs  mean |err| {:>6}  median {:>6}  worst {:>6} ({})\n", what, s.count,
                      fmt_percent(s.mean_abs), fmt_percent(s.median_abs), fmt_percent(s.worst_abs), s.worst_id);
+}
+
+// The cluster profile of the scored runs on `gpu`, as loaded (not a row's plan, whose link bandwidth the row's
+// hardware text may have set). `--cluster`, when given, must name that cluster: the runs' cluster is what is fitted.
+std::optional<ClusterSpec> runs_cluster(const std::vector<MappedRun>& runs, const std::string& gpu,
+                                        const std::string& cluster_flag, const ProfileSet& profiles) {
+  const auto row = std::find_if(runs.begin(), runs.end(), [&](const MappedRun& r) { return r.scored() && r.gpu_type == gpu; });
+  const ClusterSpec* named = cluster_flag.empty() ? nullptr : &profiles.cluster(cluster_flag, "--cluster");
+  if (row == runs.end()) return std::nullopt;  // fit_profiles says there are too few runs
+  const ClusterSpec& own = profiles.cluster(row->plan->cluster.name, "--from-runs");
+  if (named != nullptr && named->name != own.name) {
+    throw InputError(fmt::format("--cluster: the {} runs are on {}, not {}; --from-runs fits the runs' cluster", gpu,
+                                 own.name, named->name));
+  }
+  return own;
+}
+
+// The source text of a fitted profile: the base profile's, with any earlier fit's note replaced by this one's.
+std::string fitted_source(const std::string& base, const std::string& note) {
+  const size_t at = base.find(" -- ");
+  const bool earlier_fit = at != std::string::npos && base.find("fitted by parplan calibrate --from-runs", at) != std::string::npos;
+  return (earlier_fit ? base.substr(0, at) : base) + " -- " + note;
 }
 
 }  // namespace
@@ -76,6 +100,7 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
     gpu = types.front();
   }
   FitOptions opt;
+  opt.cluster_profile = runs_cluster(runs, gpu, o.cluster, profiles);
   if (!o.fields.empty()) {
     opt.fields.clear();
     for (const auto& f : o.fields) opt.fields.push_back(fit_field(f, "--fit-fields"));
@@ -84,15 +109,15 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
 
   GpuSpec g = r.gpu;
   if (!o.name.empty()) g.name = o.name;
-  g.source = fmt::format("{} -- efficiency fields fitted by parplan calibrate --from-runs {} ({} runs)", r.gpu.source,
-                         o.runs, r.error_after.count);
+  g.source = fitted_source(r.gpu.source, fmt::format("efficiency fields fitted by parplan calibrate --from-runs {} ({} runs)",
+                                                      o.runs, r.error_after.count));
   nlohmann::json gj = to_json(g);
   gj["kind"] = "gpu";
   nlohmann::json cj;
   if (!o.cluster_out.empty()) {
     ClusterSpec c = r.cluster;
     c.gpu = g.name;
-    c.source = fmt::format("{} -- link efficiencies fitted by parplan calibrate --from-runs {}", r.cluster.source, o.runs);
+    c.source = fitted_source(r.cluster.source, fmt::format("link efficiencies fitted by parplan calibrate --from-runs {}", o.runs));
     cj = to_json(c);
     cj["kind"] = "cluster";
   }
@@ -147,6 +172,10 @@ std::function<std::optional<int>()> hook(CLI::App& app) {
       if (!fields->empty()) throw InputError("--fit-fields: only with --from-runs");
       return std::nullopt;
     }
+    for (const char* flag : {"--backend", "--ranks"}) {  // they set up a measurement, which --from-runs does not make
+      const CLI::Option* opt = a->get_option_no_throw(flag);
+      if (opt && opt->count() > 0) throw InputError(fmt::format("{}: not used with --from-runs (nothing is measured)", flag));
+    }
     auto str = [&](const char* name) {
       const CLI::Option* opt = a->get_option_no_throw(name);
       return opt && opt->count() > 0 ? opt->as<std::string>() : std::string();
@@ -156,6 +185,7 @@ std::function<std::optional<int>()> hook(CLI::App& app) {
     o.fields = *fields;
     o.profiles = *profiles;
     o.gpu = str("--gpu");
+    o.cluster = str("--cluster");
     o.out = str("--out");
     o.cluster_out = str("--cluster-out");
     o.name = str("--name");

@@ -13,6 +13,7 @@ namespace parplan::cli {
 struct CalibrateFromRunsOptions {
   std::string runs;                  // --from-runs FILE
   std::string gpu;                   // --gpu (empty: the only GPU type in the runs)
+  std::string cluster;               // --cluster (empty, or the runs' cluster: the one fitted and written)
   std::string out, cluster_out;      // --out, --cluster-out
   std::string name;                  // --name (default: the base profile's name, so --profile FILE overrides it)
   std::vector<std::string> fields;   // --fit-fields (default: every field of default_fit_fields())

@@ -26,19 +26,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Limits from their text; an error names the flag, or the config file and line the value came from.
 CheckLimits parse_limits(const CheckOptions& o) {
   CheckLimits lim;
-  if (!o.headroom.empty()) lim.headroom = parse_headroom(o.headroom, "--headroom");
-  if (!o.memory.empty()) lim.memory_bytes = parse_bytes(o.memory, "--memory");
-  if (!o.max_bubble.empty()) lim.max_bubble_fraction = parse_fraction(o.max_bubble, "--max-bubble");
-  if (!o.max_dp_comm.empty()) lim.max_dp_comm_fraction = parse_fraction(o.max_dp_comm, "--max-dp-comm");
-  if (!o.min_mfu.empty()) lim.min_mfu = parse_fraction(o.min_mfu, "--min-mfu");
-  if (!o.max_step_time.empty()) lim.max_step_s = parse_seconds(o.max_step_time, "--max-step-time");
+  auto label = [&](const std::string& name) { return value_label(o, name); };
+  if (!o.headroom.empty()) lim.headroom = parse_headroom(o.headroom, label("headroom"));
+  if (!o.memory.empty()) lim.memory_bytes = parse_bytes(o.memory, label("memory"));
+  if (!o.max_bubble.empty()) lim.max_bubble_fraction = parse_fraction(o.max_bubble, label("max-bubble"));
+  if (!o.max_dp_comm.empty()) lim.max_dp_comm_fraction = parse_fraction(o.max_dp_comm, label("max-dp-comm"));
+  if (!o.min_mfu.empty()) lim.min_mfu = parse_fraction(o.min_mfu, label("min-mfu"));
+  if (!o.max_step_time.empty()) lim.max_step_s = parse_seconds(o.max_step_time, label("max-step-time"));
   if (!o.max_memory_regression.empty()) {
-    lim.max_memory_regression = parse_fraction(o.max_memory_regression, "--max-memory-regression");
+    lim.max_memory_regression = parse_fraction(o.max_memory_regression, label("max-memory-regression"));
   }
   if (!o.max_time_regression.empty()) {
-    lim.max_time_regression = parse_fraction(o.max_time_regression, "--max-time-regression");
+    lim.max_time_regression = parse_fraction(o.max_time_regression, label("max-time-regression"));
   }
   return lim;
 }
@@ -75,22 +77,41 @@ bool append_step_summary(const std::string& path, std::string_view text) {
 // A plan path that is not UTF-8 (a Latin-1 file name) is written with U+FFFD in JSON (nlohmann threw).
 constexpr auto kReplaceBadUtf8 = nlohmann::json::error_handler_t::replace;
 
-// The baseline entry of a plan: under its key (name or content hash); else under the plan path as given, the key
-// of baselines written before (docs/ci.md).
-const PlanSnapshot* find_entry(const Baseline& b, const std::string& key, const std::string& path) {
-  auto it = b.find(key);
-  if (it == b.end()) it = b.find(path);
-  return it == b.end() ? nullptr : &it->second;
+std::string normal_path(const std::string& p) { return fs::path(p).lexically_normal().generic_string(); }
+
+// The keys under which baselines written before plans had keys hold a plan: its path in any spelling (normalised,
+// `a/./b` = `a/b`); content keys are never paths.
+std::vector<std::string> path_keys(const Baseline& b, const std::string& path) {
+  std::vector<std::string> keys;
+  const std::string want = normal_path(path);
+  for (const auto& [key, snap] : b) {
+    if (!key.starts_with("content:") && normal_path(key) == want) keys.push_back(key);
+  }
+  return keys;
 }
 
-// Two plan files with one name would share one baseline entry: refused, naming both.
-void refuse_shared_names(const std::vector<std::string>& paths, const std::vector<CheckPlanFile>& plans) {
+// The baseline entry of a plan: under its key (name or content hash); else under its path (docs/ci.md).
+const PlanSnapshot* find_entry(const Baseline& b, const std::string& key, const std::string& path) {
+  if (auto it = b.find(key); it != b.end()) return &it->second;
+  const std::vector<std::string> old = path_keys(b, path);
+  return old.empty() ? nullptr : &b.at(old.front());
+}
+
+// Two plans with one name would share one baseline entry: refused, naming both. So would two unnamed plans with the
+// same text (their keys hash the text, not the files it refers to): refused when a baseline is used.
+void refuse_shared_keys(const std::vector<std::string>& paths, const std::vector<CheckPlanFile>& plans,
+                        bool with_baseline) {
   for (size_t i = 0; i < plans.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
-      if (!plans[i].plan.name.empty() && plans[i].plan.name == plans[j].plan.name) {
+      if (plans[i].key != plans[j].key) continue;
+      if (!plans[i].plan.name.empty()) {
         throw InputError(fmt::format("--plan: {} and {} are both named '{}'; a baseline entry needs a name of its own",
                                      printable(paths[j]), printable(paths[i]), printable(plans[i].plan.name)));
       }
+      if (!with_baseline) continue;
+      throw InputError(fmt::format("--plan: {} and {} have the same text, so they share the baseline key '{}'; give "
+                                   "them names (name = \"...\") so each has an entry of its own",
+                                   printable(paths[j]), printable(paths[i]), plans[i].key));
     }
   }
 }
@@ -110,6 +131,10 @@ Runner setup(CLI::App& app) {
     const CheckLimits limits = parse_limits(*o);
     if (o->update_baseline && o->baseline.empty()) throw InputError("--update-baseline: needs --baseline FILE");
     if (o->require_baseline && o->baseline.empty()) throw InputError("--require-baseline: needs --baseline FILE");
+    for (const auto& [name, value] : {std::pair{"max-memory-regression", &o->max_memory_regression},
+                                      std::pair{"max-time-regression", &o->max_time_regression}}) {
+      if (!value->empty() && o->baseline.empty()) throw InputError(value_label(*o, name) + ": needs --baseline FILE");
+    }
     require_writable(o->junit, "--junit");
     if (o->update_baseline) require_writable(o->baseline, "--baseline");
     // A document on stdout is all of stdout: the text report then goes to stderr, and a second document is refused.
@@ -130,7 +155,7 @@ Runner setup(CLI::App& app) {
       plans.push_back(check_plan_of(load_plan_source("check", "", *from, from->model, from->mesh, profiles)));
       paths.push_back(from->file);
     }
-    refuse_shared_names(paths, plans);
+    refuse_shared_keys(paths, plans, !o->baseline.empty());
     Baseline baseline;
     std::optional<FileLock> lock;
     const bool compare = !o->baseline.empty() && !o->update_baseline;
@@ -180,7 +205,10 @@ Runner setup(CLI::App& app) {
     std::string new_baseline;
     if (o->update_baseline) {
       for (size_t i = 0; i < checks.size(); ++i) {
-        baseline.erase(checks[i].path);  // an entry keyed by path (written before keys were names) moves to its key
+        // An entry keyed by path (written before keys were names), in any spelling, moves to its key.
+        for (const std::string& old : path_keys(baseline, checks[i].path)) {
+          if (old != plans[i].key) baseline.erase(old);
+        }
         baseline[plans[i].key] = checks[i].result.now;
       }
       new_baseline = baseline_to_json(baseline).dump(2, ' ', false, kReplaceBadUtf8) + "\n";
@@ -203,6 +231,7 @@ Runner setup(CLI::App& app) {
     } else {
       fmt::print(report, "{}", render_check_text(checks));
       if (o->update_baseline) {
+        // One entry per plan: plans that would share a key were refused above.
         fmt::print(report, "baseline written to {} ({} plan{})\n", printable(o->baseline), checks.size(),
                    checks.size() == 1 ? "" : "s");
       }

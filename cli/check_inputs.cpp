@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fmt/core.h>
 #include <map>
+#include <set>
 
 #include "cli/command.hpp"
 #include "cli/io.hpp"
@@ -113,6 +114,11 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
     if (const std::string_view want = wrong_kind(*op, item.value); !want.empty()) {
       fail(fmt::format("key '{}' takes {}, not {}", key, want, item.value.raw.empty() ? "nothing" : excerpt(item.value.raw)));
     }
+    // An empty value would make CLI11 take the next word (the next line's key) as the value.
+    const auto empty = [](const TomlValue& x) { return x.kind == TomlValue::Kind::string && x.text.empty(); };
+    if (empty(item.value) || std::any_of(item.value.items.begin(), item.value.items.end(), empty)) {
+      fail(fmt::format("key '{}' must not be empty", key));
+    }
     append_words(item, words);
   }
   std::reverse(words.begin(), words.end());  // CLI11 takes the words last first
@@ -131,47 +137,72 @@ void merge_check_config(CheckOptions& o) {
   app.set_help_flag();
   add_check_options(app, c, false);
   parse_toml_options(app, text, o.config);
+  std::map<std::string, int> line_of;
+  for (const TomlItem& item : read_toml(text, o.config)) line_of[item.key] = item.line;
   const fs::path dir = fs::path(o.config).parent_path();
   for (const std::string& p : c.plans) o.plans.push_back(relative_to(p, dir));
   for (const std::string& p : c.profiles) o.profiles.push_back(relative_to(p, dir));
-  auto take = [](std::string& mine, const std::string& theirs) {
-    if (mine.empty()) mine = theirs;
+  auto take = [&](std::string& mine, const std::string& theirs, const std::string& name) {
+    if (!mine.empty() || theirs.empty()) return;
+    mine = theirs;
+    o.config_origin[name] = fmt::format("{}:{}", o.config, line_of[name]);
   };
-  take(o.headroom, c.headroom);
-  take(o.memory, c.memory);
-  take(o.max_bubble, c.max_bubble);
-  take(o.max_dp_comm, c.max_dp_comm);
-  take(o.min_mfu, c.min_mfu);
-  take(o.max_step_time, c.max_step_time);
-  take(o.baseline, relative_to(c.baseline, dir));
-  take(o.max_memory_regression, c.max_memory_regression);
-  take(o.max_time_regression, c.max_time_regression);
-  take(o.junit, relative_to(c.junit, dir));
+  take(o.headroom, c.headroom, "headroom");
+  take(o.memory, c.memory, "memory");
+  take(o.max_bubble, c.max_bubble, "max-bubble");
+  take(o.max_dp_comm, c.max_dp_comm, "max-dp-comm");
+  take(o.min_mfu, c.min_mfu, "min-mfu");
+  take(o.max_step_time, c.max_step_time, "max-step-time");
+  take(o.baseline, relative_to(c.baseline, dir), "baseline");
+  take(o.max_memory_regression, c.max_memory_regression, "max-memory-regression");
+  take(o.max_time_regression, c.max_time_regression, "max-time-regression");
+  take(o.junit, relative_to(c.junit, dir), "junit");
   o.update_baseline = o.update_baseline || c.update_baseline;
   o.require_baseline = o.require_baseline || c.require_baseline;
   o.json = o.json || c.json;
 }
 
+std::string value_label(const CheckOptions& o, const std::string& name) {
+  const auto it = o.config_origin.find(name);
+  return it == o.config_origin.end() ? "--" + name : fmt::format("{}: {}", it->second, name);
+}
+
+namespace {
+
+// Directory `p`'s *.json and *.toml files, sorted.
+std::vector<std::string> plan_files_in(const std::string& p) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& f = it->path();
+    std::error_code fec;
+    if (fs::is_regular_file(f, fec) && (has_extension(f, ".json") || has_extension(f, ".toml"))) {
+      found.push_back(f.lexically_normal().generic_string());
+    }
+  }
+  if (ec) throw InputError(fmt::format("--plan: cannot list directory '{}': {}", p, ec.message()));
+  if (found.empty()) throw InputError(fmt::format("--plan: directory '{}' holds no .json or .toml plan files", p));
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
 std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
+  std::set<std::string> seen;  // a file reached twice (listed twice, or also through its directory) is one plan
+  auto add = [&](const std::string& f) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(f, ec);
+    if (seen.insert(ec ? f : canonical.generic_string()).second) out.push_back(f);
+  };
   for (const std::string& p : paths) {
     std::error_code ec;
     if (!fs::is_directory(p, ec)) {
-      out.push_back(fs::path(p).lexically_normal().generic_string());
+      add(fs::path(p).lexically_normal().generic_string());
       continue;
     }
-    std::vector<std::string> found;
-    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
-      const fs::path& f = it->path();
-      std::error_code fec;
-      if (fs::is_regular_file(f, fec) && (has_extension(f, ".json") || has_extension(f, ".toml"))) {
-        found.push_back(f.lexically_normal().generic_string());
-      }
-    }
-    if (ec) throw InputError(fmt::format("--plan: cannot list directory '{}': {}", p, ec.message()));
-    if (found.empty()) throw InputError(fmt::format("--plan: directory '{}' holds no .json or .toml plan files", p));
-    std::sort(found.begin(), found.end());
-    out.insert(out.end(), found.begin(), found.end());
+    for (const std::string& f : plan_files_in(p)) add(f);
   }
   return out;
 }
@@ -199,11 +230,6 @@ CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profile
   add_mesh_options(app, me);
   app.add_option("--name", name, "The plan's name: its key in a check baseline");
   std::vector<TomlItem> items = read_toml(text, path);
-  for (const TomlItem& item : items) {
-    if (item.key == "name" && item.value.kind == TomlValue::Kind::string && item.value.text.empty()) {
-      throw InputError(fmt::format("{}:{}: key 'name' must not be empty", path, item.line));
-    }
-  }
   parse_toml_options(app, text, path);
   // File references inside the TOML plan are relative to the plan file.
   const fs::path dir = fs::path(path).parent_path();

@@ -2,6 +2,7 @@
 // discovery (files and directories) and plan loading from JSON (the Plan document) or TOML (the plan flags).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +23,12 @@ struct CheckOptions {
   bool require_baseline = false;  // a plan without a baseline entry fails (exit 1)
   std::string junit;
   bool json = false;
+  // Where a value taken from the config file was given: option long name ("headroom") -> "<config>:<line>".
+  std::map<std::string, std::string> config_origin;
 };
+
+// How an error names the value of option `name`: "--headroom" on the command line, "c.toml:2: headroom" from --config.
+std::string value_label(const CheckOptions& o, const std::string& name);
 
 // Adds the check options to `app`; `with_config` adds --config (left out for the config file's own parser).
 void add_check_options(CLI::App& app, CheckOptions& o, bool with_config);
@@ -36,7 +42,8 @@ void merge_check_config(CheckOptions& o);
 // of the option's kind; errors are InputError "<path>:<line>: ..." naming the key.
 void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path);
 
-// Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given.
+// Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given (normalised).
+// A file reached twice (listed twice, or also through its directory) is kept once, where it was first reached.
 std::vector<std::string> expand_plan_paths(const std::vector<std::string>& paths);
 
 // A plan to check and its baseline key: the plan's name (the Plan document's "name", `name = "..."` in a TOML plan)

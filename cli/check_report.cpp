@@ -142,6 +142,9 @@ nlohmann::json check_to_json(const std::vector<PlanCheck>& checks) {
                      {"limit_bytes", r.limit_bytes},
                      {"margin_bytes", r.margin_bytes},
                      {"largest_term", r.largest_term},
+                     {"host_bytes_per_node", r.host_bytes_per_node},
+                     {"host_capacity_bytes", r.host_capacity_bytes},
+                     {"host_fits", r.host_fits},
                      {"step_s", r.now.step_s},
                      {"mfu", r.mfu},
                      {"bubble_fraction", r.bubble_fraction},
@@ -202,7 +205,8 @@ std::string render_github_annotations(const std::vector<PlanCheck>& checks) {
 
 std::string render_markdown_summary(const std::vector<PlanCheck>& checks) {
   const int failed = failures(checks);
-  std::string s = failed == 0 ? fmt::format("## parplan check: all {} plans pass\n\n", checks.size())
+  std::string s = failed == 0 ? (checks.size() == 1 ? std::string("## parplan check: the plan passes\n\n")
+                                                    : fmt::format("## parplan check: all {} plans pass\n\n", checks.size()))
                               : fmt::format("## parplan check: {} of {} plans failed\n\n", failed, checks.size());
   s += "| | Plan | Peak (stage) | Limit | Margin | Step | MFU | Failed gates |\n";
   s += "|---|---|---:|---:|---:|---:|---:|---|\n";

@@ -32,6 +32,11 @@ std::string pct(double frac) {
   const double v = frac * 100;
   return v != 0 && std::fabs(v) < 0.1 ? fmt::format("{:.2g}%", v) : fmt::format("{:.1f}%", v);
 }
+// Host memory is sized in TiB on large nodes, as estimate prints it.
+std::string host_size(double bytes) {
+  constexpr double kTiB = kGiB * 1024.0;
+  return bytes >= kTiB ? fmt::format("{:.2f} TiB", bytes / kTiB) : gib(bytes);
+}
 std::string secs(double s) { return std::fabs(s) >= 1 ? fmt::format("{:.2f} s", s) : fmt::format("{:.1f} ms", s * 1e3); }
 std::string signed_secs(double s) {
   return std::fabs(s) >= 1 ? fmt::format("{:+.2f} s", s) : fmt::format("{:+.1f} ms", s * 1e3);
@@ -125,6 +130,26 @@ std::string describe_time_move(const TermDelta& d) {
                      signed_secs(d.after - d.before), d.stage);
 }
 
+// The memory gate: the GPU peak against the limit, and any offloaded states against the node's host memory.
+GateResult memory_gate(const CheckResult& r, double headroom_bytes) {
+  const bool gpu_ok = r.margin_bytes >= 0;
+  GateResult g{Gate::memory, gpu_ok && r.host_fits, r.peak_bytes, r.limit_bytes, {}};
+  std::string limit_desc = fmt::format("limit {}", gib(r.limit_bytes));
+  if (headroom_bytes > 0 || r.budget_bytes < r.capacity_bytes) {
+    limit_desc += fmt::format(" = {} {} - {} headroom", r.budget_bytes < r.capacity_bytes ? "budget" : "capacity",
+                              gib(r.budget_bytes), gib(headroom_bytes));
+  }
+  g.message = gpu_ok ? fmt::format("peak {} on stage {} is {} under the {}", gib(r.peak_bytes), r.peak_stage,
+                                    gib(r.margin_bytes), limit_desc)
+                     : fmt::format("peak {} on stage {} is {} over the {}; largest term {}", gib(r.peak_bytes),
+                                   r.peak_stage, gib(-r.margin_bytes), limit_desc, r.largest_term);
+  if (!r.host_fits) {
+    g.message += fmt::format("{} the offloaded states need {} per node, above its {} of host memory",
+                             gpu_ok ? ", but" : "; and", host_size(r.host_bytes_per_node), host_size(r.host_capacity_bytes));
+  }
+  return g;
+}
+
 }  // namespace
 
 std::string_view to_string(Gate g) {
@@ -164,11 +189,13 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
   const MemoryLimit m = memory_limit(r.capacity_bytes, lim.memory_bytes, lim.headroom);
   refuse_empty_limit(m, plan.gpu.name);
   r.budget_bytes = m.budget_bytes;
-  const double headroom_bytes = m.headroom_bytes;
   r.limit_bytes = m.limit_bytes;
   r.peak_bytes = e.peak_memory_bytes;
   r.peak_stage = e.peak_stage;
   r.margin_bytes = r.limit_bytes - r.peak_bytes;
+  r.host_bytes_per_node = e.host_bytes_per_node;
+  r.host_capacity_bytes = static_cast<double>(plan.cluster.host_memory_bytes);
+  r.host_fits = e.host_fits;
 
   // Largest term on the peak stage.
   if (static_cast<size_t>(e.peak_stage) < r.now.stage_memory_bytes.size()) {
@@ -177,20 +204,7 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
     r.largest_term = fmt::format("{} {}", kMemoryTerms[static_cast<size_t>(it - terms.begin())], gib(*it));
   }
 
-  // Memory gate.
-  {
-    GateResult g{Gate::memory, r.margin_bytes >= 0, r.peak_bytes, r.limit_bytes, {}};
-    std::string limit_desc = fmt::format("limit {}", gib(r.limit_bytes));
-    if (headroom_bytes > 0 || r.budget_bytes < r.capacity_bytes) {
-      limit_desc += fmt::format(" = {} {} - {} headroom", r.budget_bytes < r.capacity_bytes ? "budget" : "capacity",
-                                gib(r.budget_bytes), gib(headroom_bytes));
-    }
-    g.message = g.pass ? fmt::format("peak {} on stage {} is {} under the {}", gib(r.peak_bytes), r.peak_stage,
-                                      gib(r.margin_bytes), limit_desc)
-                       : fmt::format("peak {} on stage {} is {} over the {}; largest term {}", gib(r.peak_bytes),
-                                     r.peak_stage, gib(-r.margin_bytes), limit_desc, r.largest_term);
-    r.gates.push_back(std::move(g));
-  }
+  r.gates.push_back(memory_gate(r, m.headroom_bytes));
 
   const TimeBreakdown& t = e.time;
   const double bubble = t.bubble_fraction();
@@ -250,8 +264,13 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
                                 gib(r.margin_bytes), gib(r.limit_bytes))
                   : fmt::format("peak {} on stage {}, {} OVER the {} limit", gib(r.peak_bytes), r.peak_stage,
                                 gib(-r.margin_bytes), gib(r.limit_bytes));
-  r.summary += fmt::format(" (largest term {}); step {}, MFU {}, bubble {}, DP comm {}", r.largest_term,
-                           secs(t.step_s), pct(t.mfu), pct(bubble), pct(dp_comm));
+  r.summary += fmt::format(" (largest term {})", r.largest_term);
+  if (!r.host_fits) {
+    r.summary += fmt::format("; host memory {} per node OVER its {}", host_size(r.host_bytes_per_node),
+                             host_size(r.host_capacity_bytes));
+  }
+  r.summary += fmt::format("; step {}, MFU {}, bubble {}, DP comm {}", secs(t.step_s), pct(t.mfu), pct(bubble),
+                           pct(dp_comm));
   if (baseline) {
     r.summary += fmt::format("; vs baseline: memory {:+.1f}%", growth(baseline->peak_memory_bytes, r.peak_bytes) * 100);
     if (r.memory_moved) {
@@ -332,6 +351,11 @@ PlanSnapshot snapshot_from_json(const nlohmann::json& j, const std::string& wher
     for (size_t t = 0; t < m.size(); ++t) m[t] = st.get_double(kMemoryTerms[t], 0, kMaxValue);
     st.finish();
     s.stage_memory_bytes.push_back(m);
+  }
+  if (s.stage_memory_bytes.empty()) r.fail("stage_memory_bytes", "expected at least one stage");
+  if (static_cast<size_t>(s.peak_stage) >= s.stage_memory_bytes.size()) {
+    r.fail("peak_stage", fmt::format("stage {} is past the last stage ({} stages in stage_memory_bytes)", s.peak_stage,
+                                     s.stage_memory_bytes.size()));
   }
   JsonReader time = r.object("time_s");
   for (size_t t = 0; t < s.time_s.size(); ++t) {

@@ -74,6 +74,11 @@ struct CheckResult {
   int64_t peak_stage = 0;
   double margin_bytes = 0;        // limit - peak: > 0 under, < 0 over
   std::string largest_term;       // largest memory term on the peak stage ("activations 30.12 GiB")
+  // Offloaded states in a node's host memory (0 when nothing is offloaded) and the node's host memory (0: the
+  // cluster profile gives none, not checked); the memory gate fails when they do not fit, as estimate says.
+  double host_bytes_per_node = 0;
+  double host_capacity_bytes = 0;
+  bool host_fits = true;
   double mfu = 0, bubble_fraction = 0, dp_comm_fraction = 0;  // of the step
   std::optional<TermDelta> memory_moved, time_moved;  // vs the baseline, when one was given
   PlanSnapshot now;

@@ -150,7 +150,7 @@ FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gp
   std::sort(rows.begin(), rows.end(), [](const MappedRun* a, const MappedRun* b) { return a->id < b->id; });
   FitResult res;
   res.gpu = rows.front()->plan->gpu;
-  res.cluster = rows.front()->plan->cluster;
+  res.cluster = opt.cluster_profile.value_or(rows.front()->plan->cluster);
   for (const MappedRun* r : rows) {
     if (r->plan->cluster.name != res.cluster.name) {
       throw InputError(fmt::format("--from-runs: the {} runs map to clusters {} and {}; fit one cluster at a time",

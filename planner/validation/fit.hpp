@@ -2,6 +2,7 @@
 // bounded coordinate descent (golden-section search per field), with a held-out check (fit on half, score the rest).
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct FitOptions {
   int sweeps = 3;          // coordinate-descent passes over the fields
   int golden_steps = 30;   // golden-section iterations per field and pass
   double worst_weight = 0.25;  // objective = mean |error| + worst_weight * worst |error|
+  // The cluster profile the fit starts from and returns, with only the fitted fields changed: the runs' cluster as
+  // its profile gives it (a row's plan may carry a link bandwidth read from the row's hardware text). Unset: the
+  // first row's cluster.
+  std::optional<ClusterSpec> cluster_profile;
 };
 
 struct FitResult {

@@ -316,7 +316,7 @@ TEST_CASE("hardening: GITHUB_STEP_SUMMARY that is a FIFO or /dev/full: a warning
   // A regular file still takes the summary, exit 0.
   const auto ok = run_parplan({"check", "--plan", kSmall}, {"GITHUB_STEP_SUMMARY=" + d.file("s.md")}, 20);
   CHECK(ok.exit_code == 0);
-  CHECK(has(read_text(d.file("s.md")), "## parplan check: all 1 plans pass"));
+  CHECK(has(read_text(d.file("s.md")), "## parplan check: the plan passes"));
 }
 
 // ---- the TOML reader ----
