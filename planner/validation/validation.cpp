@@ -183,10 +183,11 @@ std::optional<int64_t> number_after(std::string_view text, std::initializer_list
 // ("q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128"; "kv compression 512, query compression 1536, head
 // dim 128, decoupled RoPE 64"); what is missing is a skip reason.
 void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& skip) {
-  const auto q_lora = number_after(notes, {"q_lora", "query compression"});
-  const auto kv_lora = number_after(notes, {"kv_lora", "kv compression"});
-  const auto head = number_after(notes, {"qk_head", "head dim"});
-  const auto rope = number_after(notes, {"rope", "decoupled rope"});
+  // Hugging Face's config names first (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim).
+  const auto q_lora = number_after(notes, {"q_lora_rank", "q_lora", "query compression"});
+  const auto kv_lora = number_after(notes, {"kv_lora_rank", "kv_lora", "kv compression"});
+  const auto head = number_after(notes, {"qk_nope_head_dim", "qk_head", "head dim"});
+  const auto rope = number_after(notes, {"qk_rope_head_dim", "rope", "decoupled rope"});
   if (!q_lora || !kv_lora || !head || !rope) {
     skip.push_back("arch.attention MLA: arch_notes do not state its ranks and head widths");
     return;
@@ -195,7 +196,7 @@ void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& sk
   m.kv_lora_rank = *kv_lora;
   m.head_dim_override = *head;
   m.qk_rope_head_dim = *rope;
-  m.v_head_dim_override = number_after(notes, {"v_head"}).value_or(0);  // else the head width, as DeepSeek-V3's
+  m.v_head_dim_override = number_after(notes, {"v_head_dim", "v_head"}).value_or(0);  // else the head width, as DeepSeek-V3's
   m.kv_heads = m.heads;
 }
 
@@ -219,8 +220,8 @@ void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
     m.head_dim_override = *kv_channels;
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
-  if (has(attention, "mla")) read_mla(notes, m, skip);
-  if (has(notes, "mtp")) {  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
+  if (has(attention, "mla") || has(attention, "latent")) read_mla(notes, m, skip);
+  if (states(notes, "mtp")) {  // not "no MTP"  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
     if (const auto mtp = number_after(notes, {"mtp depth", "mtp"}); mtp && *mtp <= 100) {
       m.mtp_layers = *mtp;
     } else {
@@ -313,6 +314,20 @@ ModelSpec read_arch(const Obj& a, const ProfileSet& profiles, MappedRun& r, cons
   }
   // Multi-head latent attention gives every head its own keys and values (read_mla).
   if (!kv && heads && has(ascii_lower(a.text("attention")), "mla")) kv = heads;
+  // kv_heads null: the count the notes or the attention field state ("GQA (8 KV heads)", num_key_value_heads 8), or
+  // every head's own for multi-head attention ("MHA"); noted.
+  if (!kv && heads) {
+    const std::string an = ascii_lower(arch_notes + " " + a.text("attention"));
+    if (const auto n = number_after(an, {"num_key_value_heads", "kv_heads", "kv heads", "num_query_groups", "query groups"});
+        n && *n > 0) {
+      kv = *n;
+    } else if (const auto g = number_after(an, {"gqa ("}); g && *g > 0 && has(an, "kv")) {
+      kv = *g;
+    } else if ((states(an, "mha") || states(an, "multi-head attention")) && !has(an, "gqa") && !has(an, "latent")) {
+      kv = *heads;
+    }
+    if (kv) r.notes.push_back(fmt::format("arch.kv_heads {} from the arch notes (arch.kv_heads null)", *kv));
+  }
   if (!kv) gaps.missing("arch.kv_heads");
   if (!ffn) gaps.missing("arch.ffn");
   if (!vocab) gaps.missing("arch.vocab");

@@ -1386,3 +1386,33 @@ TEST_CASE("validation: gated SiLU, recompute none spellings, and a GPU count in 
   CHECK(a != AttentionKernel::unfused);  // 2025, not 2016: FlashAttention-era
   CHECK(map_attention("Megatron-LM 2021 paper", "") == AttentionKernel::unfused);
 }
+
+// Attention as model cards write it: a null kv_heads with the notes' KV head count or "MHA"; MLA spelled out with
+// Hugging Face's config names; "no MTP" is none.
+TEST_CASE("validation: kv heads, MLA and MTP from the model card's own words") {
+  nlohmann::json row = base_row();
+  row["arch"]["kv_heads"] = nullptr;
+  row["arch"]["arch_notes"] = "GQA (8 KV heads)";
+  MappedRun r = map_one(row);
+  REQUIRE(r.plan);
+  CHECK(r.plan->model.kv_heads == 8);
+  row["arch"]["arch_notes"] = "num_key_value_heads 16";
+  CHECK(map_one(row).plan->model.kv_heads == 16);
+  row["arch"]["arch_notes"] = "MHA";
+  CHECK(map_one(row).plan->model.kv_heads == 96);
+  row = base_row();
+  row["arch"].update({{"experts", 256}, {"top_k", 8}, {"shared_experts", 1}, {"moe_ffn", 2048},
+                      {"attention", "Multi-head Latent Attention"}});
+  row["arch"]["ffn_type"] = "SwiGLU MoE (256 routed + 1 shared, top-8)";
+  row["arch"]["arch_notes"] =
+      "q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128; no MTP";
+  row["parallel"]["ep"] = 1;
+  r = map_one(row);
+  CAPTURE(r.skip_reason());
+  REQUIRE(r.plan);
+  CHECK(r.plan->model.kv_lora_rank == 512);
+  CHECK(r.plan->model.q_lora_rank == 1536);
+  CHECK(r.plan->model.qk_rope_head_dim == 64);
+  CHECK(r.plan->model.head_dim() == 128);
+  CHECK(r.plan->model.mtp_layers == 0);
+}
