@@ -220,6 +220,9 @@ void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
     m.head_dim_override = *kv_channels;
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
+  if (states(attention + " " + notes, "sliding window") || states(attention + " " + notes, "sliding-window")) {
+    skip.push_back("arch: sliding-window attention is not modelled");
+  }
   if (has(attention, "mla") || has(attention, "latent")) read_mla(notes, m, skip);
   if (states(notes, "mtp")) {  // not "no MTP"  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
     if (const auto mtp = number_after(notes, {"mtp depth", "mtp"}); mtp && *mtp <= 100) {
@@ -501,10 +504,15 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
     sp = true;
     r.notes.push_back("sequence parallelism from the parallel notes (parallel.sequence_parallel null)");
   }
-  if (zero || fsdp) return;
+  if (has(pn, "cp_comm_type") || has(pn, "cp comm type") || has(pn, "cp-comm-type")) {
+    r.notes.push_back("parallel_notes: the CP communication type is stated; CP is priced as ring attention's P2P");
+  }
   if (states(pn, "hsdp") || states(pn, "hybrid shard")) {
     r.skip_reasons.push_back("parallel_notes: HSDP (FSDP within each replica group) is not modelled");
-  } else if (states(pn, "fsdp") || states(pn, "zero-3") || states(pn, "zero stage 3") || states(pn, "zero3")) {
+    return;
+  }
+  if (zero || fsdp) return;
+  if (states(pn, "fsdp") || states(pn, "zero-3") || states(pn, "zero stage 3") || states(pn, "zero3")) {
     pc.zero_stage = 3;
     r.notes.push_back("ZeRO-3 from the parallel notes (FSDP / ZeRO-3; parallel.zero_stage and fsdp null)");
   } else if (states(pn, "zero-2") || states(pn, "zero stage 2")) {

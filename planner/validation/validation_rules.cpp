@@ -208,7 +208,8 @@ bool map_recompute(std::string_view text, Recompute& out) {
   }
   if (names_layer_ac(t)) {
     out = Recompute::full;  // torchtitan's layer-wise selective AC: every N-th block fully checkpointed (recompute_layers)
-  } else if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'")) {
+  } else if (has(t, "per-op") || has(t, "selective op") || has(t, "'op'") || has(t, "\"op\"") || has(t, "=op") ||
+             has(t, "= op") || has(t, ": op")) {
     out = Recompute::selective_op;  // torchtitan's per-op selective activation checkpointing
   } else if (states(t, "selective")) {
     out = Recompute::selective;

@@ -1416,3 +1416,16 @@ TEST_CASE("validation: kv heads, MLA and MTP from the model card's own words") {
   CHECK(r.plan->model.head_dim() == 128);
   CHECK(r.plan->model.mtp_layers == 0);
 }
+
+TEST_CASE("validation: HSDP and sliding-window attention are skip reasons; torchtitan's option=op is per-op recompute") {
+  nlohmann::json row = base_row();
+  row["parallel"]["fsdp"] = true;
+  row["parallel"]["parallel_notes"] = "HSDP: FSDP within each node, replicated across nodes";
+  CHECK(has_reason(map_one(row), "HSDP"));
+  row = base_row();
+  row["arch"]["arch_notes"] = "sliding window attention (4096) on every other layer";
+  CHECK(has_reason(map_one(row), "sliding-window attention is not modelled"));
+  Recompute rc = Recompute::none;
+  REQUIRE(map_recompute("selective, selective_ac_option=op", rc));
+  CHECK(rc == Recompute::selective_op);
+}
