@@ -15,21 +15,12 @@ namespace {
 
 const std::string kRuns = std::string(PARPLAN_SOURCE_DIR) + "/validation/published-runs.json";
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("parplan_calqa_" + std::to_string(getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using TempDir = parplan::test::ScratchDir;
 
 }  // namespace
 
 TEST_CASE("calibrate --from-runs --cluster-out writes the runs' cluster profile with only the fitted fields changed") {
-  TempDir d("cluster");
+  TempDir d;
   const auto r = run_parplan({"calibrate", "--from-runs", kRuns, "--gpu", "A100-SXM4-80GB", "--out", d.file("g.json"),
                               "--cluster-out", d.file("c.json"), "--fit-fields", "gemm.peak_fraction"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
@@ -56,7 +47,7 @@ TEST_CASE("calibrate --from-runs --cluster-out writes the runs' cluster profile 
 }
 
 TEST_CASE("calibrate --from-runs: --cluster names the runs' cluster; --backend and --ranks are refused") {
-  TempDir d("flags");
+  TempDir d;
   const std::string out = d.file("g.json");
   auto run = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"calibrate", "--from-runs", kRuns, "--gpu", "A100-SXM4-80GB", "--out", out};

@@ -21,21 +21,7 @@ const std::string kHostOver = kData + "host_over.toml";   // GPU peak fits, offl
 
 bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("parplan_checkqa_" + std::to_string(getpid()) + "_" + name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    fs::create_directories((path / name).parent_path());
-    std::ofstream(file(name), std::ios::binary) << text;
-    return file(name);
-  }
-};
+using TempDir = parplan::test::ScratchDir;
 
 nlohmann::json json_of(const parplan::test::RunResult& r) {
   REQUIRE_MESSAGE(r.exit_code >= 0, r.err);
@@ -67,7 +53,7 @@ TEST_CASE("check: offloaded states above the node's host memory fail the memory 
 }
 
 TEST_CASE("check: an empty string in a --config or a TOML plan is refused naming file:line and the key") {
-  TempDir d("empty");
+  TempDir d;
   fs::copy_file(kSmall, d.file("small.toml"));
   struct Case {
     std::string name, text, needle;
@@ -107,7 +93,7 @@ TEST_CASE("check: an empty string in a --config or a TOML plan is refused naming
 }
 
 TEST_CASE("check: two unnamed plans with the same text are refused with a baseline; named, each keeps its entry") {
-  TempDir d("shared");
+  TempDir d;
   const std::string plan = "model = \"model.json\"\ngpus = 8\ntp = 2\nglobal-batch = 64\n";
   const std::string a = d.write("a/plan.toml", plan), b = d.write("b/plan.toml", plan);
   auto model = nlohmann::json::parse(read_text(std::string(PARPLAN_SOURCE_DIR) + "/profiles/models/llama2-7b.json"));
@@ -138,7 +124,7 @@ TEST_CASE("check: two unnamed plans with the same text are refused with a baseli
 }
 
 TEST_CASE("check: a baseline entry keyed by the plan path is found in any spelling and moved on update") {
-  TempDir d("pathkey");
+  TempDir d;
   const std::string plan = d.write("plans/p.toml", read_text(kSmall));
   const std::string base = d.file("base.json");
   REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
@@ -166,7 +152,7 @@ TEST_CASE("check: regression limits without --baseline are refused, naming the f
     CHECK(r.exit_code == 2);
     CHECK(r.err == std::string("parplan: error: ") + flag + ": needs --baseline FILE\n");
   }
-  TempDir d("regr");
+  TempDir d;
   fs::copy_file(kSmall, d.file("small.toml"));
   const std::string cfg = d.write("c.toml", "plan = [\"small.toml\"]\nmax-time-regression = \"1%\"\n");
   const auto r = run_parplan({"check", "--config", cfg});
@@ -175,7 +161,7 @@ TEST_CASE("check: regression limits without --baseline are refused, naming the f
 }
 
 TEST_CASE("check: a config value out of range names the config file and line") {
-  TempDir d("range");
+  TempDir d;
   fs::copy_file(kSmall, d.file("small.toml"));
   const std::string cfg = d.write("c.toml", "plan = [\"small.toml\"]\nheadroom = 10\nmin-mfu = \"120%\"\n");
   const auto r = run_parplan({"check", "--config", cfg});
@@ -188,7 +174,7 @@ TEST_CASE("check: a config value out of range names the config file and line") {
 }
 
 TEST_CASE("check: a baseline with no stages, or a peak stage past the last, is refused naming the JSON path") {
-  TempDir d("stages");
+  TempDir d;
   const std::string plan = d.write("p.toml", "name = \"p\"\n" + read_text(kSmall));
   const std::string base = d.file("base.json");
   REQUIRE(run_parplan({"check", "--plan", plan, "--baseline", base, "--update-baseline"}).exit_code == 0);
@@ -207,7 +193,7 @@ TEST_CASE("check: a baseline with no stages, or a peak stage past the last, is r
 }
 
 TEST_CASE("check: one file reached twice is one plan") {
-  TempDir d("twice");
+  TempDir d;
   const std::string plan = d.write("plans/p.toml", "name = \"p\"\n" + read_text(kSmall));
   const auto r = run_parplan({"check", "--plan", d.file("plans"), "--plan", plan, "--plan", d.file("plans/./p.toml")});
   CHECK(r.exit_code == 0);

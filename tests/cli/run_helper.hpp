@@ -41,6 +41,13 @@ struct ScratchDir {
     for (const auto& e : std::filesystem::directory_iterator(path)) names.push_back(e.path().filename().string());
     return names;
   }
+  // The path of `name` in the directory, and the same after writing `text` there (its directories created).
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::filesystem::create_directories((path / name).parent_path());
+    std::ofstream(file(name), std::ios::binary) << text;
+    return file(name);
+  }
 };
 
 struct RunResult {
