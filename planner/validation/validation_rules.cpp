@@ -415,8 +415,14 @@ std::string map_gpu(std::string_view text, const ProfileSet& profiles, std::stri
   // The 96 GB HBM2e, 500 W H100 SXM (Meta Grand Teton, torchtitan's H100s): its texts name SXM and HBM2e, and NVL
   // only as the bound of its unpublished peak ("between SXM and NVL").
   const bool h100_hbm2e = has(t, "h100") && has(t, "sxm") && has(t, "hbm2e");
-  size_t nvl = t.find("nvl");  // "NVLink" names a link, not the NVL variant
-  while (nvl != std::string::npos && t.compare(nvl, 6, "nvlink") == 0) nvl = t.find("nvl", nvl + 1);
+  // "NVLink" names a link, not the NVL variant; nor does the HGX boards' NVLink domain size after a Blackwell name
+  // ("HGX B200 NVL8", "HGX B300 NVL16": the SXM boards, not a PCIe card).
+  const bool blackwell_board = has(t, "b200") || has(t, "b300");
+  auto board_domain = [&](size_t at) {
+    return blackwell_board && (t.compare(at, 4, "nvl8") == 0 || t.compare(at, 5, "nvl16") == 0);
+  };
+  size_t nvl = t.find("nvl");
+  while (nvl != std::string::npos && (t.compare(nvl, 6, "nvlink") == 0 || board_domain(nvl))) nvl = t.find("nvl", nvl + 1);
   if (!grace && !h100_hbm2e && (has(t, "pcie") || nvl != std::string::npos)) {
     return unknown(fmt::format("no profile for '{}' (PCIe/NVL variant)", excerpt(text)));
   }

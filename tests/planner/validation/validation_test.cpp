@@ -317,6 +317,10 @@ TEST_CASE("validation: free-text rules") {
   CHECK(map_gpu("H100 94GB", profiles(), &why).empty());
   CHECK(map_gpu("H100 SXM 96GB", profiles(), &why).empty());
   CHECK(map_gpu("NVIDIA H100 80GB HBM3", profiles()) == "H100-SXM5-80GB");
+  // The HGX Blackwell boards' NVLink domain in their names is no PCIe NVL card.
+  CHECK(map_gpu("HGX B200 NVL8", profiles()) == "B200");
+  CHECK(map_gpu("HGX B300 NVL16", profiles()) == "B300");
+  CHECK(map_gpu("H200 NVL", profiles(), &why).empty());
 
   CHECK(inter_node_Bps_per_gpu("8 x 200 Gb/s HDR InfiniBand (Mellanox) = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("RoCE, 400 Gb/s per GPU (8 x 400 Gb/s per server)", 8) == doctest::Approx(50e9));
