@@ -423,6 +423,16 @@ RowHardware read_hardware(const Obj& hw, const ProfileSet& profiles, MappedRun& 
     for (const ClusterSpec* c : clusters) {
       if (c->gpus_per_node == *h.gpus_per_node) h.cluster = c;  // the last (user) one wins
     }
+    // A rack-scale NVLink domain written as the node ("GB200 NVL72", gpus_per_node 72): the cluster whose NVLink
+    // domain it is (gb200-nvl72: 4 GPUs per tray, 72 per domain), noted.
+    for (const ClusterSpec* c : h.cluster ? std::vector<const ClusterSpec*>{} : clusters) {
+      if (c->nvlink_domain_gpus == *h.gpus_per_node && c->nvlink_domain_gpus > c->gpus_per_node) {
+        h.cluster = c;
+        r.notes.push_back(fmt::format("hardware.gpus_per_node {}: the NVLink domain of {} ({} GPUs per node)",
+                                      *h.gpus_per_node, c->name, c->gpus_per_node));
+        h.gpus_per_node = c->gpus_per_node;
+      }
+    }
     if (!h.cluster) {
       skip.push_back(fmt::format("no cluster profile with {} and {} GPUs per node", r.gpu_type, *h.gpus_per_node));
     }

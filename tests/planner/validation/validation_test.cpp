@@ -1433,3 +1433,19 @@ TEST_CASE("validation: HSDP and sliding-window attention are skip reasons; torch
   REQUIRE(map_recompute("selective, selective_ac_option=op", rc));
   CHECK(rc == Recompute::selective_op);
 }
+
+// An NVL72 rack written as one 72-GPU node maps onto the rack-scale cluster (4 GPUs per tray, 72 per NVLink domain).
+TEST_CASE("validation: gpus_per_node 72 on GB200 is the NVL72 NVLink domain") {
+  nlohmann::json row = base_row();
+  row["hardware"]["gpu"] = "GB200 NVL72";
+  row["hardware"]["gpus_per_node"] = 72;
+  row["hardware"]["inter_node_per_node"] = nullptr;
+  const MappedRun r = map_one(row);
+  CAPTURE(r.skip_reason());
+  REQUIRE(r.plan);
+  CHECK(r.plan->cluster.name == "gb200-nvl72");
+  CHECK(r.plan->cluster.gpus_per_node == 4);
+  bool noted = false;
+  for (const auto& n : r.notes) noted = noted || n.starts_with("hardware.gpus_per_node 72: the NVLink domain of gb200-nvl72");
+  CHECK(noted);
+}
