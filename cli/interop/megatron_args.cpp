@@ -593,11 +593,14 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                "no --moe-token-dispatcher-type (Megatron-LM's default, allgather, is not modelled: priced as alltoall)");
   }
   if (c.layers_per_virtual_stage || !c.layout.empty()) {  // worked out with the command line's pp (from_file.cpp)
-    Imported::PipelineSplit& ps = out.pipeline_split.emplace();
+    // Assigned whole rather than emplace()d: clang 14 does not see the nested struct, with its member initializers,
+    // as default-constructible inside std::optional.
+    Imported::PipelineSplit ps;
     ps.layout = c.layout;
     ps.layout_origin = c.layout_origin;
     ps.layers_per_virtual_stage = c.layers_per_virtual_stage;
     ps.vstage_origin = c.vstage_origin;
+    out.pipeline_split = std::move(ps);
   }
   if (c.layers_per_virtual_stage) {
     if (!out.model) throw InputError(fmt::format("{}: {} needs --num-layers in the file", path, c.vstage_origin));
