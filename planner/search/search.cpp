@@ -316,36 +316,33 @@ class Evaluator {
     return inputs_;
   }
 
-  // The stages that can hold the most. Where every layer is alike, stage 1 holds at least as much as any other
+  // Calls f(stage) for each stage that can hold the most, each once, in stage order. Where every layer is alike, stage 1 holds at least as much as any other
   // middle stage (middle stages differ only in layer count and in-flight microbatches, both non-increasing with the
   // stage index for every schedule and split), so stages 0, 1 and p-1 decide; a MoE model with dense layers (leading
   // ones, or interleaved: DeepSeek-V3, Llama 4 Maverick) gives stages of one size different weights, so every stage
-  // is checked. tests/planner/search/search_test.cpp checks both against peak_memory_bytes().
-  std::vector<int64_t> peak_candidates() const {
+  // is checked. tests/planner/search/search_test.cpp checks both against peak_memory_bytes(). (peak() is on the
+  // search's hot path: no list of stages is built.)
+  template <class F>
+  void for_each_peak_candidate(F&& f) const {
     const int64_t p = plan_.parallel.pp;
-    std::vector<int64_t> stages;
-    if (plan_.model.has_dense_layers()) {
-      for (int64_t s = 0; s < p; ++s) stages.push_back(s);
-      return stages;
+    const bool every = plan_.model.has_dense_layers();
+    for (int64_t s = 0; s < p; ++s) {
+      if (every || s <= 1 || s == p - 1) f(s);
     }
-    for (int64_t s : {int64_t{0}, int64_t{1}, p - 1}) {
-      if (s < p && std::find(stages.begin(), stages.end(), s) == stages.end()) stages.push_back(s);
-    }
-    return stages;
   }
 
-  // Peak memory over stages (peak_candidates()).
+  // Peak memory over stages (for_each_peak_candidate()).
   double peak(int64_t* at) { return peak(inputs(), at); }
 
   double peak(const StageMemoryInputs& in, int64_t* at) const {
     double best = -1;
-    for (int64_t s : peak_candidates()) {
+    for_each_peak_candidate([&](int64_t s) {
       const double t = stage_memory(plan_, s, in).total;
       if (t > best) {
         best = t;
         *at = s;
       }
-    }
+    });
     return best;
   }
 
@@ -353,10 +350,9 @@ class Evaluator {
   // only model states, which the other middle stages share with stage 1 where every layer is alike).
   bool host_fits() {
     const StageMemoryInputs& in = inputs();
-    for (int64_t s : peak_candidates()) {
-      if (!host_memory_fits(plan_, stage_memory(plan_, s, in).host)) return false;
-    }
-    return true;
+    bool fits = true;
+    for_each_peak_candidate([&](int64_t s) { fits = fits && host_memory_fits(plan_, stage_memory(plan_, s, in).host); });
+    return fits;
   }
 
   TimeBreakdown time() {

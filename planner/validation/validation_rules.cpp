@@ -523,13 +523,11 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
   // multiplies, also with words between ("8x ConnectX-7 400 Gb/s") or after ("400 Gb/s x 8"); "per GPU" or "/GPU"
   // after the figure in its clause makes it per GPU, otherwise the figure is per node (the field is
   // inter_node_per_node). NVLink figures are not the inter-node network and are passed over. The first figure left wins.
-  std::string t = ascii_lower(text);
-  for (size_t at = t.find("\xc3\x97"); at != std::string::npos; at = t.find("\xc3\x97", at + 1)) t.replace(at, 2, " x");  // U+00D7
-  const std::string raw = [&] {
-    std::string r(text);
-    for (size_t at = r.find("\xc3\x97"); at != std::string::npos; at = r.find("\xc3\x97", at + 1)) r.replace(at, 2, " x");
-    return r;
-  }();
+  // The multiplication sign (U+00D7, two bytes) as " x", in the text as written (whose capital B says bytes) and in
+  // its lower case, which keep the same positions.
+  std::string raw(text);
+  for (size_t at = raw.find("\xc3\x97"); at != std::string::npos; at = raw.find("\xc3\x97", at + 1)) raw.replace(at, 2, " x");
+  const std::string t = ascii_lower(raw);
   for (size_t i = 0; i < t.size(); ++i) {
     if (!std::isdigit(static_cast<unsigned char>(t[i])) || (i > 0 && (std::isdigit(static_cast<unsigned char>(t[i - 1])) || t[i - 1] == '.'))) continue;
     size_t j = i;
