@@ -54,10 +54,16 @@ MemoryLimit request_limit(const SearchRequest& r) {
   return memory_limit(static_cast<double>(r.gpu.memory_bytes), r.memory_bytes, r.headroom);
 }
 
-bool precision_supported(const GpuSpec& gpu, const TrainingSpec& tr) {
+// A plan of `gpu` with the training settings `tr`, for the checks that need only those.
+Plan gpu_training_plan(const GpuSpec& gpu, const TrainingSpec& tr) {
   Plan p;
   p.gpu = gpu;
   p.training = tr;
+  return p;
+}
+
+bool precision_supported(const GpuSpec& gpu, const TrainingSpec& tr) {
+  const Plan p = gpu_training_plan(gpu, tr);
   return gpu.peak(p.gemm_dtype()) > 0;
 }
 
@@ -162,7 +168,6 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
 }
 
-// The search request from the flags: target, global batch and the pinned knobs.
 // Expert flags on a dense model: a usage error naming the flag (estimate's too), not a search that ignores them.
 void refuse_expert_flags_without_experts(const SuggestOptions& o, const ModelSpec& m) {
   if (m.is_moe()) return;
@@ -174,6 +179,7 @@ void refuse_expert_flags_without_experts(const SuggestOptions& o, const ModelSpe
   if (flag) throw InputError(fmt::format("{}: the model '{}' has no experts (experts 1)", flag, m.name));
 }
 
+// The search request from the flags: target, global batch and the pinned knobs.
 SearchRequest build_request(const SuggestOptions& o, const Target& t, std::string& batch_note) {
   refuse_expert_flags_without_experts(o, t.model);
   SearchRequest r;
@@ -214,10 +220,8 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   if (!precision_supported(r.gpu, tr)) {
     throw InputError(fmt::format("--precision: {} has no {} tensor-core peak", r.gpu.name, to_string(tr.precision)));
   }
-  if (tr.precision == Precision::fp8 && tr.fp8_recipe == Fp8Recipe::mxfp8 && !r.gpu.mx_block_scaling) {
-    throw InputError(fmt::format("--fp8-recipe: mxfp8: {} has no tensor cores that scale fp8 per 32-element block "
-                                 "(MXFP8 is Blackwell's; its profile says mx_block_scaling)",
-                                 r.gpu.name));
+  if (mxfp8_unsupported(gpu_training_plan(r.gpu, tr))) {
+    throw InputError("--fp8-recipe: mxfp8: " + mxfp8_unsupported_reason(r.gpu));
   }
   set_memory_limit(r, o);
   return r;

@@ -432,6 +432,12 @@ bool mxfp8_unsupported(const Plan& plan) {
          !plan.gpu.mx_block_scaling;
 }
 
+std::string mxfp8_unsupported_reason(const GpuSpec& gpu) {
+  return fmt::format("{} has no tensor cores that scale fp8 per 32-element block (MXFP8 is Blackwell's; its profile "
+                     "says mx_block_scaling)",
+                     gpu.name);
+}
+
 Validity validate(const Plan& plan, const ValidateOptions& opt) {
   Validity v;
   const ParallelConfig& pc = plan.parallel;
@@ -677,9 +683,7 @@ std::string describe(Reject r, const Plan& plan) {
       return "sequence parallelism needs tp > 1";
     case Reject::precision_unsupported:
       if (mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0) {
-        return fmt::format("fp8 recipe mxfp8: {} has no tensor cores that scale fp8 per 32-element block (MXFP8 is "
-                           "Blackwell's; its profile says mx_block_scaling)",
-                           plan.gpu.name);
+        return "fp8 recipe mxfp8: " + mxfp8_unsupported_reason(plan.gpu);
       }
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
     case Reject::selective_op_unsupported:

@@ -56,6 +56,8 @@ Validity validate(const Plan& plan, const ValidateOptions& opt = {});
 bool offload_supported(const Plan& plan);
 // An fp8 plan with the MXFP8 recipe on a GPU without block-scaled fp8 tensor cores (GpuSpec::mx_block_scaling).
 bool mxfp8_unsupported(const Plan& plan);
+// Why: "<GPU> has no tensor cores that scale fp8 per 32-element block (...)".
+std::string mxfp8_unsupported_reason(const GpuSpec& gpu);
 // The plan's offload_modules (fine-grained activation offloading) can run as asked: "" when they can (or there are
 // none), else why not (validate()'s offload_modules_invalid rule).
 std::string offload_modules_problem(const Plan& plan);
