@@ -45,10 +45,8 @@ constexpr Direct kSwitch[] = {
     {"no-gradient-accumulation-fusion", "--no-fused-grad-accumulation"},
 };
 
+// (A value set only inside a conditional never reaches here: apply_one refuses it first.)
 int64_t int_arg(const MegatronArg& a, const std::string& path) {
-  if (in_branch(a.placeholder)) {
-    throw InputError(fmt::format("{}: {} is {}: flatten the script", path, a.origin, excerpt(a.placeholder, 2 * kExcerptBytes)));
-  }
   if (!a.placeholder.empty()) {
     throw InputError(fmt::format("{}: {} is {}, which the file does not set: give the value in the file", path, a.origin,
                                  excerpt(a.placeholder)));
@@ -675,10 +673,6 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
     out.ignored.push_back(fmt::format("{}: read only with --recompute-granularity full", c.recompute_num_layers_origin));
   }
 }
-
-}  // namespace parplan::cli
-
-namespace parplan::cli {
 
 void resolve_pipeline_split(Imported& im, const std::string& given_pp, bool given_vpp, bool model_given,
                             const std::string& where) {

@@ -164,10 +164,10 @@ Imported import_nemo(std::string_view text, const std::string& path) {
     else if (p == "trainer.num_nodes") nodes = &l;
     else if (p == "model.optim.overlap_grad_sync") grad_sync = &l;
     else if (p == "trainer.precision") {
-      const std::string& p = l.value;
-      const std::string arg = p.starts_with("bf16") ? "bf16" : p.starts_with("16") ? "fp16" : "";
+      const std::string& prec = l.value;
+      const std::string arg = prec.starts_with("bf16") ? "bf16" : prec.starts_with("16") ? "fp16" : "";
       if (!arg.empty()) args.push_back(MegatronArg{arg, std::nullopt, origin(l), ""});
-      else out.ignored.push_back(fmt::format("{}: precision '{}' is not modelled", origin(l), excerpt(p)));
+      else out.ignored.push_back(fmt::format("{}: precision '{}' is not modelled", origin(l), excerpt(prec)));
     } else if (p.starts_with("model.") && p.find('[') == std::string::npos &&
                std::find(std::begin(kNemoMegatronKeys), std::end(kNemoMegatronKeys), std::string_view(key)) != std::end(kNemoMegatronKeys) &&
                p.find('.', 6) == std::string::npos) {
