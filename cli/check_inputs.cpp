@@ -94,10 +94,10 @@ void add_check_options(CLI::App& app, CheckOptions& o, bool with_config) {
   app.add_flag("--json", o.json, "Print the results as JSON");
 }
 
-void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
+std::vector<TomlItem> parse_toml_options(CLI::App& app, std::string_view text, const std::string& path) {
   std::map<const CLI::Option*, const TomlItem*> given;
   std::vector<std::string> words;
-  const std::vector<TomlItem> items = read_toml(text, path);
+  std::vector<TomlItem> items = read_toml(text, path);
   for (const TomlItem& item : items) {
     auto fail = [&](std::string_view what) { throw InputError(fmt::format("{}:{}: {}", path, item.line, what)); };
     const std::string key = excerpt(item.key);
@@ -127,6 +127,7 @@ void parse_toml_options(CLI::App& app, std::string_view text, const std::string&
   } catch (const CLI::Error& e) {  // CLI11's message quotes the value
     throw InputError(fmt::format("{}: {}", path, excerpt(e.what(), 2 * kExcerptBytes)));
   }
+  return items;
 }
 
 void merge_check_config(CheckOptions& o) {
@@ -136,9 +137,8 @@ void merge_check_config(CheckOptions& o) {
   CLI::App app{"parplan check config"};
   app.set_help_flag();
   add_check_options(app, c, false);
-  parse_toml_options(app, text, o.config);
   std::map<std::string, int> line_of;
-  for (const TomlItem& item : read_toml(text, o.config)) line_of[item.key] = item.line;
+  for (const TomlItem& item : parse_toml_options(app, text, o.config)) line_of[item.key] = item.line;
   const fs::path dir = fs::path(o.config).parent_path();
   for (const std::string& p : c.plans) o.plans.push_back(relative_to(p, dir));
   for (const std::string& p : c.profiles) o.profiles.push_back(relative_to(p, dir));
@@ -229,8 +229,7 @@ CheckPlanFile load_check_plan(const std::string& path, const ProfileSet& profile
   add_model_options(app, mo);
   add_mesh_options(app, me);
   app.add_option("--name", name, "The plan's name: its key in a check baseline");
-  std::vector<TomlItem> items = read_toml(text, path);
-  parse_toml_options(app, text, path);
+  std::vector<TomlItem> items = parse_toml_options(app, text, path);
   // File references inside the TOML plan are relative to the plan file.
   const fs::path dir = fs::path(path).parent_path();
   for (std::string* v : {&mo.model, &mo.gpu, &mo.cluster}) {

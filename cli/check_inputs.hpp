@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/toml.hpp"
 #include "planner/spec/profiles.hpp"
 #include "planner/spec/spec.hpp"
 
@@ -39,8 +40,8 @@ void merge_check_config(CheckOptions& o);
 
 // Assigns the keys of a TOML document (cli/toml.hpp) to `app`'s options. Every key must be an option's long name
 // without "--", once (two spellings of one option, sp and sequence-parallel, are refused naming both), with a value
-// of the option's kind; errors are InputError "<path>:<line>: ..." naming the key.
-void parse_toml_options(CLI::App& app, std::string_view text, const std::string& path);
+// of the option's kind; errors are InputError "<path>:<line>: ..." naming the key. Returns the items read.
+std::vector<TomlItem> parse_toml_options(CLI::App& app, std::string_view text, const std::string& path);
 
 // Expands directories into their *.json and *.toml files (sorted, not recursive); keeps files as given (normalised).
 // A file reached twice (listed twice, or also through its directory) is kept once, where it was first reached.
