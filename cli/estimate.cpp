@@ -76,6 +76,11 @@ std::string render_plan_header(const Plan& plan, const std::string& note, const 
                                                count_of(m.mtp_layers, "module"));
     s += parts + "\n";
   }
+  if (m.sliding_window > 0) {  // what the window fields set
+    const int64_t full = m.full_attention_layers_before(m.layers);
+    s += fmt::format("sliding-window attention: {} tokens in {} of {} layers{}\n", m.sliding_window, m.layers - full,
+                     m.layers, full > 0 ? fmt::format(" ({} full)", full) : std::string());
+  }
   const char* sharding_note = pc.step_zero_stage() != pc.zero_stage
                                   ? " (with pp: ZeRO-1 within the step, as FSDP with PP runs)"
                               : pc.distributed_optimizer ? " + distributed optimizer"

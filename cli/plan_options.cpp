@@ -76,6 +76,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--schedule";
     case Reject::selective_op_unsupported:
       return "--recompute";
+    case Reject::cp_with_sliding_window:
+      return "--cp";
     case Reject::fp8_param_gather_invalid:
       return "--fp8-param-gather";
     case Reject::recompute_layers_invalid:
@@ -350,6 +352,14 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--mtp-layers", o.mtp_layers,
                  "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; default: the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{100}));
+  app.add_option("--sliding-window", o.sliding_window,
+                 "Sliding-window attention: each query attends its N most recent keys, itself included (0 = full "
+                 "attention; default: the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000'000}));
+  app.add_option("--sliding-window-pattern", o.sliding_window_pattern,
+                 "0 = the window in every layer; P >= 2 = layer i full attention when (i + 1) % P == 0 (gpt-oss: 2; "
+                 "default: the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
   o.options = options_since(app, before);
 }
 
@@ -491,6 +501,27 @@ ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
 ProfileSet load_profiles(const ModelOptions& o) { return load_profiles(o.profile_files); }
 
 namespace {
+// --sliding-window and --sliding-window-pattern over the model's fields, checked as the model JSON's are (with
+// --sliding-window 0 the model's pattern goes too).
+void set_sliding_window(ModelSpec& m, const ModelOptions& o) {
+  if (o.sliding_window) {
+    m.sliding_window = *o.sliding_window;
+    if (*o.sliding_window == 0 && !o.sliding_window_pattern) m.sliding_window_pattern = 0;
+  }
+  if (o.sliding_window_pattern) m.sliding_window_pattern = *o.sliding_window_pattern;
+  if (m.sliding_window_pattern > 0 && m.sliding_window <= 0) {
+    throw InputError(fmt::format("--sliding-window-pattern: {} needs a window (--sliding-window N, or a model with "
+                                 "sliding_window)", m.sliding_window_pattern));
+  }
+  if (m.sliding_window_pattern == 1) {
+    throw InputError("--sliding-window-pattern: 1 makes every layer full attention; use 0 (every layer windowed), "
+                     "P >= 2 or --sliding-window 0");
+  }
+  if (m.sliding_window > 0 && !m.causal) {
+    throw InputError("--sliding-window: a window over a model without the causal mask is not modelled");
+  }
+}
+
 // --moe-capacity-factor, --moe-imbalance and --mtp-layers over the model's fields, checked as the model JSON's are.
 void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
   if (!o.moe_capacity_factor.empty()) {
@@ -513,6 +544,7 @@ void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
     throw InputError(fmt::format("{}: {}", imbalance ? "--moe-imbalance" : "--moe-capacity-factor", e.message));
   }
   if (o.mtp_layers) m.mtp_layers = *o.mtp_layers;
+  set_sliding_window(m, o);
 }
 }  // namespace
 

@@ -62,6 +62,8 @@ struct ModelOptions {
   std::string moe_capacity_factor;
   std::optional<double> moe_imbalance;
   std::optional<int64_t> mtp_layers;
+  // Sliding-window attention over the model's own (--sliding-window N, 0 = none; --sliding-window-pattern P).
+  std::optional<int64_t> sliding_window, sliding_window_pattern;
   std::optional<ModelSpec> model_spec;  // a model shape read from a framework config (--from), when no --model / --params
   std::vector<const CLI::Option*> options;  // the flags above, as added by add_model_options
 };

@@ -919,6 +919,11 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError("run: /model/kv_lora_rank: multi-head latent attention is not lowered yet: its down- and "
                      "up-projections are missing");
   }
+  if (plan.model.sliding_window > 0) {
+    throw InputError(fmt::format("run: /model/sliding_window {}: sliding-window attention is not lowered yet: the "
+                                 "attention blocks visit every key up to the diagonal",
+                                 plan.model.sliding_window));
+  }
   if (plan.model.mtp_layers > 0) {
     throw InputError(fmt::format("run: /model/mtp_layers {}: multi-token prediction is not lowered yet: its projection, "
                                  "block and second output head (and, in a MoE model, their all-to-alls) are missing",

@@ -459,6 +459,9 @@ PassTimes attention_core(const Plan& plan, const LayerDims& x) {
       const double flops = per_score * d(c.units) * d(c.q_tokens) * d(c.kv_tokens) * (c.causal ? 0.5 : 1.0);
       shaped += flops * attention_shape_factor(gpu.gemm, c);
     }
+    // A windowed layer (cp 1 only: validate() refuses cp > 1 with a window): the kernel skips the key tiles outside
+    // the band and runs the rest at the full call's fraction and shape factor (flops.hpp window_pair_fraction).
+    shaped *= attention_pair_fraction(m, s);
     const double launches = d(calls.size()) * gpu.gemm.kernel_overhead_s;
     attn_fwd = shaped / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, false)) + launches;
     attn_bwd = kFlashBackwardFactor * shaped / (gpu.peak(ad) * gpu.gemm.attention_efficiency(kernel, true)) + launches;
@@ -824,7 +827,32 @@ LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_
   return weighted_layer_cost({{1.0 - w, &lc}, {w, &dense_lc}});
 }
 
+namespace {
+// stage_layer_cost() of a model mixing windowed and full-attention layers: each of the stage's layers at its kind's
+// cost (dense or not, windowed or full, recomputed or kept when recompute_layers leaves some out).
+LayerCost mixed_attention_stage_cost(const Plan& plan, int64_t stage, const LayerCosts& c) {
+  const int64_t layers = stage_layers(plan, stage), dense = stage_dense_layers(plan, stage);
+  if (layers <= 0) return c.layer;
+  const FullAttentionLayers f = stage_full_attention_layers(plan, stage);
+  // Without recompute_layers every layer is priced as c.layer / c.dense (its recompute as the plan says).
+  const RecomputedLayers r =
+      plan.parallel.recompute_layers > 0 ? stage_recomputed_layers(plan, stage) : RecomputedLayers{layers, dense, f};
+  const double n = d(layers);
+  const int64_t r_moe = r.layers - r.dense, r_full_moe = r.full.layers - r.full.dense;
+  const int64_t kept_moe = layers - dense - r_moe, kept_full_moe = f.layers - f.dense - r_full_moe;
+  return weighted_layer_cost({{d(r_moe - r_full_moe) / n, &c.layer},
+                              {d(r.dense - r.full.dense) / n, &c.dense},
+                              {d(kept_moe - kept_full_moe) / n, &c.kept},
+                              {d(dense - r.dense - (f.dense - r.full.dense)) / n, &c.dense_kept},
+                              {d(r_full_moe) / n, &c.full},
+                              {d(r.full.dense) / n, &c.dense_full},
+                              {d(kept_full_moe) / n, &c.kept_full},
+                              {d(f.dense - r.full.dense) / n, &c.dense_kept_full}});
+}
+}  // namespace
+
 LayerCost stage_layer_cost(const Plan& plan, int64_t stage, const LayerCosts& c) {
+  if (plan.model.mixes_attention()) return mixed_attention_stage_cost(plan, stage, c);
   const int64_t layers = stage_layers(plan, stage), dense = stage_dense_layers(plan, stage);
   if (plan.parallel.recompute_layers <= 0 || layers <= 0) return mean_layer_cost(c.layer, c.dense, layers, dense);
   // Each layer at its own cost: recomputed or kept, dense or not (the first recompute_layers of each chunk).
@@ -884,7 +912,9 @@ LayerCost layer_cost(const Plan& plan) {
   return lc;
 }
 
-LayerCosts layer_costs(const Plan& plan) {
+namespace {
+// layer_costs() of one attention kind (all of a model's layers alike in their attention).
+LayerCosts layer_kind_costs(const Plan& plan) {
   LayerCosts c;
   c.layer = layer_cost(plan);
   if (plan.model.has_dense_layers()) c.dense = layer_cost(dense_layer_plan(plan));
@@ -895,6 +925,18 @@ LayerCosts layer_costs(const Plan& plan) {
     c.kept = layer_cost(kept);
     if (plan.model.has_dense_layers()) c.dense_kept = layer_cost(dense_layer_plan(kept));
   }
+  return c;
+}
+}  // namespace
+
+LayerCosts layer_costs(const Plan& plan) {
+  if (!plan.model.mixes_attention()) return layer_kind_costs(plan);
+  LayerCosts c = layer_kind_costs(attention_layer_plan(plan, false));
+  const LayerCosts full = layer_kind_costs(attention_layer_plan(plan, true));
+  c.full = full.layer;
+  c.dense_full = full.dense;
+  c.kept_full = full.kept;
+  c.dense_kept_full = full.dense_kept;
   return c;
 }
 
@@ -928,7 +970,9 @@ void add_mtp_cost(const Plan& plan, const EdgeBytes& b, EdgeCost& e) {
   const GpuSpec& gpu = plan.gpu;
   const ParallelConfig& pc = plan.parallel;
   const int64_t T = pc.micro_batch * plan.seq_len() / pc.cp;
-  const LayerCost lc = last_layer_dense(m) ? layer_cost(dense_layer_plan(plan)) : layer_cost(plan);
+  Plan block = last_layer_dense(m) ? dense_layer_plan(plan) : plan;
+  block.model = mtp_block_model(m);
+  const LayerCost lc = layer_cost(block);
   const double norms = 2.0 * memory_bound_time_s(gpu, b.final_norm);
   const double proj = gemm_time_s(gpu, plan.gemm_dtype(), T, m.hidden / pc.tp, 2 * m.hidden);
   const double embed_fwd = memory_bound_time_s(gpu, b.embedding_forward) + gpu.gemm.kernel_overhead_s;
@@ -1240,6 +1284,10 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
   e.dense_layer = lcs.dense;
   e.kept_layer = lcs.kept;
   e.kept_dense_layer = lcs.dense_kept;
+  e.full_layer = lcs.full;
+  e.full_dense_layer = lcs.dense_full;
+  e.full_kept_layer = lcs.kept_full;
+  e.full_kept_dense_layer = lcs.dense_kept_full;
   e.edge = edge_cost(plan);
   e.p2p_bytes = p > 1 ? p2p_bytes(plan) : 0.0;
   e.p2p_s = p2p_time_s(plan);
@@ -1342,7 +1390,9 @@ struct StepInputs {
   // The per-layer costs stage i scales by: lcs.layer, or the mean over its layers when it holds dense ones or
   // layers recompute_layers leaves out (stage_layer_cost, into `buf`).
   const LayerCost& layer(int64_t i, LayerCost& buf) const {
-    if (plan.parallel.recompute_layers <= 0 && stage_dense_layers(plan, i) == 0) return lcs.layer;
+    if (plan.parallel.recompute_layers <= 0 && stage_dense_layers(plan, i) == 0 && !plan.model.mixes_attention()) {
+      return lcs.layer;
+    }
     buf = stage_layer_cost(plan, i, lcs);
     return buf;
   }
@@ -1400,10 +1450,11 @@ void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::v
   }
   int64_t prev_layers = -1;  // -1: the stage before is not one to repeat
   for (int64_t i = 0; i < p; ++i) {
-    // Middle stages with as many layers as the one before (neither holding dense ones) have its times (the search
-    // asks for no StageTime).
+    // Middle stages with as many layers as the one before (neither holding dense ones, the model not mixing windowed
+    // and full-attention layers) have its times (the search asks for no StageTime).
     if (!stages && i >= 1 && i < p - 1 && in.plan.parallel.stage_layout.empty()) {
-      const int64_t layers = stage_dense_layers(in.plan, i) > 0 ? -1 : stage_layers(in.plan, i);
+      const bool kinds = stage_dense_layers(in.plan, i) > 0 || in.plan.model.mixes_attention();
+      const int64_t layers = kinds ? -1 : stage_layers(in.plan, i);
       if (i >= 2 && layers >= 0 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
         continue;
@@ -1580,8 +1631,11 @@ void throughput_terms(const Plan& plan, TimeBreakdown& tb) {
       const RecomputedLayers ri = stage_recomputed_layers(plan, i);
       r.layers += ri.layers;
       r.dense += ri.dense;
+      r.full.layers += ri.full.layers;
+      r.full.dense += ri.full.dense;
     }
-    tb.hardware_flops = tb.model_flops + partial_recompute_flops(plan.model, plan.training.global_batch, s, r.layers, r.dense);
+    tb.hardware_flops =
+        tb.model_flops + partial_recompute_flops(plan.model, plan.training.global_batch, s, r.layers, r.dense, r.full);
   } else {
     tb.hardware_flops = hardware_flops_per_step(plan.model, plan.training.global_batch, s, plan.parallel.recompute,
                                                plan.parallel.recompute_modules);

@@ -57,15 +57,20 @@ struct LayerCost {
 // (ModelSpec::has_dense_layers), one of those, priced as a layer of dense_layer_plan() (spec.hpp); zeros otherwise.
 // With full recompute of only some layers (ParallelConfig::recompute_layers > 0), kept and dense_kept price the layers
 // it leaves out, as recompute none (zeros otherwise).
+// A model mixing windowed and full-attention layers (ModelSpec::mixes_attention): the four above price its windowed
+// layers (attention_layer_plan(plan, false)), the four *_full its full-attention ones (zeros otherwise).
 struct LayerCosts {
   LayerCost layer, dense;
   LayerCost kept, dense_kept;
+  LayerCost full, dense_full, kept_full, dense_kept_full;
 };
 // The mean per-layer cost over `layers` layers of which `dense` cost dense_lc and the rest lc: what a stage's layer
 // terms scale by (the simulator spreads it evenly over the stage's chunks).
 LayerCost mean_layer_cost(const LayerCost& lc, const LayerCost& dense_lc, int64_t layers, int64_t dense);
 // Stage `stage`'s mean per-layer cost: mean_layer_cost() over its dense and other layers, and with recompute_layers
-// over its recomputed layers (c.layer, c.dense) and the rest (c.kept, c.dense_kept; stage_recomputed_layers).
+// over its recomputed layers (c.layer, c.dense) and the rest (c.kept, c.dense_kept; stage_recomputed_layers); a model
+// mixing windowed and full-attention layers counts its full-attention ones apart (the *_full costs;
+// stage_full_attention_layers), layer by layer.
 LayerCost stage_layer_cost(const Plan& plan, int64_t stage, const LayerCosts& c);
 
 // The local experts' grouped GEMMs of one MoE layer on one GPU for one microbatch (layer_gemms() prices them, the
@@ -195,7 +200,11 @@ struct Estimate {
   LayerCost layer;
   LayerCost dense_layer;  // a MoE model's leading dense layers (LayerCosts::dense); zeros otherwise
   LayerCost kept_layer, kept_dense_layer;  // LayerCosts::kept, dense_kept (recompute_layers); zeros otherwise
-  LayerCosts layer_costs() const { return {layer, dense_layer, kept_layer, kept_dense_layer}; }
+  LayerCost full_layer, full_dense_layer, full_kept_layer, full_kept_dense_layer;  // LayerCosts::*_full; zeros otherwise
+  LayerCosts layer_costs() const {
+    return {layer, dense_layer, kept_layer, kept_dense_layer, full_layer, full_dense_layer, full_kept_layer,
+            full_kept_dense_layer};
+  }
   EdgeCost edge;
   DpCost dp;
   double p2p_bytes = 0, p2p_s = 0;  // one activation transfer between stages

@@ -6,11 +6,27 @@
 
 namespace parplan {
 
+double causal_attention_pairs(int64_t s, int64_t w) {
+  const double S = static_cast<double>(s), W = static_cast<double>(w);
+  if (w <= 0 || s <= w) return S * (S + 1.0) / 2.0;
+  return W * (W + 1.0) / 2.0 + (S - W) * W;
+}
+
+double window_pair_fraction(int64_t s, int64_t w) {
+  if (w <= 0 || s <= w) return 1.0;
+  return causal_attention_pairs(s, w) / causal_attention_pairs(s, 0);
+}
+
+double attention_pair_fraction(const ModelSpec& m, int64_t s) {
+  return m.every_layer_windowed() ? window_pair_fraction(s, m.sliding_window) : 1.0;
+}
+
 LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
   const double bs = static_cast<double>(b) * static_cast<double>(s);
   const double h = static_cast<double>(m.hidden);
   const double f = static_cast<double>(m.ffn_hidden), heads = static_cast<double>(m.heads);
-  const double attn_fraction = causal ? 0.5 : 1.0;
+  // Causal: the lower triangle, s^2 / 2 (non-causal basis: s^2); a window keeps its share of the causal pairs.
+  const double attn_fraction = (causal ? 0.5 : 1.0) * attention_pair_fraction(m, s);
   LayerFlops lf;
   if (m.is_mla()) {  // the down- and up-projections' weights (DeepSeek-V2 Sec. 2.1)
     const double q_lora = static_cast<double>(m.q_lora_rank), kv_lora = static_cast<double>(m.kv_lora_rank);
@@ -34,12 +50,25 @@ LayerFlops layer_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool ca
 }
 
 namespace {
-// Forward FLOPs of every layer: a MoE model's leading dense layers have their own MLP.
+// What a windowed layer's attention core lacks of a full-attention one's; 0 unless the model mixes the two. A model
+// read as a whole prices its layers with full attention (layer_forward_flops), and the two kinds differ in the
+// attention core only, which is the same in a MoE model's dense and MoE layers: the whole model's count less this for
+// each windowed layer is the count layer by layer.
+double window_core_saving(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
+  if (!m.mixes_attention()) return 0.0;
+  return layer_forward_flops(attention_layer_model(m, true), b, s, causal).attention_core() -
+         layer_forward_flops(attention_layer_model(m, false), b, s, causal).attention_core();
+}
+int64_t windowed_layers(const ModelSpec& m) { return m.layers - m.full_attention_layers_before(m.layers); }
+
+// Forward FLOPs of every layer: a MoE model's leading dense layers have their own MLP; windowed layers their window.
 double all_layers_forward_flops(const ModelSpec& m, int64_t b, int64_t s, bool causal) {
+  const double saving = static_cast<double>(windowed_layers(m)) * window_core_saving(m, b, s, causal);
   const double main = layer_forward_flops(m, b, s, causal).total();
-  if (!m.has_dense_layers()) return static_cast<double>(m.layers) * main;
+  if (!m.has_dense_layers()) return static_cast<double>(m.layers) * main - saving;
   return static_cast<double>(m.moe_layers()) * main +
-         static_cast<double>(m.dense_layer_count()) * layer_forward_flops(dense_layer_model(m), b, s, causal).total();
+         static_cast<double>(m.dense_layer_count()) * layer_forward_flops(dense_layer_model(m), b, s, causal).total() -
+         saving;
 }
 }  // namespace
 
@@ -68,7 +97,10 @@ double selective_rerun_flops(const ModelSpec& m, int64_t global_batch, int64_t s
   using M = RecomputeModule;
   const LayerFlops lf = layer_forward_flops(m, global_batch, s, false);
   const double L = static_cast<double>(m.layers);
-  double extra = mods.has(M::core_attn) ? L * lf.attention_core() : 0.0;
+  const double windowed = static_cast<double>(windowed_layers(m));
+  double extra = mods.has(M::core_attn)
+                     ? L * lf.attention_core() - windowed * window_core_saving(m, global_batch, s, false)
+                     : 0.0;
   if (mods.has(M::mla_up_proj)) extra += L * lf.mla_up;
   if (!m.is_moe()) return extra + (mods.has(M::mlp) ? L * lf.mlp : 0.0);
   if (mods.has(M::mlp) && m.has_dense_layers()) {
@@ -80,11 +112,13 @@ double selective_rerun_flops(const ModelSpec& m, int64_t global_batch, int64_t s
 }
 }  // namespace
 
-double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense) {
+double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense,
+                               FullAttentionLayers full) {
   const double main = layer_forward_flops(m, global_batch, s, false).total();
   const double dense_layer = dense > 0 ? layer_forward_flops(dense_layer_model(m), global_batch, s, false).total() : 0.0;
-  return static_cast<double>(layers - dense) * main + static_cast<double>(dense) * dense_layer +
-         mtp_forward_flops(m, global_batch, s, false);
+  const double windowed = static_cast<double>(layers - full.layers);
+  return static_cast<double>(layers - dense) * main + static_cast<double>(dense) * dense_layer -
+         windowed * window_core_saving(m, global_batch, s, false) + mtp_forward_flops(m, global_batch, s, false);
 }
 
 double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t s, Recompute r,

@@ -9,9 +9,23 @@
 #pragma once
 #include <cstdint>
 
+#include "planner/spec/config.hpp"
 #include "planner/spec/spec.hpp"
 
 namespace parplan {
+
+// Query-key pairs one causal attention over s tokens scores, with a window of w keys (ModelSpec::sliding_window; 0 =
+// none): sum over queries q = 0 .. s-1 of min(q + 1, w) = s(s+1)/2 when s <= w, else w(w+1)/2 + (s - w) w
+// (Jiang et al. 2023, Mistral 7B, Sec. 2: each token attends at most W tokens). Exact, in double.
+double causal_attention_pairs(int64_t s, int64_t w);
+// The share of a causal attention's pairs a window of w keys keeps: causal_attention_pairs(s, w) / (s (s+1) / 2); 1
+// without a window or when s <= w. The attention core's FLOPs (layer_forward_flops, and the fused kernels' time in
+// cost_model.cpp attention_core) scale by it for a layer whose every query sees the window
+// (ModelSpec::every_layer_windowed): a fused kernel skips the key tiles outside the band (FlashAttention-2's window,
+// Dao 2023) as it skips those above the diagonal.
+double window_pair_fraction(int64_t s, int64_t w);
+// window_pair_fraction for one layer kind: the window's when every layer of m is windowed, else 1.
+double attention_pair_fraction(const ModelSpec& m, int64_t s);
 
 struct LayerFlops {
   double qkv = 0, scores = 0, context = 0, attn_out = 0, mlp = 0, router = 0;
@@ -48,6 +62,8 @@ double hardware_flops_per_step(const ModelSpec& m, int64_t global_batch, int64_t
 // forward of the `layers` recomputed transformer layers (`dense` of them a MoE model's dense layers, counted with
 // their own MLP), summed over the pipeline stages, and of the MTP modules (priced as under full recompute). With
 // every layer recomputed it is full recompute's term above.
-double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense);
+// `full`: of the recomputed layers, the full-attention ones of a model that mixes them with windowed ones.
+double partial_recompute_flops(const ModelSpec& m, int64_t global_batch, int64_t s, int64_t layers, int64_t dense,
+                               FullAttentionLayers full = {});
 
 }  // namespace parplan

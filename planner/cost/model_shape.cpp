@@ -73,7 +73,11 @@ bool last_layer_dense(const ModelSpec& m) {
   return m.is_moe() && m.dense_layers_before(m.layers) - m.dense_layers_before(m.layers - 1) == 1;
 }
 
-ModelSpec mtp_block_model(const ModelSpec& m) { return last_layer_dense(m) ? dense_layer_model(m) : m; }
+ModelSpec mtp_block_model(const ModelSpec& m) {
+  const ModelSpec block = last_layer_dense(m) ? dense_layer_model(m) : m;
+  // Of the last layer's attention kind too, with a window on some layers only.
+  return m.mixes_attention() ? attention_layer_model(block, m.layer_full_attention(m.layers - 1)) : block;
+}
 
 int64_t mtp_params(const ModelSpec& m) {
   if (m.mtp_layers <= 0) return 0;

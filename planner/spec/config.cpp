@@ -227,15 +227,42 @@ int64_t chunk_recomputed_layers(const Plan& plan, int64_t stage, int64_t chunk) 
   return pc.recompute_layers > 0 ? std::min(pc.recompute_layers, n) : n;
 }
 
+namespace {
+// The full-attention layers of model layers start .. start + n - 1 (ModelSpec::layer_full_attention), and of those the
+// dense ones (ModelSpec::dense_layers_before); zeros unless the model mixes windowed and full attention.
+FullAttentionLayers full_attention_in(const ModelSpec& m, int64_t start, int64_t n) {
+  FullAttentionLayers f;
+  if (!m.mixes_attention()) return f;
+  for (int64_t i = start; i < start + n; ++i) {
+    if (!m.layer_full_attention(i)) continue;
+    ++f.layers;
+    f.dense += m.dense_layers_before(i + 1) - m.dense_layers_before(i);
+  }
+  return f;
+}
+}  // namespace
+
 RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk) {
   RecomputedLayers r;
   r.layers = chunk_recomputed_layers(plan, stage, chunk);
   const ModelSpec& m = plan.model;
-  if (m.has_dense_layers() && r.layers > 0) {  // the chunk's first layers, in model order
+  if ((m.has_dense_layers() || m.mixes_attention()) && r.layers > 0) {  // the chunk's first layers, in model order
     const int64_t start = chunk_start(plan, stage, chunk);
-    r.dense = m.dense_layers_before(start + r.layers) - m.dense_layers_before(start);
+    if (m.has_dense_layers()) r.dense = m.dense_layers_before(start + r.layers) - m.dense_layers_before(start);
+    r.full = full_attention_in(m, start, r.layers);
   }
   return r;
+}
+
+FullAttentionLayers stage_full_attention_layers(const Plan& plan, int64_t stage) {
+  FullAttentionLayers f;
+  if (!plan.model.mixes_attention()) return f;
+  for (int64_t c = 0; c < plan.parallel.chunks_per_stage(); ++c) {
+    const FullAttentionLayers k = full_attention_in(plan.model, chunk_start(plan, stage, c), chunk_layers(plan, stage, c));
+    f.layers += k.layers;
+    f.dense += k.dense;
+  }
+  return f;
 }
 
 int64_t every_nth_block_layers(const Plan& plan, int64_t n) { return n > 0 ? chunk_layers(plan, 0, 0) / n : 0; }
@@ -246,6 +273,8 @@ RecomputedLayers stage_recomputed_layers(const Plan& plan, int64_t stage) {
     const RecomputedLayers k = chunk_recomputed(plan, stage, c);
     r.layers += k.layers;
     r.dense += k.dense;
+    r.full.layers += k.full.layers;
+    r.full.dense += k.full.dense;
   }
   return r;
 }
@@ -474,6 +503,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     v.add(Reject::vpp_invalid);
   }
   if (pc.cp > 1 && plan.seq_len() % (2 * pc.cp) != 0) v.add(Reject::cp_not_dividing_seq);
+  if (pc.cp > 1 && m.sliding_window > 0) v.add(Reject::cp_with_sliding_window);
   if (m.is_moe() && pc.etp > 0) {  // folding: ep x etp divide tp cp dp; etp divides the FFN; tp > 1 needs SP (MCore)
     const int64_t ranks = pc.tp * pc.cp * pc.dp;
     if (m.experts % pc.ep != 0 || ranks % (pc.ep * pc.etp) != 0 || m.ffn_hidden % pc.etp != 0 ||
@@ -539,6 +569,8 @@ std::string_view reject_name(Reject r) {
       return "precision_unsupported";
     case Reject::selective_op_unsupported:
       return "selective_op_unsupported";
+    case Reject::cp_with_sliding_window:
+      return "cp_with_sliding_window";
     case Reject::fp8_param_gather_invalid:
       return "fp8_param_gather_invalid";
     case Reject::recompute_layers_invalid:
@@ -686,6 +718,10 @@ std::string describe(Reject r, const Plan& plan) {
         return "fp8 recipe mxfp8: " + mxfp8_unsupported_reason(plan.gpu);
       }
       return fmt::format("{} has no {} tensor-core peak", plan.gpu.name, to_string(plan.training.precision));
+    case Reject::cp_with_sliding_window:
+      return fmt::format("context parallelism (cp {}) over sliding-window attention (window {} tokens) is not "
+                         "modelled: the ring's chunks outside the window and its rounds are not priced; use cp 1",
+                         pc.cp, m.sliding_window);
     case Reject::selective_op_unsupported:
       return "recompute selective-op (torchtitan's per-op policy) is modelled for dense layers with standard attention "
              "and a fused attention kernel; this plan has MoE layers, latent attention or unfused attention";

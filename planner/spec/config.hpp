@@ -34,6 +34,7 @@ enum class Reject : uint8_t {
   fsdp2_invalid,             // FSDP2's copies without ZeRO-3 gathered one layer at a time
   tp_collective_copies_invalid,  // DTensor's copies around TP collectives without tp > 1 and sequence parallelism
   fp8_tp_gather_invalid,     // fp8 TP all-gathers without fp8 training, tp > 1 and sequence parallelism
+  cp_with_sliding_window,    // context parallelism over a model with sliding-window attention (not modelled)
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count
@@ -102,10 +103,19 @@ int64_t chunk_dense_layers(const Plan& plan, int64_t stage, int64_t chunk);
 // chunk is its own TransformerBlock; cited from memory, not checked against a pinned revision): the first min(k, n)
 // of the chunk's n layers; all n when k is 0; none without full recompute.
 int64_t chunk_recomputed_layers(const Plan& plan, int64_t stage, int64_t chunk);
+// The full-attention layers (ModelSpec::layer_full_attention) of a model that mixes them with windowed ones
+// (ModelSpec::mixes_attention) among some layers, and of those the MoE model's dense ones; zeros for any other model.
+struct FullAttentionLayers {
+  int64_t layers = 0;
+  int64_t dense = 0;
+};
 struct RecomputedLayers {
   int64_t layers = 0;  // of stage_layers()
   int64_t dense = 0;   // of those, a MoE model's dense layers (of stage_dense_layers())
+  FullAttentionLayers full;  // of those, the full-attention layers (mixed attention only)
 };
+// Stage `stage`'s full-attention layers, in model order over its chunks (as stage_dense_layers()).
+FullAttentionLayers stage_full_attention_layers(const Plan& plan, int64_t stage);
 RecomputedLayers chunk_recomputed(const Plan& plan, int64_t stage, int64_t chunk);
 // torchtitan's layer-wise selective AC, activation_checkpoint.selective_ac_option N (_apply_ac_to_transformer_block
 // wraps a block in full checkpointing when its running block count % N == 0; from memory): every N-th block fully

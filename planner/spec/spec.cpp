@@ -229,6 +229,19 @@ MoeRoutingError moe_routing_error(const ModelSpec& m) {
   return {};
 }
 
+ModelSpec attention_layer_model(const ModelSpec& m, bool full) {
+  ModelSpec a = m;
+  a.sliding_window_pattern = 0;
+  if (full) a.sliding_window = 0;
+  return a;
+}
+
+Plan attention_layer_plan(const Plan& plan, bool full) {
+  Plan a = plan;
+  a.model = attention_layer_model(plan.model, full);
+  return a;
+}
+
 Plan dense_layer_plan(const Plan& plan) {
   Plan d = plan;
   d.model = dense_layer_model(plan.model);

@@ -217,7 +217,30 @@ struct ModelSpec {
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim_override = 0;  // value head width when not head_dim() (0)
   bool causal = true;
+  // Sliding-window (banded, local) attention (Jiang et al. 2023, Mistral 7B, arXiv:2310.06825, Sec. 2): a query at
+  // position q attends the keys k with q - sliding_window < k <= q, sliding_window keys with itself (Hugging Face's
+  // and Mistral's convention). 0 = full causal attention in every layer.
+  int64_t sliding_window = 0;
+  // Which layers the window applies to (Hugging Face Gemma 3's sliding_window_pattern): 0 = every layer; P >= 2 =
+  // layer i (0-based) attends in full when (i + 1) % P == 0 and through the window otherwise (gpt-oss's alternation
+  // is P = 2: layer 0 windowed, layer 1 full, as its layer_types list them). Needs sliding_window.
+  int64_t sliding_window_pattern = 0;
   std::string source;
+
+  // Layer i attends in full (no window, or the pattern's every P-th layer).
+  bool layer_full_attention(int64_t i) const {
+    if (sliding_window <= 0) return true;
+    return sliding_window_pattern > 0 && (i + 1) % sliding_window_pattern == 0;
+  }
+  // Full-attention layers among the first n: n without a window, none with every layer windowed, else n / P.
+  int64_t full_attention_layers_before(int64_t n) const {
+    if (sliding_window <= 0) return n;
+    return sliding_window_pattern > 0 ? n / sliding_window_pattern : 0;
+  }
+  // Every layer windowed: the whole model, or one layer kind of attention_layer_model(m, false).
+  bool every_layer_windowed() const { return sliding_window > 0 && sliding_window_pattern == 0; }
+  // Windowed and full-attention layers both: priced as layers of attention_layer_model() below, kind by kind.
+  bool mixes_attention() const { return sliding_window > 0 && sliding_window_pattern > 0; }
 
   int64_t head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden / heads; }
   bool is_mla() const { return kv_lora_rank > 0; }
@@ -514,6 +537,9 @@ int64_t dtype_bytes(DType d);
 // The leading dense layers of a MoE model as a dense model of their own (experts 1, ffn_hidden = dense_ffn_hidden,
 // layers = dense_layers); the cost model prices those layers with it, and with the plan below (ep 1, etp unset).
 ModelSpec dense_layer_model(const ModelSpec& m);
+// One of a model's attention layer kinds (ModelSpec::mixes_attention): its full-attention layers (full: no window) or
+// its windowed ones (every layer windowed); everything else as m.
+ModelSpec attention_layer_model(const ModelSpec& m, bool full);
 // What is wrong with a model's MoE routing fields (capacity_factor, imbalance), or "" when nothing: they are for MoE
 // models; each is at least 1 and at most experts / top_k (an expert cannot take more than every token); imbalance
 // is for dropless routing (with a capacity, each expert pads to it). The model JSON and the flags name their path
@@ -526,5 +552,6 @@ struct MoeRoutingError {
 };
 MoeRoutingError moe_routing_error(const ModelSpec& m);
 Plan dense_layer_plan(const Plan& plan);
+Plan attention_layer_plan(const Plan& plan, bool full);  // the plan with attention_layer_model()
 
 }  // namespace parplan

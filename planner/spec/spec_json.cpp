@@ -55,6 +55,22 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
                                 "equal heads {}", m.kv_heads, m.heads));
   }
 }
+// Sliding-window attention (ModelSpec::sliding_window): the pattern needs a window, and the window a causal model
+// (a bidirectional band is not modelled).
+template <typename Bad>
+void check_window(const ModelSpec& m, const Bad& bad) {
+  if (m.sliding_window_pattern > 0 && m.sliding_window <= 0) {
+    bad("sliding_window_pattern", fmt::format("{} needs sliding_window (the window's size in tokens)",
+                                              m.sliding_window_pattern));
+  }
+  if (m.sliding_window_pattern == 1) {
+    bad("sliding_window_pattern", "1 makes every layer full attention; use 0 (every layer windowed) or P >= 2 "
+                                  "(every P-th layer full), or drop sliding_window");
+  }
+  if (m.sliding_window > 0 && !m.causal) {
+    bad("sliding_window", "a window over a model without the causal mask (a two-sided band) is not modelled");
+  }
+}
 }  // namespace
 
 void check_model(const ModelSpec& m, const std::string& where, const std::string& path) {
@@ -70,6 +86,7 @@ void check_model(const ModelSpec& m, const std::string& where, const std::string
   }
   if (m.top_k > m.experts) bad("top_k", fmt::format("top_k {} exceeds the {} experts", m.top_k, m.experts));
   check_moe_and_mla(m, bad);
+  check_window(m, bad);
   // Every field may be in range while the product is absurd; bound the parameter count (an upper bound, in double)
   // so the 64-bit counts of model_shape.cpp cannot overflow.
   const double h = std::max(static_cast<double>(m.hidden), static_cast<double>(m.heads) *
@@ -125,6 +142,8 @@ ModelSpec model_from_json(JsonReader& r) {
     moe.finish();
   }
   m.causal = r.get_bool("causal", true);
+  m.sliding_window = r.get_int("sliding_window", 0, 1, 100'000'000);
+  m.sliding_window_pattern = r.get_int("sliding_window_pattern", 0, 0, 100'000);
   m.source = r.get_string("source", "");
   const std::string self = r.path_of("");  // this object's pointer and a '/'
   check_model(m, r.where(), self.substr(0, self.size() - 1));
@@ -365,7 +384,8 @@ nlohmann::json to_json(const ModelSpec& m) {
                             {"q_lora_rank", m.q_lora_rank}, {"kv_lora_rank", m.kv_lora_rank},
                             {"qk_rope_head_dim", m.qk_rope_head_dim}, {"v_head_dim", m.v_head_dim_override},
                             {"shared_experts", m.shared_experts}, {"dense_layers", m.dense_layers},
-                            {"dense_ffn_hidden", m.dense_ffn_hidden}, {"mtp_layers", m.mtp_layers}}) {
+                            {"dense_ffn_hidden", m.dense_ffn_hidden}, {"mtp_layers", m.mtp_layers},
+                            {"sliding_window", m.sliding_window}, {"sliding_window_pattern", m.sliding_window_pattern}}) {
     if (value != 0) j[key] = value;
   }
   if (m.moe_layer_step != 1) j["interleave_moe_layer_step"] = m.moe_layer_step;
