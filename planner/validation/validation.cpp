@@ -179,6 +179,75 @@ std::optional<int64_t> number_after(std::string_view text, std::initializer_list
   return std::nullopt;
 }
 
+// Whether lowercase `text` names `word` as a whole word (not inside a longer one: "swa" is not "swap"), not denied.
+bool states_word(std::string_view text, std::string_view word) {
+  auto letter = [](char c) { return c >= 'a' && c <= 'z'; };
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    const size_t end = at + word.size();
+    if ((at == 0 || !letter(text[at - 1])) && (end == text.size() || !letter(text[end])) &&
+        !validation_text::denied_at(text, at, word.size())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The window size after the first "window" in `text` that states one, past spaces, '(', '=', ':', '_' and the words
+// "of", "size", "attention", "length": "sliding window 4096", "SWA (window 128)", "banded window of 128 tokens",
+// "sliding window attention (4096)", "window_size=4096". nullopt when none does.
+std::optional<int64_t> stated_window(std::string_view text) {
+  for (size_t at = text.find("window"); at != std::string_view::npos; at = text.find("window", at + 1)) {
+    size_t i = at + 6;
+    for (bool moved = true; moved && i < text.size();) {
+      moved = false;
+      if (std::string_view(" (=:_-").find(text[i]) != std::string_view::npos) {
+        ++i;
+        moved = true;
+      }
+      for (std::string_view w : {"of", "size", "attention", "length"}) {
+        if (text.substr(i).starts_with(w)) {
+          i += w.size();
+          moved = true;
+        }
+      }
+    }
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 9; ++i, ++digits) v = v * 10 + (text[i] - '0');
+    if (digits > 0 && v > 0) return v;
+  }
+  return std::nullopt;
+}
+
+// Sliding-window attention (ModelSpec::sliding_window) as a row's attention text and notes state it: the window's
+// size (stated_window), and which layers it covers: "alternating" / "every other layer" is the pattern 2 (every second
+// layer full), "N:1 local:global" (Gemma 3's 5:1) the pattern N + 1, anything else every layer. A window without its
+// size is a skip reason.
+void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& skip) {
+  const bool windowed = states(text, "sliding window") || states(text, "sliding-window") || states_word(text, "swa") ||
+                        states(text, "banded window") || states(text, "local:global");
+  if (!windowed) return;
+  const std::optional<int64_t> window = stated_window(text);
+  if (!window) {
+    skip.push_back("arch: sliding window size not stated");
+    return;
+  }
+  m.sliding_window = *window;
+  if (has(text, "alternat") || has(text, "every other layer") || has(text, "every second layer")) {
+    m.sliding_window_pattern = 2;
+  } else if (const size_t at = text.find(":1 local"); at != std::string_view::npos) {
+    size_t i = at;
+    while (i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9') --i;
+    int64_t local = 0;
+    for (size_t k = i; k < at && k < i + 6; ++k) local = local * 10 + (text[k] - '0');
+    if (local < 1) {
+      skip.push_back("arch: the local:global ratio of the sliding-window layers is not stated as N:1");
+      return;
+    }
+    m.sliding_window_pattern = local + 1;
+  }
+}
+
 // Multi-head latent attention's ranks and head widths from the row's notes, in the two phrasings the file uses
 // ("q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128"; "kv compression 512, query compression 1536, head
 // dim 128, decoupled RoPE 64"); what is missing is a skip reason.
@@ -220,9 +289,7 @@ void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
     m.head_dim_override = *kv_channels;
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
-  if (states(attention + " " + notes, "sliding window") || states(attention + " " + notes, "sliding-window")) {
-    skip.push_back("arch: sliding-window attention is not modelled");
-  }
+  read_window(attention + " " + notes, m, skip);
   if (has(attention, "mla") || has(attention, "latent")) read_mla(notes, m, skip);
   if (states(notes, "mtp")) {  // not "no MTP"  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
     if (const auto mtp = number_after(notes, {"mtp depth", "mtp"}); mtp && *mtp <= 100) {

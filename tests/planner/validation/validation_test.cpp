@@ -1427,8 +1427,8 @@ TEST_CASE("validation: HSDP and sliding-window attention are skip reasons; torch
   row["parallel"]["parallel_notes"] = "HSDP: FSDP within each node, replicated across nodes";
   CHECK(has_reason(map_one(row), "HSDP"));
   row = base_row();
-  row["arch"]["arch_notes"] = "sliding window attention (4096) on every other layer";
-  CHECK(has_reason(map_one(row), "sliding-window attention is not modelled"));
+  row["arch"]["arch_notes"] = "sliding window attention on every other layer";
+  CHECK(has_reason(map_one(row), "sliding window size not stated"));
   Recompute rc = Recompute::none;
   REQUIRE(map_recompute("selective, selective_ac_option=op", rc));
   CHECK(rc == Recompute::selective_op);
