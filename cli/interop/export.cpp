@@ -31,6 +31,11 @@ void common_cannot(const Plan& plan, Writer& w) {
   }
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
   if (!pc.overlap_cp_comm) w.cannot("--no-overlap-cp");
+  if (plan.model.sliding_window > 0) {  // the targets' own window options are not written (import refuses them too)
+    w.cannot(fmt::format("sliding-window attention (sliding_window {}, sliding_window_pattern {}): set the "
+                         "framework's window option by hand",
+                         plan.model.sliding_window, plan.model.sliding_window_pattern));
+  }
 }
 
 // Megatron-Core's pipeline layout string for an explicit per-chunk split (ParallelConfig::stage_layout): virtual

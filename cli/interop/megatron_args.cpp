@@ -289,6 +289,13 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
       return true;
     }
   }
+  // Megatron-Core's sliding-window attention (--window-size, --window-attn-skip-freq): refused rather than priced as
+  // full attention; a model profile gives the window (sliding_window, sliding_window_pattern).
+  if (a.name == "window-size" || a.name == "window-attn-skip-freq") {
+    throw InputError(fmt::format("{}: {}: sliding-window attention is not read from Megatron arguments; describe the "
+                                 "model in a profile with sliding_window and sliding_window_pattern",
+                                 path, a.origin));
+  }
   if (a.name == "seq-length") {
     c.shape.seq = int_arg(a, path);
     out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
