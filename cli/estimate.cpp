@@ -186,8 +186,8 @@ std::string render_time(const Plan& plan, const Estimate& e) {
   s += fmt::format("  DP comm total {} ({} hidden behind backward); slowest stage {}\n", fmt_seconds(t.dp_comm_total_s),
                    fmt_seconds(t.dp_comm_total_s - t.dp_comm_exposed_s), t.slowest_stage);
   if (e.dp.replica_group > 1) {
-    s += fmt::format("  HSDP: gradients reduce-scattered over the shard group of {} ranks, each shard ({} per rank) then "
-                     "all-reduced across the {} replicas: {} per reduction{}\n",
+    s += fmt::format("  HSDP: gradients reduce-scattered over the shard group of {} ranks, each shard ({} per rank) "
+                     "then all-reduced across the {} replicas: {} per reduction{}\n",
                      e.dp.group, fmt_bytes(e.dp.replica_bytes), e.dp.replica_group, fmt_seconds(e.dp.replica_reduce_s),
                      e.dp.per_microbatch ? " (every microbatch)" : " (once a step)");
   }

@@ -92,7 +92,8 @@ void add_model_options(CLI::App& app, ModelOptions& o);
 // --precision and --fp8-recipe into tr (a recipe without fp8 is an error naming the flag).
 void set_precision(TrainingSpec& tr, const ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute
-// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --dp-replicate --offload --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
+// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --dp-replicate --offload --no-overlap-dp
+// --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers --stage-layers --etp --moe-dispatcher --overlap-ep --account-for-*-in-pipeline-split.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
 

@@ -236,7 +236,8 @@ double mtp_stage_params(const Plan& plan, const PlanParamCounts& counts) {
 // each microbatch's weight gradient and a hook adds it to the buffer: Megatron-LM 2021's local DDP
 // (megatron/model/distributed.py _make_param_hook: param.main_grad.add_(param.grad.data), once per parameter and
 // microbatch), which read the buffer, read the new gradient (activation dtype) and write the buffer. With ZeRO-2/3
-// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard is accumulated.
+// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard (1/F of its shard group with HSDP) is
+// accumulated.
 double grad_accumulation_bytes(const Plan& plan, double params) {
   if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
   const ParallelConfig& pc = plan.parallel;

@@ -52,8 +52,9 @@ const LinkSpec& group_link(const Plan& plan, GroupKind g);
 bool dp_reduction_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c);
 
 // The expert-data-parallel group (MoE): the dp cp / ep ranks that hold the same experts (dp indices equal mod ep,
-// every cp index; with HSDP, where ep is 1, the shard group), over which the experts' gradients are reduced and their states sharded (Megatron-Core's
-// expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp + (cp - 1) tp + 1 consecutive ranks.
+// every cp index; with HSDP, where ep is 1, the shard group), over which the experts' gradients are reduced and
+// their states sharded (Megatron-Core's expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp +
+// (cp - 1) tp + 1 consecutive ranks.
 int64_t expert_dp_size(const ParallelConfig& pc);
 // True when an expert-data-parallel group crosses an NVLink domain (as group_crosses_domain).
 bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c);

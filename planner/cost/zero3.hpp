@@ -63,13 +63,14 @@ double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 // (read 4, write g bytes per shard element: (4 + g) / N per parameter) and its copy-out splits the gathered buffer
 // into each parameter's unsharded tensor (read g, write g); a reduce-scatter's copy-in concatenates the unsharded
 // 16-bit gradients into its input in the reduction dtype R (chunk_cat: read 2, write R), and the reduced shard
-// becomes the sharded gradient as it is. N: the shard group (dp cp; with HSDP dp / dp_replicate x cp). g: gathered_param_bytes (2; 1 with the fp8
+// becomes the sharded gradient as it is. N: the shard group (dp cp). g: gathered_param_bytes (2; 1 with the fp8
 // parameter gather). With N = 1, fp32 reduction, Llama 3 8B's shapes with 4 layers (1.92e9 parameters) at 8192
 // tokens: 10 + 10 + 6 bytes per layer parameter, 10 + 6 per root parameter (gathered once, zero3_root_gathered_bytes),
 // 13.5 ms at the H100 profile's HBM rate, 10.3 ms at the H200's; measured (bench/gpu/step.py, eager, one rank): the
 // step's forward and backward 23.1 ms (H100) and 17.4 ms (H200) longer than with unsharded bf16 parameters, of which
 // 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output: the model is 0.76x the rest, as FSDP2's
-// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp).
+// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp). With HSDP
+// N is the shard group, dp / dp_replicate x cp (ParallelConfig::shard_group).
 struct Fsdp2CopyBytes {
   double gather = 0, reduce = 0;  // bytes each all-gather, each reduce-scatter copies
 };

@@ -100,7 +100,8 @@ auto key(const Candidate& c) {
   const ParallelConfig& p = c.parallel;
   return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
                          static_cast<int>(p.recompute), p.recompute_layers, p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
-                         p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers, p.dp_replicate);
+                         p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers,
+                         p.dp_replicate);
 }
 
 // Order of rejected candidates kept as examples: estimated ones by the objective, then by memory, then by config.

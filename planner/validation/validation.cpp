@@ -507,7 +507,8 @@ bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
   const int64_t replicas = rep ? *rep : (pc.dp % *shard == 0 ? pc.dp / *shard : 0);
   if (replicas < 1 || pc.dp % replicas != 0 || (rep && shard && *rep * *shard != pc.dp)) {
     r.skip_reasons.push_back(fmt::format("parallel_notes: HSDP replicate {} x shard {} does not split dp {}",
-                                         rep ? std::to_string(*rep) : "?", shard ? std::to_string(*shard) : "?", pc.dp));
+                                         rep ? std::to_string(*rep) : "?", shard ? std::to_string(*shard) : "?",
+                                         pc.dp));
     return false;
   }
   pc.dp_replicate = replicas;
@@ -552,7 +553,8 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
   if (states(pn, "hsdp") || states(pn, "hybrid shard")) {
     if (!read_hsdp(pn, pc, r) || zero || fsdp) return;
     pc.zero_stage = 3;  // HSDP is FSDP within each replica
-    r.notes.push_back("ZeRO-3 from the parallel notes (HSDP: FSDP within each replica; parallel.zero_stage and fsdp null)");
+    r.notes.push_back("ZeRO-3 from the parallel notes (HSDP: FSDP within each replica; parallel.zero_stage and fsdp "
+                      "null)");
     return;
   }
   if (zero || fsdp) return;

@@ -651,17 +651,21 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     a.insert(a.end(), more);
     return a;
   };
-  expect_bad_estimate(with(hsdp, {"--dp-replicate", "0"}), "--dp-replicate: dp_replicate 0 must be at least 1 and divide dp 16");
-  expect_bad_estimate(with(hsdp, {"--dp-replicate", "-2"}), "--dp-replicate: dp_replicate -2 must be at least 1 and divide dp 16");
-  expect_bad_estimate(with(hsdp, {"--dp-replicate", "3"}), "--dp-replicate: dp_replicate 3 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "0"}),
+                      "--dp-replicate: dp_replicate 0 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "-2"}),
+                      "--dp-replicate: dp_replicate -2 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "3"}),
+                      "--dp-replicate: dp_replicate 3 must be at least 1 and divide dp 16");
   expect_bad_estimate(with(hsdp, {"--dp-replicate", "16"}),
                       "--dp-replicate: dp_replicate 16 = dp leaves one dp rank per shard group");
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--dp-replicate", "2"},
                       "--dp-replicate: dp_replicate 2 (HSDP) replicates sharded model states and needs ZeRO 1-3 or the "
                       "distributed optimizer; the plan has ZeRO 0");
-  expect_bad_estimate({"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "2", "--zero", "1", "--dp-replicate", "2"},
-                      "--dp-replicate: dp_replicate 2 (HSDP) with ep 2 / etp 0: replicas of expert-data-parallel groups "
-                      "are not modelled");
+  expect_bad_estimate({"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "2", "--zero", "1", "--dp-replicate",
+                       "2"},
+                      "--dp-replicate: dp_replicate 2 (HSDP) with ep 2 / etp 0: replicas of expert-data-parallel "
+                      "groups are not modelled");
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--zero", "3", "--zero3-gather-unit", "linear",
                        "--dp-replicate", "2"},
                       "--dp-replicate: dp_replicate 2 (HSDP) is modelled for ZeRO-3 gathered one layer at a time");

@@ -1,6 +1,7 @@
 // The torchtitan TOML, DeepSpeed JSON, NeMo YAML and Megatron-LM --yaml-cfg readers: HSDP read (torchtitan, Megatron)
-// and DeepSpeed's hpZ refused, torchtitan's accumulation under pipelining refused, torchtitan's activation-checkpointing and schedule defaults, dotted TOML
-// keys, DeepSpeed's overlap_comm and offload, NeMo's overlap_grad_sync and NeMo 2 layout, --seq beside --from.
+// and DeepSpeed's hpZ refused, torchtitan's accumulation under pipelining refused, torchtitan's
+// activation-checkpointing and schedule defaults, dotted TOML keys, DeepSpeed's overlap_comm and offload, NeMo's
+// overlap_grad_sync and NeMo 2 layout, --seq beside --from.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -98,7 +99,8 @@ TEST_CASE("import: Megatron-LM --num-distributed-optimizer-instances is HSDP; De
   const std::string plain = q.file("plain.sh", "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
                                                "--num-attention-heads 32 --seq-length 4096 "
                                                "--max-position-embeddings 4096 --micro-batch-size 1 "
-                                               "--global-batch-size 64 --bf16 --num-distributed-optimizer-instances 4\n");
+                                               "--global-batch-size 64 --bf16 "
+                                               "--num-distributed-optimizer-instances 4\n");
   CHECK(refused({plain, "--gpus", "64"}).find("--dp-replicate") != std::string::npos);
   const std::string ds = q.file("ds.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
                                            R"({"stage": 3, "zero_hpz_partition_size": 8}})");

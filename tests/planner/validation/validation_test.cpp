@@ -1441,7 +1441,8 @@ TEST_CASE("validation: HSDP with its replicate or shard degree in the parallel n
   row["parallel"].update({{"tp", 8}, {"pp", 1}, {"dp", 8}, {"vpp_chunks_per_stage", nullptr}, {"zero_stage", nullptr},
                           {"global_batch_seqs", 64}, {"grad_accum", 8}});
   row["recompute"] = "full";
-  for (const char* notes : {"HSDP (replicate 4, shard 2)", "hybrid shard over 2 GPUs", "HSDP, data_parallel_replicate_degree = 4"}) {
+  for (const char* notes :
+       {"HSDP (replicate 4, shard 2)", "hybrid shard over 2 GPUs", "HSDP, data_parallel_replicate_degree = 4"}) {
     CAPTURE(notes);
     row["parallel"]["parallel_notes"] = notes;
     const MappedRun r = map_one(row);
