@@ -7,6 +7,7 @@
 
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/cost/estimate_json.hpp"
 #include "planner/cost/layout.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/plan_json.hpp"
@@ -100,6 +101,9 @@ TEST_CASE("HSDP communication: reduce-scatter over the shard group, each 1/F sha
     // step under ZeRO-1 (Megatron-Core's partial distributed optimizer), whose updated parameters are gathered over
     // the shard group only.
     const Estimate e = estimate(p);
+    const nlohmann::json j = estimate_to_json(p, e).at("time").at("hsdp");
+    CHECK(j.at("replica_group") == 32);
+    CHECK(j.at("replica_all_reduce_s").get<double>() == doctest::Approx(ar).epsilon(1e-12));
     if (zero == 3) {
       CHECK(dc.per_microbatch);
       CHECK(e.time.dp_comm_total_s == doctest::Approx(2.0 * dc.grad_reduce_s).epsilon(1e-9));
@@ -115,6 +119,7 @@ TEST_CASE("HSDP communication: reduce-scatter over the shard group, each 1/F sha
   CHECK(plain.group == 256);
   CHECK(plain.replica_group == 1);
   CHECK(plain.replica_reduce_s == 0);
+  CHECK_FALSE(estimate_to_json(llama8b_dp256(3, 1), estimate(llama8b_dp256(3, 1))).at("time").contains("hsdp"));
 }
 
 TEST_CASE("HSDP validity: dp_replicate divides dp, leaves a shard group, needs sharding, no split experts") {
