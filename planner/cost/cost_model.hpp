@@ -119,7 +119,7 @@ struct EdgeCost {
 // Data-parallel gradient and parameter synchronisation of one stage.
 struct DpCost {
   double grad_bytes = 0;         // gradient bytes reduced per step (or per microbatch for ZeRO-2/3)
-  double grad_reduce_s = 0;      // all-reduce, or reduce-scatter when sharded
+  double grad_reduce_s = 0;      // all-reduce, or reduce-scatter when sharded (+ HSDP's replica all-reduce)
   double param_gather_s = 0;     // all-gather of updated parameters (distributed optimizer / ZeRO-1/2)
   double bucket_s = 0;           // time of one bucket (the last one cannot be hidden)
   int64_t buckets = 0;

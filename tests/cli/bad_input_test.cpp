@@ -947,6 +947,10 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
               "--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero", "1", "--fsdp2"},
               "--fsdp2: prices ZeRO-3 candidates; --zero 1 leaves none"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "0"},
+              "--dp-replicate: 0 is below 1 (1 = no HSDP replicas)"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "2", "--zero", "0"},
+              "--dp-replicate: HSDP replicates sharded states; --zero 0 without --distributed-optimizer leaves none"});
   // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
   ScratchDir out;
   const std::string runs = kBad + "runs_ok.json";
