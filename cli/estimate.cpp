@@ -61,8 +61,9 @@ std::string render_plan_header(const Plan& plan, const std::string& note, const 
                    fmt_count(static_cast<double>(total_params(plan.model))), plan.num_gpus, plan.gpu.name,
                    plan.cluster.name, node_shape(plan.cluster));
   s += fmt::format(
-      "mesh dp {} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp, pc.tp, pc.pp,
-      pc.cp, plan.model.is_moe() ? expert_mesh_text(pc) : "", pc.micro_batch,
+      "mesh dp {}{} x tp {} x pp {} x cp {}{}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp,
+      pc.dp_replicate > 1 ? fmt::format(" (dp_replicate {} x shard {})", pc.dp_replicate, pc.dp_shard()) : "", pc.tp,
+      pc.pp, pc.cp, plan.model.is_moe() ? expert_mesh_text(pc) : "", pc.micro_batch,
       count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
   const ModelSpec& m = plan.model;
@@ -189,6 +190,12 @@ std::string render_time(const Plan& plan, const Estimate& e) {
   s += tt.render();
   s += fmt::format("  DP comm total {} ({} hidden behind backward); slowest stage {}\n", fmt_seconds(t.dp_comm_total_s),
                    fmt_seconds(t.dp_comm_total_s - t.dp_comm_exposed_s), t.slowest_stage);
+  if (e.dp.replica_group > 1) {
+    s += fmt::format("  HSDP: gradients reduce-scattered over the shard group of {} ranks, each shard ({} per rank) "
+                     "then all-reduced across the {} replicas: {} per reduction{}\n",
+                     e.dp.group, fmt_bytes(e.dp.replica_bytes), e.dp.replica_group, fmt_seconds(e.dp.replica_reduce_s),
+                     e.dp.per_microbatch ? " (every microbatch)" : " (once a step)");
+  }
   if (pc.offload.optimizer) {
     const OffloadStepTime& o = t.offload;
     s += fmt::format("  optimizer step on the host: gradients to host {} ({}), CPU Adam {}, parameters to GPU {} ({})\n",

@@ -24,8 +24,10 @@ std::string render_import(const std::string& file, const FromResult& r) {
   std::string s = fmt::format("{} read as {} ({})\n", printable(file), framework_name(r.imported.format),
                               framework_document(r.imported.format));
   s += fmt::format("plan: {} on {} x {} ({})\n", plan.model.name, plan.num_gpus, plan.gpu.name, plan.cluster.name);
-  s += fmt::format("  dp {} x tp {} x pp {} x cp {}, ep {}{}, vpp {}  | micro-batch {} x {} = global batch {} x seq {}\n", pc.dp,
-                   pc.tp, pc.pp, pc.cp, pc.ep, pc.etp > 0 ? fmt::format(" (etp {})", pc.etp) : "", pc.vpp,
+  s += fmt::format("  dp {}{} x tp {} x pp {} x cp {}, ep {}{}, vpp {}  | micro-batch {} x {} = global batch {} x "
+                   "seq {}\n",
+                   pc.dp, pc.dp_replicate > 1 ? fmt::format(" (dp_replicate {})", pc.dp_replicate) : "", pc.tp, pc.pp,
+                   pc.cp, pc.ep, pc.etp > 0 ? fmt::format(" (etp {})", pc.etp) : "", pc.vpp,
                    pc.micro_batch, count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   s += fmt::format("  schedule {}  | recompute {}{}  | sequence parallel {}  | ZeRO {}{}  | {}\n", to_string(pc.schedule),
                    to_string(pc.recompute),

@@ -92,6 +92,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--post-validation";
     case Reject::fsdp2_invalid:
       return "--fsdp2";
+    case Reject::dp_replicate_invalid:
+      return "--dp-replicate";
     case Reject::tp_collective_copies_invalid:
       return "--tp-collective-copies";
     case Reject::fp8_tp_gather_invalid:
@@ -164,6 +166,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
                              : enum_flag<Zero3GatherUnit>(me.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
   pc.fsdp2 = me.fsdp2;
   pc.distributed_optimizer = me.distributed_optimizer;
+  pc.dp_replicate = me.dp_replicate.value_or(1);
   if (!me.offload.empty()) pc.offload = offload_flag(me.offload);
   if (!me.offload_modules.empty() && !parse_offload_modules(me.offload_modules, pc.offload_modules)) {
     throw InputError(fmt::format("--offload-modules: unknown, unmodelled or repeated module in '{}' (use {})",
@@ -394,6 +397,11 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                "ZeRO-3 as PyTorch FSDP2 runs it (fully_shard, torchtitan): each all-gather copies out into every "
                "parameter and each reduce-scatter copies the gradients in, cast to the reduction dtype (needs --zero 3)");
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over dp (Megatron)");
+  app.add_option("--dp-replicate", o.dp_replicate,
+                 "HSDP: dp as N replicas of dp/N ranks; the sharded states (--zero 1-3 or --distributed-optimizer) "
+                 "split within a replica's dp/N x cp ranks, each gradient shard all-reduced across the N replicas "
+                 "(FSDP2 / torchtitan data_parallel_replicate_degree, Megatron-Core "
+                 "--num-distributed-optimizer-instances; default 1)");
   app.add_option("--offload", o.offload,
                  "none, or a list of optimizer, params, activations: keep the optimizer states (ZeRO-Offload, with "
                  "ZeRO 1-3 or --distributed-optimizer), the ZeRO-3 parameters (ZeRO-Infinity) and each layer's stored "

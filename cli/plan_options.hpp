@@ -71,6 +71,7 @@ struct ModelOptions {
 struct MeshOptions {
   std::optional<int64_t> dp, tp, pp, cp, ep, vpp, micro_batch, microbatches, global_batch, tokens_per_step;
   std::optional<int64_t> first_stage_layers, last_stage_layers, etp;
+  std::optional<int64_t> dp_replicate;  // --dp-replicate (HSDP replicas)
   std::optional<std::string> stage_layers;  // --stage-layers: parse_stage_layout()'s text
   std::string schedule, recompute, zero3_gather_unit, moe_dispatcher, offload;
   std::string recompute_modules;  // --recompute-modules (with --recompute selective)
@@ -93,7 +94,8 @@ void add_model_options(CLI::App& app, ModelOptions& o);
 // --precision and --fp8-recipe into tr (a recipe without fp8 is an error naming the flag).
 void set_precision(TrainingSpec& tr, const ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute
-// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --offload --no-overlap-dp --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
+// --sequence-parallel --zero --zero3-gather-unit --distributed-optimizer --dp-replicate --offload --no-overlap-dp
+// --overlap-tp --no-overlap-cp --overlap-p2p --bucket-mb
 // --first-stage-layers --last-stage-layers --stage-layers --etp --moe-dispatcher --overlap-ep --account-for-*-in-pipeline-split.
 void add_mesh_options(CLI::App& app, MeshOptions& o);
 

@@ -30,8 +30,10 @@ struct SimulateOptions {
 
 std::string title_of(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
-  return fmt::format("{} on {} x {}: dp {} tp {} pp {} cp {}, {}{}, {}", plan.model.name, plan.num_gpus, plan.gpu.name,
-                     pc.dp, pc.tp, pc.pp, pc.cp, to_string(pc.schedule),
+  return fmt::format("{} on {} x {}: dp {}{} tp {} pp {} cp {}, {}{}, {}", plan.model.name, plan.num_gpus,
+                     plan.gpu.name,
+                     pc.dp, pc.dp_replicate > 1 ? fmt::format(" (dp_replicate {})", pc.dp_replicate) : "", pc.tp, pc.pp,
+                     pc.cp, to_string(pc.schedule),
                      pc.schedule == Schedule::interleaved ? fmt::format(" (vpp {})", pc.vpp) : "",
                      count_of(pc.num_microbatches, "microbatch"));
 }

@@ -35,6 +35,7 @@ struct SuggestOptions {
   ModelOptions model;
   std::optional<int64_t> dp, tp, pp, cp, ep, etp, vpp, micro_batch, global_batch, tokens_per_step, zero;
   std::optional<int64_t> recompute_layers;  // --recompute-layers: pins SearchSpace::recompute_layers
+  std::optional<int64_t> dp_replicate;      // --dp-replicate: pins SearchSpace::dp_replicate
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit, moe_dispatcher;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
        overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false,
@@ -86,6 +87,14 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   pin(o.ep, s.ep);
   pin(o.etp, s.etp);
   pin(o.micro_batch, s.micro_batch);
+  pin(o.dp_replicate, s.dp_replicate);
+  if (o.dp_replicate && *o.dp_replicate < 1) {
+    throw InputError(fmt::format("--dp-replicate: {} is below 1 (1 = no HSDP replicas)", *o.dp_replicate));
+  }
+  if (o.dp_replicate && *o.dp_replicate > 1 && o.zero && *o.zero == 0 && !o.distributed_optimizer) {
+    throw InputError("--dp-replicate: HSDP replicates sharded states; --zero 0 without --distributed-optimizer leaves "
+                     "none");
+  }
   s.max_micro_batch = o.max_micro_batch;
   if (o.vpp) {
     s.vpp = {*o.vpp};
@@ -249,6 +258,7 @@ std::string knobs_text(const SearchRequest& req, const ParallelConfig& p) {
   if (p.zero_stage >= 3 && p.zero3_gather_unit == Zero3GatherUnit::linear) s += "/linear";
   if (p.fsdp2) s += "/fsdp2";
   if (p.distributed_optimizer) s += " dist-opt";
+  if (p.dp_replicate > 1) s += fmt::format(" dp-replicate{}", p.dp_replicate);
   if (p.offload.states()) s += p.offload.params ? " off-opt+par" : " off-opt";
   if (p.offload.activations) s += " off-act";
   if (!p.offload_modules.empty()) s += " off-" + to_string(p.offload_modules, "+");
@@ -782,6 +792,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--no-sp", o.no_sp, "Pin sequence parallelism off");
   app.add_option("--zero", o.zero, "Pin the ZeRO stage 0..3")->check(CLI::Range(int64_t{0}, int64_t{3}));
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Pin the distributed optimizer on");
+  app.add_option("--dp-replicate", o.dp_replicate,
+                 "Pin the HSDP replicas (1 = none; default: 1 and, for sharded plans, the counts whose shard group "
+                 "fills 2^k whole NVLink domains)");
   app.add_flag("--no-distributed-optimizer", o.no_distributed_optimizer,
                "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
@@ -895,7 +908,8 @@ std::string search_with_offload(const SuggestOptions& o, SearchRequest& req, Sea
 
 // Whether any flag narrowed the search space (the advice then also searches without the pins).
 bool any_knob_pinned(const SuggestOptions& o) {
-  return o.dp || o.tp || o.pp || o.cp || o.ep || o.etp || o.vpp || o.micro_batch || o.zero || !o.schedule.empty() ||
+  return o.dp || o.tp || o.pp || o.cp || o.ep || o.etp || o.vpp || o.micro_batch || o.zero || o.dp_replicate ||
+         !o.schedule.empty() ||
          !o.recompute.empty() || o.recompute_layers || o.sp || o.no_sp || o.distributed_optimizer || o.no_distributed_optimizer;
 }
 

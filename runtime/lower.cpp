@@ -938,6 +938,11 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
     throw InputError(fmt::format("run: /parallel/offload_modules {}: fine-grained activation offloading is not lowered yet",
                                  to_string(plan.parallel.offload_modules)));
   }
+  if (pc.dp_replicate > 1) {
+    throw InputError(fmt::format("run: /parallel/dp_replicate {}: HSDP is not lowered yet: the all-reduce of each "
+                                 "gradient shard across the replica groups is missing (estimate and simulate price it)",
+                                 pc.dp_replicate));
+  }
   if (plan.parallel.offload.any()) {
     throw InputError(fmt::format("run: /parallel/offload {}: offload is not lowered yet: the host copies and the CPU "
                                  "optimizer step are missing",

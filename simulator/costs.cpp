@@ -27,7 +27,7 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
   sc.p2p_blocking = opt.blocking_p2p || !pc.overlaps_p2p();
   sc.dp_overlap = pc.overlap_dp_comm;
   const int32_t pp_tier = group_crosses_domain(pc, GroupKind::pp, plan.cluster) ? 1 : 0;
-  const int32_t dp_tier = group_crosses_domain(pc, GroupKind::dp_cp, plan.cluster) ? 1 : 0;
+  const int32_t dp_tier = dp_reduction_crosses_domain(pc, plan.cluster) ? 1 : 0;
 
   const PlanParamCounts counts = plan_param_counts(plan);
   std::vector<double> params(static_cast<size_t>(p));

@@ -183,6 +183,11 @@ Exported to_megatron(const Plan& plan, Writer& w) {
     w.cannot("ZeRO-3 gathering whole layers (Megatron-DeepSpeed --zero-stage 3 gathers per submodule)");
   }
   if (pc.overlap_p2p_comm) w.cannot("--overlap-p2p (give --overlap-p2p-communication where your Megatron-LM has it)");
+  if (pc.dp_replicate > 1 && !pc.distributed_optimizer) {
+    w.cannot(fmt::format("--dp-replicate {} without --distributed-optimizer (Megatron-Core's HSDP is "
+                         "--num-distributed-optimizer-instances with --use-distributed-optimizer)",
+                         pc.dp_replicate));
+  }
   offload_cannot(plan, w);
   const bool layout = !pc.stage_layout.empty();
   std::vector<std::string> a = {fmt::format("--tensor-model-parallel-size {}", pc.tp),
@@ -233,6 +238,10 @@ Exported to_megatron(const Plan& plan, Writer& w) {
     a.push_back(fmt::format("--use-precision-aware-optimizer --exp-avg-dtype {} --exp-avg-sq-dtype {}", d, d));
   }
   if (pc.distributed_optimizer) a.push_back("--use-distributed-optimizer");
+  // HSDP: Megatron-Core's partial distributed optimizer, one instance per replica.
+  if (pc.dp_replicate > 1 && pc.distributed_optimizer) {
+    a.push_back(fmt::format("--num-distributed-optimizer-instances {}", pc.dp_replicate));
+  }
   if (pc.overlap_dp_comm) a.push_back("--overlap-grad-reduce");
   if (pc.overlap_tp_comm) a.push_back("--tp-comm-overlap");
   if (!plan.training.fused_grad_accumulation) a.push_back("--no-gradient-accumulation-fusion");
@@ -268,6 +277,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   const ModelSpec& m = plan.model;
   if (pc.zero_stage > 0) w.cannot(fmt::format("ZeRO stage {} (NeMo shards the optimizer with distributed_fused_adam)", pc.zero_stage));
   if (pc.schedule == Schedule::gpipe) w.cannot("schedule gpipe");
+  if (pc.dp_replicate > 1) w.cannot(fmt::format("--dp-replicate {} (HSDP replicas)", pc.dp_replicate));
   megatron_recompute_cannot(plan, w);
   if (pc.distributed_optimizer != pc.overlap_dp_comm) {
     w.cannot(pc.overlap_dp_comm ? "overlapped gradient reduction without the distributed optimizer"
@@ -420,7 +430,9 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   s += fmt::format("mixed_precision_reduce = \"{}\"\n", plan.training.grad_fp32 ? "float32" : "bfloat16");
   s += float8;
   s += "\n[parallelism]\n";
-  s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", fsdp ? 1 : pc.dp, fsdp ? pc.dp : 1);
+  // FSDP: the replicas (HSDP, 1 without) and the shard degree within each; DDP: every dp rank a replica.
+  s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n",
+                   fsdp ? pc.dp / pc.dp_shard() : pc.dp, fsdp ? pc.dp_shard() : 1);
   s += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", pc.tp, pc.pp, pc.cp);
   s += fmt::format("expert_parallel_degree = {}\n", pc.ep);
   if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
@@ -459,6 +471,11 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
   if (plan.training.precision == Precision::fp8) w.cannot("fp8");
   if (pc.distributed_optimizer) w.cannot("the Megatron distributed optimizer (ZeRO-1 is DeepSpeed's)");
   if (pc.fsdp2) w.cannot("FSDP2's copies (DeepSpeed's ZeRO-3 is not PyTorch FSDP2)");
+  if (pc.dp_replicate > 1) {
+    w.cannot(fmt::format("--dp-replicate {} (HSDP; DeepSpeed's zero_hpz_partition_size is ZeRO++'s secondary weight "
+                         "copy, not HSDP)",
+                         pc.dp_replicate));
+  }
   if (pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::layer) {
     w.cannot("ZeRO-3 gathering whole layers (DeepSpeed's ZeRO-3 gathers per submodule: --zero3-gather-unit linear)");
   }

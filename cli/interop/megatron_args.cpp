@@ -29,6 +29,7 @@ constexpr Direct kDirect[] = {
     {"micro-batch-size", "--micro-batch"},
     {"global-batch-size", "--global-batch"},
     {"zero-stage", "--zero"},
+    {"num-distributed-optimizer-instances", "--dp-replicate"},  // Megatron-Core's partial distributed optimizer
     {"decoder-first-pipeline-num-layers", "--first-stage-layers"},
     {"decoder-last-pipeline-num-layers", "--last-stage-layers"},
     {"mtp-num-layers", "--mtp-layers"},

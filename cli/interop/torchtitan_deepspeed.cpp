@@ -99,14 +99,10 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
     throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
                                  t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
   }
-  // HSDP (replicate > 1 with FSDP inside each replica) shards over the shard group only; parplan's ZeRO-3 shards over
-  // all of dp, so it would price 1/replicate of the states torchtitan holds.
+  // HSDP (replicate > 1 with FSDP inside each replica): ZeRO-3 over each replica's shard group, replicated
+  // (ParallelConfig::dp_replicate; torchtitan's mesh ["dp_replicate", "dp_shard", "cp", "tp"], the shard inner).
   if (rep > 1 && shard != 1) {
-    throw InputError(fmt::format(
-        "{}: {} with data_parallel_shard_degree {}: HSDP (FSDP within each of {} replicas) is not modelled: parplan's "
-        "ZeRO-3 shards over all of dp (for FSDP over all of dp write data_parallel_replicate_degree = 1 and the shard "
-        "degree the GPUs leave; for DDP, data_parallel_shard_degree = 1)",
-        path, t.where("parallelism.data_parallel_replicate_degree", ""), shard == -1 ? "-1 (the GPUs left)" : std::to_string(shard), rep));
+    out.set("--dp-replicate", std::to_string(rep), t.where("parallelism.data_parallel_replicate_degree", ""), path);
   }
   const std::string dp_origin = t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree -1 (default)") + " x " +
                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
@@ -355,6 +351,14 @@ void ds_zero(const nlohmann::json& v, Imported& out, const std::string& path) {
     } else if (zk == "overlap_comm") {
       if (!zv.is_boolean()) throw InputError(fmt::format("{}: /zero_optimization/overlap_comm: must be true or false, not {}", path, excerpt(zv.dump())));
       if (!zv.get<bool>()) out.set("--no-overlap-dp", "", "/zero_optimization/overlap_comm", path);
+    } else if (zk == "zero_hpz_partition_size" && !(zv.is_number_integer() && zv.get<int64_t>() == 1)) {
+      // ZeRO++ hpZ keeps a second, 16-bit copy of the weights partitioned within groups of N ranks for the backward's
+      // gathers (Wang et al. 2023, "ZeRO++", arXiv:2306.10209, Sec. 3.2): more memory, not priced; nor is it HSDP
+      // (--dp-replicate), which shards every state within the group.
+      throw InputError(fmt::format("{}: /zero_optimization/zero_hpz_partition_size: {}: ZeRO++ hierarchical "
+                                   "partitioning (a secondary weight copy within groups of N ranks) is not modelled, "
+                                   "and is not HSDP (--dp-replicate); remove the key (1) to price ZeRO-3 without it",
+                                   path, excerpt(zv.dump())));
     } else if (zk == "offload_optimizer" || zk == "offload_param") {
       if (ds_offload(zv, zk, out, path)) {
         offload += (offload.empty() ? "" : ",") + std::string(zk == "offload_optimizer" ? "optimizer" : "params");

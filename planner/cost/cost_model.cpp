@@ -236,12 +236,13 @@ double mtp_stage_params(const Plan& plan, const PlanParamCounts& counts) {
 // each microbatch's weight gradient and a hook adds it to the buffer: Megatron-LM 2021's local DDP
 // (megatron/model/distributed.py _make_param_hook: param.main_grad.add_(param.grad.data), once per parameter and
 // microbatch), which read the buffer, read the new gradient (activation dtype) and write the buffer. With ZeRO-2/3
-// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard is accumulated.
+// the gradient is reduce-scattered first and only this rank's 1/(dp cp) shard (1/F of its shard group with HSDP) is
+// accumulated.
 double grad_accumulation_bytes(const Plan& plan, double params) {
   if (plan.training.fused_grad_accumulation || params <= 0) return 0.0;
   const ParallelConfig& pc = plan.parallel;
   const double g = d(plan.training.grad_bytes());
-  const double shard = pc.step_zero_stage() >= 2 ? d(pc.dp * pc.cp) : 1.0;
+  const double shard = pc.step_zero_stage() >= 2 ? d(pc.shard_group()) : 1.0;
   return params / shard * (2.0 * g + d(dtype_bytes(plan.activation_dtype())));
 }
 
@@ -267,7 +268,7 @@ double moe_expert_params(const Plan& plan, int64_t stage, const ParamCounts& c) 
 OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   const ModelStateOptions o = model_state_options(plan);
-  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params - expert_params, pc.dp * pc.cp, o);
+  const OptimizerStepBytes dense = optimizer_step_bytes(stage_params - expert_params, pc.shard_group(), o);
   if (expert_params <= 0) return dense;
   const OptimizerStepBytes expert = optimizer_step_bytes(expert_params, expert_dp_size(pc), o);
   return {dense.states + expert.states, dense.grads + expert.grads, dense.weights + expert.weights};
@@ -276,7 +277,7 @@ OptimizerStepBytes stage_optimizer_step_bytes(const Plan& plan, double stage_par
 double stage_owned_params(const Plan& plan, double stage_params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   if (!pc.shards_optimizer()) return stage_params;
-  return (stage_params - expert_params) / d(pc.dp * pc.cp) + expert_params / d(expert_dp_size(pc));
+  return (stage_params - expert_params) / d(pc.shard_group()) + expert_params / d(expert_dp_size(pc));
 }
 
 OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double expert_params) {
@@ -663,7 +664,7 @@ void ep_comm(const Plan& plan, LayerCost& lc) {
 double zero3_collective_s(const Plan& plan, Collective c, double bytes_per_param, double params, double experts) {
   const ParallelConfig& pc = plan.parallel;
   double t =
-      collective_time_s(c, bytes_per_param * (params - experts), pc.dp * pc.cp, group_link(plan, GroupKind::dp_cp));
+      collective_time_s(c, bytes_per_param * (params - experts), pc.shard_group(), group_link(plan, GroupKind::dp_cp));
   if (experts > 0) {
     t += collective_time_s(c, bytes_per_param * experts, expert_dp_size(pc), expert_dp_link(plan));
   }
@@ -1058,19 +1059,34 @@ double embedding_grad_sync_s(const Plan& plan, int64_t stage) {
 DpCost dp_cost(const Plan& plan, double params, double expert_params) {
   const ParallelConfig& pc = plan.parallel;
   DpCost dc;
-  dc.group = pc.dp * pc.cp;
+  dc.group = pc.shard_group();
   if (dc.group <= 1) return dc;
   const double grad_bytes_per_param = d(plan.training.grad_bytes());
   const bool sharded = pc.step_zero_stage() >= 1 || pc.distributed_optimizer;
   dc.per_microbatch = pc.step_zero_stage() >= 2;
-  // Each part over its own group: the dense parameters over dp cp, the experts over the expert-data-parallel group
-  // (nothing to reduce where each expert has one copy: dp cp = ep).
+  dc.replica_group = sharded && pc.dp_replicate > 1 ? pc.dp_replicate : 1;
+  // Each part over its own group: the dense parameters over dp cp (the shard group with HSDP), the experts over the
+  // expert-data-parallel group (nothing to reduce where each expert has one copy: dp cp = ep).
   auto part = [&](double n, int64_t group, const LinkSpec& l) {
     if (group <= 1 || n <= 0) return;
     dc.grad_bytes += n * grad_bytes_per_param;
     if (sharded) {
       dc.grad_reduce_s += collective_time_s(Collective::reduce_scatter, n * grad_bytes_per_param, group, l);
       if (pc.step_zero_stage() < 3) dc.param_gather_s += collective_time_s(Collective::all_gather, gathered_param_bytes(plan) * n, group, l);
+      // HSDP: each rank's reduced shard, 1/group of the part's gradients, is all-reduced across the replicas (Zhao et
+      // al. 2023, arXiv:2304.11277, Sec. 3.2.2: reduce-scatter within the sharding group, all-reduce across the
+      // replication group; FSDP2's foreach_reduce all-reduces the reduce-scattered shard over the replicate mesh dim
+      // and Megatron-Core's partial distributed optimizer each bucket's shard over its instances, both read from
+      // their code, not checked against a pinned revision). It follows the reduce-scatter as often as that runs
+      // and in grad_reduce_s, so it overlaps the backward as the reduce-scatter does.
+      if (dc.replica_group > 1) {
+        const double shard_bytes = n * grad_bytes_per_param / d(group);
+        const double t = collective_time_s(Collective::all_reduce, shard_bytes, dc.replica_group,
+                                           group_link(plan, GroupKind::dp_replicate));
+        dc.replica_bytes += shard_bytes;
+        dc.replica_reduce_s += t;
+        dc.grad_reduce_s += t;
+      }
     } else {
       dc.grad_reduce_s += collective_time_s(Collective::all_reduce, n * grad_bytes_per_param, group, l);
     }
@@ -1188,8 +1204,8 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   ModelStateOptions outside = o;
   outside.extra_weight_bytes = 0;
   const double non_layer = stage_non_layer_params(plan, stage, in.params);
-  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params - non_layer, pc.dp * pc.cp, o);
-  const ModelStateBytes head = model_state_bytes(non_layer, pc.dp * pc.cp, outside);
+  const ModelStateBytes dense = model_state_bytes(sm.params - expert_params - non_layer, pc.shard_group(), o);
+  const ModelStateBytes head = model_state_bytes(non_layer, pc.shard_group(), outside);
   const ModelStateBytes experts = model_state_bytes(expert_params, expert_dp_size(pc), o);
   sm.weights = dense.weights + head.weights + experts.weights;
   sm.grads = dense.grads + head.grads + experts.grads;
@@ -1246,7 +1262,7 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
   sm.zero3_buffers += zero3_root_gathered_bytes(plan, root_params);
   sm.workspace = d(gpu.workspace_bytes);
   int groups = 0;
-  for (int64_t g : {pc.tp, pc.cp, pc.dp * pc.cp, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
+  for (int64_t g : {pc.tp, pc.cp, pc.shard_group(), pc.dp_replicate, pc.pp, pc.ep}) groups += g > 1 ? 1 : 0;
   sm.comm_buffers = d(gpu.comm_buffer_bytes_per_group) * groups;
   sm.cuda_context = d(gpu.cuda_context_bytes);
   const double tensors = sm.weights + sm.grads + sm.optimizer + sm.activations + sm.recompute_working_set + sm.zero3_buffers;
@@ -1487,8 +1503,7 @@ bool last_send_shares_link(const StepInputs& in, const EstimateOptions& options)
   const ParallelConfig& pc = in.plan.parallel;
   return options.link_sharing && in.p > 1 && !in.p2p_overlap && pc.overlap_dp_comm &&
          !splits_backward(pc.schedule) &&
-         group_crosses_domain(pc, GroupKind::pp, in.plan.cluster) ==
-             group_crosses_domain(pc, GroupKind::dp_cp, in.plan.cluster);
+         group_crosses_domain(pc, GroupKind::pp, in.plan.cluster) == dp_reduction_crosses_domain(pc, in.plan.cluster);
 }
 
 // Each stage's last_send_delay_s where its last send shares the link with its DP reduction.

@@ -124,12 +124,16 @@ struct EdgeCost {
 // Data-parallel gradient and parameter synchronisation of one stage.
 struct DpCost {
   double grad_bytes = 0;         // gradient bytes reduced per step (or per microbatch for ZeRO-2/3)
-  double grad_reduce_s = 0;      // all-reduce, or reduce-scatter when sharded
+  double grad_reduce_s = 0;      // all-reduce, or reduce-scatter when sharded (+ HSDP's replica all-reduce)
   double param_gather_s = 0;     // all-gather of updated parameters (distributed optimizer / ZeRO-1/2)
   double bucket_s = 0;           // time of one bucket (the last one cannot be hidden)
   int64_t buckets = 0;
   bool per_microbatch = false;   // ZeRO-2/3 reduce-scatter every microbatch
-  int64_t group = 1;             // dp * cp ranks
+  int64_t group = 1;             // dp * cp ranks (the shard group, dp / dp_replicate * cp, with HSDP)
+  // HSDP (dp_replicate > 1): the reduced gradient shards all-reduced across the replica group of replica_group ranks,
+  // their bytes per rank and time (a part of grad_reduce_s).
+  int64_t replica_group = 1;
+  double replica_bytes = 0, replica_reduce_s = 0;
   // MoE: the part of grad_bytes that is the local experts' gradients, reduced over the expert-data-parallel group of
   // expert_group ranks (layout.hpp); the rest over the dp * cp ranks. 0 and 1 for a dense model.
   double expert_grad_bytes = 0;

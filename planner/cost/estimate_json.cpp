@@ -69,6 +69,13 @@ nlohmann::json estimate_to_json(const Plan& plan, const Estimate& e) {
             {"seconds", seconds},
             {"fractions", fractions}}},
           {"stages", stages}};
+  if (e.dp.replica_group > 1) {  // HSDP: the deciding stage's replica all-reduce, a part of seconds.dp_comm_total
+    j["time"]["hsdp"] = {{"shard_group", e.dp.group},
+                         {"replica_group", e.dp.replica_group},
+                         {"replica_all_reduce_bytes", e.dp.replica_bytes},
+                         {"replica_all_reduce_s", e.dp.replica_reduce_s},
+                         {"per_microbatch", e.dp.per_microbatch}};
+  }
   if (plan.parallel.offloads_any()) {
     // The offloaded states in host memory and the optimizer step's parts (they add up to seconds.optimizer).
     for (size_t i = 0; i < e.memory.size(); ++i) {

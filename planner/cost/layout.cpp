@@ -34,7 +34,9 @@ int64_t group_size(const ParallelConfig& pc, GroupKind g) {
     case GroupKind::ep:
       return pc.ep;
     case GroupKind::dp_cp:
-      return pc.dp * pc.cp;
+      return pc.shard_group();
+    case GroupKind::dp_replicate:
+      return pc.dp_replicate > 1 ? pc.dp_replicate : 1;
   }
   return 1;
 }
@@ -52,6 +54,8 @@ int64_t group_stride(const ParallelConfig& pc, GroupKind g) {
       return pc.etp > 0 ? pc.etp : pc.tp * pc.cp;  // folding: etp innermost, then ep
     case GroupKind::pp:
       return pc.tp * pc.cp * pc.dp;
+    case GroupKind::dp_replicate:
+      return pc.tp * pc.shard_group();
   }
   return 1;
 }
@@ -77,7 +81,10 @@ std::vector<int64_t> group_ranks(const ParallelConfig& pc, GroupKind g, int64_t 
       index = c.pp;
       break;
     case GroupKind::dp_cp:
-      index = c.cp + pc.cp * c.dp;
+      index = c.cp + pc.cp * (c.dp % pc.dp_shard());
+      break;
+    case GroupKind::dp_replicate:
+      index = c.dp / pc.dp_shard();
       break;
   }
   const int64_t first = rank - index * stride;
@@ -115,11 +122,12 @@ DomainSplit group_domain_split(const ParallelConfig& pc, GroupKind g, const Clus
 }
 
 int64_t expert_dp_size(const ParallelConfig& pc) {
-  return pc.etp > 0 ? pc.tp * pc.cp * pc.dp / (pc.ep * pc.etp) : pc.dp * pc.cp / pc.ep;
+  return pc.etp > 0 ? pc.tp * pc.cp * pc.dp / (pc.ep * pc.etp) : pc.shard_group() / pc.ep;
 }
 
 bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c) {
   if (expert_dp_size(pc) <= 1) return false;
+  if (pc.dp_replicate > 1) return group_crosses_domain(pc, GroupKind::dp_cp, c);  // ep 1: the shard group
   // Folding: etp ep-strided groups tiling each stage. Otherwise: with dp/ep >= 2 every group reaches across its stage
   // (dp indices ep apart, every cp index), which the groups' spans cover with no gap; with dp = ep the group is the
   // cp group.
@@ -131,6 +139,11 @@ bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c) {
 const LinkSpec& expert_dp_link(const Plan& plan) {
   return expert_dp_crosses_domain(plan.parallel, plan.cluster) ? plan.cluster.inter_node
                                                                                : plan.cluster.intra_node;
+}
+
+bool dp_reduction_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c) {
+  return group_crosses_domain(pc, GroupKind::dp_cp, c) ||
+         (pc.dp_replicate > 1 && group_crosses_domain(pc, GroupKind::dp_replicate, c));
 }
 
 const LinkSpec& group_link(const Plan& plan, GroupKind g) {

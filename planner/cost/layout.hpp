@@ -11,7 +11,12 @@ namespace parplan {
 
 // dp_cp: the gradient-reduction group (data and context parallel ranks together, stride tp), over which the
 // gradient all-reduce / reduce-scatter and the ZeRO gathers run; with dp 1 it is the cp group, with cp 1 the dp group.
-enum class GroupKind : uint8_t { tp, cp, dp, pp, ep, dp_cp };
+// With HSDP (ParallelConfig::dp_replicate r > 1) the dp index splits as dp_i = dp_shard_i + (dp / r) replica_i, the
+// shard index inner: torchtitan's mesh order ["dp_replicate", "dp_shard", "cp", "tp"], tp innermost (from torchtitan's
+// parallel_dims.py, not checked against a pinned revision). dp_cp is then the shard group (dp / r x cp ranks, stride
+// tp: one block of tp cp dp / r consecutive ranks, often within a node), and dp_replicate the replica group (the r
+// ranks with the same shard index, stride tp cp dp / r, across the blocks) that all-reduces each gradient shard.
+enum class GroupKind : uint8_t { tp, cp, dp, pp, ep, dp_cp, dp_replicate };
 
 struct RankCoord {
   int64_t tp = 0, cp = 0, dp = 0, pp = 0;
@@ -42,10 +47,14 @@ DomainSplit group_domain_split(const ParallelConfig& pc, GroupKind g, const Clus
 // The link a group's collectives run on: NVLink (intra_node) when no group of the kind crosses an NVLink domain,
 // else the per-GPU NIC (inter_node).
 const LinkSpec& group_link(const Plan& plan, GroupKind g);
+// Whether the data-parallel gradient reduction crosses an NVLink domain: its dp_cp group does, or with HSDP its
+// dp_replicate group (the tier the simulator and the link-sharing rule give the reduction).
+bool dp_reduction_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c);
 
 // The expert-data-parallel group (MoE): the dp cp / ep ranks that hold the same experts (dp indices equal mod ep,
-// every cp index), over which the experts' gradients are reduced and their states sharded (Megatron-Core's
-// expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp + (cp - 1) tp + 1 consecutive ranks.
+// every cp index; with HSDP, where ep is 1, the shard group), over which the experts' gradients are reduced and
+// their states sharded (Megatron-Core's expert_data_parallel group). Its members span (dp/ep - 1) ep tp cp +
+// (cp - 1) tp + 1 consecutive ranks.
 int64_t expert_dp_size(const ParallelConfig& pc);
 // True when an expert-data-parallel group crosses an NVLink domain (as group_crosses_domain).
 bool expert_dp_crosses_domain(const ParallelConfig& pc, const ClusterSpec& c);

@@ -60,7 +60,8 @@ Fsdp2CopyBytes fsdp2_copy_bytes(const Plan& plan, double params, double expert_p
   const ParallelConfig& pc = plan.parallel;
   if (!pc.fsdp2 || pc.zero_stage != 3) return {};
   const double g = gathered_param_bytes(plan), copy_out = 2.0 * g;
-  const double copy_in = (4.0 + g) * ((params - expert_params) / d(pc.dp * pc.cp) + expert_params / d(expert_dp_size(pc)));
+  const double copy_in =
+      (4.0 + g) * ((params - expert_params) / d(pc.shard_group()) + expert_params / d(expert_dp_size(pc)));
   return {copy_in + copy_out * params, (2.0 + d(plan.training.grad_bytes())) * params};
 }
 

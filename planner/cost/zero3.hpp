@@ -69,7 +69,8 @@ double zero3_root_gathered_bytes(const Plan& plan, double root_params);
 // 13.5 ms at the H100 profile's HBM rate, 10.3 ms at the H200's; measured (bench/gpu/step.py, eager, one rank): the
 // step's forward and backward 23.1 ms (H100) and 17.4 ms (H200) longer than with unsharded bf16 parameters, of which
 // 5.3 / 4.0 ms is the one-rank reduce-scatter's own copy of its fp32 output: the model is 0.76x the rest, as FSDP2's
-// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp).
+// copy kernels run below the HBM rate of one large copy (tests/planner/cost/step_measurements_test.cpp). With HSDP
+// N is the shard group, dp / dp_replicate x cp (ParallelConfig::shard_group).
 struct Fsdp2CopyBytes {
   double gather = 0, reduce = 0;  // bytes each all-gather, each reduce-scatter copies
 };

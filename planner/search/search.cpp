@@ -100,7 +100,8 @@ auto key(const Candidate& c) {
   const ParallelConfig& p = c.parallel;
   return std::make_tuple(c.num_gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.etp, p.micro_batch, static_cast<int>(p.schedule), p.vpp,
                          static_cast<int>(p.recompute), p.recompute_layers, p.sequence_parallel, p.zero_stage, p.distributed_optimizer,
-                         p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers);
+                         p.offload.optimizer, p.offload.params, p.first_stage_layers, p.last_stage_layers,
+                         p.dp_replicate);
 }
 
 // Order of rejected candidates kept as examples: estimated ones by the objective, then by memory, then by config.
@@ -122,7 +123,8 @@ bool closest_before(const Candidate& a, const Candidate& b) {
 // impossible layer counts: the cost model divides by them.
 bool estimable(Reject r) {
   return r != Reject::batch_not_divisible && r != Reject::ep_invalid && r != Reject::precision_unsupported &&
-         r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid;
+         r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid &&
+         r != Reject::dp_replicate_invalid;
 }
 
 struct Accumulator {
@@ -203,10 +205,15 @@ class Evaluator {
               // An offload set this sharding cannot run (params without ZeRO-3, optimizer without a sharded
               // optimizer): not a configuration, so neither counted nor rejected.
               if (off.any() && !offload_supported(plan_)) continue;
-              // The output stage's cost (edge_cost) depends on the recompute mode (an MTP block is recomputed with
-              // the layers), FSDP2's copies and the fp8 weights this sharding gathers: computed afresh for each.
-              have_inputs_ = have_layer_ = have_none_inputs_ = have_edge_ = false;
-              run_schedules();
+              replica_counts(replicas_);
+              for (int64_t r : replicas_) {
+                pc.dp_replicate = r;
+                // The output stage's cost (edge_cost) depends on the recompute mode (an MTP block is recomputed with
+                // the layers), FSDP2's copies and the fp8 weights this sharding gathers, and every state and
+                // collective on the shard group: computed afresh for each.
+                have_inputs_ = have_layer_ = have_none_inputs_ = have_edge_ = false;
+                run_schedules();
+              }
             }
           }
         }
@@ -243,6 +250,26 @@ class Evaluator {
       if (admits(o)) return &o != &sh;
     }
     return false;
+  }
+
+  // SearchSpace::dp_replicate for the current mesh and sharding: the pinned value, or 1 and each r whose shard block
+  // (tp cp dp / r ranks) is a power-of-two number of whole NVLink domains, where the plan shards and HSDP applies.
+  void replica_counts(std::vector<int64_t>& out) const {
+    out.clear();
+    if (!req_.space.dp_replicate.empty()) {
+      out = req_.space.dp_replicate;
+      return;
+    }
+    out.push_back(1);
+    const ParallelConfig& pc = plan_.parallel;
+    const bool applies = pc.shards_optimizer() && pc.ep == 1 && pc.etp == 0 &&
+                         !(pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear);
+    if (!applies) return;
+    const int64_t domain = plan_.cluster.placed_domain(plan_.num_gpus), stage = pc.tp * pc.cp * pc.dp;
+    for (int64_t block = domain; block < stage; block *= 2) {  // r = stage / block > 1
+      if (block % (pc.tp * pc.cp) != 0 || stage % block != 0 || block / (pc.tp * pc.cp) < 2) continue;
+      out.push_back(stage / block);
+    }
   }
 
   // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward
@@ -521,6 +548,7 @@ class Evaluator {
   int64_t last_stage_pp_ = -1;
   std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
   StageMemoryInputs inputs_, none_inputs_;  // none_inputs_: the same plan's with recompute none (none_fits)
+  std::vector<int64_t> replicas_;  // replica_counts() of the current mesh and sharding
   LayerCosts layer_;
   EdgeCost edge_;
   double p2p_ = 0;

@@ -456,6 +456,51 @@ bool recompute_layers_problem(const Plan& plan) {
 }
 }  // namespace
 
+namespace {
+// ParallelConfig::dp_replicate (HSDP) is refused below 1 or not dividing dp; at dp (each shard group one dp rank:
+// nothing sharded over dp, which is plain data parallelism, dp_replicate 1); without a sharded optimizer (ZeRO >= 1 or
+// the distributed optimizer: replicas of unsharded states are plain data parallelism); and with split experts (ep > 1
+// or etp set), whose expert-data-parallel groups the replica split is not modelled for; and with ZeRO-3 gathered per
+// linear (DeepSpeed's ZeRO-3, whose hierarchical partitioning, ZeRO++ hpZ, is another scheme).
+enum class ReplicateProblem : uint8_t { none, not_dividing, no_shard, unsharded, split_experts, per_linear };
+ReplicateProblem replicate_problem_of(const ParallelConfig& pc) {
+  if (pc.dp_replicate < 1 || pc.dp % pc.dp_replicate != 0) return ReplicateProblem::not_dividing;
+  if (pc.dp_replicate == 1) return ReplicateProblem::none;
+  if (pc.dp_replicate == pc.dp) return ReplicateProblem::no_shard;
+  if (!pc.shards_optimizer()) return ReplicateProblem::unsharded;
+  if (pc.ep > 1 || pc.etp > 0) return ReplicateProblem::split_experts;
+  if (pc.zero_stage == 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) return ReplicateProblem::per_linear;
+  return ReplicateProblem::none;
+}
+bool dp_replicate_problem(const ParallelConfig& pc) { return replicate_problem_of(pc) != ReplicateProblem::none; }
+
+std::string dp_replicate_problem_text(const ParallelConfig& pc) {
+  switch (replicate_problem_of(pc)) {
+    case ReplicateProblem::not_dividing:
+      return fmt::format("dp_replicate {} must be at least 1 and divide dp {}", pc.dp_replicate, pc.dp);
+    case ReplicateProblem::no_shard:
+      return fmt::format("dp_replicate {} = dp leaves one dp rank per shard group: that is plain data parallelism "
+                         "(dp_replicate 1, ZeRO 0)",
+                         pc.dp_replicate);
+    case ReplicateProblem::unsharded:
+      return fmt::format("dp_replicate {} (HSDP) replicates sharded model states and needs ZeRO 1-3 or the "
+                         "distributed optimizer; the plan has ZeRO 0",
+                         pc.dp_replicate);
+    case ReplicateProblem::split_experts:
+      return fmt::format("dp_replicate {} (HSDP) with ep {} / etp {}: replicas of expert-data-parallel groups are not "
+                         "modelled (ep 1, etp unset)",
+                         pc.dp_replicate, pc.ep, pc.etp);
+    case ReplicateProblem::per_linear:
+      return fmt::format("dp_replicate {} (HSDP) is modelled for ZeRO-3 gathered one layer at a time (FSDP); the plan "
+                         "gathers one linear at a time (DeepSpeed ZeRO-3)",
+                         pc.dp_replicate);
+    case ReplicateProblem::none:
+      break;
+  }
+  return "";
+}
+}  // namespace
+
 bool mxfp8_unsupported(const Plan& plan) {
   return plan.training.precision == Precision::fp8 && plan.training.fp8_recipe == Fp8Recipe::mxfp8 &&
          !plan.gpu.mx_block_scaling;
@@ -538,6 +583,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
       (plan.training.precision != Precision::fp8 || !pc.shards_optimizer())) {
     v.add(Reject::fp8_param_gather_invalid);
   }
+  if (pc.dp_replicate != 1 && dp_replicate_problem(pc)) v.add(Reject::dp_replicate_invalid);
   return v;
 }
 
@@ -579,6 +625,8 @@ std::string_view reject_name(Reject r) {
       return "post_validation_invalid";
     case Reject::fsdp2_invalid:
       return "fsdp2_invalid";
+    case Reject::dp_replicate_invalid:
+      return "dp_replicate_invalid";
     case Reject::tp_collective_copies_invalid:
       return "tp_collective_copies_invalid";
     case Reject::fp8_tp_gather_invalid:
@@ -741,6 +789,8 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::fsdp2_invalid:
       return fmt::format("FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO {}{}",
                          pc.zero_stage, pc.zero_stage == 3 ? " gathered one linear at a time" : "");
+    case Reject::dp_replicate_invalid:
+      return dp_replicate_problem_text(pc);
     case Reject::tp_collective_copies_invalid:
       return fmt::format("the copies around TP collectives on the sequence dim need tp > 1 with sequence parallelism; "
                          "the plan has tp {}{}", pc.tp, pc.sequence_parallel ? "" : " without sequence parallelism");

@@ -35,6 +35,7 @@ enum class Reject : uint8_t {
   tp_collective_copies_invalid,  // DTensor's copies around TP collectives without tp > 1 and sequence parallelism
   fp8_tp_gather_invalid,     // fp8 TP all-gathers without fp8 training, tp > 1 and sequence parallelism
   cp_with_sliding_window,    // context parallelism over a model with sliding-window attention (not modelled)
+  dp_replicate_invalid,      // HSDP replicas not dividing dp, leaving no sharding, without ZeRO, or with split experts
   out_of_memory,          // set by the memory model, not by validate()
   host_out_of_memory,     // offloaded states exceed the node's host memory (set by the search, not by validate())
   count

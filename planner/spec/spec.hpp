@@ -401,6 +401,18 @@ struct ParallelConfig {
   // dtype (zero3.hpp fsdp2_copy_bytes). ZeRO-3 with the layer unit only (Reject::fsdp2_invalid).
   bool fsdp2 = false;
   bool distributed_optimizer = false;  // Megatron distributed optimizer: optimizer state sharded over dp
+  // Hybrid sharded data parallelism (HSDP): the dp ranks form dp_replicate replicas of dp / dp_replicate ranks each.
+  // The model states ZeRO shards are sharded within a replica's shard group (shard_group(): its dp / dp_replicate
+  // ranks x cp) and replicated across the dp_replicate replicas; each gradient is reduce-scattered within the shard
+  // group and its shard all-reduced across the replica group (Zhao et al. 2023, "PyTorch FSDP: Experiences on Scaling
+  // Fully Sharded Data Parallel", arXiv:2304.11277, Sec. 3.2.2, hybrid sharding). PyTorch FSDP2 / torchtitan
+  // (data_parallel_replicate_degree) and Megatron-Core's partial distributed optimizer
+  // (--num-distributed-optimizer-instances). 1: plain ZeRO / FSDP over dp x cp. > 1 needs a sharded optimizer, at
+  // least 2 ranks per shard group, and no split experts (Reject::dp_replicate_invalid). Layout: layout.hpp.
+  int64_t dp_replicate = 1;
+  int64_t dp_shard() const { return dp_replicate > 1 ? dp / dp_replicate : dp; }
+  // The ranks the sharded model states are split over and the gradients reduce-scattered in: dp x cp without HSDP.
+  int64_t shard_group() const { return dp_shard() * cp; }
   OffloadSet offload;                  // states kept in host memory (config.cpp: which sharding each needs)
   // Megatron-Core fine-grained activation offloading: the modules whose saved inputs go to the host (activations.hpp
   // offloaded_module_bytes; config.cpp: what it needs).

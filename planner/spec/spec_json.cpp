@@ -321,6 +321,10 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.zero_stage = static_cast<int>(r.get_int("zero_stage", 0, 0, 3));
   p.zero3_gather_unit = r.get_enum("zero3_gather_unit", Zero3GatherUnit::layer);
   p.distributed_optimizer = r.get_bool("distributed_optimizer", false);
+  p.dp_replicate = r.get_int("dp_replicate", 1, 1, kMax);
+  if (p.dp % p.dp_replicate != 0) {
+    r.fail("dp_replicate", fmt::format("{} does not divide dp {}", p.dp_replicate, p.dp));
+  }
   if (r.has("offload")) {
     const std::string offload = r.get_string("offload");
     if (!parse_offload(offload, p.offload)) {
@@ -504,6 +508,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"last_stage_layers", p.last_stage_layers},
           {"embedding_in_pipeline_split", p.embedding_in_pipeline_split},
           {"loss_in_pipeline_split", p.loss_in_pipeline_split}};
+  if (p.dp_replicate > 1) j["dp_replicate"] = p.dp_replicate;  // omitted: 1 (the documents before HSDP)
   if (p.recompute_layers > 0) j["recompute_layers"] = p.recompute_layers;  // omitted: 0 (every layer)
   if (p.offload.any()) j["offload"] = to_string(p.offload);  // omitted: none (the documents before offload)
   if (!p.recompute_modules.is_default()) {  // omitted: {core_attn} (the documents before recompute_modules)

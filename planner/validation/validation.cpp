@@ -552,9 +552,42 @@ std::optional<int64_t> number_of_word(std::string_view text, std::string_view wo
   return std::nullopt;
 }
 
+// HSDP stated in the parallel notes ("HSDP (replicate 4, shard 64)", "hybrid shard over 8 GPUs"): the replica count
+// (ParallelConfig::dp_replicate) from the replicate degree, else dp over the shard degree (the dp ranks of a shard
+// group, torchtitan's data_parallel_shard_degree, which leaves out cp). False, with a skip reason naming what is
+// missing or inconsistent, when neither degree is stated or they do not split dp.
+bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
+  auto first = [&](std::initializer_list<std::string_view> words) -> std::optional<int64_t> {
+    for (std::string_view w : words) {
+      if (const auto v = number_of_word(pn, w); v && *v > 0) return v;
+    }
+    return std::nullopt;
+  };
+  const auto rep = first({"replicate", "replicas", "replica groups", "dp_replicate", "data_parallel_replicate_degree"});
+  const auto shard = first({"shard", "dp_shard", "data_parallel_shard_degree", "hybrid shard over", "sharded over",
+                            "shard group"});
+  if (!rep && !shard) {
+    r.skip_reasons.push_back("parallel_notes: HSDP (FSDP within each replica group) without its replicate or shard "
+                             "degree (e.g. \"HSDP (replicate 4, shard 64)\"), which the memory and communication need");
+    return false;
+  }
+  const int64_t replicas = rep ? *rep : (pc.dp % *shard == 0 ? pc.dp / *shard : 0);
+  if (replicas < 1 || pc.dp % replicas != 0 || (rep && shard && *rep * *shard != pc.dp)) {
+    r.skip_reasons.push_back(fmt::format("parallel_notes: HSDP replicate {} x shard {} does not split dp {}",
+                                         rep ? std::to_string(*rep) : "?", shard ? std::to_string(*shard) : "?",
+                                         pc.dp));
+    return false;
+  }
+  pc.dp_replicate = replicas;
+  r.notes.push_back(fmt::format("HSDP from the parallel notes: dp {} as {} replicas of {} sharded ranks", pc.dp,
+                                replicas, pc.dp / replicas));
+  return true;
+}
+
 // What the parallel notes state where the structured field is null: the expert parallel and expert tensor parallel
 // sizes ("EP8, ETP=1", Megatron's --expert-tensor-parallel-size 1), sequence parallelism ("SP on"), and the
-// optimizer sharding ("distributed optimizer", "ZeRO-1", "FSDP"; HSDP is not modelled). Each value taken is noted.
+// optimizer sharding ("distributed optimizer", "ZeRO-1", "FSDP"; HSDP with its degrees, read_hsdp). Each value taken
+// is noted.
 void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep, std::optional<bool>& sp,
                          const std::optional<int64_t>& zero, const std::optional<bool>& fsdp, ParallelConfig& pc,
                          MappedRun& r) {
@@ -585,7 +618,10 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
     r.notes.push_back("parallel_notes: the CP communication type is stated; CP is priced as ring attention's P2P");
   }
   if (states(pn, "hsdp") || states(pn, "hybrid shard")) {
-    r.skip_reasons.push_back("parallel_notes: HSDP (FSDP within each replica group) is not modelled");
+    if (!read_hsdp(pn, pc, r) || zero || fsdp) return;
+    pc.zero_stage = 3;  // HSDP is FSDP within each replica
+    r.notes.push_back("ZeRO-3 from the parallel notes (HSDP: FSDP within each replica; parallel.zero_stage and fsdp "
+                      "null)");
     return;
   }
   if (zero || fsdp) return;

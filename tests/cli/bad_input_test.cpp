@@ -654,6 +654,53 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/fsdp2: expected true or false");
   }
+  // HSDP replicas: at least 1, dividing dp, leaving a shard group of 2 or more dp ranks, with a sharded optimizer,
+  // without split experts, with FSDP's per-layer gathers; a flag or a plan key.
+  const std::vector<std::string> hsdp = {"--model", "gpt3-13b", "--gpus", "16", "--zero", "1"};
+  auto with = [](std::vector<std::string> a, std::initializer_list<std::string> more) {
+    a.insert(a.end(), more);
+    return a;
+  };
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "0"}),
+                      "--dp-replicate: dp_replicate 0 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "-2"}),
+                      "--dp-replicate: dp_replicate -2 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "3"}),
+                      "--dp-replicate: dp_replicate 3 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "16"}),
+                      "--dp-replicate: dp_replicate 16 = dp leaves one dp rank per shard group");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--dp-replicate", "2"},
+                      "--dp-replicate: dp_replicate 2 (HSDP) replicates sharded model states and needs ZeRO 1-3 or the "
+                      "distributed optimizer; the plan has ZeRO 0");
+  expect_bad_estimate({"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "2", "--zero", "1", "--dp-replicate",
+                       "2"},
+                      "--dp-replicate: dp_replicate 2 (HSDP) with ep 2 / etp 0: replicas of expert-data-parallel "
+                      "groups are not modelled");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--zero", "3", "--zero3-gather-unit", "linear",
+                       "--dp-replicate", "2"},
+                      "--dp-replicate: dp_replicate 2 (HSDP) is modelled for ZeRO-3 gathered one layer at a time");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    const std::string plan = (dir.path / "hsdp.json").string();
+    j["parallel"]["dp_replicate"] = 2;  // dp 2: no shard group left
+    j["parallel"]["zero_stage"] = 1;
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: dp_replicate 2 = dp leaves one dp rank per shard group");
+    j["parallel"]["dp_replicate"] = 4;
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/dp_replicate: 4 does not divide dp 2");
+    j["parallel"]["dp_replicate"] = 0;
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/dp_replicate");
+    j["parallel"]["dp"] = 4;
+    j["parallel"]["tp"] = 2;
+    j["parallel"]["num_microbatches"] = 4;
+    j["parallel"]["dp_replicate"] = 2;
+    j["parallel"]["zero_stage"] = 0;
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: dp_replicate 2 (HSDP) replicates sharded model states");
+  }
   // The copies around TP collectives on the sequence dim: tp > 1 with sequence parallelism, a flag or a plan key.
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp-collective-copies"},
                       "--tp-collective-copies: the copies around TP collectives on the sequence dim need tp > 1 with "
@@ -732,6 +779,8 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_zbv_run.json"},
        "/parallel/schedule: run does not lower zb-v (its V places the last chunk on stage 0)"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_hsdp_run.json"},
+       "run: /parallel/dp_replicate 2: HSDP is not lowered yet"},
       {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
       {{"run", "--backend", "gpu", "--plan", ok}, "--backend"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_offload_run.json"}, "run: /parallel/offload optimizer: offload is not lowered yet"},
@@ -910,6 +959,10 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
               "--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero", "1", "--fsdp2"},
               "--fsdp2: prices ZeRO-3 candidates; --zero 1 leaves none"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "0"},
+              "--dp-replicate: 0 is below 1 (1 = no HSDP replicas)"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "2", "--zero", "0"},
+              "--dp-replicate: HSDP replicates sharded states; --zero 0 without --distributed-optimizer leaves none"});
   // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
   ScratchDir out;
   const std::string runs = kBad + "runs_ok.json";

@@ -1,6 +1,7 @@
-// The torchtitan TOML, DeepSpeed JSON, NeMo YAML and Megatron-LM --yaml-cfg readers: HSDP and torchtitan's
-// accumulation under pipelining refused, torchtitan's activation-checkpointing and schedule defaults, dotted TOML
-// keys, DeepSpeed's overlap_comm and offload, NeMo's overlap_grad_sync and NeMo 2 layout, --seq beside --from.
+// The torchtitan TOML, DeepSpeed JSON, NeMo YAML and Megatron-LM --yaml-cfg readers: HSDP read (torchtitan, Megatron)
+// and DeepSpeed's hpZ refused, torchtitan's accumulation under pipelining refused, torchtitan's
+// activation-checkpointing and schedule defaults, dotted TOML keys, DeepSpeed's overlap_comm and offload, NeMo's
+// overlap_grad_sync and NeMo 2 layout, --seq beside --from.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -47,21 +48,29 @@ const std::string kLlama8b = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
 
 }  // namespace
 
-TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is refused naming the replicate degree") {
+TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is ZeRO-3 over the shard group, replicated") {
   Qa q;
   const std::string hsdp = q.file("hsdp.toml", kLlama8b +
                                                    "[training]\nlocal_batch_size = 2\nseq_len = 8192\n"
                                                    "[parallelism]\ndata_parallel_replicate_degree = 2\n"
                                                    "data_parallel_shard_degree = 4\n");
-  CHECK(refused({hsdp, "--gpus", "8"}) ==
-        "parplan: error: " + hsdp +
-            ": parallelism.data_parallel_replicate_degree (line 8) with data_parallel_shard_degree 4: HSDP (FSDP within "
-            "each of 2 replicas) is not modelled: parplan's ZeRO-3 shards over all of dp (for FSDP over all of dp write "
-            "data_parallel_replicate_degree = 1 and the shard degree the GPUs leave; for DDP, "
-            "data_parallel_shard_degree = 1)\n");
-  // shard -1 (the GPUs left) with replicate 2 is HSDP too.
+  const auto h = import_json({hsdp, "--gpus", "8"});
+  CHECK(h["plan"]["parallel"]["dp"] == 8);
+  CHECK(h["plan"]["parallel"]["dp_replicate"] == 2);
+  CHECK(h["plan"]["parallel"]["zero_stage"] == 3);
+  CHECK(h["plan"]["parallel"]["fsdp2"] == true);
+  // Exported back: the same two degrees.
+  const std::string plan = q.file("hsdp.json", h["plan"].dump());
+  const auto titan = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  CHECK(titan.exit_code == 0);
+  CHECK(titan.out.find("data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n") != std::string::npos);
+  // shard -1 (the GPUs left) with replicate 2 is HSDP too: 16 GPUs, 2 replicas of 8.
   const std::string rest = q.file("rest.toml", kLlama8b + "[parallelism]\ndata_parallel_replicate_degree = 2\n");
-  CHECK(refused({rest, "--gpus", "8"}).find("(line 5) with data_parallel_shard_degree -1 (the GPUs left): HSDP") !=
+  const auto r = import_json({rest, "--gpus", "16"});
+  CHECK(r["plan"]["parallel"]["dp"] == 16);
+  CHECK(r["plan"]["parallel"]["dp_replicate"] == 2);
+  // Replicas of one rank each leave nothing sharded: refused naming the replicate degree.
+  CHECK(refused({rest, "--gpus", "2"}).find("--dp-replicate: dp_replicate 2 = dp leaves one dp rank per shard group") !=
         std::string::npos);
   // Replication alone is DDP: dp 2, no ZeRO.
   const std::string ddp = q.file("ddp.toml", kLlama8b +
@@ -70,6 +79,33 @@ TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is refused n
   const auto j = import_json({ddp, "--gpus", "2"});
   CHECK(j["plan"]["parallel"]["dp"] == 2);
   CHECK(j["plan"]["parallel"]["zero_stage"] == 0);
+  CHECK_FALSE(j["plan"]["parallel"].contains("dp_replicate"));
+}
+
+TEST_CASE("import: Megatron-LM --num-distributed-optimizer-instances is HSDP; DeepSpeed's hpZ is refused") {
+  Qa q;
+  const std::string sh = q.file("train.sh", "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                                            "--num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 "
+                                            "--micro-batch-size 1 --global-batch-size 64 --bf16 "
+                                            "--use-distributed-optimizer --num-distributed-optimizer-instances 4\n");
+  const auto m = import_json({sh, "--gpus", "64"});
+  CHECK(m["plan"]["parallel"]["dp"] == 64);
+  CHECK(m["plan"]["parallel"]["dp_replicate"] == 4);
+  CHECK(m["plan"]["parallel"]["distributed_optimizer"] == true);
+  const std::string plan = q.file("m.json", m["plan"].dump());
+  const auto back = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  CHECK(back.out.find("--num-distributed-optimizer-instances 4") != std::string::npos);
+  // Without the distributed optimizer Megatron-Core has no instances to replicate: refused naming the flag.
+  const std::string plain = q.file("plain.sh", "torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+                                               "--num-attention-heads 32 --seq-length 4096 "
+                                               "--max-position-embeddings 4096 --micro-batch-size 1 "
+                                               "--global-batch-size 64 --bf16 "
+                                               "--num-distributed-optimizer-instances 4\n");
+  CHECK(refused({plain, "--gpus", "64"}).find("--dp-replicate") != std::string::npos);
+  const std::string ds = q.file("ds.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
+                                           R"({"stage": 3, "zero_hpz_partition_size": 8}})");
+  CHECK(refused({ds, "--model", "llama3-8b", "--gpus", "64"}).find(
+            "/zero_optimization/zero_hpz_partition_size: 8: ZeRO++ hierarchical partitioning") != std::string::npos);
 }
 
 TEST_CASE("import: torchtitan with pp > 1 and gradient accumulation is refused naming the global batch") {

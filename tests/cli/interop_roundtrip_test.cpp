@@ -60,6 +60,8 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
       pc.distributed_optimizer = pick({0, 1});
       pc.overlap_dp_comm = pick({0, 1});
       pc.zero_stage = pc.distributed_optimizer ? 0 : static_cast<int>(pick({0, 1}));
+      // HSDP: Megatron-Core's partial distributed optimizer (--num-distributed-optimizer-instances).
+      if (pc.distributed_optimizer) pc.dp_replicate = pick({1, 1, 2});
       break;
     case Framework::nemo:
       pc.distributed_optimizer = pc.overlap_dp_comm = pick({0, 1});
@@ -69,6 +71,7 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
       // the data-parallel ranks shard (export warns otherwise).
       pc.zero_stage = pc.dp > 1 ? static_cast<int>(pc.tp * pc.pp * pc.cp > 1 ? 1 : pick({0, 1})) * 3 : 0;
       pc.fsdp2 = pc.zero_stage == 3;  // torchtitan's FSDP is FSDP2, with or without pipelining
+      if (pc.fsdp2) pc.dp_replicate = pick({1, 1, 2});  // HSDP (data_parallel_replicate_degree x shard degree)
       // DTensor TP: blocking backward collectives, each with a copy of the tensor on the sequence dim.
       pc.async_tp_backward = pc.tp == 1;
       pc.tp_collective_copies = pc.tp > 1;
@@ -146,6 +149,7 @@ void check_same(const Plan& a, const Plan& b, Framework f) {
   CHECK(y.recompute == x.recompute);
   CHECK(y.zero_stage == x.zero_stage);
   CHECK(y.fsdp2 == x.fsdp2);
+  CHECK(y.dp_replicate == x.dp_replicate);
   if (x.tp > 1) CHECK(y.async_tp_backward == x.async_tp_backward);
   CHECK(y.tp_collective_copies == x.tp_collective_copies);
   CHECK(b.training.fp8_tp_gather == a.training.fp8_tp_gather);

@@ -518,7 +518,7 @@ TEST_CASE("suggest's text fits 120 columns; --wide keeps each reason in its row"
   std::vector<std::string> last = {"suggest"};
   last.insert(last.end(), runs.back().begin(), runs.back().end());
   const auto knobs = run_parplan(last);
-  CHECK(knobs.out.find("\n             p2p-overlap last2L rc-selective\n") != std::string::npos);
+  CHECK(knobs.out.find("\n             p2p-overlap last2L rc-selective sp\n") != std::string::npos);
 }
 
 TEST_CASE("suggest and estimate say what tokens/s adds up and what MFU is measured against") {

@@ -294,6 +294,41 @@ TEST_CASE("simulate: ZeRO-2/3 with one stage: the link's lead before the first r
   }
 }
 
+TEST_CASE("simulate: HSDP's replica all-reduce follows the reduce-scatter, as in the closed form") {
+  // Llama 3 8B on 32 H100s: dp 32 as 4 replicas of 8 (a node each), ZeRO-1 (once a step) and FSDP2 (every microbatch).
+  for (int zero : {1, 3}) {
+    Plan plan;
+    plan.model = test::profiles().model("llama3-8b", "test");
+    plan.gpu = test::profiles().gpu("h100", "test");
+    plan.cluster = test::profiles().cluster("dgx-h100", "test");
+    plan.num_gpus = 32;
+    plan.parallel.dp = 32;
+    plan.parallel.dp_replicate = 4;
+    plan.parallel.zero_stage = zero;
+    plan.parallel.fsdp2 = zero == 3;
+    plan.parallel.num_microbatches = 4;
+    plan.training.global_batch = 128;
+    plan.parallel.overlap_dp_comm = false;
+    REQUIRE(validate(plan).ok());
+    const Estimate e = estimate(plan);
+    REQUIRE(e.dp.replica_reduce_s > 0);
+    SimOptions o;
+    o.overlap = false;
+    o.contention = false;
+    o.record_timeline = true;
+    const SimResult r = simulate(plan, o);
+    CAPTURE(zero);
+    double reduce = 0;
+    for (const auto& track : r.timeline.tracks) {
+      for (const auto& stream : track.streams) {
+        for (const auto& ev : stream.events) reduce += ev.category == EventCategory::dp_comm ? ev.duration_s() : 0.0;
+      }
+    }
+    CHECK(reduce == doctest::Approx(e.time.dp_comm_total_s).epsilon(1e-6));
+    CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
+  }
+}
+
 TEST_CASE("simulate: ZeRO-2/3 reduce-scatters and ZeRO-3 gathers share the DP link, as in the closed form") {
   // GPT-3 175B on tp 8 x dp 8 (one node per TP group, dp over InfiniBand), micro-batch 1, full recompute: one
   // microbatch (gradients reduced behind its own backward) and several (reductions also meet the next forward).

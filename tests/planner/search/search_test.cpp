@@ -37,6 +37,25 @@ std::vector<int64_t> divs(int64_t n) {
   return v;
 }
 
+// The HSDP replica counts the search tries for a mesh (docs/suggest.md): 1, and where the plan shards without split
+// experts or per-linear gathers, each r > 1 dividing dp with dp / r >= 2 whose shard block tp cp dp / r is a
+// power-of-two multiple of the NVLink domain D.
+std::vector<int64_t> replica_counts(const SearchRequest& req, const ParallelConfig& c) {
+  std::vector<int64_t> out{1};
+  const bool shards = c.zero_stage >= 1 || c.distributed_optimizer;
+  if (!shards || c.ep > 1 || c.etp > 0 || (c.zero_stage >= 3 && c.zero3_gather_unit == Zero3GatherUnit::linear)) {
+    return out;
+  }
+  const int64_t D = req.cluster.placed_domain(req.gpus);
+  for (int64_t r : divs(c.dp)) {
+    const int64_t block = c.tp * c.cp * (c.dp / r);
+    if (r < 2 || c.dp / r < 2 || block % D != 0) continue;
+    const int64_t k = block / D;
+    if ((k & (k - 1)) == 0) out.push_back(r);
+  }
+  return out;
+}
+
 struct Brute {
   int64_t candidates = 0, rejected = 0, fit = 0;
   std::map<int, int64_t> by_reason;
@@ -125,21 +144,27 @@ Brute brute_force(const SearchRequest& req) {
                   c.fsdp2 = req.space.fsdp2 && sh.zero_stage >= 3 && c.zero3_gather_unit == Zero3GatherUnit::layer;
                   c.async_tp_backward = req.space.async_tp_backward || tp == 1;
                   c.tp_collective_copies = req.space.tp_collective_copies && tp > 1 && sp;
-                  if (s == Schedule::interleaved) {
-                    for (int64_t v : req.space.vpp) {
-                      c.vpp = v;
+                  for (int64_t r : replica_counts(req, c)) {
+                    c.dp_replicate = r;
+                    if (s == Schedule::interleaved) {
+                      for (int64_t v : req.space.vpp) {
+                        c.vpp = v;
+                        c.last_stage_layers = 0;
+                        eval();
+                        // The search's one uneven interleaved split, where no even split interleaves.
+                        c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
+                        if (c.last_stage_layers > 0) eval();
+                      }
+                      c.vpp = 1;
                       c.last_stage_layers = 0;
-                      eval();
-                      // The search's one uneven interleaved split, where no even split interleaves.
-                      c.last_stage_layers = interleaved_last_stage_layers(req.model.layers, pp, v);
-                      if (c.last_stage_layers > 0) eval();
+                      continue;
                     }
-                    continue;
-                  }
-                  eval();
-                  if (pp > 1 && req.model.layers / pp >= 2 && s != Schedule::zb_v) {  // ZB-V: the even split only
-                    c.last_stage_layers = req.model.layers / pp - 1;
                     eval();
+                    if (pp > 1 && req.model.layers / pp >= 2 && s != Schedule::zb_v) {  // ZB-V: the even split only
+                      c.last_stage_layers = req.model.layers / pp - 1;
+                      eval();
+                      c.last_stage_layers = 0;
+                    }
                   }
                 }
               }
@@ -160,7 +185,8 @@ bool same_config(const ParallelConfig& a, const ParallelConfig& b) {
          a.fsdp2 == b.fsdp2 && a.async_tp_backward == b.async_tp_backward &&
          a.tp_collective_copies == b.tp_collective_copies &&
          a.last_stage_layers == b.last_stage_layers &&
-         a.first_stage_layers == b.first_stage_layers && a.recompute_layers == b.recompute_layers;
+         a.first_stage_layers == b.first_stage_layers && a.recompute_layers == b.recompute_layers &&
+         a.dp_replicate == b.dp_replicate;
 }
 
 }  // namespace
@@ -726,4 +752,40 @@ TEST_CASE("search: full recompute of only the first K layers of each chunk, the 
   for (const Candidate& c : res.top) {  // a searched K only ever comes with full recompute
     if (c.parallel.recompute != Recompute::full) CHECK(c.parallel.recompute_layers == 0);
   }
+}
+
+TEST_CASE("search: HSDP where it is fastest (Llama 3 8B on 256 H100s), its shard group whole nodes; pins rejected") {
+  SearchRequest req;
+  req.model = test::profiles().model("llama3-8b", "test");
+  req.gpu = test::profiles().gpu("h100", "test");
+  req.cluster = test::profiles().cluster("dgx-h100", "test");
+  req.gpus = 256;
+  req.training.global_batch = 512;
+  req.threads = 2;
+  const SearchResult res = search(req);
+  REQUIRE(!res.top.empty());
+  const ParallelConfig& w = res.top[0].parallel;
+  CAPTURE(w.dp_replicate);
+  CHECK(w.dp_replicate > 1);
+  CHECK(w.shards_optimizer());
+  const int64_t block = w.tp * w.cp * w.dp_shard();
+  CHECK(block % req.cluster.placed_domain(req.gpus) == 0);  // the shard group fills whole nodes
+  const Estimate e = estimate(candidate_plan(req, res.top[0]));
+  CHECK(e.time.step_s == res.top[0].time.step_s);
+  CHECK(e.dp.replica_reduce_s > 0);
+  // Without HSDP (pinned to 1) the best plan is slower.
+  SearchRequest flat = req;
+  flat.space.dp_replicate = {1};
+  const SearchResult f = search(flat);
+  REQUIRE(!f.top.empty());
+  CHECK(f.top[0].parallel.dp_replicate == 1);
+  CHECK(f.top[0].time.step_s > res.top[0].time.step_s);
+  CHECK(res.candidates > f.candidates);
+  CHECK(f.by_reason[static_cast<size_t>(Reject::dp_replicate_invalid)].count == 0);
+  // A pinned count that does not apply (3 divides no power-of-two dp; unsharded plans) is a rejection reason.
+  SearchRequest pinned = req;
+  pinned.space.dp_replicate = {3};
+  const SearchResult p = search(pinned);
+  CHECK(p.top.empty());
+  CHECK(p.by_reason[static_cast<size_t>(Reject::dp_replicate_invalid)].count == p.candidates);
 }

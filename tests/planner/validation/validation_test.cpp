@@ -1434,6 +1434,32 @@ TEST_CASE("validation: HSDP and sliding-window attention are skip reasons; torch
   CHECK(rc == Recompute::selective_op);
 }
 
+// HSDP stated with a degree is priced: the replicas from the replicate degree, else dp over the shard degree; HSDP
+// without either, or with degrees that do not split dp, stays a skip reason saying what is missing.
+TEST_CASE("validation: HSDP with its replicate or shard degree in the parallel notes is priced") {
+  nlohmann::json row = base_row();
+  row["parallel"].update({{"tp", 8}, {"pp", 1}, {"dp", 8}, {"vpp_chunks_per_stage", nullptr}, {"zero_stage", nullptr},
+                          {"global_batch_seqs", 64}, {"grad_accum", 8}});
+  row["recompute"] = "full";
+  for (const char* notes :
+       {"HSDP (replicate 4, shard 2)", "hybrid shard over 2 GPUs", "HSDP, data_parallel_replicate_degree = 4"}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    CAPTURE(r.skip_reason());
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.dp_replicate == 4);
+    CHECK(r.plan->parallel.dp_shard() == 2);
+    CHECK(r.plan->parallel.zero_stage == 3);  // HSDP shards as FSDP within each replica
+  }
+  row["parallel"]["parallel_notes"] = "HSDP: FSDP within each node, replicated across nodes";
+  CHECK(has_reason(map_one(row), "HSDP (FSDP within each replica group) without its replicate or shard degree"));
+  row["parallel"]["parallel_notes"] = "HSDP (replicate 4, shard 4)";
+  CHECK(has_reason(map_one(row), "HSDP replicate 4 x shard 4 does not split dp 8"));
+  row["parallel"]["parallel_notes"] = "HSDP (replicate 8)";  // one rank per shard group: nothing sharded
+  CHECK(has_reason(map_one(row), "dp_replicate 8 = dp leaves one dp rank per shard group"));
+}
+
 // An NVL72 rack written as one 72-GPU node maps onto the rack-scale cluster (4 GPUs per tray, 72 per NVLink domain).
 TEST_CASE("validation: gpus_per_node 72 on GB200 is the NVL72 NVLink domain") {
   nlohmann::json row = base_row();
