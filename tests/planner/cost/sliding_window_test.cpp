@@ -174,6 +174,51 @@ TEST_CASE("sliding window: pipeline stages count their own full-attention layers
   CHECK(estimate(partial).time.step_s == doctest::Approx(estimate(every).time.step_s).epsilon(1e-9));
 }
 
+// A dense model (no MoE) mixing windowed and full-attention layers: each layer at its own kind's cost. Pattern 2 on
+// mistral-7b's 32 layers leaves 16 full; everything but attention is the same in both kinds, so the step, the stage
+// times and the model FLOPs are the mean of the all-windowed and the full-attention model's, and MFU (their ratio)
+// lies between those two models' MFUs.
+TEST_CASE("sliding window: a dense model with pattern 2 prices its full-attention layers as full (mistral-7b)") {
+  Plan mixed = mistral_plan(16384);
+  mixed.parallel.num_microbatches = 8;
+  mixed.training.global_batch = 8;
+  mixed.model.sliding_window_pattern = 2;
+  Plan all = mixed, none = mixed;
+  all.model.sliding_window_pattern = 0;
+  none.model.sliding_window = none.model.sliding_window_pattern = 0;
+  REQUIRE(validate(mixed).ok());
+  REQUIRE(stage_full_attention_layers(mixed, 0).layers == 16);
+  const LayerCosts lcs = layer_costs(mixed);
+  CHECK(lcs.full.attention_forward_s == layer_cost(none).attention_forward_s);
+  CHECK(lcs.layer.attention_forward_s == layer_cost(all).attention_forward_s);
+  const LayerCost stage = stage_layer_cost(mixed, 0, lcs);
+  const double mean_attention = (lcs.layer.attention_forward_s + lcs.full.attention_forward_s) / 2.0;
+  CHECK(stage.attention_forward_s == doctest::Approx(mean_attention).epsilon(1e-12));
+  CHECK(stage.attention_forward_s > lcs.layer.attention_forward_s);
+  CHECK(stage.attention_forward_s < lcs.full.attention_forward_s);
+  const Estimate em = estimate(mixed), ea = estimate(all), en = estimate(none);
+  const auto mid = [](double a, double b) { return (a + b) / 2.0; };
+  CHECK(em.time.step_s > ea.time.step_s);
+  CHECK(em.time.step_s < en.time.step_s);
+  CHECK(em.time.step_s == doctest::Approx(mid(ea.time.step_s, en.time.step_s)).epsilon(1e-9));
+  CHECK(em.stages[0].forward_s == doctest::Approx(mid(ea.stages[0].forward_s, en.stages[0].forward_s)).epsilon(1e-9));
+  CHECK(em.time.model_flops == doctest::Approx(mid(ea.time.model_flops, en.time.model_flops)).epsilon(1e-12));
+  CHECK(em.time.mfu > ea.time.mfu);
+  CHECK(em.time.mfu < en.time.mfu);
+  // Pipelined (pp 4, 8 layers a stage, 4 of them full): every stage's forward time the mean of the two models'.
+  for (Plan* p : {&mixed, &all, &none}) {
+    p->parallel.tp = 2;
+    p->parallel.pp = 4;
+  }
+  REQUIRE(validate(mixed).ok());
+  const Estimate pm = estimate(mixed), pa = estimate(all), pn = estimate(none);
+  REQUIRE(pm.stages.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(pm.stages[i].forward_s == doctest::Approx(mid(pa.stages[i].forward_s, pn.stages[i].forward_s)).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("sliding window: context parallelism is refused as not modelled") {
   Plan plan = mistral_plan(16384);
   plan.parallel.tp = 4;
