@@ -374,6 +374,10 @@ void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& 
   }
   const std::optional<int64_t> pattern = window_pattern(plain, skip);
   if (!pattern) return;
+  if (*pattern > m.layers && m.layers > 0) {  // as a model document refuses it (spec_json.cpp check_window)
+    skip.push_back(fmt::format("arch: a sliding-window pattern of {} is above the model's {} layers", *pattern, m.layers));
+    return;
+  }
   m.sliding_window = window->value;
   m.sliding_window_pattern = *pattern;
 }

@@ -9,6 +9,8 @@
 #include "planner/cost/flops.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/spec/config.hpp"
+#include "planner/spec/json_reader.hpp"
+#include "planner/spec/spec_json.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -248,4 +250,28 @@ TEST_CASE("sliding window profiles: parameter counts within 0.5% of the publishe
   CHECK(big.full_attention_layers_before(big.layers) == 18);
   CHECK_FALSE(big.layer_full_attention(0));
   CHECK(big.layer_full_attention(1));
+}
+
+// The window fields are integers as every integer key of a model document is (JsonReader::get_int): an integral
+// number written with a fraction (4096.0) reads as the integer, as "layers": 4.0 does; 4096.5 is refused. A pattern
+// above the layer count (no layer full) is refused naming the key.
+TEST_CASE("sliding window: the model document's window keys read integers as its other integer keys do") {
+  const auto read = [](const std::string& text) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    JsonReader r(j, "m.json");
+    return model_from_json(r);
+  };
+  const std::string head = R"({"kind": "model", "name": "m", "hidden": 256, "heads": 4, "ffn_hidden": 1024, )"
+                           R"("vocab": 1000, "seq_len": 128, )";
+  const ModelSpec a = read(head + R"("layers": 4.0, "sliding_window": 64.0, "sliding_window_pattern": 2.0})");
+  CHECK(a.layers == 4);
+  CHECK(a.sliding_window == 64);
+  CHECK(a.sliding_window_pattern == 2);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4, "sliding_window": 64.5})"),
+                       doctest::Contains("/sliding_window: expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4.5, "sliding_window": 64})"), doctest::Contains("/layers: expected an integer"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4, "sliding_window": 64, "sliding_window_pattern": 5})"),
+                       doctest::Contains("/sliding_window_pattern: 5 is above the model's 4 layers"), InputError);
+  CHECK(read(head + R"("layers": 4, "sliding_window": 64, "sliding_window_pattern": 4})").full_attention_layers_before(4) == 1);
 }

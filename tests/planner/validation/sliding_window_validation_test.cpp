@@ -130,6 +130,7 @@ TEST_CASE("validation: the layers a window covers are read or the row is skipped
       {"sliding window (4096) on 3 of every 4 layers", 0, 0, unread},
       {"sliding window 4096 (even layers), global attention (odd layers)", 0, 0, unread},
       {"sliding window 4096 in every layer but the last", 0, 0, unread},
+      {"sliding window 4096, 40:1 local:global", 0, 0, "arch: a sliding-window pattern of 41 is above the model's 32 layers"},
   });
 }
 
