@@ -518,8 +518,8 @@ void set_sliding_window(ModelSpec& m, const ModelOptions& o) {
                      "P >= 2 or --sliding-window 0");
   }
   if (m.sliding_window_pattern > m.layers && m.layers > 0) {
-    throw InputError(fmt::format("--sliding-window-pattern: {} is above the model's {} layers (no layer would attend in "
-                                 "full); use 0 (every layer windowed) or P <= layers",
+    throw InputError(fmt::format("--sliding-window-pattern: {} is above the model's {} layers (no layer would attend "
+                                 "in full); use 0 (every layer windowed) or P <= layers",
                                  m.sliding_window_pattern, m.layers));
   }
   if (m.sliding_window > 0 && !m.causal) {

@@ -37,7 +37,8 @@ void common_cannot(const Plan& plan, Writer& w) {
   // them back only beside a --model with a window, so the export does not claim a mapping it does not check.
   if (plan.model.sliding_window > 0) {
     const int64_t p = plan.model.sliding_window_pattern;
-    w.not_written(fmt::format("sliding-window attention (sliding_window {}{}): set the framework's window option by hand",
+    w.not_written(fmt::format("sliding-window attention (sliding_window {}{}): set the framework's window option by "
+                              "hand",
                               plan.model.sliding_window, p > 0 ? fmt::format(", sliding_window_pattern {}", p) : ""));
   }
 }

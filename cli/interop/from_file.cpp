@@ -94,8 +94,8 @@ void resolve_window_options(FromResult& r, const std::string& model, const std::
                                  where, im.window_options.front(), model));
   }
   for (const std::string& o : im.window_options) {
-    im.ignored.push_back(fmt::format("{}: the window is {}'s (sliding_window {}, sliding_window_pattern {}; not compared "
-                                     "with the file's)",
+    im.ignored.push_back(fmt::format("{}: the window is {}'s (sliding_window {}, sliding_window_pattern {}; not "
+                                     "compared with the file's)",
                                      o, model, m.sliding_window, m.sliding_window_pattern));
   }
 }

@@ -301,7 +301,9 @@ void resolve_window(const Collected& c, Imported& out) {
   if (!c.window_size.empty()) {
     out.ignored.push_back(fmt::format("{}: no window (-1 on the left is unbounded: full attention)", c.window_size));
   }
-  if (!c.window_skip.empty()) out.ignored.push_back(fmt::format("{}: no window to skip (no bounded window size)", c.window_skip));
+  if (!c.window_skip.empty()) {
+    out.ignored.push_back(fmt::format("{}: no window to skip (no bounded window size)", c.window_skip));
+  }
 }
 
 // One argument; false when parplan has no use for it.

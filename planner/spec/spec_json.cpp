@@ -68,8 +68,8 @@ void check_window(const ModelSpec& m, const Bad& bad) {
                                   "(every P-th layer full), or drop sliding_window");
   }
   if (m.sliding_window_pattern > m.layers && m.layers > 0) {
-    bad("sliding_window_pattern", fmt::format("{} is above the model's {} layers (no layer would attend in full); use 0 "
-                                              "(every layer windowed) or P <= layers",
+    bad("sliding_window_pattern", fmt::format("{} is above the model's {} layers (no layer would attend in full); "
+                                              "use 0 (every layer windowed) or P <= layers",
                                               m.sliding_window_pattern, m.layers));
   }
   if (m.sliding_window > 0 && !m.causal) {

@@ -289,12 +289,14 @@ std::string without_sized_parens(std::string_view text) {
 // The phrases that name a local (windowed) attention.
 constexpr std::string_view kWindowPhrases[] = {"sliding window", "sliding-window", "banded", "local attention",
                                                "local window", "local:global", "local/global", "local-global",
-                                               "local and global", "local (windowed)"};
+                                               "local and global attention", "local and global layers",
+                                               "local (windowed)"};
 
 // The clause of `text` (between , ; ( ) |) around position `at`.
 std::string_view clause_at(std::string_view text, size_t at) {
   const size_t b = text.find_last_of(",;()|", at), e = text.find_first_of(",;()|", at);
-  return text.substr(b == std::string_view::npos ? 0 : b + 1, (e == std::string_view::npos ? text.size() : e) - (b == std::string_view::npos ? 0 : b + 1));
+  const size_t from = b == std::string_view::npos ? 0 : b + 1, to = e == std::string_view::npos ? text.size() : e;
+  return text.substr(from, to - from);
 }
 
 // Whether a clause speaks of the attention's layer kinds (local or global, windowed or full).
@@ -320,10 +322,12 @@ std::optional<int64_t> window_pattern(std::string_view plain, std::vector<std::s
       size_t b = c + 1;
       while (b < plain.size() && plain[b] >= '0' && plain[b] <= '9') ++b;
       if (a == c || b == c + 1 || c - a > 6 || b - c > 7) continue;
-      int64_t x = std::stoll(std::string(plain.substr(a, c - a))), y = std::stoll(std::string(plain.substr(c + 1, b - c - 1)));
+      int64_t x = std::stoll(std::string(plain.substr(a, c - a)));
+      int64_t y = std::stoll(std::string(plain.substr(c + 1, b - c - 1)));
       if (global < local) std::swap(x, y);  // "global:local 1:5"
       if (x < 1 || y != 1) {
-        skip.push_back(fmt::format("arch: the local:global ratio '{}' of the sliding-window layers is not N:1 with N >= 1",
+        skip.push_back(fmt::format("arch: the local:global ratio '{}' of the sliding-window layers is not N:1 with "
+                                   "N >= 1",
                                    plain.substr(a, b - a)));
         return std::nullopt;
       }
@@ -375,7 +379,8 @@ void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& 
   const std::optional<int64_t> pattern = window_pattern(plain, skip);
   if (!pattern) return;
   if (*pattern > m.layers && m.layers > 0) {  // as a model document refuses it (spec_json.cpp check_window)
-    skip.push_back(fmt::format("arch: a sliding-window pattern of {} is above the model's {} layers", *pattern, m.layers));
+    skip.push_back(
+        fmt::format("arch: a sliding-window pattern of {} is above the model's {} layers", *pattern, m.layers));
     return;
   }
   m.sliding_window = window->value;

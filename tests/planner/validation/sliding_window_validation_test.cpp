@@ -145,5 +145,6 @@ TEST_CASE("validation: local and banded attention with a size is a window, never
       {"interleaved local/global attention, local window 1024", 0, 0,
        "arch: which layers the sliding window covers is not read"},
       {"local attention", 0, 0, "arch: sliding window size not stated"},
+      {"GQA; local and global batch sizes 8 and 1024", 0, 0},  // batch sizes, not attention
   });
 }
