@@ -44,6 +44,10 @@ Runner setup(CLI::App& app) {
     for (const std::string& w : e.warnings) {
       fmt::print(stderr, "parplan export: warning: {} cannot express {}\n", framework_name(*to), printable(w));
     }
+    for (const std::string& w : e.not_written) {
+      fmt::print(stderr, "parplan export: warning: not written to the {} config: {}\n", framework_name(*to),
+                 printable(w));
+    }
     return kOk;
   };
 }

@@ -525,6 +525,11 @@ void set_sliding_window(ModelSpec& m, const ModelOptions& o) {
     throw InputError("--sliding-window-pattern: 1 makes every layer full attention; use 0 (every layer windowed), "
                      "P >= 2 or --sliding-window 0");
   }
+  if (m.sliding_window_pattern > m.layers && m.layers > 0) {
+    throw InputError(fmt::format("--sliding-window-pattern: {} is above the model's {} layers (no layer would attend "
+                                 "in full); use 0 (every layer windowed) or P <= layers",
+                                 m.sliding_window_pattern, m.layers));
+  }
   if (m.sliding_window > 0 && !m.causal) {
     throw InputError("--sliding-window: a window over a model without the causal mask is not modelled");
   }

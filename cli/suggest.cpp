@@ -1019,6 +1019,9 @@ Runner setup(CLI::App& app) {
       if (emit) config = export_plan(best, *emit, "parplan suggest");
       write_file_atomic(o->out, emit ? config.text : plan_to_json(best).dump(2) + "\n", "-o");
       for (const std::string& w : config.warnings) fmt::print(stderr, "parplan suggest: warning: {} cannot express {}\n", o->emit, w);
+      for (const std::string& w : config.not_written) {
+        fmt::print(stderr, "parplan suggest: warning: not written to the {} config: {}\n", o->emit, w);
+      }
     }
     const Outcome outcome{*o, req, res, target.model_note, batch_note, seconds, simulated, advice, offload_note};
     if (o->json) {

@@ -15,9 +15,11 @@ struct Writer {
   Exported out;
   std::string comment = "#";
   void cannot(const std::string& what) { out.warnings.push_back(what); }
+  void not_written(const std::string& what) { out.not_written.push_back(what); }
   std::string comments() const {
     std::string s;
     for (const std::string& w : out.warnings) s += fmt::format("{} parplan: not expressible: {}\n", comment, w);
+    for (const std::string& w : out.not_written) s += fmt::format("{} parplan: not written: {}\n", comment, w);
     return s;
   }
 };
@@ -31,10 +33,13 @@ void common_cannot(const Plan& plan, Writer& w) {
   }
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
   if (!pc.overlap_cp_comm) w.cannot("--no-overlap-cp");
-  if (plan.model.sliding_window > 0) {  // the targets' own window options are not written (import refuses them too)
-    w.cannot(fmt::format("sliding-window attention (sliding_window {}, sliding_window_pattern {}): set the "
-                         "framework's window option by hand",
-                         plan.model.sliding_window, plan.model.sliding_window_pattern));
+  // The targets' own window options (Megatron-Core's window_size, window_attn_skip_freq) are not written: import reads
+  // them back only beside a --model with a window, so the export does not claim a mapping it does not check.
+  if (plan.model.sliding_window > 0) {
+    const int64_t p = plan.model.sliding_window_pattern;
+    w.not_written(fmt::format("sliding-window attention (sliding_window {}{}): set the framework's window option by "
+                              "hand",
+                              plan.model.sliding_window, p > 0 ? fmt::format(", sliding_window_pattern {}", p) : ""));
   }
 }
 

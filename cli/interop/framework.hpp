@@ -68,6 +68,11 @@ struct Imported {
     std::string local_origin;
   };
   std::optional<OneSchedule> one_schedule;
+  // Megatron-Core's sliding window (--window-size with a bounded left side, and --window-attn-skip-freq; NeMo's
+  // model.window_size, model.window_attn_skip_freq), as "origin 'value'": not read into the model shape.
+  // plan_from_framework refuses them unless the command line's --model gives a model with a window (which then
+  // prices it) and lists them as ignored. Empty without a window.
+  std::vector<std::string> window_options;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);

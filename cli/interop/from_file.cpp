@@ -81,6 +81,25 @@ void refuse_repeated_flushes(const FromResult& r, const std::map<std::string, Se
       pc.num_microbatches, local * pc.dp, s->local_origin, r.plan.training.global_batch / pc.dp));
 }
 
+// The file's window options (Imported::window_options) with the command line's model `model` ("--model NAME"): the
+// model's own window prices the attention, so they are listed as ignored; a model without a window is an InputError
+// (the file's window would be priced as full attention).
+void resolve_window_options(FromResult& r, const std::string& model, const std::string& where) {
+  Imported& im = r.imported;
+  if (im.window_options.empty()) return;
+  const ModelSpec& m = r.plan.model;
+  if (m.sliding_window <= 0) {
+    throw InputError(fmt::format("{}: {} states a sliding window, and {} has none: give --model a profile with "
+                                 "sliding_window and sliding_window_pattern",
+                                 where, im.window_options.front(), model));
+  }
+  for (const std::string& o : im.window_options) {
+    im.ignored.push_back(fmt::format("{}: the window is {}'s (sliding_window {}, sliding_window_pattern {}; not "
+                                     "compared with the file's)",
+                                     o, model, m.sliding_window, m.sliding_window_pattern));
+  }
+}
+
 }  // namespace
 
 void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
@@ -122,6 +141,12 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
   const std::string where = printable(file);
   const auto given = given_flags(mo, me);
   const bool model_given = given.count("--model") || given.count("--params");
+  if (!im.window_options.empty() && !model_given) {
+    throw InputError(fmt::format("{}: {}: sliding-window attention is not read from the file; give --model "
+                                 "a profile with sliding_window and sliding_window_pattern (it replaces the file's "
+                                 "model)",
+                                 where, im.window_options.front()));
+  }
   resolve_pipeline_split(im, given.count("--pp") ? given.at("--pp").front() : "", given.count("--vpp") != 0, model_given,
                          where);
   if (model_given && (im.model || !im.model_name.empty())) {
@@ -199,6 +224,10 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
   }
   resolve_every_nth_layer(r, flags, where);
   refuse_repeated_flushes(r, flags, where);
+  if (model_given) {
+    const std::string flag = given.count("--model") ? "--model" : "--params";
+    resolve_window_options(r, flag + " " + given.at(flag).front(), where);
+  }
   return r;
 }
 

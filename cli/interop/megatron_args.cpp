@@ -77,6 +77,9 @@ struct Collected {
   // --moe-token-dispatcher-type; DeepEP named by --moe-enable-deepep or --moe-flex-dispatcher-backend deepep/hybridep
   std::string dispatcher, dispatcher_origin, deepep_origin;
   std::string offload_flag_origin, offload_modules, offload_modules_origin;  // fine-grained activation offloading
+  // --window-size (its words) and --window-attn-skip-freq, as "origin 'value'" for the lists and errors.
+  std::optional<int64_t> window_left;  // --window-size's left side (-1: unbounded)
+  std::string window_size, window_skip;
 };
 
 // A list argument's words, space-separated: Megatron-Core takes "a b c", a YAML flow list "[a, b]".
@@ -259,6 +262,51 @@ bool moe_arg(const MegatronArg& a, Collected& c, const std::string& path) {
   return false;
 }
 
+// Megatron-Core's sliding-window attention: --window-size L R (TransformerConfig.window_size, flash-attn's
+// (left, right); -1 is unbounded) and --window-attn-skip-freq (which layers attend in full), taken apart here and
+// resolved by resolve_window().
+void window_arg(const MegatronArg& a, Collected& c, const std::string& path) {
+  std::string words = word_list(a);
+  for (char& ch : words) ch = ch == '(' || ch == ')' ? ' ' : ch;
+  std::istringstream in(words);
+  std::vector<std::string> w;
+  for (std::string x; in >> x;) w.push_back(x);
+  const std::string shown = fmt::format("{} '{}'", a.origin, excerpt(a.value.value_or("")));
+  if (a.name == "window-attn-skip-freq") {
+    c.window_skip = shown;
+    return;
+  }
+  const auto side = [](const std::string& x) -> std::optional<int64_t> {
+    if (x == "-1") return -1;
+    return decimal(x);
+  };
+  const std::optional<int64_t> left = w.size() == 2 ? side(w[0]) : std::nullopt;
+  if (!left || !side(w[1])) {
+    throw InputError(fmt::format("{}: {} is '{}': the window is two integers, left and right (-1: unbounded)", path,
+                                 a.origin, excerpt(a.value.value_or(""))));
+  }
+  c.window_left = left;
+  c.window_size = shown;
+}
+
+// --window-size with a bounded left side states a window (Imported::window_options: plan_from_framework accepts it
+// only with a --model that has one); an unbounded one (-1, any right side: full causal attention) and
+// --window-attn-skip-freq without a window change nothing and are listed as ignored.
+void resolve_window(const Collected& c, Imported& out) {
+  const bool windowed = c.window_left && *c.window_left >= 0;
+  if (windowed) {
+    out.window_options.push_back(c.window_size);
+    if (!c.window_skip.empty()) out.window_options.push_back(c.window_skip);
+    return;
+  }
+  if (!c.window_size.empty()) {
+    out.ignored.push_back(fmt::format("{}: no window (-1 on the left is unbounded: full attention)", c.window_size));
+  }
+  if (!c.window_skip.empty()) {
+    out.ignored.push_back(fmt::format("{}: no window to skip (no bounded window size)", c.window_skip));
+  }
+}
+
 // One argument; false when parplan has no use for it.
 bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::string& path) {
   if (!a.placeholder.empty()) {
@@ -290,13 +338,7 @@ bool apply_one(const MegatronArg& a, Collected& c, Imported& out, const std::str
       return true;
     }
   }
-  // Megatron-Core's sliding-window attention (--window-size, --window-attn-skip-freq): refused rather than priced as
-  // full attention; a model profile gives the window (sliding_window, sliding_window_pattern).
-  if (a.name == "window-size" || a.name == "window-attn-skip-freq") {
-    throw InputError(fmt::format("{}: {}: sliding-window attention is not read from Megatron arguments; describe the "
-                                 "model in a profile with sliding_window and sliding_window_pattern",
-                                 path, a.origin));
-  }
+  if (a.name == "window-size" || a.name == "window-attn-skip-freq") return window_arg(a, c, path), true;
   if (a.name == "seq-length") {
     c.shape.seq = int_arg(a, path);
     out.set("--seq", std::to_string(*c.shape.seq), a.origin, path);
@@ -633,6 +675,7 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
                                       "(priced dropless)", c.capacity_origin));
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
+  resolve_window(c, out);
   resolve_collected(c, out, path);
   out.assume("--precision", "bf16", "no --bf16 / --fp16 (Megatron-LM's default is fp32, which parplan does not model)");
   if (!c.overlap_grad_reduce) {

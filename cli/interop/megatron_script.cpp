@@ -629,10 +629,10 @@ bool redirection(const std::string& w, bool& alone) {
 }
 
 // Megatron-LM's arguments that take every word up to the next option (nargs='*'); the modelled ones are read as a
-// list, the others listed as ignored with their words.
+// list, the others listed as ignored with their words. --window-size: its two sides as one word ("128,0") or two.
 bool takes_list(const std::string& name) {
-  for (std::string_view n : {"recompute-modules", "offload-modules", "rampup-batch-size", "data-path", "train-data-path",
-                             "valid-data-path", "test-data-path"}) {
+  for (std::string_view n : {"recompute-modules", "offload-modules", "window-size", "rampup-batch-size", "data-path",
+                             "train-data-path", "valid-data-path", "test-data-path"}) {
     if (name == n) return true;
   }
   return false;
@@ -674,7 +674,8 @@ std::vector<MegatronArg> command_args(const std::vector<Word>& command, size_t s
     }
     a.name = dashed(a.name);  // Megatron-DeepSpeed spells some with '_'
     a.origin = origin_of(w, a.name);
-    const bool listed = takes_list(a.name) && a.name != "recompute-modules" && a.name != "offload-modules";
+    const bool listed = takes_list(a.name) && a.name != "recompute-modules" && a.name != "offload-modules" &&
+                        a.name != "window-size";
     if (a.value && (!a.placeholder.empty() || listed)) {
       a.origin = fmt::format("--{} {} (line {})", a.name, excerpt(*a.value), w.line);
     }

@@ -44,6 +44,25 @@ int64_t yaml_int(const YamlLeaf& l, const std::string& path) {
   return *v;
 }
 
+// Block lists of the window keys ("window_size:" then "- 128", "- 0") as the one-line flow list they mean ("[128, 0]"),
+// so that the readers take them whole, as they take a flow list (a list's elements are otherwise passed over).
+std::vector<YamlLeaf> join_window_lists(std::vector<YamlLeaf> leaves) {
+  std::vector<YamlLeaf> out;
+  for (YamlLeaf& l : leaves) {
+    const size_t open = l.path.rfind('[');
+    const std::string base = open == std::string::npos ? "" : l.path.substr(0, open);
+    const std::string key = last_key(base);
+    if (base.empty() || (key != "window_size" && key != "window_attn_skip_freq")) {
+      out.push_back(std::move(l));
+    } else if (l.path.ends_with("[0]") || out.empty() || out.back().path != base) {
+      out.push_back(YamlLeaf{base, "[" + l.value + "]", l.line, false});
+    } else {
+      out.back().value.insert(out.back().value.size() - 1, ", " + l.value);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Imported import_megatron_yaml(std::string_view text, const std::string& path) {
@@ -51,7 +70,7 @@ Imported import_megatron_yaml(std::string_view text, const std::string& path) {
   out.format = Framework::megatron;
   out.gpus_hint = "the YAML args do not give the GPU count";
   std::vector<MegatronArg> args;
-  for (const YamlLeaf& l : read_yaml(text, path)) {
+  for (const YamlLeaf& l : join_window_lists(read_yaml(text, path))) {
     if (l.path.find('[') != std::string::npos) continue;
     const std::string key = last_key(l.path);
     // TransformerConfig's fp8 (the format) is the dest of --fp8-format.
@@ -113,7 +132,7 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "fine_grained_activation_offloading", "offload_modules",
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
-    "overlap_grad_reduce", "hidden_dropout", "attention_dropout"};
+    "overlap_grad_reduce", "hidden_dropout", "attention_dropout", "window_size", "window_attn_skip_freq"};
 
 // A NeMo 2 serialized config's path as the NeMo 1.x key that means the same: the parallel sizes in trainer.strategy
 // (its DDP config in trainer.strategy.ddp), the shape in model.config, the optimizer config in model.optim.config,
@@ -157,7 +176,7 @@ Imported import_nemo(std::string_view text, const std::string& path) {
   std::vector<MegatronArg> args;
   const YamlLeaf *devices = nullptr, *nodes = nullptr, *grad_sync = nullptr;
   bool fused_adam = false;
-  const std::vector<YamlLeaf> leaves = read_yaml(text, path);
+  const std::vector<YamlLeaf> leaves = join_window_lists(read_yaml(text, path));
   for (const YamlLeaf& l : leaves) {
     const std::string p = nemo1_path(l.path), key = last_key(p);
     if (p == "trainer.devices") devices = &l;

@@ -228,15 +228,18 @@ int64_t chunk_recomputed_layers(const Plan& plan, int64_t stage, int64_t chunk) 
 }
 
 namespace {
-// The full-attention layers of model layers start .. start + n - 1 (ModelSpec::layer_full_attention), and of those the
-// dense ones (ModelSpec::dense_layers_before); zeros unless the model mixes windowed and full attention.
+// The full-attention layers of model layers start .. start + n - 1 (ModelSpec::layer_full_attention), and of those a
+// MoE model's dense ones (ModelSpec::dense_layers_before; none in a dense model, whose every layer is priced as
+// LayerCosts::layer or full, as stage_dense_layers counts none); zeros unless the model mixes windowed and full
+// attention.
 FullAttentionLayers full_attention_in(const ModelSpec& m, int64_t start, int64_t n) {
   FullAttentionLayers f;
   if (!m.mixes_attention()) return f;
+  const bool dense_kind = m.has_dense_layers();
   for (int64_t i = start; i < start + n; ++i) {
     if (!m.layer_full_attention(i)) continue;
     ++f.layers;
-    f.dense += m.dense_layers_before(i + 1) - m.dense_layers_before(i);
+    if (dense_kind) f.dense += m.dense_layers_before(i + 1) - m.dense_layers_before(i);
   }
   return f;
 }

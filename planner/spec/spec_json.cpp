@@ -67,6 +67,11 @@ void check_window(const ModelSpec& m, const Bad& bad) {
     bad("sliding_window_pattern", "1 makes every layer full attention; use 0 (every layer windowed) or P >= 2 "
                                   "(every P-th layer full), or drop sliding_window");
   }
+  if (m.sliding_window_pattern > m.layers && m.layers > 0) {
+    bad("sliding_window_pattern", fmt::format("{} is above the model's {} layers (no layer would attend in full); "
+                                              "use 0 (every layer windowed) or P <= layers",
+                                              m.sliding_window_pattern, m.layers));
+  }
   if (m.sliding_window > 0 && !m.causal) {
     bad("sliding_window", "a window over a model without the causal mask (a two-sided band) is not modelled");
   }

@@ -179,77 +179,213 @@ std::optional<int64_t> number_after(std::string_view text, std::initializer_list
   return std::nullopt;
 }
 
-// Whether lowercase `text` names `word` as a whole word (not inside a longer one: "swa" is not "swap"), not denied.
-bool states_word(std::string_view text, std::string_view word) {
+// Whether lowercase `text` names `word` at a word start, and as a whole word when `whole` (not inside a longer one:
+// "swa" is not "swap"), not denied (`denied` false) or denied (true) there.
+bool names_word(std::string_view text, std::string_view word, bool denied, bool whole = true) {
   auto letter = [](char c) { return c >= 'a' && c <= 'z'; };
   for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
     const size_t end = at + word.size();
-    if ((at == 0 || !letter(text[at - 1])) && (end == text.size() || !letter(text[end])) &&
-        !validation_text::denied_at(text, at, word.size())) {
+    if ((at == 0 || !letter(text[at - 1])) && (!whole || end == text.size() || !letter(text[end])) &&
+        validation_text::denied_at(text, at, word.size()) == denied) {
       return true;
     }
   }
   return false;
 }
 
-// The window size after the first "window" in `text` that states one, past spaces, '(', '=', ':', '_' and the words
-// "of", "size", "attention", "length": "sliding window 4096", "SWA (window 128)", "banded window of 128 tokens",
-// "sliding window attention (4096)", "window_size=4096". nullopt when none does.
-std::optional<int64_t> stated_window(std::string_view text) {
-  for (size_t at = text.find("window"); at != std::string_view::npos; at = text.find("window", at + 1)) {
-    size_t i = at + 6;
-    for (bool moved = true; moved && i < text.size();) {
-      moved = false;
-      if (std::string_view(" (=:_-").find(text[i]) != std::string_view::npos) {
-        ++i;
-        moved = true;
-      }
-      for (std::string_view w : {"of", "size", "attention", "length"}) {
-        if (text.substr(i).starts_with(w)) {
-          i += w.size();
+// A window size as a row writes it: digits with ',' between thousands ("4,096") and a "k" for 1024 ("4K": context
+// lengths and windows are powers of two), as written; `value` 0 when it is not in [1, kMaxWindow] (negative, 0, or
+// above the limit a model document takes).
+constexpr int64_t kMaxWindow = 100'000'000;
+struct StatedSize {
+  int64_t value = 0;
+  std::string written;
+};
+
+// The size starting at text[i] (a digit, or '-' before one), or nullopt when none starts there or the number is a
+// ratio ("5:1") or has a fraction.
+std::optional<StatedSize> size_at(std::string_view t, size_t i) {
+  const size_t from = i;
+  const bool negative = i < t.size() && t[i] == '-';
+  if (negative) ++i;
+  auto digit = [&](size_t k) { return k < t.size() && t[k] >= '0' && t[k] <= '9'; };
+  if (!digit(i)) return std::nullopt;
+  double v = 0;
+  for (;;) {
+    for (; digit(i); ++i) v = v * 10 + (t[i] - '0');
+    // A thousands separator: ',' then exactly three digits.
+    if (i + 3 < t.size() + 1 && t[i] == ',' && digit(i + 1) && digit(i + 2) && digit(i + 3) && !digit(i + 4)) {
+      ++i;
+      continue;
+    }
+    break;
+  }
+  if (i < t.size() && (t[i] == ':' || (t[i] == '.' && digit(i + 1)))) return std::nullopt;
+  if (i < t.size() && t[i] == 'k' && (i + 1 == t.size() || !(t[i + 1] >= 'a' && t[i + 1] <= 'z'))) {
+    v *= 1024;
+    ++i;
+  }
+  StatedSize s;
+  s.written = std::string(t.substr(from, i - from));
+  s.value = !negative && v >= 1 && v <= static_cast<double>(kMaxWindow) ? static_cast<int64_t>(v) : 0;
+  return s;
+}
+
+// The window size a row states: the first size after "window" (not a "context window"), "bandwidth" or "local", past
+// blanks, '(', '=', ':', '_', '-' and the words "of", "size", "attention", "length", "w"; or before "-token window" /
+// "-token sliding window". "sliding window 4096", "SWA (window 128)", "banded window of 128 tokens", "sliding window
+// of 4K tokens", "(bandwidth 128)", "alternating local (128) and global attention", "4096-token window".
+std::optional<StatedSize> stated_window(std::string_view text) {
+  for (std::string_view key : {"window", "bandwidth", "local"}) {
+    for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+      if (key == "window" && at >= 8 && text.substr(at - 8, 8) == "context ") continue;
+      size_t i = at + key.size();
+      for (bool moved = true; moved && i < text.size();) {
+        moved = false;
+        if (std::string_view(" (=:_").find(text[i]) != std::string_view::npos ||
+            (text[i] == '-' && !(i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '9'))) {
+          ++i;
           moved = true;
         }
+        for (std::string_view w : {"of", "size", "attention", "length", "w="}) {
+          if (text.substr(i).starts_with(w)) {
+            i += w.size();
+            moved = true;
+          }
+        }
       }
+      if (const auto s = size_at(text, i)) return s;
     }
-    int64_t v = 0;
-    size_t digits = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 9; ++i, ++digits) v = v * 10 + (text[i] - '0');
-    if (digits > 0 && v > 0) return v;
+  }
+  for (std::string_view key : {"-token window", "-token sliding window"}) {
+    if (const size_t at = text.find(key); at != std::string_view::npos) {
+      size_t i = at;
+      while (i > 0 && ((text[i - 1] >= '0' && text[i - 1] <= '9') || text[i - 1] == ',' || text[i - 1] == 'k')) --i;
+      if (const auto s = size_at(text, i); s && i + s->written.size() == at) return s;
+    }
   }
   return std::nullopt;
 }
 
-// Sliding-window attention (ModelSpec::sliding_window) as a row's attention text and notes state it: the window's
-// size (stated_window), and which layers it covers: "alternating" / "every other layer" is the pattern 2 (every second
-// layer full), "N:1 local:global" (Gemma 3's 5:1) the pattern N + 1, anything else every layer. A window without its
-// size is a skip reason.
+// `text` without its parenthesised sizes (" (4096)", " (4,096)", " (4k)"): what the words around them say, read as
+// one clause ("Sliding Window Attention (4096) is not used", "alternating local (128) and global attention").
+std::string without_sized_parens(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') {
+      const size_t close = text.find(')', i);
+      const std::string_view inner = close == std::string_view::npos ? "" : text.substr(i + 1, close - i - 1);
+      if (!inner.empty() && inner.find_first_not_of("0123456789,k ") == std::string_view::npos) {
+        if (!out.empty() && out.back() == ' ') out.pop_back();
+        i = close;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// The phrases that name a local (windowed) attention.
+constexpr std::string_view kWindowPhrases[] = {"sliding window", "sliding-window", "banded", "local attention",
+                                               "local window", "local:global", "local/global", "local-global",
+                                               "local and global attention", "local and global layers",
+                                               "local (windowed)"};
+
+// The clause of `text` (between , ; ( ) |) around position `at`.
+std::string_view clause_at(std::string_view text, size_t at) {
+  const size_t b = text.find_last_of(",;()|", at), e = text.find_first_of(",;()|", at);
+  const size_t from = b == std::string_view::npos ? 0 : b + 1, to = e == std::string_view::npos ? text.size() : e;
+  return text.substr(from, to - from);
+}
+
+// Whether a clause speaks of the attention's layer kinds (local or global, windowed or full).
+bool about_attention(std::string_view clause) {
+  for (std::string_view w : {"local", "global", "full", "window", "band", "swa", "sliding", "dense attention"}) {
+    if (has(clause, w)) return true;
+  }
+  return false;
+}
+
+// Which layers a row's window covers (ModelSpec::sliding_window_pattern) in `plain` (without_sized_parens): a ratio
+// of local to global layers N:1 ("5:1 local:global", "local:global 5:1", "global:local 1:5"; Gemma 3's) is N + 1;
+// "every other layer", "every second layer" or "alternat..." in a clause about attention ("alternating local and
+// global attention", "alternating with full attention") is 2; 0 (every layer) when the text names no other kind of
+// layer. A ratio that is not N:1 with N >= 1, or global or full-attention layers or a share of the layers in words
+// none of those read ("even layers", "3 of every 4 layers", "every layer but the last"), is a skip reason.
+std::optional<int64_t> window_pattern(std::string_view plain, std::vector<std::string>& skip) {
+  const size_t local = plain.find("local"), global = plain.find("global");
+  if (local != std::string_view::npos && global != std::string_view::npos) {
+    for (size_t c = plain.find(':'); c != std::string_view::npos; c = plain.find(':', c + 1)) {
+      size_t a = c;
+      while (a > 0 && plain[a - 1] >= '0' && plain[a - 1] <= '9') --a;
+      size_t b = c + 1;
+      while (b < plain.size() && plain[b] >= '0' && plain[b] <= '9') ++b;
+      if (a == c || b == c + 1 || c - a > 6 || b - c > 7) continue;
+      int64_t x = std::stoll(std::string(plain.substr(a, c - a)));
+      int64_t y = std::stoll(std::string(plain.substr(c + 1, b - c - 1)));
+      if (global < local) std::swap(x, y);  // "global:local 1:5"
+      if (x < 1 || y != 1) {
+        skip.push_back(fmt::format("arch: the local:global ratio '{}' of the sliding-window layers is not N:1 with "
+                                   "N >= 1",
+                                   plain.substr(a, b - a)));
+        return std::nullopt;
+      }
+      return x + 1;
+    }
+  }
+  for (std::string_view w : {"alternat", "every other layer", "every second layer", "every 2nd layer"}) {
+    for (size_t at = plain.find(w); at != std::string_view::npos; at = plain.find(w, at + 1)) {
+      if (about_attention(clause_at(plain, at))) return 2;
+    }
+  }
+  for (std::string_view w : {"global", "full attention", "full-attention", "full layers", "full causal",
+                             "dense attention", "even layer", "odd layer", "of every", "out of", "interleav",
+                             "every layer but", "except", "layers 0", "first layer", "last layer"}) {
+    if (has(plain, w)) {
+      skip.push_back(fmt::format("arch: which layers the sliding window covers is not read (the text names '{}' "
+                                 "without an N:1 local:global ratio or an alternation)",
+                                 w));
+      return std::nullopt;
+    }
+  }
+  return 0;
+}
+
+// Sliding-window attention (ModelSpec::sliding_window) as a row's attention text and notes state it: the window's size
+// (stated_window) and the layers it covers (window_pattern). A window without its size, with a size out of range,
+// or both stated and denied ("no SWA; sliding window 4096 in the ablation only") is a skip reason.
 void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& skip) {
-  const bool windowed = states(text, "sliding window") || states(text, "sliding-window") || states_word(text, "swa") ||
-                        states(text, "banded window") || states(text, "local:global");
-  if (!windowed) return;
-  const std::optional<int64_t> window = stated_window(text);
+  const std::string plain = without_sized_parens(text);
+  bool stated = names_word(plain, "swa", false), denied = names_word(plain, "swa", true);
+  for (std::string_view w : kWindowPhrases) {
+    stated = stated || names_word(plain, w, false, false);
+    denied = denied || names_word(plain, w, true, false);
+  }
+  if (!stated) return;
+  if (denied) {
+    skip.push_back("arch: a sliding window is both stated and denied");
+    return;
+  }
+  const std::optional<StatedSize> window = stated_window(text);
   if (!window) {
     skip.push_back("arch: sliding window size not stated");
     return;
   }
-  m.sliding_window = *window;
-  if (has(text, "alternat") || has(text, "every other layer") || has(text, "every second layer")) {
-    m.sliding_window_pattern = 2;
-  } else if (const size_t at = text.find(":1 local"); at != std::string_view::npos) {
-    size_t i = at;
-    while (i > 0 && text[i - 1] >= '0' && text[i - 1] <= '9') --i;
-    int64_t local = 0;
-    for (size_t k = i; k < at && k < i + 6; ++k) local = local * 10 + (text[k] - '0');
-    if (local < 1) {
-      skip.push_back("arch: the local:global ratio of the sliding-window layers is not stated as N:1");
-      return;
-    }
-    m.sliding_window_pattern = local + 1;
+  if (window->value == 0) {
+    skip.push_back(fmt::format("arch: sliding window {} is out of range [1, {}]", window->written, kMaxWindow));
+    return;
   }
+  const std::optional<int64_t> pattern = window_pattern(plain, skip);
+  if (!pattern) return;
+  if (*pattern > m.layers && m.layers > 0) {  // as a model document refuses it (spec_json.cpp check_window)
+    skip.push_back(
+        fmt::format("arch: a sliding-window pattern of {} is above the model's {} layers", *pattern, m.layers));
+    return;
+  }
+  m.sliding_window = window->value;
+  m.sliding_window_pattern = *pattern;
 }
-
-// Multi-head latent attention's ranks and head widths from the row's notes, in the two phrasings the file uses
-// ("q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128"; "kv compression 512, query compression 1536, head
 // dim 128, decoupled RoPE 64"); what is missing is a skip reason.
 void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& skip) {
   // Hugging Face's config names first (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim).

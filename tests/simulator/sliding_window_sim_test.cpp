@@ -47,3 +47,32 @@ TEST_CASE("simulate: gpt-oss-20b's alternating windowed and full layers equal th
   }
   CHECK(checked == 3);
 }
+
+TEST_CASE("simulate: a dense model's alternating windowed and full layers equal the closed form per pipeline stage") {
+  SimOptions o;
+  o.overlap = false;
+  o.contention = false;
+  o.edges_in_owning_chunk = false;
+  Plan plan;
+  plan.model = test::profiles().model("llama3-8b", "test");
+  plan.model.sliding_window = 1024;
+  plan.model.sliding_window_pattern = 2;
+  plan.gpu = test::profiles().gpu("h100", "test");
+  plan.cluster = test::profiles().cluster("dgx-h100", "test");
+  plan.num_gpus = 4;
+  plan.parallel.pp = 4;
+  plan.parallel.num_microbatches = 8;
+  plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
+  plan.training.global_batch = 8;
+  plan.training.seq_len = 16384;
+  REQUIRE(validate(plan).ok());
+  Plan all = plan;
+  all.model.sliding_window_pattern = 0;
+  const Estimate e = estimate(plan), ea = estimate(all);
+  const SimResult r = simulate(plan, o);
+  CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
+  // Half the layers attend in full: slower than every layer windowed, in the closed form and in the simulator.
+  CHECK(e.time.step_s > ea.time.step_s * 1.01);
+  CHECK(r.summary.step_s > simulate(all, o).summary.step_s * 1.01);
+  CHECK(e.stages[1].forward_s > ea.stages[1].forward_s);
+}

@@ -9,6 +9,8 @@
 #include "planner/cost/flops.hpp"
 #include "planner/cost/model_shape.hpp"
 #include "planner/spec/config.hpp"
+#include "planner/spec/json_reader.hpp"
+#include "planner/spec/spec_json.hpp"
 #include "planner/test_plans.hpp"
 
 using namespace parplan;
@@ -174,6 +176,51 @@ TEST_CASE("sliding window: pipeline stages count their own full-attention layers
   CHECK(estimate(partial).time.step_s == doctest::Approx(estimate(every).time.step_s).epsilon(1e-9));
 }
 
+// A dense model (no MoE) mixing windowed and full-attention layers: each layer at its own kind's cost. Pattern 2 on
+// mistral-7b's 32 layers leaves 16 full; everything but attention is the same in both kinds, so the step, the stage
+// times and the model FLOPs are the mean of the all-windowed and the full-attention model's, and MFU (their ratio)
+// lies between those two models' MFUs.
+TEST_CASE("sliding window: a dense model with pattern 2 prices its full-attention layers as full (mistral-7b)") {
+  Plan mixed = mistral_plan(16384);
+  mixed.parallel.num_microbatches = 8;
+  mixed.training.global_batch = 8;
+  mixed.model.sliding_window_pattern = 2;
+  Plan all = mixed, none = mixed;
+  all.model.sliding_window_pattern = 0;
+  none.model.sliding_window = none.model.sliding_window_pattern = 0;
+  REQUIRE(validate(mixed).ok());
+  REQUIRE(stage_full_attention_layers(mixed, 0).layers == 16);
+  const LayerCosts lcs = layer_costs(mixed);
+  CHECK(lcs.full.attention_forward_s == layer_cost(none).attention_forward_s);
+  CHECK(lcs.layer.attention_forward_s == layer_cost(all).attention_forward_s);
+  const LayerCost stage = stage_layer_cost(mixed, 0, lcs);
+  const double mean_attention = (lcs.layer.attention_forward_s + lcs.full.attention_forward_s) / 2.0;
+  CHECK(stage.attention_forward_s == doctest::Approx(mean_attention).epsilon(1e-12));
+  CHECK(stage.attention_forward_s > lcs.layer.attention_forward_s);
+  CHECK(stage.attention_forward_s < lcs.full.attention_forward_s);
+  const Estimate em = estimate(mixed), ea = estimate(all), en = estimate(none);
+  const auto mid = [](double a, double b) { return (a + b) / 2.0; };
+  CHECK(em.time.step_s > ea.time.step_s);
+  CHECK(em.time.step_s < en.time.step_s);
+  CHECK(em.time.step_s == doctest::Approx(mid(ea.time.step_s, en.time.step_s)).epsilon(1e-9));
+  CHECK(em.stages[0].forward_s == doctest::Approx(mid(ea.stages[0].forward_s, en.stages[0].forward_s)).epsilon(1e-9));
+  CHECK(em.time.model_flops == doctest::Approx(mid(ea.time.model_flops, en.time.model_flops)).epsilon(1e-12));
+  CHECK(em.time.mfu > ea.time.mfu);
+  CHECK(em.time.mfu < en.time.mfu);
+  // Pipelined (pp 4, 8 layers a stage, 4 of them full): every stage's forward time the mean of the two models'.
+  for (Plan* p : {&mixed, &all, &none}) {
+    p->parallel.tp = 2;
+    p->parallel.pp = 4;
+  }
+  REQUIRE(validate(mixed).ok());
+  const Estimate pm = estimate(mixed), pa = estimate(all), pn = estimate(none);
+  REQUIRE(pm.stages.size() == 4);
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(pm.stages[i].forward_s == doctest::Approx(mid(pa.stages[i].forward_s, pn.stages[i].forward_s)).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("sliding window: context parallelism is refused as not modelled") {
   Plan plan = mistral_plan(16384);
   plan.parallel.tp = 4;
@@ -203,4 +250,28 @@ TEST_CASE("sliding window profiles: parameter counts within 0.5% of the publishe
   CHECK(big.full_attention_layers_before(big.layers) == 18);
   CHECK_FALSE(big.layer_full_attention(0));
   CHECK(big.layer_full_attention(1));
+}
+
+// The window fields are integers as every integer key of a model document is (JsonReader::get_int): an integral
+// number written with a fraction (4096.0) reads as the integer, as "layers": 4.0 does; 4096.5 is refused. A pattern
+// above the layer count (no layer full) is refused naming the key.
+TEST_CASE("sliding window: the model document's window keys read integers as its other integer keys do") {
+  const auto read = [](const std::string& text) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    JsonReader r(j, "m.json");
+    return model_from_json(r);
+  };
+  const std::string head = R"({"kind": "model", "name": "m", "hidden": 256, "heads": 4, "ffn_hidden": 1024, )"
+                           R"("vocab": 1000, "seq_len": 128, )";
+  const ModelSpec a = read(head + R"("layers": 4.0, "sliding_window": 64.0, "sliding_window_pattern": 2.0})");
+  CHECK(a.layers == 4);
+  CHECK(a.sliding_window == 64);
+  CHECK(a.sliding_window_pattern == 2);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4, "sliding_window": 64.5})"),
+                       doctest::Contains("/sliding_window: expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4.5, "sliding_window": 64})"), doctest::Contains("/layers: expected an integer"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(read(head + R"("layers": 4, "sliding_window": 64, "sliding_window_pattern": 5})"),
+                       doctest::Contains("/sliding_window_pattern: 5 is above the model's 4 layers"), InputError);
+  CHECK(read(head + R"("layers": 4, "sliding_window": 64, "sliding_window_pattern": 4})").full_attention_layers_before(4) == 1);
 }
