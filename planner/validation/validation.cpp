@@ -688,23 +688,96 @@ std::optional<int64_t> number_of_word(std::string_view text, std::string_view wo
   return std::nullopt;
 }
 
-// HSDP stated in the parallel notes ("HSDP (replicate 4, shard 64)", "hybrid shard over 8 GPUs"): the replica count
-// (ParallelConfig::dp_replicate) from the replicate degree, else dp over the shard degree (the dp ranks of a shard
-// group, torchtitan's data_parallel_shard_degree, which leaves out cp). False, with a skip reason naming what is
-// missing or inconsistent, when neither degree is stated or they do not split dp.
-bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
-  auto first = [&](std::initializer_list<std::string_view> words) -> std::optional<int64_t> {
-    for (std::string_view w : words) {
-      if (const auto v = number_of_word(pn, w); v && *v > 0) return v;
+// A signed degree a word of lowercase `text` introduces, as number_of_word reads it but with an optional '-' before
+// the digits ("shard -1", "replicate 0"); nullopt when there is none.
+std::optional<int64_t> signed_number_of_word(std::string_view text, std::string_view word) {
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
+    size_t i = at + word.size();
+    while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
+    const bool negative = i < text.size() && text[i] == '-';
+    if (negative) ++i;
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 9; ++i, ++digits) {
+      v = v * 10 + (text[i] - '0');
     }
-    return std::nullopt;
+    if (digits > 0 && (i == text.size() || !std::isalpha(static_cast<unsigned char>(text[i])))) {
+      return negative ? -v : v;
+    }
+  }
+  return std::nullopt;
+}
+
+// The integer written before a word of lowercase `text`: digits, then "-way" / " way" or nothing, then blanks, then
+// `word` ("2 replicas", "4-way sharding", "2-way replication"); nullopt when there is none.
+std::optional<int64_t> number_before_word(std::string_view text, std::string_view word) {
+  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
+    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
+    size_t i = at;
+    while (i > 0 && text[i - 1] == ' ') --i;
+    if (i >= 4 && text.substr(i - 3, 3) == "way" && (text[i - 4] == '-' || text[i - 4] == ' ')) i -= 4;
+    size_t end = i;
+    while (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1])) && end - i < 9) --i;
+    if (i == end || (i > 0 && (std::isalpha(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '.'))) continue;
+    int64_t v = 0;
+    for (size_t k = i; k < end; ++k) v = v * 10 + (text[k] - '0');
+    return v;
+  }
+  return std::nullopt;
+}
+
+// Whether lowercase parallel notes state HSDP: by name ("HSDP", "hybrid shard(ing)", PyTorch FSDP1's
+// ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2), by torchtitan's replicate degree key
+// ("data_parallel_replicate_degree = 2", "dp_replicate=2"), or by Megatron-Core's partial distributed optimizer
+// ("--num-distributed-optimizer-instances 2", "distributed optimizer instances"); none of them denied ("no HSDP").
+bool states_optimizer_instances(std::string_view pn) {
+  return states(pn, "num-distributed-optimizer-instances") || states(pn, "num_distributed_optimizer_instances") ||
+         states(pn, "distributed optimizer instances");
+}
+bool states_hsdp(std::string_view pn) {
+  for (std::string_view w : {"hsdp", "hybrid shard", "hybrid_shard", "hybrid-shard", "dp_replicate",
+                             "data_parallel_replicate_degree"}) {
+    if (states(pn, w)) return true;
+  }
+  return states_optimizer_instances(pn);
+}
+
+// HSDP stated in the parallel notes ("HSDP (replicate 4, shard 64)", "hybrid shard over 8 GPUs", "2 replicas"): the
+// replica count (ParallelConfig::dp_replicate) from the replicate degree, else dp over the shard degree (the dp ranks
+// of a shard group, torchtitan's data_parallel_shard_degree, which leaves out cp; -1 there is torchtitan's "the rest").
+// False, with a skip reason naming what is missing or wrong, when neither degree is read, a degree is below 1, or they
+// do not split dp.
+bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
+  auto first = [&](std::initializer_list<std::string_view> after, std::initializer_list<std::string_view> before) {
+    std::optional<int64_t> v;
+    for (std::string_view w : after) {
+      if (!v) v = signed_number_of_word(pn, w);
+    }
+    for (std::string_view w : before) {
+      if (!v) v = number_before_word(pn, w);
+    }
+    return v;
   };
-  const auto rep = first({"replicate", "replicas", "replica groups", "dp_replicate", "data_parallel_replicate_degree"});
-  const auto shard = first({"shard", "dp_shard", "data_parallel_shard_degree", "hybrid shard over", "sharded over",
-                            "shard group"});
+  auto rep = first({"replicate", "replicas", "replica groups", "dp_replicate", "data_parallel_replicate_degree",
+                    "num-distributed-optimizer-instances", "num_distributed_optimizer_instances",
+                    "distributed optimizer instances"},
+                   {"replicas", "replica groups", "replication", "replicated", "distributed optimizer instances"});
+  auto shard = first({"shard", "dp_shard", "data_parallel_shard_degree", "hybrid shard over", "sharded over",
+                      "shard group", "mics_shard_size"},
+                     {"sharding", "sharded", "shard group"});
+  if (shard && *shard == -1) shard.reset();  // torchtitan's "the dp ranks the replicas leave"
+  for (const auto& [name, v] : {std::pair{"replicate", rep}, std::pair{"shard", shard}}) {
+    if (v && *v < 1) {
+      r.skip_reasons.push_back(fmt::format("parallel_notes: HSDP {} degree {} is not a degree (at least 1{})", name,
+                                           *v, std::string_view(name) == "shard" ? ", or -1 for the rest" : ""));
+      return false;
+    }
+  }
   if (!rep && !shard) {
-    r.skip_reasons.push_back("parallel_notes: HSDP (FSDP within each replica group) without its replicate or shard "
-                             "degree (e.g. \"HSDP (replicate 4, shard 64)\"), which the memory and communication need");
+    r.skip_reasons.push_back("parallel_notes: HSDP (sharded within replica groups, replicated across them) without a "
+                             "replicate or shard degree it can read (e.g. \"HSDP (replicate 4, shard 64)\", \"2 "
+                             "replicas\"), which the memory and communication need");
     return false;
   }
   const int64_t replicas = rep ? *rep : (pc.dp % *shard == 0 ? pc.dp / *shard : 0);
@@ -715,8 +788,13 @@ bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
     return false;
   }
   pc.dp_replicate = replicas;
-  r.notes.push_back(fmt::format("HSDP from the parallel notes: dp {} as {} replicas of {} sharded ranks", pc.dp,
-                                replicas, pc.dp / replicas));
+  if (replicas == 1) {
+    r.notes.push_back(fmt::format("HSDP from the parallel notes: dp {} as 1 replica of {} sharded ranks (no "
+                                  "replication)", pc.dp, pc.dp));
+  } else {
+    r.notes.push_back(fmt::format("HSDP from the parallel notes: dp {} as {} replicas of {} sharded ranks", pc.dp,
+                                  replicas, pc.dp / replicas));
+  }
   return true;
 }
 
@@ -753,8 +831,20 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
   if (has(pn, "cp_comm_type") || has(pn, "cp comm type") || has(pn, "cp-comm-type")) {
     r.notes.push_back("parallel_notes: the CP communication type is stated; CP is priced as ring attention's P2P");
   }
-  if (states(pn, "hsdp") || states(pn, "hybrid shard")) {
+  if (states_hsdp(pn)) {
     if (!read_hsdp(pn, pc, r) || zero || fsdp) return;
+    if (states_optimizer_instances(pn)) {  // Megatron-Core's partial distributed optimizer: ZeRO-1 in each instance
+      pc.zero_stage = 1;
+      r.notes.push_back("ZeRO-1 from the parallel notes (distributed optimizer instances: the distributed optimizer "
+                        "within each instance; parallel.zero_stage null)");
+      return;
+    }
+    if (states(pn, "hybrid_shard_zero2")) {  // FSDP1's _HYBRID_SHARD_ZERO2: SHARD_GRAD_OP within each replica
+      pc.zero_stage = 2;
+      r.notes.push_back("ZeRO-2 from the parallel notes (_HYBRID_SHARD_ZERO2: gradients and optimizer sharded within "
+                        "each replica; parallel.zero_stage and fsdp null)");
+      return;
+    }
     pc.zero_stage = 3;  // HSDP is FSDP within each replica
     r.notes.push_back("ZeRO-3 from the parallel notes (HSDP: FSDP within each replica; parallel.zero_stage and fsdp "
                       "null)");

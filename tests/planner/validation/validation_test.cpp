@@ -1453,7 +1453,7 @@ TEST_CASE("validation: HSDP with its replicate or shard degree in the parallel n
     CHECK(r.plan->parallel.zero_stage == 3);  // HSDP shards as FSDP within each replica
   }
   row["parallel"]["parallel_notes"] = "HSDP: FSDP within each node, replicated across nodes";
-  CHECK(has_reason(map_one(row), "HSDP (FSDP within each replica group) without its replicate or shard degree"));
+  CHECK(has_reason(map_one(row), "without a replicate or shard degree it can read"));
   row["parallel"]["parallel_notes"] = "HSDP (replicate 4, shard 4)";
   CHECK(has_reason(map_one(row), "HSDP replicate 4 x shard 4 does not split dp 8"));
   row["parallel"]["parallel_notes"] = "HSDP (replicate 8)";  // one rank per shard group: nothing sharded
@@ -1474,4 +1474,63 @@ TEST_CASE("validation: gpus_per_node 72 on GB200 is the NVL72 NVLink domain") {
   bool noted = false;
   for (const auto& n : r.notes) noted = noted || n.starts_with("hardware.gpus_per_node 72: the NVLink domain of gb200-nvl72");
   CHECK(noted);
+}
+
+// HSDP stated in the vocabulary of the frameworks (PyTorch FSDP1's HYBRID_SHARD, torchtitan's degree keys,
+// Megatron-Core's distributed optimizer instances) or with the degree before its word ("2 replicas", "4-way
+// sharding") is priced with its replicas; a hybrid sharding whose degree cannot be read, or a degree below 1, is a
+// skip naming it; denials do not map.
+TEST_CASE("validation: HSDP named by framework vocabulary, degrees before their word, and invalid degrees") {
+  nlohmann::json row = base_row();
+  row["parallel"].update({{"tp", 8}, {"pp", 1}, {"dp", 8}, {"vpp_chunks_per_stage", nullptr}, {"zero_stage", nullptr},
+                          {"global_batch_seqs", 64}, {"grad_accum", 8}});
+  row["recompute"] = "full";
+  for (const char* notes :
+       {"FSDP HYBRID_SHARD (replicate 2, shard 4)", "ShardingStrategy.HYBRID_SHARD with 2 replicas",
+        "data_parallel_replicate_degree = 2, data_parallel_shard_degree = 4", "dp_replicate=2 dp_shard=4",
+        "hybrid sharding: 2 replicas", "2 replicas of 4-GPU FSDP (HSDP)", "HSDP with 4-way sharding and 2-way replication",
+        "HSDP (replicate 2, shard -1)"}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    CAPTURE(r.skip_reason());
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.dp_replicate == 2);
+    CHECK(r.plan->parallel.zero_stage == 3);
+  }
+  row["parallel"]["parallel_notes"] = "_HYBRID_SHARD_ZERO2 (replicate 2)";
+  REQUIRE(map_one(row).plan);
+  CHECK(map_one(row).plan->parallel.zero_stage == 2);
+  for (const char* notes : {"distributed optimizer, --num-distributed-optimizer-instances 2",
+                            "Megatron distributed optimizer instances 2"}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    CAPTURE(r.skip_reason());
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.dp_replicate == 2);
+    CHECK(r.plan->parallel.zero_stage == 1);
+  }
+  row["parallel"]["parallel_notes"] = "FSDP HYBRID_SHARD within each node";
+  CHECK(has_reason(map_one(row), "without a replicate or shard degree it can read"));
+  row["parallel"]["parallel_notes"] = "HSDP 2x4";
+  CHECK(has_reason(map_one(row), "without a replicate or shard degree it can read"));
+  row["parallel"]["parallel_notes"] = "HSDP (replicate 0, shard 4)";
+  CHECK(has_reason(map_one(row), "HSDP replicate degree 0 is not a degree"));
+  row["parallel"]["parallel_notes"] = "HSDP (replicate -2, shard 4)";
+  CHECK(has_reason(map_one(row), "HSDP replicate degree -2 is not a degree"));
+  row["parallel"]["parallel_notes"] = "HSDP (shard 8)";
+  REQUIRE(map_one(row).plan);
+  bool one_replica = false;
+  for (const auto& n : map_one(row).notes) one_replica = one_replica || n.find("as 1 replica of 8 sharded ranks") != std::string::npos;
+  CHECK(one_replica);
+  for (const char* notes : {"no HSDP, FSDP", "HSDP disabled; FSDP", "FSDP, HYBRID_SHARD: off",
+                            "FSDP (no dp_replicate)"}) {
+    CAPTURE(notes);
+    row["parallel"]["parallel_notes"] = notes;
+    const MappedRun r = map_one(row);
+    CAPTURE(r.skip_reason());
+    REQUIRE(r.plan);
+    CHECK(r.plan->parallel.dp_replicate == 1);
+  }
 }
