@@ -253,7 +253,9 @@ class Evaluator {
   }
 
   // SearchSpace::dp_replicate for the current mesh and sharding: the pinned value, or 1 and each r whose shard block
-  // (tp cp dp / r ranks) is a power-of-two number of whole NVLink domains, where the plan shards and HSDP applies.
+  // (tp cp dp / r consecutive ranks) is a power-of-two number of whole NVLink domains, or divides the NVLink domain
+  // (a sub-domain block such as 8, 18 or 36 of GB200 NVL72's 72 GPUs, or one node), where the plan shards and HSDP
+  // applies. The whole-domain counts come first, then the sub-domain ones from the largest block down.
   void replica_counts(std::vector<int64_t>& out) const {
     out.clear();
     if (!req_.space.dp_replicate.empty()) {
@@ -266,10 +268,17 @@ class Evaluator {
                          !(pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear);
     if (!applies) return;
     const int64_t domain = plan_.cluster.placed_domain(plan_.num_gpus), stage = pc.tp * pc.cp * pc.dp;
-    for (int64_t block = domain; block < stage; block *= 2) {  // r = stage / block > 1
-      if (block % (pc.tp * pc.cp) != 0 || stage % block != 0 || block / (pc.tp * pc.cp) < 2) continue;
-      out.push_back(stage / block);
+    const int64_t group = pc.tp * pc.cp;
+    auto add = [&](int64_t block) {  // r = stage / block > 1, with at least 2 dp ranks in the shard group
+      if (block >= stage || block % group != 0 || stage % block != 0 || block / group < 2) return;
+      if (std::find(out.begin(), out.end(), stage / block) == out.end()) out.push_back(stage / block);
+    };
+    for (int64_t block = domain; block < stage; block *= 2) add(block);
+    for (int64_t block = domain - 1; block >= 2 * group; --block) {
+      if (domain % block == 0) add(block);
     }
+    const int64_t node = plan_.cluster.gpus_per_node;
+    if (node > 1 && domain % node != 0) add(node);
   }
 
   // GPipe has at least 1F1B's step (the same closed form; with ZeRO-2/3 its reduce-scatters have only the backward

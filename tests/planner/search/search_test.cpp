@@ -49,9 +49,11 @@ std::vector<int64_t> replica_counts(const SearchRequest& req, const ParallelConf
   const int64_t D = req.cluster.placed_domain(req.gpus);
   for (int64_t r : divs(c.dp)) {
     const int64_t block = c.tp * c.cp * (c.dp / r);
-    if (r < 2 || c.dp / r < 2 || block % D != 0) continue;
+    if (r < 2 || c.dp / r < 2) continue;
     const int64_t k = block / D;
-    if ((k & (k - 1)) == 0) out.push_back(r);
+    const bool whole_domains = block % D == 0 && (k & (k - 1)) == 0;
+    const int64_t node = req.cluster.gpus_per_node;
+    if (whole_domains || D % block == 0 || (D % node != 0 && block == node)) out.push_back(r);
   }
   return out;
 }
@@ -788,4 +790,27 @@ TEST_CASE("search: HSDP where it is fastest (Llama 3 8B on 256 H100s), its shard
   const SearchResult p = search(pinned);
   CHECK(p.top.empty());
   CHECK(p.by_reason[static_cast<size_t>(Reject::dp_replicate_invalid)].count == p.candidates);
+}
+
+// On GB200 NVL72 (72-GPU NVLink domains) shard groups that divide the domain keep the reduce-scatter on NVLink where
+// a whole-domain one would straddle a domain edge: the unpinned search tries them, so its #1 is never slower than the
+// #1 of any pinned replica count.
+TEST_CASE("search: on GB200 NVL72 the unpinned #1 is at least as fast as every pinned replica count's #1") {
+  SearchRequest req;
+  req.model = test::profiles().model("llama3-8b", "test");
+  req.gpu = test::profiles().gpu("gb200", "test");
+  req.cluster = test::profiles().cluster("gb200-nvl72", "test");
+  req.gpus = 144;
+  req.training.global_batch = 512;
+  req.threads = 2;
+  const SearchResult res = search(req);
+  REQUIRE(!res.top.empty());
+  CHECK(res.top[0].parallel.dp_replicate > 1);
+  for (int64_t r : {2, 3, 4, 6, 8, 9, 12, 16, 18, 24, 36, 48, 72}) {
+    CAPTURE(r);
+    SearchRequest pinned = req;
+    pinned.space.dp_replicate = {r};
+    const SearchResult p = search(pinned);
+    if (!p.top.empty()) CHECK(res.top[0].time.step_s <= p.top[0].time.step_s);
+  }
 }
