@@ -418,6 +418,16 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
     w.cannot("data parallelism without sharding beside tp, pp or cp (torchtitan's DDP runs on a 1-D mesh only; "
              "--zero 3 --fsdp2 is its FSDP)");
   }
+  // torchtitan's FSDP is on whenever cp > 1 (it shards over the dp_shard x cp ranks), so an unsharded plan with cp
+  // is not what it runs; and it replicates only FSDP (HSDP), so the replicas of another sharding are lost.
+  if (!fsdp && pc.dp == 1 && pc.cp > 1) {
+    w.cannot(fmt::format("ZeRO 0 with cp {} (torchtitan's FSDP shards over the cp ranks whenever cp > 1)", pc.cp));
+  }
+  if (!fsdp && pc.dp_replicate > 1) {
+    w.cannot(fmt::format("--dp-replicate {} (HSDP replicas of a plan that does not shard with FSDP; written as DDP "
+                         "over dp {}: torchtitan's replicas are HSDP's only with --zero 3 --fsdp2)",
+                         pc.dp_replicate, pc.dp));
+  }
   uneven_split_cannot(plan, w);
   offload_cannot(plan, w);
   if (!plan.training.fused_grad_accumulation) w.cannot("--no-fused-grad-accumulation");

@@ -73,6 +73,10 @@ struct Imported {
   // plan_from_framework refuses them unless the command line's --model gives a model with a window (which then
   // prices it) and lists them as ignored. Empty without a window.
   std::vector<std::string> window_options;
+  // torchtitan's data_parallel_shard_degree -1 (the rest) with replicas and cp 1, from `titan_shard_rest` (the two
+  // keys): where the GPU count leaves a rest of 1 (dp = the replicas), torchtitan runs DDP, so plan_from_framework
+  // drops the HSDP replicas and ZeRO-3 it was imported with. Empty otherwise.
+  std::string titan_shard_rest;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);

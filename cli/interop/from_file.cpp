@@ -1,5 +1,6 @@
 // --from FILE: a framework config -> plan flags -> build_plan (see from_file.hpp).
 #include "cli/interop/from_file.hpp"
+#include <charconv>
 
 #include <fmt/core.h>
 #include <map>
@@ -100,6 +101,32 @@ void resolve_window_options(FromResult& r, const std::string& model, const std::
   }
 }
 
+// torchtitan's data_parallel_shard_degree -1 with replicas and cp 1 (Imported::titan_shard_rest): where the GPU count
+// over tp x pp x replicas leaves one shard rank, torchtitan runs DDP (parallel_dims.py: no dp_shard, no cp, so no
+// FSDP), so the imported --dp-replicate, --zero 3 and --fsdp2 are dropped, noted. Left alone where the command line
+// sets --dp, --dp-replicate or --zero.
+void resolve_titan_shard_rest(Imported& im, std::map<std::string, Setting>& flags) {
+  if (im.titan_shard_rest.empty() || flags.count("--dp") || !flags.count("--gpus")) return;
+  for (const char* f : {"--dp-replicate", "--zero"}) {
+    if (!flags.count(f) || flags.at(f).origin == "the command line") return;
+  }
+  auto num = [&](const char* f) -> int64_t {
+    if (!flags.count(f)) return 1;
+    int64_t v = 0;
+    const std::string& t = flags.at(f).value;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    return ec == std::errc() && end == t.data() + t.size() && v > 0 ? v : 0;
+  };
+  const int64_t per = num("--tp") * num("--pp") * num("--cp") * num("--dp-replicate");
+  if (per < 1 || num("--gpus") != per) return;
+  flags.erase("--dp-replicate");
+  flags.erase("--zero");
+  flags.erase("--fsdp2");
+  im.assumed.push_back(fmt::format("DDP: {} leaves one shard rank on {} GPUs, and with cp 1 torchtitan runs DDP over "
+                                   "the replicas (no FSDP, no HSDP)",
+                                   im.titan_shard_rest, num("--gpus")));
+}
+
 }  // namespace
 
 void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
@@ -179,6 +206,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
                                    s.origin, excerpt(s.placeholder), flag));
     }
   }
+  resolve_titan_shard_rest(im, flags);
   if (!flags.count("--gpus") && !flags.count("--dp")) {
     throw InputError(fmt::format("{}: the GPU count is not in the file ({}): give --gpus N", where, im.gpus_hint));
   }

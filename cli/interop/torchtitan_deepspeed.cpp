@@ -84,7 +84,7 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
     return v;
   };
   const int64_t tp = deg("tensor_parallel_degree", "--tp"), pp = deg("pipeline_parallel_degree", "--pp");
-  deg("context_parallel_degree", "--cp");
+  const int64_t cp = deg("context_parallel_degree", "--cp");
   deg("expert_parallel_degree", "--ep");
   if (t.items.count("parallelism.expert_tensor_parallel_degree")) deg("expert_tensor_parallel_degree", "--etp");
   if (tp > 1) {
@@ -99,17 +99,24 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
     throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
                                  t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
   }
-  // HSDP (replicate > 1 with FSDP inside each replica): ZeRO-3 over each replica's shard group, replicated
-  // (ParallelConfig::dp_replicate; torchtitan's mesh ["dp_replicate", "dp_shard", "cp", "tp"], the shard inner).
-  if (rep > 1 && shard != 1) {
+  // torchtitan's parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1 (FSDP over the dp_shard x cp ranks, the
+  // "dp_shard_cp" mesh); with replicas too, HSDP over the ("dp_replicate", "dp_shard_cp") mesh; replicas without it
+  // are DDP. So shard 1 with cp > 1 still shards, over the cp ranks (ParallelConfig::dp_replicate = dp, shard group cp).
+  // shard -1 (the rest) with replicas and cp 1 is resolved once the GPU count is known (Imported::titan_shard_rest):
+  // a rest of 1 is DDP, as shard 1 is.
+  const bool fsdp = shard != 1 || cp > 1;
+  if (rep > 1 && fsdp) {
     out.set("--dp-replicate", std::to_string(rep), t.where("parallelism.data_parallel_replicate_degree", ""), path);
   }
   const std::string dp_origin = t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree -1 (default)") + " x " +
                                 t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree 1 (default)");
   if (shard > 0) out.set("--dp", std::to_string(shard * rep), dp_origin, path);
   else out.assumed.push_back("--dp: data_parallel_shard_degree -1: the GPUs left after tp, pp, cp and replication");
-  if (shard != 1) {
-    out.set("--zero", "3", dp_origin, path);
+  if (shard == -1 && rep > 1 && cp == 1) out.titan_shard_rest = dp_origin;
+  if (fsdp) {
+    out.set("--zero", "3", shard == 1 ? dp_origin + fmt::format(" with context_parallel_degree {} (torchtitan's FSDP "
+                                                                 "shards over the cp ranks)", cp)
+                                      : dp_origin, path);
     out.assume("--fsdp2", "", "torchtitan shards with FSDP2 (fully_shard): copies around each all-gather and reduce-scatter");
     if (pp > 1) {
       out.assumed.push_back("--zero 3 with pp > 1: FSDP2 under pipelining keeps the parameters gathered across "

@@ -460,8 +460,9 @@ bool recompute_layers_problem(const Plan& plan) {
 }  // namespace
 
 namespace {
-// ParallelConfig::dp_replicate (HSDP) is refused below 1 or not dividing dp; at dp (each shard group one dp rank:
-// nothing sharded over dp, which is plain data parallelism, dp_replicate 1); without a sharded optimizer (ZeRO >= 1 or
+// ParallelConfig::dp_replicate (HSDP) is refused below 1 or not dividing dp; at dp with cp 1 (each shard group one
+// rank: nothing sharded, which is plain data parallelism, dp_replicate 1; with cp > 1 the shard group is the cp ranks,
+// as torchtitan's dp_shard_cp mesh and Megatron's instances over dp x cp shard it); without a sharded optimizer (ZeRO >= 1 or
 // the distributed optimizer: replicas of unsharded states are plain data parallelism); and with split experts (ep > 1
 // or etp set), whose expert-data-parallel groups the replica split is not modelled for; and with ZeRO-3 gathered per
 // linear (DeepSpeed's ZeRO-3, whose hierarchical partitioning, ZeRO++ hpZ, is another scheme).
@@ -469,7 +470,7 @@ enum class ReplicateProblem : uint8_t { none, not_dividing, no_shard, unsharded,
 ReplicateProblem replicate_problem_of(const ParallelConfig& pc) {
   if (pc.dp_replicate < 1 || pc.dp % pc.dp_replicate != 0) return ReplicateProblem::not_dividing;
   if (pc.dp_replicate == 1) return ReplicateProblem::none;
-  if (pc.dp_replicate == pc.dp) return ReplicateProblem::no_shard;
+  if (pc.dp_replicate == pc.dp && pc.cp == 1) return ReplicateProblem::no_shard;
   if (!pc.shards_optimizer()) return ReplicateProblem::unsharded;
   if (pc.ep > 1 || pc.etp > 0) return ReplicateProblem::split_experts;
   if (pc.zero_stage == 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) return ReplicateProblem::per_linear;
@@ -482,8 +483,8 @@ std::string dp_replicate_problem_text(const ParallelConfig& pc) {
     case ReplicateProblem::not_dividing:
       return fmt::format("dp_replicate {} must be at least 1 and divide dp {}", pc.dp_replicate, pc.dp);
     case ReplicateProblem::no_shard:
-      return fmt::format("dp_replicate {} = dp leaves one dp rank per shard group: that is plain data parallelism "
-                         "(dp_replicate 1, ZeRO 0)",
+      return fmt::format("dp_replicate {} = dp with cp 1 leaves one rank per shard group, nothing sharded: that is "
+                         "plain data parallelism (dp_replicate 1, ZeRO 0)",
                          pc.dp_replicate);
     case ReplicateProblem::unsharded:
       return fmt::format("dp_replicate {} (HSDP) replicates sharded model states and needs ZeRO 1-3 or the "

@@ -671,7 +671,7 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
   expect_bad_estimate(with(hsdp, {"--dp-replicate", "3"}),
                       "--dp-replicate: dp_replicate 3 must be at least 1 and divide dp 16");
   expect_bad_estimate(with(hsdp, {"--dp-replicate", "16"}),
-                      "--dp-replicate: dp_replicate 16 = dp leaves one dp rank per shard group");
+                      "--dp-replicate: dp_replicate 16 = dp with cp 1 leaves one rank per shard group");
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--dp-replicate", "2"},
                       "--dp-replicate: dp_replicate 2 (HSDP) replicates sharded model states and needs ZeRO 1-3 or the "
                       "distributed optimizer; the plan has ZeRO 0");
@@ -689,7 +689,7 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     j["parallel"]["dp_replicate"] = 2;  // dp 2: no shard group left
     j["parallel"]["zero_stage"] = 1;
     parplan::test::write_text(plan, j.dump(2));
-    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: dp_replicate 2 = dp leaves one dp rank per shard group");
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: dp_replicate 2 = dp with cp 1 leaves one rank per shard group");
     j["parallel"]["dp_replicate"] = 4;
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/dp_replicate: 4 does not divide dp 2");

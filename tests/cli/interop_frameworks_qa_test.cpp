@@ -69,9 +69,11 @@ TEST_CASE("import: torchtitan HSDP (replicate > 1 with FSDP shards) is ZeRO-3 ov
   const auto r = import_json({rest, "--gpus", "16"});
   CHECK(r["plan"]["parallel"]["dp"] == 16);
   CHECK(r["plan"]["parallel"]["dp_replicate"] == 2);
-  // Replicas of one rank each leave nothing sharded: refused naming the replicate degree.
-  CHECK(refused({rest, "--gpus", "2"}).find("--dp-replicate: dp_replicate 2 = dp leaves one dp rank per shard group") !=
-        std::string::npos);
+  // A rest of one shard rank with cp 1 is torchtitan's DDP, as shard 1 is: dp 2, no ZeRO, no replicas.
+  const auto d = import_json({rest, "--gpus", "2"});
+  CHECK(d["plan"]["parallel"]["dp"] == 2);
+  CHECK(d["plan"]["parallel"]["zero_stage"] == 0);
+  CHECK_FALSE(d["plan"]["parallel"].contains("dp_replicate"));
   // Replication alone is DDP: dp 2, no ZeRO.
   const std::string ddp = q.file("ddp.toml", kLlama8b +
                                                  "[parallelism]\ndata_parallel_replicate_degree = 2\n"
@@ -312,4 +314,40 @@ TEST_CASE("import: torchtitan TOML dotted keys and integers with underscores") {
   CHECK(refused({bad, "--gpus", "8"}) == "parplan: error: " + bad +
                                              ": training.seq_len (line 5) takes -1 or a non-negative integer below "
                                              "10^18, not 4096_\n");
+}
+
+// torchtitan shards whenever cp > 1 (FSDP over the dp_shard x cp ranks): replicate R with shard 1 or -1 and cp 2 is
+// HSDP with the cp ranks as the shard group (dp_replicate = dp), the same plan either way; with cp 1 both are DDP.
+TEST_CASE("import: torchtitan replicate R with shard 1 or -1 imports the same, HSDP over cp when cp > 1") {
+  Qa q;
+  auto toml = [&](const std::string& name, const std::string& shard, int cp, int rep) {
+    return q.file(name, kLlama8b + "[training]\nlocal_batch_size = 1\nseq_len = 8192\n[parallelism]\n"
+                                   "data_parallel_replicate_degree = " + std::to_string(rep) + "\n" + shard +
+                            "context_parallel_degree = " + std::to_string(cp) + "\n");
+  };
+  const auto one = import_json({toml("one.toml", "data_parallel_shard_degree = 1\n", 2, 128), "--gpus", "256"});
+  const auto rest = import_json({toml("rest.toml", "data_parallel_shard_degree = -1\n", 2, 128), "--gpus", "256"});
+  for (const auto* j : {&one, &rest}) {
+    CHECK((*j)["plan"]["parallel"]["dp"] == 128);
+    CHECK((*j)["plan"]["parallel"]["cp"] == 2);
+    CHECK((*j)["plan"]["parallel"]["dp_replicate"] == 128);
+    CHECK((*j)["plan"]["parallel"]["zero_stage"] == 3);
+  }
+  CHECK(one["plan"]["parallel"] == rest["plan"]["parallel"]);
+  // Without replicas, shard 1 with cp 2 is FSDP over the 2 cp ranks.
+  const auto fsdp_cp = import_json({toml("cp.toml", "data_parallel_shard_degree = 1\n", 2, 1), "--gpus", "2"});
+  CHECK(fsdp_cp["plan"]["parallel"]["zero_stage"] == 3);
+  // cp 1: shard 1 and shard -1 leaving one rank are both DDP.
+  const auto ddp1 = import_json({toml("d1.toml", "data_parallel_shard_degree = 1\n", 1, 256), "--gpus", "256"});
+  const auto ddp2 = import_json({toml("d2.toml", "data_parallel_shard_degree = -1\n", 1, 256), "--gpus", "256"});
+  for (const auto* j : {&ddp1, &ddp2}) {
+    CHECK((*j)["plan"]["parallel"]["dp"] == 256);
+    CHECK((*j)["plan"]["parallel"]["zero_stage"] == 0);
+    CHECK_FALSE((*j)["plan"]["parallel"].contains("dp_replicate"));
+  }
+  // The native CLI: dp_replicate = dp with cp 2 is HSDP over the cp ranks; with cp 1 it is refused.
+  const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "16", "--cp", "8", "--zero", "3",
+                              "--dp-replicate", "2", "--json"}, {}, 60);
+  CHECK(e.exit_code == 0);
+  CHECK(nlohmann::json::parse(e.out)["time"]["hsdp"]["shard_group"] == 8);
 }

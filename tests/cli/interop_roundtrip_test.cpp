@@ -69,7 +69,8 @@ std::optional<Plan> random_plan(std::mt19937& rng, const ProfileSet& profiles, F
     case Framework::torchtitan:
       // FSDP over 1 rank is none; torchtitan's DDP (unsharded dp) runs on a 1-D mesh only, so beside tp, pp or cp
       // the data-parallel ranks shard (export warns otherwise).
-      pc.zero_stage = pc.dp > 1 ? static_cast<int>(pc.tp * pc.pp * pc.cp > 1 ? 1 : pick({0, 1})) * 3 : 0;
+      // With cp > 1 torchtitan's FSDP shards over the cp ranks even at dp 1.
+      pc.zero_stage = pc.dp > 1 || pc.cp > 1 ? static_cast<int>(pc.tp * pc.pp * pc.cp > 1 ? 1 : pick({0, 1})) * 3 : 0;
       pc.fsdp2 = pc.zero_stage == 3;  // torchtitan's FSDP is FSDP2, with or without pipelining
       if (pc.fsdp2) pc.dp_replicate = pick({1, 1, 2});  // HSDP (data_parallel_replicate_degree x shard degree)
       // DTensor TP: blocking backward collectives, each with a copy of the tensor on the sequence dim.

@@ -1457,7 +1457,7 @@ TEST_CASE("validation: HSDP with its replicate or shard degree in the parallel n
   row["parallel"]["parallel_notes"] = "HSDP (replicate 4, shard 4)";
   CHECK(has_reason(map_one(row), "HSDP replicate 4 x shard 4 does not split dp 8"));
   row["parallel"]["parallel_notes"] = "HSDP (replicate 8)";  // one rank per shard group: nothing sharded
-  CHECK(has_reason(map_one(row), "dp_replicate 8 = dp leaves one dp rank per shard group"));
+  CHECK(has_reason(map_one(row), "dp_replicate 8 = dp with cp 1 leaves one rank per shard group"));
 }
 
 // An NVL72 rack written as one 72-GPU node maps onto the rack-scale cluster (4 GPUs per tray, 72 per NVLink domain).
