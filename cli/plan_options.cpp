@@ -401,7 +401,8 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                  "HSDP: dp as N replicas of dp/N ranks; the sharded states (--zero 1-3 or --distributed-optimizer) "
                  "split within a replica's dp/N x cp ranks, each gradient shard all-reduced across the N replicas "
                  "(FSDP2 / torchtitan data_parallel_replicate_degree, Megatron-Core "
-                 "--num-distributed-optimizer-instances; default 1)");
+                 "--num-distributed-optimizer-instances; default 1)")
+      ->check(pos);
   app.add_option("--offload", o.offload,
                  "none, or a list of optimizer, params, activations: keep the optimizer states (ZeRO-Offload, with "
                  "ZeRO 1-3 or --distributed-optimizer), the ZeRO-3 parameters (ZeRO-Infinity) and each layer's stored "

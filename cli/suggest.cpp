@@ -88,13 +88,6 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   pin(o.etp, s.etp);
   pin(o.micro_batch, s.micro_batch);
   pin(o.dp_replicate, s.dp_replicate);
-  if (o.dp_replicate && *o.dp_replicate < 1) {
-    throw InputError(fmt::format("--dp-replicate: {} is below 1 (1 = no HSDP replicas)", *o.dp_replicate));
-  }
-  if (o.dp_replicate && *o.dp_replicate > 1 && o.zero && *o.zero == 0 && !o.distributed_optimizer) {
-    throw InputError("--dp-replicate: HSDP replicates sharded states; --zero 0 without --distributed-optimizer leaves "
-                     "none");
-  }
   s.max_micro_batch = o.max_micro_batch;
   if (o.vpp) {
     s.vpp = {*o.vpp};
@@ -177,6 +170,60 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   s.allow_tp_across_nodes = o.model.allow_tp_across_nodes;
 }
 
+// --dp-replicate R > 1 beside pins that leave no sharding HSDP applies to (docs/cost-model.md, HSDP): a usage error
+// naming both flags, decided from the flags alone. --zero 0 still searches the distributed optimizer (pin_space), so
+// only --no-distributed-optimizer with it leaves nothing to replicate.
+void refuse_replicate_pins(const SuggestOptions& o, const SearchSpace& s) {
+  if (!o.dp_replicate || *o.dp_replicate == 1) return;
+  const int64_t r = *o.dp_replicate;
+  const bool shards = std::any_of(s.sharding.begin(), s.sharding.end(),
+                                  [](const Sharding& sh) { return sh.zero_stage >= 1 || sh.distributed_optimizer; });
+  if (!shards) {
+    throw InputError(fmt::format("--dp-replicate {}: HSDP replicates sharded states; --zero 0 with "
+                                 "--no-distributed-optimizer leaves none",
+                                 r));
+  }
+  if (o.ep && *o.ep > 1) {
+    throw InputError(fmt::format("--dp-replicate {} with --ep {}: replicas of expert-data-parallel groups are not "
+                                 "modelled (HSDP needs ep 1)",
+                                 r, *o.ep));
+  }
+  if (o.etp) {
+    throw InputError(fmt::format("--dp-replicate {} with --etp {}: replicas of expert-data-parallel groups are not "
+                                 "modelled (HSDP needs etp unset)",
+                                 r, *o.etp));
+  }
+  const bool per_layer = std::any_of(s.sharding.begin(), s.sharding.end(), [&s](const Sharding& sh) {
+    return (sh.zero_stage >= 1 || sh.distributed_optimizer) &&
+           (sh.zero_stage < 3 || s.zero3_gather_unit == Zero3GatherUnit::layer);
+  });
+  if (!per_layer) {
+    throw InputError(fmt::format("--dp-replicate {} with --zero3-gather-unit linear: HSDP is modelled for ZeRO-3 "
+                                 "gathered one layer at a time (FSDP), and the pinned sharding gathers per linear",
+                                 r));
+  }
+}
+
+// A pinned --dp-replicate R that every searched configuration breaks (no dp that R divides leaving a shard group: R
+// not dividing any dp the other pins allow, or R = dp with cp 1): a usage error naming it and the other pins, as
+// refuse_pins_without_mesh does for the mesh sizes.
+void refuse_replicate_without_mesh(const SuggestOptions& o, const SearchResult& res, int64_t gpus) {
+  if (!o.dp_replicate || *o.dp_replicate == 1 || res.candidates == 0) return;
+  if (res.by_reason[static_cast<size_t>(Reject::dp_replicate_invalid)].count != res.candidates) return;
+  std::string pins;
+  auto add = [&pins](const char* flag, const std::optional<int64_t>& v) {
+    if (v) pins += fmt::format(", {} {}", flag, *v);
+  };
+  add("--dp", o.dp);
+  add("--tp", o.tp);
+  add("--pp", o.pp);
+  add("--cp", o.cp);
+  throw InputError(fmt::format("--dp-replicate {}: no configuration of {} GPUs{} has a dp it divides with a shard "
+                               "group left (dp a multiple of {}, and dp / {} >= 2 or cp > 1)",
+                               *o.dp_replicate, gpus, pins.empty() ? "" : " with" + pins.substr(1),
+                               *o.dp_replicate, *o.dp_replicate));
+}
+
 // Expert flags on a dense model: a usage error naming the flag (estimate's too), not a search that ignores them.
 void refuse_expert_flags_without_experts(const SuggestOptions& o, const ModelSpec& m) {
   if (m.is_moe()) return;
@@ -205,6 +252,7 @@ SearchRequest build_request(const SuggestOptions& o, const Target& t, std::strin
   tr.global_batch = b.sequences;
   batch_note = b.source;
   pin_space(o, r.space);
+  refuse_replicate_pins(o, r.space);
   // fp8 TP all-gathers are the framework's, for the candidates that can run them (tp > 1, SP).
   r.space.fp8_tp_gather = tr.fp8_tp_gather;
   tr.fp8_tp_gather = false;
@@ -794,7 +842,8 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--distributed-optimizer", o.distributed_optimizer, "Pin the distributed optimizer on");
   app.add_option("--dp-replicate", o.dp_replicate,
                  "Pin the HSDP replicas (1 = none; default: 1 and, for sharded plans, the counts whose shard group "
-                 "fills 2^k whole NVLink domains)");
+                 "fills 2^k whole NVLink domains or divides one)")
+      ->check(pos);
   app.add_flag("--no-distributed-optimizer", o.no_distributed_optimizer,
                "Pin the distributed optimizer off (with --zero 0: no optimizer sharding at all)");
   app.add_option("--zero3-gather-unit", o.zero3_gather_unit,
@@ -1005,6 +1054,7 @@ Runner setup(CLI::App& app) {
     if (o->simulate > req.top_k) req.top_k = o->simulate;
     SearchResult res = search(req);
     if (res.candidates == 0 && req.objective != Objective::fewest_gpus) refuse_pins_without_mesh(*o, req.gpus);
+    if (req.objective != Objective::fewest_gpus) refuse_replicate_without_mesh(*o, res, req.gpus);
     const std::string offload_note = search_with_offload(*o, req, res);
     SimulatedTop simulated;
     if (o->simulate > 0) simulated = simulate_top(req, res, o->simulate);

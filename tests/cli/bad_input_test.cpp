@@ -664,10 +664,8 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     a.insert(a.end(), more);
     return a;
   };
-  expect_bad_estimate(with(hsdp, {"--dp-replicate", "0"}),
-                      "--dp-replicate: dp_replicate 0 must be at least 1 and divide dp 16");
-  expect_bad_estimate(with(hsdp, {"--dp-replicate", "-2"}),
-                      "--dp-replicate: dp_replicate -2 must be at least 1 and divide dp 16");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "0"}), "--dp-replicate: Value 0 not in range 1 to");
+  expect_bad_estimate(with(hsdp, {"--dp-replicate", "-2"}), "--dp-replicate: Value -2 not in range 1 to");
   expect_bad_estimate(with(hsdp, {"--dp-replicate", "3"}),
                       "--dp-replicate: dp_replicate 3 must be at least 1 and divide dp 16");
   expect_bad_estimate(with(hsdp, {"--dp-replicate", "16"}),
@@ -962,10 +960,25 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
               "--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--zero", "1", "--fsdp2"},
               "--fsdp2: prices ZeRO-3 candidates; --zero 1 leaves none"});
+  // --dp-replicate: CLI11's range as --tp's; pins no sharding or mesh admits are one line naming the flag, exit 2.
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "0"},
-              "--dp-replicate: 0 is below 1 (1 = no HSDP replicas)"});
-  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "2", "--zero", "0"},
-              "--dp-replicate: HSDP replicates sharded states; --zero 0 without --distributed-optimizer leaves none"});
+              "--dp-replicate: Value 0 not in range 1 to 100000000"});
+  expect_bad({{"estimate", "--params", "13e9", "--gpus", "8", "--dp-replicate", "1e9"},
+              "--dp-replicate: Value 1e9 not in range 1 to"});
+  expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "2", "--zero", "0",
+               "--no-distributed-optimizer"},
+              "--dp-replicate 2: HSDP replicates sharded states; --zero 0 with --no-distributed-optimizer leaves none"});
+  expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "3"},
+              "--dp-replicate 3: no configuration of 256 GPUs has a dp it divides with a shard group left"});
+  expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "512"},
+              "--dp-replicate 512: no configuration of 256 GPUs has a dp it divides"});
+  expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "2", "--tp", "8", "--pp", "32"},
+              "--dp-replicate 2: no configuration of 256 GPUs with --tp 8, --pp 32 has a dp it divides"});
+  expect_bad({{"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--dp-replicate", "2", "--ep", "2"},
+              "--dp-replicate 2 with --ep 2: replicas of expert-data-parallel groups are not modelled"});
+  expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "2", "--zero", "3",
+               "--zero3-gather-unit", "linear"},
+              "--dp-replicate 2 with --zero3-gather-unit linear: HSDP is modelled for ZeRO-3 gathered one layer"});
   // calibrate --from-runs: both outputs checked before fitting; a cluster field needs --cluster-out.
   ScratchDir out;
   const std::string runs = kBad + "runs_ok.json";

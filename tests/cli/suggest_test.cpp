@@ -716,3 +716,19 @@ TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candida
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--moe-dispatcher") != std::string::npos);
 }
+
+// --zero 0 pins ZeRO off but still searches the distributed optimizer, so with --dp-replicate 2 it searches the
+// distributed-optimizer HSDP plans (the ones unpinned --zero 0 lists), not a usage error.
+TEST_CASE("suggest: --zero 0 --dp-replicate 2 searches the distributed optimizer's HSDP plans") {
+  const auto r = parplan::test::run_parplan(
+      {"suggest", "--model", "llama3-8b", "--gpus", "256", "--zero", "0", "--dp-replicate", "2", "--top", "3", "--json"},
+      {}, 120);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(!j["plans"].empty());
+  for (const auto& p : j["plans"]) {
+    CHECK(p["parallel"]["dp_replicate"] == 2);
+    CHECK(p["parallel"]["distributed_optimizer"] == true);
+    CHECK(p["parallel"]["zero_stage"] == 0);
+  }
+}
