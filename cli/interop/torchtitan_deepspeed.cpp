@@ -366,6 +366,25 @@ void ds_zero(const nlohmann::json& v, Imported& out, const std::string& path) {
                                    "partitioning (a secondary weight copy within groups of N ranks) is not modelled, "
                                    "and is not HSDP (--dp-replicate); remove the key (1) to price ZeRO-3 without it",
                                    path, excerpt(zv.dump())));
+    } else if (zk == "mics_shard_size" && !(zv.is_number_integer() && zv.get<int64_t>() == -1)) {
+      // MiCS (DeepSpeed's MiCS_Init; Zhang et al. 2022, arXiv:2205.00119): ZeRO-3 sharded within groups of N ranks
+      // and replicated across them, gathered per submodule, the gradients all-reduced across the groups once per
+      // accumulation boundary (its 2-hop synchronisation). parplan's HSDP gathers one layer at a time and, with ZeRO-3,
+      // all-reduces every microbatch: not the same pattern, so refused rather than priced as ZeRO-3 over all ranks.
+      throw InputError(fmt::format("{}: /zero_optimization/mics_shard_size: {}: MiCS (ZeRO-3 sharded within groups of "
+                                   "N ranks, replicated across them) is not modelled: parplan's HSDP (--dp-replicate) "
+                                   "is ZeRO-3 gathered one layer at a time; remove the key (-1) to price ZeRO-3 over "
+                                   "all ranks",
+                                   path, excerpt(zv.dump())));
+    } else if (zk == "mics_hierarchical_params_gather") {
+      if (!zv.is_boolean()) {
+        throw InputError(fmt::format("{}: /zero_optimization/mics_hierarchical_params_gather: must be true or false, "
+                                     "not {}",
+                                     path, excerpt(zv.dump())));
+      }
+      out.ignored.push_back(fmt::format("/zero_optimization/mics_hierarchical_params_gather {}: no effect without "
+                                        "MiCS (mics_shard_size)",
+                                        zv.get<bool>()));
     } else if (zk == "offload_optimizer" || zk == "offload_param") {
       if (ds_offload(zv, zk, out, path)) {
         offload += (offload.empty() ? "" : ",") + std::string(zk == "offload_optimizer" ? "optimizer" : "params");

@@ -132,7 +132,8 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "fine_grained_activation_offloading", "offload_modules",
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
-    "overlap_grad_reduce", "hidden_dropout", "attention_dropout", "window_size", "window_attn_skip_freq"};
+    "overlap_grad_reduce", "hidden_dropout", "attention_dropout", "window_size", "window_attn_skip_freq",
+    "num_distributed_optimizer_instances"};
 
 // A NeMo 2 serialized config's path as the NeMo 1.x key that means the same: the parallel sizes in trainer.strategy
 // (its DDP config in trainer.strategy.ddp), the shape in model.config, the optimizer config in model.optim.config,
@@ -182,6 +183,11 @@ Imported import_nemo(std::string_view text, const std::string& path) {
     if (p == "trainer.devices") devices = &l;
     else if (p == "trainer.num_nodes") nodes = &l;
     else if (p == "model.optim.overlap_grad_sync") grad_sync = &l;
+    // Megatron-Core's DDP config (NeMo 2's trainer.strategy.ddp, read as model.*) or the optimizer's section: the
+    // partial distributed optimizer's instances, read as Megatron-LM's flag (HSDP replicas).
+    else if (p == "model.optim.num_distributed_optimizer_instances") {
+      megatron_arg(l, "num-distributed-optimizer-instances", args);
+    }
     else if (p == "trainer.precision") {
       const std::string& prec = l.value;
       const std::string arg = prec.starts_with("bf16") ? "bf16" : prec.starts_with("16") ? "fp16" : "";

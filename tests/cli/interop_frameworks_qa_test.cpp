@@ -108,6 +108,19 @@ TEST_CASE("import: Megatron-LM --num-distributed-optimizer-instances is HSDP; De
                                            R"({"stage": 3, "zero_hpz_partition_size": 8}})");
   CHECK(refused({ds, "--model", "llama3-8b", "--gpus", "64"}).find(
             "/zero_optimization/zero_hpz_partition_size: 8: ZeRO++ hierarchical partitioning") != std::string::npos);
+  // MiCS (ZeRO-3 within groups of mics_shard_size, replicated across them) is refused naming the key, not priced as
+  // ZeRO-3 over all ranks; -1 (DeepSpeed's default, off) is accepted, and the hierarchical gather flag alone noted.
+  const std::string mics = q.file("mics.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
+                                               R"({"stage": 3, "mics_shard_size": 8}})");
+  CHECK(refused({mics, "--model", "llama3-8b", "--gpus", "256"}).find(
+            "/zero_optimization/mics_shard_size: 8: MiCS (ZeRO-3 sharded within groups of N ranks") != std::string::npos);
+  const std::string off = q.file("off.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
+                                             R"({"stage": 3, "mics_shard_size": -1, )"
+                                             R"("mics_hierarchical_params_gather": true}})");
+  const auto o = import_json({off, "--model", "llama3-8b", "--gpus", "64"});
+  CHECK(o["plan"]["parallel"]["zero_stage"] == 3);
+  CHECK(has(o["ignored"], "/zero_optimization/mics_hierarchical_params_gather true: no effect without MiCS "
+                          "(mics_shard_size)"));
 }
 
 TEST_CASE("import: torchtitan with pp > 1 and gradient accumulation is refused naming the global batch") {
@@ -350,4 +363,34 @@ TEST_CASE("import: torchtitan replicate R with shard 1 or -1 imports the same, H
                               "--dp-replicate", "2", "--json"}, {}, 60);
   CHECK(e.exit_code == 0);
   CHECK(nlohmann::json::parse(e.out)["time"]["hsdp"]["shard_group"] == 8);
+}
+
+// NeMo passes Megatron-Core's DDP and optimizer config: num_distributed_optimizer_instances (model.optim., model., or
+// NeMo 2's trainer.strategy.ddp.) is read as Megatron-LM's flag, HSDP replicas of the distributed optimizer.
+TEST_CASE("import: NeMo num_distributed_optimizer_instances is the distributed optimizer's HSDP replicas") {
+  Qa q;
+  const std::string head = "trainer:\n  devices: 8\n  num_nodes: 8\n  precision: bf16-mixed\n"
+                           "model:\n  micro_batch_size: 1\n  global_batch_size: 64\n  tensor_model_parallel_size: 8\n"
+                           "  encoder_seq_length: 4096\n  num_layers: 32\n  hidden_size: 4096\n"
+                           "  num_attention_heads: 32\n";
+  for (const std::string& tail :
+       {std::string("  optim:\n    name: distributed_fused_adam\n    num_distributed_optimizer_instances: 4\n"),
+        std::string("  num_distributed_optimizer_instances: 4\n  optim:\n    name: distributed_fused_adam\n")}) {
+    CAPTURE(tail);
+    const auto j = import_json({q.file("nemo.yaml", head + tail), "--model", "llama3-8b"});
+    CHECK(j["plan"]["parallel"]["dp"] == 8);
+    CHECK(j["plan"]["parallel"]["dp_replicate"] == 4);
+    CHECK(j["plan"]["parallel"]["distributed_optimizer"] == true);
+  }
+}
+
+// torchtitan replicates only FSDP: the export of a ZeRO-2 HSDP plan writes DDP over dp and warns naming the replicas.
+TEST_CASE("export: torchtitan warns on the replicas of an HSDP plan it writes as DDP") {
+  Qa q;
+  const auto e = run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "256", "--zero", "2", "--dp-replicate", "4",
+                              "-o", (q.dir.path / "p.json").string()}, {}, 60);
+  REQUIRE(e.exit_code == 0);
+  const auto x = run_parplan({"export", "--plan", (q.dir.path / "p.json").string(), "--to", "torchtitan"}, {}, 60);
+  CHECK(x.exit_code == 0);
+  CHECK(x.err.find("--dp-replicate 4 (HSDP replicas of a plan that does not shard with FSDP") != std::string::npos);
 }
