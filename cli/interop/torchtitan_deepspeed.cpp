@@ -95,8 +95,12 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   }
   const int64_t shard = t.get("parallelism.data_parallel_shard_degree", -1, path);
   const int64_t rep = t.get("parallelism.data_parallel_replicate_degree", 1, path);
-  if (shard == 0 || shard < -1 || rep < 1) {
-    throw InputError(fmt::format("{}: {} / {} must be -1 or at least 1", path, t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree"),
+  if (shard == 0 || shard < -1) {
+    throw InputError(fmt::format("{}: {} must be -1 (the GPUs left) or at least 1", path,
+                                 t.where("parallelism.data_parallel_shard_degree", "data_parallel_shard_degree")));
+  }
+  if (rep < 1) {  // -1 (the rest) is the shard degree's only
+    throw InputError(fmt::format("{}: {} must be at least 1", path,
                                  t.where("parallelism.data_parallel_replicate_degree", "data_parallel_replicate_degree")));
   }
   // torchtitan's parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1 (FSDP over the dp_shard x cp ranks, the

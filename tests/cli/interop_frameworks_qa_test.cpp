@@ -394,3 +394,15 @@ TEST_CASE("export: torchtitan warns on the replicas of an HSDP plan it writes as
   CHECK(x.exit_code == 0);
   CHECK(x.err.find("--dp-replicate 4 (HSDP replicas of a plan that does not shard with FSDP") != std::string::npos);
 }
+
+// torchtitan takes -1 (the rest) for the shard degree only: a replicate degree of -1 is refused as below 1.
+TEST_CASE("import: torchtitan's replicate degree -1 is refused as below 1, the shard degree's -1 is the rest") {
+  Qa q;
+  const std::string rep = q.file("rep.toml", kLlama8b + "[parallelism]\ndata_parallel_replicate_degree = -1\n");
+  const std::string err = refused({rep, "--gpus", "8"});
+  CHECK(err.find("data_parallel_replicate_degree (line 5) must be at least 1") != std::string::npos);
+  CHECK(err.find("shard") == std::string::npos);
+  const std::string shard = q.file("shard.toml", kLlama8b + "[parallelism]\ndata_parallel_shard_degree = 0\n");
+  CHECK(refused({shard, "--gpus", "8"}).find("data_parallel_shard_degree (line 5) must be -1 (the GPUs left) or at "
+                                              "least 1") != std::string::npos);
+}
