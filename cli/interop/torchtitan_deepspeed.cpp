@@ -105,7 +105,8 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   }
   // torchtitan's parallel_dims.py: fsdp_enabled = dp_shard > 1 or cp > 1 (FSDP over the dp_shard x cp ranks, the
   // "dp_shard_cp" mesh); with replicas too, HSDP over the ("dp_replicate", "dp_shard_cp") mesh; replicas without it
-  // are DDP. So shard 1 with cp > 1 still shards, over the cp ranks (ParallelConfig::dp_replicate = dp, shard group cp).
+  // are DDP. So shard 1 with cp > 1 still shards, over the cp ranks (ParallelConfig::dp_replicate = dp, shard group
+  // cp).
   // shard -1 (the rest) with replicas and cp 1 is resolved once the GPU count is known (Imported::titan_shard_rest):
   // a rest of 1 is DDP, as shard 1 is.
   const bool fsdp = shard != 1 || cp > 1;

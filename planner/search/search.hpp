@@ -54,7 +54,8 @@ struct SearchSpace {
   // distributed optimizer) where HSDP is modelled (no split experts, ZeRO-3 gathered per layer), every r whose shard
   // group's block of tp cp dp / r consecutive ranks is 2^k whole NVLink domains or a divisor of the NVLink domain (or
   // one node, where the node does not divide the domain) and leaves a shard group (dp / r >= 2): the shard group's
-  // gathers and reduce-scatters within those domains, only the replica all-reduce across them (docs/suggest.md). One value pins it (rejected as dp_replicate_invalid where it does not apply).
+  // gathers and reduce-scatters within those domains, only the replica all-reduce across them (docs/suggest.md).
+  // One value pins it (rejected as dp_replicate_invalid where it does not apply).
   std::vector<int64_t> dp_replicate;
   // Offload sets tried with each sharding that admits them (offload_supported(), config.hpp); the default, none,
   // keeps every state on the GPU. suggest adds the offload sets when no plan fits without them (docs/suggest.md).

@@ -461,11 +461,12 @@ bool recompute_layers_problem(const Plan& plan) {
 
 namespace {
 // ParallelConfig::dp_replicate (HSDP) is refused below 1 or not dividing dp; at dp with cp 1 (each shard group one
-// rank: nothing sharded, which is plain data parallelism, dp_replicate 1; with cp > 1 the shard group is the cp ranks,
-// as torchtitan's dp_shard_cp mesh and Megatron's instances over dp x cp shard it); without a sharded optimizer (ZeRO >= 1 or
-// the distributed optimizer: replicas of unsharded states are plain data parallelism); and with split experts (ep > 1
-// or etp set), whose expert-data-parallel groups the replica split is not modelled for; and with ZeRO-3 gathered per
-// linear (DeepSpeed's ZeRO-3, whose hierarchical partitioning, ZeRO++ hpZ, is another scheme).
+// rank: nothing sharded, which is plain data parallelism, dp_replicate 1; with cp > 1 the shard group is the cp
+// ranks, as torchtitan's dp_shard_cp mesh and Megatron's instances over dp x cp shard it); without a sharded
+// optimizer (ZeRO >= 1 or the distributed optimizer: replicas of unsharded states are plain data parallelism); and
+// with split experts (ep > 1 or etp set), whose expert-data-parallel groups the replica split is not modelled for;
+// and with ZeRO-3 gathered per linear (DeepSpeed's ZeRO-3, whose hierarchical partitioning, ZeRO++ hpZ, is another
+// scheme).
 enum class ReplicateProblem : uint8_t { none, not_dividing, no_shard, unsharded, split_experts, per_linear };
 ReplicateProblem replicate_problem_of(const ParallelConfig& pc) {
   if (pc.dp_replicate < 1 || pc.dp % pc.dp_replicate != 0) return ReplicateProblem::not_dividing;

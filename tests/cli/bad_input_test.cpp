@@ -687,7 +687,8 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     j["parallel"]["dp_replicate"] = 2;  // dp 2: no shard group left
     j["parallel"]["zero_stage"] = 1;
     parplan::test::write_text(plan, j.dump(2));
-    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: dp_replicate 2 = dp with cp 1 leaves one rank per shard group");
+    expect_bad_estimate({"--plan", plan},
+                        plan + ": /parallel: dp_replicate 2 = dp with cp 1 leaves one rank per shard group");
     j["parallel"]["dp_replicate"] = 4;
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/dp_replicate: 4 does not divide dp 2");
@@ -967,7 +968,8 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
               "--dp-replicate: Value 1e9 not in range 1 to"});
   expect_bad({{"suggest", "--params", "13e9", "--gpus", "8", "--dp-replicate", "2", "--zero", "0",
                "--no-distributed-optimizer"},
-              "--dp-replicate 2: HSDP replicates sharded states; --zero 0 with --no-distributed-optimizer leaves none"});
+              "--dp-replicate 2: HSDP replicates sharded states; --zero 0 with --no-distributed-optimizer leaves "
+              "none"});
   expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "3"},
               "--dp-replicate 3: no configuration of 256 GPUs has a dp it divides with a shard group left"});
   expect_bad({{"suggest", "--model", "llama3-8b", "--gpus", "256", "--dp-replicate", "512"},

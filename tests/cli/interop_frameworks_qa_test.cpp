@@ -113,7 +113,8 @@ TEST_CASE("import: Megatron-LM --num-distributed-optimizer-instances is HSDP; De
   const std::string mics = q.file("mics.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
                                                R"({"stage": 3, "mics_shard_size": 8}})");
   CHECK(refused({mics, "--model", "llama3-8b", "--gpus", "256"}).find(
-            "/zero_optimization/mics_shard_size: 8: MiCS (ZeRO-3 sharded within groups of N ranks") != std::string::npos);
+            "/zero_optimization/mics_shard_size: 8: MiCS (ZeRO-3 sharded within groups of N ranks") !=
+        std::string::npos);
   const std::string off = q.file("off.json", R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": )"
                                              R"({"stage": 3, "mics_shard_size": -1, )"
                                              R"("mics_hierarchical_params_gather": true}})");

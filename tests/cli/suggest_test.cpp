@@ -721,7 +721,8 @@ TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candida
 // distributed-optimizer HSDP plans (the ones unpinned --zero 0 lists), not a usage error.
 TEST_CASE("suggest: --zero 0 --dp-replicate 2 searches the distributed optimizer's HSDP plans") {
   const auto r = parplan::test::run_parplan(
-      {"suggest", "--model", "llama3-8b", "--gpus", "256", "--zero", "0", "--dp-replicate", "2", "--top", "3", "--json"},
+      {"suggest", "--model", "llama3-8b", "--gpus", "256", "--zero", "0", "--dp-replicate", "2", "--top", "3",
+       "--json"},
       {}, 120);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);

@@ -1488,7 +1488,8 @@ TEST_CASE("validation: HSDP named by framework vocabulary, degrees before their 
   for (const char* notes :
        {"FSDP HYBRID_SHARD (replicate 2, shard 4)", "ShardingStrategy.HYBRID_SHARD with 2 replicas",
         "data_parallel_replicate_degree = 2, data_parallel_shard_degree = 4", "dp_replicate=2 dp_shard=4",
-        "hybrid sharding: 2 replicas", "2 replicas of 4-GPU FSDP (HSDP)", "HSDP with 4-way sharding and 2-way replication",
+        "hybrid sharding: 2 replicas", "2 replicas of 4-GPU FSDP (HSDP)",
+        "HSDP with 4-way sharding and 2-way replication",
         "HSDP (replicate 2, shard -1)"}) {
     CAPTURE(notes);
     row["parallel"]["parallel_notes"] = notes;
@@ -1522,7 +1523,9 @@ TEST_CASE("validation: HSDP named by framework vocabulary, degrees before their 
   row["parallel"]["parallel_notes"] = "HSDP (shard 8)";
   REQUIRE(map_one(row).plan);
   bool one_replica = false;
-  for (const auto& n : map_one(row).notes) one_replica = one_replica || n.find("as 1 replica of 8 sharded ranks") != std::string::npos;
+  for (const auto& n : map_one(row).notes) {
+    one_replica = one_replica || n.find("as 1 replica of 8 sharded ranks") != std::string::npos;
+  }
   CHECK(one_replica);
   for (const char* notes : {"no HSDP, FSDP", "HSDP disabled; FSDP", "FSDP, HYBRID_SHARD: off",
                             "FSDP (no dp_replicate)"}) {
