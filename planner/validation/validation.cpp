@@ -214,7 +214,7 @@ std::optional<StatedSize> size_at(std::string_view t, size_t i) {
   for (;;) {
     for (; digit(i); ++i) v = v * 10 + (t[i] - '0');
     // A thousands separator: ',' then exactly three digits.
-    if (i + 3 < t.size() + 1 && t[i] == ',' && digit(i + 1) && digit(i + 2) && digit(i + 3) && !digit(i + 4)) {
+    if (i < t.size() && t[i] == ',' && digit(i + 1) && digit(i + 2) && digit(i + 3) && !digit(i + 4)) {
       ++i;
       continue;
     }
@@ -674,28 +674,14 @@ struct RowParallel {
 };
 
 // The integer a word of lowercase `text` introduces: `word` at a word start (not after a letter or digit), then
-// blanks, '=' or ':' and digits ("ep8", "ep = 8", "etp: 1"); nullopt when there is none.
-std::optional<int64_t> number_of_word(std::string_view text, std::string_view word) {
+// blanks, '=' or ':' and digits ("ep8", "ep = 8", "etp: 1"); with `sign`, an optional '-' before the digits ("shard
+// -1", "replicate 0"); nullopt when there is none.
+std::optional<int64_t> integer_of_word(std::string_view text, std::string_view word, bool sign) {
   for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
     if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
     size_t i = at + word.size();
     while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
-    int64_t v = 0;
-    size_t digits = 0;
-    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 9; ++i, ++digits) v = v * 10 + (text[i] - '0');
-    if (digits > 0 && (i == text.size() || !std::isalpha(static_cast<unsigned char>(text[i])))) return v;
-  }
-  return std::nullopt;
-}
-
-// A signed degree a word of lowercase `text` introduces, as number_of_word reads it but with an optional '-' before
-// the digits ("shard -1", "replicate 0"); nullopt when there is none.
-std::optional<int64_t> signed_number_of_word(std::string_view text, std::string_view word) {
-  for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
-    if (at > 0 && std::isalnum(static_cast<unsigned char>(text[at - 1]))) continue;
-    size_t i = at + word.size();
-    while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
-    const bool negative = i < text.size() && text[i] == '-';
+    const bool negative = sign && i < text.size() && text[i] == '-';
     if (negative) ++i;
     int64_t v = 0;
     size_t digits = 0;
@@ -708,7 +694,6 @@ std::optional<int64_t> signed_number_of_word(std::string_view text, std::string_
   }
   return std::nullopt;
 }
-
 // The integer written before a word of lowercase `text`: digits, then "-way" / " way" or nothing, then blanks, then
 // `word` ("2 replicas", "4-way sharding", "2-way replication"); nullopt when there is none.
 std::optional<int64_t> number_before_word(std::string_view text, std::string_view word) {
@@ -752,7 +737,7 @@ bool read_hsdp(const std::string& pn, ParallelConfig& pc, MappedRun& r) {
   auto first = [&](std::initializer_list<std::string_view> after, std::initializer_list<std::string_view> before) {
     std::optional<int64_t> v;
     for (std::string_view w : after) {
-      if (!v) v = signed_number_of_word(pn, w);
+      if (!v) v = integer_of_word(pn, w, true);
     }
     for (std::string_view w : before) {
       if (!v) v = number_before_word(pn, w);
@@ -807,7 +792,7 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
                          MappedRun& r) {
   auto first = [&](std::initializer_list<std::string_view> words) -> std::optional<int64_t> {
     for (std::string_view w : words) {
-      if (const auto v = number_of_word(pn, w)) return v;
+      if (const auto v = integer_of_word(pn, w, false)) return v;
     }
     return std::nullopt;
   };
