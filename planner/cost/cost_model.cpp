@@ -1392,6 +1392,12 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
 }
 
 namespace {
+// Whether every layer of stage i is priced as LayerCosts::layer: no dense layers among a MoE model's, no windowed and
+// full-attention layers mixed (else stage_layer_cost weighs the kinds).
+bool stage_layers_alike(const Plan& plan, int64_t stage) {
+  return stage_dense_layers(plan, stage) == 0 && !plan.model.mixes_attention();
+}
+
 // What every stage's step-time formulas share: the plan's per-plan costs and its pipeline's shape.
 struct StepInputs {
   const Plan& plan;
@@ -1406,9 +1412,7 @@ struct StepInputs {
   // The per-layer costs stage i scales by: lcs.layer, or the mean over its layers when it holds dense ones or
   // layers recompute_layers leaves out (stage_layer_cost, into `buf`).
   const LayerCost& layer(int64_t i, LayerCost& buf) const {
-    if (plan.parallel.recompute_layers <= 0 && stage_dense_layers(plan, i) == 0 && !plan.model.mixes_attention()) {
-      return lcs.layer;
-    }
+    if (plan.parallel.recompute_layers <= 0 && stage_layers_alike(plan, i)) return lcs.layer;
     buf = stage_layer_cost(plan, i, lcs);
     return buf;
   }
@@ -1469,8 +1473,7 @@ void stage_times(const StepInputs& in, std::span<StageMicrobatchTime> mb, std::v
     // Middle stages with as many layers as the one before (neither holding dense ones, the model not mixing windowed
     // and full-attention layers) have its times (the search asks for no StageTime).
     if (!stages && i >= 1 && i < p - 1 && in.plan.parallel.stage_layout.empty()) {
-      const bool kinds = stage_dense_layers(in.plan, i) > 0 || in.plan.model.mixes_attention();
-      const int64_t layers = kinds ? -1 : stage_layers(in.plan, i);
+      const int64_t layers = stage_layers_alike(in.plan, i) ? stage_layers(in.plan, i) : -1;
       if (i >= 2 && layers >= 0 && layers == prev_layers) {
         mb[static_cast<size_t>(i)] = mb[static_cast<size_t>(i - 1)];
         continue;

@@ -235,11 +235,10 @@ namespace {
 FullAttentionLayers full_attention_in(const ModelSpec& m, int64_t start, int64_t n) {
   FullAttentionLayers f;
   if (!m.mixes_attention()) return f;
-  const bool dense_kind = m.has_dense_layers();
+  f.layers = m.full_attention_layers_before(start + n) - m.full_attention_layers_before(start);
+  if (!m.has_dense_layers()) return f;
   for (int64_t i = start; i < start + n; ++i) {
-    if (!m.layer_full_attention(i)) continue;
-    ++f.layers;
-    if (dense_kind) f.dense += m.dense_layers_before(i + 1) - m.dense_layers_before(i);
+    if (m.layer_full_attention(i)) f.dense += m.dense_layers_before(i + 1) - m.dense_layers_before(i);
   }
   return f;
 }
