@@ -264,9 +264,7 @@ class Evaluator {
     }
     out.push_back(1);
     const ParallelConfig& pc = plan_.parallel;
-    const bool applies = pc.shards_optimizer() && pc.ep == 1 && pc.etp == 0 &&
-                         !(pc.zero_stage >= 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear);
-    if (!applies) return;
+    if (!hsdp_applies(pc)) return;
     const int64_t domain = plan_.cluster.placed_domain(plan_.num_gpus), stage = pc.tp * pc.cp * pc.dp;
     const int64_t group = pc.tp * pc.cp;
     auto add = [&](int64_t block) {  // r = stage / block > 1, with at least 2 dp ranks in the shard group

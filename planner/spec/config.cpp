@@ -467,14 +467,18 @@ namespace {
 // and with ZeRO-3 gathered per linear (DeepSpeed's ZeRO-3, whose hierarchical partitioning, ZeRO++ hpZ, is another
 // scheme).
 enum class ReplicateProblem : uint8_t { none, not_dividing, no_shard, unsharded, split_experts, per_linear };
-ReplicateProblem replicate_problem_of(const ParallelConfig& pc) {
-  if (pc.dp_replicate < 1 || pc.dp % pc.dp_replicate != 0) return ReplicateProblem::not_dividing;
-  if (pc.dp_replicate == 1) return ReplicateProblem::none;
-  if (pc.dp_replicate == pc.dp && pc.cp == 1) return ReplicateProblem::no_shard;
+// What keeps HSDP from the plan's sharding, whatever dp_replicate is (hsdp_applies).
+ReplicateProblem sharding_problem_of(const ParallelConfig& pc) {
   if (!pc.shards_optimizer()) return ReplicateProblem::unsharded;
   if (pc.ep > 1 || pc.etp > 0) return ReplicateProblem::split_experts;
   if (pc.zero_stage == 3 && pc.zero3_gather_unit == Zero3GatherUnit::linear) return ReplicateProblem::per_linear;
   return ReplicateProblem::none;
+}
+ReplicateProblem replicate_problem_of(const ParallelConfig& pc) {
+  if (pc.dp_replicate < 1 || pc.dp % pc.dp_replicate != 0) return ReplicateProblem::not_dividing;
+  if (pc.dp_replicate == 1) return ReplicateProblem::none;
+  if (pc.dp_replicate == pc.dp && pc.cp == 1) return ReplicateProblem::no_shard;
+  return sharding_problem_of(pc);
 }
 bool dp_replicate_problem(const ParallelConfig& pc) { return replicate_problem_of(pc) != ReplicateProblem::none; }
 
@@ -504,6 +508,8 @@ std::string dp_replicate_problem_text(const ParallelConfig& pc) {
   return "";
 }
 }  // namespace
+
+bool hsdp_applies(const ParallelConfig& pc) { return sharding_problem_of(pc) == ReplicateProblem::none; }
 
 bool mxfp8_unsupported(const Plan& plan) {
   return plan.training.precision == Precision::fp8 && plan.training.fp8_recipe == Fp8Recipe::mxfp8 &&

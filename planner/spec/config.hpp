@@ -56,6 +56,10 @@ struct ValidateOptions {
 Validity validate(const Plan& plan, const ValidateOptions& opt = {});
 // The plan's offload set has the sharding and the host link it needs (validate()'s offload_invalid rule).
 bool offload_supported(const Plan& plan);
+// HSDP (ParallelConfig::dp_replicate > 1) is modelled for this sharding: a sharded optimizer (ZeRO >= 1 or the
+// distributed optimizer), no split experts (ep 1, etp unset) and ZeRO-3 gathered one layer at a time (validate()'s
+// dp_replicate_invalid rule, less its divisibility part; the search's replica counts).
+bool hsdp_applies(const ParallelConfig& pc);
 // An fp8 plan with the MXFP8 recipe on a GPU without block-scaled fp8 tensor cores (GpuSpec::mx_block_scaling).
 bool mxfp8_unsupported(const Plan& plan);
 // Why: "<GPU> has no tensor cores that scale fp8 per 32-element block (...)".
