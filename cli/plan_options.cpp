@@ -510,29 +510,18 @@ ProfileSet load_profiles(const std::vector<std::string>& profile_files) {
 ProfileSet load_profiles(const ModelOptions& o) { return load_profiles(o.profile_files); }
 
 namespace {
-// --sliding-window and --sliding-window-pattern over the model's fields, checked as the model JSON's are (with
-// --sliding-window 0 the model's pattern goes too).
+// --sliding-window and --sliding-window-pattern over the model's fields, checked as the model JSON's are
+// (sliding_window_error; with --sliding-window 0 the model's pattern goes too).
 void set_sliding_window(ModelSpec& m, const ModelOptions& o) {
   if (o.sliding_window) {
     m.sliding_window = *o.sliding_window;
     if (*o.sliding_window == 0 && !o.sliding_window_pattern) m.sliding_window_pattern = 0;
   }
   if (o.sliding_window_pattern) m.sliding_window_pattern = *o.sliding_window_pattern;
-  if (m.sliding_window_pattern > 0 && m.sliding_window <= 0) {
-    throw InputError(fmt::format("--sliding-window-pattern: {} needs a window (--sliding-window N, or a model with "
-                                 "sliding_window)", m.sliding_window_pattern));
-  }
-  if (m.sliding_window_pattern == 1) {
-    throw InputError("--sliding-window-pattern: 1 makes every layer full attention; use 0 (every layer windowed), "
-                     "P >= 2 or --sliding-window 0");
-  }
-  if (m.sliding_window_pattern > m.layers && m.layers > 0) {
-    throw InputError(fmt::format("--sliding-window-pattern: {} is above the model's {} layers (no layer would attend "
-                                 "in full); use 0 (every layer windowed) or P <= layers",
-                                 m.sliding_window_pattern, m.layers));
-  }
-  if (m.sliding_window > 0 && !m.causal) {
-    throw InputError("--sliding-window: a window over a model without the causal mask is not modelled");
+  if (const SlidingWindowError e = sliding_window_error(m); e.field != SlidingWindowError::Field::none) {
+    throw InputError(fmt::format("{}: {}", e.field == SlidingWindowError::Field::window ? "--sliding-window"
+                                                                                          : "--sliding-window-pattern",
+                                 e.message));
   }
 }
 

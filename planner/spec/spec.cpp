@@ -229,6 +229,27 @@ MoeRoutingError moe_routing_error(const ModelSpec& m) {
   return {};
 }
 
+SlidingWindowError sliding_window_error(const ModelSpec& m) {
+  using Field = SlidingWindowError::Field;
+  const int64_t p = m.sliding_window_pattern;
+  if (p > 0 && m.sliding_window <= 0) {
+    return {Field::pattern, fmt::format("{} needs a window (sliding_window, its size in tokens)", p)};
+  }
+  if (p == 1) {
+    return {Field::pattern, "1 makes every layer full attention; use 0 (every layer windowed), P >= 2 (every P-th "
+                            "layer full) or no window"};
+  }
+  if (p > m.layers && m.layers > 0) {
+    return {Field::pattern, fmt::format("{} is above the model's {} layers (no layer would attend in full); use 0 "
+                                        "(every layer windowed) or P <= layers",
+                                        p, m.layers)};
+  }
+  if (m.sliding_window > 0 && !m.causal) {
+    return {Field::window, "a window over a model without the causal mask (a two-sided band) is not modelled"};
+  }
+  return {};
+}
+
 ModelSpec attention_layer_model(const ModelSpec& m, bool full) {
   ModelSpec a = m;
   a.sliding_window_pattern = 0;

@@ -563,6 +563,15 @@ struct MoeRoutingError {
   std::string message;  // "" when field is none
 };
 MoeRoutingError moe_routing_error(const ModelSpec& m);
+// What is wrong with a model's sliding-window fields, or "" when nothing: a pattern needs a window, 1 would make
+// every layer full attention, a pattern above the layer count leaves no layer full, and a window needs the causal
+// mask (a two-sided band is not modelled). The model JSON and the flags name their path from `field`.
+struct SlidingWindowError {
+  enum class Field : uint8_t { none, window, pattern };
+  Field field = Field::none;
+  std::string message;  // "" when field is none
+};
+SlidingWindowError sliding_window_error(const ModelSpec& m);
 Plan dense_layer_plan(const Plan& plan);
 Plan attention_layer_plan(const Plan& plan, bool full);  // the plan with attention_layer_model()
 

@@ -55,25 +55,11 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
                                 "equal heads {}", m.kv_heads, m.heads));
   }
 }
-// Sliding-window attention (ModelSpec::sliding_window): the pattern needs a window, and the window a causal model
-// (a bidirectional band is not modelled).
+// Sliding-window attention (ModelSpec::sliding_window): sliding_window_error's rules, at the field's path.
 template <typename Bad>
 void check_window(const ModelSpec& m, const Bad& bad) {
-  if (m.sliding_window_pattern > 0 && m.sliding_window <= 0) {
-    bad("sliding_window_pattern", fmt::format("{} needs sliding_window (the window's size in tokens)",
-                                              m.sliding_window_pattern));
-  }
-  if (m.sliding_window_pattern == 1) {
-    bad("sliding_window_pattern", "1 makes every layer full attention; use 0 (every layer windowed) or P >= 2 "
-                                  "(every P-th layer full), or drop sliding_window");
-  }
-  if (m.sliding_window_pattern > m.layers && m.layers > 0) {
-    bad("sliding_window_pattern", fmt::format("{} is above the model's {} layers (no layer would attend in full); "
-                                              "use 0 (every layer windowed) or P <= layers",
-                                              m.sliding_window_pattern, m.layers));
-  }
-  if (m.sliding_window > 0 && !m.causal) {
-    bad("sliding_window", "a window over a model without the causal mask (a two-sided band) is not modelled");
+  if (const SlidingWindowError e = sliding_window_error(m); e.field != SlidingWindowError::Field::none) {
+    bad(e.field == SlidingWindowError::Field::window ? "sliding_window" : "sliding_window_pattern", e.message);
   }
 }
 }  // namespace

@@ -395,7 +395,7 @@ TEST_CASE("bad input: profile files (profiles validate and --profile)") {
       {"model_head_dim_zero.json", "/head_dim: 0 is out of range"},
       {"model_sliding_window_zero.json", "/sliding_window: 0 is out of range"},
       {"model_sliding_window_negative.json", "/sliding_window: -128 is out of range"},
-      {"model_sliding_window_pattern_alone.json", "/sliding_window_pattern: 2 needs sliding_window"},
+      {"model_sliding_window_pattern_alone.json", "/sliding_window_pattern: 2 needs a window (sliding_window"},
       {"model_sliding_window_pattern_one.json", "/sliding_window_pattern: 1 makes every layer full attention"},
       {"model_sliding_window_pattern_above_layers.json", "/sliding_window_pattern: 5 is above the model's 4 layers"},
       {"model_sliding_window_not_causal.json", "/sliding_window: a window over a model without the causal mask"},
