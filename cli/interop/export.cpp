@@ -447,7 +447,7 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   s += "\n[parallelism]\n";
   // FSDP: the replicas (HSDP, 1 without) and the shard degree within each; DDP: every dp rank a replica.
   s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n",
-                   fsdp ? pc.dp / pc.dp_shard() : pc.dp, fsdp ? pc.dp_shard() : 1);
+                   fsdp ? pc.dp_replicate : pc.dp, fsdp ? pc.dp_shard() : 1);
   s += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", pc.tp, pc.pp, pc.cp);
   s += fmt::format("expert_parallel_degree = {}\n", pc.ep);
   if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
