@@ -1531,13 +1531,15 @@ void last_send_delays(const StepInputs& in, StepScratch& scratch, std::span<Stag
 
 // The pipeline phase (pipeline_time, each stage's lead into `lead`) and its terms: compute and exposed communication
 // are the slowest stage's, m times.
-TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobatchTime> mb, std::span<double> lead) {
+TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobatchTime> mb, std::span<double> lead,
+                             double cutoff_s) {
   const ParallelConfig& pc = in.plan.parallel;
   const int64_t p = in.p, v = in.v;
   const double md = d(pc.num_microbatches);
-  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation);
+  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation, cutoff_s);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
+  if (std::isinf(pt.step_s)) return tb;  // beyond the cutoff (EstimateOptions::step_cutoff_s)
   tb.slowest_stage = pt.slowest_stage;
   StageMicrobatchTime unused;  // mb keeps the delays the pipeline was timed with
   const StageTime slow = stage_time(in, pt.slowest_stage, unused);  // recomputed: the same numbers as stage_times()
@@ -1676,7 +1678,11 @@ TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& 
   stage_times(in, mb, stages);
   std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});  // no stage's DP tail yet this step (dp_tail)
   if (last_send_shares_link(in, options)) last_send_delays(in, scratch, mb);
-  TimeBreakdown tb = pipeline_terms(in, mb, lead);
+  TimeBreakdown tb = pipeline_terms(in, mb, lead, options.step_cutoff_s);
+  if (std::isinf(tb.pipeline_s)) {  // the step exceeds the cutoff: it ends no earlier than the pipeline (charge_tail)
+    tb.step_s = tb.pipeline_s;
+    return tb;
+  }
   charge_tail(deciding_tail(in, scratch, mb, lead, tb.pipeline_s), tb, dp_out);
   throughput_terms(plan, tb);
   return tb;

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -226,6 +227,10 @@ struct EstimateOptions {
   // A stage's last gradient send shares its link with the stage's DP reduction (step_time); off, as for the
   // simulator's --no-contention, every transfer has the whole link.
   bool link_sharing = true;
+  // The search's bound (search.cpp): a step known to exceed it is not finished. Where a schedule is timed by a list
+  // schedule (ZB-V, zb_v_step_s) that stops as soon as its step must exceed the cutoff, step_time() returns step_s =
+  // +infinity and no other term. Infinity (the default) times every plan in full.
+  double step_cutoff_s = std::numeric_limits<double>::infinity();
 };
 
 // Full estimate. The plan must pass validate() (config.hpp).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -295,16 +296,28 @@ struct ZbVList {
   std::vector<ChunkOp> pending_w;
   std::vector<int64_t> next_w;  // W's run per stage
   std::vector<std::vector<ChunkOp>> orders;  // recorded only where asked for (the step needs none)
+  // Each stage's op time not yet started, and the step it must not exceed: once a stage's end so far plus its work
+  // left does, the order's step is known to exceed it (`exceeded`) and the schedule stops.
+  std::vector<double> work_left;
+  double cutoff = kNever;
+  bool exceeded = false;
   using Event = std::pair<double, int64_t>;  // (decision time, stage): the earliest first, then the lower stage
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
 
-  ZbVList(int64_t stages, int64_t micro, std::span<const ZbVOpTimes> t, bool record)
+  ZbVList(int64_t stages, int64_t micro, std::span<const ZbVOpTimes> t, bool record, double cutoff_s)
       : p(stages), m(micro), times(t), f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end),
         free(static_cast<size_t>(p), 0.0), wake(free), nf(static_cast<size_t>(p), {0, 0}), nb(nf),
         pending_w(static_cast<size_t>(2 * p * p)), next_w(static_cast<size_t>(p), 0),
-        orders(record ? static_cast<size_t>(p) : 0) {
+        orders(record ? static_cast<size_t>(p) : 0), work_left(static_cast<size_t>(p), 0.0), cutoff(cutoff_s) {
     for (auto& o : orders) o.reserve(static_cast<size_t>(6 * m));
-    for (int64_t i = 0; i < p; ++i) events.push({0.0, i});
+    for (int64_t i = 0; i < p; ++i) {
+      const ZbVOpTimes& o = times[static_cast<size_t>(i)];
+      const double per_microbatch = o.forward[0] + o.forward[1] + o.backward_input[0] + o.backward_input[1] +
+                                    o.backward_weight[0] + o.backward_weight[1];
+      work_left[static_cast<size_t>(i)] = static_cast<double>(m) * per_microbatch;
+      exceeded = exceeded || work_left[static_cast<size_t>(i)] > cutoff;
+      events.push({0.0, i});
+    }
   }
   size_t ring(int64_t i, int64_t k) const { return static_cast<size_t>(i * 2 * p + k % (2 * p)); }
   double& at(std::vector<double>& t, int64_t v, int64_t j) {
@@ -370,9 +383,12 @@ struct ZbVList {
     const ZbVOpTimes& t = times[ii];
     const auto ci = static_cast<size_t>(run->chunk);
     const int64_t v = zb_v_virtual_stage(p, i, run->chunk);
-    const double end = now + (run->kind == ChunkOp::Kind::forward          ? t.forward[ci]
-                              : run->kind == ChunkOp::Kind::backward_input ? t.backward_input[ci]
-                                                                           : t.backward_weight[ci]);
+    const double duration = run->kind == ChunkOp::Kind::forward          ? t.forward[ci]
+                            : run->kind == ChunkOp::Kind::backward_input ? t.backward_input[ci]
+                                                                         : t.backward_weight[ci];
+    const double end = now + duration;
+    work_left[ii] -= duration;
+    exceeded = exceeded || end + work_left[ii] > cutoff;
     free[ii] = wake[ii] = end;
     events.push({end, i});
     if (!orders.empty()) orders[ii].push_back(*run);
@@ -382,23 +398,29 @@ struct ZbVList {
   }
 };
 
-ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record) {
+// The order (recorded where asked for) and each stage's end; no ends (empty) once the step is known to exceed
+// cutoff_s.
+ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record, double cutoff_s) {
   const auto p = static_cast<int64_t>(stages.size());
-  ZbVList s(p, m, stages, record);
-  for (int64_t left = 6 * p * m; left > 0 && !s.events.empty();) {
+  ZbVList s(p, m, stages, record, cutoff_s);
+  for (int64_t left = 6 * p * m; left > 0 && !s.events.empty() && !s.exceeded;) {
     const auto [now, i] = s.events.top();
     s.events.pop();
     if (now != s.wake[static_cast<size_t>(i)]) continue;  // superseded by an earlier wake-up
     if (s.step(i, now)) --left;
   }
+  if (s.exceeded) return {};
   return {std::move(s.orders), std::move(s.free)};
 }
 }  // namespace
 
-ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) { return zb_v_list(m, stages, true); }
+ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
+  return zb_v_list(m, stages, true, ZbVList::kNever);
+}
 
-double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
-  const ZbVOrder o = zb_v_list(m, zb_v_op_times(stages), false);
+double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, double cutoff_s) {
+  const ZbVOrder o = zb_v_list(m, zb_v_op_times(stages), false, cutoff_s);
+  if (o.end.empty()) return std::numeric_limits<double>::infinity();
   double step = 0;
   for (size_t i = 0; i < o.end.size(); ++i) {
     if (!paths.empty()) paths[i] = o.end[i];
@@ -525,7 +547,7 @@ void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_
 }  // namespace
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> lead, bool post_validation) {
+                           std::span<double> lead, bool post_validation, double cutoff_s) {
   PipelineTime r;
   const size_t p = stages.size();
   if (p == 0) return r;
@@ -541,8 +563,8 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     r.busy_s = md * sums.t_max;
     if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
-    } else {
-      zb_v_step_s(m, stages, lead);
+    } else if (std::isinf(zb_v_step_s(m, stages, lead, cutoff_s))) {
+      return PipelineTime{.step_s = std::numeric_limits<double>::infinity()};  // beyond the cutoff: nothing else
     }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays
     for (double& end : lead) end = r.step_s - end;

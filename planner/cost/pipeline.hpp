@@ -11,6 +11,7 @@
 // half-stage chunks on every stage: p M_B, 1F1B's stage-0 peak (Qi et al. 2023 Sec. 6: ZB-V keeps 1F1B's memory).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -186,8 +187,11 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
 // longest path through the order as the simulator times it without link contention. Uniform stages with F = B = W,
 // p <= 8 and m >= 2p: m t + (p - 1) F / 2, the paper's zero bubble less the first forward's way to the last stage,
 // which one iteration (as priced here) keeps (tests/simulator/task_graph_test.cpp). Uniform stages with F, B, W
-// apart: tests/simulator/task_graph_test.cpp bounds the bubble.
-double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {});
+// apart: tests/simulator/task_graph_test.cpp bounds the bubble. With a finite `cutoff_s` the order stops, and the
+// step is +infinity (`paths` untouched), as soon as it is known to exceed the cutoff: when a stage's end so far plus
+// the op time it has left does (the search's bound, SearchRequest / EstimateOptions::step_cutoff_s).
+double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
+                   double cutoff_s = std::numeric_limits<double>::infinity());
 
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
@@ -251,8 +255,11 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // order puts before its last forward, after the first microbatch reaches it, then the last microbatch's last-chunk
 // forward through the stages after k and its backward through all p v virtual stages.
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends. `post_validation`:
-// ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it.
+// ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it. `cutoff_s`: ZB-V's
+// list schedule stops once its step is known to exceed it (zb_v_step_s); step_s is then +infinity and nothing else
+// is set. The closed forms ignore it.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> lead = {}, bool post_validation = false);
+                           std::span<double> lead = {}, bool post_validation = false,
+                           double cutoff_s = std::numeric_limits<double>::infinity());
 
 }  // namespace parplan

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -389,7 +391,7 @@ class Evaluator {
     return fits;
   }
 
-  TimeBreakdown time() {
+  TimeBreakdown time(const EstimateOptions& options = {}) {
     const bool partial = plan_.parallel.recompute_layers > 0;
     // With the EP all-to-alls overlapped, a layer's exposed share depends on the schedule's warm-up (ep_overlap).
     const ParallelConfig& pc = plan_.parallel;
@@ -409,7 +411,20 @@ class Evaluator {
       p2p_ = p2p_time_s(plan_);
       have_p2p_ = true;
     }
-    return step_time(plan_, layer_, edge_, p2p_, inputs().params, scratch_);
+    return step_time(plan_, layer_, edge_, p2p_, inputs().params, scratch_, nullptr, nullptr, options);
+  }
+
+  // The step beyond which a plan cannot enter the full top list (step time its first key): a step above it rounds to
+  // a later step_rank_key than the last entry's (the key keeps 20 of the 52 mantissa bits, a relative step of at
+  // most 2^-20; 2^-18 leaves room for the rounding of the list schedule's sums). Infinity while the list has room,
+  // when ranked by headroom, or when every timed plan is counted (fewest_gpus counts those below the throughput).
+  double step_cutoff() const {
+    if (acc.top.size() != static_cast<size_t>(req_.top_k) || rank_by_ == Objective::headroom ||
+        req_.objective == Objective::fewest_gpus) {
+      return std::numeric_limits<double>::infinity();
+    }
+    const double last = acc.top.back().time.step_s;
+    return last + std::ldexp(last, -18);
   }
 
   Candidate make(uint32_t reasons) const {
@@ -508,7 +523,7 @@ class Evaluator {
       ++acc.by_reason[static_cast<size_t>(Reject::host_out_of_memory)].count;
       return false;
     }
-    const TimeBreakdown tb = time();
+    const TimeBreakdown tb = time({.step_cutoff_s = step_cutoff()});
     ++acc.evaluated;
     if (req_.objective == Objective::fewest_gpus && tb.tokens_per_s < req_.min_tokens_per_s) {
       ++acc.below_throughput;

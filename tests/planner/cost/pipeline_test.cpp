@@ -2,8 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -72,6 +75,39 @@ TEST_CASE("ZB-V op times: the chunks split the stage's layers, each edge layer g
   const std::vector<ZbVOpTimes> u = zb_v_op_times(st);
   CHECK(u[0].forward[0] == doctest::Approx(1.0 + 1.0 + 0.25));
   CHECK(u[0].forward[1] == doctest::Approx(3.0 + 3.0));
+}
+
+TEST_CASE("ZB-V cutoff: at or above the step nothing changes, below it the step is infinity") {
+  // Seeded uneven stage sets with edge work and sends, as the search prices them: the list schedule stops only when
+  // a stage's end so far plus its work left exceeds the cutoff, so a cutoff the step does not exceed leaves the step
+  // and every stage's end bit-identical, and any cutoff under the step gives +infinity.
+  std::mt19937_64 rng(20261127);
+  std::uniform_real_distribution<double> u(0.5, 1.5);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto p = static_cast<int64_t>(2 + rng() % 15);
+    const auto m = static_cast<int64_t>(1 + rng() % (6 * p));
+    std::vector<StageMicrobatchTime> st(static_cast<size_t>(p));
+    for (StageMicrobatchTime& t : st) t = StageMicrobatchTime{u(rng), 1.2 * u(rng), 0.8 * u(rng), 0.02 * u(rng), 0.02 * u(rng)};
+    st[0].forward_s += 0.3;
+    st[0].first_chunk_edge = {0.3, 0.0};
+    CAPTURE(p);
+    CAPTURE(m);
+    std::vector<double> full(static_cast<size_t>(p)), cut(static_cast<size_t>(p));
+    const double step = zb_v_step_s(m, st, full);
+    REQUIRE(std::isfinite(step));
+    for (const double cutoff : {inf, step * (1 + 1e-9), step * 2}) {
+      CHECK(zb_v_step_s(m, st, cut, cutoff) == step);
+      CHECK(cut == full);
+    }
+    for (const double cutoff : {step * (1 - 1e-9), step / 2, 0.0}) CHECK(zb_v_step_s(m, st, {}, cutoff) == inf);
+    // pipeline_time passes it on: infinity and nothing else set; the closed forms ignore it.
+    const PipelineTime pt = pipeline_time(Schedule::zb_v, m, 2, st, {}, false, step / 2);
+    CHECK(pt.step_s == inf);
+    CHECK(pt.busy_s == 0.0);
+    CHECK(pipeline_time(Schedule::one_f_one_b, m, 1, st, {}, false, 0.0).step_s ==
+          pipeline_time(Schedule::one_f_one_b, m, 1, st).step_s);
+  }
 }
 
 TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {

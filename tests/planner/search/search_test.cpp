@@ -334,6 +334,33 @@ TEST_CASE("search: ZB-V only when asked for, then with pp > 1 and even splits, e
   CHECK(zbv > 0);
 }
 
+TEST_CASE("search: a short top list stops ZB-V orders early (step_cutoff) and keeps the brute force's best plans") {
+  // The search times a ZB-V candidate only as far as it could still enter the full top list; the plans it keeps must
+  // be the brute force's k fastest, with estimate()'s numbers, and the counts unchanged.
+  for (int64_t gpus : {8, 16}) {
+    SearchRequest req = small_request(gpus);
+    req.space.schedules = {Schedule::zb_v};  // every timed plan a ZB-V order (pp > 1)
+    const Brute b = brute_force(req);
+    std::vector<double> keys;  // the ranking's first key (steps within its rounding tie)
+    for (const auto& [plan, e] : b.fits) keys.push_back(step_rank_key(e.time.step_s));
+    std::sort(keys.begin(), keys.end());
+    for (const int k : {1, 3, 10}) {
+      req.top_k = k;
+      const SearchResult res = search(req);
+      CAPTURE(gpus);
+      CAPTURE(k);
+      CHECK(res.candidates == b.candidates);
+      CHECK(res.evaluated == b.fit);
+      REQUIRE(res.top.size() == static_cast<size_t>(k));
+      for (size_t i = 0; i < res.top.size(); ++i) {
+        CHECK(step_rank_key(res.top[i].time.step_s) == keys[i]);
+        // bit-identical to estimate(): the kept plans were timed in full
+        CHECK(res.top[i].time.step_s == estimate(candidate_plan(req, res.top[i])).time.step_s);
+      }
+    }
+  }
+}
+
 TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
   SearchRequest req = small_request(8);
   req.top_k = 1'000'000;
