@@ -263,6 +263,8 @@ class Lowerer {
         return group_link(plan_, GroupKind::ep);
       case Group::edp:
         return expert_dp_link(plan_);
+      case Group::dp_replica:
+        return group_link(plan_, GroupKind::dp_replicate);
     }
     return group_link(plan_, GroupKind::tp);
   }
@@ -800,9 +802,15 @@ class Lowerer {
     const int64_t first = j * base + std::min(j, extra), len = base + (j < extra ? 1 : 0);
     const int64_t offset = bytes_of(part.offset) + first * unit * es, bytes = len * unit * es;
     // Buckets walk through the gradient buffer; a sharded (ZeRO-2) buffer too small for them stages in scratch.
+    const int64_t at = offset + bytes <= grads_bytes ? offset : 0;
     collective(sharded ? "dp.reduce_scatter" : "dp.all_reduce", Term::dp_comm, part.group,
-               sharded ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, d(bytes), gdt, grads_,
-               offset + bytes <= grads_bytes ? offset : 0, pc_.overlap_dp_comm);
+               sharded ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, d(bytes), gdt, grads_, at,
+               pc_.overlap_dp_comm);
+    // HSDP: the bucket's reduced shard, 1/group of it, all-reduced across the replicas (dp_cost's replica_bytes).
+    if (dp_.replica_group > 1) {
+      collective("dp.replica_all_reduce", Term::dp_comm, Group::dp_replica, CollectiveKind::all_reduce,
+                 d(bytes / part.ranks), gdt, grads_, at, pc_.overlap_dp_comm);
+    }
     ++part.issued;
   }
 
@@ -877,7 +885,11 @@ std::vector<int64_t> group_members(const ParallelConfig& pc, Group g, int64_t ra
       return group_ranks(pc, GroupKind::pp, rank);
     case Group::ep:
       return group_ranks(pc, GroupKind::ep, rank);
+    case Group::dp_replica:
+      return group_ranks(pc, GroupKind::dp_replicate, rank);
     case Group::dp_cp:
+      if (pc.dp_replicate > 1) return group_ranks(pc, GroupKind::dp_cp, rank);  // HSDP's shard group, in rank order
+      [[fallthrough]];
     case Group::edp: {
       // Same tp and pp coordinates; ordered by (dp, cp) in rank order. The expert-data-parallel group (layout.hpp):
       // the dp indices equal to this rank's mod ep (experts are not folded: lower() refuses etp).
@@ -937,11 +949,6 @@ Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& o
   if (!plan.parallel.offload_modules.empty()) {
     throw InputError(fmt::format("run: /parallel/offload_modules {}: fine-grained activation offloading is not lowered yet",
                                  to_string(plan.parallel.offload_modules)));
-  }
-  if (pc.dp_replicate > 1) {
-    throw InputError(fmt::format("run: /parallel/dp_replicate {}: HSDP is not lowered yet: the all-reduce of each "
-                                 "gradient shard across the replica groups is missing (estimate and simulate price it)",
-                                 pc.dp_replicate));
   }
   if (plan.parallel.offload.any()) {
     throw InputError(fmt::format("run: /parallel/offload {}: offload is not lowered yet: the host copies and the CPU "

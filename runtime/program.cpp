@@ -79,6 +79,8 @@ std::string_view to_string(Group g) {
       return "ep";
     case Group::edp:
       return "edp";
+    case Group::dp_replica:
+      return "dp_replica";
   }
   return "?";
 }

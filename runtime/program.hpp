@@ -37,8 +37,10 @@ struct Slot {
 // coordinates), which the planner's DpCost reduces over. MoE: ep is the expert-parallel group the token dispatch and
 // combine all-to-alls run over, edp the expert-data-parallel group (layout.hpp expert_dp_size) that reduces the
 // experts' gradients; for a dense model ep is each rank alone and edp equals dp_cp.
-enum class Group : uint8_t { tp, cp, dp_cp, pp, ep, edp };
-inline constexpr int kNumGroups = 6;
+// dp_cp: the ranks that shard the model states (dp x cp; with HSDP the shard group, dp / dp_replicate x cp);
+// dp_replica: HSDP's replica group (the same place in each of the dp_replicate shard groups).
+enum class Group : uint8_t { tp, cp, dp_cp, pp, ep, edp, dp_replica };
+inline constexpr int kNumGroups = 7;
 std::string_view to_string(Group g);
 
 enum class OpKind : uint8_t { alloc, free, gemm, memory, collective, p2p };
@@ -77,7 +79,7 @@ struct Program {
   std::vector<Slot> slots;
   std::vector<Op> ops;
   // split() colour of this rank's group of each kind (every rank splits all kinds, in Group order).
-  int colors[kNumGroups] = {0, 0, 0, 0, 0, 0};
+  int colors[kNumGroups] = {};
 };
 
 }  // namespace parplan::runtime

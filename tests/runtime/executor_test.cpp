@@ -32,6 +32,35 @@ std::vector<Program> lower_all(const Plan& plan) {
 
 }  // namespace
 
+TEST_CASE("HSDP on 4 host ranks (2 replicas of 2): runs, reduce-scatter and replica all-reduce bytes are the model's") {
+  for (const bool fsdp : {false, true}) {  // ZeRO-1 (once a step) and ZeRO-3 (every microbatch)
+    CAPTURE(fsdp);
+    Plan plan = small_plan(4, 1, 1, 2);
+    plan.parallel.zero_stage = fsdp ? 3 : 1;
+    plan.parallel.dp_replicate = 2;
+    REQUIRE(validate(plan).ok());
+    auto world = make_host_world(4);
+    const RunResult r = execute(*world, lower_all(plan), ExecOptions{.warmup = 1, .steps = 2});
+    REQUIRE(r.ranks.size() == 4);
+    const DpCost dc = dp_cost(plan, stage_params(plan, 0));
+    const double reductions = fsdp ? 2.0 : 1.0;
+    for (const RankRun& rr : r.ranks) {
+      CAPTURE(rr.rank);
+      int64_t scattered = 0, replicated = 0;
+      for (const CollectiveRecord& c : rr.collectives) {
+        CHECK(c.group_size == 2);  // the shard group and the replica group: 2 ranks each
+        CHECK(static_cast<double>(c.bytes_sent) ==
+              bytes_sent_per_rank(to_planner(c.kind), static_cast<double>(c.payload_bytes), c.group_size));
+        if (c.kind == CollectiveKind::reduce_scatter) scattered += c.payload_bytes;
+        if (c.kind == CollectiveKind::all_reduce) replicated += c.payload_bytes;  // tp 1: no TP all-reduce
+      }
+      // One step's records (the executor keeps the last step's).
+      CHECK(scattered == std::llround(reductions * dc.grad_bytes));
+      CHECK(replicated == std::llround(reductions * dc.replica_bytes));
+    }
+  }
+}
+
 TEST_CASE("dp x tp x pp = 2 x 2 x 2 on 8 host ranks: runs, bytes equal the cost model's, memory equals the model's") {
   const Plan plan = small_plan();
   const auto progs = lower_all(plan);

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "planner/spec/config.hpp"
+#include "planner/cost/collectives.hpp"
 #include "planner/cost/cost_model.hpp"
+#include "planner/cost/layout.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/cost/gemm.hpp"
 #include "planner/cost/model_shape.hpp"
@@ -43,8 +45,47 @@ TEST_CASE("group members follow the planner's layout and colours separate groups
   for (int64_t r = 0; r < 8; ++r) {
     for (int g = 0; g < kNumGroups; ++g) colors.insert(group_color(pc, static_cast<Group>(g), r));
   }
-  CHECK(colors.size() == 4 + 8 + 4 + 4 + 8 + 4);  // tp, cp (cp = 1: 8 singletons), dp, pp, ep (8 singletons), edp = dp
+  // tp, cp (cp = 1: 8 singletons), dp, pp, ep (8 singletons), edp = dp, dp_replica (no HSDP: 8 singletons)
+  CHECK(colors.size() == 4 + 8 + 4 + 4 + 8 + 4 + 8);
   CHECK(group_members(pc, Group::edp, 5) == group_members(pc, Group::dp_cp, 5));  // a dense model: ep 1
+}
+
+TEST_CASE("HSDP: states shard over the shard group, each reduced shard all-reduced across the replicas") {
+  // dp 4 as 2 replicas of 2 (tp 2): ranks tp + 2 dp, the replica dp / 2 (layout tp, cp, dp_shard, dp_replicate).
+  Plan plan = small_plan(4, 2, 1, 2);
+  plan.parallel.zero_stage = 3;
+  plan.parallel.dp_replicate = 2;
+  REQUIRE(validate(plan).ok());
+  const ParallelConfig& pc = plan.parallel;
+  CHECK(group_members(pc, Group::dp_cp, 5) == std::vector<int64_t>{5, 7});     // dp 2, 3: replica 1
+  CHECK(group_members(pc, Group::dp_replica, 5) == std::vector<int64_t>{1, 5});  // dp 0 and 2: shard place 0
+  CHECK(group_members(pc, Group::dp_replica, 2) == std::vector<int64_t>{2, 6});
+  const DpCost dc = dp_cost(plan, stage_params(plan, 0));
+  REQUIRE(dc.group == 2);
+  REQUIRE(dc.replica_group == 2);
+  int64_t rs = 0, ar = 0, gathers = 0;
+  int replicas = 0;
+  for (const Op& op : lower_rank(plan, 5).ops) {
+    if (is(op, "dp.reduce_scatter")) rs += op.bytes;
+    if (is(op, "dp.replica_all_reduce")) {
+      ++replicas;
+      ar += op.bytes;
+      CHECK(op.group == Group::dp_replica);
+      CHECK(op.collective == CollectiveKind::all_reduce);
+      CHECK(op.predicted_s == doctest::Approx(collective_time_s(Collective::all_reduce, static_cast<double>(op.bytes), 2,
+                                                                group_link(plan, GroupKind::dp_replicate))));
+    }
+    if (is(op, "zero3.all_gather")) {
+      ++gathers;
+      CHECK(op.group == Group::dp_cp);
+    }
+  }
+  // ZeRO-3 reduces every microbatch (2): the planner's bytes per reduction twice, the replica part 1/2 of them.
+  CHECK(rs == std::llround(2 * dc.grad_bytes));
+  CHECK(ar == std::llround(2 * dc.replica_bytes));
+  CHECK(dc.replica_bytes == doctest::Approx(dc.grad_bytes / 2));
+  CHECK(replicas == 2 * dc.buckets);
+  CHECK(gathers > 0);
 }
 
 TEST_CASE("the layer GEMMs and memory-bound ops are the ones layer_cost() prices") {
