@@ -781,8 +781,6 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_zbv_run.json"},
        "/parallel/schedule: run does not lower zb-v (its V places the last chunk on stage 0)"},
-      {{"run", "--backend", "host", "--plan", kBad + "plan_hsdp_run.json"},
-       "run: /parallel/dp_replicate 2: HSDP is not lowered yet"},
       {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},
       {{"run", "--backend", "gpu", "--plan", ok}, "--backend"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_offload_run.json"}, "run: /parallel/offload optimizer: offload is not lowered yet"},

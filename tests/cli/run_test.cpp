@@ -56,6 +56,35 @@ TEST_CASE("run --backend host executes a 2x2x2 plan and reports predicted vs mea
   std::remove(trace.c_str());
 }
 
+TEST_CASE("run --backend host executes an HSDP plan (dp 4 as 2 replicas of 2, ZeRO-1): tensors equal the model's") {
+  const ScratchDir dir;
+  const std::string model = (dir.path / "model.json").string();
+  const std::string plan = (dir.path / "plan.json").string();
+  std::ofstream(model) << R"({"kind":"model","name":"tiny","layers":4,"hidden":64,"heads":4,"ffn_hidden":256,)"
+                          R"("vocab":128,"seq_len":32})";
+  REQUIRE(run_parplan({"estimate", "--model", model, "--gpus", "4", "--zero", "1", "--dp-replicate", "2",
+                       "--global-batch", "4", "-o", plan})
+              .exit_code == 0);
+  auto r = run_parplan({"run", "--plan", plan, "--backend", "host", "--steps", "2", "--warmup", "1", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  bool dp = false, tensors = false;
+  for (const auto& t : j["terms"]) {
+    const std::string term = t["term"];
+    if (term == "dp comm (total)") {  // the shard group's reduce-scatter and parameter gather, the replica all-reduce
+      dp = true;
+      CHECK(t["predicted"].get<double>() > 0);
+      CHECK(t["measured"].get<double>() > 0);
+    }
+    if (term.rfind("tensors stage 0", 0) == 0) {
+      tensors = true;
+      CHECK(t["measured"].get<double>() == t["predicted"].get<double>());
+    }
+  }
+  CHECK(dp);
+  CHECK(tensors);
+}
+
 TEST_CASE("run --backend host executes a MoE plan (8 experts, top-2, ep 4): ep comm row, a2a events in both traces") {
   const ScratchDir dir;
   const std::string model = (dir.path / "model.json").string(), plan = (dir.path / "plan.json").string();
