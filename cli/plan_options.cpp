@@ -35,12 +35,14 @@ std::vector<const CLI::Option*> options_since(CLI::App& app, size_t before) {
   return {all.begin() + static_cast<std::ptrdiff_t>(before), all.end()};
 }
 
-// ZB-V's V needs vpp 1 or 2, pp >= 2 and an even layer count on every stage: the flag that set the one that fails
-// (the order vpp_problem describes them in, planner/spec/config.cpp). An odd layer count: only a per-chunk layout.
-std::string_view zb_v_flag(const Plan& plan) {
+// A V (ZB-V, DualPipeV) needs vpp 1 or 2, pp >= 2 and an even layer count on every stage, DualPipeV also 2 pp
+// microbatches: the flag that set the one that fails (the order vpp_problem describes them in,
+// planner/spec/config.cpp). An odd layer count: only a per-chunk layout.
+std::string_view v_shape_flag(const Plan& plan) {
   const ParallelConfig& pc = plan.parallel;
   if (pc.vpp > 2) return "--vpp";
   if (pc.pp < 2) return "--pp";
+  if (stage_layers_divisible(plan, 2)) return "--global-batch/--micro-batch/--microbatches";  // DualPipeV's m >= 2 pp
   if (!pc.stage_layout.empty() || plan.model.layers % 2 != 0) return "--stage-layers";
   if (pc.split_extra_layers() == 0 && pc.first_stage_layers == 0 && pc.last_stage_layers == 0) return "--pp";
   if (pc.split_extra_layers() > 0) return "--pp/--account-for-*-in-pipeline-split";
@@ -61,7 +63,7 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
     case Reject::uneven_stages_invalid:
       return "--first-stage-layers/--last-stage-layers/--stage-layers/--account-for-*-in-pipeline-split";
     case Reject::vpp_invalid:
-      return plan.parallel.schedule == Schedule::zb_v ? zb_v_flag(plan) : "--vpp";
+      return v_shaped(plan.parallel.schedule) ? v_shape_flag(plan) : "--vpp";
     case Reject::cp_not_dividing_seq:
       return "--cp";
     case Reject::ep_invalid:

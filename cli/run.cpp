@@ -170,10 +170,11 @@ Runner setup(CLI::App& app) {
     }
     plan.gpu = choice.gpu;
     refuse_replacing_input(o->trace, "--trace");  // onto the plan or a profile: refused before the run, not after it
-    if (plan.parallel.schedule == Schedule::zb_v) {  // the lowering places chunk c of stage i at c pp + i
-      throw InputError(fmt::format("{}: run does not lower zb-v (its V places the last chunk on stage 0); estimate "
+    if (v_shaped(plan.parallel.schedule)) {  // the lowering places chunk c of stage i at c pp + i
+      throw InputError(fmt::format("{}: run does not lower {} (its V places the last chunk on stage 0); estimate "
                                    "and simulate price it",
-                                   o->plan_file.empty() ? "--schedule" : "/parallel/schedule"));
+                                   o->plan_file.empty() ? "--schedule" : "/parallel/schedule",
+                                   to_string(plan.parallel.schedule)));
     }
     if (plan.gpu.peak(plan.gemm_dtype()) <= 0) {
       throw InputError(fmt::format("--gpu: '{}' has no {} peak, the plan's GEMM precision", plan.gpu.name, to_string(plan.gemm_dtype())));

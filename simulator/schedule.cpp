@@ -115,6 +115,23 @@ std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times)
   return orders;
 }
 
+// DualPipeV: planner/cost/pipeline.hpp's order (its one definition, which the estimate times), as PipeOps.
+std::vector<Order> dualpipe_v(int64_t p, int64_t m) {
+  std::vector<Order> orders;
+  orders.reserve(static_cast<size_t>(p));
+  for (const std::vector<ChunkOp>& stage : dualpipe_v_order(p, m)) {
+    Order& o = orders.emplace_back();
+    o.reserve(stage.size());
+    for (const ChunkOp& x : stage) {
+      const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
+                       : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
+                                                                 : OpKind::backward_weight;
+      o.push_back(op(k, x.microbatch, x.chunk));
+    }
+  }
+  return orders;
+}
+
 // Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
 // only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
 // activations).
@@ -153,10 +170,14 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v, std:
   if (p > (int64_t{1} << 20) || m > (int64_t{1} << 24) || v > 1024 || p * m * v > (int64_t{1} << 28)) {
     throw InputError(fmt::format("schedule: {} stages x {} microbatches x {} chunks is too large to simulate", p, m, v));
   }
-  if (s == Schedule::zb_v && v != 2) {
-    throw InputError(fmt::format("schedule: zb-v has 2 chunks per stage (its V), not {}", v));
+  if (v_shaped(s) && v != 2) {
+    throw InputError(fmt::format("schedule: {} has 2 chunks per stage (its V), not {}", to_string(s), v));
   }
-  if (s != Schedule::interleaved && s != Schedule::zb_v && v != 1) {
+  if (s == Schedule::dualpipe_v && m < 2 * p) {
+    throw InputError(fmt::format("schedule: dualpipe-v needs at least 2 x {} stages = {} microbatches, not {}", p,
+                                 2 * p, m));
+  }
+  if (s != Schedule::interleaved && !v_shaped(s) && v != 1) {
     throw InputError(fmt::format("schedule: {} has one chunk per stage (got {} chunks); use interleaved", to_string(s), v));
   }
   if (s == Schedule::interleaved && m % p != 0) {
@@ -173,8 +194,8 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v, std:
   r.microbatches = m;
   r.chunks = v;
   r.order.resize(static_cast<size_t>(p));
-  if (s == Schedule::zb_2p || s == Schedule::zb_v) {
-    r.order = s == Schedule::zb_2p ? zb_2p(p, m) : zb_v(p, m, zb_v_times);
+  if (s == Schedule::zb_2p || v_shaped(s)) {
+    r.order = s == Schedule::zb_2p ? zb_2p(p, m) : s == Schedule::zb_v ? zb_v(p, m, zb_v_times) : dualpipe_v(p, m);
     return r;
   }
   for (int64_t i = 0; i < p; ++i) {
@@ -185,7 +206,8 @@ PipelineSchedule make_schedule(Schedule s, int64_t p, int64_t m, int64_t v, std:
       case Schedule::interleaved: o = interleaved(p, m, v, i); break;
       case Schedule::zero_bubble: o = zb_h1(p, m, i); break;
       case Schedule::zb_2p:
-      case Schedule::zb_v: break;  // all stages at once, above
+      case Schedule::zb_v:
+      case Schedule::dualpipe_v: break;  // all stages at once, above
     }
   }
   return r;

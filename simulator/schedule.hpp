@@ -32,8 +32,9 @@ struct PipelineSchedule {
   std::vector<std::vector<PipeOp>> order;  // order[stage] = ops in execution order
 
   int64_t virtual_stages() const { return stages * chunks; }
-  // ZB-V's V: chunk 0 of stage i is virtual stage i, chunk 1 is 2p - 1 - i (the last stage runs p - 1 and p).
-  bool v_shape() const { return schedule == Schedule::zb_v; }
+  // ZB-V's and DualPipeV's V: chunk 0 of stage i is virtual stage i, chunk 1 is 2p - 1 - i (the last stage runs p - 1
+  // and p).
+  bool v_shape() const { return v_shaped(schedule); }
   int64_t virtual_stage(int64_t stage, int64_t chunk) const {
     return v_shape() ? zb_v_virtual_stage(stages, stage, chunk) : chunk * stages + stage;
   }

@@ -1156,18 +1156,22 @@ double layers_activation_bytes(const StageMemoryInputs& in, int64_t layers, int6
 
 namespace {
 
-// Interleaved, chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage
-// 0's chunk 0) over the stage's order (interleaved_peak_bytes).
+// Chunks of different sizes: the peak of each live chunk-microbatch's layers (the embedding with stage 0's chunk 0)
+// over the stage's order (interleaved: interleaved_peak_bytes; DualPipeV: its order, order_peak_bytes).
 double uneven_chunk_activations(const Plan& plan, int64_t stage, const StageMemoryInputs& in, double layer_bytes) {
   const ParallelConfig& pc = plan.parallel;
   const bool partial = pc.recompute_layers > 0;
-  std::vector<double> bytes(static_cast<size_t>(pc.vpp));
-  for (int64_t c = 0; c < pc.vpp; ++c) {
+  const int64_t v = pc.schedule == Schedule::dualpipe_v ? 2 : pc.vpp;
+  std::vector<double> bytes(static_cast<size_t>(v));
+  for (int64_t c = 0; c < v; ++c) {
     const RecomputedLayers r = partial ? chunk_recomputed(plan, stage, c) : RecomputedLayers{};
     bytes[static_cast<size_t>(c)] =
         layers_activation_bytes(in, chunk_layers(plan, stage, c), chunk_dense_layers(plan, stage, c), r, partial,
                                 layer_bytes) +
         (stage == 0 && c == 0 ? in.embedding_activation_bytes : 0.0);
+  }
+  if (pc.schedule == Schedule::dualpipe_v) {
+    return order_peak_bytes(dualpipe_v_order(pc.pp, pc.num_microbatches)[static_cast<size_t>(stage)], bytes);
   }
   return interleaved_peak_bytes(pc.pp, pc.num_microbatches, pc.vpp, stage, bytes);
 }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,8 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
       return std::min(2 * p - 1, m) * v;  // the order's limit (simulator/schedule.cpp), reached on every stage
     case Schedule::zb_v:
       return std::min(p, m) * v;  // 2p chunk-microbatches of half a stage (the order's limit), reached on every stage
+    case Schedule::dualpipe_v:
+      return std::min(2 * p + 1, m * v);  // dualpipe_v_order: 2p - i of chunk 0 and i + 1 of chunk 1, every stage
     case Schedule::interleaved:
       return std::min(interleaved_warmup(p, v, stage) + 1, v * m);
   }
@@ -31,6 +34,7 @@ int64_t in_flight_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t st
 }
 
 int64_t in_flight_first_chunks(Schedule s, int64_t p, int64_t m, int64_t v, int64_t stage) {
+  if (s == Schedule::dualpipe_v) return std::min(2 * p - stage, m);  // its chunk-0 microbatches at the peak
   if (s != Schedule::interleaved || v <= 1) return in_flight_chunks(s, p, m, v, stage) / std::max<int64_t>(v, 1);
   const int64_t total = m * v, group = p * v;
   const int64_t warm = std::min(interleaved_warmup(p, v, stage), total);
@@ -75,6 +79,8 @@ int64_t first_stage_warmup(Schedule s, int64_t p, int64_t m, int64_t v) {
       return std::min(2 * p - 2, m);
     case Schedule::zb_v:
       return std::min(2 * p - 1, m);
+    case Schedule::dualpipe_v:  // the forwards not run in an F & B pair (dualpipe_v_paired_forwards)
+      return m * v - dualpipe_v_paired_forwards(p, m, 0);
   }
   return m * v;
 }
@@ -429,6 +435,142 @@ double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::
   return step;
 }
 
+std::vector<std::vector<ChunkOp>> dualpipe_v_order(int64_t p, int64_t m) {
+  std::vector<std::vector<ChunkOp>> orders(static_cast<size_t>(p));
+  if (p < 1 || m < 2 * p) return orders;
+  for (int64_t r = 0; r < p; ++r) {
+    std::vector<ChunkOp>& o = orders[static_cast<size_t>(r)];
+    o.reserve(static_cast<size_t>(6 * m));
+    std::array<int32_t, 2> nf{0, 0}, nb{0, 0};
+    std::vector<ChunkOp> deferred;  // the W's of the backwards that defer theirs, oldest first
+    size_t next_w = 0;
+    const auto F = [&](int32_t c) { o.push_back({ChunkOp::Kind::forward, nf[static_cast<size_t>(c)]++, c}); };
+    const auto B = [&](int32_t c, bool defer_w) {
+      const int32_t j = nb[static_cast<size_t>(c)]++;
+      o.push_back({ChunkOp::Kind::backward_input, j, c});
+      const ChunkOp w{ChunkOp::Kind::backward_weight, j, c};
+      if (defer_w) {
+        deferred.push_back(w);
+      } else {
+        o.push_back(w);
+      }
+    };
+    const auto W = [&] { o.push_back(deferred[next_w++]); };
+    for (int64_t i = 0; i < 2 * (p - r - 1); ++i) F(0);  // 1: nF0
+    for (int64_t i = 0; i < r + 1; ++i) {                 // 2: nF0F1
+      F(0);
+      F(1);
+    }
+    for (int64_t i = 0; i < p - r - 1; ++i) {  // 3: nB1W1F1 (zero bubble)
+      B(1, true);
+      W();
+      F(1);
+    }
+    for (int64_t i = 0; i < m - 2 * p + r + 1; ++i) {  // 4: nF0B1F1B0, two F & B pairs
+      F(0);
+      B(1, false);
+      F(1);
+      B(0, false);
+    }
+    for (int64_t i = 0; i < p - r - 1; ++i) {  // 5: nB1F1B0
+      B(1, false);
+      F(1);
+      B(0, false);
+    }
+    const int64_t half = (r + 1) / 2;  // 6: nB1B0, those from the middle on deferring their W's
+    for (int64_t i = 0; i < r + 1; ++i) {
+      B(1, i > half || (i == half && r % 2 == 1));
+      B(0, i >= half);
+    }
+    for (int64_t i = 0; i < p - r - 1; ++i) {  // 7: nWB0 (zero bubble)
+      W();
+      B(0, true);
+    }
+    while (next_w < deferred.size()) W();  // 8: nW
+  }
+  return orders;
+}
+
+double order_peak_bytes(std::span<const ChunkOp> order, std::span<const double> chunk_bytes) {
+  double live = 0, peak = 0;
+  for (const ChunkOp& op : order) {
+    const double b = chunk_bytes[static_cast<size_t>(op.chunk)];
+    if (op.kind == ChunkOp::Kind::forward) peak = std::max(peak, live += b);
+    if (op.kind == ChunkOp::Kind::backward_weight) live -= b;
+  }
+  return peak;
+}
+
+int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage) {
+  if (p < 1 || m < 2 * p) return 0;
+  return 2 * (m - 2 * p + stage + 1) + (p - stage - 1) - (stage == p - 1 ? 1 : 0);
+}
+
+double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
+                         double cutoff_s) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const std::vector<std::vector<ChunkOp>> order = dualpipe_v_order(p, m);
+  const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  // The longest path through the order: each op starts when its stage has run the one before it and its input
+  // (the previous virtual stage's F, the next one's B, the last virtual stage's own F) has ended. A stage stopped at
+  // an input goes on when the producer runs it (`ready`: the stages to look at again).
+  std::vector<double> f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0),
+      work_left(static_cast<size_t>(p), 0.0);
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<int64_t> ready;
+  for (int64_t i = 0; i < p; ++i) {
+    const ZbVOpTimes& t = times[static_cast<size_t>(i)];
+    work_left[static_cast<size_t>(i)] = static_cast<double>(m) * (t.forward[0] + t.forward[1] + t.backward_input[0] +
+                                                                  t.backward_input[1] + t.backward_weight[0] +
+                                                                  t.backward_weight[1]);
+    if (work_left[static_cast<size_t>(i)] > cutoff_s) return kNever;
+    ready.push_back(p - 1 - i);
+  }
+  const auto at = [&](std::vector<double>& e, int64_t v, int64_t j) -> double& { return e[static_cast<size_t>(v * m + j)]; };
+  const auto stage_of = [&](int64_t v) { return v < p ? v : 2 * p - 1 - v; };
+  int64_t left = 6 * p * m;
+  while (!ready.empty()) {
+    const int64_t i = ready.back();
+    ready.pop_back();
+    const auto ii = static_cast<size_t>(i);
+    const std::vector<ChunkOp>& o = order[ii];
+    for (; next[ii] < o.size(); ++next[ii]) {
+      const ChunkOp& op = o[next[ii]];
+      const auto ci = static_cast<size_t>(op.chunk);
+      const int64_t v = zb_v_virtual_stage(p, i, op.chunk), j = op.microbatch;
+      double input = 0.0, duration = times[ii].backward_weight[ci];
+      if (op.kind == ChunkOp::Kind::forward) {
+        input = v > 0 ? at(f_end, v - 1, j) : 0.0;
+        duration = times[ii].forward[ci];
+      } else if (op.kind == ChunkOp::Kind::backward_input) {
+        input = v < 2 * p - 1 ? at(b_end, v + 1, j) : at(f_end, v, j);
+        duration = times[ii].backward_input[ci];
+      }
+      if (input == kNever) break;  // its producer has not run it: this stage waits
+      const double end = std::max(free[ii], input) + duration;
+      free[ii] = end;
+      work_left[ii] -= duration;
+      if (end + work_left[ii] > cutoff_s) return kNever;
+      --left;
+      if (op.kind == ChunkOp::Kind::forward) {
+        at(f_end, v, j) = end;
+        if (v + 1 < 2 * p) ready.push_back(stage_of(v + 1));
+      } else if (op.kind == ChunkOp::Kind::backward_input) {
+        at(b_end, v, j) = end;
+        if (v > 0) ready.push_back(stage_of(v - 1));
+      }
+    }
+  }
+  if (left != 0) throw std::logic_error("dualpipe_v_order: an op waits for an input that never runs");
+  double step = 0;
+  for (size_t i = 0; i < free.size(); ++i) {
+    if (!paths.empty()) paths[i] = free[i];
+    step = std::max(step, free[i]);
+  }
+  return step;
+}
+
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {
   const auto p = static_cast<int64_t>(stages.size());
   const double md = static_cast<double>(m), w = static_cast<double>(v);
@@ -474,12 +616,12 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
 
 double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v, Schedule s) {
   if (p <= 1) return 0.0;
-  if (s == Schedule::zb_v) return 2.0 * p2p_forward_sends(i, p, v, s);
+  if (v_shaped(s)) return 2.0 * p2p_forward_sends(i, p, v, s);
   return 2.0 * static_cast<double>(v) - (i == 0 ? 1.0 : 0.0) - (i == p - 1 ? 1.0 : 0.0);
 }
 
 double p2p_forward_sends(int64_t i, int64_t p, int64_t v, Schedule s) {
-  if (s == Schedule::zb_v) return p <= 1 ? 0.0 : (i == 0 || i == p - 1 ? 1.0 : 2.0);
+  if (v_shaped(s)) return p <= 1 ? 0.0 : (i == 0 || i == p - 1 ? 1.0 : 2.0);
   return p <= 1 ? 0.0 : static_cast<double>(v) - (i == p - 1 ? 1.0 : 0.0);
 }
 
@@ -557,13 +699,14 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     lead = own;
   }
   const double md = static_cast<double>(m);
-  if (s == Schedule::zb_2p || s == Schedule::zb_v) {  // each path ends at its own stage (pipeline.hpp)
+  if (s == Schedule::zb_2p || v_shaped(s)) {  // each path ends at its own stage (pipeline.hpp)
     const StageSums sums = stage_sums(stages, true);
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
     if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
-    } else if (std::isinf(zb_v_step_s(m, stages, lead, cutoff_s))) {
+    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s)
+                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s))) {
       return PipelineTime{.step_s = std::numeric_limits<double>::infinity()};  // beyond the cutoff: nothing else
     }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays

@@ -193,6 +193,32 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
                    double cutoff_s = std::numeric_limits<double>::infinity());
 
+// DualPipeV (DeepSeek-AI, github.com/deepseek-ai/DualPipe, dualpipev.py: the "cut-in-half" DualPipe of the DeepSeek-V3
+// report, arXiv:2412.19437 Sec. 3.2.1; the order below is reproduced from that file from memory, not from a pinned
+// revision): ZB-V's V placement (stage i holds virtual stages i and 2p - 1 - i: zb_v_virtual_stage), m >= 2p
+// microbatches, and one fixed order per stage in eight steps (r the stage; F0 / F1 a forward of chunk 0 / 1, B a
+// backward's input gradient, W a weight gradient):
+//   1: 2(p - r - 1) F0;  2: r + 1 x (F0, F1);  3: p - r - 1 x (B1 deferring its W, the oldest W, F1);
+//   4: m - 2p + r + 1 x (F0 & B1, F1 & B0);  5: p - r - 1 x (B1, F1 & B0);
+//   6: r + 1 x (B1, B0), those from the middle on deferring their W;  7: p - r - 1 x (the oldest W, B0 deferring);
+//   8: the remaining W's.
+// "X & Y" is the repository's overlapped forward-and-backward of two microbatches (F&B; its all-to-alls hidden behind
+// the other's compute: expert_comm.hpp ep_overlap with --overlap-ep), timed here as X then Y; a backward that does
+// not defer its W runs it right after. Every stage holds at most 2p + 1 chunk-microbatches at once, 2p - r of chunk 0
+// and r + 1 of chunk 1 (the repository's "PP + 1" activations, PP = 2p chunks). Empty stages where m < 2p.
+std::vector<std::vector<ChunkOp>> dualpipe_v_order(int64_t p, int64_t m);
+// The most bytes one stage's order holds at once: a chunk-microbatch's `chunk_bytes[chunk]` from its forward until
+// its weight gradient (W) ends it.
+double order_peak_bytes(std::span<const ChunkOp> order, std::span<const double> chunk_bytes);
+// The forwards stage `stage` runs in an F & B pair: 2 (m - 2p + stage + 1) + p - stage - 1, the last stage one fewer
+// (the repository runs its first pair apart).
+int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage);
+// The step: the longest path through dualpipe_v_order over zb_v_op_times(stages) (the V's op times, sends included),
+// each stage's end in `paths`, as the simulator times that order without link contention. With a finite cutoff,
+// +infinity (paths untouched) once a stage's end so far plus its work left exceeds it (as zb_v_step_s).
+double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
+                         double cutoff_s = std::numeric_limits<double>::infinity());
+
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
 // k runs its m microbatches (m t_k); its first backward (microbatch 0's last chunk) waits for the round trip of that

@@ -331,8 +331,9 @@ class Evaluator {
       pc.vpp = 1;
       consider();
       const int64_t base = plan_.model.layers / pc.pp;
-      // Not ZB-V: its output layer is on the first stage, and its stages split into 2 chunks (the even split only).
-      if (req_.space.uneven_stages && pc.pp > 1 && base >= 2 && s != Schedule::zb_v) {
+      // Not a V (ZB-V, DualPipeV): its output layer is on the first stage, and its stages split into 2 chunks (the
+      // even split only).
+      if (req_.space.uneven_stages && pc.pp > 1 && base >= 2 && !v_shaped(s)) {
         pc.last_stage_layers = base - 1;
         consider();
         pc.last_stage_layers = 0;

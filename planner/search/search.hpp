@@ -34,8 +34,8 @@ struct SearchSpace {
   // parallel folding with expert tp N (ParallelConfig::etp). Megatron-Core's MoE recipes fold with etp 1.
   std::vector<int64_t> etp{0, 1};
   int64_t max_micro_batch = 16;  // micro-batch sizes tried: divisors of global_batch / dp up to this
-  // Not ZB-V unless asked for (--schedule zb-v): its step times its order, O(p m) per candidate (pipeline.hpp), which
-  // took suggest --model megatron-1t --gpus 16384 --threads 1 from 35.5 ms to 10.8 s.
+  // Not ZB-V or DualPipeV unless asked for (--schedule zb-v / dualpipe-v): their steps time their orders, O(p m) per
+  // candidate (pipeline.hpp); ZB-V's took suggest --model megatron-1t --gpus 16384 --threads 1 from 35.5 ms to 10.8 s.
   std::vector<Schedule> schedules{Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved, Schedule::zero_bubble,
                                   Schedule::zb_2p};
   std::vector<int64_t> vpp{2, 3, 4, 6, 8};  // chunks per stage tried with the interleaved schedule

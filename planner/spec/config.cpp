@@ -198,7 +198,7 @@ namespace {
 // chunk 1 of each (ZB-V's V: of stages p-1 .. 0), ...
 int64_t chunk_start(const Plan& plan, int64_t stage, int64_t chunk) {
   const int64_t p = plan.parallel.pp, v = plan.parallel.chunks_per_stage();
-  const bool v_shape = plan.parallel.schedule == Schedule::zb_v;
+  const bool v_shape = v_shaped(plan.parallel.schedule);
   int64_t start = 0;
   for (int64_t c = 0; c < v; ++c) {
     for (int64_t k = 0; k < p; ++k) {
@@ -342,7 +342,7 @@ bool stage_layout_valid(const Plan& plan) {
       n += x;
     }
     // ZB-V's first stage may hold none: its chunks carry the embedding and the output layer (config.hpp).
-    if (n < 1 && !(pc.schedule == Schedule::zb_v && &st == &pc.stage_layout.front() && st.size() > 1)) return false;
+    if (n < 1 && !(v_shaped(pc.schedule) && &st == &pc.stage_layout.front() && st.size() > 1)) return false;
     total += n;
   }
   return total == plan.model.layers;
@@ -552,8 +552,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     if (pc.vpp < 2 || pc.pp < 2 || pc.num_microbatches % pc.pp != 0 || !stage_layers_divisible(plan, pc.vpp)) {
       v.add(Reject::vpp_invalid);
     }
-  } else if (pc.schedule == Schedule::zb_v) {  // vpp 1 or 2: the V's 2 chunks, implied or stated
+  } else if (v_shaped(pc.schedule)) {  // vpp 1 or 2: the V's 2 chunks, implied or stated
     if (pc.vpp > 2 || pc.pp < 2 || !stage_layers_divisible(plan, 2)) v.add(Reject::vpp_invalid);
+    // DualPipeV's order runs m - 2p + 1 overlapped pairs on the first stage: m >= 2p (dualpipe_v_order).
+    if (pc.schedule == Schedule::dualpipe_v && pc.num_microbatches < 2 * pc.pp) v.add(Reject::vpp_invalid);
   } else if (pc.vpp != 1) {
     v.add(Reject::vpp_invalid);
   }
@@ -582,7 +584,9 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     v.add(Reject::selective_op_unsupported);
   }
   if (pc.recompute_layers != 0 && recompute_layers_problem(plan)) v.add(Reject::recompute_layers_invalid);
-  if (pc.post_validation && !splits_backward(pc.schedule)) v.add(Reject::post_validation_invalid);
+  if (pc.post_validation && (!splits_backward(pc.schedule) || pc.schedule == Schedule::dualpipe_v)) {
+    v.add(Reject::post_validation_invalid);  // Zero Bubble's (Qi et al. 2023 Sec. 4), not DualPipeV's
+  }
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
   if (plan.training.fp8_tp_gather &&
@@ -689,23 +693,28 @@ std::string vpp_problem(const Plan& plan) {
                    "--account-for-loss-in-pipeline-split");
   }
   const std::string hint = ways.empty() ? "" : " (" + fmt::format("{}", fmt::join(ways, "; ")) + ")";
-  if (pc.schedule == Schedule::zb_v) {  // each cause on its own: vpp, then pp, then the stages' layers
+  if (v_shaped(pc.schedule)) {  // each cause on its own: vpp, then pp, then the stages' layers, then microbatches
+    const std::string_view name = to_string(pc.schedule);
     if (pc.vpp > 2) {
-      return fmt::format("schedule zb-v with vpp {}: its V places 2 chunks on every stage, so vpp is 2 (or 1: "
-                         "implied)",
-                         pc.vpp);
+      return fmt::format("schedule {} with vpp {}: its V places 2 chunks on every stage, so vpp is 2 (or 1: implied)",
+                         name, pc.vpp);
     }
     if (pc.pp < 2) {
-      return fmt::format("schedule zb-v with pp {}: its V runs down the stages and back (2 chunks on every stage), "
-                         "so it needs pp >= 2",
-                         pc.pp);
+      return fmt::format("schedule {} with pp {}: its V runs down the stages and back (2 chunks on every stage), so it "
+                         "needs pp >= 2",
+                         name, pc.pp);
     }
-    // An odd layer count leaves some stage odd whatever the split: only chunks of their own sizes place it.
-    const char* ways = m.layers % 2 != 0 ? "an odd count, so only a per-chunk --stage-layers can place them"
-                                         : "a pp that splits them so, or a per-chunk --stage-layers";
-    return fmt::format("schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: "
-                       "the {} stages hold {} of {} layers; {}",
-                       pc.pp, held, m.layers, ways);
+    if (!stage_layers_divisible(plan, 2)) {
+      // An odd layer count leaves some stage odd whatever the split: only chunks of their own sizes place it.
+      const char* ways = m.layers % 2 != 0 ? "an odd count, so only a per-chunk --stage-layers can place them"
+                                           : "a pp that splits them so, or a per-chunk --stage-layers";
+      return fmt::format("schedule {} places 2 chunks on every stage (its V), so every stage's layers must be even: "
+                         "the {} stages hold {} of {} layers; {}",
+                         name, pc.pp, held, m.layers, ways);
+    }
+    return fmt::format("schedule dualpipe-v with {} microbatches on {} stages: its order needs at least 2 pp = {} "
+                       "(a larger global batch or a smaller micro-batch)",
+                       pc.num_microbatches, pc.pp, 2 * pc.pp);
   }
   return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                      "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "

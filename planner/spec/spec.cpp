@@ -39,7 +39,8 @@ constexpr std::pair<std::string_view, Schedule> kSched[] = {{"gpipe", Schedule::
                                                             {"interleaved", Schedule::interleaved},
                                                             {"zb-h1", Schedule::zero_bubble},
                                                             {"zb-2p", Schedule::zb_2p},
-                                                            {"zb-v", Schedule::zb_v}};
+                                                            {"zb-v", Schedule::zb_v},
+                                                            {"dualpipe-v", Schedule::dualpipe_v}};
 constexpr std::pair<std::string_view, AttentionKernel> kAttn[] = {
     {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
 constexpr std::pair<std::string_view, Fp8Recipe> kFp8Recipe[] = {{"delayed", Fp8Recipe::delayed},

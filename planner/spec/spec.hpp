@@ -66,12 +66,17 @@ bool parse_recompute_modules(std::string_view s, RecomputeModules& out, char sep
 inline constexpr std::string_view kRecomputeModuleChoices =
     "a comma-separated list of core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts";
 // zero_bubble = ZB-H1; zb_v = ZB-V (Qi et al. 2023/2024: two chunks per stage placed in a V, stage i holding model
-// chunks i and 2p - 1 - i, so the first stage holds the first and the last chunk).
-enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p, zb_v };
-// The Zero Bubble schedules (ZB-H1, ZB-2p, ZB-V) split each backward into B (input gradient) and W (weight gradient).
+// chunks i and 2p - 1 - i, so the first stage holds the first and the last chunk); dualpipe_v = DualPipeV
+// (DeepSeek-AI's DualPipe repository: the same V, its own fixed order with overlapped forward-and-backward pairs,
+// planner/cost/pipeline.hpp dualpipe_v_order).
+enum class Schedule : uint8_t { gpipe, one_f_one_b, interleaved, zero_bubble, zb_2p, zb_v, dualpipe_v };
+// The schedules that split each backward into B (input gradient) and W (weight gradient): the Zero Bubble ones
+// (ZB-H1, ZB-2p, ZB-V) and DualPipeV.
 constexpr bool splits_backward(Schedule s) {
-  return s == Schedule::zero_bubble || s == Schedule::zb_2p || s == Schedule::zb_v;
+  return s == Schedule::zero_bubble || s == Schedule::zb_2p || s == Schedule::zb_v || s == Schedule::dualpipe_v;
 }
+// The schedules that place 2 chunks per stage in a V (ZB-V, DualPipeV): stage i holds virtual stages i and 2p - 1 - i.
+constexpr bool v_shaped(Schedule s) { return s == Schedule::zb_v || s == Schedule::dualpipe_v; }
 // flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
 // attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:
 // score matrix materialised.
@@ -474,13 +479,14 @@ struct ParallelConfig {
   // gathered once and kept through the step, gradients accumulated unsharded and reduce-scattered after the last
   // microbatch, optimizer states sharded: ZeRO-1 for memory and time. Without pipelining, the stage as given.
   int step_zero_stage() const { return pp > 1 && zero_stage >= 2 ? 1 : zero_stage; }
-  // Model chunks per stage: vpp when interleaved, 2 for ZB-V (its V; vpp 1 or 2), else 1 (the others need vpp 1).
+  // Model chunks per stage: vpp when interleaved, 2 for ZB-V and DualPipeV (their V; vpp 1 or 2), else 1 (the others
+  // need vpp 1).
   int64_t chunks_per_stage() const {
-    return schedule == Schedule::interleaved ? vpp : schedule == Schedule::zb_v ? 2 : 1;
+    return schedule == Schedule::interleaved ? vpp : v_shaped(schedule) ? 2 : 1;
   }
   // The stage holding the model's last chunk (the output layer, the loss, MoE MTP): the last stage, the first with
-  // ZB-V's V placement. Its last chunk (chunks_per_stage() - 1) is that chunk.
-  int64_t output_stage() const { return schedule == Schedule::zb_v ? 0 : pp - 1; }
+  // a V placement (ZB-V, DualPipeV). Its last chunk (chunks_per_stage() - 1) is that chunk.
+  int64_t output_stage() const { return v_shaped(schedule) ? 0 : pp - 1; }
   // Pipeline sends overlap compute: asked for, and the schedule is the interleaved one that offers it.
   bool overlaps_p2p() const { return overlap_p2p_comm && schedule == Schedule::interleaved; }
 };

@@ -119,6 +119,41 @@ TEST_CASE("simulate: ZB-V on real plans equals the closed form, the edge layers 
   CHECK(checked == 28);
 }
 
+TEST_CASE("simulate: DualPipeV on real plans equals the closed form, the edge layers in their own chunks in both") {
+  int checked = 0;
+  for (const char* model : {"llama3-8b", "gpt3-13b"}) {
+    for (int64_t m : {8, 9, 12, 16}) {
+      Plan plan = grid_plan(Schedule::dualpipe_v, 4, m, 1, false);
+      plan.model = test::profiles().model(model, "test");
+      plan.gpu = test::profiles().gpu("h100-sxm5-80gb", "test");
+      plan.cluster = test::profiles().cluster("dgx-h100", "test");
+      plan.parallel.tp = 1;
+      plan.parallel.dp = 2;
+      plan.parallel.sequence_parallel = false;
+      plan.parallel.recompute = Recompute::selective;
+      plan.training.precision = Precision::bf16;
+      plan.training.attention = AttentionKernel::flash;
+      plan.training.seq_len = 0;  // the model's
+      plan.num_gpus = 2 * 4;
+      plan.training.global_batch = m * 2;
+      REQUIRE(validate(plan).ok());
+      CAPTURE(model);
+      CAPTURE(m);
+      for (bool overlap : {false, true}) {
+        SimOptions o;
+        o.overlap = o.contention = overlap;
+        o.record_timeline = false;
+        Plan priced = plan;
+        if (!overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = false;
+        const Estimate e = estimate(priced);
+        CHECK(std::abs(simulate(plan, o).summary.step_s / e.time.step_s - 1.0) < 1e-3);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 16);
+}
+
 TEST_CASE("simulate: ZB-H1 with fewer microbatches than stages equals the closed form's m < p branch") {
   SimOptions o;
   o.overlap = false;

@@ -101,6 +101,12 @@ TEST_CASE("ZB-V cutoff: at or above the step nothing changes, below it the step 
       CHECK(cut == full);
     }
     for (const double cutoff : {step * (1 - 1e-9), step / 2, 0.0}) CHECK(zb_v_step_s(m, st, {}, cutoff) == inf);
+    if (m >= 2 * p) {  // DualPipeV's order stops the same way
+      const double dp_step = dualpipe_v_step_s(m, st, full);
+      CHECK(dualpipe_v_step_s(m, st, cut, dp_step * (1 + 1e-9)) == dp_step);
+      CHECK(cut == full);
+      CHECK(dualpipe_v_step_s(m, st, {}, dp_step * (1 - 1e-9)) == inf);
+    }
     // pipeline_time passes it on: infinity and nothing else set; the closed forms ignore it.
     const PipelineTime pt = pipeline_time(Schedule::zb_v, m, 2, st, {}, false, step / 2);
     CHECK(pt.step_s == inf);
@@ -108,6 +114,51 @@ TEST_CASE("ZB-V cutoff: at or above the step nothing changes, below it the step 
     CHECK(pipeline_time(Schedule::one_f_one_b, m, 1, st, {}, false, 0.0).step_s ==
           pipeline_time(Schedule::one_f_one_b, m, 1, st).step_s);
   }
+}
+
+TEST_CASE("DualPipeV's order: every op once, each W after its B, 2p + 1 chunk-microbatches held, (p - 1) F bubble") {
+  for (int64_t p : {2, 3, 4, 8, 16}) {
+    for (int64_t m : {2 * p, 2 * p + 1, 3 * p, 8 * p}) {
+      CAPTURE(p);
+      CAPTURE(m);
+      const std::vector<std::vector<ChunkOp>> order = dualpipe_v_order(p, m);
+      REQUIRE(order.size() == static_cast<size_t>(p));
+      for (int64_t i = 0; i < p; ++i) {
+        const std::vector<ChunkOp>& o = order[static_cast<size_t>(i)];
+        CHECK(o.size() == static_cast<size_t>(6 * m));
+        int32_t next[3][2] = {};  // per kind and chunk: the microbatch it runs next, in order
+        bool w_before_b = false;
+        for (const ChunkOp& op : o) {
+          const auto k = static_cast<size_t>(op.kind), c = static_cast<size_t>(op.chunk);
+          CHECK(op.microbatch == next[k][c]++);
+          w_before_b = w_before_b || (op.kind == ChunkOp::Kind::backward_weight && next[1][c] <= op.microbatch);
+        }
+        for (const auto& per_kind : next) CHECK((per_kind[0] == m && per_kind[1] == m));
+        CHECK_FALSE(w_before_b);
+        // The repository's "PP + 1" activations (PP = 2p chunks): 2p - i of chunk 0 and i + 1 of chunk 1 at the peak.
+        const std::vector<double> both{1.0, 1.0}, first{1.0, 0.0}, last{0.0, 1.0};
+        CHECK(order_peak_bytes(o, both) == static_cast<double>(2 * p + 1));
+        CHECK(in_flight_chunks(Schedule::dualpipe_v, p, m, 2, i) == 2 * p + 1);
+        CHECK(order_peak_bytes(o, first) == static_cast<double>(2 * p - i));
+        CHECK(in_flight_first_chunks(Schedule::dualpipe_v, p, m, 2, i) == 2 * p - i);
+        CHECK(order_peak_bytes(o, last) == static_cast<double>(i + 1));
+      }
+      // Unit chunk ops (a stage's F = B = W = 2, split over its 2 chunks): 6 m per stage plus the (p - 1) F the last
+      // stage waits for its first input, the least any order of one iteration leaves.
+      std::vector<double> ends(static_cast<size_t>(p));
+      CHECK(dualpipe_v_step_s(m, uniform(p, 2.0, 2.0, 2.0), ends) == static_cast<double>(6 * m + p - 1));
+      for (double e : ends) CHECK(e <= static_cast<double>(6 * m + p - 1));
+      CHECK(pipeline_time(Schedule::dualpipe_v, m, 2, uniform(p, 2.0, 2.0, 2.0)).bubble_s == static_cast<double>(p - 1));
+    }
+  }
+  // Fewer than 2p microbatches: no order.
+  CHECK(dualpipe_v_order(4, 7)[0].empty());
+  // The F & B pairs' forwards, counted by hand from the eight steps: p 2, m 4 (steps 4 and 5 of each stage) and p 4, m 8.
+  CHECK(dualpipe_v_paired_forwards(2, 4, 0) == 3);
+  CHECK(dualpipe_v_paired_forwards(2, 4, 1) == 3);  // 2 pairs in step 4, the first run apart on the last stage
+  CHECK(dualpipe_v_paired_forwards(4, 8, 0) == 5);
+  CHECK(dualpipe_v_paired_forwards(4, 8, 3) == 7);
+  CHECK(first_stage_warmup(Schedule::dualpipe_v, 4, 8, 2) == 16 - 5);
 }
 
 TEST_CASE("overlapped interleaved sends: 2 (p v - 1) transfers on the fill and drain path") {

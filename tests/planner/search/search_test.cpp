@@ -361,6 +361,34 @@ TEST_CASE("search: a short top list stops ZB-V orders early (step_cutoff) and ke
   }
 }
 
+TEST_CASE("search: DualPipeV only when asked for, then with pp > 1, even splits and m >= 2 pp, each its estimate") {
+  SearchRequest req = small_request(8);
+  req.top_k = 1'000'000;
+  for (const Candidate& c : search(req).top) CHECK(c.parallel.schedule != Schedule::dualpipe_v);  // not by default
+  req.space.schedules = {Schedule::one_f_one_b, Schedule::dualpipe_v};
+  int64_t dualpipe = 0;
+  for (const Candidate& c : search(req).top) {
+    if (c.parallel.schedule != Schedule::dualpipe_v) continue;
+    ++dualpipe;
+    CHECK(c.parallel.pp > 1);
+    CHECK(c.parallel.num_microbatches >= 2 * c.parallel.pp);
+    CHECK(c.parallel.last_stage_layers == 0);  // its output layer is on stage 0: no lighter last stage
+    CHECK(c.time.step_s == estimate(candidate_plan(req, c)).time.step_s);
+  }
+  CHECK(dualpipe > 0);
+  // A short top list keeps the brute force's best (its orders stop early too, as ZB-V's).
+  req.space.schedules = {Schedule::dualpipe_v};
+  const Brute b = brute_force(req);
+  std::vector<double> keys;
+  for (const auto& [plan, e] : b.fits) keys.push_back(step_rank_key(e.time.step_s));
+  std::sort(keys.begin(), keys.end());
+  req.top_k = 3;
+  const SearchResult res = search(req);
+  REQUIRE(res.top.size() == 3);
+  CHECK(res.evaluated == b.fit);
+  for (size_t i = 0; i < 3; ++i) CHECK(step_rank_key(res.top[i].time.step_s) == keys[i]);
+}
+
 TEST_CASE("search: GPipe never ranks above 1F1B (at least its step and memory), so it is tried only when pinned") {
   SearchRequest req = small_request(8);
   req.top_k = 1'000'000;
