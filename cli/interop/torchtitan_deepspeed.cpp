@@ -52,7 +52,9 @@ constexpr std::string_view kTitanRead[] = {
 
 // pipeline_parallel_schedule: no effect without a pipeline (listed as ignored); with pp > 1 GPipe, 1F1B, or
 // Interleaved1F1B, whose stages per rank torchtitan sets to 2 for a multi-stage schedule when
-// pipeline_parallel_layers_per_stage does not give them (from memory, not checked against a pinned revision).
+// pipeline_parallel_layers_per_stage does not give them, or the V schedules of torch.distributed.pipelining,
+// ZBVZeroBubble and DualPipeV (2 stages per rank in a V: parplan's zb-v and dualpipe-v) (from memory, not checked
+// against a pinned revision).
 void titan_schedule(const Titan& t, int64_t pp, Imported& out, const std::string& path) {
   const auto found = t.items.find("parallelism.pipeline_parallel_schedule");
   if (found == t.items.end()) return;
@@ -62,9 +64,25 @@ void titan_schedule(const Titan& t, int64_t pp, Imported& out, const std::string
     return;
   }
   const std::string s = ascii_lower(it.value.text);
-  const std::string sched = s == "gpipe" ? "gpipe" : s == "1f1b" ? "1f1b" : s == "interleaved1f1b" ? "interleaved" : "";
-  if (sched.empty()) throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B are)", path, origin(it), excerpt(it.value.text)));
+  const std::string sched = s == "gpipe"             ? "gpipe"
+                            : s == "1f1b"            ? "1f1b"
+                            : s == "interleaved1f1b" ? "interleaved"
+                            : s == "zbvzerobubble"   ? "zb-v"
+                            : s == "dualpipev"       ? "dualpipe-v"
+                                                     : "";
+  if (sched.empty()) {
+    throw InputError(fmt::format("{}: {}: '{}' is not modelled (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, DualPipeV "
+                                 "are)",
+                                 path, origin(it), excerpt(it.value.text)));
+  }
   out.set("--schedule", sched, origin(it), path);
+  if (sched == "zb-v" || sched == "dualpipe-v") {
+    if (t.items.count("parallelism.pipeline_parallel_layers_per_stage")) {
+      throw InputError(fmt::format("{}: {} with {}: the stages per rank it sets are not read (a V holds 2 per rank)",
+                                   path, t.where("parallelism.pipeline_parallel_layers_per_stage", ""), origin(it)));
+    }
+    return;
+  }
   if (sched != "interleaved") return;
   if (t.items.count("parallelism.pipeline_parallel_layers_per_stage")) {
     throw InputError(fmt::format("{}: {} with {}: the stages per rank it sets are not read (remove it to run "

@@ -509,7 +509,15 @@ int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage) {
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
                          double cutoff_s) {
   const auto p = static_cast<int64_t>(stages.size());
-  const std::vector<std::vector<ChunkOp>> order = dualpipe_v_order(p, m);
+  // The order depends on (p, m) only; the search times many candidates of one mesh and batch in a row.
+  thread_local int64_t cached_p = -1, cached_m = -1;
+  thread_local std::vector<std::vector<ChunkOp>> cached;
+  if (cached_p != p || cached_m != m) {
+    cached = dualpipe_v_order(p, m);
+    cached_p = p;
+    cached_m = m;
+  }
+  const std::vector<std::vector<ChunkOp>>& order = cached;
   const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
   constexpr double kNever = std::numeric_limits<double>::infinity();
   // The longest path through the order: each op starts when its stage has run the one before it and its input

@@ -712,9 +712,9 @@ std::string vpp_problem(const Plan& plan) {
                          "the {} stages hold {} of {} layers; {}",
                          name, pc.pp, held, m.layers, ways);
     }
-    return fmt::format("schedule dualpipe-v with {} microbatches on {} stages: its order needs at least 2 pp = {} "
-                       "(a larger global batch or a smaller micro-batch)",
-                       pc.num_microbatches, pc.pp, 2 * pc.pp);
+    return fmt::format("schedule dualpipe-v on {} stages needs at least 2 pp = {} microbatches (its order's overlapped "
+                       "pairs), the plan has {}: a larger global batch or a smaller micro-batch",
+                       pc.pp, 2 * pc.pp, pc.num_microbatches);
   }
   return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                      "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "

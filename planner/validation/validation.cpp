@@ -1067,11 +1067,18 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
       }
     }
   }
-  // DeepSeek-V3's DualPipe (report Sec. 3.2.1, Table 2): two pipelines fed from opposite ends, each rank holding two
-  // stages' parameters; no parplan schedule prices it, so a row that ran it is not scored under another.
-  if (ascii_lower(parallel_notes).find("dualpipe") != std::string::npos) {
-    r.skip_reasons.push_back("schedule DualPipe (DeepSeek-V3 report Sec. 3.2.1) is not modelled (1F1B, 1F1B-I, "
-                             "ZB-H1, ZB-2p and ZB-V are)");
+  // DualPipeV (the DualPipe repository's V, one pipeline) is parplan's dualpipe-v. DeepSeek-V3's DualPipe (report
+  // Sec. 3.2.1, Table 2): two pipelines fed from opposite ends, each rank holding two stages' parameters; no parplan
+  // schedule prices it, so a row that ran it is not scored under another.
+  const std::string notes_lower = ascii_lower(parallel_notes);
+  if (has(notes_lower, "dualpipev") || has(notes_lower, "dualpipe-v") || has(notes_lower, "dualpipe v")) {
+    pc.schedule = Schedule::dualpipe_v;
+    r.notes.push_back("DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks "
+                      "per stage in a V, 2p + 1 chunk-microbatches in flight)");
+  } else if (has(notes_lower, "dualpipe")) {
+    r.skip_reasons.push_back("schedule DualPipe (DeepSeek-V3 report Sec. 3.2.1: two pipelines fed from opposite ends, "
+                             "every rank holding two stages' parameters) is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, "
+                             "ZB-V and DualPipeV are)");
   }
   // Zero Bubble's optimizer post-validation (their Sec. 4), stated beside a zero-bubble schedule.
   // Only ZB-2p's step changes with it (pipeline_time): the other zero-bubble rows say so rather than claim the fill.

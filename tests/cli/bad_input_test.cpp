@@ -154,6 +154,16 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--pp", "2", "--stage-layers", "47,49", "--schedule", "zb-v"}),
        "--stage-layers: schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even: "
        "the 2 stages hold 47..49 of 96 layers"},
+      // DualPipeV: the same V, and its order needs m >= 2 pp.
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--global-batch", "64", "--schedule", "dualpipe-v"}),
+       "--global-batch/--micro-batch/--microbatches: schedule dualpipe-v on 8 stages needs at least 2 pp = 16 "
+       "microbatches (its order's overlapped pairs), the plan has 8"},
+      {with(kModel, {"--gpus", "64", "--pp", "32", "--schedule", "dualpipe-v"}),
+       "--pp: schedule dualpipe-v places 2 chunks on every stage (its V)"},
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--schedule", "dualpipe-v", "--recompute", "full"}),
+       "--schedule: schedule dualpipe-v with full recompute"},
+      {with(kModel, {"--gpus", "64", "--pp", "8", "--schedule", "dualpipe-v", "--post-validation"}),
+       "optimizer post-validation is Zero Bubble's"},
       {with(kModel, {"--gpus", "64", "--pp", "1", "--schedule", "zb-v"}),
        "--pp: schedule zb-v with pp 1: its V runs down the stages and back (2 chunks on every stage), so it needs "
        "pp >= 2"},
@@ -779,6 +789,8 @@ TEST_CASE("bad input: run --backend host and calibrate") {
       {{"run", "--backend", "host", "--plan", kBad + "does-not-exist.json"}, "--plan"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_mesh_mismatch.json"}, "/parallel: dp*tp*pp*cp"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_pp_exceeds_layers.json"}, "/parallel: pp 64 exceeds"},
+      {{"run", "--backend", "host", "--plan", kBad + "plan_dualpipev_run.json"},
+       "/parallel/schedule: run does not lower dualpipe-v (its V places the last chunk on stage 0)"},
       {{"run", "--backend", "host", "--plan", kBad + "plan_zbv_run.json"},
        "/parallel/schedule: run does not lower zb-v (its V places the last chunk on stage 0)"},
       {{"run", "--backend", "host", "--plan", kBad + "model_truncated.json"}, "malformed JSON"},

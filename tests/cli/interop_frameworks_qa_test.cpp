@@ -194,10 +194,26 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
   const std::string few = pp4("few.toml", "Interleaved1F1B", 2);
   CHECK(refused({few, "--gpus", "8"}).find("(from parallelism.pipeline_parallel_schedule (line 8) (torchtitan: 2 "
                                            "stages per rank for a multi-stage schedule))\n") != std::string::npos);
-  const std::string zbv = pp4("zbv.toml", "ZBVZeroBubble", 8);
-  CHECK(refused({zbv, "--gpus", "8"}) == "parplan: error: " + zbv +
-                                             ": parallelism.pipeline_parallel_schedule (line 8): 'ZBVZeroBubble' is "
-                                             "not modelled (GPipe, 1F1B, Interleaved1F1B are)\n");
+  // The V schedules: ZBVZeroBubble and DualPipeV, 2 stages per rank in a V (parplan's zb-v and dualpipe-v; their W
+  // passes need the activations, so without full activation checkpointing, torchtitan's default).
+  auto v4 = [&](const std::string& name, const std::string& schedule, int local) {
+    return q.file(name, kLlama8b + "[training]\nlocal_batch_size = " + std::to_string(local) +
+                            "\n[activation_checkpoint]\nmode = \"none\"\n[parallelism]\npipeline_parallel_degree = 4\n"
+                            "pipeline_parallel_schedule = \"" + schedule + "\"\n");
+  };
+  const auto zbv = import_json({v4("zbv.toml", "ZBVZeroBubble", 8), "--gpus", "8"});
+  CHECK(zbv["plan"]["parallel"]["schedule"] == "zb-v");
+  const auto dpv = import_json({v4("dpv.toml", "DualPipeV", 8), "--gpus", "8"});
+  CHECK(dpv["plan"]["parallel"]["schedule"] == "dualpipe-v");
+  // DualPipeV's order needs 2 pp microbatches: 4 on 4 stages is refused naming the key.
+  const std::string dpv_few = v4("dpv_few.toml", "DualPipeV", 4);
+  CHECK(refused({dpv_few, "--gpus", "8"}).find("schedule dualpipe-v on 4 stages needs at least 2 pp = 8 microbatches") !=
+        std::string::npos);
+  const std::string other = pp4("other.toml", "LoopedBFS", 8);
+  CHECK(refused({other, "--gpus", "8"}) == "parplan: error: " + other +
+                                               ": parallelism.pipeline_parallel_schedule (line 8): 'LoopedBFS' is "
+                                               "not modelled (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble, DualPipeV "
+                                               "are)\n");
 }
 
 TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given, DeepSpeed's default by stage") {

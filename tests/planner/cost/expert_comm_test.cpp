@@ -117,6 +117,9 @@ TEST_CASE("ep_overlap: the warm-up and cool-down run alone; DeepEP's 20 SMs leav
   p.parallel.schedule = Schedule::one_f_one_b;  // 1F1B: p - 1 = 7 warm-up microbatches of 128
   p.parallel.vpp = 1;
   CHECK(ep_overlap(p).paired_share == doctest::Approx(121.0 / 128.0).epsilon(1e-12));
+  // DualPipeV: the forwards of its F & B pairs, 2 (m - 2p + 1) + p - 1 = 2 m - 3 p + 1 of stage 0's 2 m (2 chunks).
+  p.parallel.schedule = Schedule::dualpipe_v;
+  CHECK(ep_overlap(p).paired_share == doctest::Approx((2.0 * 128 - 3.0 * 8 + 1) / (2.0 * 128)).epsilon(1e-12));
   p.parallel.schedule = Schedule::gpipe;  // every forward before every backward: nothing paired
   CHECK(ep_overlap(p).paired_share == 0.0);
   p.parallel.overlap_ep_comm = false;

@@ -500,6 +500,15 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
   r = map_one(row);
   CHECK_FALSE(r.scored());
   CHECK(has_reason(r, "schedule DualPipe"));
+  CHECK(has_reason(r, "ZB-V and DualPipeV are"));
+  // DualPipeV (one pipeline in a V) is parplan's dualpipe-v.
+  row = base_row();
+  row["parallel"]["vpp_chunks_per_stage"] = nullptr;
+  row["parallel"]["parallel_notes"] = "PP8 with the DualPipeV schedule";
+  r = map_one(row);
+  CHECK(r.scored());
+  REQUIRE(r.plan.has_value());
+  CHECK(r.plan->parallel.schedule == Schedule::dualpipe_v);
 
   // Recompute null: full only when the FLOP basis is Narayanan Eq. 3 (counts the recompute pass).
   row = base_row();
