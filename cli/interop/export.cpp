@@ -25,10 +25,11 @@ struct Writer {
 };
 
 // The knobs no framework config here carries (parplan's own modelling choices), as warnings when not the default.
-void common_cannot(const Plan& plan, Writer& w) {
+// torchtitan names the V schedules (ZBVZeroBubble, DualPipeV: to_torchtitan).
+void common_cannot(const Plan& plan, Writer& w, Framework to) {
   const ParallelConfig& pc = plan.parallel;
   if (plan.model.imbalance != 1.0) w.cannot(fmt::format("--moe-imbalance {:g} (a property of the routing)", plan.model.imbalance));
-  if (splits_backward(pc.schedule)) {
+  if (splits_backward(pc.schedule) && !(to == Framework::torchtitan && v_shaped(pc.schedule) && !pc.post_validation)) {
     w.cannot(fmt::format("schedule {}{}", to_string(pc.schedule), pc.post_validation ? " with optimizer post-validation" : ""));
   }
   if (!pc.p2p_scatter_gather) w.cannot("--no-p2p-scatter-gather");
@@ -453,7 +454,10 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
   if (pipelined) {
     s += fmt::format("pipeline_parallel_microbatch_size = {}\npipeline_parallel_schedule = \"{}\"\n", pc.micro_batch,
-                     pc.schedule == Schedule::gpipe ? "GPipe" : "1F1B");
+                     pc.schedule == Schedule::gpipe        ? "GPipe"
+                     : pc.schedule == Schedule::zb_v       ? "ZBVZeroBubble"
+                     : pc.schedule == Schedule::dualpipe_v ? "DualPipeV"
+                                                           : "1F1B");
   }
   // torchtitan's selective mode with option "op" is its per-op policy; Megatron's attention-core recompute has no
   // torchtitan form.
@@ -516,7 +520,7 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
 
 Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
   Writer w;
-  common_cannot(plan, w);
+  common_cannot(plan, w, to);
   if (to != Framework::megatron && to != Framework::nemo) {  // Megatron-Core's MoE options, which both write
     const ParallelConfig& pc = plan.parallel;
     if (!pc.offload_modules.empty()) w.cannot("--offload-modules " + to_string(pc.offload_modules));

@@ -203,8 +203,14 @@ TEST_CASE("import: torchtitan's pipeline_parallel_schedule has no effect at pp 1
   };
   const auto zbv = import_json({v4("zbv.toml", "ZBVZeroBubble", 8), "--gpus", "8"});
   CHECK(zbv["plan"]["parallel"]["schedule"] == "zb-v");
-  const auto dpv = import_json({v4("dpv.toml", "DualPipeV", 8), "--gpus", "8"});
+  const std::string dpv_toml = v4("dpv.toml", "DualPipeV", 8);
+  const auto dpv = import_json({dpv_toml, "--gpus", "8"});
   CHECK(dpv["plan"]["parallel"]["schedule"] == "dualpipe-v");
+  // And back: torchtitan's export names the V schedule, without a warning about it.
+  const auto back = run_parplan({"export", "--from", dpv_toml, "--gpus", "8", "--to", "torchtitan"}, {}, 60);
+  CHECK(back.exit_code == 0);
+  CHECK(back.out.find("pipeline_parallel_schedule = \"DualPipeV\"") != std::string::npos);
+  CHECK(back.err.find("schedule dualpipe-v") == std::string::npos);
   // DualPipeV's order needs 2 pp microbatches: 4 on 4 stages is refused naming the key.
   const std::string dpv_few = v4("dpv_few.toml", "DualPipeV", 4);
   CHECK(refused({dpv_few, "--gpus", "8"}).find("schedule dualpipe-v on 4 stages needs at least 2 pp = 8 microbatches") !=
