@@ -95,14 +95,11 @@ std::vector<Order> zb_2p(int64_t p, int64_t m) {
   return orders;
 }
 
-// ZB-V: planner/cost/pipeline.hpp's order (its one definition, which the closed form times) over the stages' op
-// times (unit times where none are given), as PipeOps.
-std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times) {
-  const std::vector<ZbVOpTimes> unit(times.empty() ? static_cast<size_t>(p) : 0);
-  const ZbVOrder order = zb_v_order(m, times.empty() ? unit : times);
+// The planner's chunk ops (planner/cost/pipeline.hpp) as PipeOps, stage by stage.
+std::vector<Order> pipe_ops(const std::vector<std::vector<ChunkOp>>& stages) {
   std::vector<Order> orders;
-  orders.reserve(static_cast<size_t>(p));
-  for (const std::vector<ChunkOp>& stage : order.order) {
+  orders.reserve(stages.size());
+  for (const std::vector<ChunkOp>& stage : stages) {
     Order& o = orders.emplace_back();
     o.reserve(stage.size());
     for (const ChunkOp& x : stage) {
@@ -115,22 +112,15 @@ std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times)
   return orders;
 }
 
-// DualPipeV: planner/cost/pipeline.hpp's order (its one definition, which the estimate times), as PipeOps.
-std::vector<Order> dualpipe_v(int64_t p, int64_t m) {
-  std::vector<Order> orders;
-  orders.reserve(static_cast<size_t>(p));
-  for (const std::vector<ChunkOp>& stage : dualpipe_v_order(p, m)) {
-    Order& o = orders.emplace_back();
-    o.reserve(stage.size());
-    for (const ChunkOp& x : stage) {
-      const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
-                       : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
-                                                                 : OpKind::backward_weight;
-      o.push_back(op(k, x.microbatch, x.chunk));
-    }
-  }
-  return orders;
+// ZB-V: planner/cost/pipeline.hpp's order (its one definition, which the closed form times) over the stages' op
+// times (unit times where none are given).
+std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times) {
+  const std::vector<ZbVOpTimes> unit(times.empty() ? static_cast<size_t>(p) : 0);
+  return pipe_ops(zb_v_order(m, times.empty() ? unit : times).order);
 }
+
+// DualPipeV: planner/cost/pipeline.hpp's order (its one definition, which the estimate times).
+std::vector<Order> dualpipe_v(int64_t p, int64_t m) { return pipe_ops(dualpipe_v_order(p, m)); }
 
 // Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
 // only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
