@@ -147,7 +147,7 @@ void size_mesh(Plan& plan, const ModelOptions& mo, const MeshOptions& me) {
 void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.schedule = me.schedule.empty()
                     ? (pc.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b)
-                    : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1, zb-2p, zb-v");
+                    : enum_flag<Schedule>(me.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1, zb-2p, zb-v, dualpipe-v");
   pc.recompute = me.recompute.empty() ? Recompute::none
                                       : enum_flag<Recompute>(me.recompute, "--recompute", "none, selective, selective-op, full");
   if (!me.recompute_modules.empty()) {
@@ -381,7 +381,7 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
   app.add_option("--microbatches", o.microbatches, "Microbatches per step (default: global batch / (dp micro-batch))")->check(pos);
   add_batch_options(app, o.global_batch, o.tokens_per_step);
   app.add_option("--schedule", o.schedule,
-                 "gpipe | 1f1b | interleaved | zb-h1 | zb-2p | zb-v (default 1f1b; interleaved when --vpp > 1)");
+                 "gpipe | 1f1b | interleaved | zb-h1 | zb-2p | zb-v | dualpipe-v (default 1f1b; interleaved when --vpp > 1)");
   app.add_option("--recompute", o.recompute, "none | selective (Megatron: attention core) | selective-op (torchtitan per-op SAC) | full");
   app.add_option("--recompute-modules", o.recompute_modules,
                  "with --recompute selective: what it rebuilds (Megatron-Core --recompute-modules), comma-separated: "

@@ -94,10 +94,12 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
   }
   if (!o.schedule.empty()) {
-    s.schedules = enum_list<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1, zb-2p, zb-v");
+    s.schedules = enum_list<Schedule>(o.schedule, "--schedule", "gpipe, 1f1b, interleaved, zb-h1, zb-2p, zb-v, dualpipe-v");
   }
   if (o.vpp && std::find(s.schedules.begin(), s.schedules.end(), Schedule::interleaved) == s.schedules.end()) {
-    throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {}", *o.vpp, o.schedule));
+    throw InputError(fmt::format("--vpp: {} chunks per stage need --schedule interleaved, not {} (zb-v and dualpipe-v "
+                                 "place their V's 2 without --vpp)",
+                                 *o.vpp, o.schedule));
   }
   if (!o.recompute.empty()) s.recompute = enum_list<Recompute>(o.recompute, "--recompute", "none, selective, selective-op, full");
   if (o.recompute_layers) {
@@ -831,7 +833,7 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_option("--micro-batch", o.micro_batch, "Pin the micro-batch size")->check(pos);
   app.add_option("--max-micro-batch", o.max_micro_batch, "Largest micro-batch tried (default 16)")->check(CLI::Range(int64_t{1}, int64_t{1'000'000}));
   add_batch_options(app, o.global_batch, o.tokens_per_step);
-  app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1,zb-2p,zb-v");
+  app.add_option("--schedule", o.schedule, "Schedules to search, comma-separated: gpipe,1f1b,interleaved,zb-h1,zb-2p,zb-v,dualpipe-v (zb-v and dualpipe-v only when listed)");
   app.add_option("--recompute", o.recompute, "Recompute modes to search, comma-separated: none,selective,selective-op,full");
   app.add_option("--recompute-layers", o.recompute_layers,
                  "Pin full recompute to the first K layers of each model chunk (0 = every layer; default: every layer "

@@ -101,6 +101,24 @@ double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, 
   return std::max(finish, 0.0);
 }
 
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, std::span<const ChunkWindow> windows) {
+  const auto v = static_cast<int64_t>(windows.size());
+  std::vector<size_t> order(windows.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return windows[a].start_before_end > windows[b].start_before_end;  // the earliest window first
+  });
+  double link = -1e300, finish = 0;
+  for (const size_t c : order) {
+    const int64_t n = buckets / v + (static_cast<int64_t>(c) < buckets % v ? 1 : 0);
+    if (n == 0) continue;
+    const double start = -windows[c].start_before_end;
+    finish = std::max(std::max(link, start) + d(n) * bucket_s, start + windows[c].duration + bucket_s);
+    link = finish;
+  }
+  return std::max(finish, 0.0);
+}
+
 // Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,
 // unfused softmax), forward and backward, counted pass by pass: a forward op reads its inputs and writes its output;
 // its backward reads what the forward saved plus the incoming gradient and writes the input gradient. So LayerNorm,
@@ -1337,7 +1355,7 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
 // A stage's DP gradient reduction (step_time): its total, the part exposed after the stage's last pipeline op, and
 // the exposed parameter gather after the optimizer step.
 StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, const StageMicrobatchTime& t,
-                          double stage_p, double expert_p) {
+                          double stage_p, double expert_p, const std::array<ChunkWindow, 2>* last_w) {
   const ParallelConfig& pc = plan.parallel;
   const double md = d(pc.num_microbatches);
   StageDpTail r;
@@ -1380,9 +1398,11 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
       r.exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : r.total;
     } else {
       r.total = dc.grad_reduce_s;
-      r.exposed = pc.overlap_dp_comm
-                    ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window, pc.chunks_per_stage(), pc.pp)
-                    : r.total;
+      // A V schedule's chunks release their buckets in their last W, wherever its order runs them.
+      r.exposed = !pc.overlap_dp_comm ? r.total
+                  : last_w        ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, *last_w)
+                                  : dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window,
+                                                        pc.chunks_per_stage(), pc.pp);
     }
     // Sharded optimizer states without sharded parameters (ZeRO-1/2, Megatron's distributed optimizer): the
     // updated parameters are all-gathered after the optimizer step, overlapped with the next step's first forward.
@@ -1495,7 +1515,8 @@ const StageDpTail& dp_tail(const StepInputs& in, StepScratch& scratch, int64_t i
   const auto k = static_cast<size_t>(i);
   if (!scratch.dp_ready[k]) {
     LayerCost buf;
-    scratch.dp[k] = stage_dp_tail(in.plan, in.layer(i, buf), i, t, stage_p, expert_p);
+    const bool v = v_shaped(in.plan.parallel.schedule);
+    scratch.dp[k] = stage_dp_tail(in.plan, in.layer(i, buf), i, t, stage_p, expert_p, v ? &scratch.last_w[k] : nullptr);
     scratch.dp_ready[k] = 1;
   }
   return scratch.dp[k];
@@ -1536,11 +1557,12 @@ void last_send_delays(const StepInputs& in, StepScratch& scratch, std::span<Stag
 // The pipeline phase (pipeline_time, each stage's lead into `lead`) and its terms: compute and exposed communication
 // are the slowest stage's, m times.
 TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobatchTime> mb, std::span<double> lead,
-                             double cutoff_s) {
+                             double cutoff_s, std::span<std::array<ChunkWindow, 2>> last_w) {
   const ParallelConfig& pc = in.plan.parallel;
   const int64_t p = in.p, v = in.v;
   const double md = d(pc.num_microbatches);
-  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation, cutoff_s);
+  const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation, cutoff_s,
+                                        last_w);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   if (std::isinf(pt.step_s)) return tb;  // beyond the cutoff (EstimateOptions::step_cutoff_s)
@@ -1682,7 +1704,8 @@ TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& 
   stage_times(in, mb, stages);
   std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});  // no stage's DP tail yet this step (dp_tail)
   if (last_send_shares_link(in, options)) last_send_delays(in, scratch, mb);
-  TimeBreakdown tb = pipeline_terms(in, mb, lead, options.step_cutoff_s);
+  TimeBreakdown tb = pipeline_terms(in, mb, lead, options.step_cutoff_s,
+                                    std::span(scratch.last_w.data(), static_cast<size_t>(p)));
   if (std::isinf(tb.pipeline_s)) {  // the step exceeds the cutoff: it ends no earlier than the pipeline (charge_tail)
     tb.step_s = tb.pipeline_s;
     return tb;

@@ -302,6 +302,7 @@ struct ZbVList {
   std::vector<ChunkOp> pending_w;
   std::vector<int64_t> next_w;  // W's run per stage
   std::vector<std::vector<ChunkOp>> orders;  // recorded only where asked for (the step needs none)
+  std::vector<std::array<double, 2>> last_w_start;  // per stage and chunk: when its latest W started
   // Each stage's op time not yet started, and the step it must not exceed: once a stage's end so far plus its work
   // left does, the order's step is known to exceed it (`exceeded`) and the schedule stops.
   std::vector<double> work_left;
@@ -314,7 +315,8 @@ struct ZbVList {
       : p(stages), m(micro), times(t), f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end),
         free(static_cast<size_t>(p), 0.0), wake(free), nf(static_cast<size_t>(p), {0, 0}), nb(nf),
         pending_w(static_cast<size_t>(2 * p * p)), next_w(static_cast<size_t>(p), 0),
-        orders(record ? static_cast<size_t>(p) : 0), work_left(static_cast<size_t>(p), 0.0), cutoff(cutoff_s) {
+        orders(record ? static_cast<size_t>(p) : 0), last_w_start(static_cast<size_t>(p), {0.0, 0.0}),
+        work_left(static_cast<size_t>(p), 0.0), cutoff(cutoff_s) {
     for (auto& o : orders) o.reserve(static_cast<size_t>(6 * m));
     for (int64_t i = 0; i < p; ++i) {
       const ZbVOpTimes& o = times[static_cast<size_t>(i)];
@@ -397,6 +399,7 @@ struct ZbVList {
     exceeded = exceeded || end + work_left[ii] > cutoff;
     free[ii] = wake[ii] = end;
     events.push({end, i});
+    if (run->kind == ChunkOp::Kind::backward_weight) last_w_start[ii][ci] = now;
     if (!orders.empty()) orders[ii].push_back(*run);
     if (run->kind == ChunkOp::Kind::forward) notify(v, true, at(f_end, v, run->microbatch) = end);
     if (run->kind == ChunkOp::Kind::backward_input) notify(v, false, at(b_end, v, run->microbatch) = end);
@@ -416,7 +419,17 @@ ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record, d
     if (s.step(i, now)) --left;
   }
   if (s.exceeded) return {};
-  return {std::move(s.orders), std::move(s.free)};
+  return {std::move(s.orders), std::move(s.free), std::move(s.last_w_start)};
+}
+}  // namespace
+
+namespace {
+// Each stage's chunks' last W windows from when they start and the stage's end.
+void fill_last_w(std::span<const ZbVOpTimes> times, std::span<const double> end,
+                 std::span<const std::array<double, 2>> start, std::span<std::array<ChunkWindow, 2>> out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t c = 0; c < 2; ++c) out[i][c] = {end[i] - start[i][c], times[i].backward_weight[c]};
+  }
 }
 }  // namespace
 
@@ -424,9 +437,12 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
   return zb_v_list(m, stages, true, ZbVList::kNever);
 }
 
-double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, double cutoff_s) {
-  const ZbVOrder o = zb_v_list(m, zb_v_op_times(stages), false, cutoff_s);
+double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, double cutoff_s,
+                   std::span<std::array<ChunkWindow, 2>> last_w) {
+  const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
+  const ZbVOrder o = zb_v_list(m, times, false, cutoff_s);
   if (o.end.empty()) return std::numeric_limits<double>::infinity();
+  if (!last_w.empty()) fill_last_w(times, o.end, o.last_w_start, last_w);
   double step = 0;
   for (size_t i = 0; i < o.end.size(); ++i) {
     if (!paths.empty()) paths[i] = o.end[i];
@@ -507,7 +523,7 @@ int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage) {
 }
 
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
-                         double cutoff_s) {
+                         double cutoff_s, std::span<std::array<ChunkWindow, 2>> last_w) {
   const auto p = static_cast<int64_t>(stages.size());
   // The order depends on (p, m) only; the search times many candidates of one mesh and batch in a row.
   thread_local int64_t cached_p = -1, cached_m = -1;
@@ -526,6 +542,7 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
   std::vector<double> f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0),
       work_left(static_cast<size_t>(p), 0.0);
   std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<std::array<double, 2>> last_w_start(static_cast<size_t>(p), {0.0, 0.0});
   std::vector<int64_t> ready;
   for (int64_t i = 0; i < p; ++i) {
     const ZbVOpTimes& t = times[static_cast<size_t>(i)];
@@ -557,6 +574,7 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
       }
       if (input == kNever) break;  // its producer has not run it: this stage waits
       const double end = std::max(free[ii], input) + duration;
+      if (op.kind == ChunkOp::Kind::backward_weight) last_w_start[ii][ci] = end - duration;
       free[ii] = end;
       work_left[ii] -= duration;
       if (end + work_left[ii] > cutoff_s) return kNever;
@@ -571,6 +589,7 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
     }
   }
   if (left != 0) throw std::logic_error("dualpipe_v_order: an op waits for an input that never runs");
+  if (!last_w.empty()) fill_last_w(times, free, last_w_start, last_w);
   double step = 0;
   for (size_t i = 0; i < free.size(); ++i) {
     if (!paths.empty()) paths[i] = free[i];
@@ -697,7 +716,8 @@ void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_
 }  // namespace
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                           std::span<double> lead, bool post_validation, double cutoff_s) {
+                           std::span<double> lead, bool post_validation, double cutoff_s,
+                           std::span<std::array<ChunkWindow, 2>> last_w) {
   PipelineTime r;
   const size_t p = stages.size();
   if (p == 0) return r;
@@ -713,8 +733,8 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     r.busy_s = md * sums.t_max;
     if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
-    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s)
-                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s))) {
+    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, last_w)
+                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s, last_w))) {
       return PipelineTime{.step_s = std::numeric_limits<double>::infinity()};  // beyond the cutoff: nothing else
     }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays

@@ -10,6 +10,7 @@
 // ZB-2p min(2p - 1, m) on every stage: Qi et al.'s ZB-H2 peak (2p - 1) M_B (their Table 1); ZB-V min(p, m) v = min(2p, 2m)
 // half-stage chunks on every stage: p M_B, 1F1B's stage-0 peak (Qi et al. 2023 Sec. 6: ZB-V keeps 1F1B's memory).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -180,6 +181,13 @@ std::vector<ZbVOpTimes> zb_v_op_times(std::span<const StageMicrobatchTime> stage
 struct ZbVOrder {
   std::vector<std::vector<ChunkOp>> order;  // per stage, in execution order
   std::vector<double> end;                  // per stage, when its last op ends (the order's longest path to it)
+  std::vector<std::array<double, 2>> last_w_start;  // per stage and chunk: when its last W (microbatch m - 1) starts
+};
+// A V schedule's chunk's last weight-gradient pass on its stage: how long before the stage's last op ends it starts,
+// and how long it runs. The chunk's DP gradient buckets leave during it (cost_model.cpp dp_reduction_tail_s; the
+// simulator releases them there).
+struct ChunkWindow {
+  double start_before_end = 0, duration = 0;
 };
 // The order over stages.size() stages and m microbatches. O(p m log p).
 ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
@@ -191,7 +199,8 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
 // step is +infinity (`paths` untouched), as soon as it is known to exceed the cutoff: when a stage's end so far plus
 // the op time it has left does (the search's bound, SearchRequest / EstimateOptions::step_cutoff_s).
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
-                   double cutoff_s = std::numeric_limits<double>::infinity());
+                   double cutoff_s = std::numeric_limits<double>::infinity(),
+                   std::span<std::array<ChunkWindow, 2>> last_w = {});
 
 // DualPipeV (DeepSeek-AI, github.com/deepseek-ai/DualPipe, dualpipev.py: the "cut-in-half" DualPipe of the DeepSeek-V3
 // report, arXiv:2412.19437 Sec. 3.2.1; the order below is reproduced from that file from memory, not from a pinned
@@ -217,7 +226,8 @@ int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage);
 // each stage's end in `paths`, as the simulator times that order without link contention. With a finite cutoff,
 // +infinity (paths untouched) once a stage's end so far plus its work left exceeds it (as zb_v_step_s).
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
-                         double cutoff_s = std::numeric_limits<double>::infinity());
+                         double cutoff_s = std::numeric_limits<double>::infinity(),
+                         std::span<std::array<ChunkWindow, 2>> last_w = {});
 
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
@@ -283,9 +293,11 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends. `post_validation`:
 // ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it. `cutoff_s`: ZB-V's
 // list schedule stops once its step is known to exceed it (zb_v_step_s); step_s is then +infinity and nothing else
-// is set. The closed forms ignore it.
+// is set. The closed forms ignore it. `last_w`, when not empty (p entries): a V schedule's (ZB-V, DualPipeV) chunks'
+// last W windows per stage (ChunkWindow), from its order; untouched for the others.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {}, bool post_validation = false,
-                           double cutoff_s = std::numeric_limits<double>::infinity());
+                           double cutoff_s = std::numeric_limits<double>::infinity(),
+                           std::span<std::array<ChunkWindow, 2>> last_w = {});
 
 }  // namespace parplan

@@ -122,8 +122,10 @@ bool closest_before(const Candidate& a, const Candidate& b) {
 
 // Whether a mesh rejected for `r` alone can still be estimated "as if allowed" (for --explain's best rejected
 // candidate). Not when the numbers would be meaningless, nor when the rejection leaves stages without layers or with
-// impossible layer counts: the cost model divides by them.
-bool estimable(Reject r) {
+// impossible layer counts: the cost model divides by them; nor DualPipeV with fewer than 2 pp microbatches, which has
+// no order to time (dualpipe_v_order).
+bool estimable(Reject r, const ParallelConfig& pc) {
+  if (r == Reject::vpp_invalid && pc.schedule == Schedule::dualpipe_v && pc.num_microbatches < 2 * pc.pp) return false;
   return r != Reject::batch_not_divisible && r != Reject::ep_invalid && r != Reject::precision_unsupported &&
          r != Reject::gpu_count_mismatch && r != Reject::pp_exceeds_layers && r != Reject::uneven_stages_invalid &&
          r != Reject::dp_replicate_invalid;
@@ -546,7 +548,7 @@ class Evaluator {
   void explain_rejected(const Validity& v) {
     const Reject r = static_cast<Reject>(std::countr_zero(v.mask));
     Candidate c = make(v.mask);
-    if (estimable(r)) {
+    if (estimable(r, plan_.parallel)) {
       c.has_memory = true;
       c.peak_bytes = peak(&c.peak_stage);
       if (c.peak_bytes <= limit_) {

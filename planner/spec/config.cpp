@@ -718,7 +718,7 @@ std::string vpp_problem(const Plan& plan) {
   }
   return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
                      "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
-                     "schedules need vpp 1{}",
+                     "schedules need vpp 1 (zb-v and dualpipe-v: 1 or 2){}",
                      to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches, hint);
 }
 }  // namespace

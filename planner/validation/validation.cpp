@@ -1035,6 +1035,10 @@ std::vector<std::vector<int64_t>> torchtitan_split(int64_t layers, int64_t p, in
   return layout;
 }
 
+constexpr const char* kDualPipeVNote =
+    "DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks per stage in a V, "
+    "2p + 1 chunk-microbatches in flight)";
+
 // The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
@@ -1059,11 +1063,14 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
         pc.schedule = Schedule::zb_v;
         r.notes.push_back("ZB-V priced as parplan's zb-v order (2 chunks per stage in a V, 2p chunk-microbatches in "
                           "flight: 1F1B's activation memory, Qi et al. 2023 Sec. 6), one iteration");
+      } else if (t == "dualpipev" || t == "dualpipe-v") {
+        pc.schedule = Schedule::dualpipe_v;
+        r.notes.push_back(kDualPipeVNote);
       } else if (t == "1f1b-i") {
         pc.schedule = Schedule::interleaved;
       } else if (t != "1f1b") {
         r.skip_reasons.push_back(
-            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)", name));
+            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, ZB-V and DualPipeV are)", name));
       }
     }
   }
@@ -1071,10 +1078,16 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
   // Sec. 3.2.1, Table 2): two pipelines fed from opposite ends, each rank holding two stages' parameters; no parplan
   // schedule prices it, so a row that ran it is not scored under another.
   const std::string notes_lower = ascii_lower(parallel_notes);
+  const bool schedule_stated = other && other->is_object() && other->contains("schedule");
   if (has(notes_lower, "dualpipev") || has(notes_lower, "dualpipe-v") || has(notes_lower, "dualpipe v")) {
-    pc.schedule = Schedule::dualpipe_v;
-    r.notes.push_back("DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks "
-                      "per stage in a V, 2p + 1 chunk-microbatches in flight)");
+    if (schedule_stated && pc.schedule != Schedule::dualpipe_v) {  // two statements of the schedule that disagree
+      r.skip_reasons.push_back(fmt::format("parallel notes say DualPipeV, measured.other.schedule says {}",
+                                           other->at("schedule").is_string() ? other->at("schedule").get<std::string>()
+                                                                             : std::string("another")));
+    } else if (pc.schedule != Schedule::dualpipe_v) {
+      pc.schedule = Schedule::dualpipe_v;
+      r.notes.push_back(kDualPipeVNote);
+    }
   } else if (has(notes_lower, "dualpipe")) {
     r.skip_reasons.push_back("schedule DualPipe (DeepSeek-V3 report Sec. 3.2.1: two pipelines fed from opposite ends, "
                              "every rank holding two stages' parameters) is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, "

@@ -733,3 +733,14 @@ TEST_CASE("suggest: --zero 0 --dp-replicate 2 searches the distributed optimizer
     CHECK(p["parallel"]["zero_stage"] == 0);
   }
 }
+
+TEST_CASE("suggest --explain with DualPipeV candidates that have too few microbatches: no crash, the reason counted") {
+  // Rejected for m < 2 pp, such a candidate has no order to time as if allowed (it used to abort the search).
+  for (const char* threads : {"1", "2"}) {
+    const auto r = parplan::test::run_parplan({"suggest", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8",
+                                               "--schedule", "dualpipe-v", "--explain", "--threads", threads});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("vpp_invalid") != std::string::npos);
+  }
+}

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "planner/spec/config.hpp"
@@ -492,6 +493,20 @@ TEST_CASE("first stage: the word embedding is split over tp, learned positions a
   CHECK(stage_params(p, 0) - layers * layer == doctest::Approx(78643200.0 + 25165824.0));
   CHECK(count_params(p.model).embedding_per_tp_rank(8) == 78643200.0 + 25165824.0);
   CHECK(total_params(p.model) == 174615846912);  // unchanged: positions counted once
+}
+
+TEST_CASE("dp_reduction_tail_s over given windows (a V schedule's last W per chunk): the same queue, in window order") {
+  // The interleaved case above as windows: chunk 1 from 2.5 before the end for 0.5, chunk 0 from 0.5 for 0.5.
+  const std::array<ChunkWindow, 2> interleaved{ChunkWindow{0.5, 0.5}, ChunkWindow{2.5, 0.5}};
+  CHECK(dp_reduction_tail_s(0.1, 30, interleaved) == doctest::Approx(dp_reduction_tail_s(0.1, 30, 1.0, 2, 4)));
+  // Chunk 0's window first (2.0 before the end): its 15 buckets end at -0.5; chunk 1's (0.3 before, 0.3 long) start
+  // at -0.3 and end at 1.2. Listed the other way round, the same (the windows are taken in the order they start).
+  const std::array<ChunkWindow, 2> v{ChunkWindow{2.0, 0.4}, ChunkWindow{0.3, 0.3}};
+  CHECK(dp_reduction_tail_s(0.1, 30, v) == doctest::Approx(1.2));
+  // Odd buckets: chunk 0 holds the extra one (the simulator's split), 16 x 0.1 from -2.0, then 15 from -0.3.
+  CHECK(dp_reduction_tail_s(0.1, 31, v) == doctest::Approx(1.2));
+  const std::array<ChunkWindow, 2> late_first{ChunkWindow{0.3, 0.3}, ChunkWindow{2.0, 0.4}};
+  CHECK(dp_reduction_tail_s(0.1, 30, late_first) == doctest::Approx(1.2));
 }
 
 TEST_CASE("dp_reduction_tail_s: one chunk is max(bucket, reduce - backward); interleaved chunks queue from their own "

@@ -509,6 +509,17 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
   CHECK(r.scored());
   REQUIRE(r.plan.has_value());
   CHECK(r.plan->parallel.schedule == Schedule::dualpipe_v);
+  // Stated in measured.other.schedule too; a schedule field that says another one beside such notes is a skip.
+  row["parallel"]["parallel_notes"] = nullptr;
+  row["measured"]["other"] = {{"schedule", "DualPipeV"}};
+  r = map_one(row);
+  REQUIRE(r.plan.has_value());
+  CHECK(r.plan->parallel.schedule == Schedule::dualpipe_v);
+  row["parallel"]["parallel_notes"] = "PP8 with the DualPipeV schedule";
+  row["measured"]["other"] = {{"schedule", "ZB-V"}};
+  r = map_one(row);
+  CHECK_FALSE(r.scored());
+  CHECK(has_reason(r, "parallel notes say DualPipeV, measured.other.schedule says ZB-V"));
 
   // Recompute null: full only when the FLOP basis is Narayanan Eq. 3 (counts the recompute pass).
   row = base_row();
@@ -1029,7 +1040,7 @@ TEST_CASE("validation: the Zero Bubble rows' schedule and uneven first / last st
   CHECK(has_reason(map_one_with(odd, Unstated::search),
                    "schedule zb-v places 2 chunks on every stage (its V), so every stage's layers must be even"));
   CHECK(has_reason(map_one_with(zero_bubble_row("ZB-H2"), Unstated::search),
-                   "schedule ZB-H2 is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p and ZB-V are)"));
+                   "schedule ZB-H2 is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, ZB-V and DualPipeV are)"));
 }
 
 // Qi et al. 2023 Table 4, the 1.5B model on 8 stages, 1F1B at 2 and 4 microbatches of 6: 11 and 18 GB. Stage 1 (3
