@@ -71,7 +71,7 @@ Runner setup(CLI::App& app) {
   app.add_option("file", o->from.file, "The framework config: a Megatron-LM launch script or YAML args, a NeMo YAML, a "
                                        "torchtitan TOML, a DeepSpeed JSON or a nanotron YAML")->required();
   app.add_option("--format", o->from.format, "auto (default: from the content and extension), megatron, nemo, torchtitan, deepspeed, nanotron");
-  add_target_options(app, o->from.model, o->from.mesh);
+  add_target_options(app, o->from.model, o->from.mesh, "the file");
   app.add_option("--profile", o->from.model.profile_files, "User profile JSON file (repeatable)");
   app.add_flag("--json", o->json, "Print the plan, the values read, assumed and ignored as JSON");
   app.add_option("-o,--out", o->out, "Write the Plan document (for estimate, simulate, check and run --plan)");

@@ -137,12 +137,13 @@ void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
   if (with_target) add_target_options(app, o.model, o.mesh);
 }
 
-void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me) {
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source) {
   const size_t before = app.get_options().size();
-  app.add_option("--gpus", mo.gpus, "With --from: the GPU count, when the file does not give it")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
-  app.add_option("--model", mo.model, "With --from: the model (profile name or JSON file) instead of the file's shape");
-  app.add_option("--cluster", mo.cluster, "With --from: the cluster profile (default dgx-h100)");
-  app.add_option("--seq", mo.seq, "With --from: the sequence length in tokens, when the file does not give it")
+  app.add_option("--gpus", mo.gpus, fmt::format("With {}: the GPU count, when the file does not give it", source))
+      ->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
+  app.add_option("--model", mo.model, fmt::format("With {}: the model (profile name or JSON file) instead of the file's shape", source));
+  app.add_option("--cluster", mo.cluster, fmt::format("With {}: the cluster profile (default dgx-h100)", source));
+  app.add_option("--seq", mo.seq, fmt::format("With {}: the sequence length in tokens, when the file does not give it", source))
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   const auto all = app.get_options();
   mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/interop/framework.hpp"
@@ -25,7 +26,8 @@ void add_from_options(CLI::App& app, FromOptions& o, bool with_target);
 
 // Adds --gpus, --model, --cluster into `mo` and the mesh flags into `me` (for commands without the plan flags:
 // import, check, run, export), each replacing the file's value.
-void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me);
+// `source`: how the help names the config ("--from"; import's positional file: "the file").
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source = "--from");
 // Without --from, any of those flags (or --format) is an InputError: nothing would read it.
 void refuse_without_from(const FromOptions& from);
 
