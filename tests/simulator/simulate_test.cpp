@@ -119,23 +119,31 @@ TEST_CASE("simulate: ZB-V on real plans equals the closed form, the edge layers 
   CHECK(checked == 28);
 }
 
+namespace {
+// A V-schedule plan of `model` on H100s: pp stages, dp ranks, m microbatches, tp 1, selective recompute, bf16, flash.
+Plan v_plan(Schedule s, const char* model, int64_t pp, int64_t dp, int64_t m) {
+  Plan plan = grid_plan(s, pp, m, 1, false);
+  plan.model = test::profiles().model(model, "test");
+  plan.gpu = test::profiles().gpu("h100-sxm5-80gb", "test");
+  plan.cluster = test::profiles().cluster("dgx-h100", "test");
+  plan.parallel.tp = 1;
+  plan.parallel.dp = dp;
+  plan.parallel.sequence_parallel = false;
+  plan.parallel.recompute = Recompute::selective;
+  plan.training.precision = Precision::bf16;
+  plan.training.attention = AttentionKernel::flash;
+  plan.training.seq_len = 0;  // the model's
+  plan.num_gpus = dp * pp;
+  plan.training.global_batch = m * dp;
+  return plan;
+}
+}  // namespace
+
 TEST_CASE("simulate: DualPipeV on real plans equals the closed form, the edge layers in their own chunks in both") {
   int checked = 0;
   for (const char* model : {"llama3-8b", "gpt3-13b"}) {
     for (int64_t m : {8, 9, 12, 16}) {
-      Plan plan = grid_plan(Schedule::dualpipe_v, 4, m, 1, false);
-      plan.model = test::profiles().model(model, "test");
-      plan.gpu = test::profiles().gpu("h100-sxm5-80gb", "test");
-      plan.cluster = test::profiles().cluster("dgx-h100", "test");
-      plan.parallel.tp = 1;
-      plan.parallel.dp = 2;
-      plan.parallel.sequence_parallel = false;
-      plan.parallel.recompute = Recompute::selective;
-      plan.training.precision = Precision::bf16;
-      plan.training.attention = AttentionKernel::flash;
-      plan.training.seq_len = 0;  // the model's
-      plan.num_gpus = 2 * 4;
-      plan.training.global_batch = m * 2;
+      const Plan plan = v_plan(Schedule::dualpipe_v, model, 4, 2, m);
       REQUIRE(validate(plan).ok());
       CAPTURE(model);
       CAPTURE(m);
@@ -157,19 +165,7 @@ TEST_CASE("simulate: DualPipeV on real plans equals the closed form, the edge la
   // stage's W as one window before, up to 9% above the simulator at m 4).
   for (const Schedule s : {Schedule::zb_v, Schedule::dualpipe_v}) {
     for (int64_t m : {4, 8}) {
-      Plan plan = grid_plan(s, 2, m, 1, false);
-      plan.model = test::profiles().model("llama3-8b", "test");
-      plan.gpu = test::profiles().gpu("h100-sxm5-80gb", "test");
-      plan.cluster = test::profiles().cluster("dgx-h100", "test");
-      plan.parallel.tp = 1;
-      plan.parallel.dp = 16;
-      plan.parallel.sequence_parallel = false;
-      plan.parallel.recompute = Recompute::selective;
-      plan.training.precision = Precision::bf16;
-      plan.training.attention = AttentionKernel::flash;
-      plan.training.seq_len = 0;
-      plan.num_gpus = 32;
-      plan.training.global_batch = m * 16;
+      const Plan plan = v_plan(s, "llama3-8b", 2, 16, m);
       REQUIRE(validate(plan).ok());
       CAPTURE(to_string(s));
       CAPTURE(m);
