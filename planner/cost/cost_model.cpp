@@ -84,39 +84,41 @@ double layer_params(const Plan& plan) {
 
 }  // namespace
 
+namespace {
+// The DP link after chunk c's buckets, of `chunks`, have left during its last backward [start, start + duration]
+// (relative to the end of the stage's backward), queued behind the chunks before it (`link`: when the link is free;
+// unchanged for a chunk without a bucket). Chunk c holds buckets / v buckets, the first buckets % v chunks one more
+// (the simulator's split).
+double queue_chunk_buckets(double link, double bucket_s, int64_t buckets, int64_t chunks, int64_t c, double start,
+                           double duration) {
+  const int64_t n = buckets / chunks + (c < buckets % chunks ? 1 : 0);
+  if (n == 0) return link;
+  return std::max(std::max(link, start) + d(n) * bucket_s, start + duration + bucket_s);
+}
+constexpr double kLinkIdle = -1e300;
+}  // namespace
+
 double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp) {
   const double b = backward_s / d(chunks);
-  // Chunk c holds buckets / v buckets, the first buckets % v chunks one more (the simulator's split); its last
-  // backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs the last p
-  // microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the one DP link
-  // behind the previous chunk's. Chunk 0 always holds one, so the last bucket is never hidden.
-  double link = -1e300, finish = 0;
+  // Chunk c's last backward starts (c p + 1) b before the stage's backward ends (Megatron's interleaved order runs
+  // the last p microbatches through chunk v-1, then v-2, ..., then 0); its buckets leave during it and queue on the one
+  // DP link behind the previous chunk's. Chunk 0 always holds one, so the last bucket is never hidden.
+  double link = kLinkIdle;
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    const int64_t n = buckets / chunks + (c < buckets % chunks ? 1 : 0);
-    if (n == 0) continue;
-    const double start = -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b;  // relative to the end of the backward
-    finish = std::max(std::max(link, start) + d(n) * bucket_s, start + b + bucket_s);
-    link = finish;
+    link = queue_chunk_buckets(link, bucket_s, buckets, chunks, c, -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b, b);
   }
-  return std::max(finish, 0.0);
+  return std::max(link, 0.0);
 }
 
-double dp_reduction_tail_s(double bucket_s, int64_t buckets, std::span<const ChunkWindow> windows) {
-  const auto v = static_cast<int64_t>(windows.size());
-  std::vector<size_t> order(windows.size());
-  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return windows[a].start_before_end > windows[b].start_before_end;  // the earliest window first
-  });
-  double link = -1e300, finish = 0;
-  for (const size_t c : order) {
-    const int64_t n = buckets / v + (static_cast<int64_t>(c) < buckets % v ? 1 : 0);
-    if (n == 0) continue;
-    const double start = -windows[c].start_before_end;
-    finish = std::max(std::max(link, start) + d(n) * bucket_s, start + windows[c].duration + bucket_s);
-    link = finish;
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, const std::array<ChunkWindow, 2>& windows) {
+  // The earlier window's chunk first (on a tie chunk 0).
+  const int64_t first = windows[0].start_before_end >= windows[1].start_before_end ? 0 : 1;
+  double link = kLinkIdle;
+  for (const int64_t c : {first, 1 - first}) {
+    const ChunkWindow& w = windows[static_cast<size_t>(c)];
+    link = queue_chunk_buckets(link, bucket_s, buckets, 2, c, -w.start_before_end, w.duration);
   }
-  return std::max(finish, 0.0);
+  return std::max(link, 0.0);
 }
 
 // Bytes of memory-bound traffic in one layer on one GPU (norms, residual adds, dropout, activation function, rotary,

@@ -366,10 +366,10 @@ double stage_params(const Plan& plan, int64_t stage);
 // there (Megatron-Core gives every model chunk its own gradient buffer and bucket hooks). Never above the
 // unoverlapped buckets x bucket_s.
 double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp);
-// The same over chunks whose last backward windows are given (a V schedule's last W per chunk, from its order:
+// The same over a V schedule's 2 chunks, whose last backward windows are given (their last W, from its order:
 // pipeline.hpp ChunkWindow): chunk c's buckets (the same split) leave during its window and queue on the link in the
 // order the windows start.
-double dp_reduction_tail_s(double bucket_s, int64_t buckets, std::span<const ChunkWindow> windows);
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, const std::array<ChunkWindow, 2>& windows);
 
 // Parameters of a stage's local experts on one GPU (their MLPs; with a dense model, experts = 1, its MLP). Their
 // states are sharded over the dp cp / ep ranks that hold the same experts, the rest of the stage's over dp cp.

@@ -319,10 +319,7 @@ struct ZbVList {
         work_left(static_cast<size_t>(p), 0.0), cutoff(cutoff_s) {
     for (auto& o : orders) o.reserve(static_cast<size_t>(6 * m));
     for (int64_t i = 0; i < p; ++i) {
-      const ZbVOpTimes& o = times[static_cast<size_t>(i)];
-      const double per_microbatch = o.forward[0] + o.forward[1] + o.backward_input[0] + o.backward_input[1] +
-                                    o.backward_weight[0] + o.backward_weight[1];
-      work_left[static_cast<size_t>(i)] = static_cast<double>(m) * per_microbatch;
+      work_left[static_cast<size_t>(i)] = static_cast<double>(m) * times[static_cast<size_t>(i)].per_microbatch();
       exceeded = exceeded || work_left[static_cast<size_t>(i)] > cutoff;
       events.push({0.0, i});
     }
@@ -388,12 +385,9 @@ struct ZbVList {
       if (next < kNever) events.push({next, i});
       return false;
     }
-    const ZbVOpTimes& t = times[ii];
     const auto ci = static_cast<size_t>(run->chunk);
     const int64_t v = zb_v_virtual_stage(p, i, run->chunk);
-    const double duration = run->kind == ChunkOp::Kind::forward          ? t.forward[ci]
-                            : run->kind == ChunkOp::Kind::backward_input ? t.backward_input[ci]
-                                                                         : t.backward_weight[ci];
+    const double duration = times[ii].of(run->kind, ci);
     const double end = now + duration;
     work_left[ii] -= duration;
     exceeded = exceeded || end + work_left[ii] > cutoff;
@@ -424,6 +418,16 @@ ZbVOrder zb_v_list(int64_t m, std::span<const ZbVOpTimes> stages, bool record, d
 }  // namespace
 
 namespace {
+// The step, the latest of the stages' ends, each end copied into `paths` where it is given.
+double latest_end(std::span<const double> ends, std::span<double> paths) {
+  double step = 0;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (!paths.empty()) paths[i] = ends[i];
+    step = std::max(step, ends[i]);
+  }
+  return step;
+}
+
 // Each stage's chunks' last W windows from when they start and the stage's end.
 void fill_last_w(std::span<const ZbVOpTimes> times, std::span<const double> end,
                  std::span<const std::array<double, 2>> start, std::span<std::array<ChunkWindow, 2>> out) {
@@ -443,12 +447,7 @@ double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::
   const ZbVOrder o = zb_v_list(m, times, false, cutoff_s);
   if (o.end.empty()) return std::numeric_limits<double>::infinity();
   if (!last_w.empty()) fill_last_w(times, o.end, o.last_w_start, last_w);
-  double step = 0;
-  for (size_t i = 0; i < o.end.size(); ++i) {
-    if (!paths.empty()) paths[i] = o.end[i];
-    step = std::max(step, o.end[i]);
-  }
-  return step;
+  return latest_end(o.end, paths);
 }
 
 std::vector<std::vector<ChunkOp>> dualpipe_v_order(int64_t p, int64_t m) {
@@ -545,10 +544,7 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
   std::vector<std::array<double, 2>> last_w_start(static_cast<size_t>(p), {0.0, 0.0});
   std::vector<int64_t> ready;
   for (int64_t i = 0; i < p; ++i) {
-    const ZbVOpTimes& t = times[static_cast<size_t>(i)];
-    work_left[static_cast<size_t>(i)] = static_cast<double>(m) * (t.forward[0] + t.forward[1] + t.backward_input[0] +
-                                                                  t.backward_input[1] + t.backward_weight[0] +
-                                                                  t.backward_weight[1]);
+    work_left[static_cast<size_t>(i)] = static_cast<double>(m) * times[static_cast<size_t>(i)].per_microbatch();
     if (work_left[static_cast<size_t>(i)] > cutoff_s) return kNever;
     ready.push_back(p - 1 - i);
   }
@@ -564,14 +560,13 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
       const ChunkOp& op = o[next[ii]];
       const auto ci = static_cast<size_t>(op.chunk);
       const int64_t v = zb_v_virtual_stage(p, i, op.chunk), j = op.microbatch;
-      double input = 0.0, duration = times[ii].backward_weight[ci];
+      double input = 0.0;  // W: its own B, earlier in the stage's order
       if (op.kind == ChunkOp::Kind::forward) {
         input = v > 0 ? at(f_end, v - 1, j) : 0.0;
-        duration = times[ii].forward[ci];
       } else if (op.kind == ChunkOp::Kind::backward_input) {
         input = v < 2 * p - 1 ? at(b_end, v + 1, j) : at(f_end, v, j);
-        duration = times[ii].backward_input[ci];
       }
+      const double duration = times[ii].of(op.kind, ci);
       if (input == kNever) break;  // its producer has not run it: this stage waits
       const double end = std::max(free[ii], input) + duration;
       if (op.kind == ChunkOp::Kind::backward_weight) last_w_start[ii][ci] = end - duration;
@@ -590,12 +585,7 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
   }
   if (left != 0) throw std::logic_error("dualpipe_v_order: an op waits for an input that never runs");
   if (!last_w.empty()) fill_last_w(times, free, last_w_start, last_w);
-  double step = 0;
-  for (size_t i = 0; i < free.size(); ++i) {
-    if (!paths.empty()) paths[i] = free[i];
-    step = std::max(step, free[i]);
-  }
-  return step;
+  return latest_end(free, paths);
 }
 
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages, std::span<double> paths) {

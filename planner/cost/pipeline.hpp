@@ -172,6 +172,15 @@ bool zb_v_sends(int64_t p, int64_t stage, int64_t chunk, ChunkOp::Kind kind);
 // One stage's op durations per chunk (index 0, 1), each with the blocking send after it where zb_v_sends.
 struct ZbVOpTimes {
   double forward[2] = {1.0, 1.0}, backward_input[2] = {1.0, 1.0}, backward_weight[2] = {1.0, 1.0};
+  // The duration of an op of `kind` on chunk c (0 or 1), and of one microbatch's six ops.
+  double of(ChunkOp::Kind kind, size_t c) const {
+    return kind == ChunkOp::Kind::forward          ? forward[c]
+           : kind == ChunkOp::Kind::backward_input ? backward_input[c]
+                                                   : backward_weight[c];
+  }
+  double per_microbatch() const {
+    return forward[0] + forward[1] + backward_input[0] + backward_input[1] + backward_weight[0] + backward_weight[1];
+  }
 };
 // The estimate's op durations: each chunk its share of the stage's F, B and W (first_chunk_share / last_chunk_share,
 // or a half) less the edge work, plus the edge work it owns (first_chunk_edge: chunk 0, last_chunk_edge: chunk 1)
