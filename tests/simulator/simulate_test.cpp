@@ -33,6 +33,21 @@ Plan grid_plan(Schedule s, int64_t p, int64_t m, int64_t v, bool free_pp_link) {
   return plan;
 }
 
+// `plan` simulated with overlap and contention on or off (no timeline), and estimate() of it priced alike: without
+// overlap, its DP and TP collectives not overlapped either (the cross-check's settings; with it, simulate's defaults).
+struct SimAndEstimate {
+  SimResult sim;
+  Estimate est;
+};
+SimAndEstimate simulate_and_estimate(const Plan& plan, bool overlap) {
+  SimOptions o;
+  o.overlap = o.contention = overlap;
+  o.record_timeline = false;
+  Plan priced = plan;
+  if (!overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = false;
+  return {simulate(plan, o), estimate(priced)};
+}
+
 // Simulates `plan` with default options and the timeline recorded.
 SimResult simulate_with_timeline(const Plan& plan) {
   SimOptions o;
@@ -100,13 +115,7 @@ TEST_CASE("simulate: ZB-V on real plans equals the closed form, the edge layers 
       CAPTURE(c.model);
       CAPTURE(m);
       for (bool overlap : {false, true}) {  // the cross-check's settings, then simulate's defaults
-        SimOptions o;
-        o.overlap = o.contention = overlap;
-        o.record_timeline = false;
-        Plan priced = plan;
-        if (!overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = false;
-        const Estimate e = estimate(priced);
-        const SimResult r = simulate(plan, o);
+        const auto [r, e] = simulate_and_estimate(plan, overlap);
         CAPTURE(overlap);
         CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
         // The bubble estimate reports is the simulated one of its slowest stage (stage 0 holds the edge layers).
@@ -148,13 +157,9 @@ TEST_CASE("simulate: DualPipeV on real plans equals the closed form, the edge la
       CAPTURE(model);
       CAPTURE(m);
       for (bool overlap : {false, true}) {
-        SimOptions o;
-        o.overlap = o.contention = overlap;
-        o.record_timeline = false;
-        Plan priced = plan;
-        if (!overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = false;
-        const Estimate e = estimate(priced);
-        CHECK(std::abs(simulate(plan, o).summary.step_s / e.time.step_s - 1.0) < 1e-3);
+        const auto [r, e] = simulate_and_estimate(plan, overlap);
+        CAPTURE(overlap);
+        CHECK(std::abs(r.summary.step_s / e.time.step_s - 1.0) < 1e-3);
         ++checked;
       }
     }

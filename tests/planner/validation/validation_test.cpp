@@ -1505,32 +1505,27 @@ TEST_CASE("validation: HSDP named by framework vocabulary, degrees before their 
   row["parallel"].update({{"tp", 8}, {"pp", 1}, {"dp", 8}, {"vpp_chunks_per_stage", nullptr}, {"zero_stage", nullptr},
                           {"global_batch_seqs", 64}, {"grad_accum", 8}});
   row["recompute"] = "full";
-  for (const char* notes :
-       {"FSDP HYBRID_SHARD (replicate 2, shard 4)", "ShardingStrategy.HYBRID_SHARD with 2 replicas",
-        "data_parallel_replicate_degree = 2, data_parallel_shard_degree = 4", "dp_replicate=2 dp_shard=4",
-        "hybrid sharding: 2 replicas", "2 replicas of 4-GPU FSDP (HSDP)",
-        "HSDP with 4-way sharding and 2-way replication",
-        "HSDP (replicate 2, shard -1)"}) {
+  // Each statement of 2 replicas, and the ZeRO stage it names: FSDP's full sharding 3, _HYBRID_SHARD_ZERO2 2,
+  // Megatron's distributed optimizer instances 1.
+  struct Stated {
+    const char* notes;
+    int zero;
+  };
+  for (const auto& [notes, zero] :
+       {Stated{"FSDP HYBRID_SHARD (replicate 2, shard 4)", 3}, Stated{"ShardingStrategy.HYBRID_SHARD with 2 replicas", 3},
+        Stated{"data_parallel_replicate_degree = 2, data_parallel_shard_degree = 4", 3},
+        Stated{"dp_replicate=2 dp_shard=4", 3}, Stated{"hybrid sharding: 2 replicas", 3},
+        Stated{"2 replicas of 4-GPU FSDP (HSDP)", 3}, Stated{"HSDP with 4-way sharding and 2-way replication", 3},
+        Stated{"HSDP (replicate 2, shard -1)", 3}, Stated{"_HYBRID_SHARD_ZERO2 (replicate 2)", 2},
+        Stated{"distributed optimizer, --num-distributed-optimizer-instances 2", 1},
+        Stated{"Megatron distributed optimizer instances 2", 1}}) {
     CAPTURE(notes);
     row["parallel"]["parallel_notes"] = notes;
     const MappedRun r = map_one(row);
     CAPTURE(r.skip_reason());
     REQUIRE(r.plan);
     CHECK(r.plan->parallel.dp_replicate == 2);
-    CHECK(r.plan->parallel.zero_stage == 3);
-  }
-  row["parallel"]["parallel_notes"] = "_HYBRID_SHARD_ZERO2 (replicate 2)";
-  REQUIRE(map_one(row).plan);
-  CHECK(map_one(row).plan->parallel.zero_stage == 2);
-  for (const char* notes : {"distributed optimizer, --num-distributed-optimizer-instances 2",
-                            "Megatron distributed optimizer instances 2"}) {
-    CAPTURE(notes);
-    row["parallel"]["parallel_notes"] = notes;
-    const MappedRun r = map_one(row);
-    CAPTURE(r.skip_reason());
-    REQUIRE(r.plan);
-    CHECK(r.plan->parallel.dp_replicate == 2);
-    CHECK(r.plan->parallel.zero_stage == 1);
+    CHECK(r.plan->parallel.zero_stage == zero);
   }
   row["parallel"]["parallel_notes"] = "FSDP HYBRID_SHARD within each node";
   CHECK(has_reason(map_one(row), "without a replicate or shard degree it can read"));
