@@ -887,16 +887,14 @@ std::vector<int64_t> group_members(const ParallelConfig& pc, Group g, int64_t ra
       return group_ranks(pc, GroupKind::ep, rank);
     case Group::dp_replica:
       return group_ranks(pc, GroupKind::dp_replicate, rank);
-    case Group::dp_cp:
-      if (pc.dp_replicate > 1) return group_ranks(pc, GroupKind::dp_cp, rank);  // HSDP's shard group, in rank order
-      [[fallthrough]];
+    case Group::dp_cp:  // the ranks sharding the states: dp x cp, with HSDP the shard group (layout.hpp), in rank order
+      return group_ranks(pc, GroupKind::dp_cp, rank);
     case Group::edp: {
-      // Same tp and pp coordinates; ordered by (dp, cp) in rank order. The expert-data-parallel group (layout.hpp):
-      // the dp indices equal to this rank's mod ep (experts are not folded: lower() refuses etp).
+      // The expert-data-parallel group (layout.hpp): same tp and pp coordinates, the dp indices equal to this rank's
+      // mod ep (experts are not folded: lower() refuses etp), every cp rank; in rank order.
       const RankCoord me = coord_of(pc, rank);
-      const int64_t step = g == Group::edp ? pc.ep : 1;
       std::vector<int64_t> out;
-      for (int64_t dp = me.dp % step; dp < pc.dp; dp += step) {
+      for (int64_t dp = me.dp % pc.ep; dp < pc.dp; dp += pc.ep) {
         for (int64_t cp = 0; cp < pc.cp; ++cp) out.push_back(rank_of(pc, RankCoord{me.tp, cp, dp, me.pp}));
       }
       std::sort(out.begin(), out.end());
