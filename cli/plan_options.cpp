@@ -328,6 +328,12 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--profile", o.profile_files, "User profile JSON file overriding embedded ones (repeatable)");
   app.add_option("--gpus", o.gpus, "Number of GPUs")->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--seq", o.seq, "Sequence length in tokens (default: the model's)")->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+  o.options = options_since(app, before);
+  add_knob_options(app, o);
+}
+
+void add_knob_options(CLI::App& app, ModelOptions& o) {
+  const size_t before = app.get_options().size();
   app.add_option("--precision", o.precision, "bf16 | fp16 | fp8 (fp8: GEMMs in fp8)");
   app.add_option("--fp8-recipe", o.fp8_recipe,
                  "delayed | tensorwise | rowwise | blockwise | mxfp8: how fp8 operands are scaled (default tensorwise; "
@@ -365,7 +371,8 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
                  "0 = the window in every layer; P >= 2 = layer i full attention when (i + 1) % P == 0 (gpt-oss: 2; "
                  "default: the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{100'000}));
-  o.options = options_since(app, before);
+  const auto added = options_since(app, before);
+  o.options.insert(o.options.end(), added.begin(), added.end());
 }
 
 void add_mesh_options(CLI::App& app, MeshOptions& o) {

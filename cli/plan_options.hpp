@@ -89,8 +89,12 @@ struct MeshOptions {
   std::vector<const CLI::Option*> options;  // the flags above, as added by add_mesh_options
 };
 
-// Adds --model --params --gpu --cluster --profile --gpus --seq --precision --attention --allow-tp-across-nodes.
+// Adds --model --params --gpu --cluster --profile --gpus --seq and add_knob_options' flags.
 void add_model_options(CLI::App& app, ModelOptions& o);
+// Adds the flags that are neither the model, the hardware nor the mesh, appending them to o.options: --precision and
+// the fp8 knobs, --grad-reduce-dtype, --adam-moments-dtype, --attention, --allow-tp-across-nodes, the MoE routing
+// (--moe-capacity-factor, --moe-imbalance), --mtp-layers and the sliding window.
+void add_knob_options(CLI::App& app, ModelOptions& o);
 // --precision and --fp8-recipe into tr (a recipe without fp8 is an error naming the flag).
 void set_precision(TrainingSpec& tr, const ModelOptions& o);
 // Adds --dp --tp --pp --cp --ep --vpp --micro-batch --microbatches --global-batch --tokens-per-step --schedule --recompute

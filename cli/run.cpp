@@ -138,7 +138,7 @@ void refuse_oversized_host_run(const Estimate& e, const RunOptions& o, int64_t r
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   app.add_option("--plan", o->plan_file, "The Plan document to run (from estimate -o / suggest -o)");
-  add_from_options(app, o->from, true);
+  add_from_options(app, o->from, true, false);  // run's --gpu is the measured profile
   app.add_option("--profile", o->profile_files, "User profile files overriding embedded ones");
   app.add_option("--gpu", o->gpu,
                  "GPU profile (name or JSON file) the prediction uses instead of the plan's, e.g. calibrate's measured "

@@ -129,24 +129,30 @@ void resolve_titan_shard_rest(Imported& im, std::map<std::string, Setting>& flag
 
 }  // namespace
 
-void add_from_options(CLI::App& app, FromOptions& o, bool with_target) {
+void add_from_options(CLI::App& app, FromOptions& o, bool with_target, bool with_gpu) {
   app.add_option("--from", o.file,
                  "Read the plan from a training framework's config: a Megatron-LM launch script or YAML args, a NeMo "
                  "YAML, a torchtitan TOML, a DeepSpeed JSON or a nanotron YAML (docs/interop.md)");
   app.add_option("--format", o.format, "The --from file's format: auto (default), megatron, nemo, torchtitan, deepspeed, nanotron");
-  if (with_target) add_target_options(app, o.model, o.mesh);
+  if (with_target) add_target_options(app, o.model, o.mesh, "--from", with_gpu);
 }
 
-void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source) {
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source, bool with_gpu) {
   const size_t before = app.get_options().size();
   app.add_option("--gpus", mo.gpus, fmt::format("With {}: the GPU count, when the file does not give it", source))
       ->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
   app.add_option("--model", mo.model, fmt::format("With {}: the model (profile name or JSON file) instead of the file's shape", source));
+  app.add_option("--params", mo.params,
+                 fmt::format("With {}: a parameter count (175e9, 175B) whose GPT-style shape replaces the file's", source));
   app.add_option("--cluster", mo.cluster, fmt::format("With {}: the cluster profile (default dgx-h100)", source));
+  if (with_gpu) {
+    app.add_option("--gpu", mo.gpu, fmt::format("With {}: the GPU profile (name or JSON file) instead of the cluster's GPU", source));
+  }
   app.add_option("--seq", mo.seq, fmt::format("With {}: the sequence length in tokens, when the file does not give it", source))
       ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
   const auto all = app.get_options();
   mo.options.insert(mo.options.end(), all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  add_knob_options(app, mo);  // with --from: values replacing the file's (--precision fp8)
   add_mesh_options(app, me);  // with --from: values replacing the file's (--tp 8)
 }
 

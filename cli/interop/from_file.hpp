@@ -17,17 +17,19 @@ namespace parplan::cli {
 struct FromOptions {
   std::string file;
   std::string format = "auto";
-  ModelOptions model;  // check and run: --gpus, --model, --gpu, --cluster (they have no plan flags of their own)
+  ModelOptions model;  // import, check, run, export: add_target_options' flags (they have no plan flags of their own)
   MeshOptions mesh;
 };
 
-// Adds --from and --format; with `with_target` also add_target_options (into o.model, o.mesh).
-void add_from_options(CLI::App& app, FromOptions& o, bool with_target);
+// Adds --from and --format; with `with_target` also add_target_options (into o.model, o.mesh; `with_gpu` as there).
+void add_from_options(CLI::App& app, FromOptions& o, bool with_target, bool with_gpu = true);
 
-// Adds --gpus, --model, --cluster into `mo` and the mesh flags into `me` (for commands without the plan flags:
-// import, check, run, export), each replacing the file's value.
+// Adds --gpus, --model, --params, --cluster, --seq, --gpu (with `with_gpu`; run has a --gpu of its own) and the knob
+// flags (add_knob_options: precision, fp8, MoE routing, ...) into `mo`, and the mesh flags into `me` (for commands
+// without the plan flags: import, check, run, export), each replacing the file's value.
 // `source`: how the help names the config ("--from"; import's positional file: "the file").
-void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source = "--from");
+void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::string_view source = "--from",
+                        bool with_gpu = true);
 // Without --from, any of those flags (or --format) is an InputError: nothing would read it.
 void refuse_without_from(const FromOptions& from);
 

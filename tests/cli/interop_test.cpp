@@ -352,6 +352,54 @@ TEST_CASE("check --from gates the launch script; simulate and run take --from to
   CHECK(run_parplan({"simulate", "--from", kDir + "nanotron_llama.yaml"}, {}, 120).exit_code == 0);
 }
 
+TEST_CASE("check, import, export and run take estimate's precision, GPU and MoE flags beside --from") {
+  // The file's float8 all-gather needs fp8: --precision bf16 replaces the file's float8 and that refusal names the
+  // file's option, as estimate's does.
+  for (const char* cmd : {"check", "estimate", "import", "export"}) {
+    std::vector<std::string> args = {cmd, "--from", kDir + "llama3_8b.toml", "--precision", "bf16"};
+    if (std::string(cmd) == "import") args = {cmd, kDir + "llama3_8b.toml", "--precision", "bf16"};
+    if (std::string(cmd) == "export") args.insert(args.end(), {"--to", "megatron"});
+    const auto r = run_parplan(args, {}, 60);
+    CAPTURE(cmd);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--fp8-param-gather: fp8 parameter gather needs --precision fp8 (the precision is bf16) (from "
+                     "float8.enable_fsdp_float8_all_gather (line 34))") != std::string::npos);
+  }
+  // --gpu replaces the cluster's GPU; import writes it into the plan.
+  const auto g = run_parplan({"import", kDir + "llama3_8b.toml", "--gpu", "b200", "--json"}, {}, 60);
+  REQUIRE(g.exit_code == 0);
+  CHECK(nlohmann::json::parse(g.out)["plan"]["gpu"]["name"] == "B200");
+  // The file pads every expert to a capacity factor of 1.25; dropless routing with a 1.5x most-loaded expert is
+  // slower, and check gives the step estimate gives with the same flags.
+  const std::vector<std::string> moe = {"--from", kDir + "megatron_moe_args.yaml", "--gpus", "64"};
+  auto with = [&](std::string cmd, std::vector<std::string> extra) {
+    std::vector<std::string> args = {cmd};
+    args.insert(args.end(), moe.begin(), moe.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--json");
+    const auto r = run_parplan(args, {}, 60);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  const std::vector<std::string> dropless = {"--moe-capacity-factor", "none", "--moe-imbalance", "1.5"};
+  const double padded = with("check", {})["plans"][0]["step_s"].get<double>();
+  const double skewed = with("check", dropless)["plans"][0]["step_s"].get<double>();
+  CHECK(skewed > padded * 1.05);
+  CHECK(with("estimate", dropless)["time"]["step_s"].get<double>() == doctest::Approx(skewed).epsilon(1e-12));
+  // Without --from nothing would read them: each is refused, naming the flag.
+  const std::string plan = std::string(PARPLAN_TEST_DIR) + "/cli/data/bad/plan_ok.json";
+  for (const char* cmd : {"check", "run", "export"}) {
+    std::vector<std::string> args = {cmd, "--plan", plan, "--moe-imbalance", "1.5"};
+    if (std::string(cmd) == "export") args.insert(args.end(), {"--to", "megatron"});
+    const auto r = run_parplan(args, {}, 60);
+    CAPTURE(cmd);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "parplan: error: --moe-imbalance: needs --from FILE (it replaces the file's value)\n");
+  }
+}
+
 TEST_CASE("export: the Zero Bubble schedules are not expressible; the config written runs 1F1B") {
   ScratchDir dir;
   const std::string plan = (dir.path / "plan.json").string();
