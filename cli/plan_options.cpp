@@ -90,6 +90,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--offload-modules";
     case Reject::overlap_p2p_not_interleaved:
       return "--overlap-p2p";
+    case Reject::overlap_ep_unpaired:
+      return "--overlap-ep";
     case Reject::post_validation_invalid:
       return "--post-validation";
     case Reject::fsdp2_invalid:

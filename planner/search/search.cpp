@@ -173,7 +173,7 @@ class Evaluator {
     pc.ep = mesh.ep;
     pc.etp = mesh.etp;
     pc.moe_dispatcher = req_.space.moe_dispatcher;
-    pc.overlap_ep_comm = req_.space.overlap_ep && mesh.ep > 1;
+    pc.overlap_ep_comm = false;  // per schedule: run_schedules()
     const int64_t B = plan_.training.global_batch;
     std::vector<int64_t> mbs = req_.space.micro_batch;
     if (mbs.empty()) {
@@ -314,6 +314,8 @@ class Evaluator {
       if (dominated(s, pc.pp)) continue;
       pc.schedule = s;
       pc.overlap_p2p_comm = s == Schedule::interleaved && req_.space.overlap_p2p;
+      // Asked for, the all-to-all overlap goes to the schedules that pair passes; the others are priced without it.
+      pc.overlap_ep_comm = req_.space.overlap_ep && pc.ep > 1 && pairs_passes(s, pc.pp);
       pc.first_stage_layers = pc.last_stage_layers = 0;
       if (s == Schedule::interleaved) {
         for (int64_t v : req_.space.vpp) {
@@ -398,13 +400,15 @@ class Evaluator {
     const bool partial = plan_.parallel.recompute_layers > 0;
     // With the EP all-to-alls overlapped, a layer's exposed share depends on the schedule's warm-up (ep_overlap).
     const ParallelConfig& pc = plan_.parallel;
-    const bool schedule_changed = pc.overlap_ep_comm && (pc.schedule != layer_schedule_ || pc.vpp != layer_vpp_);
+    const bool schedule_changed = pc.overlap_ep_comm != layer_overlap_ ||
+                                  (pc.overlap_ep_comm && (pc.schedule != layer_schedule_ || pc.vpp != layer_vpp_));
     if (!have_layer_ || (partial && !layer_partial_) || schedule_changed) {  // as inputs(): kept layers only with K > 0
       layer_ = layer_costs(plan_);
       have_layer_ = true;
       layer_partial_ = partial;
       layer_schedule_ = pc.schedule;
       layer_vpp_ = pc.vpp;
+      layer_overlap_ = pc.overlap_ep_comm;
     }
     if (!have_edge_) {
       edge_ = edge_cost(plan_);
@@ -570,6 +574,7 @@ class Evaluator {
   bool inputs_partial_ = false, layer_partial_ = false;  // inputs_ / layer_ hold the kept layers' (recompute_layers)
   Schedule layer_schedule_ = Schedule::one_f_one_b;    // the schedule and vpp layer_ was priced at (ep_overlap)
   int64_t layer_vpp_ = 1;
+  bool layer_overlap_ = false;  // whether layer_ was priced with the all-to-all overlap (only some schedules pair)
   int64_t last_stage_pp_ = -1;
   std::vector<std::pair<int64_t, int64_t>> last_stage_cache_;  // (v, layers) for pp last_stage_pp_
   StageMemoryInputs inputs_, none_inputs_;  // none_inputs_: the same plan's with recompute none (none_fits)

@@ -84,7 +84,8 @@ struct SearchSpace {
   bool tp_collective_copies = false;
   bool fp8_tp_gather = false;
   // MoE token exchange as the framework runs it, for every candidate with ep > 1: NCCL all-to-all or DeepEP's
-  // dispatcher (ParallelConfig::moe_dispatcher), and the 1F1B A2A overlap (overlap_ep_comm).
+  // dispatcher (ParallelConfig::moe_dispatcher), and the 1F1B A2A overlap (overlap_ep_comm, given to the schedules
+  // that pair passes: pairs_passes).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   bool overlap_ep = false;
 };

@@ -577,6 +577,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0) || mxfp8_unsupported(plan)) v.add(Reject::precision_unsupported);
   if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
+  if (pc.overlap_ep_comm && pc.ep > 1 && !pairs_passes(pc.schedule, pc.pp)) v.add(Reject::overlap_ep_unpaired);
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
   if (modules_problem_of(plan) != ModulesProblem::none) v.add(Reject::offload_modules_invalid);
   if (pc.recompute == Recompute::selective_op &&
@@ -649,6 +650,8 @@ std::string_view reject_name(Reject r) {
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
       return "overlap_p2p_not_interleaved";
+    case Reject::overlap_ep_unpaired:
+      return "overlap_ep_unpaired";
     case Reject::offload_invalid:
       return "offload_invalid";
     case Reject::offload_modules_invalid:
@@ -827,6 +830,11 @@ std::string describe(Reject r, const Plan& plan) {
       return fmt::format("schedule {} waits for its pipeline sends; only the interleaved schedule overlaps them (give "
                          "--vpp 2 or more)",
                          to_string(pc.schedule));
+    case Reject::overlap_ep_unpaired:
+      return fmt::format("schedule {} at pp {} runs no microbatch's forward beside another's backward, so no "
+                         "all-to-all hides: Megatron-Core's 1F1B A2A overlap needs pp 1 or the interleaved schedule "
+                         "(--vpp 2 or more), and DualPipeV pairs its own",
+                         to_string(pc.schedule), pc.pp);
     case Reject::offload_invalid:
       return offload_problem(plan);
     case Reject::offload_modules_invalid:

@@ -25,6 +25,7 @@ enum class Reject : uint8_t {
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
   zb_full_recompute,      // ZB-H1's / ZB-2p's / ZB-V's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)
+  overlap_ep_unpaired,    // overlapped MoE all-to-alls on a schedule that pairs no passes (pairs_passes)
   offload_invalid,        // offload without the sharding it needs, or on a cluster without a host link
   offload_modules_invalid,  // fine-grained activation offload with nothing to offload or beside whole-layer offload
   selective_op_unsupported,  // torchtitan's per-op recompute is modelled for dense layers with fused attention only

@@ -553,7 +553,13 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
                          "--pipeline-model-parallel-size 16 --moe-token-dispatcher-type flex --moe-enable-deepep "
                          "--overlap-moe-expert-parallel-comm --bf16";
   parplan::test::write_text(sh, ds + "\n");
-  const auto j = import_json({sh});
+  // Megatron-Core's A2A overlap needs a virtual pipeline when pp > 1: refused, naming the option, as Megatron-LM does.
+  const auto unpaired = run_parplan({"import", sh}, {}, 60);
+  CHECK(unpaired.exit_code == 2);
+  CHECK(unpaired.err.find("--overlap-ep: schedule 1f1b at pp 16 runs no microbatch's forward beside another's backward") !=
+        std::string::npos);
+  CHECK(unpaired.err.find("(from --overlap-moe-expert-parallel-comm (line 1))") != std::string::npos);
+  const auto j = import_json({sh, "--pp", "1"});
   const auto& m = j["plan"]["model"];
   CHECK(m["ffn_hidden"] == 2048);
   CHECK(m["shared_experts"] == 1);

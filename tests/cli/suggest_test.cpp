@@ -674,7 +674,8 @@ TEST_CASE("suggest --no-async-tp --tp-collective-copies --fp8-tp-gather: TP as t
 }
 
 TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candidates exchange tokens as pinned") {
-  // Every candidate with ep > 1 takes the dispatcher and the 1F1B A2A overlap; ep 1 candidates have no all-to-all.
+  // Every candidate with ep > 1 takes the dispatcher, and the 1F1B A2A overlap where its schedule pairs passes (pp 1,
+  // interleaved, DualPipeV); ep 1 candidates have no all-to-all.
   const std::vector<std::string> base = {"suggest", "--model", "mixtral-8x7b", "--gpus", "64", "--top", "100", "--json"};
   for (const char* ep : {"1", "8"}) {
     CAPTURE(ep);
@@ -685,10 +686,16 @@ TEST_CASE("suggest --moe-dispatcher deepep --overlap-ep: expert-parallel candida
     REQUIRE(r.exit_code == 0);
     const auto plans = nlohmann::json::parse(r.out)["plans"];
     CHECK_FALSE(plans.empty());
+    int paired = 0, unpaired = 0;
     for (const auto& p : plans) {
       CHECK(p["parallel"]["moe_dispatcher"] == "deepep");
-      CHECK(p["parallel"]["overlap_ep_comm"].get<bool>() == (std::string(ep) == "8"));
+      const std::string s = p["parallel"]["schedule"];
+      const bool pairs = s == "interleaved" || s == "dualpipe-v" || (p["parallel"]["pp"] == 1 && s == "1f1b");
+      CHECK(p["parallel"]["overlap_ep_comm"].get<bool>() == (std::string(ep) == "8" && pairs));
+      (pairs ? paired : unpaired) += 1;
     }
+    CHECK(paired > 0);
+    CHECK(unpaired > 0);
   }
   const auto defaults = nlohmann::json::parse(run_parplan(base).out);  // named: the loop reads into it
   CHECK_FALSE(defaults["plans"].empty());

@@ -867,13 +867,19 @@ TEST_CASE("MoE: each pass's expert dispatch and combine are ep_comm events on th
     }
   }
   // Overlapped with another microbatch's pass (--overlap-ep, DeepEP's kernels): the simulator charges each pass the
-  // exposed part the estimate prices (expert_comm.hpp ep_overlap_exposed_s), so the two still agree.
+  // exposed part the estimate prices (expert_comm.hpp ep_overlap_exposed_s), so the two still agree. 1F1B on 2
+  // stages pairs no passes (pairs_passes); the interleaved schedule does.
   plan.parallel.overlap_ep_comm = true;
   plan.parallel.moe_dispatcher = MoeDispatcher::deepep;
+  CHECK(validate(plan).has(Reject::overlap_ep_unpaired));
+  plan.parallel.schedule = Schedule::interleaved;
+  plan.parallel.vpp = 2;
   REQUIRE(validate(plan).ok());
+  Plan alone = plan;
+  alone.parallel.overlap_ep_comm = false;
   const Estimate eo = estimate(plan);
   const SimResult ro = simulate_with_timeline(plan);
-  CHECK(eo.time.ep_comm_s < e.time.ep_comm_s);
+  CHECK(eo.time.ep_comm_s < estimate(alone).time.ep_comm_s);
   CHECK(ro.summary.ep_comm * ro.summary.step_s == doctest::Approx(eo.time.ep_comm_s).epsilon(1e-6));
   CHECK(ro.summary.step_s == doctest::Approx(eo.time.step_s).epsilon(0.01));
   // A dense plan has no ep stream.

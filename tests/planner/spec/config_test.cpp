@@ -9,15 +9,19 @@ using namespace parplan;
 
 TEST_CASE("the Korthikanti 175B plan is valid") { CHECK(validate(test::korthikanti_175b()).ok()); }
 
+namespace {
+// The plan breaks rule r and no other, and r has a description.
+void expect_only(const Plan& p, Reject r) {
+  const Validity v = validate(p);
+  CHECK_MESSAGE(v.has(r), reject_name(r));
+  Validity only;
+  only.add(r);
+  CHECK_MESSAGE(v.mask == only.mask, reject_name(r), " mask ", v.mask);
+  CHECK(!describe(r, p).empty());
+}
+}  // namespace
+
 TEST_CASE("every rejection reason fires on its own") {
-  auto expect_only = [](const Plan& p, Reject r) {
-    const Validity v = validate(p);
-    CHECK_MESSAGE(v.has(r), reject_name(r));
-    Validity only;
-    only.add(r);
-    CHECK_MESSAGE(v.mask == only.mask, reject_name(r), " mask ", v.mask);
-    CHECK(!describe(r, p).empty());
-  };
   Plan p = test::korthikanti_175b();
   p.num_gpus = 128;
   expect_only(p, Reject::gpu_count_mismatch);
@@ -109,6 +113,36 @@ TEST_CASE("every rejection reason fires on its own") {
   p.parallel.schedule = Schedule::interleaved;
   p.parallel.vpp = 2;
   CHECK(validate(p).ok());
+}
+
+TEST_CASE("validate: the MoE all-to-all overlap needs an order that pairs passes (pp 1, interleaved, DualPipeV)") {
+  Plan p = test::korthikanti_175b();  // 8 stages, interleaved
+  p.model.experts = 8;
+  p.model.top_k = 2;
+  p.parallel.dp = 4;  // ep divides dp
+  p.num_gpus *= 4;
+  p.training.global_batch *= 4;
+  p.parallel.ep = 4;
+  p.parallel.overlap_ep_comm = true;
+  REQUIRE(p.parallel.schedule == Schedule::interleaved);
+  CHECK(validate(p).ok());
+  for (const Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::zero_bubble, Schedule::zb_2p}) {
+    CAPTURE(to_string(s));
+    p.parallel.schedule = s;
+    p.parallel.vpp = 1;
+    expect_only(p, Reject::overlap_ep_unpaired);
+  }
+  CHECK(describe(Reject::overlap_ep_unpaired, p) ==
+        "schedule zb-2p at pp 8 runs no microbatch's forward beside another's backward, so no all-to-all hides: "
+        "Megatron-Core's 1F1B A2A overlap needs pp 1 or the interleaved schedule (--vpp 2 or more), and DualPipeV "
+        "pairs its own");
+  p.parallel.ep = 1;  // no all-to-all: the field has nothing to act on
+  CHECK(validate(p).ok());
+  CHECK(pairs_passes(Schedule::one_f_one_b, 1));
+  CHECK_FALSE(pairs_passes(Schedule::one_f_one_b, 2));
+  CHECK_FALSE(pairs_passes(Schedule::zb_v, 4));
+  CHECK(pairs_passes(Schedule::dualpipe_v, 4));
+  CHECK(pairs_passes(Schedule::interleaved, 4));
 }
 
 TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
