@@ -105,6 +105,7 @@ std::vector<Order> pipe_ops(const std::vector<std::vector<ChunkOp>>& stages) {
     for (const ChunkOp& x : stage) {
       const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
                        : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
+                       : x.kind == ChunkOp::Kind::backward       ? OpKind::backward
                                                                  : OpKind::backward_weight;
       o.push_back(op(k, x.microbatch, x.chunk));
     }
@@ -122,24 +123,9 @@ std::vector<Order> zb_v(int64_t p, int64_t m, std::span<const ZbVOpTimes> times)
 // DualPipeV: planner/cost/pipeline.hpp's order (its one definition, which the estimate times).
 std::vector<Order> dualpipe_v(int64_t p, int64_t m) { return pipe_ops(dualpipe_v_order(p, m)); }
 
-// Megatron-LM forward_backward_pipelining_with_interleaving (without its m == p "all warm-up" special case, which
-// only simplifies its p2p pairing: the general order is dependency-consistent for m == p too and holds fewer
-// activations).
-Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) {
-  const int64_t total = m * v, group = p * v;
-  const int64_t warm = std::min(interleaved_warmup(p, v, i), total);
-  auto fwd = [&](int64_t k) { return op(OpKind::forward, (k / group) * p + k % p, (k % group) / p); };
-  auto bwd = [&](int64_t k) { return op(OpKind::backward, (k / group) * p + k % p, v - 1 - (k % group) / p); };
-  Order o;
-  o.reserve(static_cast<size_t>(2 * total));
-  for (int64_t k = 0; k < warm; ++k) o.push_back(fwd(k));
-  for (int64_t k = 0; k < total - warm; ++k) {
-    o.push_back(fwd(k + warm));
-    o.push_back(bwd(k));
-  }
-  for (int64_t k = total - warm; k < total; ++k) o.push_back(bwd(k));
-  return o;
-}
+// Megatron-LM's interleaved 1F1B: planner/cost/pipeline.hpp's order (its one definition, which the estimate times
+// for chunks of their own sizes).
+Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) { return pipe_ops({interleaved_order(p, m, v, i)}).front(); }
 
 }  // namespace
 

@@ -1563,8 +1563,19 @@ TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobat
   const ParallelConfig& pc = in.plan.parallel;
   const int64_t p = in.p, v = in.v;
   const double md = d(pc.num_microbatches);
+  // Interleaved chunks of their own sizes (an explicit per-chunk layout): the order is timed with each chunk's share.
+  std::vector<double> shares;
+  if (pc.schedule == Schedule::interleaved) {
+    bool uneven = false;
+    for (int64_t i = 0; i < p && !uneven; ++i) uneven = uneven_chunks(in.plan, i);
+    for (int64_t i = 0; uneven && i < p; ++i) {
+      for (int64_t c = 0; c < v; ++c) {
+        shares.push_back(d(chunk_layers(in.plan, i, c)) / d(std::max<int64_t>(1, stage_layers(in.plan, i))));
+      }
+    }
+  }
   const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation, cutoff_s,
-                                        last_w);
+                                        last_w, shares);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   if (std::isinf(pt.step_s)) return tb;  // beyond the cutoff (EstimateOptions::step_cutoff_s)

@@ -256,7 +256,8 @@ bool zb_v_sends(int64_t p, int64_t stage, int64_t chunk, ChunkOp::Kind kind) {
   const int64_t v = zb_v_virtual_stage(p, stage, chunk);
   switch (kind) {
     case ChunkOp::Kind::forward: return v < 2 * p - 1 && v != p - 1;
-    case ChunkOp::Kind::backward_input: return v > 0 && v != p;
+    case ChunkOp::Kind::backward_input:
+    case ChunkOp::Kind::backward: return v > 0 && v != p;
     case ChunkOp::Kind::backward_weight: return false;
   }
   return false;
@@ -631,6 +632,91 @@ double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchT
   return step;
 }
 
+std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t stage) {
+  const int64_t total = m * v, group = p * v;
+  const int64_t warm = std::min(interleaved_warmup(p, v, stage), total);
+  const auto op = [&](ChunkOp::Kind kind, int64_t k) {
+    const int64_t chunk = (k % group) / p;
+    return ChunkOp{kind, static_cast<int32_t>((k / group) * p + k % p),
+                   static_cast<int32_t>(kind == ChunkOp::Kind::forward ? chunk : v - 1 - chunk)};
+  };
+  std::vector<ChunkOp> o;
+  o.reserve(static_cast<size_t>(2 * total));
+  for (int64_t k = 0; k < warm; ++k) o.push_back(op(ChunkOp::Kind::forward, k));
+  for (int64_t k = 0; k < total - warm; ++k) {
+    o.push_back(op(ChunkOp::Kind::forward, k + warm));
+    o.push_back(op(ChunkOp::Kind::backward, k));
+  }
+  for (int64_t k = total - warm; k < total; ++k) o.push_back(op(ChunkOp::Kind::backward, k));
+  return o;
+}
+
+double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                                std::span<const double> chunk_shares, std::span<double> paths) {
+  const auto p = static_cast<int64_t>(stages.size());
+  const int64_t nv = p * v;
+  const auto idx = [](int64_t a, int64_t n, int64_t b) { return static_cast<size_t>(a * n + b); };
+  // Each virtual stage's F and B (chunk c of stage i is virtual stage c p + i), with the send after it.
+  std::vector<double> f_time(static_cast<size_t>(nv)), b_time(f_time);
+  for (int64_t i = 0; i < p; ++i) {
+    const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
+    const double f_edges = t.first_chunk_edge.forward_s + t.last_chunk_edge.forward_s;
+    const double b_edges = t.first_chunk_edge.backward_input_s + t.last_chunk_edge.backward_input_s;
+    const double x = (i < p - 1 ? t.p2p_forward_s : t.p2p_backward_s) / static_cast<double>(v);
+    for (int64_t c = 0; c < v; ++c) {
+      const double share = chunk_shares.empty() ? 1.0 / static_cast<double>(v) : chunk_shares[idx(i, v, c)];
+      const int64_t vs = c * p + i;
+      double f = share * (t.forward_s - f_edges), b = share * (t.backward_input_s + t.backward_weight_s - b_edges);
+      if (c == 0) {
+        f += t.first_chunk_edge.forward_s;
+        b += t.first_chunk_edge.backward_input_s;
+      }
+      if (c == v - 1) {
+        f += t.last_chunk_edge.forward_s;
+        b += t.last_chunk_edge.backward_input_s;
+      }
+      f_time[static_cast<size_t>(vs)] = f + (vs < nv - 1 ? x : 0.0);
+      b_time[static_cast<size_t>(vs)] = b + (vs > 0 ? x : 0.0);
+    }
+  }
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  std::vector<double> f_end(static_cast<size_t>(nv * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0);
+  std::vector<std::vector<ChunkOp>> order(static_cast<size_t>(p));
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<int64_t> ready;
+  for (int64_t i = 0; i < p; ++i) {
+    order[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+    ready.push_back(p - 1 - i);
+  }
+  // A stage stopped at an input goes on when the producer runs it (`ready`: the stages to look at again).
+  int64_t left = 2 * nv * m;
+  while (!ready.empty()) {
+    const int64_t i = ready.back();
+    ready.pop_back();
+    const auto ii = static_cast<size_t>(i);
+    for (; next[ii] < order[ii].size(); ++next[ii]) {
+      const ChunkOp& op = order[ii][next[ii]];
+      const int64_t vs = op.chunk * p + i, j = op.microbatch;
+      const bool forward = op.kind == ChunkOp::Kind::forward;
+      const double input = forward ? (vs > 0 ? f_end[idx(vs - 1, m, j)] : 0.0)
+                                   : (vs < nv - 1 ? b_end[idx(vs + 1, m, j)] : f_end[idx(vs, m, j)]);
+      if (input == kNever) break;  // its producer has not run it: this stage waits
+      const double end = std::max(free[ii], input) + (forward ? f_time : b_time)[static_cast<size_t>(vs)];
+      free[ii] = end;
+      --left;
+      if (forward) {
+        f_end[idx(vs, m, j)] = end;
+        if (vs + 1 < nv) ready.push_back((vs + 1) % p);
+      } else {
+        b_end[idx(vs, m, j)] = end;
+        if (vs > 0) ready.push_back((vs - 1) % p);
+      }
+    }
+  }
+  if (left != 0) throw std::logic_error("interleaved_order: an op waits for an input that never runs");
+  return latest_end(free, paths);
+}
+
 double p2p_sends_per_microbatch(int64_t i, int64_t p, int64_t v, Schedule s) {
   if (p <= 1) return 0.0;
   if (v_shaped(s)) return 2.0 * p2p_forward_sends(i, p, v, s);
@@ -707,7 +793,7 @@ void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead, bool post_validation, double cutoff_s,
-                           std::span<std::array<ChunkWindow, 2>> last_w) {
+                           std::span<std::array<ChunkWindow, 2>> last_w, std::span<const double> chunk_shares) {
   PipelineTime r;
   const size_t p = stages.size();
   if (p == 0) return r;
@@ -717,11 +803,14 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     lead = own;
   }
   const double md = static_cast<double>(m);
-  if (s == Schedule::zb_2p || v_shaped(s)) {  // each path ends at its own stage (pipeline.hpp)
-    const StageSums sums = stage_sums(stages, true);
+  const bool timed_interleaved = s == Schedule::interleaved && !chunk_shares.empty();
+  if (s == Schedule::zb_2p || v_shaped(s) || timed_interleaved) {  // each path ends at its own stage (pipeline.hpp)
+    const StageSums sums = stage_sums(stages, !timed_interleaved);
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
-    if (s == Schedule::zb_2p) {
+    if (timed_interleaved) {
+      interleaved_order_step_s(m, v, stages, chunk_shares, lead);
+    } else if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
     } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, last_w)
                                               : dualpipe_v_step_s(m, stages, lead, cutoff_s, last_w))) {

@@ -158,7 +158,8 @@ double zb_2p_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std:
 // unit times (the default ZbVOpTimes) that is the tick-by-tick list schedule of T_F = T_B = T_W. Stage i's chunk c is
 // virtual stage zb_v_virtual_stage(p, i, c).
 struct ChunkOp {
-  enum class Kind : uint8_t { forward, backward_input, backward_weight } kind = Kind::forward;
+  // backward: the whole backward of a chunk (input and weight gradients; the schedules that do not split it).
+  enum class Kind : uint8_t { forward, backward_input, backward_weight, backward } kind = Kind::forward;
   int32_t microbatch = 0;
   int32_t chunk = 0;
 };
@@ -174,9 +175,13 @@ struct ZbVOpTimes {
   double forward[2] = {1.0, 1.0}, backward_input[2] = {1.0, 1.0}, backward_weight[2] = {1.0, 1.0};
   // The duration of an op of `kind` on chunk c (0 or 1), and of one microbatch's six ops.
   double of(ChunkOp::Kind kind, size_t c) const {
-    return kind == ChunkOp::Kind::forward          ? forward[c]
-           : kind == ChunkOp::Kind::backward_input ? backward_input[c]
-                                                   : backward_weight[c];
+    switch (kind) {
+      case ChunkOp::Kind::forward: return forward[c];
+      case ChunkOp::Kind::backward_input: return backward_input[c];
+      case ChunkOp::Kind::backward_weight: return backward_weight[c];
+      case ChunkOp::Kind::backward: return backward_input[c] + backward_weight[c];
+    }
+    return 0.0;
   }
   double per_microbatch() const {
     return forward[0] + forward[1] + backward_input[0] + backward_input[1] + backward_weight[0] + backward_weight[1];
@@ -254,6 +259,27 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
 double interleaved_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                           std::span<double> paths = {});
 
+// Megatron-LM's interleaved 1F1B order of stage `stage` (forward_backward_pipelining_with_interleaving, without its
+// m == p "all warm-up" special case, which only simplifies its p2p pairing: the general order is
+// dependency-consistent for m == p too and holds fewer activations): the k-th forward runs microbatch
+// (k / pv) p + k % p of chunk (k % pv) / p, the k-th backward the same microbatch of chunk v - 1 - (k % pv) / p; a
+// warm-up of interleaved_warmup(p, v, stage) forwards (capped at m v), then one forward and one backward (whole:
+// ChunkOp::Kind::backward) each, then the remaining backwards. m a multiple of p. The one definition: the simulator
+// runs it, interleaved_order_step_s times it.
+std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t stage);
+
+// Interleaved 1F1B over stages whose chunks hold different shares of their layers (an explicit per-chunk layout,
+// config.hpp chunk_layers, e.g. 4/4,...,0/8), where interleaved_step_s's equal chunks do not describe the order's
+// waits: the longest path through interleaved_order, each op starting when its stage has run the op before it and its
+// input has ended (F: the previous virtual stage's F of its microbatch; B: the next one's B, the last virtual stage's
+// own F). Chunk c of stage i runs chunk_shares[i v + c] of the stage's work (empty: 1 / v each), the edge layers in the
+// chunk that owns them (first_chunk_edge in chunk 0, last_chunk_edge in chunk v - 1), and a forward (backward) sends
+// its result on unless it ends (starts) the virtual pipeline, one transfer of the stage's send time per chunk; the
+// simulator runs the same order with the same op times, so the two agree exactly without link contention
+// (tests/simulator/task_graph_test.cpp). Each stage's end into `paths`. O(p m v).
+double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
+                                std::span<const double> chunk_shares, std::span<double> paths = {});
+
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
 // siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
 // forward chunk and a gradient back after every backward chunk, 2 v, less the activation the last stage does not
@@ -303,10 +329,12 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it. `cutoff_s`: ZB-V's
 // list schedule stops once its step is known to exceed it (zb_v_step_s); step_s is then +infinity and nothing else
 // is set. The closed forms ignore it. `last_w`, when not empty (p entries): a V schedule's (ZB-V, DualPipeV) chunks'
-// last W windows per stage (ChunkWindow), from its order; untouched for the others.
+// last W windows per stage (ChunkWindow), from its order; untouched for the others. `chunk_shares`, when not empty
+// (p v entries): interleaved chunks of their own sizes, timed by interleaved_order_step_s (its stage ends exact).
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {}, bool post_validation = false,
                            double cutoff_s = std::numeric_limits<double>::infinity(),
-                           std::span<std::array<ChunkWindow, 2>> last_w = {});
+                           std::span<std::array<ChunkWindow, 2>> last_w = {},
+                           std::span<const double> chunk_shares = {});
 
 }  // namespace parplan

@@ -779,11 +779,11 @@ TEST_CASE("optimizer offload: the host copies and the CPU step are events after 
 
 TEST_CASE("simulate: interleaving with chunks of different sizes prices each chunk by its layers, as the closed form") {
   // GPT-3 175B, pp 8, vpp 3, 16 microbatches: the first stage's chunk 0 and the last stage's chunk 2 one layer
-  // short, stage 3 two layers more (an explicit per-chunk layout).
+  // short, stage 3 two layers more (an explicit per-chunk layout). The closed form times the same order with the same
+  // chunk times (interleaved_order_step_s), the edge layers in the chunks that own them.
   SimOptions o;
   o.overlap = false;
   o.contention = false;
-  o.edges_in_owning_chunk = false;  // the closed form's spread of the edge layers (by the chunks' layer fractions)
   Plan plan = grid_plan(Schedule::interleaved, 8, 16, 3, true);
   plan.parallel.overlap_dp_comm = plan.parallel.overlap_tp_comm = plan.parallel.overlap_cp_comm = false;
   plan.parallel.stage_layout =
@@ -797,7 +797,15 @@ TEST_CASE("simulate: interleaving with chunks of different sizes prices each chu
   CHECK(s0[1].forward_s == doctest::Approx(s1[1].forward_s));
   CHECK(s0[0].forward_s < s0[1].forward_s);
   const double closed = estimate(plan).time.step_s, simulated = simulate(plan, o).summary.step_s;
-  CHECK(std::abs(simulated / closed - 1.0) < 0.02);
+  CHECK(simulated == doctest::Approx(closed).epsilon(1e-9));
+  // A stage's layers all in one chunk (stage 7's last, 8 layers where the others hold 4): the order waits on that
+  // chunk, which a form over equal chunks would hide (the balanced layout's step, well below the simulator's).
+  plan.parallel.stage_layout = parse_stage_layout("4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,4/4/4,0/4/8", "--stage-layers");
+  REQUIRE(validate(plan).ok());
+  Plan even = plan;
+  even.parallel.stage_layout.clear();
+  CHECK(estimate(plan).time.step_s > 1.1 * estimate(even).time.step_s);
+  CHECK(simulate(plan, o).summary.step_s == doctest::Approx(estimate(plan).time.step_s).epsilon(1e-9));
 }
 
 TEST_CASE("activation offload: each op's copies are host_copy events on the host stream, the waits for them "

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -515,6 +516,64 @@ TEST_CASE("task graph: interleaved with uneven edge stages: paths never above th
     CHECK(end_hi[comm] < 1e-9);
     CHECK(end_lo[comm] > -0.19);
   }
+}
+
+TEST_CASE("task graph: interleaved chunks of their own sizes: the timed order is the simulator's exactly") {
+  // 200 seeded sets (p 2..8, v 2..4, m a multiple of p up to 4p): every stage's F, B_input and W drawn, each chunk's
+  // share of them drawn (some chunks empty, as in a layout 4/4,...,0/8), without communication and with blocking
+  // sends. interleaved_order_step_s times interleaved_order, which the simulator runs, with the same op times.
+  uint64_t state = 7;
+  auto u01 = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  double worst = 0, worst_end = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t p = 2 + static_cast<int64_t>(u01() * 7);
+    const int64_t m = p * (1 + static_cast<int64_t>(u01() * 4));
+    const int64_t v = 2 + static_cast<int64_t>(u01() * 3);
+    std::vector<StageMicrobatchTime> st(static_cast<size_t>(p));
+    for (StageMicrobatchTime& e : st) e = {0.5 + u01(), 0.6 + u01(), 0.2 + 0.8 * u01()};
+    std::vector<double> shares;
+    for (int64_t i = 0; i < p; ++i) {
+      std::vector<double> w(static_cast<size_t>(v));
+      for (double& x : w) x = u01() < 0.2 ? 0.0 : u01();
+      w[static_cast<size_t>(trial % v)] += 0.1;  // never all empty
+      double sum = 0;
+      for (double x : w) sum += x;
+      for (double x : w) shares.push_back(x / sum);
+    }
+    const double send = 0.02 + 0.15 * u01();
+    for (int comm = 0; comm < 2; ++comm) {
+      StepCosts c = with_sends(st, v, comm ? send : 0.0, Schedule::interleaved);
+      for (int64_t i = 0; i < p; ++i) {
+        for (int64_t k = 0; k < v; ++k) {
+          const double share = shares[static_cast<size_t>(i * v + k)];
+          ChunkCosts& ch = c.stages[static_cast<size_t>(i)].chunks[static_cast<size_t>(k)];
+          const StageMicrobatchTime& t = st[static_cast<size_t>(i)];
+          ch.forward_s = share * t.forward_s;
+          ch.backward_input_s = share * t.backward_input_s;
+          ch.backward_weight_s = share * t.backward_weight_s;
+        }
+      }
+      std::vector<double> lead(static_cast<size_t>(p));
+      const double closed = pipeline_time(Schedule::interleaved, m, v, st, lead, false,
+                                          std::numeric_limits<double>::infinity(), {}, shares).step_s;
+      const SimResult r = simulate_costs(make_schedule(Schedule::interleaved, p, m, v), c);
+      worst = std::max(worst, std::abs(closed / r.summary.step_s - 1));
+      for (int64_t j = 0; j < p; ++j) {
+        const double end = closed - lead[static_cast<size_t>(j)];
+        worst_end = std::max(worst_end, std::abs(end - r.summary.stages[static_cast<size_t>(j)].end_s) / closed);
+      }
+    }
+  }
+  CHECK(worst < 1e-12);
+  CHECK(worst_end < 1e-12);
+  // Equal shares on uniform stages: the order's step is Narayanan et al.'s (m + (p - 1) / v) t, as the closed form.
+  const std::vector<StageMicrobatchTime> uniform_st(4, StageMicrobatchTime{1.0, 1.4, 0.6});
+  const std::vector<double> equal(4 * 2, 0.5);
+  CHECK(interleaved_order_step_s(8, 2, uniform_st, equal) == doctest::Approx((8 + 3.0 / 2) * 3.0).epsilon(1e-12));
+  CHECK(interleaved_step_s(8, 2, uniform_st) == doctest::Approx((8 + 3.0 / 2) * 3.0).epsilon(1e-12));
 }
 
 TEST_CASE("task graph: async p2p adds 2 (p-1) transfers to the GPipe critical path; blocking sends cost the sender") {
