@@ -1148,7 +1148,7 @@ StageMemoryInputs stage_memory_inputs(const Plan& plan) {
   if (plan.model.has_dense_layers()) {  // the leading dense layers, with their own MLP
     const ModelSpec dense = dense_layer_model(plan.model);
     in.dense_layer_activation_bytes = layer_activation_bytes(dense, a).total;
-    in.recompute_working_set_bytes = std::max(in.recompute_working_set_bytes, recompute_working_set_bytes(dense, a));
+    in.dense_recompute_working_set_bytes = recompute_working_set_bytes(dense, a);
   }
   if (plan.parallel.recompute_layers > 0) {  // the layers full recompute leaves out keep what recompute none keeps
     ActivationShape kept = a;
@@ -1279,7 +1279,11 @@ StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInput
     const double held = v == 1 ? d(sm.in_flight_chunks) : 1.0;
     sm.activations += held * in.output_activation_bytes + in.loss_working_set_bytes;  // the loss's backward: once
   }
-  sm.recompute_working_set = in.recompute_working_set_bytes;
+  // The rebuild working set of the layers this stage holds (an MTP module's block is a MoE layer).
+  const int64_t dense_here = stage_dense_layers(plan, stage);
+  const bool moe_here = stage_layers(plan, stage) > dense_here || (stage == pc.output_stage() && plan.model.mtp_layers > 0);
+  sm.recompute_working_set = std::max(moe_here ? in.recompute_working_set_bytes : 0.0,
+                                      dense_here > 0 ? in.dense_recompute_working_set_bytes : 0.0);
   sm.zero3_buffers = zero3_buffer_bytes(plan, std::max(in.params.layer_params, in.params.dense_layer_params));
   const double root_params = (stage == 0 ? c.embedding_per_tp_rank(pc.tp) : 0.0) +
                              (stage == pc.output_stage() ? d(c.final_norm) + output_weight_params(plan, c) : 0.0);

@@ -269,7 +269,9 @@ struct StageMemoryInputs {
   double embedding_activation_bytes = 0;  // first stage, per microbatch
   double output_activation_bytes = 0;     // last stage, per microbatch
   double loss_working_set_bytes = 0;      // last stage, once: loss_backward_working_set_bytes()
-  double recompute_working_set_bytes = 0;
+  // What recompute rebuilds at once for one layer (recompute_working_set_bytes): a MoE (or only) layer's, and a MoE
+  // model's leading dense layer's; a stage holds the larger of those of the layers it has.
+  double recompute_working_set_bytes = 0, dense_recompute_working_set_bytes = 0;
 };
 StageMemoryInputs stage_memory_inputs(const Plan& plan);
 StageMemory stage_memory(const Plan& plan, int64_t stage, const StageMemoryInputs& in);

@@ -208,6 +208,35 @@ TEST_CASE("Llama 4 Maverick on a pipeline: each stage holds its dense layers; pa
   CHECK(estimate(all_moe).time.step_s > e.time.step_s);  // 128 experts in every layer: more expert weight traffic
 }
 
+TEST_CASE("recompute working set: a stage holds the rebuild of the layer kinds it has (DeepSeek-V3's dense MLPs)") {
+  // Selective recompute of `mlp` rebuilds the dense layers' MLP and does nothing on a MoE layer (Megatron-Core's
+  // recompute_modules): on DeepSeek-V3's 8 stages only the first holds its 3 dense layers, so only the first holds
+  // that working set (the others: the attention core's, Megatron-Core's default module, 2 MiB of flash-attention
+  // statistics here), and the peak never rises above recompute none's.
+  Plan p = pipelined_moe_plan(test::profiles().model("deepseek-v3", "t"), 8, 32, 32);
+  p.num_gpus = 256;
+  p.parallel.recompute = Recompute::selective;
+  p.parallel.recompute_modules = RecomputeModules{};  // core_attn
+  p.parallel.recompute_modules.add(RecomputeModule::mlp);
+  REQUIRE(validate(p).ok());
+  REQUIRE(stage_dense_layers(p, 0) == 3);
+  const Estimate e = estimate(p);
+  CHECK(e.memory[0].recompute_working_set > 0);
+  for (size_t i = 1; i < e.memory.size(); ++i) {
+    CAPTURE(i);
+    CHECK(e.memory[i].recompute_working_set < 0.01 * e.memory[0].recompute_working_set);
+  }
+  Plan none = p;
+  none.parallel.recompute = Recompute::none;
+  none.parallel.recompute_modules = RecomputeModules{};
+  REQUIRE(validate(none).ok());
+  CHECK(e.peak_memory_bytes <= estimate(none).peak_memory_bytes);
+  // The MoE layers' own rebuild (moe_act) is on every stage.
+  p.parallel.recompute_modules = RecomputeModules{};
+  p.parallel.recompute_modules.add(RecomputeModule::moe_act);
+  for (const StageMemory& m : estimate(p).memory) CHECK(m.recompute_working_set > 0);
+}
+
 TEST_CASE("MTP: DeepSeek-V3's module on the last stage: params, FLOPs, time and memory") {
   const ModelSpec& v3 = test::profiles().model("deepseek-v3", "t");
   REQUIRE(v3.mtp_layers == 1);
