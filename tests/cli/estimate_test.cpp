@@ -311,16 +311,17 @@ TEST_CASE("a document written to stdout ('-') is all of stdout; the human report
 }
 
 TEST_CASE("simulate says when the plan does not fit (text and --json), as estimate does, and still simulates it") {
+  // Exit 1 as estimate's (README: the plan does not fit), with the report and outputs written.
   const std::vector<std::string> big = {"simulate", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--gpus", "64",
                                         "--tp", "8", "--pp", "8", "--global-batch", "512", "--micro-batch", "4"};
   const auto t = run_parplan(big);
-  REQUIRE(t.exit_code == 0);
+  REQUIRE(t.exit_code == 1);
   CHECK(t.out.find("DOES NOT FIT: peak") != std::string::npos);
   CHECK(t.out.find("Simulated step") != std::string::npos);
   auto json_args = big;
   json_args.push_back("--json");
   const auto j = run_parplan(json_args);
-  REQUIRE(j.exit_code == 0);
+  REQUIRE(j.exit_code == 1);
   const nlohmann::json doc = nlohmann::json::parse(j.out);
   CHECK(doc["fits"] == false);
   CHECK(doc["peak_memory_bytes"].get<double>() > doc["capacity_bytes"].get<double>());
@@ -332,6 +333,13 @@ TEST_CASE("simulate says when the plan does not fit (text and --json), as estima
   CHECK(f["peak_memory_bytes"].get<double>() < f["capacity_bytes"].get<double>());
   CHECK(run_parplan({"simulate", "--model", "llama3-8b", "--gpus", "8", "--tp", "2", "--pp", "4", "--microbatches",
                      "6"}).out.find("DOES NOT FIT") == std::string::npos);
+  // The GPU peak fits but the offloaded states exceed the node's host memory: said so, not a negative overshoot.
+  const auto host = run_parplan({"simulate", "--params", "175e9", "--gpus", "64", "--gpu", "a100-40gb", "--micro-batch",
+                                 "8", "--zero", "3", "--offload", "optimizer,params,activations", "--wide"});
+  CHECK(host.exit_code == 1);
+  CHECK(host.out.find("DOES NOT FIT: the GPU peak 34.10 GiB fits 40.00 GiB, but the offloaded states need 5.14 TiB per "
+                      "node, above its 1.00 TiB of host memory") != std::string::npos);
+  CHECK(host.out.find(" by -") == std::string::npos);
 }
 
 TEST_CASE("simulate: an MoE plan's DP reduction (experts over dp / ep ranks) is the closed form's, unoverlapped") {
