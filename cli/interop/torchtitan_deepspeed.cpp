@@ -339,8 +339,26 @@ void ds_key(const nlohmann::json& v, const std::string& key, const std::string& 
   out.set(flag, std::to_string(v.get<int64_t>()), "/" + key, path);
 }
 
-bool enabled(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_object() && j[key].contains("enabled") && j[key]["enabled"] == true;
+// "bf16" / "fp16": {"enabled": true | false, ...}: enabled true is --precision of that name; its other keys (loss
+// scaling) are listed as ignored. Anything else, e.g. the Hugging Face Trainer's "auto" (resolved by the Trainer from
+// its own arguments, not in the file), is refused naming the path rather than read as absent.
+void ds_precision(const nlohmann::json& v, const std::string& key, Imported& out, const std::string& path) {
+  if (!v.is_object()) {
+    throw InputError(fmt::format("{}: /{}: must be an object such as {{\"enabled\": true}}, not {}", path, key,
+                                 excerpt(v.dump())));
+  }
+  for (const auto& [k, x] : v.items()) {
+    if (k != "enabled") {
+      out.ignored.push_back(fmt::format("/{}/{}: not modelled", key, printable(excerpt(k))));
+    } else if (!x.is_boolean()) {
+      throw InputError(fmt::format("{}: /{}/enabled: must be true or false, not {}{}", path, key, excerpt(x.dump()),
+                                   x == "auto" ? " ('auto' is the Hugging Face Trainer's, resolved from its own "
+                                                 "arguments: write true or false)"
+                                               : ""));
+    } else if (x.get<bool>()) {
+      out.set("--precision", key, "/" + key + "/enabled", path);
+    }
+  }
 }
 
 // offload_optimizer / offload_param: device "cpu" is parplan's --offload optimizer / params (ZeRO-Offload,
@@ -434,7 +452,7 @@ Imported import_deepspeed(std::string_view text, const std::string& path) {
     else if (key == "gradient_accumulation_steps") ds_key(v, key, "--microbatches", out, path);
     else if (key == "train_batch_size") ds_key(v, key, "--global-batch", out, path);
     else if (key == "bf16" || key == "fp16") {
-      if (enabled(j, key.c_str())) out.set("--precision", key, "/" + key + "/enabled", path);
+      ds_precision(v, key, out, path);
     } else if (key == "zero_optimization") {
       ds_zero(v, out, path);
     } else {

@@ -243,6 +243,29 @@ TEST_CASE("import: DeepSpeed's overlap_comm false is --no-overlap-dp; none given
                            "at stage 3)"));
 }
 
+TEST_CASE("import: DeepSpeed's bf16 / fp16 enabled is read as a boolean; 'auto' and other values are refused") {
+  Qa q;
+  auto ds = [&](const std::string& name, const std::string& precision) {
+    return q.file(name, "{\"train_micro_batch_size_per_gpu\": 1, " + precision + ", \"zero_optimization\": {\"stage\": 1}}");
+  };
+  const auto fp16 = import_json({ds("fp16.json", R"("fp16": {"enabled": true, "loss_scale": 0})"), "--gpus", "8",
+                                 "--model", "llama3-8b"});
+  CHECK(fp16["plan"]["training"]["precision"] == "fp16");
+  CHECK(fp16["from_file"]["--precision"]["origin"] == "/fp16/enabled");
+  CHECK(has(fp16["ignored"], "/fp16/loss_scale: not modelled"));
+  const auto off = import_json({ds("off.json", R"("fp16": {"enabled": false})"), "--gpus", "8", "--model", "llama3-8b"});
+  CHECK(has(off["assumed"], "--precision bf16: neither /bf16/enabled nor /fp16/enabled (DeepSpeed's default is fp32, "
+                            "which parplan does not model)"));
+  // The Hugging Face Trainer's "auto" is resolved by the Trainer, not in the file: read as absent it priced bf16.
+  CHECK(refused({ds("auto.json", R"("fp16": {"enabled": "auto"})"), "--gpus", "8", "--model", "llama3-8b"})
+            .find("/fp16/enabled: must be true or false, not \"auto\" ('auto' is the Hugging Face Trainer's") !=
+        std::string::npos);
+  CHECK(refused({ds("one.json", R"("bf16": {"enabled": 1})"), "--gpus", "8", "--model", "llama3-8b"})
+            .find("/bf16/enabled: must be true or false, not 1") != std::string::npos);
+  CHECK(refused({ds("flat.json", R"("bf16": true)"), "--gpus", "8", "--model", "llama3-8b"})
+            .find("/bf16: must be an object such as {\"enabled\": true}, not true") != std::string::npos);
+}
+
 TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
   Qa q;
   // distributed_fused_adam overlaps unless overlap_grad_sync is false.
