@@ -301,7 +301,11 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
   if (mp != "bfloat16") {
     throw InputError(fmt::format("{}: {}: '{}' is not modelled (bfloat16 is)", path, t.where("training.mixed_precision_param", ""), excerpt(mp)));
   }
-  out.assume("--precision", "bf16", "training.mixed_precision_param not given (torchtitan default bfloat16)");
+  if (!t.items.count("training.mixed_precision_param")) {
+    out.assume("--precision", "bf16", "training.mixed_precision_param not given (torchtitan default bfloat16)");
+  } else if (!out.has("--precision")) {  // with float8 / MX the GEMMs' precision is fp8, from the converter
+    out.set("--precision", "bf16", t.where("training.mixed_precision_param", ""), path);
+  }
   titan_float8(t, fp8, out, path);
   if (t.items.count("activation_checkpoint.mode")) {
     const TomlItem& it = *t.items.at("activation_checkpoint.mode");

@@ -266,6 +266,16 @@ TEST_CASE("import: DeepSpeed's bf16 / fp16 enabled is read as a boolean; 'auto' 
             .find("/bf16: must be an object such as {\"enabled\": true}, not true") != std::string::npos);
 }
 
+TEST_CASE("import: torchtitan's mixed_precision_param given is read from the file, not listed as assumed") {
+  Qa q;
+  const std::string base = kLlama8b + "[training]\nlocal_batch_size = 1\nseq_len = 8192\n";
+  const auto given = import_json({q.file("mp.toml", base + "mixed_precision_param = \"bfloat16\"\n"), "--gpus", "8"});
+  CHECK(given["from_file"]["--precision"]["origin"] == "training.mixed_precision_param (line 7)");
+  for (const auto& a : given["assumed"]) CHECK(a.get<std::string>().find("--precision") == std::string::npos);
+  const auto left = import_json({q.file("none.toml", base), "--gpus", "8"});
+  CHECK(has(left["assumed"], "--precision bf16: training.mixed_precision_param not given (torchtitan default bfloat16)"));
+}
+
 TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
   Qa q;
   // distributed_fused_adam overlaps unless overlap_grad_sync is false.
