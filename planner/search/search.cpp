@@ -556,6 +556,9 @@ class Evaluator {
       c.has_memory = true;
       c.peak_bytes = peak(&c.peak_stage);
       if (c.peak_bytes <= limit_) {
+        // Its offloaded states over the node's host memory: it breaks another rule too, so it is not shown as "if
+        // allowed" (the explanation is of candidates rejected for r alone).
+        if (plan_.parallel.offloads_any() && !host_fits()) return;
         c.has_time = true;
         c.time = time();
       }
