@@ -96,6 +96,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--post-validation";
     case Reject::fsdp2_invalid:
       return "--fsdp2";
+    case Reject::zero3_gather_unit_invalid:
+      return "--zero3-gather-unit";
     case Reject::dp_replicate_invalid:
       return "--dp-replicate";
     case Reject::tp_collective_copies_invalid:

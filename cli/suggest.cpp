@@ -40,7 +40,7 @@ struct SuggestOptions {
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
        overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false,
        overlap_ep = false;
-  int64_t max_micro_batch = 16;
+  std::optional<int64_t> max_micro_batch;  // default 16
   int top = 5;
   int simulate = 0;
   std::optional<int> threads;
@@ -88,7 +88,11 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   pin(o.etp, s.etp);
   pin(o.micro_batch, s.micro_batch);
   pin(o.dp_replicate, s.dp_replicate);
-  s.max_micro_batch = o.max_micro_batch;
+  if (o.max_micro_batch && o.micro_batch) {
+    throw InputError(fmt::format("--max-micro-batch: has no effect with --micro-batch {} pinned: give one",
+                                 *o.micro_batch));
+  }
+  s.max_micro_batch = o.max_micro_batch.value_or(16);
   if (o.vpp) {
     s.vpp = {*o.vpp};
     if (o.schedule.empty()) s.schedules = {Schedule::interleaved};
@@ -122,6 +126,11 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
     s.sharding = {{0, true}};
   } else if (o.no_distributed_optimizer) {
     std::erase_if(s.sharding, [](const auto& sh) { return sh.distributed_optimizer; });
+  }
+  if (o.overlap_p2p && std::find(s.schedules.begin(), s.schedules.end(), Schedule::interleaved) == s.schedules.end()) {
+    throw InputError(fmt::format("--overlap-p2p: only the interleaved schedule overlaps its pipeline sends, and "
+                                 "--schedule {} lists no interleaved",
+                                 o.schedule));
   }
   s.overlap_p2p = o.overlap_p2p;
   if (!o.zero3_gather_unit.empty()) {

@@ -589,6 +589,7 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
     v.add(Reject::post_validation_invalid);  // Zero Bubble's (Qi et al. 2023 Sec. 4), not DualPipeV's
   }
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
+  if (pc.zero3_gather_unit != Zero3GatherUnit::layer && pc.zero_stage != 3) v.add(Reject::zero3_gather_unit_invalid);
   if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
   if (plan.training.fp8_tp_gather &&
       !(plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel)) {
@@ -640,6 +641,8 @@ std::string_view reject_name(Reject r) {
       return "post_validation_invalid";
     case Reject::fsdp2_invalid:
       return "fsdp2_invalid";
+    case Reject::zero3_gather_unit_invalid:
+      return "zero3_gather_unit_invalid";
     case Reject::dp_replicate_invalid:
       return "dp_replicate_invalid";
     case Reject::tp_collective_copies_invalid:
@@ -811,6 +814,10 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::fsdp2_invalid:
       return fmt::format("FSDP2 is ZeRO 3 gathered one layer at a time (zero3_gather_unit layer); the plan has ZeRO {}{}",
                          pc.zero_stage, pc.zero_stage == 3 ? " gathered one linear at a time" : "");
+    case Reject::zero3_gather_unit_invalid:
+      return fmt::format("the gather unit {} is how ZeRO 3 gathers its sharded weights; the plan has ZeRO {}, whose "
+                         "weights are not sharded, so it would have no effect",
+                         to_string(pc.zero3_gather_unit), pc.zero_stage);
     case Reject::dp_replicate_invalid:
       return dp_replicate_problem_text(pc);
     case Reject::tp_collective_copies_invalid:

@@ -33,6 +33,7 @@ enum class Reject : uint8_t {
   recompute_layers_invalid,  // recompute_layers without full recompute, above every chunk's layers, or with offload
   post_validation_invalid,   // Zero Bubble's optimizer post-validation on a schedule that is not zero-bubble
   fsdp2_invalid,             // FSDP2's copies without ZeRO-3 gathered one layer at a time
+  zero3_gather_unit_invalid, // a ZeRO-3 gather unit other than the layer (DeepSpeed's per linear) without ZeRO-3
   tp_collective_copies_invalid,  // DTensor's copies around TP collectives without tp > 1 and sequence parallelism
   fp8_tp_gather_invalid,     // fp8 TP all-gathers without fp8 training, tp > 1 and sequence parallelism
   cp_with_sliding_window,    // context parallelism over a model with sliding-window attention (not modelled)

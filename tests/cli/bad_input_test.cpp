@@ -667,6 +667,18 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/fsdp2: expected true or false");
   }
+  // The ZeRO-3 gather unit without ZeRO-3 would have no effect: refused, a flag or a plan key.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--zero", "1", "--zero3-gather-unit", "linear"},
+                      "--zero3-gather-unit: the gather unit linear is how ZeRO 3 gathers its sharded weights; the plan "
+                      "has ZeRO 1, whose weights are not sharded, so it would have no effect");
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["zero3_gather_unit"] = "linear";
+    const std::string plan = (dir.path / "unit.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel: the gather unit linear is how ZeRO 3 gathers");
+  }
   // HSDP replicas: at least 1, dividing dp, leaving a shard group of 2 or more dp ranks, with a sharded optimizer,
   // without split experts, with FSDP's per-layer gathers; a flag or a plan key.
   const std::vector<std::string> hsdp = {"--model", "gpt3-13b", "--gpus", "16", "--zero", "1"};
@@ -1264,6 +1276,11 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"export", "--plan", kBad + "plan_ok.json", "--to", "nanotron"}, "--to: nanotron is read (import) but not written"},
       {{"export", "--plan", kBad + "plan_ok.json", "--to", "jax"}, "--to: unknown format 'jax'"},
       {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "megatron"}, "--emit: needs -o FILE"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "8", "--max-micro-batch", "1", "--micro-batch", "4"},
+       "--max-micro-batch: has no effect with --micro-batch 4 pinned: give one"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "8", "--schedule", "1f1b,zb-h1", "--overlap-p2p"},
+       "--overlap-p2p: only the interleaved schedule overlaps its pipeline sends, and --schedule 1f1b,zb-h1 lists no "
+       "interleaved"},
       {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "nanotron"}, "--emit: give megatron, nemo, torchtitan or deepspeed"},
   };
   for (const auto& c : cases) {

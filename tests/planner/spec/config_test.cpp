@@ -115,6 +115,18 @@ TEST_CASE("every rejection reason fires on its own") {
   CHECK(validate(p).ok());
 }
 
+TEST_CASE("validate: a gather unit other than the layer needs ZeRO 3 (it would have no effect)") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+  for (const int z : {0, 1, 2}) {
+    CAPTURE(z);
+    p.parallel.zero_stage = z;
+    expect_only(p, Reject::zero3_gather_unit_invalid);
+  }
+  p.parallel.zero_stage = 3;
+  CHECK_FALSE(validate(p).has(Reject::zero3_gather_unit_invalid));
+}
+
 TEST_CASE("validate: the MoE all-to-all overlap needs an order that pairs passes (pp 1, interleaved, DualPipeV)") {
   Plan p = test::korthikanti_175b();  // 8 stages, interleaved
   p.model.experts = 8;
