@@ -71,6 +71,7 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
     case Reject::batch_not_divisible:
       return "--global-batch";
     case Reject::sp_without_tp:
+    case Reject::sp_not_dividing_seq:
       return "--sequence-parallel";
     case Reject::precision_unsupported:  // a GPU without the precision, or without MXFP8's block-scaled fp8 cores
       return mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0 ? "--fp8-recipe" : "--precision";

@@ -574,6 +574,10 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (plan.training.global_batch != pc.dp * pc.micro_batch * pc.num_microbatches) v.add(Reject::batch_not_divisible);
   if (pc.sequence_parallel && pc.tp == 1) v.add(Reject::sp_without_tp);
+  const bool cp_splits = pc.cp == 1 || plan.seq_len() % (2 * pc.cp) == 0;  // else cp_not_dividing_seq alone
+  if (pc.sequence_parallel && pc.tp > 1 && cp_splits && (plan.seq_len() / pc.cp) % pc.tp != 0) {
+    v.add(Reject::sp_not_dividing_seq);  // Megatron-LM: seq_length % tensor_model_parallel_size with SP
+  }
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0) || mxfp8_unsupported(plan)) v.add(Reject::precision_unsupported);
   if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
@@ -627,6 +631,8 @@ std::string_view reject_name(Reject r) {
       return "batch_not_divisible";
     case Reject::sp_without_tp:
       return "sp_without_tp";
+    case Reject::sp_not_dividing_seq:
+      return "sp_not_dividing_seq";
     case Reject::precision_unsupported:
       return "precision_unsupported";
     case Reject::selective_op_unsupported:
@@ -786,6 +792,10 @@ std::string describe(Reject r, const Plan& plan) {
                          pc.micro_batch, pc.num_microbatches);
     case Reject::sp_without_tp:
       return "sequence parallelism needs tp > 1";
+    case Reject::sp_not_dividing_seq:
+      return fmt::format("sequence parallelism splits each rank's {} tokens (seq {}{}) over tp {}, which does not "
+                         "divide them",
+                         plan.seq_len() / pc.cp, plan.seq_len(), pc.cp > 1 ? fmt::format(" / cp {}", pc.cp) : "", pc.tp);
     case Reject::precision_unsupported:
       if (mxfp8_unsupported(plan) && plan.gpu.peak(plan.gemm_dtype()) > 0) {
         return "fp8 recipe mxfp8: " + mxfp8_unsupported_reason(plan.gpu);

@@ -22,6 +22,7 @@ enum class Reject : uint8_t {
   ep_invalid,             // ep must divide experts and dp; dense models need ep == 1
   batch_not_divisible,    // global batch != dp * micro_batch * num_microbatches
   sp_without_tp,          // sequence parallel needs tp > 1
+  sp_not_dividing_seq,    // sequence parallel splits each rank's seq / cp tokens over tp: (seq / cp) % tp
   precision_unsupported,  // the GPU has no peak for the precision (e.g. fp8 on A100)
   zb_full_recompute,      // ZB-H1's / ZB-2p's / ZB-V's deferred W needs the activations full recompute discards (not modelled)
   overlap_p2p_not_interleaved,  // overlapped pipeline sends: only the interleaved schedule offers them (Megatron-Core)

@@ -667,6 +667,10 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/fsdp2: expected true or false");
   }
+  // Sequence parallelism over tokens tp does not divide.
+  expect_bad_estimate({"--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--sp", "--seq", "12"},
+                      "--sequence-parallel: sequence parallelism splits each rank's 12 tokens (seq 12) over tp 8, "
+                      "which does not divide them");
   // The ZeRO-3 gather unit without ZeRO-3 would have no effect: refused, a flag or a plan key.
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--zero", "1", "--zero3-gather-unit", "linear"},
                       "--zero3-gather-unit: the gather unit linear is how ZeRO 3 gathers its sharded weights; the plan "

@@ -115,6 +115,17 @@ TEST_CASE("every rejection reason fires on its own") {
   CHECK(validate(p).ok());
 }
 
+TEST_CASE("validate: sequence parallelism needs tp to divide each rank's tokens (Megatron-LM: seq % tp)") {
+  Plan p = test::korthikanti_175b();  // tp 8, SP, seq 2048
+  REQUIRE(p.parallel.sequence_parallel);
+  p.training.seq_len = 2052;  // 2052 / 8 is not whole
+  expect_only(p, Reject::sp_not_dividing_seq);
+  CHECK(describe(Reject::sp_not_dividing_seq, p) ==
+        "sequence parallelism splits each rank's 2052 tokens (seq 2052) over tp 8, which does not divide them");
+  p.parallel.sequence_parallel = false;
+  CHECK(validate(p).ok());
+}
+
 TEST_CASE("validate: a gather unit other than the layer needs ZeRO 3 (it would have no effect)") {
   Plan p = test::korthikanti_175b();
   p.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
