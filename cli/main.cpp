@@ -89,6 +89,35 @@ std::string unknown_word_error(CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// CLI11's parse error in parplan's words where CLI11's own would mislead: a repeated flag ("At Most 1 required but
+// received 2") and an integer flag's value CLI11 could not read as one, which its range check reports as out of range
+// ("--gpus: Value 08 not in range ...": CLI11 reads 08 as octal, 8.0 not at all). `command`: argv[1].
+std::string parse_error_text(const CLI::App& app, std::string_view command, std::string msg) {
+  constexpr std::string_view kRepeated = ": At Most 1 required but received ";
+  if (const size_t at = msg.find(kRepeated); at != std::string::npos) {
+    return fmt::format("{}: given {} times: give it once", msg.substr(0, at), msg.substr(at + kRepeated.size()));
+  }
+  constexpr std::string_view kValue = ": Value ", kRange = " not in range ";
+  const size_t v = msg.find(kValue), r = msg.find(kRange);
+  if (v != std::string::npos && r != std::string::npos && r > v && msg.starts_with("--")) {
+    const std::string value = msg.substr(v + kValue.size(), r - v - kValue.size());
+    const CLI::Option* op = nullptr;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->get_name() == command) op = sub->get_option_no_throw(msg.substr(0, v));
+    }
+    std::string_view digits = value;
+    if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits.remove_prefix(1);
+    const bool leading_zero = digits.size() > 1 && digits[0] == '0' && digits[1] >= '0' && digits[1] <= '9';
+    // 1e9 is read (as 10^9): its range message stands; 08 (octal to CLI11) and 8.0 are not read.
+    if (op && parplan::cli::is_integer_option(*op) &&
+        (leading_zero || digits.find('.') != std::string_view::npos || !parplan::cli::is_decimal_number(value))) {
+      return fmt::format("{}: {} is not a decimal integer (leading zeros, 0x and 0b are not read)", msg.substr(0, v),
+                         value);
+    }
+  }
+  return msg;
+}
+
 // Parses the command line; the exit code when that ends the run (help, version, a parse error), else none.
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
@@ -100,7 +129,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    report(fmt::format("parplan: error: {}\n", one_line(e.what())));
+    report(fmt::format("parplan: error: {}\n", parse_error_text(app, argc > 1 ? argv[1] : "", one_line(e.what()))));
     return parplan::cli::kBadInput;
   } catch (const parplan::InputError& e) {  // thrown by option validators / callbacks
     report(fmt::format("parplan: error: {}\n", one_line(e.what())));

@@ -495,9 +495,10 @@ std::string dp_replicate_problem_text(const ParallelConfig& pc) {
                          "distributed optimizer; the plan has ZeRO 0",
                          pc.dp_replicate);
     case ReplicateProblem::split_experts:
-      return fmt::format("dp_replicate {} (HSDP) with ep {} / etp {}: replicas of expert-data-parallel groups are not "
-                         "modelled (ep 1, etp unset)",
-                         pc.dp_replicate, pc.ep, pc.etp);
+      return fmt::format("dp_replicate {} (HSDP) with {}: replicas of expert-data-parallel groups are not modelled "
+                         "(HSDP needs ep 1 and no --etp)",
+                         pc.dp_replicate,
+                         pc.etp > 0 ? fmt::format("ep {} / etp {}", pc.ep, pc.etp) : fmt::format("ep {}", pc.ep));
     case ReplicateProblem::per_linear:
       return fmt::format("dp_replicate {} (HSDP) is modelled for ZeRO-3 gathered one layer at a time (FSDP); the plan "
                          "gathers one linear at a time (DeepSpeed ZeRO-3)",

@@ -92,7 +92,12 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "8.5"}), "--gpus"},
       {with(kModel, {"--gpus", "010"}), "--gpus: 010 is not a decimal integer"},  // CLI11 reads octal 8
       {with(kModel, {"--gpus", "0x40"}), "--gpus: 0x40 is not a decimal integer"},
-      {with(kModel, {"--gpus", "64", "--tp", "08"}), "--tp"},
+      {with(kModel, {"--gpus", "64", "--tp", "08"}), "--tp: 08 is not a decimal integer"},  // range-checked by CLI11
+      {with(kModel, {"--gpus", "8.0"}), "--gpus: 8.0 is not a decimal integer"},
+      {with(kModel, {"--gpus", "64", "--dp-replicate", "1e9"}), "--dp-replicate: Value 1e9 not in range"},  // read
+      {with(kModel, {"--gpus", "64", "--bucket-mb", "0.0001"}), "--bucket-mb: Value 0.0001 not in range"},  // a number
+      {with(kModel, {"--gpus", "64", "--global-batch", "64", "--global-batch", "65"}),
+       "--global-batch: given 2 times: give it once"},
       {with(kModel, {"--gpus", "nan"}), "--gpus"},
       {with(kModel, {"--gpus", "1000000000"}), "--gpus"},
       {with(kModel, {"--gpus", "99999999999999999999999"}), "--gpus"},
@@ -701,8 +706,8 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
                       "distributed optimizer; the plan has ZeRO 0");
   expect_bad_estimate({"--model", "mixtral-8x7b", "--gpus", "16", "--ep", "2", "--zero", "1", "--dp-replicate",
                        "2"},
-                      "--dp-replicate: dp_replicate 2 (HSDP) with ep 2 / etp 0: replicas of expert-data-parallel "
-                      "groups are not modelled");
+                      "--dp-replicate: dp_replicate 2 (HSDP) with ep 2: replicas of expert-data-parallel groups are "
+                      "not modelled (HSDP needs ep 1 and no --etp)");
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "16", "--zero", "3", "--zero3-gather-unit", "linear",
                        "--dp-replicate", "2"},
                       "--dp-replicate: dp_replicate 2 (HSDP) is modelled for ZeRO-3 gathered one layer at a time");
