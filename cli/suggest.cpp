@@ -508,6 +508,14 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
       s += fmt::format("  - another GPU count: a plan fits on {} (parplan suggest ... --gpus {})\n",
                        count_of(a.fits_at_gpus, "GPU"), a.fits_at_gpus);
     }
+    // Only V schedules, an odd layer count: no even split places it, a per-chunk layout can (the search tries none).
+    const auto& sch = req.space.schedules;
+    if (req.model.layers % 2 != 0 && !sch.empty() && std::all_of(sch.begin(), sch.end(), v_shaped)) {
+      s += fmt::format("  - a per-chunk layout: {} places 2 chunks on every stage, and {} layers split into none "
+                       "evenly; price one with parplan estimate ... --schedule {} --stage-layers a/b,c/d,... (one "
+                       "entry per stage, its two chunks' layers)\n",
+                       to_string(sch.front()), req.model.layers, to_string(sch.front()));
+    }
     return s;
   }
   s += fmt::format(

@@ -132,6 +132,26 @@ TEST_CASE("suggest: 175B on 64 A100-40GB without offload exits 1 and says why an
   CHECK(doc["advice"]["headline"] == "nothing_fits");
 }
 
+TEST_CASE("suggest: V schedules only on an odd layer count point to a per-chunk layout, which estimate prices") {
+  // DeepSeek-V3's 61 layers: zb-v / dualpipe-v need every stage's layers even, which no even split gives.
+  const auto r = run_parplan({"suggest", "--model", "deepseek-v3", "--gpus", "512", "--schedule", "dualpipe-v", "--wide"},
+                             {}, 120);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("NOTHING VALID") != std::string::npos);
+  CHECK(r.out.find("  - a per-chunk layout: dualpipe-v places 2 chunks on every stage, and 61 layers split into none "
+                   "evenly; price one with parplan estimate ... --schedule dualpipe-v --stage-layers a/b,c/d,...") !=
+        std::string::npos);
+  const auto e = run_parplan({"estimate", "--model", "deepseek-v3", "--gpus", "512", "--pp", "8", "--ep", "64",
+                              "--schedule", "dualpipe-v", "--stage-layers", "4/4,4/4,4/4,4/4,4/4,4/4,4/4,4/1",
+                              "--global-batch", "1024", "--json"},
+                             {}, 120);
+  CHECK(e.exit_code != 2);  // priced (1: it does not fit at this batch)
+  CHECK(nlohmann::json::parse(e.out)["time"]["step_s"].get<double>() > 0);
+  // With an even-layer model the advice is not given.
+  const auto even = run_parplan({"suggest", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2"});
+  CHECK(even.out.find("a per-chunk layout") == std::string::npos);
+}
+
 TEST_CASE("suggest: when every configuration breaks a rule, it says so, not that nothing fits in memory") {
   // pp 3 with vpp 2: 40 layers do not split into 3 x 2 equal chunks and 128 microbatches are not a multiple of 3.
   const auto r = run_parplan({"suggest", "--params", "13e9", "--gpus", "24", "--pp", "3", "--vpp", "2", "--explain"});
