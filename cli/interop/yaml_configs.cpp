@@ -192,7 +192,12 @@ Imported import_nemo(std::string_view text, const std::string& path) {
       const std::string& prec = l.value;
       const std::string arg = prec.starts_with("bf16") ? "bf16" : prec.starts_with("16") ? "fp16" : "";
       if (!arg.empty()) args.push_back(MegatronArg{arg, std::nullopt, origin(l), ""});
-      else out.ignored.push_back(fmt::format("{}: precision '{}' is not modelled", origin(l), excerpt(prec)));
+      else {  // 32 / 32-true / 64 (fp32, fp64 training) or another value: not priced as bf16 (torchtitan and nanotron
+              // refuse theirs likewise)
+        throw InputError(fmt::format("{}: {}: precision '{}' is not modelled (bf16, 16 and their -mixed forms are; "
+                                     "fp8 is model.fp8)",
+                                     path, origin(l), excerpt(prec)));
+      }
     } else if (p.starts_with("model.") && p.find('[') == std::string::npos &&
                std::find(std::begin(kNemoMegatronKeys), std::end(kNemoMegatronKeys), std::string_view(key)) != std::end(kNemoMegatronKeys) &&
                p.find('.', 6) == std::string::npos) {

@@ -276,6 +276,20 @@ TEST_CASE("import: torchtitan's mixed_precision_param given is read from the fil
   CHECK(has(left["assumed"], "--precision bf16: training.mixed_precision_param not given (torchtitan default bfloat16)"));
 }
 
+TEST_CASE("import: NeMo's trainer.precision 32 (fp32 training) is refused naming it, not priced as bf16") {
+  Qa q;
+  const std::string nemo = parplan::test::read_text(std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/nemo_gpt.yaml");
+  const size_t at = nemo.find("precision: bf16-mixed");
+  REQUIRE(at != std::string::npos);
+  for (const char* prec : {"32", "32-true", "64"}) {
+    CAPTURE(prec);
+    std::string text = nemo;
+    text.replace(at, std::string("precision: bf16-mixed").size(), std::string("precision: ") + prec);
+    CHECK(refused({q.file("fp32.yaml", text)}).find(std::string("trainer.precision (line 7): precision '") + prec +
+                                                   "' is not modelled") != std::string::npos);
+  }
+}
+
 TEST_CASE("import: NeMo's optim.overlap_grad_sync false is --no-overlap-dp") {
   Qa q;
   // distributed_fused_adam overlaps unless overlap_grad_sync is false.
