@@ -18,11 +18,12 @@ struct Term {
 };
 
 // The step-time terms of a breakdown, in a fixed order.
-std::array<Term, 9> terms(const TimeBreakdown& t) {
+std::array<Term, 10> terms(const TimeBreakdown& t) {
   return {{{"compute", t.compute_s},
            {"pipeline bubble", t.bubble_s},
            {"TP comm", t.tp_comm_s},
-           {"CP comm", t.cp_comm_s + t.ep_comm_s},
+           {"CP comm", t.cp_comm_s},
+           {"EP all-to-all", t.ep_comm_s},
            {"PP send/recv", t.pp_comm_s},
            {"DP comm", t.dp_comm_exposed_s},
            {"ZeRO-3 gathers", t.zero3_exposed_s},
@@ -30,19 +31,28 @@ std::array<Term, 9> terms(const TimeBreakdown& t) {
            {"optimizer", t.optimizer_s}}};
 }
 
-// The term that grew most against the winner, e.g. "more pipeline bubble (+1.2 s)".
+// The term that grew most against the winner, e.g. "more pipeline bubble (+1.2 s)", and the one that shrank most
+// where it offsets a quarter of that or more ("more compute (+0.606 s), less EP all-to-all (-0.6 s)"): the step's
+// change is their sum, not the first alone.
 std::string biggest_cost(const TimeBreakdown& a, const TimeBreakdown& w) {
   const auto ta = terms(a), tw = terms(w);
-  size_t best = 0;
-  double grow = -1e300;
+  size_t best = 0, least = 0;
+  double grow = -1e300, shrink = 1e300;
   for (size_t i = 0; i < ta.size(); ++i) {
-    if (ta[i].s - tw[i].s > grow) {
-      grow = ta[i].s - tw[i].s;
+    const double change = ta[i].s - tw[i].s;
+    if (change > grow) {
+      grow = change;
       best = i;
+    }
+    if (change < shrink) {
+      shrink = change;
+      least = i;
     }
   }
   if (grow <= 0) return "no single term larger";
-  return fmt::format("more {} (+{:.3g} s)", ta[best].name, grow);
+  std::string s = fmt::format("more {} (+{:.3g} s)", ta[best].name, grow);
+  if (-shrink >= 0.25 * grow) s += fmt::format(", less {} ({:.3g} s)", ta[least].name, shrink);
+  return s;
 }
 
 std::string memory_delta(const Candidate& c, const Candidate& w) {

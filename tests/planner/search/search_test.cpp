@@ -756,6 +756,22 @@ TEST_CASE("rank reasons name what a plan trades against the winner") {
   CHECK(rank_reason(res.top[0], res.top[0], 1, Objective::fastest) == "fastest step that fits");
   const std::string r2 = rank_reason(res.top[1], res.top[0], 2, Objective::fastest);
   CHECK((r2.find("step time") != std::string::npos));
+  // By hand: the EP all-to-all is its own term (it was counted as CP comm), and a term that shrank by a quarter or
+  // more of the largest growth is named beside it, since the step changes by their sum.
+  Candidate w = res.top[0], c = res.top[0];
+  w.time = TimeBreakdown{};
+  c.time = TimeBreakdown{};
+  w.time.step_s = 10.0;
+  c.time.step_s = 10.006;
+  w.time.compute_s = 8.0;
+  c.time.compute_s = 8.606;
+  w.time.ep_comm_s = 1.0;
+  c.time.ep_comm_s = 0.4;
+  CHECK(rank_reason(c, w, 2, Objective::fastest).starts_with(
+      "+0.1% step time: more compute (+0.606 s), less EP all-to-all (-0.6 s); "));
+  c.time.ep_comm_s = 1.1;
+  c.time.step_s = 10.706;
+  CHECK(rank_reason(c, w, 2, Objective::fastest).starts_with("+7.1% step time: more compute (+0.606 s); "));
 }
 
 TEST_CASE("ranking: steps within one part in a million tie, and the plan with less memory ranks first") {
