@@ -179,6 +179,7 @@ PlanSnapshot snapshot(const Estimate& e, double tokens) {
   s.step_s = e.time.step_s;
   s.time_s = time_terms(e.time);
   s.slowest_stage = e.time.slowest_stage;
+  s.host_bytes_per_node = e.host_bytes_per_node;
   return s;
 }
 
@@ -243,11 +244,22 @@ CheckResult check_plan(const Plan& plan, const Estimate& e, const CheckLimits& l
     const PlanSnapshot base_now = per_current_tokens(*baseline, r.now);
     r.time_moved = time_growth(base_now, r.now);
     const double mg = growth(baseline->peak_memory_bytes, r.now.peak_memory_bytes);
-    const bool mem_ok = mg <= lim.max_memory_regression;
+    bool mem_ok = mg <= lim.max_memory_regression;
     std::string msg = fmt::format("peak memory {} vs baseline {} ({:+.1f}%, allowed {:+.1f}%)", gib(r.now.peak_memory_bytes),
                                   gib(baseline->peak_memory_bytes), mg * 100, lim.max_memory_regression * 100);
     if (r.memory_moved) msg += "; " + describe_memory_move(*r.memory_moved);
-    r.gates.push_back({Gate::memory_regression, mem_ok, mg, lim.max_memory_regression, std::move(msg)});
+    double value = mg;
+    // Offload: the node's host memory is gated the same way, where the baseline kept it and either offloads.
+    const double host_before = baseline->host_bytes_per_node.value_or(0.0), host_now = r.now.host_bytes_per_node.value_or(0.0);
+    if (baseline->host_bytes_per_node && (host_before > 0 || host_now > 0)) {
+      const double hg = host_before > 0 ? growth(host_before, host_now) : std::numeric_limits<double>::infinity();
+      mem_ok = mem_ok && hg <= lim.max_memory_regression;
+      if (std::isfinite(hg)) value = std::max(value, hg);  // newly offloading: fails, the value stays the GPU's
+      msg += host_before > 0 ? fmt::format("; host memory {} per node vs baseline {} ({:+.1f}%)", host_size(host_now),
+                                           host_size(host_before), hg * 100)
+                             : fmt::format("; host memory {} per node, none in the baseline", host_size(host_now));
+    }
+    r.gates.push_back({Gate::memory_regression, mem_ok, value, lim.max_memory_regression, std::move(msg)});
 
     const double tg = growth(base_now.step_s, r.now.step_s);
     const bool time_ok = tg <= lim.max_time_regression;
@@ -295,6 +307,7 @@ nlohmann::json snapshot_to_json(const PlanSnapshot& s) {
   j["step_s"] = s.step_s;
   j["slowest_stage"] = s.slowest_stage;
   if (s.tokens_per_step > 0) j["tokens_per_step"] = s.tokens_per_step;
+  if (s.host_bytes_per_node) j["host_bytes_per_node"] = *s.host_bytes_per_node;
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& m : s.stage_memory_bytes) {
     nlohmann::json st = nlohmann::json::object();
@@ -343,6 +356,8 @@ PlanSnapshot snapshot_from_json(const nlohmann::json& j, const std::string& wher
   s.slowest_stage = r.get_int("slowest_stage", 0, 1'000'000);
   // Optional: baselines written before the time-per-token gate lack it (their time gate compares step time).
   if (r.has("tokens_per_step")) s.tokens_per_step = r.get_double("tokens_per_step", 1.0, kMaxValue);
+  // Optional: baselines written before host memory was kept lack it (their host memory is not gated).
+  if (r.has("host_bytes_per_node")) s.host_bytes_per_node = r.get_double("host_bytes_per_node", 0, kMaxValue);
   const nlohmann::json& stages = r.raw("stage_memory_bytes");
   if (!stages.is_array()) r.fail("stage_memory_bytes", "expected an array of objects");
   for (size_t i = 0; i < stages.size(); ++i) {

@@ -23,7 +23,8 @@ struct CheckLimits {
   std::optional<double> max_dp_comm_fraction;  // exposed DP communication / step time
   std::optional<double> min_mfu;               // model FLOPs utilisation, 0..1
   std::optional<double> max_step_s;
-  double max_memory_regression = 0.05;  // peak memory may grow by this fraction over the baseline
+  // Peak GPU memory, and the offloaded states in a node's host memory, may grow by this fraction over the baseline.
+  double max_memory_regression = 0.05;
   // Time per token (step time / tokens per step) may grow by this fraction over the baseline: a larger batch or a
   // longer sequence that takes longer per step but not per token is no regression (docs/ci.md).
   double max_time_regression = 0.05;
@@ -46,6 +47,8 @@ struct PlanSnapshot {
   std::array<double, kNumTimeTerms> time_s{};
   int64_t slowest_stage = 0;
   double tokens_per_step = 0;  // global batch x sequence length; 0 = unknown (a baseline written before it was kept)
+  // Offloaded states per node in host memory (0: nothing offloaded); none: a baseline written before it was kept.
+  std::optional<double> host_bytes_per_node;
 };
 PlanSnapshot snapshot(const Estimate& e, double tokens_per_step = 0);
 double tokens_per_step(const Plan& plan);

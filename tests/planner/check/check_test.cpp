@@ -1,5 +1,7 @@
 // Tests for planner/check: memory gate with headroom, each performance floor, baseline regression naming the term.
 #include <doctest/doctest.h>
+
+#include <cmath>
 #include <fmt/core.h>
 
 #include <string>
@@ -227,6 +229,46 @@ TEST_CASE("check: memory regression on one stage names that stage") {
   CHECK(r.memory_moved->term == "optimizer");
   CHECK(r.memory_moved->stage == 3);
   CHECK(contains(r.summary, "optimizer on stage 3 +6.00 GiB"));
+}
+
+TEST_CASE("check: the offloaded states' host memory per node is kept in the baseline and gated like the GPU's") {
+  Plan p = test::korthikanti_175b();
+  p.parallel.distributed_optimizer = true;
+  p.parallel.offload.optimizer = true;  // ZeRO-Offload: the optimizer states in host memory
+  REQUIRE(validate(p).ok());
+  const Estimate e = estimate(p);
+  REQUIRE(e.host_bytes_per_node > 0);
+  PlanSnapshot before = snapshot(e);
+  REQUIRE(before.host_bytes_per_node.has_value());
+  CHECK(*before.host_bytes_per_node == e.host_bytes_per_node);
+  CHECK(check_plan(p, e, {}, &before).pass);
+  // The baseline needed 20% less host memory: a regression, though the GPU's peak did not move.
+  before.host_bytes_per_node = e.host_bytes_per_node / 1.2;
+  const CheckResult r = check_plan(p, e, {}, &before);
+  const GateResult* g = gate(r, Gate::memory_regression);
+  REQUIRE(g != nullptr);
+  CHECK_FALSE(g->pass);
+  CHECK(g->value == doctest::Approx(0.2));
+  CHECK(contains(g->message, "; host memory "));
+  CHECK(contains(g->message, "(+20.0%)"));
+  CheckLimits loose;
+  loose.max_memory_regression = 0.25;
+  CHECK(check_plan(p, e, loose, &before).pass);
+  // A baseline that offloaded nothing: newly offloading fails; one written before host memory was kept is not gated.
+  before.host_bytes_per_node = 0.0;
+  const CheckResult fresh = check_plan(p, e, loose, &before);
+  CHECK_FALSE(gate(fresh, Gate::memory_regression)->pass);
+  CHECK(contains(gate(fresh, Gate::memory_regression)->message, "none in the baseline"));
+  CHECK(std::isfinite(gate(fresh, Gate::memory_regression)->value));
+  before.host_bytes_per_node.reset();
+  CHECK(check_plan(p, e, {}, &before).pass);
+  // Round trip; absent from an older document.
+  Baseline b;
+  b["x"] = snapshot(e);
+  CHECK(baseline_from_text(baseline_to_json(b).dump(), "base.json").at("x").host_bytes_per_node == e.host_bytes_per_node);
+  auto old = baseline_to_json(b);
+  old["plans"]["x"].erase("host_bytes_per_node");
+  CHECK_FALSE(baseline_from_text(old.dump(), "base.json").at("x").host_bytes_per_node.has_value());
 }
 
 TEST_CASE("baseline document: round trip, strict keys with the JSON path") {
