@@ -315,7 +315,7 @@ class Evaluator {
       pc.schedule = s;
       pc.overlap_p2p_comm = s == Schedule::interleaved && req_.space.overlap_p2p;
       // Asked for, the all-to-all overlap goes to the schedules that pair passes; the others are priced without it.
-      pc.overlap_ep_comm = req_.space.overlap_ep && pc.ep > 1 && pairs_passes(s, pc.pp);
+      pc.overlap_ep_comm = req_.space.overlap_ep && pc.ep > 1 && pairs_passes(s, pc.pp, pc.num_microbatches);
       pc.first_stage_layers = pc.last_stage_layers = 0;
       if (s == Schedule::interleaved) {
         for (int64_t v : req_.space.vpp) {

@@ -582,7 +582,9 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (!(plan.gpu.peak(plan.gemm_dtype()) > 0) || mxfp8_unsupported(plan)) v.add(Reject::precision_unsupported);
   if (splits_backward(pc.schedule) && pc.recompute == Recompute::full) v.add(Reject::zb_full_recompute);
   if (pc.overlap_p2p_comm && pc.schedule != Schedule::interleaved) v.add(Reject::overlap_p2p_not_interleaved);
-  if (pc.overlap_ep_comm && pc.ep > 1 && !pairs_passes(pc.schedule, pc.pp)) v.add(Reject::overlap_ep_unpaired);
+  if (pc.overlap_ep_comm && pc.ep > 1 && !pairs_passes(pc.schedule, pc.pp, pc.num_microbatches)) {
+    v.add(Reject::overlap_ep_unpaired);
+  }
   if (!offload_supported(plan)) v.add(Reject::offload_invalid);
   if (modules_problem_of(plan) != ModulesProblem::none) v.add(Reject::offload_modules_invalid);
   if (pc.recompute == Recompute::selective_op &&
@@ -849,6 +851,15 @@ std::string describe(Reject r, const Plan& plan) {
                          "--vpp 2 or more)",
                          to_string(pc.schedule));
     case Reject::overlap_ep_unpaired:
+      if (pc.num_microbatches < 2) {
+        return "one microbatch per step: no other microbatch's pass to run beside, so no all-to-all hides (the "
+               "overlap pairs two microbatches' passes)";
+      }
+      if (pc.pp == 1) {
+        return fmt::format("schedule {} runs every forward before any backward, so no all-to-all hides: without a "
+                           "pipeline Megatron-Core's 1F1B A2A overlap pairs them under 1f1b",
+                           to_string(pc.schedule));
+      }
       return fmt::format("schedule {} at pp {} runs no microbatch's forward beside another's backward, so no "
                          "all-to-all hides: Megatron-Core's 1F1B A2A overlap needs pp 1 or the interleaved schedule "
                          "(--vpp 2 or more), and DualPipeV pairs its own",

@@ -79,9 +79,11 @@ constexpr bool splits_backward(Schedule s) {
 constexpr bool v_shaped(Schedule s) { return s == Schedule::zb_v || s == Schedule::dualpipe_v; }
 // The orders that run one microbatch's forward beside another's backward, where the MoE all-to-alls can hide
 // (ParallelConfig::overlap_ep_comm): Megatron-Core's combined 1F1B without a pipeline (pp 1) or with the interleaved
-// schedule (its --overlap-moe-expert-parallel-comm needs a virtual pipeline when pp > 1), and DualPipeV's F & B pairs.
-constexpr bool pairs_passes(Schedule s, int64_t pp) {
-  return s == Schedule::interleaved || s == Schedule::dualpipe_v || (pp == 1 && s == Schedule::one_f_one_b);
+// schedule (its --overlap-moe-expert-parallel-comm needs a virtual pipeline when pp > 1), and DualPipeV's F & B pairs;
+// each with two microbatches at least (one has no other to pair with).
+constexpr bool pairs_passes(Schedule s, int64_t pp, int64_t microbatches) {
+  return microbatches >= 2 &&
+         (s == Schedule::interleaved || s == Schedule::dualpipe_v || (pp == 1 && s == Schedule::one_f_one_b));
 }
 // flash: the fused attention kernel the GPU profile's attention fractions describe (Transformer Engine's cuDNN
 // attention on Hopper); flash2: FlashAttention-2, PyTorch SDPA's flash backend (gemm.flash2_* fractions); unfused:

@@ -551,7 +551,7 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
                          "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
                          "--moe-layer-freq '([0]*3+[1]*58)' --expert-model-parallel-size 64 "
                          "--pipeline-model-parallel-size 16 --moe-token-dispatcher-type flex --moe-enable-deepep "
-                         "--overlap-moe-expert-parallel-comm --bf16";
+                         "--overlap-moe-expert-parallel-comm --global-batch-size 4096 --bf16";
   parplan::test::write_text(sh, ds + "\n");
   // Megatron-Core's A2A overlap needs a virtual pipeline when pp > 1: refused, naming the option, as Megatron-LM does.
   const auto unpaired = run_parplan({"import", sh}, {}, 60);

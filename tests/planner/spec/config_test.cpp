@@ -159,13 +159,30 @@ TEST_CASE("validate: the MoE all-to-all overlap needs an order that pairs passes
         "schedule zb-2p at pp 8 runs no microbatch's forward beside another's backward, so no all-to-all hides: "
         "Megatron-Core's 1F1B A2A overlap needs pp 1 or the interleaved schedule (--vpp 2 or more), and DualPipeV "
         "pairs its own");
+  // Without a pipeline: GPipe's order pairs nothing, 1F1B's does with two microbatches or more.
+  Plan q = p;
+  q.parallel.pp = 1;
+  q.parallel.vpp = 1;
+  q.num_gpus /= 8;
+  q.parallel.schedule = Schedule::gpipe;
+  expect_only(q, Reject::overlap_ep_unpaired);
+  CHECK(describe(Reject::overlap_ep_unpaired, q) ==
+        "schedule gpipe runs every forward before any backward, so no all-to-all hides: without a pipeline "
+        "Megatron-Core's 1F1B A2A overlap pairs them under 1f1b");
+  q.parallel.schedule = Schedule::one_f_one_b;
+  CHECK(validate(q).ok());
+  q.parallel.num_microbatches = 1;
+  q.training.global_batch = q.parallel.dp * q.parallel.micro_batch;
+  expect_only(q, Reject::overlap_ep_unpaired);
+  CHECK(describe(Reject::overlap_ep_unpaired, q).starts_with("one microbatch per step: no other microbatch's pass"));
   p.parallel.ep = 1;  // no all-to-all: the field has nothing to act on
   CHECK(validate(p).ok());
-  CHECK(pairs_passes(Schedule::one_f_one_b, 1));
-  CHECK_FALSE(pairs_passes(Schedule::one_f_one_b, 2));
-  CHECK_FALSE(pairs_passes(Schedule::zb_v, 4));
-  CHECK(pairs_passes(Schedule::dualpipe_v, 4));
-  CHECK(pairs_passes(Schedule::interleaved, 4));
+  CHECK(pairs_passes(Schedule::one_f_one_b, 1, 2));
+  CHECK_FALSE(pairs_passes(Schedule::one_f_one_b, 1, 1));  // one microbatch: nothing to pair with
+  CHECK_FALSE(pairs_passes(Schedule::one_f_one_b, 2, 8));
+  CHECK_FALSE(pairs_passes(Schedule::zb_v, 4, 16));
+  CHECK(pairs_passes(Schedule::dualpipe_v, 4, 16));
+  CHECK(pairs_passes(Schedule::interleaved, 4, 16));
 }
 
 TEST_CASE("stage layers: even split, remainder to middle stages, explicit first/last") {
