@@ -1,5 +1,7 @@
 // parplan entry point: builds the CLI from the registered subcommands and maps errors to exit codes.
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <fmt/core.h>
@@ -105,14 +107,16 @@ std::string parse_error_text(const CLI::App& app, std::string_view command, std:
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
       if (sub->get_name() == command) op = sub->get_option_no_throw(msg.substr(0, v));
     }
-    std::string_view digits = value;
-    if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits.remove_prefix(1);
-    const bool leading_zero = digits.size() > 1 && digits[0] == '0' && digits[1] >= '0' && digits[1] <= '9';
-    // 1e9 is read (as 10^9): its range message stands; 08 (octal to CLI11) and 8.0 are not read.
-    if (op && parplan::cli::is_integer_option(*op) &&
-        (leading_zero || digits.find('.') != std::string_view::npos || !parplan::cli::is_decimal_number(value))) {
-      return fmt::format("{}: {} is not a decimal integer (leading zeros, 0x and 0b are not read)", msg.substr(0, v),
-                         value);
+    // CLI11 reads an integer flag's 08 as octal and 8.0 or 1e9 not at all, and reports either as out of range.
+    if (op && parplan::cli::is_integer_option(*op) && !parplan::cli::is_decimal_integer(value)) {
+      const bool number = parplan::cli::is_decimal_number(value);
+      const double x = number ? std::strtod(value.c_str(), nullptr) : 0.0;
+      const bool whole = number && std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15;
+      const std::string why = whole                  ? fmt::format(" (write its digits: {:.0f})", x)
+                              : number               ? " (a whole number is needed)"
+                              : value.starts_with("0") ? " (0x and 0b are not read)"
+                                                     : "";
+      return fmt::format("{}: {} is not a decimal integer{}", msg.substr(0, v), value, why);
     }
   }
   return msg;

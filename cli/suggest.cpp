@@ -135,6 +135,11 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   s.overlap_p2p = o.overlap_p2p;
   if (!o.zero3_gather_unit.empty()) {
     s.zero3_gather_unit = enum_flag<Zero3GatherUnit>(o.zero3_gather_unit, "--zero3-gather-unit", "layer, linear");
+    if (o.zero && *o.zero != 3) {  // the unit is ZeRO-3's: with another stage pinned it would change nothing
+      throw InputError(fmt::format("--zero3-gather-unit: is how ZeRO 3 gathers its sharded weights; --zero {} leaves "
+                                   "no ZeRO-3 candidate",
+                                   *o.zero));
+    }
   }
   if (o.fsdp2 && s.zero3_gather_unit != Zero3GatherUnit::layer) {
     throw InputError("--fsdp2: FSDP2 gathers one layer at a time; --zero3-gather-unit linear is DeepSpeed's");

@@ -190,12 +190,15 @@ Imported import_nemo(std::string_view text, const std::string& path) {
     }
     else if (p == "trainer.precision") {
       const std::string& prec = l.value;
-      const std::string arg = prec.starts_with("bf16") ? "bf16" : prec.starts_with("16") ? "fp16" : "";
+      // Lightning's "-true" forms keep the weights themselves in 16 bits, without fp32 master copies: not the
+      // mixed precision parplan prices (refused below with the other values).
+      const bool mixed = prec == "bf16" || prec == "16" || prec.ends_with("-mixed");
+      const std::string arg = !mixed ? "" : prec.starts_with("bf16") ? "bf16" : prec.starts_with("16") ? "fp16" : "";
       if (!arg.empty()) args.push_back(MegatronArg{arg, std::nullopt, origin(l), ""});
       else {  // 32 / 32-true / 64 (fp32, fp64 training) or another value: not priced as bf16 (torchtitan and nanotron
               // refuse theirs likewise)
         throw InputError(fmt::format("{}: {}: precision '{}' is not modelled (bf16, 16 and their -mixed forms are; "
-                                     "fp8 is model.fp8)",
+                                     "the -true forms hold 16-bit weights without fp32 master copies; fp8 is model.fp8)",
                                      path, origin(l), excerpt(prec)));
       }
     } else if (p.starts_with("model.") && p.find('[') == std::string::npos &&

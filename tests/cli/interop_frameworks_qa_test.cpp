@@ -276,12 +276,13 @@ TEST_CASE("import: torchtitan's mixed_precision_param given is read from the fil
   CHECK(has(left["assumed"], "--precision bf16: training.mixed_precision_param not given (torchtitan default bfloat16)"));
 }
 
-TEST_CASE("import: NeMo's trainer.precision 32 (fp32 training) is refused naming it, not priced as bf16") {
+TEST_CASE("import: NeMo's trainer.precision 32 or a -true form is refused naming it, not priced as mixed bf16") {
   Qa q;
   const std::string nemo = parplan::test::read_text(std::string(PARPLAN_TEST_DIR) + "/cli/data/interop/nemo_gpt.yaml");
   const size_t at = nemo.find("precision: bf16-mixed");
   REQUIRE(at != std::string::npos);
-  for (const char* prec : {"32", "32-true", "64"}) {
+  // 32 / 64: fp32 / fp64 training; bf16-true / 16-true: 16-bit weights without fp32 master copies (Lightning).
+  for (const char* prec : {"32", "32-true", "64", "bf16-true", "16-true"}) {
     CAPTURE(prec);
     std::string text = nemo;
     text.replace(at, std::string("precision: bf16-mixed").size(), std::string("precision: ") + prec);
