@@ -68,7 +68,12 @@ int64_t parse_bytes(std::string_view text, std::string_view flag) {
     std::string_view name;
     double scale;
   };
-  static constexpr Unit units[] = {{"", 1},      {"B", 1},      {"KB", 1e3},   {"MB", 1e6},    {"GB", 1e9},
+  // A size without a unit is refused rather than read as bytes: "--memory 72" meant GiB, not 72 bytes.
+  if (suffix.empty()) {
+    throw InputError(fmt::format("{}: '{}' has no unit: give one, e.g. {}GiB (or {}B for bytes)", flag, excerpt(text),
+                                 excerpt(text), excerpt(text)));
+  }
+  static constexpr Unit units[] = {{"B", 1},      {"KB", 1e3},   {"MB", 1e6},    {"GB", 1e9},
                                    {"TB", 1e12}, {"KiB", 1024.}, {"MiB", 1048576.}, {"GiB", 1073741824.},
                                    {"TiB", 1099511627776.}};
   bool found = false;

@@ -1,5 +1,5 @@
 // Parsing of human quantities at the input boundary: counts ("175e9", "175B", "1.3T", "350M") and byte sizes
-// ("80GiB", "72GB", "512MiB", plain bytes). Errors name the flag.
+// ("80GiB", "72GB", "512MiB", "512B"; a size without a unit is refused). Errors name the flag.
 #pragma once
 #include <cstdint>
 #include <string>

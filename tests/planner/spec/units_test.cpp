@@ -21,7 +21,10 @@ TEST_CASE("counts accept plain numbers and K/M/B/T suffixes") {
 TEST_CASE("byte sizes and durations") {
   CHECK(parse_bytes("80GiB", "--memory") == 80LL * 1024 * 1024 * 1024);
   CHECK(parse_bytes("72GB", "--memory") == 72'000'000'000LL);
-  CHECK(parse_bytes("512", "--memory") == 512);
+  CHECK(parse_bytes("512B", "--memory") == 512);
+  // Without a unit: refused, not read as bytes ("--memory 72" meant GiB).
+  CHECK_THROWS_WITH_AS(parse_bytes("72", "--memory"),
+                       "--memory: '72' has no unit: give one, e.g. 72GiB (or 72B for bytes)", InputError);
   CHECK_THROWS_AS(parse_bytes("0GiB", "--memory"), InputError);
   CHECK_THROWS_AS(parse_bytes("1e30", "--memory"), InputError);
   CHECK_THROWS_AS(parse_bytes("5 parsecs", "--memory"), InputError);
