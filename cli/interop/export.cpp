@@ -296,6 +296,7 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   offload_cannot(plan, w);
   if (!pc.stage_layout.empty()) w.cannot(fmt::format("--stage-layers {}", format_stage_layout(pc.stage_layout)));
   const int64_t per_node = gpus_per_launch_node(plan, w);
+  w.not_written(fmt::format("vocabulary {}: NeMo takes it from model.tokenizer (import assumes GPT-2's 50257)", m.vocab));
   std::string s = w.comments();
   s += fmt::format("trainer:\n  devices: {}\n  num_nodes: {}\n  precision: {}\n", per_node, plan.num_gpus / per_node,
                    plan.training.precision == Precision::fp16 ? "16-mixed" : "bf16-mixed");
@@ -337,7 +338,6 @@ Exported to_nemo(const Plan& plan, Writer& w) {
   if (plan.training.precision == Precision::fp8) s += fmt::format("  fp8_recipe: {}\n", megatron_fp8_recipe(plan, w));
   if (plan.training.fp8_param_gather) s += "  fp8_params: true\n";
   s += fmt::format("  optim:\n    name: {}\n", pc.distributed_optimizer ? "distributed_fused_adam" : "fused_adam");
-  s += fmt::format("  # vocabulary {}: NeMo takes it from model.tokenizer\n", m.vocab);
   w.out.text = s;
   return w.out;
 }
@@ -460,9 +460,18 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
                                                            : "1F1B");
   }
   // torchtitan's selective mode with option "op" is its per-op policy; Megatron's attention-core recompute has no
-  // torchtitan form.
+  // torchtitan form. Where parplan does not model the per-op policy (MoE or latent-attention layers, unfused
+  // attention: selective_op_unsupported) the config would not read back, so it is written as full.
+  const bool op_modelled = !plan.model.is_moe() && !plan.model.is_mla() &&
+                           plan.training.attention != AttentionKernel::unfused;
   if (pc.recompute == Recompute::selective) {
-    w.cannot("recompute selective (Megatron's attention-core recompute): written as torchtitan's per-op selective");
+    const std::string what = pc.recompute_modules.is_default()
+                                 ? "recompute selective (Megatron's attention-core recompute)"
+                                 : fmt::format("recompute selective of {} (Megatron-Core's module recompute)",
+                                               to_string(pc.recompute_modules));
+    w.cannot(what + (op_modelled ? ": written as torchtitan's per-op selective"
+                                 : ": written as full (torchtitan's per-op selective is not modelled for MoE or "
+                                   "latent-attention layers or unfused attention)"));
   }
   // torchtitan's layer AC checkpoints one block in N: where every chunk holds the same L layers and K divides L, that
   // is K of each chunk (what import reads back: floor(L / N)), the same count as the first K of a chunk.
@@ -471,9 +480,11 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
     w.cannot(fmt::format("recompute_layers {} (the first {} layers of each chunk): written as full (every layer)",
                          pc.recompute_layers, pc.recompute_layers));
   }
-  const bool selective = pc.recompute == Recompute::selective || pc.recompute == Recompute::selective_op;
+  const bool selective = (pc.recompute == Recompute::selective && op_modelled) || pc.recompute == Recompute::selective_op;
   s += fmt::format("\n[activation_checkpoint]\nmode = \"{}\"\n",
-                   selective || every_nth > 0 ? "selective" : to_string(pc.recompute));
+                   selective || every_nth > 0              ? "selective"
+                   : pc.recompute == Recompute::selective ? "full"
+                                                          : to_string(pc.recompute));
   if (selective) s += "selective_ac_option = \"op\"\n";
   if (every_nth > 0) s += fmt::format("selective_ac_option = \"{}\"\n", every_nth);
   w.out.text = w.comments() + s;  // every warning above, the recompute ones included

@@ -125,6 +125,23 @@ TEST_CASE("export: unfused gradient accumulation, DeepSpeed's per-submodule gath
   const Export sel = exported(d.path("sel.json"), "torchtitan", d.path("sel.toml"));
   CHECK(has(sel.err, "recompute selective (Megatron's attention-core recompute)"));
   CHECK(has(sel.text, "# parplan: not expressible: recompute selective (Megatron's attention-core recompute)"));
+  CHECK(has(sel.text, "selective_ac_option = \"op\""));
+  // On MoE or latent-attention layers parplan does not model torchtitan's per-op policy: written as full, with the
+  // module list in the warning, so the config reads back (as full recompute).
+  plan({"--model", "deepseek-v3", "--gpus", "256", "--pp", "8", "--ep", "32", "--global-batch", "256", "--recompute",
+        "selective", "--recompute-modules", "mla_up_proj,moe_act", "--distributed-optimizer"},
+       d.path("moe.json"));
+  const Export moe = exported(d.path("moe.json"), "torchtitan", d.path("moe.toml"));
+  CHECK(has(moe.err, "recompute selective of moe_act,mla_up_proj (Megatron-Core's module recompute): written as full"));
+  CHECK(has(moe.text, "mode = \"full\""));
+  const auto back = run_parplan({"import", d.path("moe.toml"), "--json"}, {}, 60);
+  CAPTURE(back.err);
+  REQUIRE(back.exit_code == 0);
+  CHECK(nlohmann::json::parse(back.out)["plan"]["parallel"]["recompute"] == "full");
+  // NeMo takes the vocabulary from its tokenizer: said at the top and on stderr, as every value not written.
+  const Export nemo = exported(d.path("sel.json"), "nemo", d.path("sel.yaml"));
+  CHECK(has(nemo.err, "not written to the nemo config: vocabulary 128256: NeMo takes it from model.tokenizer"));
+  CHECK(has(nemo.text, "# parplan: not written: vocabulary 128256"));
   // torchrun starts as many processes on every node: 12 GPUs of 8-GPU nodes are one node of 12, warned.
   plan({"--model", "llama3-8b", "--gpus", "12", "--tp", "2", "--global-batch", "60", "--micro-batch", "1"},
        d.path("g12.json"));
