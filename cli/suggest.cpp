@@ -387,6 +387,8 @@ struct Advice {
     bool fits = false;
     double step_s = 0;
     std::string config;
+    // The plan offloads on a cluster profile that gives no host memory: what a node would need, not checked.
+    double unchecked_host_bytes = 0;
   };
   std::vector<GpuOption> other_gpus;
   size_t other_gpus_not_tried = 0;  // beyond kMaxOtherGpus
@@ -459,6 +461,9 @@ Advice advise(const SearchRequest& req, const ProfileSet& profiles, bool pinned)
     if (opt.fits) {
       opt.step_s = r.top[0].time.step_s;
       opt.config = config_line(q, r.top[0]);
+      if (r.top[0].parallel.offloads_any() && q.cluster.host_memory_bytes <= 0) {
+        opt.unchecked_host_bytes = estimate(candidate_plan(q, r.top[0])).host_bytes_per_node;
+      }
     }
     a.other_gpus.push_back(opt);
   }
@@ -560,7 +565,12 @@ std::string advice_text(const SearchRequest& req, const SearchResult& res, const
   if (a.unpinned_fits) s += "  - fewer pinned knobs: without your --tp/--pp/--zero/... restrictions a plan fits\n";
   s += offload_advice(req);
   for (const auto& g : a.other_gpus) {
-    if (g.fits) {
+    if (g.fits && g.unchecked_host_bytes > 0) {
+      s += fmt::format("  - a GPU with more memory: {} ({}) fits on {} if its nodes hold {} of host memory each (the "
+                       "cluster profile gives none, so it is not checked): {} ({} per step)\n",
+                       g.gpu, g.cluster, count_of(req.gpus, "GPU"), fmt_bytes(g.unchecked_host_bytes), g.config,
+                       fmt_seconds(g.step_s));
+    } else if (g.fits) {
       s += fmt::format("  - a GPU with more memory: {} ({}) fits on {}: {} ({} per step)\n", g.gpu, g.cluster,
                        count_of(req.gpus, "GPU"), g.config, fmt_seconds(g.step_s));
     } else {
@@ -578,6 +588,7 @@ nlohmann::json advice_json(const Advice& a) {
   for (const auto& g : a.other_gpus) {
     nlohmann::json j = {{"gpu", g.gpu}, {"cluster", g.cluster}, {"fits", g.fits}};
     if (g.fits) j["step_s"] = g.step_s;
+    if (g.unchecked_host_bytes > 0) j["host_bytes_per_node_unchecked"] = g.unchecked_host_bytes;
     other.push_back(j);
   }
   const StateFloor& f = a.floor;

@@ -132,6 +132,23 @@ TEST_CASE("suggest: 175B on 64 A100-40GB without offload exits 1 and says why an
   CHECK(doc["advice"]["headline"] == "nothing_fits");
 }
 
+TEST_CASE("suggest: another GPU whose plan offloads on a cluster without a host-memory figure is not called a fit") {
+  // Llama 3 405B on 16 H100s fits nowhere; on the 96 GB H100 and the MI300X it fits only by offloading 19-35 TiB per
+  // node, which their cluster profiles cannot check (they give no host memory).
+  const auto r = run_parplan({"suggest", "--model", "llama3-405b", "--gpus", "16", "--top", "1", "--wide"}, {}, 240);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("  - a GPU with more memory: H100-SXM5-96GB-HBM2e (grand-teton-h100) fits on 16 GPUs if its nodes "
+                   "hold 18.96 TiB of host memory each (the cluster profile gives none, so it is not checked)") !=
+        std::string::npos);
+  const auto j = run_parplan({"suggest", "--model", "llama3-405b", "--gpus", "16", "--top", "1", "--json"}, {}, 240);
+  bool unchecked = false;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);  // named: the loop reads into it
+  for (const auto& g : doc["advice"]["other_gpus"]) {
+    if (g.contains("host_bytes_per_node_unchecked")) unchecked = g["host_bytes_per_node_unchecked"].get<double>() > 1e13;
+  }
+  CHECK(unchecked);
+}
+
 TEST_CASE("suggest: V schedules only on an odd layer count point to a per-chunk layout, which estimate prices") {
   // DeepSeek-V3's 61 layers: zb-v / dualpipe-v need every stage's layers even, which no even split gives.
   const auto r = run_parplan({"suggest", "--model", "deepseek-v3", "--gpus", "512", "--schedule", "dualpipe-v", "--wide"},
