@@ -331,6 +331,12 @@ Runner setup(CLI::App& app) {
     } else {
       fmt::print("{}{}", render(rep, files, o->breakdown), cv ? render_cross_validation(*cv) : "");
     }
+    // Nothing scored (every row skipped, the reasons listed): no accuracy figure came out, which a CI job must see.
+    if (rep.overall.count == 0) {
+      fmt::print(stderr, "parplan validate: no row of {} was scored ({} skipped, each with its reason)\n", files,
+                 rep.skipped);
+      return kCheckFailed;
+    }
     return kOk;
   };
 }

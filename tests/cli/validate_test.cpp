@@ -99,7 +99,9 @@ TEST_CASE("validate: a row the schema cannot read is skipped naming its JSON pat
     const std::string runs = bad + file;
     const auto r = run_parplan({"validate", "--runs", runs, "--json"}, {}, 120);
     CAPTURE(r.err);
-    REQUIRE(r.exit_code == 0);
+    // The report is written; with no row scored (each file holds one bad row) the command fails, saying so.
+    REQUIRE(r.exit_code == 1);
+    CHECK(r.err.starts_with("parplan validate: no row of " + runs + " was scored (1 skipped, each with its reason)"));
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j["summary"]["skipped"].get<int>() >= 1);
     bool named = false;
