@@ -25,6 +25,18 @@ std::map<std::string, std::vector<std::string>> given_flags(const ModelOptions& 
   return out;
 }
 
+// torchtitan's float8 TP all-gathers are its tensorwise recipe's (import assumes them for a tensorwise fp8 file with
+// tp > 1): a command line that makes the plan another recipe or precision takes the assumption away with it.
+void drop_stale_fp8_tp_gather(std::map<std::string, Setting>& flags, std::vector<std::string>& assumed) {
+  const auto it = flags.find("--fp8-tp-gather");
+  if (it == flags.end() || !it->second.origin.starts_with("assumed")) return;
+  const auto value = [&](const char* flag) { return flags.count(flag) ? flags.at(flag).value : std::string(); };
+  const std::string recipe = value("--fp8-recipe");
+  if (value("--precision") == "fp8" && (recipe.empty() || recipe == "tensorwise")) return;
+  flags.erase(it);
+  std::erase_if(assumed, [](const std::string& a) { return a.starts_with("--fp8-tp-gather"); });
+}
+
 // The flag a build_plan message starts with ("--tp: ..."), or "".
 std::string leading_flag(const std::string& msg) {
   if (!msg.starts_with("--")) return "";
@@ -203,6 +215,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
     }
     flags[flag] = Setting{v, "the command line", ""};
   }
+  drop_stale_fp8_tp_gather(flags, im.assumed);
   for (const auto& [flag, s] : flags) {
     if (in_branch(s.placeholder)) {
       throw InputError(fmt::format("{}: {} is {}: flatten the script or give {} N", where, s.origin,

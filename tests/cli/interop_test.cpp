@@ -366,6 +366,16 @@ TEST_CASE("check, import, export and run take estimate's precision, GPU and MoE 
     CHECK(r.err.find("--fp8-param-gather: fp8 parameter gather needs --precision fp8 (the precision is bf16) (from "
                      "float8.enable_fsdp_float8_all_gather (line 34))") != std::string::npos);
   }
+  // The file's tensorwise float8 with tp 2 assumes fp8 TP all-gathers (torchtitan's tensorwise TP); --fp8-recipe
+  // rowwise on the command line takes that assumption away (rowwise keeps 16-bit TP).
+  const auto rw = run_parplan({"import", kDir + "llama3_8b.toml", "--fp8-recipe", "rowwise", "--json"}, {}, 60);
+  REQUIRE(rw.exit_code == 0);
+  const nlohmann::json rwj = nlohmann::json::parse(rw.out);
+  CHECK(rwj["plan"]["training"]["fp8_recipe"] == "rowwise");
+  CHECK(rwj["plan"]["training"]["fp8_tp_gather"] == false);
+  for (const auto& a : rwj["assumed"]) CHECK(a.get<std::string>().find("--fp8-tp-gather") == std::string::npos);
+  const auto tw = run_parplan({"import", kDir + "llama3_8b.toml", "--json"}, {}, 60);
+  CHECK(nlohmann::json::parse(tw.out)["plan"]["training"]["fp8_tp_gather"] == true);
   // --gpu replaces the cluster's GPU; import writes it into the plan.
   const auto g = run_parplan({"import", kDir + "llama3_8b.toml", "--gpu", "b200", "--json"}, {}, 60);
   REQUIRE(g.exit_code == 0);
