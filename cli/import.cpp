@@ -48,6 +48,7 @@ std::string render_import(const std::string& file, const FromResult& r) {
   list("assumed", r.imported.assumed);
   list("ignored", r.imported.ignored);
   if (!r.overridden.empty()) list("replaced by the command line", r.overridden);
+  if (!r.added.empty()) list("set by the command line", r.added);
   return s;
 }
 
@@ -62,6 +63,7 @@ nlohmann::json import_json(const FromResult& r) {
   j["assumed"] = r.imported.assumed;
   j["ignored"] = r.imported.ignored;
   j["replaced"] = r.overridden;
+  j["set"] = r.added;
   j["plan"] = plan_to_json(r.plan);
   return j;
 }

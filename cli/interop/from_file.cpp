@@ -212,6 +212,8 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
       r.overridden.push_back(fmt::format("{} {} (command line) replaces {}{}", flag, v,
                                          it->second.placeholder.empty() ? it->second.value : it->second.placeholder,
                                          " from " + it->second.origin));
+    } else if (it == flags.end() || it->second.origin.starts_with("assumed")) {
+      r.added.push_back(v.empty() ? flag : flag + " " + v);
     }
     flags[flag] = Setting{v, "the command line", ""};
   }

@@ -37,6 +37,7 @@ struct FromResult {
   Plan plan;
   Imported imported;
   std::vector<std::string> overridden;  // "--tp 8 (command line) replaces the file's 4 from --tensor-... (line 3)"
+  std::vector<std::string> added;       // command-line values the file did not give ("--fp8-recipe rowwise")
   bool model_replaced = false;          // the command line's --model replaces the file's model (listed in overridden)
 };
 

@@ -373,6 +373,8 @@ TEST_CASE("check, import, export and run take estimate's precision, GPU and MoE 
   const nlohmann::json rwj = nlohmann::json::parse(rw.out);
   CHECK(rwj["plan"]["training"]["fp8_recipe"] == "rowwise");
   CHECK(rwj["plan"]["training"]["fp8_tp_gather"] == false);
+  CHECK(rwj["set"] == nlohmann::json::array({"--fp8-recipe rowwise"}));  // the file gives no recipe: set, not replaced
+  CHECK(rwj["replaced"].empty());
   for (const auto& a : rwj["assumed"]) CHECK(a.get<std::string>().find("--fp8-tp-gather") == std::string::npos);
   const auto tw = run_parplan({"import", kDir + "llama3_8b.toml", "--json"}, {}, 60);
   CHECK(nlohmann::json::parse(tw.out)["plan"]["training"]["fp8_tp_gather"] == true);
