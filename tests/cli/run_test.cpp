@@ -110,7 +110,16 @@ TEST_CASE("run --backend host executes a MoE plan (8 experts, top-2, ep 4): ep c
     // measured: dispatch + combine, forward and backward, 4 layers x 2 microbatches; simulated: one per pass
     CHECK(a2a == (file == trace ? 4 * 4 * 2 : 2 * 2));
   }
-  for (const std::string& f : {model, plan, trace, sim}) std::remove(f.c_str());
+  // The same plan with the all-to-all overlap (pp 1, 2 microbatches): predicted partly hidden, executed blocking, said.
+  const std::string overlapped = (dir.path / "overlap.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", model, "--gpus", "4", "--dp", "4", "--ep", "4", "--global-batch", "8",
+                       "--overlap-ep", "-o", overlapped}).exit_code == 0);
+  const auto o = run_parplan({"run", "--plan", overlapped, "--backend", "host", "--steps", "1", "--warmup", "0",
+                              "--json"});
+  REQUIRE(o.exit_code == 0);
+  CHECK(nlohmann::json::parse(o.out)["note"].get<std::string>().starts_with(
+      "EP all-to-all overlap: the prediction hides part of each all-to-all behind another microbatch's compute"));
+  for (const std::string& f : {model, plan, trace, sim, overlapped}) std::remove(f.c_str());
 }
 
 TEST_CASE("run --rank R --json marks communication as not measured") {
