@@ -79,7 +79,8 @@ constexpr bool splits_backward(Schedule s) {
 constexpr bool v_shaped(Schedule s) { return s == Schedule::zb_v || s == Schedule::dualpipe_v; }
 // The orders that run one microbatch's forward beside another's backward, where the MoE all-to-alls can hide
 // (ParallelConfig::overlap_ep_comm): Megatron-Core's combined 1F1B without a pipeline (pp 1) or with the interleaved
-// schedule (its --overlap-moe-expert-parallel-comm needs a virtual pipeline when pp > 1), and DualPipeV's F & B pairs;
+// schedule (its --overlap-moe-expert-parallel-comm needs a virtual pipeline when pp > 1: megatron/training/
+// arguments.py as recalled, not checked against a pinned revision), and DualPipeV's F & B pairs;
 // each with two microbatches at least (one has no other to pair with).
 constexpr bool pairs_passes(Schedule s, int64_t pp, int64_t microbatches) {
   return microbatches >= 2 &&
