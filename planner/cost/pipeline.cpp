@@ -8,6 +8,7 @@
 #include <optional>
 #include <queue>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -522,6 +523,60 @@ int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage) {
   return 2 * (m - 2 * p + stage + 1) + (p - stage - 1) - (stage == p - 1 ? 1 : 0);
 }
 
+namespace {
+// The longest path through fixed per-stage orders of chunk ops, each stage running its own order one op at a time.
+// An op starts when its stage has run the one before it and its input has ended: a forward, the previous virtual
+// stage's forward of its microbatch (none for the first); a backward (`backward`, `backward_input`), the next virtual
+// stage's (the last virtual stage: its own forward); a `backward_weight`, its own B, earlier in the stage's order. A
+// stage stopped at an input goes on once the producer runs it (`ready`: the stages to look at again).
+// `virtual_stage(i, chunk)` maps stage i's chunk to its virtual stage (of `nv`), `stage_of(v)` back; `duration(i, op,
+// v)` is an op's time; `ran(i, op, end, duration)` sees each op run and returns false to stop early (then no ends:
+// empty). Each stage's end. `what` names the order in the error for an op whose input never runs.
+template <class VirtualStage, class StageOf, class Duration, class Ran>
+std::vector<double> fixed_order_ends(int64_t m, int64_t nv, const std::vector<std::vector<ChunkOp>>& order,
+                                     VirtualStage virtual_stage, StageOf stage_of, Duration duration, Ran ran,
+                                     const char* what) {
+  const auto p = static_cast<int64_t>(order.size());
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  std::vector<double> f_end(static_cast<size_t>(nv * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0);
+  const auto at = [&](std::vector<double>& e, int64_t v, int64_t j) -> double& { return e[static_cast<size_t>(v * m + j)]; };
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<int64_t> ready;
+  size_t left = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    ready.push_back(p - 1 - i);
+    left += order[static_cast<size_t>(i)].size();
+  }
+  while (!ready.empty()) {
+    const int64_t i = ready.back();
+    ready.pop_back();
+    const auto ii = static_cast<size_t>(i);
+    for (; next[ii] < order[ii].size(); ++next[ii]) {
+      const ChunkOp& op = order[ii][next[ii]];
+      const int64_t v = virtual_stage(i, op.chunk), j = op.microbatch;
+      const bool forward = op.kind == ChunkOp::Kind::forward, weight = op.kind == ChunkOp::Kind::backward_weight;
+      const double input = forward ? (v > 0 ? at(f_end, v - 1, j) : 0.0)
+                           : weight ? 0.0
+                                    : (v < nv - 1 ? at(b_end, v + 1, j) : at(f_end, v, j));
+      if (input == kNever) break;  // its producer has not run it: this stage waits
+      const double d = duration(i, op, v), end = std::max(free[ii], input) + d;
+      if (!ran(i, op, end, d)) return {};
+      free[ii] = end;
+      --left;
+      if (forward) {
+        at(f_end, v, j) = end;
+        if (v + 1 < nv) ready.push_back(stage_of(v + 1));
+      } else if (!weight) {
+        at(b_end, v, j) = end;
+        if (v > 0) ready.push_back(stage_of(v - 1));
+      }
+    }
+  }
+  if (left != 0) throw std::logic_error(std::string(what) + ": an op waits for an input that never runs");
+  return free;
+}
+}  // namespace
+
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
                          double cutoff_s, std::span<std::array<ChunkWindow, 2>> last_w) {
   const auto p = static_cast<int64_t>(stages.size());
@@ -534,57 +589,28 @@ double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages,
     cached_m = m;
   }
   const std::vector<std::vector<ChunkOp>>& order = cached;
+  if (m < 2 * p) throw std::logic_error("dualpipe_v_step_s: DualPipeV needs at least 2 p microbatches");
   const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
   constexpr double kNever = std::numeric_limits<double>::infinity();
-  // The longest path through the order: each op starts when its stage has run the one before it and its input
-  // (the previous virtual stage's F, the next one's B, the last virtual stage's own F) has ended. A stage stopped at
-  // an input goes on when the producer runs it (`ready`: the stages to look at again).
-  std::vector<double> f_end(static_cast<size_t>(2 * p * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0),
-      work_left(static_cast<size_t>(p), 0.0);
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  // Each stage's work left, to stop once the step exceeds cutoff_s; each chunk's last W's start.
+  std::vector<double> work_left(static_cast<size_t>(p), 0.0);
   std::vector<std::array<double, 2>> last_w_start(static_cast<size_t>(p), {0.0, 0.0});
-  std::vector<int64_t> ready;
   for (int64_t i = 0; i < p; ++i) {
     work_left[static_cast<size_t>(i)] = static_cast<double>(m) * times[static_cast<size_t>(i)].per_microbatch();
     if (work_left[static_cast<size_t>(i)] > cutoff_s) return kNever;
-    ready.push_back(p - 1 - i);
   }
-  const auto at = [&](std::vector<double>& e, int64_t v, int64_t j) -> double& { return e[static_cast<size_t>(v * m + j)]; };
-  const auto stage_of = [&](int64_t v) { return v < p ? v : 2 * p - 1 - v; };
-  int64_t left = 6 * p * m;
-  while (!ready.empty()) {
-    const int64_t i = ready.back();
-    ready.pop_back();
-    const auto ii = static_cast<size_t>(i);
-    const std::vector<ChunkOp>& o = order[ii];
-    for (; next[ii] < o.size(); ++next[ii]) {
-      const ChunkOp& op = o[next[ii]];
-      const auto ci = static_cast<size_t>(op.chunk);
-      const int64_t v = zb_v_virtual_stage(p, i, op.chunk), j = op.microbatch;
-      double input = 0.0;  // W: its own B, earlier in the stage's order
-      if (op.kind == ChunkOp::Kind::forward) {
-        input = v > 0 ? at(f_end, v - 1, j) : 0.0;
-      } else if (op.kind == ChunkOp::Kind::backward_input) {
-        input = v < 2 * p - 1 ? at(b_end, v + 1, j) : at(f_end, v, j);
-      }
-      const double duration = times[ii].of(op.kind, ci);
-      if (input == kNever) break;  // its producer has not run it: this stage waits
-      const double end = std::max(free[ii], input) + duration;
-      if (op.kind == ChunkOp::Kind::backward_weight) last_w_start[ii][ci] = end - duration;
-      free[ii] = end;
-      work_left[ii] -= duration;
-      if (end + work_left[ii] > cutoff_s) return kNever;
-      --left;
-      if (op.kind == ChunkOp::Kind::forward) {
-        at(f_end, v, j) = end;
-        if (v + 1 < 2 * p) ready.push_back(stage_of(v + 1));
-      } else if (op.kind == ChunkOp::Kind::backward_input) {
-        at(b_end, v, j) = end;
-        if (v > 0) ready.push_back(stage_of(v - 1));
-      }
-    }
-  }
-  if (left != 0) throw std::logic_error("dualpipe_v_order: an op waits for an input that never runs");
+  const std::vector<double> free = fixed_order_ends(
+      m, 2 * p, order, [&](int64_t i, int32_t chunk) { return zb_v_virtual_stage(p, i, chunk); },
+      [&](int64_t v) { return v < p ? v : 2 * p - 1 - v; },
+      [&](int64_t i, const ChunkOp& op, int64_t) { return times[static_cast<size_t>(i)].of(op.kind, static_cast<size_t>(op.chunk)); },
+      [&](int64_t i, const ChunkOp& op, double end, double d) {
+        const auto ii = static_cast<size_t>(i);
+        if (op.kind == ChunkOp::Kind::backward_weight) last_w_start[ii][static_cast<size_t>(op.chunk)] = end - d;
+        work_left[ii] -= d;
+        return end + work_left[ii] <= cutoff_s;
+      },
+      "dualpipe_v_order");
+  if (free.empty()) return kNever;
   if (!last_w.empty()) fill_last_w(times, free, last_w_start, last_w);
   return latest_end(free, paths);
 }
@@ -679,41 +705,14 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
       b_time[static_cast<size_t>(vs)] = b + (vs > 0 ? x : 0.0);
     }
   }
-  constexpr double kNever = std::numeric_limits<double>::infinity();
-  std::vector<double> f_end(static_cast<size_t>(nv * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0);
   std::vector<std::vector<ChunkOp>> order(static_cast<size_t>(p));
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  std::vector<int64_t> ready;
-  for (int64_t i = 0; i < p; ++i) {
-    order[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
-    ready.push_back(p - 1 - i);
-  }
-  // A stage stopped at an input goes on when the producer runs it (`ready`: the stages to look at again).
-  int64_t left = 2 * nv * m;
-  while (!ready.empty()) {
-    const int64_t i = ready.back();
-    ready.pop_back();
-    const auto ii = static_cast<size_t>(i);
-    for (; next[ii] < order[ii].size(); ++next[ii]) {
-      const ChunkOp& op = order[ii][next[ii]];
-      const int64_t vs = op.chunk * p + i, j = op.microbatch;
-      const bool forward = op.kind == ChunkOp::Kind::forward;
-      const double input = forward ? (vs > 0 ? f_end[idx(vs - 1, m, j)] : 0.0)
-                                   : (vs < nv - 1 ? b_end[idx(vs + 1, m, j)] : f_end[idx(vs, m, j)]);
-      if (input == kNever) break;  // its producer has not run it: this stage waits
-      const double end = std::max(free[ii], input) + (forward ? f_time : b_time)[static_cast<size_t>(vs)];
-      free[ii] = end;
-      --left;
-      if (forward) {
-        f_end[idx(vs, m, j)] = end;
-        if (vs + 1 < nv) ready.push_back((vs + 1) % p);
-      } else {
-        b_end[idx(vs, m, j)] = end;
-        if (vs > 0) ready.push_back((vs - 1) % p);
-      }
-    }
-  }
-  if (left != 0) throw std::logic_error("interleaved_order: an op waits for an input that never runs");
+  for (int64_t i = 0; i < p; ++i) order[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+  const std::vector<double> free = fixed_order_ends(
+      m, nv, order, [&](int64_t i, int32_t chunk) { return chunk * p + i; }, [&](int64_t vs) { return vs % p; },
+      [&](int64_t, const ChunkOp& op, int64_t vs) {
+        return (op.kind == ChunkOp::Kind::forward ? f_time : b_time)[static_cast<size_t>(vs)];
+      },
+      [](int64_t, const ChunkOp&, double, double) { return true; }, "interleaved_order");
   return latest_end(free, paths);
 }
 
