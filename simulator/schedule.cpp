@@ -95,21 +95,25 @@ std::vector<Order> zb_2p(int64_t p, int64_t m) {
   return orders;
 }
 
-// The planner's chunk ops (planner/cost/pipeline.hpp) as PipeOps, stage by stage.
+// One stage's planner chunk ops (planner/cost/pipeline.hpp) as PipeOps.
+Order stage_ops(const std::vector<ChunkOp>& stage) {
+  Order o;
+  o.reserve(stage.size());
+  for (const ChunkOp& x : stage) {
+    const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
+                     : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
+                     : x.kind == ChunkOp::Kind::backward       ? OpKind::backward
+                                                               : OpKind::backward_weight;
+    o.push_back(op(k, x.microbatch, x.chunk));
+  }
+  return o;
+}
+
+// The planner's chunk ops as PipeOps, stage by stage.
 std::vector<Order> pipe_ops(const std::vector<std::vector<ChunkOp>>& stages) {
   std::vector<Order> orders;
   orders.reserve(stages.size());
-  for (const std::vector<ChunkOp>& stage : stages) {
-    Order& o = orders.emplace_back();
-    o.reserve(stage.size());
-    for (const ChunkOp& x : stage) {
-      const OpKind k = x.kind == ChunkOp::Kind::forward          ? OpKind::forward
-                       : x.kind == ChunkOp::Kind::backward_input ? OpKind::backward_input
-                       : x.kind == ChunkOp::Kind::backward       ? OpKind::backward
-                                                                 : OpKind::backward_weight;
-      o.push_back(op(k, x.microbatch, x.chunk));
-    }
-  }
+  for (const std::vector<ChunkOp>& stage : stages) orders.push_back(stage_ops(stage));
   return orders;
 }
 
@@ -125,7 +129,7 @@ std::vector<Order> dualpipe_v(int64_t p, int64_t m) { return pipe_ops(dualpipe_v
 
 // Megatron-LM's interleaved 1F1B: planner/cost/pipeline.hpp's order (its one definition, which the estimate times
 // for chunks of their own sizes).
-Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) { return pipe_ops({interleaved_order(p, m, v, i)}).front(); }
+Order interleaved(int64_t p, int64_t m, int64_t v, int64_t i) { return stage_ops(interleaved_order(p, m, v, i)); }
 
 }  // namespace
 
