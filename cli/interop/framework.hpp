@@ -77,6 +77,10 @@ struct Imported {
   // keys): where the GPU count leaves a rest of 1 (dp = the replicas), torchtitan runs DDP, so plan_from_framework
   // drops the HSDP replicas and ZeRO-3 it was imported with. Empty otherwise.
   std::string titan_shard_rest;
+  // A torchtitan file: float8 tensorwise TP gathers in fp8 (Float8ColwiseParallel / Float8RowwiseParallel), which
+  // depends on the precision, recipe, tp and SP the plan ends with, so plan_from_framework assumes --fp8-tp-gather
+  // once the command line's values are in (where they make it fp8 tensorwise with SP over tp > 1).
+  bool titan_float8_tp = false;
 
   // Sets `flag`; a second, different value for it is an InputError naming both origins.
   void set(const std::string& flag, const std::string& value, const std::string& origin, const std::string& where);

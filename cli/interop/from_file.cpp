@@ -25,18 +25,6 @@ std::map<std::string, std::vector<std::string>> given_flags(const ModelOptions& 
   return out;
 }
 
-// torchtitan's float8 TP all-gathers are its tensorwise recipe's (import assumes them for a tensorwise fp8 file with
-// tp > 1): a command line that makes the plan another recipe or precision takes the assumption away with it.
-void drop_stale_fp8_tp_gather(std::map<std::string, Setting>& flags, std::vector<std::string>& assumed) {
-  const auto it = flags.find("--fp8-tp-gather");
-  if (it == flags.end() || !it->second.origin.starts_with("assumed")) return;
-  const auto value = [&](const char* flag) { return flags.count(flag) ? flags.at(flag).value : std::string(); };
-  const std::string recipe = value("--fp8-recipe");
-  if (value("--precision") == "fp8" && (recipe.empty() || recipe == "tensorwise")) return;
-  flags.erase(it);
-  std::erase_if(assumed, [](const std::string& a) { return a.starts_with("--fp8-tp-gather"); });
-}
-
 // The flag a build_plan message starts with ("--tp: ..."), or "".
 std::string leading_flag(const std::string& msg) {
   if (!msg.starts_with("--")) return "";
@@ -139,6 +127,21 @@ void resolve_titan_shard_rest(Imported& im, std::map<std::string, Setting>& flag
                                    im.titan_shard_rest, num("--gpus")));
 }
 
+// torchtitan's float8 tensorwise TP all-gathers in fp8 (Imported::titan_float8_tp): assumed where the plan, with the
+// command line's values in, is fp8 with the tensorwise recipe (the plan's default) and SP over tp > 1. A command line
+// that makes it another recipe or precision, or tp 1, leaves them 16-bit; its own --fp8-tp-gather stays.
+void resolve_titan_float8_tp(Imported& im, std::map<std::string, Setting>& flags) {
+  if (!im.titan_float8_tp || flags.count("--fp8-tp-gather")) return;
+  const auto value = [&](const char* flag) { return flags.count(flag) ? flags.at(flag).value : std::string(); };
+  const std::string recipe = value("--fp8-recipe"), tp = value("--tp");
+  if (value("--precision") != "fp8" || !(recipe.empty() || recipe == "tensorwise")) return;
+  if (tp.empty() || tp == "1" || !flags.count("--sequence-parallel")) return;
+  const std::string why = "float8 tensorwise TP: the column-parallel inputs and the row-parallel output gradients are "
+                          "all-gathered in fp8 (torchtitan enable_float8_tensorwise_tp)";
+  flags["--fp8-tp-gather"] = Setting{"", "assumed: " + why, ""};
+  im.assumed.push_back("--fp8-tp-gather: " + why);
+}
+
 }  // namespace
 
 void add_from_options(CLI::App& app, FromOptions& o, bool with_target, bool with_gpu) {
@@ -217,7 +220,7 @@ FromResult plan_from_framework(const std::string& file, const std::string& forma
     }
     flags[flag] = Setting{v, "the command line", ""};
   }
-  drop_stale_fp8_tp_gather(flags, im.assumed);
+  resolve_titan_float8_tp(im, flags);
   for (const auto& [flag, s] : flags) {
     if (in_branch(s.placeholder)) {
       throw InputError(fmt::format("{}: {} is {}: flatten the script or give {} N", where, s.origin,

@@ -207,13 +207,7 @@ void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& pa
   };
   choice("float8.recipe_name", "--fp8-recipe", {{"tensorwise", "tensorwise"}, {"rowwise", "rowwise"}},
          "tensorwise and rowwise", fp8);
-  // Tensorwise float8 with TP: torchtitan's Float8ColwiseParallel / Float8RowwiseParallel gather in fp8.
-  const bool tensorwise = !t.items.count("float8.recipe_name") || t.items.at("float8.recipe_name")->value.text == "tensorwise";
-  const bool tp = out.flags.count("--tp") && out.flags.at("--tp").value != "1";
-  if (fp8 && tensorwise && tp) {
-    out.assume("--fp8-tp-gather", "", "float8 tensorwise TP: the column-parallel inputs and the row-parallel output "
-                                      "gradients are all-gathered in fp8 (torchtitan enable_float8_tensorwise_tp)");
-  }
+  out.titan_float8_tp = true;  // the fp8 TP all-gathers: resolved with the command line's values (from_file.cpp)
   if (t.items.count("float8.enable_fsdp_float8_all_gather")) {
     const TomlItem& it = *t.items.at("float8.enable_fsdp_float8_all_gather");
     if (it.value.kind != TomlValue::Kind::boolean) {

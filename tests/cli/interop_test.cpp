@@ -378,6 +378,27 @@ TEST_CASE("check, import, export and run take estimate's precision, GPU and MoE 
   for (const auto& a : rwj["assumed"]) CHECK(a.get<std::string>().find("--fp8-tp-gather") == std::string::npos);
   const auto tw = run_parplan({"import", kDir + "llama3_8b.toml", "--json"}, {}, 60);
   CHECK(nlohmann::json::parse(tw.out)["plan"]["training"]["fp8_tp_gather"] == true);
+  // The same file in bf16 (no float8 converter): the command line's --precision fp8 makes it torchtitan's float8
+  // tensorwise with TP 2, which gathers in fp8 (assumed, listed); with --fp8-recipe rowwise too it does not.
+  {
+    ScratchDir dir;
+    std::string text = parplan::test::read_text(kDir + "llama3_8b.toml");
+    for (const std::string cut : {"converters = [\"float8\"]\n", "[float8]\nenable_fsdp_float8_all_gather = true\n"}) {
+      const size_t at = text.find(cut);
+      REQUIRE(at != std::string::npos);
+      text.erase(at, cut.size());
+    }
+    const std::string bf16 = dir.write("llama3_8b_bf16.toml", text);
+    const auto plain = import_json({bf16});
+    CHECK(plain["plan"]["training"]["fp8_tp_gather"] == false);
+    const auto fp8 = import_json({bf16, "--precision", "fp8"});
+    CHECK(fp8["plan"]["training"]["fp8_tp_gather"] == true);
+    bool listed = false;
+    for (const auto& a : fp8["assumed"]) listed = listed || a.get<std::string>().starts_with("--fp8-tp-gather: float8 tensorwise TP");
+    CHECK(listed);
+    const auto rowwise = import_json({bf16, "--precision", "fp8", "--fp8-recipe", "rowwise"});
+    CHECK(rowwise["plan"]["training"]["fp8_tp_gather"] == false);
+  }
   // --gpu replaces the cluster's GPU; import writes it into the plan.
   const auto g = run_parplan({"import", kDir + "llama3_8b.toml", "--gpu", "b200", "--json"}, {}, 60);
   REQUIRE(g.exit_code == 0);
