@@ -26,26 +26,21 @@ Runner setup(CLI::App& app) {
   app.add_option("--profile", o->from.model.profile_files, "User profile JSON file (repeatable)");
   app.add_option("-o,--out", o->out, "Write the config to FILE (default: stdout)");
   return [o]() {
-    // The formats export writes (import also reads nanotron, refused by export_plan, and guesses with auto).
-    constexpr std::string_view kWritten[] = {"megatron", "nemo", "torchtitan", "deepspeed", "nanotron"};
-    if (std::find(std::begin(kWritten), std::end(kWritten), o->to) == std::end(kWritten)) {
-      throw InputError(fmt::format("--to: unknown format '{}' (use megatron, nemo, torchtitan, deepspeed)", excerpt(o->to)));
-    }
-    const std::optional<Framework> to = parse_framework(o->to, "--to");
+    const Framework to = written_framework(o->to, "--to");
     if (o->plan_file.empty() && o->from.file.empty()) throw InputError("--plan is required (or --from FILE)");
     const ProfileSet profiles = load_profiles(o->from.model);
     const Plan plan = load_plan_source("export", o->plan_file, o->from, o->from.model, o->from.mesh, profiles);
-    const Exported e = export_plan(plan, *to, o->plan_file.empty() ? o->from.file : o->plan_file);
+    const Exported e = export_plan(plan, to, o->plan_file.empty() ? o->from.file : o->plan_file);
     if (o->out.empty() || is_stdout(o->out)) {
       fmt::print("{}", e.text);
     } else {
       write_file_atomic(o->out, e.text, "-o");
     }
     for (const std::string& w : e.warnings) {
-      fmt::print(stderr, "parplan export: warning: {} cannot express {}\n", framework_name(*to), printable(w));
+      fmt::print(stderr, "parplan export: warning: {} cannot express {}\n", framework_name(to), printable(w));
     }
     for (const std::string& w : e.not_written) {
-      fmt::print(stderr, "parplan export: warning: not written to the {} config: {}\n", framework_name(*to),
+      fmt::print(stderr, "parplan export: warning: not written to the {} config: {}\n", framework_name(to),
                  printable(w));
     }
     return kOk;

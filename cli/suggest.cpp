@@ -1074,11 +1074,7 @@ Runner setup(CLI::App& app) {
     const auto start = std::chrono::steady_clock::now();
     std::optional<Framework> emit;
     if (!o->emit.empty()) {
-      constexpr std::string_view kWritten[] = {"megatron", "nemo", "torchtitan", "deepspeed"};  // as export --to
-      if (std::find(std::begin(kWritten), std::end(kWritten), o->emit) == std::end(kWritten)) {
-        throw InputError(fmt::format("--emit: give megatron, nemo, torchtitan or deepspeed (not '{}')", excerpt(o->emit)));
-      }
-      emit = parse_framework(o->emit, "--emit");
+      emit = written_framework(o->emit, "--emit");
       if (o->out.empty()) throw InputError("--emit: needs -o FILE");
     }
     require_writable(o->out, "-o");  // before the search: a bad path is a usage error, whatever the search finds

@@ -2,6 +2,8 @@
 // NeMo megatron_gpt_config.yaml, torchtitan torchtitan/config/job_config.py, DeepSpeed docs/_pages/config-json.md.
 #include "cli/interop/export.hpp"
 
+#include <stdexcept>
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -529,6 +531,17 @@ Exported to_deepspeed(const Plan& plan, Writer& w) {
 
 }  // namespace
 
+Framework written_framework(const std::string& value, std::string_view flag) {
+  constexpr std::string_view kUse = "use megatron, nemo, torchtitan, deepspeed";
+  if (value == framework_name(Framework::nanotron)) {
+    throw InputError(fmt::format("{}: nanotron is read (import) but not written ({})", flag, kUse));
+  }
+  for (Framework f : {Framework::megatron, Framework::nemo, Framework::torchtitan, Framework::deepspeed}) {
+    if (value == framework_name(f)) return f;
+  }
+  throw InputError(fmt::format("{}: unknown format '{}' ({})", flag, excerpt(value), kUse));
+}
+
 Exported export_plan(const Plan& plan, Framework to, const std::string& source) {
   Writer w;
   common_cannot(plan, w, to);
@@ -582,7 +595,7 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
     case Framework::nemo: out = to_nemo(plan, w); break;
     case Framework::torchtitan: out = to_torchtitan(plan, w); break;
     case Framework::deepspeed: out = to_deepspeed(plan, w); break;
-    case Framework::nanotron: throw InputError("--to: nanotron is read (import) but not written (use megatron, nemo, torchtitan, deepspeed)");
+    case Framework::nanotron: throw std::logic_error("export_plan: nanotron is not written (written_framework refuses it)");
   }
   if (to != Framework::deepspeed) {
     out.text = fmt::format("# parplan export --to {}: {} ({} on {} GPUs)\n", framework_name(to), source, plan.model.name,

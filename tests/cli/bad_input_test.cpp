@@ -1294,7 +1294,8 @@ TEST_CASE("bad input: framework configs (import, --from, export)") {
       {{"suggest", "--model", "llama3-8b", "--gpus", "8", "--schedule", "1f1b,zb-h1", "--overlap-p2p"},
        "--overlap-p2p: only the interleaved schedule overlaps its pipeline sends, and --schedule 1f1b,zb-h1 lists no "
        "interleaved"},
-      {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "nanotron"}, "--emit: give megatron, nemo, torchtitan or deepspeed"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "nanotron"}, "--emit: nanotron is read (import) but not written"},
+      {{"suggest", "--model", "llama3-8b", "--gpus", "16", "--emit", "auto"}, "--emit: unknown format 'auto'"},
   };
   for (const auto& c : cases) {
     ScratchDir out;
