@@ -85,13 +85,14 @@ double layer_params(const Plan& plan) {
 }  // namespace
 
 namespace {
-// The DP link after chunk c's buckets, of `chunks`, have left during its last backward [start, start + duration]
-// (relative to the end of the stage's backward), queued behind the chunks before it (`link`: when the link is free;
-// unchanged for a chunk without a bucket). Chunk c holds buckets / v buckets, the first buckets % v chunks one more
-// (the simulator's split).
-double queue_chunk_buckets(double link, double bucket_s, int64_t buckets, int64_t chunks, int64_t c, double start,
-                           double duration) {
-  const int64_t n = buckets / chunks + (c < buckets % chunks ? 1 : 0);
+// Chunk c's buckets of a stage's `buckets` over `chunks` chunks: buckets / chunks each, the first buckets % chunks
+// one more (the simulator's split, task_graph.cpp).
+int64_t chunk_buckets(int64_t buckets, int64_t chunks, int64_t c) { return buckets / chunks + (c < buckets % chunks ? 1 : 0); }
+
+// The DP link after a chunk's n buckets have left during its last backward [start, start + duration] (relative to the
+// end of the stage's backward), queued behind the chunks before it (`link`: when the link is free; unchanged for a
+// chunk without a bucket).
+double queue_chunk_buckets(double link, double bucket_s, int64_t n, double start, double duration) {
   if (n == 0) return link;
   return std::max(std::max(link, start) + d(n) * bucket_s, start + duration + bucket_s);
 }
@@ -105,18 +106,24 @@ double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, 
   // DP link behind the previous chunk's. Chunk 0 always holds one, so the last bucket is never hidden.
   double link = kLinkIdle;
   for (int64_t c = chunks - 1; c >= 0; --c) {
-    link = queue_chunk_buckets(link, bucket_s, buckets, chunks, c, -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b, b);
+    link = queue_chunk_buckets(link, bucket_s, chunk_buckets(buckets, chunks, c), -(d(c) * d(chunks > 1 ? pp : 1) + 1.0) * b, b);
   }
   return std::max(link, 0.0);
 }
 
-double dp_reduction_tail_s(double bucket_s, int64_t buckets, const std::array<ChunkWindow, 2>& windows) {
-  // The earlier window's chunk first (on a tie chunk 0).
-  const int64_t first = windows[0].start_before_end >= windows[1].start_before_end ? 0 : 1;
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, std::span<const ChunkWindow> windows) {
+  // The chunks in the order their windows start (on a tie the lower chunk first).
+  const auto chunks = static_cast<int64_t>(windows.size());
+  std::vector<int64_t> order(static_cast<size_t>(chunks));
+  for (int64_t c = 0; c < chunks; ++c) order[static_cast<size_t>(c)] = c;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return windows[static_cast<size_t>(a)].start_before_end > windows[static_cast<size_t>(b)].start_before_end;
+  });
   double link = kLinkIdle;
-  for (const int64_t c : {first, 1 - first}) {
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t c = order[static_cast<size_t>(k)];
     const ChunkWindow& w = windows[static_cast<size_t>(c)];
-    link = queue_chunk_buckets(link, bucket_s, buckets, 2, c, -w.start_before_end, w.duration);
+    link = queue_chunk_buckets(link, bucket_s, chunk_buckets(buckets, chunks, c), -w.start_before_end, w.duration);
   }
   return std::max(link, 0.0);
 }
@@ -1361,7 +1368,7 @@ Estimate estimate(const Plan& plan, const EstimateOptions& options) {
 // A stage's DP gradient reduction (step_time): its total, the part exposed after the stage's last pipeline op, and
 // the exposed parameter gather after the optimizer step.
 StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, const StageMicrobatchTime& t,
-                          double stage_p, double expert_p, const std::array<ChunkWindow, 2>* last_w) {
+                          double stage_p, double expert_p, std::span<const ChunkWindow> windows) {
   const ParallelConfig& pc = plan.parallel;
   const double md = d(pc.num_microbatches);
   StageDpTail r;
@@ -1404,9 +1411,10 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
       r.exposed = pc.overlap_dp_comm ? std::max(std::max(dc.bucket_s, dc.grad_reduce_s - window), backlog) : r.total;
     } else {
       r.total = dc.grad_reduce_s;
-      // A V schedule's chunks release their buckets in their last W, wherever its order runs them.
+      // Where an order was timed (a V schedule, interleaved chunks of their own sizes) the chunks release their
+      // buckets in their last W (B), wherever it runs them.
       r.exposed = !pc.overlap_dp_comm ? r.total
-                  : last_w        ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, *last_w)
+                  : !windows.empty() ? dp_reduction_tail_s(dc.bucket_s, dc.buckets, windows)
                                   : dp_reduction_tail_s(dc.bucket_s, dc.buckets, backward_window,
                                                         pc.chunks_per_stage(), pc.pp);
     }
@@ -1439,6 +1447,11 @@ struct StepInputs {
   // Overlapped pipeline sends (interleaved only, as Megatron-Core offers them) leave the stages' per-microbatch time;
   // what remains is the fill / drain path's transfers, charged in pipeline_terms().
   bool p2p_overlap;
+  // Interleaved chunks of their own sizes (an explicit per-chunk layout): pipeline_terms() times Megatron's order.
+  bool timed_interleaved;
+  // The chunks per stage whose windows pipeline_time() gives (ChunkWindow): 2 for a V schedule, v for timed
+  // interleaved chunks, 0 for the closed forms.
+  int64_t window_chunks() const { return v_shaped(plan.parallel.schedule) ? 2 : timed_interleaved ? v : 0; }
   // The per-layer costs stage i scales by: lcs.layer, or the mean over its layers when it holds dense ones or
   // layers recompute_layers leaves out (stage_layer_cost, into `buf`).
   const LayerCost& layer(int64_t i, LayerCost& buf) const {
@@ -1521,8 +1534,11 @@ const StageDpTail& dp_tail(const StepInputs& in, StepScratch& scratch, int64_t i
   const auto k = static_cast<size_t>(i);
   if (!scratch.dp_ready[k]) {
     LayerCost buf;
-    const bool v = v_shaped(in.plan.parallel.schedule);
-    scratch.dp[k] = stage_dp_tail(in.plan, in.layer(i, buf), i, t, stage_p, expert_p, v ? &scratch.last_w[k] : nullptr);
+    const auto chunks = static_cast<size_t>(in.window_chunks());
+    const std::span<const ChunkWindow> windows =
+        scratch.windows_ready ? std::span<const ChunkWindow>(scratch.windows).subspan(k * chunks, chunks)
+                              : std::span<const ChunkWindow>();
+    scratch.dp[k] = stage_dp_tail(in.plan, in.layer(i, buf), i, t, stage_p, expert_p, windows);
     scratch.dp_ready[k] = 1;
   }
   return scratch.dp[k];
@@ -1563,23 +1579,21 @@ void last_send_delays(const StepInputs& in, StepScratch& scratch, std::span<Stag
 // The pipeline phase (pipeline_time, each stage's lead into `lead`) and its terms: compute and exposed communication
 // are the slowest stage's, m times.
 TimeBreakdown pipeline_terms(const StepInputs& in, std::span<const StageMicrobatchTime> mb, std::span<double> lead,
-                             double cutoff_s, std::span<std::array<ChunkWindow, 2>> last_w) {
+                             double cutoff_s, std::span<ChunkWindow> windows) {
   const ParallelConfig& pc = in.plan.parallel;
   const int64_t p = in.p, v = in.v;
   const double md = d(pc.num_microbatches);
   // Interleaved chunks of their own sizes (an explicit per-chunk layout): the order is timed with each chunk's share.
   std::vector<double> shares;
-  if (pc.schedule == Schedule::interleaved) {
-    bool uneven = false;
-    for (int64_t i = 0; i < p && !uneven; ++i) uneven = uneven_chunks(in.plan, i);
-    for (int64_t i = 0; uneven && i < p; ++i) {
+  if (in.timed_interleaved) {
+    for (int64_t i = 0; i < p; ++i) {
       for (int64_t c = 0; c < v; ++c) {
         shares.push_back(d(chunk_layers(in.plan, i, c)) / d(std::max<int64_t>(1, stage_layers(in.plan, i))));
       }
     }
   }
   const PipelineTime pt = pipeline_time(pc.schedule, pc.num_microbatches, v, mb, lead, pc.post_validation, cutoff_s,
-                                        last_w, shares);
+                                        windows, shares);
   TimeBreakdown tb;
   tb.pipeline_s = pt.step_s;
   if (std::isinf(pt.step_s)) return tb;  // beyond the cutoff (EstimateOptions::step_cutoff_s)
@@ -1714,19 +1728,28 @@ TimeBreakdown step_time(const Plan& plan, const LayerCosts& lc, const EdgeCost& 
                         DpCost* dp_out, const EstimateOptions& options) {
   const ParallelConfig& pc = plan.parallel;
   const int64_t p = pc.pp;
-  const StepInputs in{plan, lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p()};
+  bool timed_interleaved = false;
+  for (int64_t i = 0; pc.schedule == Schedule::interleaved && i < p && !timed_interleaved; ++i) {
+    timed_interleaved = uneven_chunks(plan, i);
+  }
+  const StepInputs in{plan, lc, edge, p2p_s, params, p, pc.chunks_per_stage(), p > 1 && pc.overlaps_p2p(),
+                      timed_interleaved};
   scratch.resize(static_cast<size_t>(p));
+  scratch.windows.resize(static_cast<size_t>(p * in.window_chunks()));
+  scratch.windows_ready = false;
   const std::span<StageMicrobatchTime> mb(scratch.microbatch.data(), static_cast<size_t>(p));
   const std::span<double> lead(scratch.lead.data(), static_cast<size_t>(p));
   stage_times(in, mb, stages);
   std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});  // no stage's DP tail yet this step (dp_tail)
   if (last_send_shares_link(in, options)) last_send_delays(in, scratch, mb);
-  TimeBreakdown tb = pipeline_terms(in, mb, lead, options.step_cutoff_s,
-                                    std::span(scratch.last_w.data(), static_cast<size_t>(p)));
+  TimeBreakdown tb = pipeline_terms(in, mb, lead, options.step_cutoff_s, scratch.windows);
   if (std::isinf(tb.pipeline_s)) {  // the step exceeds the cutoff: it ends no earlier than the pipeline (charge_tail)
     tb.step_s = tb.pipeline_s;
     return tb;
   }
+  // The DP tails with the windows the order gave (the link-sharing pass, before it, took the equal-chunk form).
+  scratch.windows_ready = in.window_chunks() > 0;
+  if (scratch.windows_ready) std::fill_n(scratch.dp_ready.begin(), p, uint8_t{0});
   charge_tail(deciding_tail(in, scratch, mb, lead, tb.pipeline_s), tb, dp_out);
   throughput_terms(plan, tb);
   return tb;

@@ -288,12 +288,14 @@ struct StepScratch {
   std::vector<double> lead;                     // per stage: pipeline_time()'s
   std::vector<StageDpTail> dp;                  // per stage, where dp_ready
   std::vector<uint8_t> dp_ready;
-  std::vector<std::array<ChunkWindow, 2>> last_w;  // per stage: a V schedule's chunks' last W (pipeline_time)
+  // Per stage and chunk (stage-major): the chunks' last gradient-completing passes where pipeline_time times an
+  // order (a V schedule, interleaved chunks of their own sizes); `windows_ready` once this step's are in.
+  std::vector<ChunkWindow> windows;
+  bool windows_ready = false;
   void resize(size_t stages) {
     if (microbatch.size() < stages) {
       microbatch.resize(stages);
       lead.resize(stages);
-      last_w.resize(stages);
       dp.resize(stages);
       dp_ready.resize(stages);
     }
@@ -368,10 +370,10 @@ double stage_params(const Plan& plan, int64_t stage);
 // there (Megatron-Core gives every model chunk its own gradient buffer and bucket hooks). Never above the
 // unoverlapped buckets x bucket_s.
 double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp);
-// The same over a V schedule's 2 chunks, whose last backward windows are given (their last W, from its order:
-// pipeline.hpp ChunkWindow): chunk c's buckets (the same split) leave during its window and queue on the link in the
-// order the windows start.
-double dp_reduction_tail_s(double bucket_s, int64_t buckets, const std::array<ChunkWindow, 2>& windows);
+// The same over chunks whose last backward windows are given (from a timed order, pipeline.hpp ChunkWindow: a V
+// schedule's last W, interleaved chunks of their own sizes' last B; one per chunk): chunk c's buckets (the same
+// split) leave during its window and queue on the link in the order the windows start.
+double dp_reduction_tail_s(double bucket_s, int64_t buckets, std::span<const ChunkWindow> windows);
 
 // Parameters of a stage's local experts on one GPU (their MLPs; with a dense model, experts = 1, its MLP). Their
 // states are sharded over the dp cp / ep ranks that hold the same experts, the rest of the stage's over dp cp.

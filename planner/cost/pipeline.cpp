@@ -430,11 +430,11 @@ double latest_end(std::span<const double> ends, std::span<double> paths) {
   return step;
 }
 
-// Each stage's chunks' last W windows from when they start and the stage's end.
+// Each stage's chunks' last W windows (2 per stage) from when they start and the stage's end.
 void fill_last_w(std::span<const ZbVOpTimes> times, std::span<const double> end,
-                 std::span<const std::array<double, 2>> start, std::span<std::array<ChunkWindow, 2>> out) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    for (size_t c = 0; c < 2; ++c) out[i][c] = {end[i] - start[i][c], times[i].backward_weight[c]};
+                 std::span<const std::array<double, 2>> start, std::span<ChunkWindow> out) {
+  for (size_t i = 0; i < end.size(); ++i) {
+    for (size_t c = 0; c < 2; ++c) out[2 * i + c] = {end[i] - start[i][c], times[i].backward_weight[c]};
   }
 }
 }  // namespace
@@ -444,7 +444,7 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages) {
 }
 
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths, double cutoff_s,
-                   std::span<std::array<ChunkWindow, 2>> last_w) {
+                   std::span<ChunkWindow> last_w) {
   const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
   const ZbVOrder o = zb_v_list(m, times, false, cutoff_s);
   if (o.end.empty()) return std::numeric_limits<double>::infinity();
@@ -578,7 +578,7 @@ std::vector<double> fixed_order_ends(int64_t m, int64_t nv, const std::vector<st
 }  // namespace
 
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
-                         double cutoff_s, std::span<std::array<ChunkWindow, 2>> last_w) {
+                         double cutoff_s, std::span<ChunkWindow> last_w) {
   const auto p = static_cast<int64_t>(stages.size());
   // The order depends on (p, m) only; the search times many candidates of one mesh and batch in a row.
   thread_local int64_t cached_p = -1, cached_m = -1;
@@ -678,12 +678,13 @@ std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t 
 }
 
 double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                                std::span<const double> chunk_shares, std::span<double> paths) {
+                                std::span<const double> chunk_shares, std::span<double> paths,
+                                std::span<ChunkWindow> last_b) {
   const auto p = static_cast<int64_t>(stages.size());
   const int64_t nv = p * v;
   const auto idx = [](int64_t a, int64_t n, int64_t b) { return static_cast<size_t>(a * n + b); };
   // Each virtual stage's F and B (chunk c of stage i is virtual stage c p + i), with the send after it.
-  std::vector<double> f_time(static_cast<size_t>(nv)), b_time(f_time);
+  std::vector<double> f_time(static_cast<size_t>(nv)), b_time(f_time), b_send(f_time);
   for (int64_t i = 0; i < p; ++i) {
     const StageMicrobatchTime& t = stages[static_cast<size_t>(i)];
     const double f_edges = t.first_chunk_edge.forward_s + t.last_chunk_edge.forward_s;
@@ -702,17 +703,31 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
         b += t.last_chunk_edge.backward_input_s;
       }
       f_time[static_cast<size_t>(vs)] = f + (vs < nv - 1 ? x : 0.0);
-      b_time[static_cast<size_t>(vs)] = b + (vs > 0 ? x : 0.0);
+      b_send[static_cast<size_t>(vs)] = vs > 0 ? x : 0.0;
+      b_time[static_cast<size_t>(vs)] = b + b_send[static_cast<size_t>(vs)];
     }
   }
   std::vector<std::vector<ChunkOp>> order(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) order[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+  std::vector<double> last_b_start(static_cast<size_t>(nv), 0.0);  // per virtual stage: its last B's start
   const std::vector<double> free = fixed_order_ends(
       m, nv, order, [&](int64_t i, int32_t chunk) { return chunk * p + i; }, [&](int64_t vs) { return vs % p; },
       [&](int64_t, const ChunkOp& op, int64_t vs) {
         return (op.kind == ChunkOp::Kind::forward ? f_time : b_time)[static_cast<size_t>(vs)];
       },
-      [](int64_t, const ChunkOp&, double, double) { return true; }, "interleaved_order");
+      [&](int64_t i, const ChunkOp& op, double end, double d) {
+        if (op.kind == ChunkOp::Kind::backward && op.microbatch == m - 1) {
+          last_b_start[static_cast<size_t>(op.chunk * p + i)] = end - d;
+        }
+        return true;
+      },
+      "interleaved_order");
+  for (int64_t i = 0; i < p && !last_b.empty(); ++i) {
+    for (int64_t c = 0; c < v; ++c) {
+      const auto vs = static_cast<size_t>(c * p + i);
+      last_b[idx(i, v, c)] = {free[static_cast<size_t>(i)] - last_b_start[vs], b_time[vs] - b_send[vs]};
+    }
+  }
   return latest_end(free, paths);
 }
 
@@ -792,7 +807,7 @@ void add_chain_delays(std::span<const StageMicrobatchTime> stages, double delay_
 
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead, bool post_validation, double cutoff_s,
-                           std::span<std::array<ChunkWindow, 2>> last_w, std::span<const double> chunk_shares) {
+                           std::span<ChunkWindow> windows, std::span<const double> chunk_shares) {
   PipelineTime r;
   const size_t p = stages.size();
   if (p == 0) return r;
@@ -808,11 +823,11 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
     if (timed_interleaved) {
-      interleaved_order_step_s(m, v, stages, chunk_shares, lead);
+      interleaved_order_step_s(m, v, stages, chunk_shares, lead, windows);
     } else if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
-    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, last_w)
-                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s, last_w))) {
+    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, windows)
+                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s, windows))) {
       return PipelineTime{.step_s = std::numeric_limits<double>::infinity()};  // beyond the cutoff: nothing else
     }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays

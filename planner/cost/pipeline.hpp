@@ -197,9 +197,10 @@ struct ZbVOrder {
   std::vector<double> end;                  // per stage, when its last op ends (the order's longest path to it)
   std::vector<std::array<double, 2>> last_w_start;  // per stage and chunk: when its last W (microbatch m - 1) starts
 };
-// A V schedule's chunk's last weight-gradient pass on its stage: how long before the stage's last op ends it starts,
-// and how long it runs. The chunk's DP gradient buckets leave during it (cost_model.cpp dp_reduction_tail_s; the
-// simulator releases them there).
+// A chunk's last gradient-completing pass on its stage (a V schedule's last W; interleaved chunks of their own
+// sizes: the last B): how long before the stage's last op ends it starts, and how long it runs. The chunk's DP
+// gradient buckets leave during it (cost_model.cpp dp_reduction_tail_s; the simulator releases them there). Passed
+// as one span per step, stage-major: stage i's chunk c at i chunks + c.
 struct ChunkWindow {
   double start_before_end = 0, duration = 0;
 };
@@ -213,8 +214,7 @@ ZbVOrder zb_v_order(int64_t m, std::span<const ZbVOpTimes> stages);
 // step is +infinity (`paths` untouched), as soon as it is known to exceed the cutoff: when a stage's end so far plus
 // the op time it has left does (the search's bound, SearchRequest / EstimateOptions::step_cutoff_s).
 double zb_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
-                   double cutoff_s = std::numeric_limits<double>::infinity(),
-                   std::span<std::array<ChunkWindow, 2>> last_w = {});
+                   double cutoff_s = std::numeric_limits<double>::infinity(), std::span<ChunkWindow> last_w = {});
 
 // DualPipeV (DeepSeek-AI, github.com/deepseek-ai/DualPipe, dualpipev.py: the "cut-in-half" DualPipe of the DeepSeek-V3
 // report, arXiv:2412.19437 Sec. 3.2.1; the order below is reproduced from that file from memory, not from a pinned
@@ -241,7 +241,7 @@ int64_t dualpipe_v_paired_forwards(int64_t p, int64_t m, int64_t stage);
 // +infinity (paths untouched) once a stage's end so far plus its work left exceeds it (as zb_v_step_s).
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths = {},
                          double cutoff_s = std::numeric_limits<double>::infinity(),
-                         std::span<std::array<ChunkWindow, 2>> last_w = {});
+                         std::span<ChunkWindow> last_w = {});
 
 // Interleaved 1F1B (Megatron-LM's order, v chunks per stage, m a multiple of p) over stages of different times, the
 // same path construction at chunk granularity: the stages before k fill and drain with one chunk each (t_i / v);
@@ -276,9 +276,11 @@ std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t 
 // chunk that owns them (first_chunk_edge in chunk 0, last_chunk_edge in chunk v - 1), and a forward (backward) sends
 // its result on unless it ends (starts) the virtual pipeline, one transfer of the stage's send time per chunk; the
 // simulator runs the same order with the same op times, so the two agree exactly without link contention
-// (tests/simulator/task_graph_test.cpp). Each stage's end into `paths`. O(p m v).
+// (tests/simulator/task_graph_test.cpp). Each stage's end into `paths`; each chunk's last backward into `last_b`
+// (ChunkWindow, p v entries; its compute, the send after it left out) where given. O(p m v).
 double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
-                                std::span<const double> chunk_shares, std::span<double> paths = {});
+                                std::span<const double> chunk_shares, std::span<double> paths = {},
+                                std::span<ChunkWindow> last_b = {});
 
 // Waited pipeline sends (Megatron-LM's batched p2p, p2p_communication.py: send_forward_recv_backward and its
 // siblings wait on their requests) that stage i of p pays per microbatch with v chunks: an activation on after every
@@ -328,13 +330,13 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends. `post_validation`:
 // ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it. `cutoff_s`: ZB-V's
 // list schedule stops once its step is known to exceed it (zb_v_step_s); step_s is then +infinity and nothing else
-// is set. The closed forms ignore it. `last_w`, when not empty (p entries): a V schedule's (ZB-V, DualPipeV) chunks'
-// last W windows per stage (ChunkWindow), from its order; untouched for the others. `chunk_shares`, when not empty
-// (p v entries): interleaved chunks of their own sizes, timed by interleaved_order_step_s (its stage ends exact).
+// is set. The closed forms ignore it. `chunk_shares`, when not empty (p v entries): interleaved chunks of their own
+// sizes, timed by interleaved_order_step_s (its stage ends exact). `windows`, when not empty (p x chunks entries,
+// stage-major): the chunks' last gradient-completing passes (ChunkWindow) where an order is timed, a V schedule's
+// (ZB-V, DualPipeV: their last W) and those interleaved chunks' (their last B); untouched for the others.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {}, bool post_validation = false,
                            double cutoff_s = std::numeric_limits<double>::infinity(),
-                           std::span<std::array<ChunkWindow, 2>> last_w = {},
-                           std::span<const double> chunk_shares = {});
+                           std::span<ChunkWindow> windows = {}, std::span<const double> chunk_shares = {});
 
 }  // namespace parplan
