@@ -679,7 +679,7 @@ std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t 
 
 double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                                 std::span<const double> chunk_shares, std::span<double> paths,
-                                std::span<ChunkWindow> last_b) {
+                                std::span<ChunkWindow> last_b, double cutoff_s) {
   const auto p = static_cast<int64_t>(stages.size());
   const int64_t nv = p * v;
   const auto idx = [](int64_t a, int64_t n, int64_t b) { return static_cast<size_t>(a * n + b); };
@@ -707,8 +707,26 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
       b_time[static_cast<size_t>(vs)] = b + b_send[static_cast<size_t>(vs)];
     }
   }
-  std::vector<std::vector<ChunkOp>> order(static_cast<size_t>(p));
-  for (int64_t i = 0; i < p; ++i) order[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+  // The order depends on (p, m, v) only; the search times many candidates of one mesh and batch in a row.
+  thread_local int64_t cached_p = -1, cached_m = -1, cached_v = -1;
+  thread_local std::vector<std::vector<ChunkOp>> cached;
+  if (cached_p != p || cached_m != m || cached_v != v) {
+    cached.assign(static_cast<size_t>(p), {});
+    for (int64_t i = 0; i < p; ++i) cached[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+    cached_p = p;
+    cached_m = m;
+    cached_v = v;
+  }
+  const std::vector<std::vector<ChunkOp>>& order = cached;
+  // Each stage's work left, to stop once the step exceeds cutoff_s (as dualpipe_v_step_s).
+  std::vector<double> work_left(static_cast<size_t>(p), 0.0);
+  for (int64_t vs = 0; vs < nv; ++vs) {
+    work_left[static_cast<size_t>(vs % p)] += static_cast<double>(m) * (f_time[static_cast<size_t>(vs)] + b_time[static_cast<size_t>(vs)]);
+  }
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  for (const double w : work_left) {
+    if (w > cutoff_s) return kNever;
+  }
   std::vector<double> last_b_start(static_cast<size_t>(nv), 0.0);  // per virtual stage: its last B's start
   const std::vector<double> free = fixed_order_ends(
       m, nv, order, [&](int64_t i, int32_t chunk) { return chunk * p + i; }, [&](int64_t vs) { return vs % p; },
@@ -716,12 +734,15 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
         return (op.kind == ChunkOp::Kind::forward ? f_time : b_time)[static_cast<size_t>(vs)];
       },
       [&](int64_t i, const ChunkOp& op, double end, double d) {
+        const auto ii = static_cast<size_t>(i);
         if (op.kind == ChunkOp::Kind::backward && op.microbatch == m - 1) {
           last_b_start[static_cast<size_t>(op.chunk * p + i)] = end - d;
         }
-        return true;
+        work_left[ii] -= d;
+        return end + work_left[ii] <= cutoff_s;
       },
       "interleaved_order");
+  if (free.empty()) return kNever;
   for (int64_t i = 0; i < p && !last_b.empty(); ++i) {
     for (int64_t c = 0; c < v; ++c) {
       const auto vs = static_cast<size_t>(c * p + i);
@@ -822,12 +843,11 @@ PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const Sta
     const StageSums sums = stage_sums(stages, !timed_interleaved);
     r.slowest_stage = sums.slowest_stage;
     r.busy_s = md * sums.t_max;
-    if (timed_interleaved) {
-      interleaved_order_step_s(m, v, stages, chunk_shares, lead, windows);
-    } else if (s == Schedule::zb_2p) {
+    if (s == Schedule::zb_2p) {
       zb_2p_step_s(m, stages, lead, post_validation);
-    } else if (std::isinf(s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, windows)
-                                              : dualpipe_v_step_s(m, stages, lead, cutoff_s, windows))) {
+    } else if (std::isinf(timed_interleaved ? interleaved_order_step_s(m, v, stages, chunk_shares, lead, windows, cutoff_s)
+                          : s == Schedule::zb_v ? zb_v_step_s(m, stages, lead, cutoff_s, windows)
+                                                : dualpipe_v_step_s(m, stages, lead, cutoff_s, windows))) {
       return PipelineTime{.step_s = std::numeric_limits<double>::infinity()};  // beyond the cutoff: nothing else
     }
     for (double& end : lead) r.step_s = std::max(r.step_s, end += sums.delay_sum);  // the final chain's send delays

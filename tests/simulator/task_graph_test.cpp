@@ -574,6 +574,11 @@ TEST_CASE("task graph: interleaved chunks of their own sizes: the timed order is
   const std::vector<double> equal(4 * 2, 0.5);
   CHECK(interleaved_order_step_s(8, 2, uniform_st, equal) == doctest::Approx((8 + 3.0 / 2) * 3.0).epsilon(1e-12));
   CHECK(interleaved_step_s(8, 2, uniform_st) == doctest::Approx((8 + 3.0 / 2) * 3.0).epsilon(1e-12));
+  // With a cutoff (the search's bound): the step where it is not exceeded, +infinity where it is.
+  const double step = (8 + 3.0 / 2) * 3.0;
+  CHECK(interleaved_order_step_s(8, 2, uniform_st, equal, {}, {}, step * 1.001) == doctest::Approx(step).epsilon(1e-12));
+  CHECK(std::isinf(interleaved_order_step_s(8, 2, uniform_st, equal, {}, {}, step * 0.999)));
+  CHECK(std::isinf(interleaved_order_step_s(8, 2, uniform_st, equal, {}, {}, 8 * 3.0 * 0.5)));  // below the work alone
 }
 
 TEST_CASE("task graph: async p2p adds 2 (p-1) transfers to the GPipe critical path; blocking sends cost the sender") {
