@@ -690,6 +690,7 @@ std::string vpp_problem(const Plan& plan) {
     hi = std::max(hi, n);
   }
   const std::string held = lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi);
+  const std::string stages = pc.pp == 1 ? "the 1 stage holds" : fmt::format("the {} stages hold", pc.pp);
   // The uneven split only helps when the layers are the problem: with microbatches % pp != 0 it still fails.
   const int64_t last = pc.schedule == Schedule::interleaved && pc.stage_layout.empty() &&
                                pc.first_stage_layers == 0 && pc.last_stage_layers == 0 && pc.pp > 1 && pc.vpp > 1 &&
@@ -724,17 +725,17 @@ std::string vpp_problem(const Plan& plan) {
       const char* ways = m.layers % 2 != 0 ? "an odd count, so only a per-chunk --stage-layers can place them"
                                            : "a pp that splits them so, or a per-chunk --stage-layers";
       return fmt::format("schedule {} places 2 chunks on every stage (its V), so every stage's layers must be even: "
-                         "the {} stages hold {} of {} layers; {}",
-                         name, pc.pp, held, m.layers, ways);
+                         "{} {} of {} layers; {}",
+                         name, stages, held, m.layers, ways);
     }
     return fmt::format("schedule dualpipe-v on {} stages needs at least 2 pp = {} microbatches (its order's overlapped "
                        "pairs), the plan has {}: a larger global batch or a smaller micro-batch",
                        pc.pp, 2 * pc.pp, pc.num_microbatches);
   }
   return fmt::format("schedule {} with vpp {}: interleaving needs vpp >= 2, pp >= 2, every stage's layers divisible "
-                     "by vpp (the {} stages hold {} of {} layers) and microbatches ({}) divisible by pp; other "
+                     "by vpp ({} {} of {} layers) and microbatches ({}) divisible by pp; other "
                      "schedules need vpp 1 (zb-v and dualpipe-v: 1 or 2){}",
-                     to_string(pc.schedule), pc.vpp, pc.pp, held, m.layers, pc.num_microbatches, hint);
+                     to_string(pc.schedule), pc.vpp, stages, held, m.layers, pc.num_microbatches, hint);
 }
 }  // namespace
 

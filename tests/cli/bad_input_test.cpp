@@ -756,6 +756,10 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/tp_collective_copies: expected true or false");
   }
   // fp8 TP all-gathers: fp8, tp > 1 and sequence parallelism.
+  // One stage is named in the singular.
+  expect_bad_estimate({"--model", "gpt3-175b", "--gpus", "8", "--tp", "8", "--schedule", "interleaved", "--vpp", "2"},
+                      "--vpp: schedule interleaved with vpp 2: interleaving needs vpp >= 2, pp >= 2, every stage's layers "
+                      "divisible by vpp (the 1 stage holds 96 of 96 layers)");
   expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--sp", "--fp8-tp-gather"},
                       "--fp8-tp-gather: fp8 TP all-gathers need --precision fp8 (the precision is bf16)");
   expect_bad_estimate({"--model", "llama3-8b", "--gpus", "8", "--precision", "fp8", "--fp8-tp-gather"},
