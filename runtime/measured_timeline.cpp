@@ -9,6 +9,20 @@ namespace {
 
 enum StreamIndex { kCompute = 0, kTp, kCp, kPp, kDp, kEp, kStreams };
 
+// A receive run in one batched call with a send (Megatron-LM's send_forward_recv_backward: both ops get the call's
+// interval) is that send's event already: drawn once, as the send, not twice on one stream.
+void drop_batched_receives(std::vector<TimelineEvent>& pp) {
+  std::vector<TimelineEvent> kept;
+  kept.reserve(pp.size());
+  for (const TimelineEvent& e : pp) {
+    const bool batched = e.peer_stage < 0 && std::any_of(pp.begin(), pp.end(), [&](const TimelineEvent& o) {
+      return o.peer_stage >= 0 && o.start_s == e.start_s && o.end_s == e.end_s;
+    });
+    if (!batched) kept.push_back(e);
+  }
+  pp = std::move(kept);
+}
+
 bool is_comm(const Op& op) { return op.kind == OpKind::collective || op.kind == OpKind::p2p; }
 
 EventCategory compute_category(const Op& op, bool split) {
@@ -70,11 +84,13 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
           ev.category = EventCategory::cp_comm;
           stream = kCp;
           break;
-        case Term::pp_comm:
+        case Term::pp_comm: {
           ev.category = EventCategory::pp_comm;
           stream = kPp;
-          ev.peer_stage = op.peer;
+          // A send names the stage it goes to (the trace's to_stage); a receive does not (drop_batched_receives).
+          ev.peer_stage = op.collective == CollectiveKind::send ? op.peer : -1;
           break;
+        }
         case Term::dp_comm:
           ev.category = EventCategory::dp_comm;
           stream = kDp;
@@ -94,6 +110,7 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
       }
       tr.streams[static_cast<size_t>(stream)].events.push_back(ev);
     }
+    drop_batched_receives(tr.streams[kPp].events);
     for (TimelineStream& st : tr.streams) {
       std::stable_sort(st.events.begin(), st.events.end(), [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }
