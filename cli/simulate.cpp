@@ -97,6 +97,8 @@ nlohmann::json to_json(const Plan& plan, const sim::SimResult& r, const Estimate
   j["options"] = {{"overlap", opt.overlap}, {"contention", opt.contention}, {"bucket_bytes", plan.training.dp_bucket_bytes}};
   j["step_s"] = s.step_s;
   j["closed_form_step_s"] = closed.step_s;
+  // ZB-2p with post_validation: the closed form prices a continuous run's step, the simulation one iteration.
+  if (const std::string pv = post_validation_note(plan, "the simulation"); !pv.empty()) j["note"] = pv;
   j["critical_stage"] = s.critical_stage;
   j["fractions"] = {{"compute", s.compute},       {"bubble", s.bubble},
                     {"tp_comm", s.tp_comm},       {"cp_comm", s.cp_comm},
@@ -168,9 +170,7 @@ Runner setup(CLI::App& app) {
       if (!std::isfinite(*o->mesh.bucket_mb)) throw InputError("--bucket-mb: must be a finite number of MB");
       so.bucket_bytes = static_cast<int64_t>(*o->mesh.bucket_mb * 1e6);
     }
-    Plan priced = plan;  // what the simulation priced: the closed form is shown for the same knobs
-    if (so.bucket_bytes > 0) priced.training.dp_bucket_bytes = so.bucket_bytes;
-    if (!so.overlap) priced.parallel.overlap_dp_comm = priced.parallel.overlap_tp_comm = priced.parallel.overlap_cp_comm = false;
+    const Plan priced = sim::priced_plan(plan, so);  // what the simulation priced: the closed form is shown for the same knobs
     so.record_timeline = !o->trace.empty() || !o->svg.empty() || o->ascii;
     const sim::SimResult r = sim::simulate(plan, so);
     EstimateOptions eo;

@@ -313,6 +313,18 @@ SimResult simulate_costs(const PipelineSchedule& s, const StepCosts& costs, cons
   return run_graph(s, costs, opt, {});
 }
 
+Plan priced_plan(const Plan& input, const SimOptions& opt) {
+  Plan plan = input;
+  if (opt.bucket_bytes > 0) plan.training.dp_bucket_bytes = opt.bucket_bytes;
+  if (!opt.overlap) {
+    plan.parallel.overlap_dp_comm = false;
+    plan.parallel.overlap_tp_comm = false;
+    plan.parallel.overlap_cp_comm = false;
+    plan.parallel.overlap_p2p_comm = false;
+  }
+  return plan;
+}
+
 namespace {
 // The plan as simulate() prices it under `opt`, and its step costs.
 struct Priced {
@@ -320,13 +332,7 @@ struct Priced {
   StepCosts costs;
 };
 Priced priced(const Plan& input, const SimOptions& opt) {
-  Priced p{input, {}};
-  if (opt.bucket_bytes > 0) p.plan.training.dp_bucket_bytes = opt.bucket_bytes;
-  if (!opt.overlap) {
-    p.plan.parallel.overlap_dp_comm = false;
-    p.plan.parallel.overlap_tp_comm = false;
-    p.plan.parallel.overlap_cp_comm = false;
-  }
+  Priced p{priced_plan(input, opt), {}};
   CostOptions co;
   co.edges_in_owning_chunk = opt.edges_in_owning_chunk;
   co.blocking_p2p = !opt.overlap;

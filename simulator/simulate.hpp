@@ -57,6 +57,11 @@ struct SimResult {
 // order (interleaved with m % pp != 0).
 SimResult simulate(const Plan& plan, const SimOptions& opt = {});
 
+// The plan as simulate() prices it under `opt`: opt.bucket_bytes its DP bucket size where given; without overlap its
+// TP, CP and DP collectives and its pipeline sends not overlapped. estimate() of it is the closed form for the same
+// knobs (simulate's "closed form" column).
+Plan priced_plan(const Plan& plan, const SimOptions& opt);
+
 // The tasks simulate() would build for `plan` under `opt`, counted from the schedule's shape without building
 // anything; counting stops once past `limit` (the result is then some number above it). Callers simulating many
 // plans (suggest --simulate) budget their work with it.

@@ -531,6 +531,18 @@ TEST_CASE("estimate names optimizer post-validation beside the schedule") {
   CHECK(pv.out.find("schedule zb-2p (optimizer post-validation)  | recompute none") != std::string::npos);
   CHECK(plain.out.find("schedule zb-2p  | recompute none") != std::string::npos);
   CHECK(plain.out.find("post-validation") == std::string::npos);
+  // simulate --json carries the text report's line on it (its step and the closed form's differ for that reason).
+  args[0] = "simulate";
+  args.push_back("--json");
+  const auto sim_pv = run_parplan(args, {}, 60);
+  REQUIRE(sim_pv.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(sim_pv.out);
+  REQUIRE(j.contains("note"));
+  CHECK(j["note"].get<std::string>().find("post-validation") != std::string::npos);
+  args.erase(std::find(args.begin(), args.end(), "--post-validation"));
+  const auto sim_plain = run_parplan(args, {}, 60);
+  REQUIRE(sim_plain.exit_code == 0);
+  CHECK_FALSE(nlohmann::json::parse(sim_plain.out).contains("note"));
 }
 
 TEST_CASE("estimate: an fp8 plan that does not fit says what fp8 weights would take") {
