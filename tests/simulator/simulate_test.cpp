@@ -46,6 +46,16 @@ SimAndEstimate simulate_and_estimate(const Plan& plan, bool overlap) {
   return {simulate(plan, o), estimate(priced_plan(plan, o))};
 }
 
+// Llama 3 8B on `gpus` H100s of DGX nodes, the rest of the plan its defaults.
+Plan llama3_8b_dgx_h100(int64_t gpus) {
+  Plan plan;
+  plan.model = test::profiles().model("llama3-8b", "test");
+  plan.gpu = test::profiles().gpu("h100", "test");
+  plan.cluster = test::profiles().cluster("dgx-h100", "test");
+  plan.num_gpus = gpus;
+  return plan;
+}
+
 // Simulates `plan` with default options and the timeline recorded.
 SimResult simulate_with_timeline(const Plan& plan) {
   SimOptions o;
@@ -359,11 +369,7 @@ TEST_CASE("simulate: ZeRO-2/3 with one stage: the link's lead before the first r
 TEST_CASE("simulate: HSDP's replica all-reduce follows the reduce-scatter, as in the closed form") {
   // Llama 3 8B on 32 H100s: dp 32 as 4 replicas of 8 (a node each), ZeRO-1 (once a step) and FSDP2 (every microbatch).
   for (int zero : {1, 3}) {
-    Plan plan;
-    plan.model = test::profiles().model("llama3-8b", "test");
-    plan.gpu = test::profiles().gpu("h100", "test");
-    plan.cluster = test::profiles().cluster("dgx-h100", "test");
-    plan.num_gpus = 32;
+    Plan plan = llama3_8b_dgx_h100(32);
     plan.parallel.dp = 32;
     plan.parallel.dp_replicate = 4;
     plan.parallel.zero_stage = zero;
@@ -817,11 +823,7 @@ TEST_CASE("simulate: interleaving over stages of different sizes (a per-stage la
   SimOptions o;
   o.overlap = false;
   o.contention = false;
-  Plan plan;
-  plan.model = test::profiles().model("llama3-8b", "test");
-  plan.gpu = test::profiles().gpu("h100", "test");
-  plan.cluster = test::profiles().cluster("dgx-h100", "test");
-  plan.num_gpus = 4;
+  Plan plan = llama3_8b_dgx_h100(4);
   plan.parallel.pp = 4;
   plan.parallel.schedule = Schedule::interleaved;
   plan.parallel.vpp = 2;
@@ -871,11 +873,7 @@ TEST_CASE("simulate: interleaved chunks of their own sizes release their DP buck
   // (stage 1's chunk 0 one layer, chunk 1 fifteen) the chunks' last backwards are not the equal-chunk form's
   // windows: it priced 15/1,1/15 at 2.517 s where the simulator runs 2.418 s. Each chunk's window from the timed
   // order (interleaved_order_step_s) gives the simulator's step.
-  Plan plan;
-  plan.model = test::profiles().model("llama3-8b", "test");
-  plan.gpu = test::profiles().gpu("h100", "test");
-  plan.cluster = test::profiles().cluster("dgx-h100", "test");
-  plan.num_gpus = 64;
+  Plan plan = llama3_8b_dgx_h100(64);
   plan.parallel.pp = 2;
   plan.parallel.dp = 32;
   plan.parallel.schedule = Schedule::interleaved;
