@@ -29,7 +29,8 @@ void touch(Device& dev, Buffer b, int64_t traffic) {
   }
 }
 
-// The ops [i, j) that execute() issues as one exchange: consecutive p2p ops on one group.
+}  // namespace
+
 size_t exchange_end(const std::vector<Op>& ops, size_t i) {
   size_t j = i + 1;
   if (ops[i].kind == OpKind::p2p) {
@@ -37,6 +38,8 @@ size_t exchange_end(const std::vector<Op>& ops, size_t i) {
   }
   return j;
 }
+
+namespace {
 
 class RankExecutor {
  public:

@@ -1,6 +1,7 @@
 // The executor: runs each rank's Program on a backend World for warm-up + N steps and records per-op times,
 // step times (median step chosen over the slowest rank), exact peak memory and the collectives each rank ran.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -54,6 +55,11 @@ struct RunResult {
 // time they were issued at) and is shifted in place; `compute_end_s` is the compute stream's measured end. Returns
 // the step time. The cost model hides overlapped communication the same way, so the step is comparable with it.
 double place_predicted_communication(const std::vector<Op>& ops, std::vector<OpTime>& times, double compute_end_s);
+
+// One past the last op of the exchange op i starts, as execute() issues it: consecutive p2p ops on one group form one
+// grouped exchange (a send and a receive at once: send_forward_recv_backward, a ring-attention step), every op of it
+// given the exchange's span; any other op is its own (i + 1).
+size_t exchange_end(const std::vector<Op>& ops, size_t i);
 
 // Runs programs[world rank] on every rank of `world` (or programs[0] alone in rank-local mode).
 RunResult execute(World& world, const std::vector<Program>& programs, const ExecOptions& opt);

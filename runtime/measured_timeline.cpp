@@ -9,20 +9,6 @@ namespace {
 
 enum StreamIndex { kCompute = 0, kTp, kCp, kPp, kDp, kEp, kStreams };
 
-// A receive run in one batched call with a send (Megatron-LM's send_forward_recv_backward: both ops get the call's
-// interval) is that send's event already: drawn once, as the send, not twice on one stream.
-void drop_batched_receives(std::vector<TimelineEvent>& pp) {
-  std::vector<TimelineEvent> kept;
-  kept.reserve(pp.size());
-  for (const TimelineEvent& e : pp) {
-    const bool batched = e.peer_stage < 0 && std::any_of(pp.begin(), pp.end(), [&](const TimelineEvent& o) {
-      return o.peer_stage >= 0 && o.start_s == e.start_s && o.end_s == e.end_s;
-    });
-    if (!batched) kept.push_back(e);
-  }
-  pp = std::move(kept);
-}
-
 bool is_comm(const Op& op) { return op.kind == OpKind::collective || op.kind == OpKind::p2p; }
 
 EventCategory compute_category(const Op& op, bool split) {
@@ -77,7 +63,22 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
         }
         continue;
       }
-      ev.bytes = op.bytes;
+      // A grouped exchange (exchange_end: a send and a receive in one call, e.g. send_forward_recv_backward, or a
+      // ring step of ring attention) shares one span: one event, named by its send.
+      const Op* named = &op;
+      if (op.kind == OpKind::p2p) {
+        const size_t j = exchange_end(ops, k);
+        for (size_t x = k; x < j; ++x) {
+          if (ops[x].collective == CollectiveKind::send) {
+            named = &ops[x];
+            break;
+          }
+        }
+        k = j - 1;
+      }
+      ev.microbatch = static_cast<int32_t>(named->microbatch);
+      ev.chunk = static_cast<int32_t>(named->chunk);
+      ev.bytes = named->bytes;
       int stream = kTp;
       switch (op.term) {
         case Term::cp_comm:
@@ -87,8 +88,8 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
         case Term::pp_comm: {
           ev.category = EventCategory::pp_comm;
           stream = kPp;
-          // A send names the stage it goes to (the trace's to_stage); a receive does not (drop_batched_receives).
-          ev.peer_stage = op.collective == CollectiveKind::send ? op.peer : -1;
+          // A send names the stage it goes to (the trace's to_stage); a receive alone does not.
+          ev.peer_stage = named->collective == CollectiveKind::send ? named->peer : -1;
           break;
         }
         case Term::dp_comm:
@@ -110,7 +111,6 @@ Timeline measured_timeline(const RunResult& r, const std::vector<Program>& progr
       }
       tr.streams[static_cast<size_t>(stream)].events.push_back(ev);
     }
-    drop_batched_receives(tr.streams[kPp].events);
     for (TimelineStream& st : tr.streams) {
       std::stable_sort(st.events.begin(), st.events.end(), [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
     }

@@ -376,3 +376,31 @@ TEST_CASE("the measured timeline has a track per stage with forward and backward
   }
   CHECK(tl.step_s == r.median_step_s());
 }
+
+TEST_CASE("the measured timeline draws each ring-attention step (a send and a receive in one exchange) once") {
+  Plan plan = small_plan(1, 1, 1);
+  plan.parallel.cp = 2;
+  plan.num_gpus = 2;
+  REQUIRE(validate(plan).ok());
+  const auto progs = lower_all(plan);
+  auto world = make_host_world(2);
+  const RunResult r = execute(*world, progs, ExecOptions{.warmup = 0, .steps = 1});
+  const Timeline tl = measured_timeline(r, progs, false);
+  REQUIRE(tl.tracks.size() == 1);
+  const TimelineStream& cp = tl.tracks[0].streams[2];
+  REQUIRE(cp.name == "cp");
+  // The exchanges execute() issues on the cp group (exchange_end), and the ops in them.
+  const std::vector<Op>& ops = progs[0].ops;
+  int64_t exchanges = 0, cp_ops = 0;
+  for (size_t i = 0; i < ops.size(); i = exchange_end(ops, i)) {
+    if (ops[i].kind != OpKind::p2p || ops[i].group != Group::cp) continue;
+    ++exchanges;
+    cp_ops += static_cast<int64_t>(exchange_end(ops, i) - i);
+  }
+  REQUIRE(exchanges > 0);
+  CHECK(cp_ops >= 2 * exchanges);  // a send and a receive at least in each
+  CHECK(static_cast<int64_t>(cp.events.size()) == exchanges);  // one event per exchange, not one per op
+  for (size_t i = 1; i < cp.events.size(); ++i) {
+    CHECK_FALSE((cp.events[i].start_s == cp.events[i - 1].start_s && cp.events[i].end_s == cp.events[i - 1].end_s));
+  }
+}
