@@ -530,13 +530,18 @@ namespace {
 // stage's (the last virtual stage: its own forward); a `backward_weight`, its own B, earlier in the stage's order. A
 // stage stopped at an input goes on once the producer runs it (`ready`: the stages to look at again).
 // `virtual_stage(i, chunk)` maps stage i's chunk to its virtual stage (of `nv`), `stage_of(v)` back; `duration(i, op,
-// v)` is an op's time; `ran(i, op, end, duration)` sees each op run and returns false to stop early (then no ends:
-// empty). Each stage's end. `what` names the order in the error for an op whose input never runs.
+// v)` is an op's time; `ran(i, op, end, duration)` sees each op run. Each stage's end; none (empty) once the step is
+// known to exceed `cutoff_s`: a stage's work (`work_left`, each stage's op times summed) alone, or its end so far
+// plus the op time it has left (the search's bound). `what` names the order in the error for an op whose input
+// never runs.
 template <class VirtualStage, class StageOf, class Duration, class Ran>
 std::vector<double> fixed_order_ends(int64_t m, int64_t nv, const std::vector<std::vector<ChunkOp>>& order,
                                      VirtualStage virtual_stage, StageOf stage_of, Duration duration, Ran ran,
-                                     const char* what) {
+                                     std::vector<double> work_left, double cutoff_s, const char* what) {
   const auto p = static_cast<int64_t>(order.size());
+  for (const double w : work_left) {
+    if (w > cutoff_s) return {};
+  }
   constexpr double kNever = std::numeric_limits<double>::infinity();
   std::vector<double> f_end(static_cast<size_t>(nv * m), kNever), b_end(f_end), free(static_cast<size_t>(p), 0.0);
   const auto at = [&](std::vector<double>& e, int64_t v, int64_t j) -> double& { return e[static_cast<size_t>(v * m + j)]; };
@@ -560,7 +565,9 @@ std::vector<double> fixed_order_ends(int64_t m, int64_t nv, const std::vector<st
                                     : (v < nv - 1 ? at(b_end, v + 1, j) : at(f_end, v, j));
       if (input == kNever) break;  // its producer has not run it: this stage waits
       const double d = duration(i, op, v), end = std::max(free[ii], input) + d;
-      if (!ran(i, op, end, d)) return {};
+      ran(i, op, end, d);
+      work_left[ii] -= d;
+      if (end + work_left[ii] > cutoff_s) return {};
       free[ii] = end;
       --left;
       if (forward) {
@@ -575,42 +582,46 @@ std::vector<double> fixed_order_ends(int64_t m, int64_t nv, const std::vector<st
   if (left != 0) throw std::logic_error(std::string(what) + ": an op waits for an input that never runs");
   return free;
 }
+
+// Per-stage orders kept for the last key they were built for: the search times many candidates of one mesh and batch
+// in a row, and an order depends on (p, m[, v]) only.
+struct OrderCache {
+  std::array<int64_t, 3> key{-1, -1, -1};
+  std::vector<std::vector<ChunkOp>> orders;
+  template <class Build>
+  const std::vector<std::vector<ChunkOp>>& get(const std::array<int64_t, 3>& k, Build build) {
+    if (k != key) {
+      orders = build();
+      key = k;
+    }
+    return orders;
+  }
+};
 }  // namespace
 
 double dualpipe_v_step_s(int64_t m, std::span<const StageMicrobatchTime> stages, std::span<double> paths,
                          double cutoff_s, std::span<ChunkWindow> last_w) {
   const auto p = static_cast<int64_t>(stages.size());
-  // The order depends on (p, m) only; the search times many candidates of one mesh and batch in a row.
-  thread_local int64_t cached_p = -1, cached_m = -1;
-  thread_local std::vector<std::vector<ChunkOp>> cached;
-  if (cached_p != p || cached_m != m) {
-    cached = dualpipe_v_order(p, m);
-    cached_p = p;
-    cached_m = m;
-  }
-  const std::vector<std::vector<ChunkOp>>& order = cached;
   if (m < 2 * p) throw std::logic_error("dualpipe_v_step_s: DualPipeV needs at least 2 p microbatches");
+  thread_local OrderCache cache;
+  const std::vector<std::vector<ChunkOp>>& order = cache.get({p, m, 0}, [&] { return dualpipe_v_order(p, m); });
   const std::vector<ZbVOpTimes> times = zb_v_op_times(stages);
-  constexpr double kNever = std::numeric_limits<double>::infinity();
-  // Each stage's work left, to stop once the step exceeds cutoff_s; each chunk's last W's start.
-  std::vector<double> work_left(static_cast<size_t>(p), 0.0);
-  std::vector<std::array<double, 2>> last_w_start(static_cast<size_t>(p), {0.0, 0.0});
+  std::vector<double> work(static_cast<size_t>(p), 0.0);
   for (int64_t i = 0; i < p; ++i) {
-    work_left[static_cast<size_t>(i)] = static_cast<double>(m) * times[static_cast<size_t>(i)].per_microbatch();
-    if (work_left[static_cast<size_t>(i)] > cutoff_s) return kNever;
+    work[static_cast<size_t>(i)] = static_cast<double>(m) * times[static_cast<size_t>(i)].per_microbatch();
   }
+  std::vector<std::array<double, 2>> last_w_start(static_cast<size_t>(p), {0.0, 0.0});  // each chunk's last W's start
   const std::vector<double> free = fixed_order_ends(
       m, 2 * p, order, [&](int64_t i, int32_t chunk) { return zb_v_virtual_stage(p, i, chunk); },
       [&](int64_t v) { return v < p ? v : 2 * p - 1 - v; },
       [&](int64_t i, const ChunkOp& op, int64_t) { return times[static_cast<size_t>(i)].of(op.kind, static_cast<size_t>(op.chunk)); },
       [&](int64_t i, const ChunkOp& op, double end, double d) {
-        const auto ii = static_cast<size_t>(i);
-        if (op.kind == ChunkOp::Kind::backward_weight) last_w_start[ii][static_cast<size_t>(op.chunk)] = end - d;
-        work_left[ii] -= d;
-        return end + work_left[ii] <= cutoff_s;
+        if (op.kind == ChunkOp::Kind::backward_weight) {
+          last_w_start[static_cast<size_t>(i)][static_cast<size_t>(op.chunk)] = end - d;
+        }
       },
-      "dualpipe_v_order");
-  if (free.empty()) return kNever;
+      std::move(work), cutoff_s, "dualpipe_v_order");
+  if (free.empty()) return std::numeric_limits<double>::infinity();
   if (!last_w.empty()) fill_last_w(times, free, last_w_start, last_w);
   return latest_end(free, paths);
 }
@@ -707,25 +718,15 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
       b_time[static_cast<size_t>(vs)] = b + b_send[static_cast<size_t>(vs)];
     }
   }
-  // The order depends on (p, m, v) only; the search times many candidates of one mesh and batch in a row.
-  thread_local int64_t cached_p = -1, cached_m = -1, cached_v = -1;
-  thread_local std::vector<std::vector<ChunkOp>> cached;
-  if (cached_p != p || cached_m != m || cached_v != v) {
-    cached.assign(static_cast<size_t>(p), {});
-    for (int64_t i = 0; i < p; ++i) cached[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
-    cached_p = p;
-    cached_m = m;
-    cached_v = v;
-  }
-  const std::vector<std::vector<ChunkOp>>& order = cached;
-  // Each stage's work left, to stop once the step exceeds cutoff_s (as dualpipe_v_step_s).
-  std::vector<double> work_left(static_cast<size_t>(p), 0.0);
+  thread_local OrderCache cache;
+  const std::vector<std::vector<ChunkOp>>& order = cache.get({p, m, v}, [&] {
+    std::vector<std::vector<ChunkOp>> o(static_cast<size_t>(p));
+    for (int64_t i = 0; i < p; ++i) o[static_cast<size_t>(i)] = interleaved_order(p, m, v, i);
+    return o;
+  });
+  std::vector<double> work(static_cast<size_t>(p), 0.0);
   for (int64_t vs = 0; vs < nv; ++vs) {
-    work_left[static_cast<size_t>(vs % p)] += static_cast<double>(m) * (f_time[static_cast<size_t>(vs)] + b_time[static_cast<size_t>(vs)]);
-  }
-  constexpr double kNever = std::numeric_limits<double>::infinity();
-  for (const double w : work_left) {
-    if (w > cutoff_s) return kNever;
+    work[static_cast<size_t>(vs % p)] += static_cast<double>(m) * (f_time[static_cast<size_t>(vs)] + b_time[static_cast<size_t>(vs)]);
   }
   std::vector<double> last_b_start(static_cast<size_t>(nv), 0.0);  // per virtual stage: its last B's start
   const std::vector<double> free = fixed_order_ends(
@@ -734,15 +735,12 @@ double interleaved_order_step_s(int64_t m, int64_t v, std::span<const StageMicro
         return (op.kind == ChunkOp::Kind::forward ? f_time : b_time)[static_cast<size_t>(vs)];
       },
       [&](int64_t i, const ChunkOp& op, double end, double d) {
-        const auto ii = static_cast<size_t>(i);
         if (op.kind == ChunkOp::Kind::backward && op.microbatch == m - 1) {
           last_b_start[static_cast<size_t>(op.chunk * p + i)] = end - d;
         }
-        work_left[ii] -= d;
-        return end + work_left[ii] <= cutoff_s;
       },
-      "interleaved_order");
-  if (free.empty()) return kNever;
+      std::move(work), cutoff_s, "interleaved_order");
+  if (free.empty()) return std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < p && !last_b.empty(); ++i) {
     for (int64_t c = 0; c < v; ++c) {
       const auto vs = static_cast<size_t>(c * p + i);
