@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "planner/cost/cost_model.hpp"
+
 namespace parplan::sim {
 
 const char* to_string(StreamKind k) {
@@ -332,11 +334,8 @@ class StageEmitter {
   int64_t mb_completed_ = 0;           // ZeRO-2/3 without overlap: microbatches whose gradients await reduction
   int32_t last_bucket_ = -1;
 
-  // Buckets per chunk: spread the stage's buckets over its chunks (the first chunks take the remainder).
-  int64_t buckets_of_chunk(int64_t ch) const {
-    const int64_t b = sc_.dp_buckets, v = s_.chunks;
-    return b / v + (ch < b % v ? 1 : 0);
-  }
+  // Buckets per chunk: the stage's buckets spread over its chunks (planner chunk_buckets).
+  int64_t buckets_of_chunk(int64_t ch) const { return chunk_buckets(sc_.dp_buckets, s_.chunks, ch); }
 
   // One DP gradient bucket on the dp stream, after task `after` (-1: no edge).
   void bucket(int32_t after) {

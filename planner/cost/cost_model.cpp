@@ -84,11 +84,9 @@ double layer_params(const Plan& plan) {
 
 }  // namespace
 
-namespace {
-// Chunk c's buckets of a stage's `buckets` over `chunks` chunks: buckets / chunks each, the first buckets % chunks
-// one more (the simulator's split, task_graph.cpp).
 int64_t chunk_buckets(int64_t buckets, int64_t chunks, int64_t c) { return buckets / chunks + (c < buckets % chunks ? 1 : 0); }
 
+namespace {
 // The DP link after a chunk's n buckets have left during its last backward [start, start + duration] (relative to the
 // end of the stage's backward), queued behind the chunks before it (`link`: when the link is free; unchanged for a
 // chunk without a bucket).

@@ -370,6 +370,9 @@ double stage_params(const Plan& plan, int64_t stage);
 // there (Megatron-Core gives every model chunk its own gradient buffer and bucket hooks). Never above the
 // unoverlapped buckets x bucket_s.
 double dp_reduction_tail_s(double bucket_s, int64_t buckets, double backward_s, int64_t chunks, int64_t pp);
+// Chunk c's share of a stage's `buckets` DP gradient buckets over its `chunks` model chunks: buckets / chunks each,
+// the first buckets % chunks one more (the closed form's and the simulator's split).
+int64_t chunk_buckets(int64_t buckets, int64_t chunks, int64_t c);
 // The same over chunks whose last backward windows are given (from a timed order, pipeline.hpp ChunkWindow: a V
 // schedule's last W, interleaved chunks of their own sizes' last B; one per chunk): chunk c's buckets (the same
 // split) leave during its window and queue on the link in the order the windows start.
