@@ -271,8 +271,9 @@ std::vector<ChunkOp> interleaved_order(int64_t p, int64_t m, int64_t v, int64_t 
 // Interleaved 1F1B over stages whose chunks hold different shares of their layers (an explicit per-chunk layout,
 // config.hpp chunk_layers, e.g. 4/4,...,0/8) or stages of different sizes (5/5,3/3,4/4,4/4, an uneven last stage,
 // Megatron's embedding and loss accounting), where interleaved_step_s's equal stages and chunks do not describe the
-// order's waits (it was up to 16% short of the simulator on Qwen3 235B's recipes, 94 layers + 2 over pp 32): the longest path through interleaved_order, each op starting when its stage has run the op before it and its
-// input has ended (F: the previous virtual stage's F of its microbatch; B: the next one's B, the last virtual stage's
+// order's waits (it was up to 16% short of the simulator on Qwen3 235B's recipes, 94 layers + 2 over pp 32): the
+// longest path through interleaved_order, each op starting when its stage has run the op before it and its input
+// has ended (F: the previous virtual stage's F of its microbatch; B: the next one's B, the last virtual stage's
 // own F). Chunk c of stage i runs chunk_shares[i v + c] of the stage's work (empty: 1 / v each), the edge layers in the
 // chunk that owns them (first_chunk_edge in chunk 0, last_chunk_edge in chunk v - 1), and a forward (backward) sends
 // its result on unless it ends (starts) the virtual pipeline, one transfer of the stage's send time per chunk; the
@@ -333,10 +334,11 @@ double p2p_fill_drain_s(int64_t p, int64_t v, double p2p_s);
 // `lead`, when not empty (p entries), receives how long before the step's end each stage ends. `post_validation`:
 // ZB-2p's continuous-run step (zb_2p_step_s); the other schedules' steps do not change with it. `cutoff_s`: a timed
 // order (ZB-V, DualPipeV, interleaved with chunk_shares) stops once its step is known to exceed it (zb_v_step_s);
-// step_s is then +infinity and nothing else is set. The closed forms ignore it. `chunk_shares`, when not empty (p v entries): interleaved chunks or stages of
-// their own sizes, timed by interleaved_order_step_s (its stage ends exact). `windows`, when not empty (p x chunks entries,
-// stage-major): the chunks' last gradient-completing passes (ChunkWindow) where an order is timed, a V schedule's
-// (ZB-V, DualPipeV: their last W) and those interleaved chunks' (their last B); untouched for the others.
+// step_s is then +infinity and nothing else is set. The closed forms ignore it. `chunk_shares`, when not empty (p v
+// entries): interleaved chunks or stages of their own sizes, timed by interleaved_order_step_s (its stage ends
+// exact). `windows`, when not empty (p x chunks entries, stage-major): the chunks' last gradient-completing passes
+// (ChunkWindow) where an order is timed, a V schedule's (ZB-V, DualPipeV: their last W) and those interleaved
+// chunks' (their last B); untouched for the others.
 PipelineTime pipeline_time(Schedule s, int64_t m, int64_t v, std::span<const StageMicrobatchTime> stages,
                            std::span<double> lead = {}, bool post_validation = false,
                            double cutoff_s = std::numeric_limits<double>::infinity(),
