@@ -1,6 +1,8 @@
 // Term-by-term comparison of the cost model's estimate with a measured run.
 #include "runtime/report.hpp"
 
+#include "runtime/executor.hpp"
+
 #include <algorithm>
 #include <array>
 #include <fmt/core.h>
@@ -31,9 +33,9 @@ std::vector<TermRow> compare(const Estimate& e, const RunResult& r, const std::v
       // An overlapped collective other than the DP buckets (whose total is reported) runs beside compute: its
       // exposed part is the wait above, not its duration.
       if (op.kind == OpKind::collective && op.overlap && op.term != Term::dp_comm) continue;
-      // Ops of one grouped p2p exchange share a span: count it once.
-      if (k > 0 && op.kind == OpKind::p2p && ops[k - 1].kind == OpKind::p2p && times[k].start_s == times[k - 1].start_s) continue;
       by_term[i][static_cast<size_t>(op.term)] += times[k].duration_s();
+      // The ops of one grouped p2p exchange (exchange_end, as execute() issues them) share its span: counted once.
+      if (op.kind == OpKind::p2p) k = exchange_end(ops, k) - 1;
     }
     const double compute = by_term[i][static_cast<size_t>(Term::forward)] + by_term[i][static_cast<size_t>(Term::backward)] +
                            by_term[i][static_cast<size_t>(Term::recompute)];

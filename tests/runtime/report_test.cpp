@@ -59,3 +59,27 @@ TEST_CASE("compare: an overlapped TP reduction counts only the wait where it is 
   const std::vector<TermRow> local = compare(e, r, {prog}, true);
   CHECK(row(local, "tp comm") == doctest::Approx(0.5));
 }
+
+TEST_CASE("compare: a grouped p2p exchange counts its span once; back-to-back exchanges each count") {
+  const Plan plan = small_plan();
+  const Estimate e = estimate(plan);
+  // A send and a receive in one exchange on the pp group [1, 3] (each op given the exchange's span), an exchange on
+  // another group at the same instant with no duration [3, 3] (a host run's clock can give equal stamps), and a send
+  // and a receive of a second pp exchange [3, 3.5]. Grouping by equal start would drop the second pp exchange.
+  Program prog;
+  Op send = make(OpKind::p2p, Term::pp_comm, Group::pp), recv = send;
+  send.collective = CollectiveKind::send;
+  recv.collective = CollectiveKind::recv;
+  Op other = make(OpKind::p2p, Term::cp_comm, Group::cp);
+  other.collective = CollectiveKind::send;
+  prog.ops = {make(OpKind::gemm, Term::forward), send, recv, other, send, recv};
+  RunResult r;
+  RankRun rr;
+  rr.step_s = {3.5};
+  rr.step_ops = {{{0, 1}, {1, 3}, {1, 3}, {3, 3}, {3, 3.5}, {3, 3.5}}};
+  r.ranks = {rr};
+  r.step_s = {3.5};
+  const std::vector<TermRow> rows = compare(e, r, {prog}, false);
+  CHECK(row(rows, "compute") == doctest::Approx(1.0));
+  CHECK(row(rows, "pp comm") == doctest::Approx(2.0 + 0.5));
+}
