@@ -1,8 +1,6 @@
 // Term-by-term comparison of the cost model's estimate with a measured run.
 #include "runtime/report.hpp"
 
-#include "runtime/executor.hpp"
-
 #include <algorithm>
 #include <array>
 #include <fmt/core.h>
