@@ -105,6 +105,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--tp-collective-copies";
     case Reject::fp8_tp_gather_invalid:
       return "--fp8-tp-gather";
+    case Reject::fp8_activation_cache_invalid:
+      return "--fp8-activation-cache";
     case Reject::out_of_memory:
     case Reject::host_out_of_memory:
     case Reject::count:
@@ -308,6 +310,11 @@ void set_precision(TrainingSpec& tr, const ModelOptions& o) {
                                  to_string(tr.precision)));
   }
   tr.fp8_saved_inputs = !o.fp8_16bit_saved_inputs;
+  if (o.fp8_activation_cache && tr.precision != Precision::fp8) {
+    throw InputError(fmt::format("--fp8-activation-cache: needs --precision fp8 (the precision is {})",
+                                 to_string(tr.precision)));
+  }
+  tr.fp8_activation_cache = o.fp8_activation_cache;
   if (!o.adam_moments_dtype.empty()) {
     tr.adam_moments = enum_flag<DType>(o.adam_moments_dtype, "--adam-moments-dtype", "fp32, bf16, fp16, fp8");
     if (tr.adam_moments == DType::tf32) {
@@ -355,6 +362,10 @@ void add_knob_options(CLI::App& app, ModelOptions& o) {
   app.add_flag("--fp8-16bit-saved-inputs", o.fp8_16bit_saved_inputs,
                "fp8: the GEMMs keep their 16-bit inputs for the backward (torchao's float8, torchtitan) instead of "
                "their fp8 ones (Transformer Engine: Megatron-Core, NeMo; the default)");
+  app.add_flag("--fp8-activation-cache", o.fp8_activation_cache,
+               "fp8: DeepSeek-V3's activation storage (arXiv:2412.19437 Sec. 3.3.3): the MoE experts' SwiGLU inputs "
+               "kept in fp8 and the SwiGLU output recomputed in the backward; the attention output kept once, in "
+               "E5M6, for the attention backward and the out-projection's weight gradient");
   app.add_option("--adam-moments-dtype", o.adam_moments_dtype,
                  "fp32 | bf16 | fp16 | fp8: dtype of Adam's two moments (Megatron-Core --use-precision-aware-optimizer "
                  "--exp-avg-dtype / --exp-avg-sq-dtype; default fp32)");

@@ -55,6 +55,7 @@ struct ModelOptions {
   std::string grad_reduce_dtype;  // --grad-reduce-dtype fp32 | bf16 | fp16 (default: fp32, fp16 for fp16 training)
   std::string adam_moments_dtype;  // --adam-moments-dtype fp32 | bf16 | fp16 | fp8 (default fp32)
   bool fp8_16bit_saved_inputs = false;  // --fp8-16bit-saved-inputs
+  bool fp8_activation_cache = false;     // --fp8-activation-cache
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
   // MoE routing and multi-token prediction, over the model's own (--moe-capacity-factor none|F, --moe-imbalance,

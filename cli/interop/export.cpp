@@ -568,6 +568,8 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   if (plan.training.precision == Precision::fp8 && to == Framework::torchtitan && plan.training.fp8_saved_inputs) {
     w.cannot("fp8 GEMM inputs kept in fp8 for the backward (torchao's float8 keeps them in 16 bits)");
   }
+  // DeepSeek-V3's fp8 activation storage (its own training stack) is a flag of none of the frameworks written.
+  if (plan.training.fp8_activation_cache) w.cannot("--fp8-activation-cache (DeepSeek-V3's fp8 activation storage)");
   // Megatron-LM and NeMo compute the loss with the fused vocab-parallel cross entropy; PyTorch's F.cross_entropy on
   // fp32 logits (torchtitan's loss_fn) is not an option there.
   if (!plan.training.fused_cross_entropy && (to == Framework::megatron || to == Framework::nemo)) {

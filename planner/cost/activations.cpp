@@ -43,9 +43,13 @@ double saved_input_bytes(const ActivationShape& a) {
 }
 
 // One MLP copy's stored bytes per token and FFN element: the up-projection outputs the activation reads (2 SwiGLU,
-// 1 GeLU) in the activation dtype, the down-projection input at G.
+// 1 GeLU) in the activation dtype, the down-projection input at G. A MoE expert under DeepSeek-V3's fp8 activation
+// cache (ActivationShape::fp8_activation_cache): the activation's input in fp8, 1 byte, and no down-projection input
+// (the activation's output is recomputed in the backward).
 double mlp_copy_bytes(const ModelSpec& m, const ActivationShape& a) {
-  return (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * static_cast<double>(a.bytes_per_element) + saved_input_bytes(a);
+  const double halves = m.ffn_type == FfnType::swiglu ? 2.0 : 1.0;
+  if (a.fp8_activation_cache && m.is_moe()) return halves;
+  return halves * static_cast<double>(a.bytes_per_element) + saved_input_bytes(a);
 }
 
 // recompute_module_bytes() given the layer's terms without recompute.
@@ -72,8 +76,9 @@ RecomputeModuleBytes module_bytes(const ModelSpec& m, const ActivationShape& a, 
   }
   const double routed = static_cast<double>(m.top_k) * a.moe_load, shared = static_cast<double>(m.shared_experts);
   b.norm_mlp = norm_out * A;  // the router's input
-  b.act_routed = per_f * G * routed;
-  b.act_shared = per_f * G * shared;
+  const double act_out = a.fp8_activation_cache ? 0.0 : G;  // the cache keeps no activation output to drop
+  b.act_routed = per_f * act_out * routed;
+  b.act_shared = per_f * act_out * shared;
   b.moe_routed = mlp_copy * routed;
   b.moe_shared = mlp_copy * shared;
   b.moe_routing = r.moe_routing;
@@ -155,9 +160,11 @@ LayerActivationBytes layer_activation_bytes(const ModelSpec& m, const Activation
   if (m.is_mla()) {  // the latents, the up-projections' inputs, whole on every tp rank (and their norms' inputs)
     r.replicated += sbh * A * 2.0 * static_cast<double>(m.q_lora_rank + m.kv_lora_rank) / h;
   }
-  // Per MLP copy mlp_copy_bytes per FFN element. fp8: the out-projection's own fp8 input beside the attention output.
+  // Per MLP copy mlp_copy_bytes per FFN element. fp8: the out-projection's own fp8 input beside the attention output,
+  // but for the fp8 activation cache, which keeps one copy (E5M6 in 16 bits) for both.
   const double ctx_ratio = static_cast<double>(m.context_dim()) / h;
-  r.tp_sharded = sbh * (A * attn_ratio + fp8_extra * ctx_ratio + mlp_copy_bytes(m, a) * f_ratio * routed) / t;
+  const double proj_copy = a.fp8_activation_cache ? 0.0 : fp8_extra;
+  r.tp_sharded = sbh * (A * attn_ratio + proj_copy * ctx_ratio + mlp_copy_bytes(m, a) * f_ratio * routed) / t;
 
   const double heads = static_cast<double>(m.heads);
   const double b = static_cast<double>(a.micro_batch);
@@ -226,8 +233,9 @@ double offloaded_module_bytes(const ModelSpec& m, const ActivationShape& a) {
   const double per_f = sbh * static_cast<double>(m.ffn_hidden) / h / t;  // f per token, one MLP copy, per byte
   double out = 0.0;
   if (a.offload_modules.has(OffloadModule::expert_fc1)) out += a.moe_expert_copies * h * saved_input_bytes(a);
-  if (a.offload_modules.has(OffloadModule::moe_act)) {
-    out += per_f * static_cast<double>(m.top_k) * a.moe_load * (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) * A;
+  if (a.offload_modules.has(OffloadModule::moe_act)) {  // the activation's input: fp8 under the fp8 activation cache
+    out += per_f * static_cast<double>(m.top_k) * a.moe_load * (m.ffn_type == FfnType::swiglu ? 2.0 : 1.0) *
+           (a.fp8_activation_cache ? 1.0 : A);
   }
   return out;
 }

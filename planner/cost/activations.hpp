@@ -64,6 +64,14 @@ struct ActivationShape {
   // fp8 GEMMs keep their quantized inputs, 1 byte per element, for the weight gradients (Transformer Engine,
   // TrainingSpec::fp8_saved_inputs; see below); false: the inputs in the activation dtype.
   bool fp8_saved_inputs = false;
+  // DeepSeek-V3's low-precision activation storage (TrainingSpec::fp8_activation_cache; DeepSeek-AI 2024,
+  // arXiv:2412.19437, Sec. 3.3.3), fp8 training only. In a MoE layer each expert copy keeps its activation's input
+  // (SwiGLU: the gate and up halves, 2 f) in fp8, 1 byte per element, and no down-projection input: the activation's
+  // output is recomputed from it in the backward (2 f x 1 against 2 f x A + f x G without; DeepSeek-V3 at A = 2,
+  // G = 1: 2 against 5 bytes per FFN element and copy). Every layer keeps the attention output once, as E5M6 (12 bits,
+  // taken at a 16-bit container: A bytes), for the attention backward and the out-projection's weight gradient, not
+  // beside a separate fp8 copy (A against A + 1 bytes per element).
+  bool fp8_activation_cache = false;
   bool fused_cross_entropy = true;  // TrainingSpec::fused_cross_entropy
   bool eager_elementwise = false;   // !TrainingSpec::compiled_elementwise: eager_saved_bytes below
   // MoE layers only (moe_token_copies, expert_comm.hpp): the most-loaded rank's load, and per microbatch on one rank

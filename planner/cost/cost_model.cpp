@@ -45,6 +45,7 @@ ActivationShape activation_shape(const Plan& plan) {
   a.attention = plan.training.attention;
   a.bytes_per_element = dtype_bytes(plan.activation_dtype());
   a.fp8_saved_inputs = plan.training.precision == Precision::fp8 && plan.training.fp8_saved_inputs;
+  a.fp8_activation_cache = plan.training.precision == Precision::fp8 && plan.training.fp8_activation_cache;
   a.fused_cross_entropy = plan.training.fused_cross_entropy;
   a.eager_elementwise = !plan.training.compiled_elementwise;
   if (plan.model.is_moe()) {
@@ -565,14 +566,27 @@ double selective_recompute_s(const Plan& plan, const LayerDims& x, const LayerGe
   return t;
 }
 
+// DeepSeek-V3's fp8 activation cache (activations.hpp ActivationShape::fp8_activation_cache): a MoE layer's expert
+// copies rebuild their activation's output from its fp8-cached input before the backward, one memory-bound pass
+// reading the input (2 f per copy for SwiGLU, 1 f otherwise) and writing the fp8 down-projection input (f), 1 byte
+// each, over the copies the layer's activations count. 0 without the cache or in a dense layer.
+double fp8_cache_recompute_s(const Plan& plan, const LayerDims& x) {
+  const ActivationShape sh = activation_shape(plan);
+  if (!sh.fp8_activation_cache || !plan.model.is_moe()) return 0;
+  const double halves = plan.model.ffn_type == FfnType::swiglu ? 2.0 : 1.0;
+  const double bytes = (halves + 1.0) * d(x.T) * d(x.f) / d(x.tp) * plan.model.mlp_copies_per_token(sh.moe_load);
+  return memory_bound_time_s(plan.gpu, bytes) + plan.gpu.gemm.kernel_overhead_s;
+}
+
 // The recomputed forward work of one layer, given its forward_s: none, the selective modules' (selective), every
-// second matmul and the memory-bound ops (selective_op) or the whole forward (full).
+// second matmul and the memory-bound ops (selective_op) or the whole forward (full); with the fp8 activation cache,
+// its activation pass (under none or selective: a module that reruns the experts finds no activation output stored).
 double recompute_s(const Plan& plan, const LayerDims& x, const LayerGemms& g, const LayerCost& lc, double attn_fwd) {
   switch (plan.parallel.recompute) {
     case Recompute::none:
-      return 0;
+      return fp8_cache_recompute_s(plan, x);
     case Recompute::selective:
-      return selective_recompute_s(plan, x, g, attn_fwd);
+      return selective_recompute_s(plan, x, g, attn_fwd) + fp8_cache_recompute_s(plan, x);
     case Recompute::selective_op: {
       // torchtitan's per-op policy (activations.hpp): the forward's memory-bound ops and every second matmul run
       // again; the attention kernel and the other matmuls return their kept outputs, and the last matmul, whose

@@ -602,6 +602,9 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
       !(plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel)) {
     v.add(Reject::fp8_tp_gather_invalid);
   }
+  if (plan.training.fp8_activation_cache && plan.training.precision != Precision::fp8) {
+    v.add(Reject::fp8_activation_cache_invalid);
+  }
   if (plan.training.fp8_param_gather &&
       (plan.training.precision != Precision::fp8 || !pc.shards_optimizer())) {
     v.add(Reject::fp8_param_gather_invalid);
@@ -658,6 +661,8 @@ std::string_view reject_name(Reject r) {
       return "tp_collective_copies_invalid";
     case Reject::fp8_tp_gather_invalid:
       return "fp8_tp_gather_invalid";
+    case Reject::fp8_activation_cache_invalid:
+      return "fp8_activation_cache_invalid";
     case Reject::zb_full_recompute:
       return "zb_full_recompute";
     case Reject::overlap_p2p_not_interleaved:
@@ -841,6 +846,9 @@ std::string describe(Reject r, const Plan& plan) {
       return fmt::format("fp8 TP all-gathers need --precision fp8, tp > 1 and sequence parallelism; the plan has "
                          "precision {}, tp {}{}", to_string(plan.training.precision), pc.tp,
                          pc.sequence_parallel ? "" : " without sequence parallelism");
+    case Reject::fp8_activation_cache_invalid:
+      return fmt::format("the fp8 activation cache (DeepSeek-V3's) needs --precision fp8; the plan has precision {}",
+                         to_string(plan.training.precision));
     case Reject::zb_full_recompute:
       return fmt::format("schedule {} with full recompute: a weight-gradient pass (W) runs after its input-gradient "
                          "pass and needs the layer activations that full recompute rebuilds only for that pass "

@@ -527,6 +527,11 @@ struct TrainingSpec {
   // fp8: the GEMMs keep their quantized (fp8) inputs for the backward, as Transformer Engine does (Megatron-Core,
   // NeMo); false: the 16-bit inputs, as torchao's float8 does (torchtitan). activations.hpp.
   bool fp8_saved_inputs = true;
+  // DeepSeek-V3's low-precision activation storage (DeepSeek-AI 2024, arXiv:2412.19437, Sec. 3.3.3): the MoE experts'
+  // SwiGLU inputs are cached in fp8 and the SwiGLU output is recomputed in the backward; the out-projection's input
+  // (the attention output) is cached once, in E5M6 (a 16-bit container here), for both the attention backward and the
+  // out-projection's weight gradient. activations.hpp. Needs fp8 training (Reject::fp8_activation_cache_invalid).
+  bool fp8_activation_cache = false;
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (Megatron-LM --gradient-accumulation-fusion).
   // false = each microbatch's weight gradient is written, then added to the buffer by a separate pass (Megatron-LM
   // 2021 local DDP's main_grad hook, DeepSpeed's pipeline engine): see grad_accumulation_bytes().

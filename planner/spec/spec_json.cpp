@@ -355,6 +355,7 @@ TrainingSpec training_from_json(JsonReader& r) {
   t.fp8_tp_gather = r.get_bool("fp8_tp_gather", false);
   t.adam_moments = r.get_enum("adam_moments_dtype", DType::fp32);
   t.fp8_saved_inputs = r.get_bool("fp8_saved_inputs", true);
+  t.fp8_activation_cache = r.get_bool("fp8_activation_cache", false);
   if (t.adam_moments == DType::tf32) r.fail("adam_moments_dtype", "tf32 is a compute mode, not a storage dtype (fp32, bf16, fp16, fp8)");
   t.fused_grad_accumulation = r.get_bool("fused_grad_accumulation", true);
   t.fused_cross_entropy = r.get_bool("fused_cross_entropy", true);
@@ -529,6 +530,7 @@ nlohmann::json to_json(const TrainingSpec& t) {
           {"fp8_tp_gather", t.fp8_tp_gather},
           {"adam_moments_dtype", to_string(t.adam_moments)},
           {"fp8_saved_inputs", t.fp8_saved_inputs},
+          {"fp8_activation_cache", t.fp8_activation_cache},
           {"fused_grad_accumulation", t.fused_grad_accumulation},
           {"fused_cross_entropy", t.fused_cross_entropy},
           {"compiled_elementwise", t.compiled_elementwise},

@@ -933,6 +933,12 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
       tr.fp8_saved_inputs = false;  // torchao's float8 keeps the 16-bit inputs for the backward (activations.hpp)
       r.notes.push_back("fp8 GEMM inputs kept in 16 bits for the backward (torchao float8)");
     }
+    // The DeepSeek-V3 report's own training run: its Sec. 3.3.3 low-precision activation storage (activations.hpp).
+    if (has(ascii_lower(r.source), "deepseek-v3 technical report")) {
+      tr.fp8_activation_cache = true;
+      r.notes.push_back("fp8 activation cache (DeepSeek-V3 report Sec. 3.3.3: the experts' SwiGLU inputs in fp8, its "
+                        "output recomputed; the attention output kept once, in E5M6)");
+    }
   }
   if (const std::optional<DType> moments = map_adam_moments(prec_text)) {
     tr.adam_moments = *moments;
@@ -1039,11 +1045,57 @@ constexpr const char* kDualPipeVNote =
     "DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks per stage in a V, "
     "2p + 1 chunk-microbatches in flight)";
 
+// DeepSeek-V3's DualPipe (report Sec. 3.2.1): P ranks, each holding stages r and P - 1 - r, fed microbatches from
+// both ends. By the DualPipe repository's step formulas, rank r runs the op sequence of rank min(r, P - 1 - r) of
+// DualPipeV over P / 2 ranks with half the microbatches, whose rank holds the same two chunks: the same weights per
+// rank, the same P + 1 chunk-microbatches in flight, and each stage's gradients reduced over the two ranks that
+// hold it in every pipeline. So a DualPipe mesh pp P x dp D is priced as dualpipe-v at pp P / 2 x dp 2 D (the same
+// GPUs and global batch); the one hop between the two halves that DualPipe sends and DualPipeV keeps on the rank is
+// not priced. An odd P has no such halving: skipped. The report does not publish its split of the layers over the P
+// chunks: the embedding, the loss and each multi-token prediction module take one layer's slot (Megatron-Core's
+// account_for_embedding / account_for_loss_in_pipeline_split, the MTP modules counted the same way), the slots
+// evenly over the chunks; where they do not divide evenly the planner's own split applies. With ep > 1 the report's
+// all-to-alls are DualPipe's: each overlapped with the paired chunk's compute (Sec. 3.2.1) over its node-forwarding
+// kernels on 20 SMs (Sec. 3.2.2), parplan's --overlap-ep with the deepep dispatcher (expert_comm.hpp).
+void map_dualpipe(int64_t layers, int64_t mtp_layers, ParallelConfig& pc, MappedRun& r) {
+  if (pc.pp < 2 || pc.pp % 2 != 0) {
+    r.skip_reasons.push_back(fmt::format("schedule DualPipe over pp {}: priced as DualPipeV over half the stages, which "
+                                         "needs an even pp of at least 2", pc.pp));
+    return;
+  }
+  // Each direction takes half of a pipeline's microbatches (1: none read yet, the micro-batch search sets them).
+  if (pc.num_microbatches > 1 && pc.num_microbatches % 2 != 0) {
+    r.skip_reasons.push_back(fmt::format("schedule DualPipe with {} microbatches per pipeline: its two directions take "
+                                         "half each, which needs an even count", pc.num_microbatches));
+    return;
+  }
+  const int64_t chunks = pc.pp, slots = layers + 2 + mtp_layers, per = slots / chunks;
+  r.notes.push_back(fmt::format("DualPipe over pp {} x dp {} priced as dualpipe-v over pp {} x dp {} (the same op "
+                                "sequence per rank: DualPipe's rank r runs DualPipeV's rank min(r, P - 1 - r))",
+                                pc.pp, pc.dp, pc.pp / 2, 2 * pc.dp));
+  pc.pp /= 2;
+  pc.dp *= 2;
+  if (pc.num_microbatches > 1) pc.num_microbatches /= 2;
+  pc.schedule = Schedule::dualpipe_v;
+  if (pc.ep > 1) {
+    pc.overlap_ep_comm = true;
+    pc.moe_dispatcher = MoeDispatcher::deepep;
+    r.notes.push_back("MoE all-to-alls: DualPipe's, overlapped with the paired chunk's compute, IB then NVLink "
+                      "forwarding (DeepSeek-V3 report Sec. 3.2.1-3.2.2; --overlap-ep, deepep dispatcher)");
+  }
+  if (slots % chunks != 0 || per - 1 - mtp_layers < 1) return;
+  pc.stage_layout.assign(static_cast<size_t>(pc.pp), {per, per});
+  pc.stage_layout.front() = {per - 1, per - 1 - mtp_layers};  // stage 0 holds the first chunk and the last
+  r.notes.push_back(fmt::format("stage layers {}: the embedding, the loss and {} MTP module(s) one layer's slot each, "
+                                "{} slots over {} chunks", format_stage_layout(pc.stage_layout), mtp_layers, slots,
+                                chunks));
+}
+
 // The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
 void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::string_view parallel_notes, int64_t layers,
-                          ParallelConfig& pc, MappedRun& r) {
+                          int64_t mtp_layers, ParallelConfig& pc, MappedRun& r) {
   const json* other = ms.get("other");
   if (other && other->is_object()) {
     auto it = other->find("schedule");
@@ -1089,9 +1141,7 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
       r.notes.push_back(kDualPipeVNote);
     }
   } else if (has(notes_lower, "dualpipe")) {
-    r.skip_reasons.push_back("schedule DualPipe (DeepSeek-V3 report Sec. 3.2.1: two pipelines fed from opposite ends, "
-                             "every rank holding two stages' parameters) is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, "
-                             "ZB-V and DualPipeV are)");
+    map_dualpipe(layers, mtp_layers, pc, r);
   }
   // Zero Bubble's optimizer post-validation (their Sec. 4), stated beside a zero-bubble schedule.
   // Only ZB-2p's step changes with it (pipeline_time): the other zero-bubble rows say so rather than claim the fill.
@@ -1293,7 +1343,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   const ModelSpec m = read_arch(a, profiles, r, gaps);
   const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
   RowParallel par = read_parallel(p, r, gaps);
-  read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, par.pc, r);
+  read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, m.mtp_layers, par.pc, r);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
   TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false), par.pc,

@@ -217,6 +217,8 @@ TEST_CASE("bad input: estimate flags") {
       {with(kModel, {"--gpus", "64", "--precision", "fp16", "--grad-reduce-dtype", "bf16"}), "--grad-reduce-dtype: 'bf16'"},
       {with(kModel, {"--gpus", "64", "--adam-moments-dtype", "fp64"}), "--adam-moments-dtype: unknown value 'fp64'"},
       {with(kModel, {"--gpus", "64", "--fp8-16bit-saved-inputs"}), "--fp8-16bit-saved-inputs: needs --precision fp8"},
+      {with(kModel, {"--gpus", "64", "--fp8-activation-cache"}),
+       "--fp8-activation-cache: needs --precision fp8 (the precision is bf16)"},
       {with(kModel, {"--gpus", "64", "--adam-moments-dtype", "tf32"}), "--adam-moments-dtype: tf32 is a compute mode"},
       {with(kModel, {"--gpus", "64", "--precision", "fp8", "--fp8-recipe", "per-tensor"}), "--fp8-recipe"},
       {with(kModel, {"--gpus", "64", "--zero", "1", "--offload", "cpu"}), "--offload: unknown value 'cpu'"},
@@ -772,6 +774,14 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     const std::string plan = (dir.path / "fp8_tp_gather.json").string();
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /training/fp8_tp_gather: expected true or false");
+    j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["training"]["fp8_activation_cache"] = "yes";
+    const std::string cache = (dir.path / "fp8_activation_cache.json").string();
+    parplan::test::write_text(cache, j.dump(2));
+    expect_bad_estimate({"--plan", cache}, cache + ": /training/fp8_activation_cache: expected true or false");
+    j["training"]["fp8_activation_cache"] = true;  // on a 16-bit plan
+    parplan::test::write_text(cache, j.dump(2));
+    expect_bad_estimate({"--plan", cache}, "the fp8 activation cache (DeepSeek-V3's) needs --precision fp8");
   }
   expect_bad({{"simulate", "--plan", ok, "--recompute", "full"}, "--recompute: cannot be combined with --plan"});
   expect_bad({{"simulate", "--plan", ok, "--model", "gpt3-13b"}, "--model: cannot be combined with --plan"});

@@ -839,3 +839,18 @@ TEST_CASE("export: FSDP for torchtitan is FSDP2; a plan without its copies, or p
   CHECK(c.err.find("FSDP2") == std::string::npos);
   CHECK(c.err.find("ZeRO") == std::string::npos);
 }
+
+TEST_CASE("export: DeepSeek-V3's fp8 activation cache is no framework's flag: every target warns") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--precision", "fp8",
+                       "--fp8-activation-cache", "-o", plan},
+                      {}, 60)
+              .exit_code <= 1);
+  for (const char* to : {"megatron", "nemo", "torchtitan", "deepspeed"}) {
+    CAPTURE(to);
+    const auto r = run_parplan({"export", "--plan", plan, "--to", to}, {}, 60);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find(std::string(to) + " cannot express --fp8-activation-cache") != std::string::npos);
+  }
+}

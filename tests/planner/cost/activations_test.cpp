@@ -349,3 +349,39 @@ TEST_CASE("Megatron-Core recompute modules on a dense layer: mlp drops the MLP a
     CHECK(layer_activation_bytes(m, small_shape(mods({x}))).total == all);
   }
 }
+
+TEST_CASE("DeepSeek-V3's fp8 activation cache: fp8 SwiGLU inputs, no fc2 input, one attention-output copy") {
+  // DeepSeek-AI 2024, arXiv:2412.19437, Sec. 3.3.3: the experts' SwiGLU inputs cached in fp8 with the output
+  // recomputed; the out-projection's input (the attention output) cached once, in E5M6, for the attention backward
+  // too. A MoE layer of DeepSeek-V3 at tp 1, 4096 tokens, fp8 with Transformer Engine's 1-byte GEMM inputs
+  // (A = 2, G = 1), balanced routing: 8 routed + 1 shared copies of f = 2048 per token, context width 128 x 128.
+  const ModelSpec& v3 = test::profiles().model("deepseek-v3", "t");
+  ActivationShape te;
+  te.seq = 4096;
+  te.attention = AttentionKernel::flash;
+  te.fp8_saved_inputs = true;
+  te.moe_tokens = 4096, te.moe_dispatched = 8 * 4096, te.moe_expert_copies = 8 * 4096;
+  ActivationShape cache = te;
+  cache.fp8_activation_cache = true;
+  const double tokens = 4096.0;
+  // Per token: the experts keep 2 f x 1 byte instead of 2 f x A + f x G (3 bytes per FFN element less, 9 copies), and
+  // the attention output drops its separate fp8 copy (1 byte per element of 128 x 128).
+  const double saved_per_token = 3.0 * 2048 * 9 + 1.0 * 128 * 128;  // 71,680 bytes
+  CHECK(layer_activation_bytes(v3, te).total - layer_activation_bytes(v3, cache).total ==
+        doctest::Approx(saved_per_token * tokens).epsilon(1e-12));
+  // moe_act finds no activation output to drop under the cache; moe drops what the experts still keep, the fp8 2 f.
+  using M = RecomputeModule;
+  te.recompute = cache.recompute = Recompute::selective;
+  te.modules = cache.modules = mods({M::moe_act});
+  CHECK(recompute_module_bytes(v3, cache).act_routed == 0);
+  CHECK(recompute_module_bytes(v3, cache).act_shared == 0);
+  CHECK(recompute_module_bytes(v3, te).act_routed == doctest::Approx(tokens * 2048 * 8 * 1.0));
+  CHECK(recompute_module_bytes(v3, cache).moe_routed == doctest::Approx(tokens * 2048 * 8 * 2.0));  // the fp8 2 f
+  // A dense layer keeps its MLP as without the cache; only the attention output's fp8 copy goes.
+  ModelSpec dense = v3;
+  dense.experts = 1, dense.top_k = 1, dense.shared_experts = 0, dense.ffn_hidden = 18432;
+  ActivationShape dense_te = te, dense_cache = cache;
+  dense_te.recompute = dense_cache.recompute = Recompute::none;
+  CHECK(layer_activation_bytes(dense, dense_te).total - layer_activation_bytes(dense, dense_cache).total ==
+        doctest::Approx(128.0 * 128 * tokens).epsilon(1e-12));
+}

@@ -291,3 +291,30 @@ TEST_CASE("MTP block kind: the model's last layer (dense model, or a MoE model e
   CHECK(mtp_block_model(mav).experts == 1);
   CHECK(d(mtp_params(mav)) == doctest::Approx(2 * d(m.attention + m.norms + m.dense_mlp + m.mtp_projection)));
 }
+
+TEST_CASE("fp8 activation cache: the experts' SwiGLU rerun is one memory-bound pass; the plan needs fp8") {
+  // DeepSeek-V3 report Sec. 3.3.3: the SwiGLU output is recomputed from its fp8-cached input in the backward, one pass
+  // reading 2 f and writing the fp8 f per expert copy (activations.hpp, cost_model.cpp fp8_cache_recompute_s).
+  Plan p = pipelined_moe_plan(test::profiles().model("deepseek-v3", "t"), 8, 32, 32);
+  p.num_gpus = 256;
+  p.training.precision = Precision::fp8;
+  p.parallel.recompute = Recompute::selective;  // the attention core (the helper's is full)
+  REQUIRE(validate(p).ok());
+  Plan cache = p;
+  cache.training.fp8_activation_cache = true;
+  REQUIRE(validate(cache).ok());
+  const double T = static_cast<double>(p.parallel.micro_batch * p.seq_len());
+  const double copies = p.model.mlp_copies_per_token(moe_rank_load(p.model, p.parallel.ep));  // 8 routed + 1 shared
+  CHECK(copies == doctest::Approx(9.0));
+  const double tp = static_cast<double>(p.parallel.tp);
+  const double pass = memory_bound_time_s(p.gpu, 3.0 * T * 2048 / tp * copies) + p.gpu.gemm.kernel_overhead_s;
+  CHECK(layer_cost(cache).recompute_s - layer_cost(p).recompute_s == doctest::Approx(pass).epsilon(1e-9));
+  CHECK(estimate(cache).peak_memory_bytes < estimate(p).peak_memory_bytes);
+  // Full recompute stores only the layer input: the cache changes neither its memory nor its rerun.
+  p.parallel.recompute = cache.parallel.recompute = Recompute::full;
+  CHECK(layer_cost(cache).recompute_s == doctest::Approx(layer_cost(p).recompute_s).epsilon(1e-12));
+  // Without fp8 training there is no fp8 cache: refused, naming it.
+  cache.training.precision = Precision::bf16;
+  CHECK(validate(cache).has(Reject::fp8_activation_cache_invalid));
+  CHECK(describe(Reject::fp8_activation_cache_invalid, cache).find("needs --precision fp8") != std::string::npos);
+}

@@ -1,6 +1,7 @@
 // Published-run validation: field mapping, free-text rules, skip reasons, strict schema, and the accuracy regression
 // on the vendored file (validation/published-runs.json).
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
@@ -494,13 +495,27 @@ TEST_CASE("validation: unmappable rows are skipped with every reason, never gues
     CHECK_FALSE(r.scored());
     CHECK(has_reason(r, "below 8 bits"));
   }
-  // DeepSeek-V3's DualPipe (stated in the parallel notes) is no parplan schedule: not priced as another.
+  // DeepSeek-V3's DualPipe (stated in the parallel notes) over pp P x dp D runs DualPipeV's op sequence over P / 2
+  // stages and 2 D pipelines: priced so, on the same GPUs and global batch. An odd pp has no halving: skipped.
   row = base_row();
-  row["parallel"]["parallel_notes"] = "PP16 (DualPipe bidirectional schedule), EP64, ZeRO-1 DP";
+  const int64_t pp = row["parallel"]["pp"].get<int64_t>(), dp = row["parallel"]["dp"].get<int64_t>();
+  REQUIRE(pp % 2 == 0);
+  row["parallel"]["vpp_chunks_per_stage"] = nullptr;
+  row["parallel"]["parallel_notes"] = "DualPipe bidirectional schedule, ZeRO-1 DP";
   r = map_one(row);
-  CHECK_FALSE(r.scored());
-  CHECK(has_reason(r, "schedule DualPipe"));
-  CHECK(has_reason(r, "ZB-V and DualPipeV are"));
+  REQUIRE_MESSAGE(r.plan.has_value(), r.skip_reason());
+  CHECK(r.plan->parallel.schedule == Schedule::dualpipe_v);
+  CHECK(r.plan->parallel.pp == pp / 2);
+  CHECK(r.plan->parallel.dp == 2 * dp);
+  CHECK(r.plan->parallel.gpus() == pp * dp * r.plan->parallel.tp * r.plan->parallel.cp);
+  const std::string halved = fmt::format("DualPipe over pp {} x dp {} priced as dualpipe-v over pp {} x dp {}", pp, dp,
+                                         pp / 2, 2 * dp);
+  CHECK(std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(halved) == 0; }));
+  CHECK(r.plan->parallel.num_microbatches == row["parallel"]["global_batch_seqs"].get<int64_t>() / dp / 2);
+  row["parallel"]["global_batch_seqs"] = 63;  // 63 microbatches: not two equal directions
+  CHECK(has_reason(map_one(row), "schedule DualPipe with 63 microbatches per pipeline"));
+  row["parallel"]["pp"] = 3;
+  CHECK(has_reason(map_one(row), "schedule DualPipe over pp 3: priced as DualPipeV over half the stages"));
   // DualPipeV (one pipeline in a V) is parplan's dualpipe-v.
   row = base_row();
   row["parallel"]["vpp_chunks_per_stage"] = nullptr;
@@ -756,6 +771,32 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
     }
   }
   CHECK(noted > 2);
+}
+
+// The DeepSeek-V3 report's own run (2048 H800s, DualPipe over pp 16, ep 64, fp8): priced as dualpipe-v over pp 8 x
+// dp 256, the layers 3/2 on stage 0 and 4/4 elsewhere (embedding, loss and MTP module one layer's slot each: 64
+// slots over 16 chunks), the report's overlapped all-to-alls and fp8 activation cache; with the cache it fits the
+// H800's 80 GB, as the run did (its micro-batch, unstated, is the search's).
+TEST_CASE("validation: the DeepSeek-V3 report's DualPipe run maps, with its fp8 activation cache, and fits") {
+  const std::vector<MappedRun> runs = test::vendored_runs("published-runs-modern.json", Unstated::search);
+  const auto it = std::find_if(runs.begin(), runs.end(),
+                               [](const MappedRun& r) { return r.id == "deepseek_v3_pretrain_2048xh800"; });
+  REQUIRE(it != runs.end());
+  REQUIRE(it->scored());
+  const Plan& p = *it->plan;
+  CHECK(p.parallel.schedule == Schedule::dualpipe_v);
+  CHECK(p.parallel.pp == 8);
+  CHECK(p.parallel.dp == 256);
+  CHECK(p.parallel.ep == 64);
+  CHECK(format_stage_layout(p.parallel.stage_layout) == "3/2,4/4,4/4,4/4,4/4,4/4,4/4,4/4");
+  CHECK(p.parallel.overlap_ep_comm);
+  CHECK(p.parallel.moe_dispatcher == MoeDispatcher::deepep);
+  CHECK(p.training.fp8_activation_cache);
+  const Estimate e = estimate(p);
+  CHECK(e.fits);
+  Plan stored = p;  // without the report's cache the same layout holds more than the H800's memory
+  stored.training.fp8_activation_cache = false;
+  CHECK_FALSE(estimate(stored).fits);
 }
 
 namespace {
