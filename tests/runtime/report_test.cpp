@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "planner/cost/cost_model.hpp"
 #include "runtime/report.hpp"
@@ -21,6 +23,17 @@ Op make(OpKind kind, Term term, Group g = Group::tp, bool overlap = false, int32
   op.overlap = overlap;
   op.wait_for = wait_for;
   return op;
+}
+
+// One rank's run of one measured step of `step_s` seconds, its ops spanning `spans` (one per program op).
+RunResult one_rank_run(double step_s, std::vector<OpTime> spans) {
+  RankRun rr;
+  rr.step_s = {step_s};
+  rr.step_ops = {std::move(spans)};
+  RunResult r;
+  r.ranks = {rr};
+  r.step_s = {step_s};
+  return r;
 }
 
 double row(const std::vector<TermRow>& rows, const std::string& name) {
@@ -45,12 +58,7 @@ TEST_CASE("compare: an overlapped TP reduction counts only the wait where it is 
               make(OpKind::gemm, Term::backward, Group::tp, false, 1),
               make(OpKind::collective, Term::tp_comm),
               make(OpKind::collective, Term::dp_comm, Group::dp_cp, true)};
-  RunResult r;
-  RankRun rr;
-  rr.step_s = {7.0};
-  rr.step_ops = {{{0, 1}, {1, 4}, {1, 3}, {4, 5}, {5, 5.5}, {5.5, 7}}};
-  r.ranks = {rr};
-  r.step_s = {7.0};
+  const RunResult r = one_rank_run(7.0, {{0, 1}, {1, 4}, {1, 3}, {4, 5}, {5, 5.5}, {5.5, 7}});
   const std::vector<TermRow> rows = compare(e, r, {prog}, false);
   CHECK(row(rows, "compute") == doctest::Approx(4.0));          // three GEMMs: 1 + 2 + 1
   CHECK(row(rows, "tp comm") == doctest::Approx(1.0 + 0.5));    // the wait for the overlapped one + the blocking one
@@ -73,12 +81,7 @@ TEST_CASE("compare: a grouped p2p exchange counts its span once; back-to-back ex
   Op other = make(OpKind::p2p, Term::cp_comm, Group::cp);
   other.collective = CollectiveKind::send;
   prog.ops = {make(OpKind::gemm, Term::forward), send, recv, other, send, recv};
-  RunResult r;
-  RankRun rr;
-  rr.step_s = {3.5};
-  rr.step_ops = {{{0, 1}, {1, 3}, {1, 3}, {3, 3}, {3, 3.5}, {3, 3.5}}};
-  r.ranks = {rr};
-  r.step_s = {3.5};
+  const RunResult r = one_rank_run(3.5, {{0, 1}, {1, 3}, {1, 3}, {3, 3}, {3, 3.5}, {3, 3.5}});
   const std::vector<TermRow> rows = compare(e, r, {prog}, false);
   CHECK(row(rows, "compute") == doctest::Approx(1.0));
   CHECK(row(rows, "pp comm") == doctest::Approx(2.0 + 0.5));
