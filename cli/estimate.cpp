@@ -67,12 +67,17 @@ std::string render_plan_header(const Plan& plan, const std::string& note, const 
       count_of(pc.num_microbatches, "microbatch"), plan.training.global_batch, plan.seq_len());
   if (!batch_note.empty()) s += batch_note + "\n";
   const ModelSpec& m = plan.model;
-  if (m.capacity_factor > 0 || m.imbalance != 1.0 || m.mtp_layers > 0) {  // what the MoE / MTP fields set
+  // What the MoE / MTP fields set.
+  if (m.capacity_factor > 0 || m.imbalance != 1.0 || m.router_groups > 0 || m.mtp_layers > 0) {
     std::string parts;
     if (m.capacity_factor > 0) parts = fmt::format("capacity factor {:g} (padded)", m.capacity_factor);
     if (m.capacity_factor == 0 && m.imbalance != 1.0) parts = fmt::format("dropless, imbalance {:g}", m.imbalance);
     if (!parts.empty()) parts = fmt::format("MoE routing: {}, most-loaded EP rank at {:g}x the mean", parts,
                                             moe_rank_load(m, pc.ep));
+    if (m.router_groups > 0) {
+      parts += fmt::format("{}group-limited routing: {} of {} expert groups a token", parts.empty() ? "" : "  | ",
+                           m.router_group_top_k, m.router_groups);
+    }
     if (m.mtp_layers > 0) parts += fmt::format("{}MTP: {} on the last stage", parts.empty() ? "" : "  | ",
                                                count_of(m.mtp_layers, "module"));
     s += parts + "\n";

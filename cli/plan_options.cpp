@@ -376,6 +376,14 @@ void add_knob_options(CLI::App& app, ModelOptions& o) {
                  "that (Megatron-Core --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity)");
   app.add_option("--moe-imbalance", o.moe_imbalance,
                  "Dropless MoE: the most-loaded expert's tokens over the mean (default: the model's, 1 = balanced)");
+  app.add_option("--moe-router-groups", o.moe_router_groups,
+                 "Group-limited routing: the routed experts in N equal groups, each token choosing its experts from "
+                 "--moe-router-group-top-k of them (DeepSeek-V3: 8 groups, 4 chosen: at most 4 nodes a token; "
+                 "Megatron-Core --moe-router-num-groups; 0 = none; default: the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{65'536}));
+  app.add_option("--moe-router-group-top-k", o.moe_router_group_top_k,
+                 "Group-limited routing: the groups each token chooses (Megatron-Core --moe-router-group-topk)")
+      ->check(CLI::Range(int64_t{1}, int64_t{65'536}));
   app.add_option("--mtp-layers", o.mtp_layers,
                  "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; default: the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{100}));
@@ -550,7 +558,26 @@ void set_sliding_window(ModelSpec& m, const ModelOptions& o) {
   }
 }
 
-// --moe-capacity-factor, --moe-imbalance and --mtp-layers over the model's fields, checked as the model JSON's are.
+// The flag a MoE routing error is about: the one given for the field it names (imbalance: --moe-imbalance when given,
+// else the capacity flag that makes it conflict), or for a dense model the first routing flag given.
+const char* moe_routing_flag(MoeRoutingError::Field f, const ModelOptions& o) {
+  using Field = MoeRoutingError::Field;
+  if (f == Field::not_moe) {
+    f = !o.moe_capacity_factor.empty() ? Field::capacity_factor
+        : o.moe_imbalance              ? Field::imbalance
+        : o.moe_router_groups          ? Field::router_groups
+                                       : Field::router_group_top_k;
+  }
+  switch (f) {
+    case Field::capacity_factor: return "--moe-capacity-factor";
+    case Field::imbalance: return o.moe_imbalance ? "--moe-imbalance" : "--moe-capacity-factor";
+    case Field::router_groups: return "--moe-router-groups";
+    default: return o.moe_router_group_top_k ? "--moe-router-group-top-k" : "--moe-router-groups";
+  }
+}
+
+// --moe-capacity-factor, --moe-imbalance, the routing groups and --mtp-layers over the model's fields, checked as the
+// model JSON's are.
 void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
   if (!o.moe_capacity_factor.empty()) {
     const std::string& text = o.moe_capacity_factor;
@@ -565,11 +592,13 @@ void set_moe_routing(ModelSpec& m, const ModelOptions& o) {
     if (factor != 0 && !o.moe_imbalance) m.imbalance = 1.0;  // a capacity pads every expert: no imbalance
   }
   if (o.moe_imbalance) m.imbalance = *o.moe_imbalance;
+  if (o.moe_router_groups) {
+    m.router_groups = *o.moe_router_groups;
+    if (*o.moe_router_groups == 0 && !o.moe_router_group_top_k) m.router_group_top_k = 0;  // no groups to choose
+  }
+  if (o.moe_router_group_top_k) m.router_group_top_k = *o.moe_router_group_top_k;
   if (const MoeRoutingError e = moe_routing_error(m); e.field != MoeRoutingError::Field::none) {
-    // The flag given that the error is about (a dense model: --moe-imbalance unless the capacity flag is given).
-    const bool imbalance =
-        o.moe_imbalance && (e.field == MoeRoutingError::Field::imbalance || o.moe_capacity_factor.empty());
-    throw InputError(fmt::format("{}: {}", imbalance ? "--moe-imbalance" : "--moe-capacity-factor", e.message));
+    throw InputError(fmt::format("{}: {}", moe_routing_flag(e.field, o), e.message));
   }
   if (o.mtp_layers) m.mtp_layers = *o.mtp_layers;
   set_sliding_window(m, o);

@@ -59,9 +59,10 @@ struct ModelOptions {
   std::string attention = "flash";
   bool allow_tp_across_nodes = false;
   // MoE routing and multi-token prediction, over the model's own (--moe-capacity-factor none|F, --moe-imbalance,
-  // --mtp-layers).
+  // --moe-router-groups, --moe-router-group-top-k, --mtp-layers).
   std::string moe_capacity_factor;
   std::optional<double> moe_imbalance;
+  std::optional<int64_t> moe_router_groups, moe_router_group_top_k;
   std::optional<int64_t> mtp_layers;
   // Sliding-window attention over the model's own (--sliding-window N, 0 = none; --sliding-window-pattern P).
   std::optional<int64_t> sliding_window, sliding_window_pattern;

@@ -113,8 +113,9 @@ std::string megatron_layer_freq(const ModelSpec& m) {
 
 // Megatron-Core's configuration names (with '_') and values beyond the dense shape, for Megatron-LM (as --names) and
 // NeMo (as model keys) alike: MLA's ranks and head widths, or the head width; the experts' FFN (a MoE model's
-// --ffn-hidden-size is its dense layers' MLP), shared experts and dense layers; the token dispatcher, written always
-// (Megatron-LM's default, allgather, is not parplan's), and the 1F1B A2A overlap. An empty value is a switch.
+// --ffn-hidden-size is its dense layers' MLP), shared experts, dense layers and routing groups; the token dispatcher,
+// written always (Megatron-LM's default, allgather, is not parplan's), and the 1F1B A2A overlap. An empty value is a
+// switch.
 using ConfigArgs = std::vector<std::pair<std::string, std::string>>;
 ConfigArgs moe_mla_config(const Plan& plan) {
   const ModelSpec& m = plan.model;
@@ -137,6 +138,10 @@ ConfigArgs moe_mla_config(const Plan& plan) {
   num("moe_ffn_hidden_size", m.ffn_hidden);
   if (m.shared_experts > 0) num("moe_shared_expert_intermediate_size", m.shared_experts * m.ffn_hidden);
   if (const std::string f = megatron_layer_freq(m); !f.empty()) a.emplace_back("moe_layer_freq", f);
+  if (m.router_groups > 0) {
+    num("moe_router_num_groups", m.router_groups);
+    num("moe_router_group_topk", m.router_group_top_k);
+  }
   const bool deepep = pc.moe_dispatcher == MoeDispatcher::deepep;
   a.emplace_back("moe_token_dispatcher_type", deepep ? "flex" : "alltoall");
   if (deepep) a.emplace_back("moe_enable_deepep", "");
@@ -553,6 +558,10 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   }
   if (to != Framework::megatron) {  // Megatron-LM writes them (megatron_shape; NeMo mtp_num_layers too); the others cannot
     if (plan.model.capacity_factor > 0) w.cannot(fmt::format("--moe-capacity-factor {:g}", plan.model.capacity_factor));
+    if (plan.model.router_groups > 0 && to != Framework::nemo) {  // moe_mla_config writes them for both
+      w.cannot(fmt::format("--moe-router-groups {} --moe-router-group-top-k {}", plan.model.router_groups,
+                           plan.model.router_group_top_k));
+    }
     if (plan.model.mtp_layers > 0 && to != Framework::nemo) w.cannot(fmt::format("--mtp-layers {}", plan.model.mtp_layers));
     if (plan.training.adam_moments != DType::fp32) {
       w.cannot(fmt::format("--adam-moments-dtype {} (Megatron-Core's precision-aware optimizer)",

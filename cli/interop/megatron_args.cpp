@@ -73,6 +73,9 @@ struct Collected {
   std::string recompute_num_layers_origin;
   std::string capacity_factor, capacity_origin;  // --moe-expert-capacity-factor
   bool pad_to_capacity = false;                  // --moe-pad-expert-input-to-capacity
+  // --moe-router-num-groups / --moe-router-group-topk: group-limited routing (parplan's --moe-router-groups /
+  // --moe-router-group-top-k)
+  std::string router_groups, router_groups_origin, router_group_topk, router_group_topk_origin;
   std::string fp8_recipe, fp8_recipe_origin;      // --fp8-recipe
   // --moe-token-dispatcher-type; DeepEP named by --moe-enable-deepep or --moe-flex-dispatcher-backend deepep/hybridep
   std::string dispatcher, dispatcher_origin, deepep_origin;
@@ -254,6 +257,16 @@ bool moe_arg(const MegatronArg& a, Collected& c, const std::string& path) {
     return c.deepep_origin = a.origin, true;
   }
   if (a.name == "moe-pad-expert-input-to-capacity") return c.pad_to_capacity = true;
+  if (a.name == "moe-router-num-groups") {
+    c.router_groups = a.value.value_or("");
+    c.router_groups_origin = a.origin;
+    return true;
+  }
+  if (a.name == "moe-router-group-topk") {
+    c.router_group_topk = a.value.value_or("");
+    c.router_group_topk_origin = a.origin;
+    return true;
+  }
   if (a.name == "moe-expert-capacity-factor") {
     c.capacity_factor = a.value.value_or("");
     c.capacity_origin = a.origin;
@@ -673,6 +686,10 @@ void apply_megatron_args(const std::vector<MegatronArg>& args, Imported& out, co
   } else if (!c.capacity_factor.empty()) {
     out.ignored.push_back(fmt::format("{}: token dropping without --moe-pad-expert-input-to-capacity is not modelled "
                                       "(priced dropless)", c.capacity_origin));
+  }
+  if (!c.router_groups.empty()) out.set("--moe-router-groups", c.router_groups, c.router_groups_origin, path);
+  if (!c.router_group_topk.empty()) {
+    out.set("--moe-router-group-top-k", c.router_group_topk, c.router_group_topk_origin, path);
   }
   if (!c.precision.empty()) out.set("--precision", c.precision, c.precision_origin, path);
   resolve_window(c, out);

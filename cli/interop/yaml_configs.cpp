@@ -128,7 +128,7 @@ constexpr std::string_view kNemoMegatronKeys[] = {
     "activations_checkpoint_method", "activations_checkpoint_num_layers",
     "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "moe_layer_freq", "kv_channels",
     "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
-    "moe_token_dispatcher_type", "moe_enable_deepep", "overlap_moe_expert_parallel_comm", "mtp_num_layers",
+    "moe_router_num_groups", "moe_router_group_topk", "moe_token_dispatcher_type", "moe_enable_deepep", "overlap_moe_expert_parallel_comm", "mtp_num_layers",
     "fine_grained_activation_offloading", "offload_modules",
     "recompute_modules", "fp8", "fp8_recipe", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split", "use_distributed_optimizer",
     "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",

@@ -2,6 +2,7 @@
 #include "planner/cost/expert_comm.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/layout.hpp"
@@ -16,6 +17,24 @@ double node_hit_probability(int64_t experts, int64_t experts_per_node, int64_t t
     miss *= std::max(0.0, static_cast<double>(experts - experts_per_node - i)) / static_cast<double>(experts - i);
   }
   return 1.0 - miss;
+}
+
+double routed_node_share(const ModelSpec& m, int64_t nodes) {
+  const int64_t E = m.experts, G = m.router_groups, per_node = E / nodes;
+  if (G <= 0 || nodes <= 1 || (G % nodes != 0 && nodes % G != 0)) return node_hit_probability(E, per_node, m.top_k);
+  // The groups a token's experts fall in: as many as without the limit, at most the M it chooses.
+  const double groups = static_cast<double>(G);
+  const double k = static_cast<double>(m.top_k);
+  const double ungrouped = groups * node_hit_probability(E, E / G, m.top_k);
+  const double hit = std::min(static_cast<double>(m.router_group_top_k), ungrouped);
+  if (nodes % G == 0) {  // each group spans nodes / G nodes; a hit group's k / H experts land on one with G / N each
+    return hit / groups * (1.0 - std::pow(1.0 - groups / static_cast<double>(nodes), k / hit));
+  }
+  // Each node holds g = G / nodes whole groups: hit unless none of them is among the H hit ones (H interpolated
+  // between the whole counts around it; exact for g = 1, where the share is H / G).
+  const int64_t g = G / nodes, below = static_cast<int64_t>(std::floor(hit));
+  const double above = hit - static_cast<double>(below), at_below = node_hit_probability(G, g, below);
+  return above > 0 ? at_below + above * (node_hit_probability(G, g, below + 1) - at_below) : at_below;
 }
 
 ExpertA2A expert_a2a(const Plan& plan, double tokens) {
@@ -34,7 +53,7 @@ ExpertA2A expert_a2a(const Plan& plan, double tokens) {
   a.nodes = split.domains;
   const double nd = static_cast<double>(n), g = static_cast<double>(a.ranks_per_node);
   if (pc.moe_dispatcher == MoeDispatcher::deepep) {
-    const double hit = node_hit_probability(m.experts, m.experts / a.nodes, m.top_k);
+    const double hit = routed_node_share(m, a.nodes);
     a.inter_node_bytes = token_bytes * static_cast<double>(a.nodes - 1) * hit;
     a.intra_node_bytes = a.copies_bytes * (g - 1.0) / g;
   } else {

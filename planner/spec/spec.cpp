@@ -204,14 +204,45 @@ ModelSpec dense_layer_model(const ModelSpec& m) {
   d.mtp_layers = 0;
   d.capacity_factor = 0;
   d.imbalance = 1.0;
+  d.router_groups = 0;
+  d.router_group_top_k = 0;
   d.ffn_hidden = m.dense_ffn_hidden;
   d.layers = m.dense_layer_count();
   return d;
 }
 
+namespace {
+// moe_routing_error's rules for the routing groups (ModelSpec::router_groups), on a MoE model.
+MoeRoutingError router_group_error(const ModelSpec& m) {
+  using Field = MoeRoutingError::Field;
+  const int64_t groups = m.router_groups, chosen = m.router_group_top_k;
+  if (groups == 0 && chosen == 0) return {};
+  if (groups == 0) {
+    return {Field::router_group_top_k, fmt::format("{} needs router_groups (the groups it chooses from)", chosen)};
+  }
+  if (groups < 2 || groups > m.experts || m.experts % groups != 0) {
+    return {Field::router_groups, fmt::format("{} does not divide the {} experts into 2 or more equal groups", groups,
+                                              m.experts)};
+  }
+  if (chosen == 0) {
+    return {Field::router_group_top_k, fmt::format("{} groups need router_group_top_k, the number each token chooses",
+                                                   groups)};
+  }
+  if (chosen < 1 || chosen > groups) {
+    return {Field::router_group_top_k, fmt::format("{} is outside 1 .. router_groups = {} (the groups each token "
+                                                   "chooses)", chosen, groups)};
+  }
+  if (chosen * (m.experts / groups) < m.top_k) {
+    return {Field::router_group_top_k, fmt::format("{} groups of {} experts hold fewer than top_k = {} experts",
+                                                   chosen, m.experts / groups, m.top_k)};
+  }
+  return {};
+}
+}  // namespace
+
 MoeRoutingError moe_routing_error(const ModelSpec& m) {
   using Field = MoeRoutingError::Field;
-  if (m.capacity_factor == 0 && m.imbalance == 1.0) return {};
+  if (m.capacity_factor == 0 && m.imbalance == 1.0 && m.router_groups == 0 && m.router_group_top_k == 0) return {};
   if (!m.is_moe()) return {Field::not_moe, "MoE routing settings are for MoE models; this one has experts 1"};
   const double most = static_cast<double>(m.experts) / static_cast<double>(m.top_k);
   if (m.capacity_factor != 0 && !(m.capacity_factor >= 1.0 && m.capacity_factor <= most)) {
@@ -227,7 +258,7 @@ MoeRoutingError moe_routing_error(const ModelSpec& m) {
     return {Field::imbalance,
             "imbalance is for dropless routing: with a capacity factor every expert is padded to its capacity"};
   }
-  return {};
+  return router_group_error(m);
 }
 
 SlidingWindowError sliding_window_error(const ModelSpec& m) {

@@ -219,6 +219,14 @@ struct ModelSpec {
   // benchmarks force it (--moe-router-force-load-balancing).
   double capacity_factor = 0;
   double imbalance = 1.0;
+  // Group-limited routing (DeepSeek-V2, arXiv:2405.04434 Sec. 2.2.3 "device-limited routing"; DeepSeek-V3,
+  // arXiv:2412.19437 Sec. 2.1.2 "node-limited routing": each token on at most M = 4 nodes; Megatron-Core
+  // --moe-router-num-groups / --moe-router-group-topk; Hugging Face n_group / topk_group): the routed experts fall
+  // into router_groups equal groups of consecutive experts, each token picks router_group_top_k of them (by the sum
+  // of each group's top-2 scores) and its top_k experts among their experts. 0 = no groups (every expert eligible).
+  // Only DeepEP's dispatch, which sends a token once per node, prices it (expert_comm.hpp routed_node_share).
+  int64_t router_groups = 0;
+  int64_t router_group_top_k = 0;
   // Attention head width when it is not hidden / heads (Qwen3: hidden 4096, 64 heads of 128); 0 = hidden / heads.
   // With MLA: the query/key head's part without rotary position (qk_nope_head_dim).
   int64_t head_dim_override = 0;
@@ -572,13 +580,15 @@ ModelSpec dense_layer_model(const ModelSpec& m);
 // One of a model's attention layer kinds (ModelSpec::mixes_attention): its full-attention layers (full: no window) or
 // its windowed ones (every layer windowed); everything else as m.
 ModelSpec attention_layer_model(const ModelSpec& m, bool full);
-// What is wrong with a model's MoE routing fields (capacity_factor, imbalance), or "" when nothing: they are for MoE
-// models; each is at least 1 and at most experts / top_k (an expert cannot take more than every token); imbalance
-// is for dropless routing (with a capacity, each expert pads to it). The model JSON and the flags name their path
-// from `field`: the value out of range (capacity_factor, imbalance; imbalance also when it is set beside a capacity),
-// or not_moe when a dense model has either set.
+// What is wrong with a model's MoE routing fields (capacity_factor, imbalance, router_groups, router_group_top_k),
+// or "" when nothing: they are for MoE models; capacity_factor and imbalance are each at least 1 and at most
+// experts / top_k (an expert cannot take more than every token); imbalance is for dropless routing (with a capacity,
+// each expert pads to it); router_groups (2 or more) divides the experts and comes with router_group_top_k (1 ..
+// router_groups), whose groups hold at least top_k experts. The model JSON and the flags name their path from
+// `field`: the value out of range (imbalance also when it is set beside a capacity; router_group_top_k also when
+// the groups are missing), or not_moe when a dense model has any set.
 struct MoeRoutingError {
-  enum class Field : uint8_t { none, not_moe, capacity_factor, imbalance };
+  enum class Field : uint8_t { none, not_moe, capacity_factor, imbalance, router_groups, router_group_top_k };
   Field field = Field::none;
   std::string message;  // "" when field is none
 };

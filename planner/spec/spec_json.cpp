@@ -15,6 +15,24 @@ constexpr double kMaxParams = 1e15;  // 1000x the largest published dense model
 }  // namespace
 
 namespace {
+// The JSON path of a model's MoE routing error (moe_routing_error): the field it names, or for a dense model the
+// first of the fields it has set.
+const char* moe_routing_path(MoeRoutingError::Field f, const ModelSpec& m) {
+  using Field = MoeRoutingError::Field;
+  if (f == Field::not_moe) {
+    f = m.capacity_factor != 0   ? Field::capacity_factor
+        : m.imbalance != 1.0     ? Field::imbalance
+        : m.router_groups != 0   ? Field::router_groups
+                                 : Field::router_group_top_k;
+  }
+  switch (f) {
+    case Field::capacity_factor: return "moe/capacity_factor";
+    case Field::imbalance: return "moe/imbalance";
+    case Field::router_groups: return "moe/router_groups";
+    default: return "moe/router_group_top_k";
+  }
+}
+
 // The MoE layer kinds and multi-head latent attention: fields that need each other.
 template <typename Bad>
 void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
@@ -41,9 +59,7 @@ void check_moe_and_mla(const ModelSpec& m, const Bad& bad) {
   }
   if (const MoeRoutingError e = moe_routing_error(m); e.field != MoeRoutingError::Field::none) {
     // A dense model with routing settings: the one it has set (imbalance when the capacity is dropless).
-    const bool imbalance = e.field == MoeRoutingError::Field::imbalance ||
-                           (e.field == MoeRoutingError::Field::not_moe && m.capacity_factor == 0);
-    bad(imbalance ? "moe/imbalance" : "moe/capacity_factor", e.message);
+    bad(moe_routing_path(e.field, m), e.message);
   }
   if (!m.is_mla()) {
     for (auto [key, value] : {std::pair<std::string_view, int64_t>{"q_lora_rank", m.q_lora_rank},
@@ -130,6 +146,8 @@ ModelSpec model_from_json(JsonReader& r) {
       m.capacity_factor = moe.get_double("capacity_factor", 0.0, 1.0, 65'536.0);
     }
     m.imbalance = moe.get_double("imbalance", 1.0, 1.0, 65'536.0);
+    m.router_groups = moe.get_int("router_groups", 0, 2, 65'536);
+    m.router_group_top_k = moe.get_int("router_group_top_k", 0, 1, 65'536);
     moe.finish();
   }
   m.causal = r.get_bool("causal", true);
@@ -385,9 +403,13 @@ nlohmann::json to_json(const ModelSpec& m) {
     if (value != 0) j[key] = value;
   }
   if (m.moe_layer_step != 1) j["interleave_moe_layer_step"] = m.moe_layer_step;
-  if (m.capacity_factor > 0 || m.imbalance != 1.0) {
+  if (m.capacity_factor > 0 || m.imbalance != 1.0 || m.router_groups > 0) {
     j["moe"] = {{"capacity_factor", m.capacity_factor > 0 ? nlohmann::json(m.capacity_factor) : nlohmann::json("none")},
                 {"imbalance", m.imbalance}};
+    if (m.router_groups > 0) {
+      j["moe"]["router_groups"] = m.router_groups;
+      j["moe"]["router_group_top_k"] = m.router_group_top_k;
+    }
   }
   return j;
 }

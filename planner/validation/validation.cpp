@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "planner/cost/layout.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/json_reader.hpp"
@@ -1057,6 +1058,27 @@ constexpr const char* kDualPipeVNote =
 // evenly over the chunks; where they do not divide evenly the planner's own split applies. With ep > 1 the report's
 // all-to-alls are DualPipe's: each overlapped with the paired chunk's compute (Sec. 3.2.1) over its node-forwarding
 // kernels on 20 SMs (Sec. 3.2.2), parplan's --overlap-ep with the deepep dispatcher (expert_comm.hpp).
+// Node-limited routing a row states ("node-limited routing <=4 nodes", DeepSeek-V3's ffn_type): each token's experts
+// on at most M nodes. Megatron-Core runs it as group-limited routing with as many groups as the expert-parallel group
+// has nodes (its --moe-router-num-groups help: "node-limited routing: set equal to number of expert parallel nodes";
+// DeepSeek-V3's config.json n_group 8 at ep 64 over 8 nodes), M of them chosen (ModelSpec::router_groups). Where the
+// group spans no more than M nodes (or its nodes do not divide the experts) the limit changes nothing and is not set.
+void read_node_limited_routing(const std::string& moe_text, Plan& plan, MappedRun& r) {
+  const auto limit = number_after(moe_text, {"node-limited routing <", "node-limited routing to at most",
+                                             "node-limited routing at most"});
+  if (!limit || !plan.model.is_moe() || plan.parallel.ep <= 1) return;
+  const int64_t nodes = group_domain_split(plan.parallel, GroupKind::ep, plan.cluster).domains;
+  if (nodes <= *limit || plan.model.experts % nodes != 0) return;
+  plan.model.router_groups = nodes;
+  plan.model.router_group_top_k = *limit;
+  if (moe_routing_error(plan.model).field != MoeRoutingError::Field::none) {
+    plan.model.router_groups = plan.model.router_group_top_k = 0;
+    return;
+  }
+  r.notes.push_back(fmt::format("node-limited routing (at most {} nodes a token): {} of {} router groups, one per "
+                                "node of the ep group (Megatron-Core's node-limited setting)", *limit, *limit, nodes));
+}
+
 void map_dualpipe(int64_t layers, int64_t mtp_layers, ParallelConfig& pc, MappedRun& r) {
   if (pc.pp < 2 || pc.pp % 2 != 0) {
     r.skip_reasons.push_back(fmt::format("schedule DualPipe over pp {}: priced as DualPipeV over half the stages, which "
@@ -1377,6 +1399,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   plan.num_gpus = *hwr.num_gpus;
   plan.parallel = pc;
   plan.training = tr;
+  read_node_limited_routing(ascii_lower(a.text("ffn_type") + " " + a.text("arch_notes")), plan, r);
   if (plan.parallel.recompute == Recompute::full && names_layer_ac(rc_text)) {
     // torchtitan's layer-wise selective AC (every_nth_block_layers). The option is not stated; torchtitan's preset
     // "2" is taken: half of each chunk's layers (the first chunk's, rounded down).

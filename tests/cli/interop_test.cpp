@@ -571,6 +571,35 @@ TEST_CASE("import / export: Megatron-LM's MoE capacity factor (padded), forced b
   CHECK(listed);
 }
 
+TEST_CASE("import / export: group-limited routing (Megatron-Core --moe-router-num-groups / --moe-router-group-topk)") {
+  ScratchDir dir;
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "mixtral-8x7b", "--gpus", "16", "--ep", "8", "--moe-router-groups", "4",
+                       "--moe-router-group-top-k", "2", "--zero", "1", "--recompute", "full", "-o", plan}, {}, 60)
+              .exit_code == 0);
+  const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  REQUIRE(megatron.exit_code == 0);
+  CHECK(megatron.out.find("--moe-router-num-groups 4") != std::string::npos);
+  CHECK(megatron.out.find("--moe-router-group-topk 2") != std::string::npos);
+  const auto nemo = run_parplan({"export", "--plan", plan, "--to", "nemo"}, {}, 60);
+  REQUIRE(nemo.exit_code == 0);
+  CHECK(nemo.out.find("moe_router_num_groups: 4") != std::string::npos);
+  CHECK(nemo.out.find("moe_router_group_topk: 2") != std::string::npos);
+  for (const auto& [text, name] : {std::pair{megatron.out, "back.sh"}, std::pair{nemo.out, "back.yaml"}}) {
+    const std::string file = (dir.path / name).string();
+    parplan::test::write_text(file, text);
+    const auto back = import_json({file});
+    CHECK(back["plan"]["model"]["moe"]["router_groups"] == 4);
+    CHECK(back["plan"]["model"]["moe"]["router_group_top_k"] == 2);
+    CHECK(back["from_file"].contains("--moe-router-groups"));
+  }
+  for (const char* to : {"torchtitan", "deepspeed"}) {
+    const auto other = run_parplan({"export", "--plan", plan, "--to", to}, {}, 60);
+    REQUIRE(other.exit_code == 0);
+    CHECK(other.err.find("cannot express --moe-router-groups 4 --moe-router-group-top-k 2") != std::string::npos);
+  }
+}
+
 TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher and A2A overlap") {
   ScratchDir dir;
   const std::string sh = (dir.path / "moe.sh").string();
@@ -582,7 +611,8 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
                          "--multi-latent-attention --kv-lora-rank 512 --q-lora-rank 1536 --qk-head-dim 128 "
                          "--qk-pos-emb-head-dim 64 --v-head-dim 128 --num-experts 256 --moe-router-topk 8 "
                          "--moe-ffn-hidden-size 2048 --moe-shared-expert-intermediate-size 2048 "
-                         "--moe-layer-freq '([0]*3+[1]*58)' --expert-model-parallel-size 64 "
+                         "--moe-layer-freq '([0]*3+[1]*58)' --moe-router-num-groups 8 --moe-router-group-topk 4 "
+                         "--expert-model-parallel-size 64 "
                          "--pipeline-model-parallel-size 16 --moe-token-dispatcher-type flex --moe-enable-deepep "
                          "--overlap-moe-expert-parallel-comm --global-batch-size 4096 --bf16";
   parplan::test::write_text(sh, ds + "\n");
@@ -601,6 +631,8 @@ TEST_CASE("import: Megatron-Core's MoE and MLA widths, dense layers, dispatcher 
   CHECK(m["kv_lora_rank"] == 512);
   CHECK(m["q_lora_rank"] == 1536);
   CHECK(m["qk_rope_head_dim"] == 64);
+  CHECK(m["moe"]["router_groups"] == 8);  // node-limited routing, as the report's config.json n_group / topk_group
+  CHECK(m["moe"]["router_group_top_k"] == 4);
   CHECK(j["plan"]["parallel"]["moe_dispatcher"] == "deepep");
   CHECK(j["plan"]["parallel"]["overlap_ep_comm"] == true);
   CHECK(j["ignored"].empty());

@@ -1,7 +1,12 @@
 // Tests for planner/cost/expert_comm: the MoE token exchange per tier, NCCL all-to-all and DeepEP's dispatch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <random>
+#include <set>
+#include <vector>
 
 #include "planner/cost/collectives.hpp"
 #include "planner/cost/cost_model.hpp"
@@ -43,6 +48,79 @@ TEST_CASE("node_hit_probability: 1 - C(E - e, k) / C(E, k), the chance a node ho
   CHECK(node_hit_probability(256, 32, 1) == doctest::Approx(32.0 / 256.0).epsilon(1e-12));
 }
 
+TEST_CASE("routed_node_share: group-limited routing puts a token's experts in at most M groups") {
+  const ModelSpec v3 = test::profiles().model("deepseek-v3", "test");
+  REQUIRE(v3.router_groups == 8);  // the report's node-limited routing (config.json n_group 8, topk_group 4)
+  REQUIRE(v3.router_group_top_k == 4);
+  // ep 64 over 8 nodes, one group a node: H = min(4, 8 x 0.662) = 4 groups hit, P = 4 / 8. The report
+  // (arXiv:2412.19437 Sec. 2.1.2): each token is sent to at most M = 4 nodes.
+  CHECK(routed_node_share(v3, 8) == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(8.0 * routed_node_share(v3, 8) == doctest::Approx(4.0).epsilon(1e-12));
+  ModelSpec ungrouped = v3;
+  ungrouped.router_groups = ungrouped.router_group_top_k = 0;
+  CHECK(routed_node_share(ungrouped, 8) == doctest::Approx(node_hit_probability(256, 32, 8)).epsilon(1e-12));
+  CHECK(routed_node_share(ungrouped, 8) == doctest::Approx(0.6618).epsilon(1e-3));
+  // ep 32 over 4 nodes, two groups a node: hit unless neither is among the 4 hit, 1 - C(6, 4) / C(8, 4).
+  CHECK(routed_node_share(v3, 4) == doctest::Approx(1.0 - 15.0 / 70.0).epsilon(1e-12));
+  // Groups spanning 2 nodes each (16 nodes): the group hit (4 / 8), then its 8 / 4 experts over its 2 nodes.
+  CHECK(routed_node_share(v3, 16) == doctest::Approx(0.5 * (1.0 - 0.5 * 0.5)).epsilon(1e-12));
+  // Every group chosen (M = G) is the ungrouped draw; one node holds every expert.
+  ModelSpec all = v3;
+  all.router_group_top_k = 8;
+  CHECK(routed_node_share(all, 8) == doctest::Approx(node_hit_probability(256, 32, 8)).epsilon(1e-12));
+  CHECK(routed_node_share(v3, 1) == 1.0);
+  // A token reaching every expert (top-8 of 8, all 4 groups chosen, 2 groups a node): H = G = 4, every node.
+  ModelSpec tiny = v3;
+  tiny.experts = 8;
+  tiny.router_groups = 4;
+  tiny.router_group_top_k = 4;
+  CHECK(routed_node_share(tiny, 2) == 1.0);
+  // Between whole counts: 8 x 0.662 = 5.29 groups hit when 6 of 8 may be, on 4 nodes of 2 groups each.
+  all.router_group_top_k = 6;
+  const double h = 8.0 * node_hit_probability(256, 32, 8), f = h - 5.0;
+  CHECK(routed_node_share(all, 4) ==
+        doctest::Approx((1.0 - f) * node_hit_probability(8, 2, 5) + f * node_hit_probability(8, 2, 6)).epsilon(1e-12));
+}
+
+// H, the groups a token's experts fall in, against a Monte Carlo of the router: independent normal scores for
+// DeepSeek-V3's 256 experts, the M groups with the largest sum of their best two chosen, the top 8 of their experts
+// taken (DeepSeek-V3 report Sec. 2.1.2; Hugging Face modeling_deepseek.py MoEGate, "noaux_tc"). With one group a node
+// the share is H / G, so 8 x routed_node_share(., 8) is H.
+TEST_CASE("routed_node_share: the groups hit match a simulated top-2-sum group router within 7%") {
+  ModelSpec m = test::profiles().model("deepseek-v3", "test");
+  std::mt19937 rng(2412);
+  std::normal_distribution<double> score;
+  const int E = 256, G = 8, per = E / G, k = 8, tokens = 4000;
+  for (int M = 1; M <= G; ++M) {
+    m.router_group_top_k = M;
+    double hit_groups = 0;
+    for (int t = 0; t < tokens; ++t) {
+      std::vector<double> s(E);
+      for (double& x : s) x = score(rng);
+      std::vector<std::pair<double, int>> group_score;
+      for (int g = 0; g < G; ++g) {
+        std::vector<double> in(s.begin() + g * per, s.begin() + (g + 1) * per);
+        std::partial_sort(in.begin(), in.begin() + 2, in.end(), std::greater<>());
+        group_score.emplace_back(in[0] + in[1], g);
+      }
+      std::sort(group_score.begin(), group_score.end(), std::greater<>());
+      std::vector<std::pair<double, int>> eligible;  // (score, group) of the chosen groups' experts
+      for (int c = 0; c < M; ++c) {
+        const int g = group_score[c].second;
+        for (int e = 0; e < per; ++e) eligible.emplace_back(s[g * per + e], g);
+      }
+      std::partial_sort(eligible.begin(), eligible.begin() + k, eligible.end(), std::greater<>());
+      std::set<int> groups;
+      for (int i = 0; i < k; ++i) groups.insert(eligible[i].second);
+      hit_groups += static_cast<double>(groups.size());
+    }
+    const double simulated = hit_groups / tokens, modelled = 8.0 * routed_node_share(m, 8);
+    INFO("M = " << M << ": simulated " << simulated << " groups, modelled " << modelled);
+    CHECK(modelled <= M);
+    CHECK(std::fabs(modelled - simulated) <= 0.07 * simulated);
+  }
+}
+
 TEST_CASE("expert a2a inside a node is the nccl-tests all-to-all, for either dispatcher") {
   for (MoeDispatcher disp : {MoeDispatcher::alltoall, MoeDispatcher::deepep}) {
     const Plan p = qwen3_ep(8, disp);
@@ -73,6 +151,23 @@ TEST_CASE("expert a2a across nodes: all-to-all sends (n - g)/n of the copies ove
   // The NIC is the bound on both: its bytes over its effective bandwidth, plus the latencies.
   const LinkSpec& ib = qwen3_ep(32, MoeDispatcher::alltoall).cluster.inter_node;
   CHECK(nccl.time_s == doctest::Approx(nccl.inter_node_bytes / ib.effective_Bps() + 31 * ib.latency_s).epsilon(1e-12));
+}
+
+TEST_CASE("expert a2a with group-limited routing: DeepEP's NIC bytes fall, the all-to-all's do not") {
+  const double tokens = 2048, token_bytes = tokens * 4096 * 2;
+  Plan grouped = qwen3_ep(32, MoeDispatcher::deepep);  // 4 nodes of 32 experts
+  grouped.model.router_groups = 4;                     // one group a node, 2 chosen: at most 2 nodes a token
+  grouped.model.router_group_top_k = 2;
+  REQUIRE(moe_routing_error(grouped.model).field == MoeRoutingError::Field::none);
+  const ExpertA2A a = expert_a2a(grouped, tokens);
+  // Both chosen groups hit (H = min(2, 4 x 0.907)): each other node with chance 2 / 4, against 0.907 ungrouped.
+  CHECK(a.inter_node_bytes == doctest::Approx(token_bytes * 3.0 * 0.5).epsilon(1e-12));
+  CHECK(a.inter_node_bytes < expert_a2a(qwen3_ep(32, MoeDispatcher::deepep), tokens).inter_node_bytes);
+  CHECK(a.intra_node_bytes == doctest::Approx(8 * token_bytes * 7.0 / 8.0).epsilon(1e-12));
+  Plan nccl = grouped;
+  nccl.parallel.moe_dispatcher = MoeDispatcher::alltoall;
+  CHECK(expert_a2a(nccl, tokens).inter_node_bytes ==
+        doctest::Approx(expert_a2a(qwen3_ep(32, MoeDispatcher::alltoall), tokens).inter_node_bytes).epsilon(1e-12));
 }
 
 TEST_CASE("overlap_ep_comm hides the all-to-alls behind another microbatch's compute; one microbatch cannot") {

@@ -209,6 +209,16 @@ TEST_CASE("MoE routing, alternating layers and MTP round-trip through the plan d
   CHECK(r.model.capacity_factor == 0);
   CHECK(r.model.imbalance == 1.3);
   CHECK(estimate(r).time.step_s > estimate(plan_from_json(plain, test::profiles(), "plan.json")).time.step_s);
+  // Group-limited routing round-trips beside them.
+  p.model.router_groups = 4;
+  p.model.router_group_top_k = 2;
+  const nlohmann::json g = plan_to_json(p);
+  CHECK(g["model"]["moe"]["router_groups"] == 4);
+  CHECK(g["model"]["moe"]["router_group_top_k"] == 2);
+  const Plan back = plan_from_json(g, test::profiles(), "plan.json");
+  CHECK(back.model.router_groups == 4);
+  CHECK(back.model.router_group_top_k == 2);
+  CHECK(plan_to_json(back) == g);
 }
 
 // recompute_layers round-trips (omitted at 0); with an explicit per-chunk layout a chunk of fewer layers than k

@@ -792,8 +792,17 @@ TEST_CASE("validation: the DeepSeek-V3 report's DualPipe run maps, with its fp8 
   CHECK(p.parallel.overlap_ep_comm);
   CHECK(p.parallel.moe_dispatcher == MoeDispatcher::deepep);
   CHECK(p.training.fp8_activation_cache);
+  // "node-limited routing <=4 nodes": one router group per node of the ep group (8), 4 chosen.
+  CHECK(p.model.router_groups == 8);
+  CHECK(p.model.router_group_top_k == 4);
+  CHECK(std::find_if(it->notes.begin(), it->notes.end(), [](const std::string& n) {
+          return n.starts_with("node-limited routing (at most 4 nodes a token): 4 of 8 router groups");
+        }) != it->notes.end());
   const Estimate e = estimate(p);
   CHECK(e.fits);
+  Plan unlimited = p;  // the limit lowers DeepEP's InfiniBand bytes, so the step
+  unlimited.model.router_groups = unlimited.model.router_group_top_k = 0;
+  CHECK(estimate(unlimited).time.step_s > e.time.step_s);
   Plan stored = p;  // without the report's cache the same layout holds more than the H800's memory
   stored.training.fp8_activation_cache = false;
   CHECK_FALSE(estimate(stored).fits);
