@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "planner/cost/cost_model.hpp"
+#include "planner/cost/layout.hpp"
 #include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
@@ -671,6 +672,24 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
     REQUIRE(r.scored());
     CHECK_MESSAGE(r.plan->parallel.moe_dispatcher == MoeDispatcher::alltoall, notes);
   }
+
+  // Node-limited routing a row states: one router group per node of the ep group, M chosen, where the group spans
+  // more than M nodes (64 experts, top-8, at most 2 nodes; ep 64 over the tp x dp ranks of 8 nodes).
+  row = moe_row(64, 8, 0, 0, 1536, "GQA/MHA");
+  row["hardware"]["num_gpus"] = 512;
+  row["parallel"].update({{"dp", 8}, {"ep", 64}, {"global_batch_seqs", 512}, {"parallel_notes", "ETP=1; DeepEP"}});
+  row["arch"]["ffn_type"] = "SwiGLU MoE (64 experts, top-8, node-limited routing <=2 nodes)";
+  r = map_one(row);
+  REQUIRE(r.scored());
+  const int64_t ep_nodes = group_domain_split(r.plan->parallel, GroupKind::ep, r.plan->cluster).domains;
+  REQUIRE(ep_nodes > 2);
+  CHECK(r.plan->model.router_groups == ep_nodes);
+  CHECK(r.plan->model.router_group_top_k == 2);
+  row["arch"]["ffn_type"] = fmt::format("SwiGLU MoE (64 experts, top-8, node-limited routing <={} nodes)", ep_nodes);
+  r = map_one(row);  // the group spans no more nodes than the limit: nothing to limit
+  REQUIRE(r.scored());
+  CHECK(r.plan->model.router_groups == 0);
+  CHECK(r.plan->model.router_group_top_k == 0);
 
   // What the cost model does not represent is a skip reason naming the field, never a silent approximation.
   r = map_one(moe_row(256, 8, 1, 3, 2048, "MLA"));
