@@ -6,8 +6,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <unordered_set>
 
+#include "cli/interop/hf_config.hpp"
 #include "cli/io.hpp"
 #include "cli/render.hpp"
 #include "cli/text.hpp"
@@ -333,7 +335,9 @@ OffloadSet offload_flag(const std::string& value) {
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
   const size_t before = app.get_options().size();
-  app.add_option("--model", o.model, "Model profile name or JSON file (see `parplan profiles list`)");
+  app.add_option("--model", o.model,
+                 "Model profile name or JSON file (see `parplan profiles list`), or a Hugging Face config.json "
+                 "(docs/interop.md)");
   app.add_option("--params", o.params, "Parameter count (175e9, 175B, 1.3T): infers a GPT-style shape");
   app.add_option("--gpu", o.gpu, "GPU profile name or JSON file (default: the cluster's GPU)");
   app.add_option("--cluster", o.cluster, "Cluster profile name or JSON file (default: dgx-h100)");
@@ -610,16 +614,25 @@ Target resolve_target(const ModelOptions& o, const ProfileSet& base) {
   Target t;
   if (!o.model.empty() && !o.params.empty()) throw InputError("--model and --params: give one, not both");
   if (!o.model.empty()) {
+    std::optional<HfModel> hf;
     if (names_a_file(o.model)) {
-      if (add_profile_file(profiles, o.model, "--model") != "model") {
+      const std::string text = read_file(o.model, "--model");
+      if (const nlohmann::json j = parse_json_text(text, o.model); is_hf_config(j)) {
+        hf = model_from_hf_config(j, o.model);
+        t.model = hf->model;
+      } else if (profiles.add(text, o.model) != "model") {
         throw InputError(fmt::format("--model: '{}' is not a model profile", o.model));
+      } else {
+        t.model = *profiles.find_model(profiles.entries().back().name);
       }
-      t.model = profiles.entries().empty() ? ModelSpec{} : *profiles.find_model(profiles.entries().back().name);
     } else {
       t.model = profiles.model(o.model, "--model");
     }
     t.model_note = fmt::format("model {} ({})", t.model.name, t.model.source.empty() ? "profile" : t.model.source);
-    if (o.seq && *o.seq != t.model.seq_len) {
+    if (hf) {
+      if (!o.seq) t.model_note += fmt::format("; assumed: {}", fmt::join(hf->assumed, "; "));
+      if (!hf->ignored.empty()) t.model_note += fmt::format("; not priced: {}", fmt::join(hf->ignored, "; "));
+    } else if (o.seq && *o.seq != t.model.seq_len) {
       t.model_note += fmt::format("; seq {} (--seq; the profile's is {})", *o.seq, t.model.seq_len);
     }
   } else if (!o.params.empty()) {

@@ -156,7 +156,7 @@ void add_target_options(CLI::App& app, ModelOptions& mo, MeshOptions& me, std::s
   const size_t before = app.get_options().size();
   app.add_option("--gpus", mo.gpus, fmt::format("With {}: the GPU count, when the file does not give it", source))
       ->check(CLI::Range(int64_t{1}, kMaxMeshGpus));
-  app.add_option("--model", mo.model, fmt::format("With {}: the model (profile name or JSON file) instead of the file's shape", source));
+  app.add_option("--model", mo.model, fmt::format("With {}: the model (profile name, JSON file or Hugging Face config.json) instead of the file's shape", source));
   app.add_option("--params", mo.params,
                  fmt::format("With {}: a parameter count (175e9, 175B) whose GPT-style shape replaces the file's", source));
   app.add_option("--cluster", mo.cluster, fmt::format("With {}: the cluster profile (default dgx-h100)", source));
