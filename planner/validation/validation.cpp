@@ -1042,27 +1042,12 @@ std::vector<std::vector<int64_t>> torchtitan_split(int64_t layers, int64_t p, in
   return layout;
 }
 
-constexpr const char* kDualPipeVNote =
-    "DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks per stage in a V, "
-    "2p + 1 chunk-microbatches in flight)";
-
-// DeepSeek-V3's DualPipe (report Sec. 3.2.1): P ranks, each holding stages r and P - 1 - r, fed microbatches from
-// both ends. By the DualPipe repository's step formulas, rank r runs the op sequence of rank min(r, P - 1 - r) of
-// DualPipeV over P / 2 ranks with half the microbatches, whose rank holds the same two chunks: the same weights per
-// rank, the same P + 1 chunk-microbatches in flight, and each stage's gradients reduced over the two ranks that
-// hold it in every pipeline. So a DualPipe mesh pp P x dp D is priced as dualpipe-v at pp P / 2 x dp 2 D (the same
-// GPUs and global batch); the one hop between the two halves that DualPipe sends and DualPipeV keeps on the rank is
-// not priced. An odd P has no such halving: skipped. The report does not publish its split of the layers over the P
-// chunks: the embedding, the loss and each multi-token prediction module take one layer's slot (Megatron-Core's
-// account_for_embedding / account_for_loss_in_pipeline_split, the MTP modules counted the same way), the slots
-// evenly over the chunks; where they do not divide evenly the planner's own split applies. With ep > 1 the report's
-// all-to-alls are DualPipe's: each overlapped with the paired chunk's compute (Sec. 3.2.1) over its node-forwarding
-// kernels on 20 SMs (Sec. 3.2.2), parplan's --overlap-ep with the deepep dispatcher (expert_comm.hpp).
 // Node-limited routing a row states ("node-limited routing <=4 nodes", DeepSeek-V3's ffn_type): each token's experts
-// on at most M nodes. Megatron-Core runs it as group-limited routing with as many groups as the expert-parallel group
-// has nodes (its --moe-router-num-groups help: "node-limited routing: set equal to number of expert parallel nodes";
-// DeepSeek-V3's config.json n_group 8 at ep 64 over 8 nodes), M of them chosen (ModelSpec::router_groups). Where the
-// group spans no more than M nodes (or its nodes do not divide the experts) the limit changes nothing and is not set.
+// on at most M nodes, run as group-limited routing with as many groups as the expert-parallel group has nodes, M of
+// them chosen (ModelSpec::router_groups): DeepSeek-V3's config.json has n_group 8 for its ep 64 over 8 nodes, and
+// Megatron-Core's --moe-router-num-groups help says to set it to the expert-parallel nodes for node-limited routing
+// (as recalled, not checked against a pinned revision). Where the group spans no more than M nodes (or its nodes do
+// not divide the experts) the limit changes nothing and is not set.
 void read_node_limited_routing(const std::string& moe_text, Plan& plan, MappedRun& r) {
   const auto limit = number_after(moe_text, {"node-limited routing <", "node-limited routing to at most",
                                              "node-limited routing at most"});
@@ -1079,6 +1064,22 @@ void read_node_limited_routing(const std::string& moe_text, Plan& plan, MappedRu
                                 "node of the ep group (Megatron-Core's node-limited setting)", *limit, *limit, nodes));
 }
 
+constexpr const char* kDualPipeVNote =
+    "DualPipeV priced as parplan's dualpipe-v order (the DualPipe repository's eight steps, 2 chunks per stage in a V, "
+    "2p + 1 chunk-microbatches in flight)";
+
+// DeepSeek-V3's DualPipe (report Sec. 3.2.1): P ranks, each holding stages r and P - 1 - r, fed microbatches from
+// both ends. By the DualPipe repository's step formulas, rank r runs the op sequence of rank min(r, P - 1 - r) of
+// DualPipeV over P / 2 ranks with half the microbatches, whose rank holds the same two chunks: the same weights per
+// rank, the same P + 1 chunk-microbatches in flight, and each stage's gradients reduced over the two ranks that
+// hold it in every pipeline. So a DualPipe mesh pp P x dp D is priced as dualpipe-v at pp P / 2 x dp 2 D (the same
+// GPUs and global batch); the one hop between the two halves that DualPipe sends and DualPipeV keeps on the rank is
+// not priced. An odd P has no such halving: skipped. The report does not publish its split of the layers over the P
+// chunks: the embedding, the loss and each multi-token prediction module take one layer's slot (Megatron-Core's
+// account_for_embedding / account_for_loss_in_pipeline_split, the MTP modules counted the same way), the slots
+// evenly over the chunks; where they do not divide evenly the planner's own split applies. With ep > 1 the report's
+// all-to-alls are DualPipe's: each overlapped with the paired chunk's compute (Sec. 3.2.1) over its node-forwarding
+// kernels on 20 SMs (Sec. 3.2.2), parplan's --overlap-ep with the deepep dispatcher (expert_comm.hpp).
 void map_dualpipe(int64_t layers, int64_t mtp_layers, ParallelConfig& pc, MappedRun& r) {
   if (pc.pp < 2 || pc.pp % 2 != 0) {
     r.skip_reasons.push_back(fmt::format("schedule DualPipe over pp {}: priced as DualPipeV over half the stages, which "
