@@ -122,6 +122,9 @@ void read_moe(HfReader& r, const std::string& type, ModelSpec& m, HfModel& out) 
   } else if (qwen) {
     m.moe_layer_step = r.opt("decoder_sparse_step", 1, m.layers).value_or(1);
     m.dense_layers = leading_dense(r, "mlp_only_layers");
+    if (m.dense_layers > 0 && m.moe_layer_step > 1) {  // Qwen counts the step from layer 0, parplan after the dense
+      r.fail("mlp_only_layers", "with decoder_sparse_step above 1 is not modelled (give one of the two)");
+    }
     if (const auto shared = r.opt("shared_expert_intermediate_size", 1, kMaxDim); shared && type == "qwen2_moe") {
       if (*shared % m.ffn_hidden != 0) {
         r.fail("shared_expert_intermediate_size", fmt::format("{} is not a multiple of moe_intermediate_size {} "

@@ -97,6 +97,11 @@ TEST_CASE("--model config.json: keys parplan cannot price are refused naming the
       {[](nlohmann::json& j) { j["use_sliding_window"] = true; }, "/use_sliding_window: Qwen's windowed layers"},
       {[](nlohmann::json& j) { j["mlp_only_layers"] = {3, 7}; }, "/mlp_only_layers: parplan prices dense layers before"},
       {[](nlohmann::json& j) { j["layer_types"] = {"sliding_attention"}; }, "/layer_types: parplan reads configs"},
+      {[](nlohmann::json& j) {
+         j["mlp_only_layers"] = {0};
+         j["decoder_sparse_step"] = 2;
+       },
+       "/mlp_only_layers: with decoder_sparse_step above 1 is not modelled"},
       {[](nlohmann::json& j) { j["num_key_value_heads"] = 5; }, "/num_key_value_heads: 5 does not divide"},
   };
   for (const auto& [edit, want] : bad) {
