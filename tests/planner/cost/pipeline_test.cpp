@@ -482,3 +482,44 @@ TEST_CASE("interleaved peak bytes over chunks of different sizes: each chunk's l
   // A chunk without layers (the first stage's chunk 0 holding only the embedding) less than 1/v of the stage's.
   CHECK(interleaved_peak_bytes(2, 4, 2, 0, std::vector<double>{0.5, 1.5}) < 5.0);
 }
+
+TEST_CASE("pipeline_time: past 4096 microbatches the walked orders' stage ends are extrapolated, equal to the walk") {
+  // Uneven stages (p 4), chunks of their own shares for the timed interleaved order; each walked schedule at m past
+  // the bound (multiples of p, at least 2p) against its own walk at that m: the steady state repeats every p
+  // microbatches, so two walks 2p apart give every later step. (ZB-V, whose order is built from the op times, is
+  // walked at every m and is equal by construction.)
+  const std::vector<StageMicrobatchTime> st = {{0.7, 1.1, 0.5}, {1.3, 1.6, 0.4}, {0.9, 1.2, 0.8}, {1.1, 0.9, 0.3}};
+  const std::vector<double> shares = {0.3, 0.7, 0.5, 0.5, 0.0, 1.0, 0.6, 0.4};
+  const auto latest = [](const std::vector<double>& ends) { return *std::max_element(ends.begin(), ends.end()); };
+  double worst = 0;
+  for (const int64_t m : {int64_t{8}, int64_t{4104}, int64_t{5000}, int64_t{8192}}) {
+    std::vector<double> ends(4);
+    zb_2p_step_s(m, st, ends);
+    const double zb2 = latest(ends);
+    zb_v_step_s(m, st, ends);
+    const double zbv = latest(ends);
+    dualpipe_v_step_s(m, st, ends);
+    const double dpv = latest(ends);
+    interleaved_order_step_s(m, 2, st, shares, ends);
+    const double il = latest(ends);
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::pair<double, double> got[] = {
+        {pipeline_time(Schedule::zb_2p, m, 1, st).step_s, zb2},
+        {pipeline_time(Schedule::zb_v, m, 2, st).step_s, zbv},
+        {pipeline_time(Schedule::dualpipe_v, m, 2, st).step_s, dpv},
+        {pipeline_time(Schedule::interleaved, m, 2, st, {}, false, inf, {}, shares).step_s, il}};
+    const char* names[] = {"zb-2p", "zb-v", "dualpipe-v", "interleaved"};
+    for (size_t i = 0; i < std::size(got); ++i) {
+      const auto [extrapolated, walked] = got[i];
+      INFO(std::string(names[i]) << ", m = " << m << ": " << extrapolated << " against " << walked);
+      CHECK(extrapolated == doctest::Approx(walked).epsilon(1e-9));
+      worst = std::max(worst, std::fabs(extrapolated / walked - 1));
+    }
+  }
+  CHECK(worst < 1e-9);
+  // A cutoff below the extrapolated step prunes it as the walk does (+infinity); one above keeps it.
+  const double step = pipeline_time(Schedule::dualpipe_v, 8192, 2, st).step_s;
+  CHECK(std::isinf(pipeline_time(Schedule::dualpipe_v, 8192, 2, st, {}, false, step * 0.99).step_s));
+  CHECK(pipeline_time(Schedule::dualpipe_v, 8192, 2, st, {}, false, step * 1.01).step_s ==
+        doctest::Approx(step).epsilon(1e-12));
+}
