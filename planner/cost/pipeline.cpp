@@ -815,8 +815,8 @@ double interleaved_end_floor(int64_t m, int64_t v, std::span<const StageMicrobat
 // ends, windows, cutoff)`; false past the cutoff. A walk costs O(p m v) time and memory, so past kWalkedMicrobatches
 // (or 8 q) the ends are extrapolated from two walks q = 2p microbatches apart, m1 (congruent to m mod q, which keeps
 // m % p and its parity, as the orders need) and m1 + q: in the steady state the orders repeat every p microbatches,
-// each period adding the same time to every stage's end (tests/simulator/task_graph_test.cpp pins the extrapolated
-// step to the simulator's walk past the bound). The chunk windows are those of the second walk (measured from the
+// each period adding the same time to every stage's end (tests/planner/cost/pipeline_test.cpp pins the extrapolated
+// step to the walk itself at m = 4104, 5000 and 8192). The chunk windows are those of the second walk (measured from the
 // ends, the same in every period). A step of 6.7 million interleaved microbatches took 2.4 s walked (34 s under the
 // fuzzer's instrumentation); its memory grows with m as well. ZB-V's order, which zb_v_step_s builds from the op
 // times, does not repeat that way (extrapolated from 4096 microbatches it came out 2.1% long at 8192): it is walked.
