@@ -11,6 +11,7 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
+#include "cli/runs_files.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/validation/fit.hpp"
 #include "planner/spec/spec_json.hpp"
@@ -82,7 +83,9 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
     }
   }
   const ProfileSet profiles = load_profiles(o.profiles);
-  const std::vector<MappedRun> runs = load_published_runs(read_file(o.runs, "--from-runs"), o.runs, profiles);
+  const std::vector<MappedRun> runs = load_runs_files(o.runs, profiles, parse_unstated(o.unstated), "--from-runs");
+  std::string files;
+  for (const std::string& f : o.runs) files += (files.empty() ? "" : " ") + f;
   refuse_replacing_input(o.out, "--out");  // both before fitting
   refuse_replacing_input(o.cluster_out, "--cluster-out");
   std::string gpu = o.gpu.empty() ? "" : profiles.gpu(o.gpu, "--gpu").name;
@@ -105,19 +108,21 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
     opt.fields.clear();
     for (const auto& f : o.fields) opt.fields.push_back(fit_field(f, "--fit-fields"));
   }
-  const FitResult r = fit_profiles(runs, gpu, opt);
+  const GpuSpec& base = profiles.gpu(gpu, "--gpu");
+  const FitResult r = fit_profiles(runs, base, opt);
 
   GpuSpec g = r.gpu;
   if (!o.name.empty()) g.name = o.name;
-  g.source = fitted_source(r.gpu.source, fmt::format("efficiency fields fitted by parplan calibrate --from-runs {} ({} runs)",
-                                                      o.runs, r.error_after.count));
+  g.source = fitted_source(r.gpu.source, fmt::format("efficiency fields fitted by parplan calibrate --from-runs {} ({} runs{})",
+                                                      files, r.error_after.count, base.architecture.empty() ? "" :
+                                                      " on " + base.architecture + " GPUs"));
   nlohmann::json gj = to_json(g);
   gj["kind"] = "gpu";
   nlohmann::json cj;
   if (!o.cluster_out.empty()) {
     ClusterSpec c = r.cluster;
     c.gpu = g.name;
-    c.source = fitted_source(r.cluster.source, fmt::format("link efficiencies fitted by parplan calibrate --from-runs {}", o.runs));
+    c.source = fitted_source(r.cluster.source, fmt::format("link efficiencies fitted by parplan calibrate --from-runs {}", files));
     cj = to_json(c);
     cj["kind"] = "cluster";
   }
@@ -129,6 +134,7 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
       fields.push_back({{"field", r.before[i].first}, {"before", r.before[i].second}, {"after", r.after[i].second}});
     }
     const nlohmann::json j = {{"gpu", gpu},
+                              {"architecture", base.architecture_or_name()},
                               {"cluster", r.cluster.name},
                               {"fields", fields},
                               {"error_before", summary_json(r.error_before)},
@@ -139,8 +145,9 @@ int calibrate_from_runs(const CalibrateFromRunsOptions& o) {
     fmt::print("{}\n", j.dump(2));
     return kOk;
   }
-  std::string s = fmt::format("parplan calibrate --from-runs {}: {} ({} cluster), {} scored runs; profile written to {}\n\n",
-                              o.runs, gpu, r.cluster.name, r.error_after.count, o.out);
+  std::string s = fmt::format("parplan calibrate --from-runs {}: {} ({} cluster), {} scored runs{}; profile written to {}\n\n",
+                              files, gpu, r.cluster.name, r.error_after.count,
+                              base.architecture.empty() ? "" : " on " + base.architecture + " GPUs", o.out);
   Table t({"field", "before", "after"}, 1);
   for (size_t i = 0; i < r.before.size(); ++i) {
     t.add({r.before[i].first, fmt::format("{:.4g}", r.before[i].second), fmt::format("{:.4g}", r.after[i].second)});
@@ -160,16 +167,20 @@ namespace {
 // The hook: adds --from-runs and --fit-fields to `parplan calibrate`, and handles the command when --from-runs is
 // given, reading calibrate's own --out, --cluster-out, --gpu, --name and --json.
 std::function<std::optional<int>()> hook(CLI::App& app) {
-  auto runs = std::make_shared<std::string>();
+  auto runs = std::make_shared<std::vector<std::string>>();
   auto fields = std::make_shared<std::vector<std::string>>();
   auto profiles = std::make_shared<std::vector<std::string>>();
-  app.add_option("--from-runs", *runs, "Fit the GPU / cluster efficiency fields to measured runs (published-runs schema)");
+  app.add_option("--from-runs", *runs, "Fit the GPU / cluster efficiency fields to measured runs (published-runs schema; one or more files), "
+                 "over every GPU of --gpu's architecture");
   app.add_option("--fit-fields", *fields, "With --from-runs: the fields to fit (default: all efficiency fields)");
   app.add_option("--profile", *profiles, "With --from-runs: user GPU / cluster profile JSON file (repeatable)");
+  auto unstated = std::make_shared<std::string>();
+  app.add_option("--unstated", *unstated, "With --from-runs: strict (default) | search, as validate --unstated");
   CLI::App* a = &app;
-  return [a, runs, fields, profiles]() -> std::optional<int> {
+  return [a, runs, fields, profiles, unstated]() -> std::optional<int> {
     if (runs->empty()) {
       if (!fields->empty()) throw InputError("--fit-fields: only with --from-runs");
+      if (!unstated->empty()) throw InputError("--unstated: only with --from-runs");
       return std::nullopt;
     }
     for (const char* flag : {"--backend", "--ranks"}) {  // they set up a measurement, which --from-runs does not make
@@ -183,6 +194,7 @@ std::function<std::optional<int>()> hook(CLI::App& app) {
     CalibrateFromRunsOptions o;
     o.runs = *runs;
     o.fields = *fields;
+    o.unstated = unstated->empty() ? "strict" : *unstated;
     o.profiles = *profiles;
     o.gpu = str("--gpu");
     o.cluster = str("--cluster");

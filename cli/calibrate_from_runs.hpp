@@ -11,7 +11,8 @@
 namespace parplan::cli {
 
 struct CalibrateFromRunsOptions {
-  std::string runs;                  // --from-runs FILE
+  std::vector<std::string> runs;     // --from-runs FILE... (a run id once over all of them)
+  std::string unstated = "strict";   // --unstated strict | search
   std::string gpu;                   // --gpu (empty: the only GPU type in the runs)
   std::string cluster;               // --cluster (empty, or the runs' cluster: the one fitted and written)
   std::string out, cluster_out;      // --out, --cluster-out

@@ -14,6 +14,7 @@
 #include "cli/io.hpp"
 #include "cli/plan_options.hpp"
 #include "cli/render.hpp"
+#include "cli/runs_files.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/spec/plan_json.hpp"
 #include "planner/validation/accuracy.hpp"
@@ -190,22 +191,6 @@ std::string accuracy_command(const ValidateOptions& o) {
   return s;
 }
 
-// Every --runs file, mapped, in order; a run id may appear once over all of them.
-std::vector<MappedRun> load_runs_files(const std::vector<std::string>& files, const ProfileSet& profiles,
-                                       Unstated unstated) {
-  std::vector<MappedRun> runs;
-  std::map<std::string, std::string> seen;  // id -> file
-  for (const std::string& file : files) {
-    for (MappedRun& r : load_published_runs(read_file(file, "--runs"), file, profiles, unstated)) {
-      if (const auto [it, fresh] = seen.emplace(r.id, file); !fresh) {
-        throw InputError(fmt::format("--runs: run id '{}' is in {} and {}", excerpt(r.id), it->second, file));
-      }
-      runs.push_back(std::move(r));
-    }
-  }
-  return runs;
-}
-
 nlohmann::json cross_validation_json(const CrossValidation& cv) {
   nlohmann::json families = nlohmann::json::array();
   for (const FamilyScore& f : cv.families) {
@@ -297,10 +282,7 @@ Runner setup(CLI::App& app) {
       throw InputError("--runs: required (a published-runs file, e.g. validation/published-runs.json)");
     }
     const ProfileSet profiles = load_profiles(o->profiles);
-    if (o->unstated != "strict" && o->unstated != "search") {
-      throw InputError(fmt::format("--unstated: '{}' is not strict or search", excerpt(o->unstated)));
-    }
-    const Unstated unstated = o->unstated == "search" ? Unstated::search : Unstated::strict;
+    const Unstated unstated = parse_unstated(o->unstated);
     if (!o->fit_fields.empty() && !o->cross_validate) throw InputError("--fit-fields: only with --cross-validate");
     if (!o->accuracy_out.empty() && !o->cross_validate) {
       throw InputError("--accuracy-out: only with --cross-validate");
@@ -312,7 +294,7 @@ Runner setup(CLI::App& app) {
       fit.fields.clear();
       for (const auto& f : o->fit_fields) fit.fields.push_back(fit_field(f, "--fit-fields"));
     }
-    const std::vector<MappedRun> runs = load_runs_files(o->runs, profiles, unstated);
+    const std::vector<MappedRun> runs = load_runs_files(o->runs, profiles, unstated, "--runs");
     const ValidationReport rep = score_runs(runs);
     std::optional<CrossValidation> cv;
     if (o->cross_validate) cv = cross_validate(runs, fit);

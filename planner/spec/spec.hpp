@@ -321,6 +321,9 @@ struct GemmEfficiency {
 
 struct GpuSpec {
   std::string name;
+  // The chip generation the GPU shares its kernels' efficiency with (e.g. "Hopper" for the H100 variants, H800 and
+  // H200): validate fits calibration fields per architecture (docs/accuracy.md). Empty: the GPU is its own.
+  std::string architecture;
   std::array<double, kNumDTypes> peak_flops{};  // dense FLOP/s per DType; 0 = unsupported
   int64_t memory_bytes = 0;
   double hbm_bandwidth_Bps = 0;
@@ -336,6 +339,7 @@ struct GpuSpec {
   std::string source;
 
   double peak(DType d) const { return peak_flops[static_cast<size_t>(d)]; }
+  const std::string& architecture_or_name() const { return architecture.empty() ? name : architecture; }
 };
 
 // One network tier as seen by one GPU: bandwidth per direction, latency per message, achieved fraction.

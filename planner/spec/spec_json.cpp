@@ -162,6 +162,10 @@ ModelSpec model_from_json(JsonReader& r) {
 GpuSpec gpu_from_json(JsonReader& r) {
   GpuSpec g;
   g.name = r.get_string("name");
+  if (r.has("architecture")) {
+    g.architecture = r.get_string("architecture");
+    if (g.architecture.empty() || g.architecture.size() > 64) r.fail("architecture", "expected 1 to 64 characters");
+  }
   JsonReader peak = r.object("peak_tflops");
   for (int i = 0; i < kNumDTypes; ++i) {
     const auto dt = static_cast<DType>(i);
@@ -449,7 +453,7 @@ nlohmann::json to_json(const GpuSpec& g) {
     const auto dt = static_cast<DType>(i);
     peak[std::string(to_string(dt))] = g.peak(dt) / 1e12;
   }
-  return {{"kind", "gpu"},
+  nlohmann::json j = {{"kind", "gpu"},
           {"name", g.name},
           {"peak_tflops", peak},
           {"memory_GiB", shortest_units(g.memory_bytes, kGiB)},
@@ -474,6 +478,8 @@ nlohmann::json to_json(const GpuSpec& g) {
           {"comm_buffer_MiB_per_group", shortest_units(g.comm_buffer_bytes_per_group, kMiB)},
           {"fragmentation_fraction", g.fragmentation_fraction},
           {"source", g.source}};
+  if (!g.architecture.empty()) j["architecture"] = g.architecture;
+  return j;
 }
 
 nlohmann::json to_json(const ClusterSpec& c) {

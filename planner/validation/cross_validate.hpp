@@ -1,6 +1,7 @@
 // Leave-one-source-out scoring: for each source family (MappedRun::source_key), the calibration fields of each GPU
-// profile are fitted on the scored rows of every other family, and the left-out family is scored with them. The
-// out-of-sample number docs/accuracy.md leads with.
+// architecture (GpuSpec::architecture: the H100 variants, H800 and H200 are one, Hopper) are fitted on the scored
+// rows of every other family on that architecture, and the left-out family is scored with them. The out-of-sample
+// number docs/accuracy.md leads with.
 #pragma once
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@ struct FamilyScore {
   std::string family;                // source_key of the left-out rows
   ErrorSummary out_of_sample;        // its rows, scored with the fields fitted on the other families
   ErrorSummary shipped;              // the same rows with the shipped profiles, for reference
-  std::vector<std::string> fits;     // per GPU type: "A100-SXM4-80GB: fitted on 37 rows" / "... shipped (1 other row)"
+  std::vector<std::string> fits;     // per GPU type: "H200-141GB (Hopper): fitted on 51 rows of other sources:
+                                     // gemm.peak_fraction 0.538" / "...: shipped profile (1 row(s) ...)"
 };
 
 // One scored row's step-time error out of its own family.
@@ -31,8 +33,8 @@ struct CrossValidation {
   ErrorSummary overall_shipped;
 };
 
-// Fits need at least `min_fit_rows` scored rows of the GPU type outside the family; with fewer, the family's rows
-// on that GPU are scored with the shipped profile (and `fits` says so).
+// Fits need at least `min_fit_rows` scored rows of the architecture outside the family; with fewer, the family's
+// rows on that GPU are scored with the shipped profile (and `fits` says so).
 CrossValidation cross_validate(const std::vector<MappedRun>& runs, const FitOptions& opt = {}, int min_fit_rows = 2);
 
 }  // namespace parplan

@@ -139,22 +139,29 @@ GoldenMin golden_section_min(const std::function<double(double)>& f, double lo, 
   return f1 <= f2 ? GoldenMin{x1, f1} : GoldenMin{x2, f2};
 }
 
-FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gpu_name, const FitOptions& opt) {
+FitResult fit_profiles(const std::vector<MappedRun>& runs, const GpuSpec& base, const FitOptions& opt) {
+  const std::string& arch = base.architecture_or_name();
   std::vector<const MappedRun*> rows;
   for (const MappedRun& r : runs) {
-    if (r.scored() && r.gpu_type == gpu_name) rows.push_back(&r);
+    if (r.scored() && r.plan->gpu.architecture_or_name() == arch) rows.push_back(&r);
   }
+  const std::string what = arch == base.name ? base.name : fmt::format("{} ({})", arch, base.name);
   if (rows.size() < 2) {
-    throw InputError(fmt::format("--from-runs: {} scored run(s) on {}; fitting needs at least 2", rows.size(), gpu_name));
+    throw InputError(fmt::format("--from-runs: {} scored run(s) on {}; fitting needs at least 2", rows.size(), what));
   }
   std::sort(rows.begin(), rows.end(), [](const MappedRun* a, const MappedRun* b) { return a->id < b->id; });
   FitResult res;
-  res.gpu = rows.front()->plan->gpu;
-  res.cluster = opt.cluster_profile.value_or(rows.front()->plan->cluster);
+  res.gpu = base;
+  const auto own = std::find_if(rows.begin(), rows.end(), [&](const MappedRun* r) { return r->gpu_type == base.name; });
+  res.cluster = opt.cluster_profile.value_or((own != rows.end() ? *own : rows.front())->plan->cluster);
+  const bool cluster_fields = std::any_of(opt.fields.begin(), opt.fields.end(), [](const FitField& f) {
+    return f.name.starts_with("intra_node.") || f.name.starts_with("inter_node.");
+  });
   for (const MappedRun* r : rows) {
-    if (r->plan->cluster.name != res.cluster.name) {
+    // Link fields are one cluster's; GPU fields carry over clusters (each row keeps its own links).
+    if (cluster_fields && r->plan->cluster.name != res.cluster.name) {
       throw InputError(fmt::format("--from-runs: the {} runs map to clusters {} and {}; fit one cluster at a time",
-                                   gpu_name, res.cluster.name, r->plan->cluster.name));
+                                   what, res.cluster.name, r->plan->cluster.name));
     }
   }
   for (const FitField& f : opt.fields) res.before.emplace_back(f.name, get_field(res.gpu, res.cluster, f.name));

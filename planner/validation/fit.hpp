@@ -45,9 +45,10 @@ struct FitResult {
   std::vector<std::string> fit_ids, heldout_ids;  // the split (sorted ids; even positions fit, odd held out)
 };
 
-// Fits `fields` of the GPU profile `gpu_name` (and of the cluster profile its runs map to) to the scored rows of
-// `runs` on that GPU. Throws InputError when fewer than 2 rows are scored for it.
-FitResult fit_profiles(const std::vector<MappedRun>& runs, const std::string& gpu_name, const FitOptions& opt = {});
+// Fits `fields` of the GPU profile `base` (and of the cluster profile its runs map to) to the scored rows of `runs`
+// on every GPU of its architecture (GpuSpec::architecture; each row keeps its own peaks and links, only the fitted
+// fields are shared). Link fields need the rows on one cluster. Throws InputError when fewer than 2 rows are scored.
+FitResult fit_profiles(const std::vector<MappedRun>& runs, const GpuSpec& base, const FitOptions& opt = {});
 
 // Fits `opt.fields` of `gpu` and `cluster` to `rows` (scored runs) by the coordinate descent above, in place.
 void fit_fields(const std::vector<const MappedRun*>& rows, GpuSpec& gpu, ClusterSpec& cluster, const FitOptions& opt);

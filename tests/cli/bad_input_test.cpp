@@ -1057,6 +1057,13 @@ TEST_CASE("bad input: outputs that are not plain files, and checks made before a
               "--cluster-out"},
              &out);
   expect_bad({{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", (out.path / "gpu.json").string(),
+               "--unstated", "loose"},
+              "--unstated: 'loose' is not strict or search"},
+             &out);
+  expect_bad({{"calibrate", "--from-runs", runs, runs, "--gpu", "a100-80gb", "--out", (out.path / "gpu.json").string()},
+              "--from-runs: run id '"},
+             &out);
+  expect_bad({{"calibrate", "--from-runs", runs, "--gpu", "a100-80gb", "--out", (out.path / "gpu.json").string(),
                "--fit-fields", "inter_node.efficiency"},
               "--fit-fields: inter_node.efficiency is a cluster field"},
              &out);

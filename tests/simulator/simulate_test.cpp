@@ -329,7 +329,7 @@ TEST_CASE("simulate: interleaved with overlapped DP reduction: each chunk's shar
     const Estimate e = estimate(plan);
     Plan blocking = plan;
     blocking.parallel.overlap_dp_comm = false;
-    REQUIRE(estimate(blocking).time.dp_comm_exposed_s > 0.1 * e.time.step_s);  // a reduction worth hiding
+    REQUIRE(estimate(blocking).time.dp_comm_exposed_s > 0.08 * e.time.step_s);  // a reduction worth hiding
     const SimResult with = simulate(plan), without = simulate(blocking);
     const double gap = with.summary.step_s / e.time.step_s - 1.0;
     const double gap_without = without.summary.step_s / estimate(blocking).time.step_s - 1.0;

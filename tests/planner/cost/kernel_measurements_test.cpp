@@ -120,6 +120,12 @@ TEST_CASE("a profile without FlashAttention-2 figures prices flash2 as its fused
 }
 
 namespace {
+// The bf16 GEMM fractions of peak the Hopper GPUs reach in isolation (calibrate --backend cuda, docs/gpu-validation.md:
+// 0.722 on the H100; the H200 profile carried 0.74), which the kernel-level fields below were fitted at. The shipped
+// profiles carry the Hopper training-step fit instead (docs/accuracy.md).
+constexpr double kH100KernelPeakFraction = 0.72;
+constexpr double kH200KernelPeakFraction = 0.74;
+
 // Mean |predicted / measured - 1| of grouped_gemm_time_s over the measured torch._grouped_mm points, with the
 // profile's grouped_tile_overhead_s set to `per_wave_s`. fwd and dgrad: [G*M, K] x W_e[K, N]; wgrad: each expert's
 // K x N weight gradient over its M tokens, priced in parplan's [out, in] weight layout (N x K, depth M) as
@@ -140,7 +146,10 @@ double grouped_mean_error(const nlohmann::json& points, GpuSpec gpu, double per_
 TEST_CASE("H100 and H200 grouped_tile_overhead_us is the per-wave time that best fits the measured grouped GEMMs") {
   const nlohmann::json points = measured("h200-2026-11-26b/grouped_gemm.json")["points"];
   REQUIRE(points.size() == 933);
-  const GpuSpec h200 = test::profiles().gpu("h200", "t");
+  // A kernel-level fit: at the GEMM fraction the GPU sustains in isolation (0.74, the H200 profile's before the
+  // Hopper training-step fit of docs/accuracy.md; calibrate --backend cuda measured 0.715), not the shipped 0.538.
+  GpuSpec h200 = test::profiles().gpu("h200", "t");
+  h200.gemm.peak_fraction = kH200KernelPeakFraction;
   double best_us = 0, best = grouped_mean_error(points, h200, 0.0);
   const double without = best;
   for (int i = 1; i <= 40; ++i) {  // 0.25 us steps up to 10 us
@@ -169,7 +178,8 @@ TEST_CASE("grouped_gemm_time_s adds the per-wave time to the batched GEMM's") {
 TEST_CASE("the H100 measurement agrees with the H200-measured fields the H100 profile takes") {
   // bench/gpu/results/h100-2026-11-26: kernels.py and grouped_gemm.py on an H100 80GB HBM3 (700 W), same day.
   const nlohmann::json k = measured("h100-2026-11-26/kernels.json");
-  const GpuSpec h100 = test::profiles().gpu("h100", "t");
+  GpuSpec h100 = test::profiles().gpu("h100", "t");
+  h100.gemm.peak_fraction = kH100KernelPeakFraction;  // kernels in isolation, as the grouped fit above
   const double peak = h100.peak(DType::bf16);
   // Attention medians within 4% of the profile's (H200-measured) fractions; fp8 over bf16 within 2%.
   CHECK(attention_median(k, "cudnn", "fwd_tflops", peak) == doctest::Approx(h100.gemm.attention_fraction).epsilon(0.04));

@@ -71,6 +71,10 @@ TEST_CASE("strict parsing: unknown keys, wrong types, ranges and missing keys na
             .find("/memory_GiB: expected a number") != std::string::npos);
   CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"gemm":{"peak_fraction":2}})")
             .find("/gemm/peak_fraction") != std::string::npos);
+  CHECK(error_of(R"({"kind":"gpu","name":"X","architecture":"","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900})") ==
+        "p.json: /architecture: expected 1 to 64 characters");
+  CHECK(error_of(R"({"kind":"gpu","name":"X","architecture":7,"peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900})")
+            .find("/architecture") != std::string::npos);
   CHECK(error_of(R"({"kind":"gpu","name":"X","peak_tflops":{"bf16":100},"memory_GiB":16,"hbm_bandwidth_GBps":900,"gemm":{"tiles":2}})") ==
         "p.json: /gemm/tiles: unknown key");
   CHECK(error_of(R"({"kind":"cluster","name":"c","gpu":"X","gpus_per_node":4,"intra_node":{"bandwidth_GBps":100}})") ==

@@ -59,3 +59,32 @@ TEST_CASE("cross-validation: with no field fitted, every family scores as the sh
   for (const auto& note : family(cv, "mosaicml/llm-foundry").fits) shipped_note |= note.find("shipped profile") != std::string::npos;
   CHECK(shipped_note);
 }
+
+TEST_CASE("cross-validation: a GPU type no other family ran is fitted on the other families' rows of its architecture") {
+  FitOptions opt;
+  opt.fields = {fit_field("gemm.peak_fraction", "test")};
+  opt.sweeps = 1;
+  std::vector<MappedRun> runs = test::vendored_runs("published-runs.json");
+  const CrossValidation cv = cross_validate(runs, opt);
+  const FamilyScore& m = family(cv, "mosaicml/llm-foundry");
+  // MosaicML alone ran the A100 40GB; the A100 80GB rows of the other families are Ampere too. Its H100 rows have
+  // no other Hopper rows in this file.
+  int ampere = 0, hopper_shipped = 0;
+  for (const auto& note : m.fits) {
+    CAPTURE(note);
+    ampere += note.starts_with("A100-SXM4-40GB (Ampere): fitted on ") && note.find("gemm.peak_fraction 0.") != std::string::npos;
+    hopper_shipped += note.starts_with("H100-SXM5-80GB (Hopper): shipped profile (0 row(s)");
+  }
+  CHECK(ampere == 1);
+  CHECK(hopper_shipped == 1);
+
+  // Scaling every other family's A100 80GB times moves the 40GB rows' out-of-sample errors: they were fitted there.
+  const double before = m.out_of_sample.mean_signed;
+  for (MappedRun& r : runs) {
+    if (r.source_key != "mosaicml/llm-foundry" && r.gpu_type == "A100-SXM4-80GB" && r.measured_step_time_s) {
+      *r.measured_step_time_s *= 1.3;
+    }
+  }
+  const CrossValidation scaled = cross_validate(runs, opt);
+  CHECK(family(scaled, "mosaicml/llm-foundry").out_of_sample.mean_signed != doctest::Approx(before));
+}

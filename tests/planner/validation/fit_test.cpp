@@ -11,17 +11,19 @@ using namespace parplan;
 
 namespace {
 
-// Synthetic runs on A100-80GB whose "measured" times come from the cost model with peak_fraction 0.6.
-std::vector<MappedRun> synthetic_runs() {
+// Synthetic runs (on A100-80GB, or alternating with A100-40GB) whose "measured" times come from the cost model with
+// peak_fraction 0.6.
+std::vector<MappedRun> synthetic_runs(bool both_a100s = false) {
   const ProfileSet profiles = ProfileSet::embedded();
   nlohmann::json rows = nlohmann::json::array();
   const int64_t layers[] = {24, 32, 40, 48, 64, 80};
   for (int i = 0; i < 6; ++i) {
+    const char* gpu = both_a100s && i % 2 ? "A100-SXM4-40GB" : "A100-SXM4-80GB";
     rows.push_back({{"id", "run" + std::to_string(i)},
                     {"source", "synthetic 2021"},
-                    {"arch", {{"layers", layers[i]}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 32}, {"ffn", 16384},
+                    {"arch", {{"layers", both_a100s ? 16 : layers[i]}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 32}, {"ffn", 16384},
                               {"ffn_type", "GeLU"}, {"vocab", 51200}, {"seq_len", 2048}}},
-                    {"hardware", {{"gpu", "A100-SXM4-80GB"}, {"num_gpus", 16}, {"gpus_per_node", 8}}},
+                    {"hardware", {{"gpu", gpu}, {"num_gpus", 16}, {"gpus_per_node", 8}}},
                     {"parallel", {{"tp", 2}, {"pp", 2}, {"dp", 4}, {"micro_batch", 1 + i % 2}, {"global_batch_seqs", 64}}},
                     {"precision", "fp16"},
                     {"recompute", i % 2 ? "full" : "none"},
@@ -36,6 +38,8 @@ std::vector<MappedRun> synthetic_runs() {
   }
   return runs;
 }
+
+GpuSpec gpu(const std::string& name) { return ProfileSet::embedded().gpu(name, "test"); }
 
 }  // namespace
 
@@ -58,7 +62,7 @@ TEST_CASE("fit: recovers a known GEMM efficiency, deterministically, with a held
   const std::vector<MappedRun> runs = synthetic_runs();
   FitOptions opt;
   opt.fields = {fit_field("gemm.peak_fraction", "t")};
-  const FitResult a = fit_profiles(runs, "A100-SXM4-80GB", opt);
+  const FitResult a = fit_profiles(runs, gpu("A100-SXM4-80GB"), opt);
   CHECK(a.gpu.gemm.peak_fraction == doctest::Approx(0.6).scale(0).epsilon(0.01));
   CHECK(a.error_before.mean_abs > 0.1);
   CHECK(a.error_after.mean_abs < 0.005);
@@ -66,7 +70,7 @@ TEST_CASE("fit: recovers a known GEMM efficiency, deterministically, with a held
   CHECK(a.heldout_before.mean_abs > 0.1);
   CHECK(a.fit_ids == std::vector<std::string>{"run0", "run2", "run4"});
   CHECK(a.heldout_ids == std::vector<std::string>{"run1", "run3", "run5"});
-  const FitResult b = fit_profiles(runs, "A100-SXM4-80GB", opt);
+  const FitResult b = fit_profiles(runs, gpu("A100-SXM4-80GB"), opt);
   CHECK(a.gpu.gemm.peak_fraction == b.gpu.gemm.peak_fraction);  // bit-identical
   REQUIRE(a.before.size() == 1);
   CHECK(a.before[0].second == doctest::Approx(runs[0].plan->gpu.gemm.peak_fraction));
@@ -74,7 +78,7 @@ TEST_CASE("fit: recovers a known GEMM efficiency, deterministically, with a held
 
 TEST_CASE("fit: default fields stay in bounds and never make the objective worse") {
   const std::vector<MappedRun> runs = synthetic_runs();
-  const FitResult r = fit_profiles(runs, "A100-SXM4-80GB");
+  const FitResult r = fit_profiles(runs, gpu("A100-SXM4-80GB"));
   for (size_t i = 0; i < r.after.size(); ++i) {
     const FitField f = fit_field(r.after[i].first, "t");
     CHECK(r.after[i].second >= f.lo);
@@ -85,5 +89,22 @@ TEST_CASE("fit: default fields stay in bounds and never make the objective worse
 
 TEST_CASE("fit: too few runs for the GPU is an input error") {
   const std::vector<MappedRun> runs = synthetic_runs();
-  CHECK_THROWS_AS(fit_profiles(runs, "H100-SXM5-80GB"), InputError);
+  CHECK_THROWS_AS(fit_profiles(runs, gpu("H100-SXM5-80GB")), InputError);
+}
+
+TEST_CASE("fit: the fields are fitted over every GPU of the base profile's architecture, each row on its own GPU") {
+  const std::vector<MappedRun> runs = synthetic_runs(true);
+  REQUIRE(runs[1].gpu_type == "A100-SXM4-40GB");
+  REQUIRE(gpu("A100-SXM4-40GB").architecture == "Ampere");
+  FitOptions opt;
+  opt.fields = {fit_field("gemm.peak_fraction", "t")};
+  const FitResult r = fit_profiles(runs, gpu("A100-SXM4-40GB"), opt);
+  CHECK(r.gpu.name == "A100-SXM4-40GB");  // the base profile, with the fitted field
+  CHECK(r.gpu.gemm.peak_fraction == doctest::Approx(0.6).scale(0).epsilon(0.01));
+  CHECK(r.error_after.count == 6);  // rows of both A100s
+  CHECK(r.error_after.mean_abs < 0.005);
+  // Link fields are one cluster's: rows on two clusters refuse them.
+  opt.fields = {fit_field("inter_node.efficiency", "t")};
+  REQUIRE(runs[0].plan->cluster.name != runs[1].plan->cluster.name);
+  CHECK_THROWS_AS(fit_profiles(runs, gpu("A100-SXM4-80GB"), opt), InputError);
 }
