@@ -117,6 +117,10 @@ void read_moe(HfReader& r, const std::string& type, ModelSpec& m, HfModel& out) 
     if (groups > 1 && chosen < groups) {
       m.router_groups = groups;
       m.router_group_top_k = chosen;
+      // The routing rules (planner/spec), named by this file's keys rather than a model profile's JSON path.
+      if (const MoeRoutingError e = moe_routing_error(m); e.field != MoeRoutingError::Field::none) {
+        r.fail(e.field == MoeRoutingError::Field::router_groups ? "n_group" : "topk_group", e.message);
+      }
     }
     m.mtp_layers = r.opt("num_nextn_predict_layers", 0, 100).value_or(0);
   } else if (qwen) {

@@ -112,6 +112,28 @@ TEST_CASE("--model config.json: keys parplan cannot price are refused naming the
     CHECK(r.err.find(want) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
+  // DeepSeek's routing groups are checked by the model's rules and named by the config's own keys.
+  const nlohmann::json v3 = nlohmann::json::parse(parplan::test::read_text(kDir + "deepseek-v3.json"));
+  const std::pair<std::function<void(nlohmann::json&)>, std::string> bad_groups[] = {
+      {[](nlohmann::json& j) { j["n_group"] = 7; }, "/n_group: 7 does not divide the 256 experts"},
+      {[](nlohmann::json& j) {
+         j["n_group"] = 64;
+         j["topk_group"] = 1;
+       },
+       "/topk_group: 1 groups of 4 experts hold fewer than top_k = 8 experts"},
+  };
+  for (const auto& [edit, want] : bad_groups) {
+    nlohmann::json j = v3;
+    edit(j);
+    const std::string file = (dir.path / "config.json").string();
+    parplan::test::write_text(file, j.dump());
+    const auto r = run_parplan({"estimate", "--model", file, "--gpus", "256"}, {}, 60);
+    INFO(want);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("config.json: " + want) != std::string::npos);
+    CHECK(r.err.find("/moe/") == std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
   // A key parplan does not read is listed, not silently dropped; leading dense layers map.
   const auto listed = run_with([](nlohmann::json& j) {
     j["some_new_option"] = 1;
