@@ -2,6 +2,7 @@
 #include "cli/accuracy_note.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "cli/render.hpp"
 #include "planner/validation/accuracy.hpp"
@@ -25,37 +26,47 @@ std::string lean_clause(const FamilyAccuracy& a, double step_s, std::string_view
 }
 }  // namespace
 
-std::string accuracy_sentence(std::string_view gpu, Precision precision, double step_s, std::string_view subject) {
-  const auto a = shipped_accuracy(gpu, precision);
+std::string accuracy_sentence(const GpuSpec& gpu, Precision precision, double step_s, std::string_view subject) {
+  const auto a = plan_accuracy(gpu, precision);
   if (!a) {
     return fmt::format("Out of sample: no published run of a {} {} plan is scored; the step-time error is unknown "
-                       "(docs/accuracy.md)\n", gpu, precision_family(precision));
+                       "(docs/accuracy.md)\n", gpu.name, precision_family(precision));
   }
-  return fmt::format("Out of sample: {} {} plans are predicted within {} median ({} mean, {} worst) of {} published "
-                     "run{} (leave one source out; docs/accuracy.md){}\n", a->gpu, a->precision,
+  // A GPU without runs of its own is given its architecture's, and says whose runs they are.
+  const std::string who = a->gpu.empty() ? fmt::format("no published {} {} run is scored; {} {} plans ({})", gpu.name,
+                                                       a->precision, a->architecture, a->precision,
+                                                       fmt::join(a->gpus, ", "))
+                                         : fmt::format("{} {} plans", a->gpu, a->precision);
+  return fmt::format("Out of sample: {} are predicted within {} median ({} mean, {} worst) of {} published "
+                     "run{} (leave one source out; docs/accuracy.md){}\n", who,
                      fmt_percent(a->median_abs), fmt_percent(a->mean_abs), fmt_percent(a->worst_abs), a->runs,
                      a->runs == 1 ? "" : "s", lean_clause(*a, step_s, subject));
 }
 
-nlohmann::json accuracy_json(std::string_view gpu, Precision precision, double step_s) {
-  const auto a = shipped_accuracy(gpu, precision);
+nlohmann::json accuracy_json(const GpuSpec& gpu, Precision precision, double step_s) {
+  const auto a = plan_accuracy(gpu, precision);
   if (!a) return nullptr;
-  nlohmann::json j = {{"gpu", a->gpu},
-                      {"precision", a->precision},
+  nlohmann::json j = {{"precision", a->precision},
                       {"runs", a->runs},
                       {"median_abs_error", a->median_abs},
                       {"mean_abs_error", a->mean_abs},
                       {"worst_abs_error", a->worst_abs},
                       {"measured_over_predicted", ratios_json(*a)},
                       {"method", "leave one source out (validation/accuracy.json)"}};
+  if (!a->gpu.empty()) {
+    j["gpu"] = a->gpu;
+  } else {  // the architecture's runs stand for this GPU's
+    j["architecture"] = a->architecture;
+    j["gpus"] = a->gpus;
+  }
   if (step_s > 0) {
     j["expected_step_s"] = ratios_json(*a, step_s);
   }
   return j;
 }
 
-bool within_model_error(std::string_view gpu, Precision precision, double step_s, double best_step_s) {
-  const auto a = shipped_accuracy(gpu, precision);
+bool within_model_error(const GpuSpec& gpu, Precision precision, double step_s, double best_step_s) {
+  const auto a = plan_accuracy(gpu, precision);
   return a && best_step_s > 0 && step_s - best_step_s < a->median_abs * best_step_s;
 }
 

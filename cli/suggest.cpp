@@ -637,7 +637,7 @@ std::string limit_text(const SearchRequest& req) {
 // out-of-sample error of the GPU and precision family (cli/accuracy_note.hpp).
 bool is_tie(const SearchRequest& req, const SearchResult& res, size_t i) {
   return i > 0 && req.objective == Objective::fastest &&
-         within_model_error(req.gpu.name, req.training.precision, res.top[i].time.step_s, res.top[0].time.step_s);
+         within_model_error(req.gpu, req.training.precision, res.top[i].time.step_s, res.top[0].time.step_s);
 }
 
 nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, const std::string& note,
@@ -676,7 +676,7 @@ nlohmann::json result_json(const SearchRequest& req, const SearchResult& res, co
       {"plans", plans},
       {"rejections", rejections},
       {"closest", res.closest ? candidate_json(req, *res.closest) : nlohmann::json(nullptr)},
-      {"accuracy", accuracy_json(req.gpu.name, req.training.precision)}};
+      {"accuracy", accuracy_json(req.gpu, req.training.precision)}};
   if (req.objective == Objective::fewest_gpus) j["min_tokens_per_s"] = req.min_tokens_per_s;
   if (advice) {
     j["advice"] = advice_json(*advice);
@@ -739,7 +739,7 @@ std::string plans_table(const SearchRequest& req, const SearchResult& res, const
     t.add(row, why);
   }
   return t.render(wide ? 0 : kTextWidth) + table_legend(req, res) +
-         accuracy_sentence(req.gpu.name, req.training.precision, res.top.empty() ? 0.0 : res.top[0].time.step_s, "#1") +
+         accuracy_sentence(req.gpu, req.training.precision, res.top.empty() ? 0.0 : res.top[0].time.step_s, "#1") +
          "\n";
 }
 

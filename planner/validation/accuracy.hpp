@@ -13,8 +13,12 @@
 
 namespace parplan {
 
+// A family is one GPU profile's runs of a precision class, or (gpu empty) every run of one architecture
+// (GpuSpec::architecture) of that class, which stands for a GPU of the architecture without runs of its own.
 struct FamilyAccuracy {
-  std::string gpu;        // GPU profile name
+  std::string gpu;           // GPU profile name; empty for an architecture's family
+  std::string architecture;  // the GPU's architecture ("" when it has none), or the architecture family's
+  std::vector<std::string> gpus;  // an architecture family's GPU profiles with runs, sorted
   std::string precision;  // precision_family(): "16-bit" or "fp8"
   int64_t runs = 0;       // published runs scored out of sample in this family
   double mean_abs = 0, median_abs = 0, worst_abs = 0;  // |step-time error|, fractions
@@ -27,7 +31,8 @@ struct FamilyAccuracy {
 // bf16 and fp16 share a peak on every shipped GPU and form one family; fp8 is its own.
 std::string_view precision_family(Precision p);
 
-// The families of a cross-validation's rows, sorted by GPU then precision.
+// The families of a cross-validation's rows: per GPU, sorted by GPU then precision, then per architecture (of the
+// rows' GPUs that name one), sorted by architecture then precision.
 std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv);
 
 // {"p10", "median", "p90"}: the family's measured / predicted ratios times `scale` (1: the ratios; a step time: the
@@ -40,5 +45,11 @@ std::vector<FamilyAccuracy> accuracy_from_json(std::string_view text, const std:
 
 // The table compiled into parplan; nullopt when no published run of this GPU and precision was scored.
 std::optional<FamilyAccuracy> shipped_accuracy(std::string_view gpu, Precision p);
+// The family of the compiled-in table an entry of `table`'s kind is: a GPU family by its GPU, an architecture
+// family by its architecture (accuracy_test compares the two tables with it).
+std::optional<FamilyAccuracy> shipped_family(const FamilyAccuracy& like);
+// A plan's family: its GPU's runs of the precision class, else (a GPU with none that names an architecture) its
+// architecture's; nullopt when neither was scored.
+std::optional<FamilyAccuracy> plan_accuracy(const GpuSpec& gpu, Precision p);
 
 }  // namespace parplan

@@ -407,7 +407,24 @@ TEST_CASE("estimate states the out-of-sample error of the plan's family, or that
   CHECK(fam->ratio_median < fam->ratio_p90);
   const auto h = run_parplan({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h200", "--gpus", "8", "--json"});
   REQUIRE_MESSAGE((h.exit_code == 0 || h.exit_code == 1), h.err);  // 1: the plan does not fit; the JSON is printed
-  CHECK(nlohmann::json::parse(h.out).at("accuracy").is_null());  // no published H200 16-bit run is scored
+  // No published H200 16-bit run is scored: the Hopper 16-bit runs (H100 80GB and 96GB) stand for it, and say so.
+  const nlohmann::json ha = nlohmann::json::parse(h.out).at("accuracy");
+  CHECK(ha.at("architecture") == "Hopper");
+  CHECK_FALSE(ha.contains("gpu"));
+  CHECK(ha.at("gpus") == nlohmann::json::array({"H100-SXM5-80GB", "H100-SXM5-96GB-HBM2e"}));
+  const auto ht = run_parplan({"estimate", "--model", "llama3-8b", "--cluster", "dgx-h200", "--gpus", "8", "--wide"});
+  CHECK(ht.out.find("Out of sample: no published H200-141GB 16-bit run is scored; Hopper 16-bit plans (H100-SXM5-80GB, "
+                    "H100-SXM5-96GB-HBM2e) are predicted within ") != std::string::npos);
+  // A user profile naming no architecture has no family: its error is unknown.
+  parplan::test::ScratchDir dir;
+  nlohmann::json gpu = nlohmann::json::parse(run_parplan({"profiles", "show", "h200"}).out);
+  gpu["name"] = "my-gpu";
+  gpu.erase("aliases");
+  gpu.erase("architecture");
+  parplan::test::write_text(dir.file("gpu.json"), gpu.dump());
+  const auto u = run_parplan({"estimate", "--model", "llama3-8b", "--gpu", dir.file("gpu.json"), "--gpus", "8", "--json"});
+  REQUIRE_MESSAGE((u.exit_code == 0 || u.exit_code == 1), u.err);
+  CHECK(nlohmann::json::parse(u.out).at("accuracy").is_null());
 }
 
 TEST_CASE("the default global batch grows with the GPU count: 4 Mi tokens up to 2,048 GPUs, x2 per 4x GPUs") {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "planner/spec/error.hpp"
+#include "planner/spec/profiles.hpp"
 #include "planner/validation/accuracy.hpp"
 #include "planner/vendored_runs.hpp"
 
@@ -19,10 +20,11 @@ TEST_CASE("accuracy: validation/accuracy.json matches leave-one-source-out scori
   for (const FamilyAccuracy& f : table) {
     CAPTURE(f.gpu);
     CAPTURE(f.precision);
-    const Precision p = f.precision == "fp8" ? Precision::fp8 : Precision::bf16;
-    const std::optional<FamilyAccuracy> shipped = shipped_accuracy(f.gpu, p);
+    CAPTURE(f.architecture);
+    const std::optional<FamilyAccuracy> shipped = shipped_family(f);
     REQUIRE_MESSAGE(shipped, "regenerate validation/accuracy.json with the command it records");
     CHECK(shipped->runs == f.runs);
+    CHECK(shipped->gpus == f.gpus);
     CHECK(shipped->mean_abs == doctest::Approx(f.mean_abs).epsilon(1e-9));
     CHECK(shipped->median_abs == doctest::Approx(f.median_abs).epsilon(1e-9));
     CHECK(shipped->worst_abs == doctest::Approx(f.worst_abs).epsilon(1e-9));
@@ -35,6 +37,35 @@ TEST_CASE("accuracy: validation/accuracy.json matches leave-one-source-out scori
   // bf16 and fp16 are one family; a GPU without published runs has none.
   CHECK(shipped_accuracy("A100-SXM4-80GB", Precision::fp16)->runs == shipped_accuracy("A100-SXM4-80GB", Precision::bf16)->runs);
   CHECK_FALSE(shipped_accuracy("no-such-gpu", Precision::bf16));
+}
+
+TEST_CASE("accuracy: a GPU without runs of its own takes its architecture's family, which adds up its GPUs' runs") {
+  const ProfileSet& profiles = ProfileSet::embedded();
+  const GpuSpec h200 = profiles.gpu("H200-141GB", "t");
+  REQUIRE_FALSE(shipped_accuracy(h200.name, Precision::bf16));  // no H200 16-bit run is scored
+  const std::optional<FamilyAccuracy> hopper = plan_accuracy(h200, Precision::bf16);
+  REQUIRE(hopper);
+  CHECK(hopper->gpu.empty());
+  CHECK(hopper->architecture == "Hopper");
+  int64_t runs = 0;
+  for (const std::string& g : hopper->gpus) {
+    CAPTURE(g);
+    CHECK(profiles.gpu(g, "t").architecture == "Hopper");
+    const auto own = shipped_accuracy(g, Precision::bf16);
+    REQUIRE(own);
+    runs += own->runs;
+  }
+  CHECK(runs == hopper->runs);
+  CHECK(hopper->gpus.size() >= 2);
+  // A GPU with runs keeps its own family; one naming no architecture has no fallback.
+  const GpuSpec h100 = profiles.gpu("H100-SXM5-80GB", "t");
+  CHECK(plan_accuracy(h100, Precision::bf16)->gpu == "H100-SXM5-80GB");
+  GpuSpec custom = h200;
+  custom.name = "my-gpu";
+  custom.architecture.clear();
+  CHECK_FALSE(plan_accuracy(custom, Precision::bf16));
+  custom.architecture = "Hopper";
+  CHECK(plan_accuracy(custom, Precision::bf16)->architecture == "Hopper");
 }
 
 TEST_CASE("accuracy: quantiles interpolate between the sorted values") {
@@ -57,7 +88,13 @@ TEST_CASE("accuracy: a family's measured / predicted ratios come from its out-of
   const double errors[] = {0.25, 0.0, -0.5};
   for (size_t i = 0; i < runs.size(); ++i) cv.rows.push_back({&runs[i], errors[i]});
   const std::vector<FamilyAccuracy> t = accuracy_table(cv);
-  REQUIRE(t.size() == 1);
+  REQUIRE(t.size() == 2);  // the GPU's family, then its architecture's, of the same rows
+  CHECK(t[0].gpu == base.gpu_type);
+  CHECK(t[1].gpu.empty());
+  CHECK(t[1].architecture == base.plan->gpu.architecture);
+  CHECK(t[1].gpus == std::vector<std::string>{base.gpu_type});
+  CHECK(t[1].runs == 3);
+  CHECK(t[1].ratio_median == doctest::Approx(t[0].ratio_median));
   CHECK(t[0].runs == 3);
   CHECK(t[0].ratio_p10 == doctest::Approx(0.8 + 0.2 * 0.2));
   CHECK(t[0].ratio_median == doctest::Approx(1.0));
