@@ -112,6 +112,7 @@ std::string render_plan_header(const Plan& plan, const std::string& note, const 
   std::vector<std::string> how;
   if (!pc.async_tp_backward) how.push_back("backward ones blocking");
   if (pc.tp_collective_copies) how.push_back("a copy of the tensor around each");
+  if (pc.micropipeline_tp) how.push_back("micro-pipelined with their GEMMs (async TP)");
   if (plan.training.fp8_tp_gather) how.push_back("all-gathers in fp8");
   if (pc.tp > 1 && !how.empty()) s += fmt::format("TP collectives: {}\n", fmt::join(how, ", "));
   s += "\n";

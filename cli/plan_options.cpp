@@ -105,6 +105,8 @@ std::string_view reject_flag(Reject r, const Plan& plan) {
       return "--dp-replicate";
     case Reject::tp_collective_copies_invalid:
       return "--tp-collective-copies";
+    case Reject::micropipeline_tp_invalid:
+      return "--micropipeline-tp";
     case Reject::fp8_tp_gather_invalid:
       return "--fp8-tp-gather";
     case Reject::fp8_activation_cache_invalid:
@@ -190,6 +192,7 @@ void set_knobs(ParallelConfig& pc, const MeshOptions& me) {
   pc.post_validation = me.post_validation;
   pc.async_tp_backward = !me.no_async_tp;
   pc.tp_collective_copies = me.tp_collective_copies;
+  pc.micropipeline_tp = me.micropipeline_tp;
   pc.p2p_scatter_gather = !me.no_p2p_scatter_gather;
   pc.first_stage_layers = me.first_stage_layers.value_or(0);
   pc.last_stage_layers = me.last_stage_layers.value_or(0);
@@ -462,6 +465,10 @@ void add_mesh_options(CLI::App& app, MeshOptions& o) {
                "Each sequence-parallel TP all-gather / reduce-scatter also copies the whole tensor (PyTorch functional "
                "collectives on a dim other than 0: torchtitan's DTensor TP on [batch, seq, hidden]); needs --tp > 1 "
                "and --sequence-parallel");
+  app.add_flag("--micropipeline-tp", o.micropipeline_tp,
+               "Micro-pipelined (async) TP, as torchtitan's enable_async_tensor_parallel runs it: each sequence-parallel "
+               "all-gather / reduce-scatter split into tp transfers beside the pieces of its GEMM; needs --tp > 1 and "
+               "--sequence-parallel, a dense model, not --overlap-tp");
   app.add_flag("--no-p2p-scatter-gather", o.no_p2p_scatter_gather,
                "Each TP rank sends the whole activation between pipeline stages (DeepSpeed PipelineEngine)");
   app.add_flag("--no-fused-grad-accumulation", o.no_fused_grad_accumulation,

@@ -84,7 +84,7 @@ struct MeshOptions {
   int zero = 0;
   bool embedding_in_split = false, loss_in_split = false;
   bool no_overlap_dp = false, overlap_tp = false, no_overlap_cp = false, no_async_tp = false, no_p2p_scatter_gather = false,
-       tp_collective_copies = false,
+       tp_collective_copies = false, micropipeline_tp = false,
        no_fused_grad_accumulation = false, overlap_p2p = false, post_validation = false, eager_cross_entropy = false,
        eager_elementwise = false;
   std::optional<double> bucket_mb;

@@ -39,7 +39,7 @@ struct SuggestOptions {
   std::string schedule, recompute, objective = "fastest", zero3_gather_unit, moe_dispatcher;
   bool sp = false, no_sp = false, distributed_optimizer = false, no_distributed_optimizer = false, even_stages = false,
        overlap_p2p = false, fsdp2 = false, no_fp8_param_gather = false, no_async_tp = false, tp_collective_copies = false,
-       overlap_ep = false;
+       micropipeline_tp = false, overlap_ep = false;
   std::optional<int64_t> max_micro_batch;  // default 16
   int top = 5;
   int simulate = 0;
@@ -150,12 +150,16 @@ void pin_space(const SuggestOptions& o, SearchSpace& s) {
   s.fsdp2 = o.fsdp2;
   s.async_tp_backward = !o.no_async_tp;
   s.tp_collective_copies = o.tp_collective_copies;
+  s.micropipeline_tp = o.micropipeline_tp;
   if (!o.moe_dispatcher.empty()) {
     s.moe_dispatcher = enum_flag<MoeDispatcher>(o.moe_dispatcher, "--moe-dispatcher", "alltoall, deepep");
   }
   s.overlap_ep = o.overlap_ep;
   if (o.tp_collective_copies && o.no_sp) {
     throw InputError("--tp-collective-copies: the copies are around sequence-parallel collectives; --no-sp leaves none");
+  }
+  if (o.micropipeline_tp && o.no_sp) {
+    throw InputError("--micropipeline-tp: it splits sequence-parallel collectives; --no-sp leaves none");
   }
   if (o.no_fp8_param_gather) {
     if (o.model.fp8_param_gather) throw InputError("--fp8-param-gather and --no-fp8-param-gather: give one, not both");
@@ -892,6 +896,9 @@ void add_suggest_options(CLI::App& app, SuggestOptions& o) {
   app.add_flag("--tp-collective-copies", o.tp_collective_copies,
                "Sequence-parallel TP plans copy the whole tensor around each collective (torchtitan's DTensor TP on "
                "[batch, seq, hidden])");
+  app.add_flag("--micropipeline-tp", o.micropipeline_tp,
+               "Sequence-parallel TP plans of a dense model run micro-pipelined (async) TP: each collective in tp "
+               "transfers beside the pieces of its GEMM (torchtitan's enable_async_tensor_parallel)");
   app.add_flag("--no-fp8-param-gather", o.no_fp8_param_gather,
                "fp8: pin 16-bit weights with their fp8 copies (default: candidates that shard the optimizer or the "
                "weights hold them in fp8, --fp8-param-gather pins that for every candidate)");

@@ -911,6 +911,10 @@ int group_color(const ParallelConfig& pc, Group g, int64_t rank) {
 
 Program lower(const Plan& plan, int64_t rank, const std::vector<ScheduleStep>& order) {
   const ParallelConfig& pc = plan.parallel;
+  if (pc.micropipeline_tp) {
+    throw InputError("run: /parallel/micropipeline_tp: micro-pipelined TP is not lowered yet: the runtime issues each TP "
+                     "collective whole (leave it false to run the plan's collectives blocking)");
+  }
   if (plan.model.is_moe() && pc.etp > 0) {
     throw InputError(fmt::format("run: /parallel/etp {}: MoE parallel folding (expert tensor parallelism) is not lowered "
                                  "yet; leave etp unset to split the experts over tp",

@@ -319,6 +319,7 @@ Plan priced_plan(const Plan& input, const SimOptions& opt) {
   if (!opt.overlap) {
     plan.parallel.overlap_dp_comm = false;
     plan.parallel.overlap_tp_comm = false;
+    plan.parallel.micropipeline_tp = false;
     plan.parallel.overlap_cp_comm = false;
     plan.parallel.overlap_p2p_comm = false;
   }

@@ -459,6 +459,10 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   s += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", pc.tp, pc.pp, pc.cp);
   s += fmt::format("expert_parallel_degree = {}\n", pc.ep);
   if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
+  if (pc.micropipeline_tp) {
+    s += "enable_async_tensor_parallel = true\n";
+    w.not_written("torch.compile, which torchtitan's async TP needs: enable it in the config's compile section");
+  }
   if (pipelined) {
     s += fmt::format("pipeline_parallel_microbatch_size = {}\npipeline_parallel_schedule = \"{}\"\n", pc.micro_batch,
                      pc.schedule == Schedule::gpipe        ? "GPipe"
@@ -596,6 +600,9 @@ Exported export_plan(const Plan& plan, Framework to, const std::string& source) 
   }
   if (to != Framework::torchtitan && plan.training.fp8_tp_gather) {
     w.cannot("--fp8-tp-gather (torchtitan's float8 tensorwise TP)");
+  }
+  if (to != Framework::torchtitan && plan.parallel.micropipeline_tp) {
+    w.cannot("--micropipeline-tp (torchtitan's async tensor parallelism)");
   }
   if (to != Framework::torchtitan && plan.parallel.tp_collective_copies) {
     w.cannot("--tp-collective-copies (torchtitan's DTensor copies around each TP collective)");

@@ -45,6 +45,7 @@ constexpr std::string_view kTitanRead[] = {
     "parallelism.data_parallel_replicate_degree", "parallelism.tensor_parallel_degree",
     "parallelism.pipeline_parallel_degree", "parallelism.context_parallel_degree", "parallelism.expert_parallel_degree",
     "parallelism.expert_tensor_parallel_degree", "parallelism.pipeline_parallel_schedule",
+    "parallelism.enable_async_tensor_parallel",
     "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
     "training.global_batch_size", "training.seq_len", "training.mixed_precision_param",
     "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
@@ -105,6 +106,14 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   const int64_t cp = deg("context_parallel_degree", "--cp");
   deg("expert_parallel_degree", "--ep");
   if (t.items.count("parallelism.expert_tensor_parallel_degree")) deg("expert_tensor_parallel_degree", "--etp");
+  if (t.items.count("parallelism.enable_async_tensor_parallel")) {
+    const TomlItem& it = *t.items.at("parallelism.enable_async_tensor_parallel");
+    if (it.value.kind != TomlValue::Kind::boolean) {
+      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(it), excerpt(it.value.raw)));
+    }
+    if (it.value.text == "true" && tp > 1) out.set("--micropipeline-tp", "", origin(it), path);
+    if (it.value.text == "true" && tp == 1) out.ignored.push_back(fmt::format("{}: no effect with tensor_parallel_degree 1", origin(it)));
+  }
   if (tp > 1) {
     out.assume("--sequence-parallel", "", "torchtitan's tensor parallelism shards the norms over the sequence");
     out.assume("--no-async-tp", "", "torchtitan's DTensor TP: each backward collective an autograd node that blocks");

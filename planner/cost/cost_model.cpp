@@ -420,6 +420,20 @@ ExpertGemms expert_gemms(const Plan& plan) {
   return e;
 }
 
+// Micro-pipelined TP (cost_model.hpp; ParallelConfig::micropipeline_tp; PyTorch's async TP,
+// torch/distributed/_symmetric_memory fused_all_gather_matmul / fused_matmul_reduce_scatter, as torchtitan runs it;
+// the decomposition of Wang et al. 2023,
+// "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models", ASPLOS):
+// a collective of time `comm` over n = tp ranks and the GEMM `gemm` it feeds (or is fed by) run as n GEMM pieces of
+// 1/n of the rows, each beside the transfer of one peer's chunk (comm / (n - 1)); the first piece (an all-gather's
+// local chunk) or the last (a reduce-scatter's own) has no transfer beside it. What stays on the critical path: each
+// of the n - 1 transfers past its piece, and the n - 1 extra GEMM launches.
+double micropipelined_exposed_s(double comm, double gemm, int64_t n, double kernel_overhead_s) {
+  if (n <= 1) return comm;
+  const double piece = gemm / d(n) + kernel_overhead_s, step = comm / d(n - 1);
+  return d(n - 1) * (kernel_overhead_s + std::max(0.0, step - piece));
+}
+
 namespace {
 
 LayerGemms layer_gemms(const Plan& plan, const LayerDims& x) {
@@ -713,9 +727,21 @@ double zero3_collective_s(const Plan& plan, Collective c, double bytes_per_param
 // What of `comm` stays on the critical path: with overlap, what outlasts the `behind` compute it runs beside.
 double exposed_s(double comm, double behind, bool overlap) { return overlap ? std::max(0.0, comm - behind) : comm; }
 
+// One pass's four sequence-parallel collectives, each micro-pipelined with its GEMM (forward: the all-gathers before
+// QKV and the MLP's up projection, the reduce-scatters after the attention output and the MLP's down projection;
+// backward: the same pairs in the input-gradient GEMMs, of the same shapes). tc: the pass's two all-gathers and two
+// reduce-scatters.
+double micropipelined_pass_s(const Plan& plan, const LayerGemms& g, const TpCollectives& tc) {
+  const int64_t n = plan.parallel.tp;
+  const double ko = plan.gpu.gemm.kernel_overhead_s;
+  const double up = g.column - g.qkv, down = g.total - g.column - g.proj;
+  return micropipelined_exposed_s(tc.gather / 2, g.qkv, n, ko) + micropipelined_exposed_s(tc.gather / 2, up, n, ko) +
+         micropipelined_exposed_s(tc.reduce / 2, g.proj, n, ko) + micropipelined_exposed_s(tc.reduce / 2, down, n, ko);
+}
+
 // The backward's exposed TP communication.
-double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const LayerGemms& g,
-                           const TpCollectives& tc) {
+double tp_exposed_backward(const Plan& plan, const LayerCost& lc, const LayerGemms& g, const TpCollectives& tc) {
+  const ParallelConfig& pc = plan.parallel;
   // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
@@ -723,6 +749,7 @@ double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const 
   // Without the asynchronous collectives (async_tp_backward false: Megatron-LM before them, Narayanan et al. 2021
   // Fig. 5, whose f operator all-reduces in backward inside the autograd graph) every backward collective blocks.
   const double regather = tc.gather;
+  if (pc.micropipeline_tp) return micropipelined_pass_s(plan, g, tc) + regather;  // the re-gather as without it
   return pc.overlap_tp_comm      ? exposed_s(lc.tp_comm_backward_s, 2.0 * g.total, true)
          : !pc.async_tp_backward ? lc.tp_comm_backward_s
                                  : tc.gather + std::max(0.0, tc.reduce - g.column) +
@@ -783,9 +810,13 @@ PassTimes zero3_exposed(const Plan& plan, const LayerCost& lc, const LayerGemms&
 void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes& attn, const TpCollectives& tc,
                          const PassTimes& z, LayerCost& lc) {
   const ParallelConfig& pc = plan.parallel;
-  const double tp_f = exposed_s(lc.tp_comm_forward_s, g.total, pc.overlap_tp_comm);
-  const double tp_b = tp_exposed_backward(pc, lc, g, tc);
-  const double tp_r = exposed_s(lc.tp_comm_recompute_s, g.total, pc.overlap_tp_comm);
+  const double tp_piped = pc.micropipeline_tp ? micropipelined_pass_s(plan, g, tc) : 0.0;
+  const double tp_f = pc.micropipeline_tp ? tp_piped : exposed_s(lc.tp_comm_forward_s, g.total, pc.overlap_tp_comm);
+  const double tp_b = tp_exposed_backward(plan, lc, g, tc);
+  // A recomputed forward reruns the forward's collectives (all, or the MLP's: tp_collective_counts' share).
+  const double tp_r = pc.micropipeline_tp
+                          ? (lc.tp_comm_forward_s > 0 ? tp_piped * lc.tp_comm_recompute_s / lc.tp_comm_forward_s : 0.0)
+                          : exposed_s(lc.tp_comm_recompute_s, g.total, pc.overlap_tp_comm);
   const double cp_f = exposed_s(lc.cp_comm_forward_s, attn.forward, pc.overlap_cp_comm);
   const double cp_b = exposed_s(lc.cp_comm_backward_s, attn.backward, pc.overlap_cp_comm);
   const bool full = pc.recompute == Recompute::full;

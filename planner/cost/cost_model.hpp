@@ -405,4 +405,9 @@ double stage_owned_params(const Plan& plan, double stage_params, double expert_p
 // The offloaded optimizer step (offload.hpp) of a GPU of the stage; zero without optimizer offload.
 OffloadStepTime stage_offload_step(const Plan& plan, double stage_params, double expert_params = 0);
 
+// Micro-pipelined TP (ParallelConfig::micropipeline_tp): what a collective of time `comm` over n ranks leaves exposed
+// when split into n - 1 transfers beside the n pieces of the GEMM (`gemm`) it feeds or is fed by: each transfer past
+// its piece, and the n - 1 extra launches (`kernel_overhead_s` each). n = 1: `comm`.
+double micropipelined_exposed_s(double comm, double gemm, int64_t n, double kernel_overhead_s);
+
 }  // namespace parplan

@@ -194,6 +194,8 @@ class Evaluator {
         pc.sequence_parallel = sp;
         pc.async_tp_backward = req_.space.async_tp_backward || pc.tp == 1;
         pc.tp_collective_copies = req_.space.tp_collective_copies && pc.tp > 1 && sp;
+        pc.micropipeline_tp = req_.space.micropipeline_tp && pc.tp > 1 && sp && !pc.overlap_tp_comm &&
+                              !plan_.model.is_moe();
         plan_.training.fp8_tp_gather = candidate_fp8_tp_gather(req_, pc);
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;

@@ -82,6 +82,8 @@ struct SearchSpace {
   // fp8 (TrainingSpec::fp8_tp_gather: torchtitan's float8 tensorwise TP).
   bool async_tp_backward = true;
   bool tp_collective_copies = false;
+  // Micro-pipelined TP (ParallelConfig::micropipeline_tp) for the sequence-parallel candidates of a dense model.
+  bool micropipeline_tp = false;
   bool fp8_tp_gather = false;
   // MoE token exchange as the framework runs it, for every candidate with ep > 1: NCCL all-to-all or DeepEP's
   // dispatcher (ParallelConfig::moe_dispatcher), and the 1F1B A2A overlap (overlap_ep_comm, given to the schedules

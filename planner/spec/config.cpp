@@ -598,6 +598,9 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (pc.zero3_gather_unit != Zero3GatherUnit::layer && pc.zero_stage != 3) v.add(Reject::zero3_gather_unit_invalid);
   if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
+  if (pc.micropipeline_tp && !(pc.tp > 1 && pc.sequence_parallel && !pc.overlap_tp_comm && !plan.model.is_moe())) {
+    v.add(Reject::micropipeline_tp_invalid);
+  }
   if (plan.training.fp8_tp_gather &&
       !(plan.training.precision == Precision::fp8 && pc.tp > 1 && pc.sequence_parallel)) {
     v.add(Reject::fp8_tp_gather_invalid);
@@ -659,6 +662,8 @@ std::string_view reject_name(Reject r) {
       return "dp_replicate_invalid";
     case Reject::tp_collective_copies_invalid:
       return "tp_collective_copies_invalid";
+    case Reject::micropipeline_tp_invalid:
+      return "micropipeline_tp_invalid";
     case Reject::fp8_tp_gather_invalid:
       return "fp8_tp_gather_invalid";
     case Reject::fp8_activation_cache_invalid:
@@ -842,6 +847,15 @@ std::string describe(Reject r, const Plan& plan) {
     case Reject::tp_collective_copies_invalid:
       return fmt::format("the copies around TP collectives on the sequence dim need tp > 1 with sequence parallelism; "
                          "the plan has tp {}{}", pc.tp, pc.sequence_parallel ? "" : " without sequence parallelism");
+    case Reject::micropipeline_tp_invalid:
+      return pc.overlap_tp_comm ? std::string("micro-pipelined TP and TP comm overlap are two ways to run the same "
+                                              "collectives: give one")
+             : plan.model.is_moe()
+                 ? std::string("micro-pipelined TP is modelled for dense layers (a MoE layer's experts run no "
+                               "TP-split GEMM beside the collectives)")
+                 : fmt::format("micro-pipelined TP splits sequence-parallel collectives: it needs tp > 1 with "
+                               "sequence parallelism; the plan has tp {}{}", pc.tp,
+                               pc.sequence_parallel ? "" : " without sequence parallelism");
     case Reject::fp8_tp_gather_invalid:
       return fmt::format("fp8 TP all-gathers need --precision fp8, tp > 1 and sequence parallelism; the plan has "
                          "precision {}, tp {}{}", to_string(plan.training.precision), pc.tp,

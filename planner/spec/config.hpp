@@ -36,6 +36,7 @@ enum class Reject : uint8_t {
   fsdp2_invalid,             // FSDP2's copies without ZeRO-3 gathered one layer at a time
   zero3_gather_unit_invalid, // a ZeRO-3 gather unit other than the layer (DeepSpeed's per linear) without ZeRO-3
   tp_collective_copies_invalid,  // DTensor's copies around TP collectives without tp > 1 and sequence parallelism
+  micropipeline_tp_invalid,  // micro-pipelined TP without tp > 1 and SP, beside overlap_tp_comm, or on a MoE model
   fp8_tp_gather_invalid,     // fp8 TP all-gathers without fp8 training, tp > 1 and sequence parallelism
   fp8_activation_cache_invalid,  // DeepSeek-V3's fp8 activation storage without fp8 training
   cp_with_sliding_window,    // context parallelism over a model with sliding-window attention (not modelled)

@@ -463,6 +463,12 @@ struct ParallelConfig {
   // one of its TP collectives pays it; Megatron's [seq, batch, hidden] gathers dim 0 and pays none. Needs tp > 1 with
   // sequence parallelism (Reject::tp_collective_copies_invalid); cost_model.cpp tp_copy_bytes.
   bool tp_collective_copies = false;
+  // PyTorch's micro-pipelined ("async") tensor parallelism, as torchtitan runs it (enable_async_tensor_parallel with
+  // torch.compile): each sequence-parallel all-gather + column-parallel GEMM and row-parallel GEMM + reduce-scatter is
+  // split into tp steps, each step's transfer (symmetric memory, the copy engines) beside one GEMM piece
+  // (cost_model.cpp micropipelined_exposed_s). Needs tp > 1, sequence parallelism, no overlap_tp_comm and a dense
+  // model (Reject::micropipeline_tp_invalid).
+  bool micropipeline_tp = false;
   bool p2p_scatter_gather = true;   // pipeline sends split over the TP ranks (Narayanan et al. 2021 Sec. 4.1)
   bool overlap_cp_comm = true;      // CP ring exchange overlapped with attention
   // Pipeline sends overlapped with compute (Megatron-Core's --overlap-p2p-communication, interleaved schedule).

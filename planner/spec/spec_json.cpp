@@ -348,6 +348,7 @@ ParallelConfig parallel_from_json(JsonReader& r) {
   p.overlap_tp_comm = r.get_bool("overlap_tp_comm", false);
   p.async_tp_backward = r.get_bool("async_tp_backward", true);
   p.tp_collective_copies = r.get_bool("tp_collective_copies", false);
+  p.micropipeline_tp = r.get_bool("micropipeline_tp", false);
   p.p2p_scatter_gather = r.get_bool("p2p_scatter_gather", true);
   p.overlap_cp_comm = r.get_bool("overlap_cp_comm", true);
   p.overlap_p2p_comm = r.get_bool("overlap_p2p_comm", false);
@@ -516,6 +517,7 @@ nlohmann::json to_json(const ParallelConfig& p) {
           {"overlap_tp_comm", p.overlap_tp_comm},
           {"async_tp_backward", p.async_tp_backward},
           {"tp_collective_copies", p.tp_collective_copies},
+          {"micropipeline_tp", p.micropipeline_tp},
           {"p2p_scatter_gather", p.p2p_scatter_gather},
           {"overlap_cp_comm", p.overlap_cp_comm},
           {"overlap_p2p_comm", p.overlap_p2p_comm},

@@ -903,7 +903,8 @@ bool sequence_parallel(const std::optional<bool>& stated, std::string_view recom
 // Precision, recompute (free text, with the FLOP-basis rule), and the software-vintage rules (attention kernel,
 // asynchronous TP backward, fused gradient accumulation, communication overlap) of a row.
 TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recompute_text, std::string_view arch_notes,
-                           std::string_view parallel_notes, bool fsdp, ParallelConfig& pc, MappedRun& r, Gaps& gaps) {
+                           std::string_view parallel_notes, bool fsdp, bool moe, ParallelConfig& pc, MappedRun& r,
+                           Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   TrainingSpec tr;
   const std::string prec_text = top.text("precision");
@@ -1013,7 +1014,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   tr.compiled_elementwise =
       map_compiled_elementwise(r.source, technique, row_notes + " " + top.text("source_locator"), &note);
   if (!note.empty()) r.notes.push_back(note);
-  map_comm_overlap(parallel_notes, row_notes, pc, &r.notes, technique);
+  map_comm_overlap(parallel_notes, row_notes, pc, &r.notes, technique, moe);
   return tr;
 }
 
@@ -1369,8 +1370,8 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, m.mtp_layers, par.pc, r);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
-  TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false), par.pc,
-                                  r, gaps);
+  TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false),
+                                  m.is_moe(), par.pc, r, gaps);
   const ParallelConfig& pc = par.pc;
   tr.global_batch = par.global_batch.value_or(0);
   tr.seq_len = m.seq_len;

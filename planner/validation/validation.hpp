@@ -111,10 +111,11 @@ bool map_compiled_elementwise(std::string_view source, std::string_view techniqu
 bool map_fused_cross_entropy(std::string_view source, std::string* note = nullptr);
 // Communication overlap stated in the row's notes: "DDP impl=local" / "all-reduce not overlapped" -> DP reduction
 // after the backward; Megatron-DeepSpeed with pp > 1 -> DP reduction after the flush and whole-tensor pipeline sends
-// (tp > 1); "--tp-comm-overlap" -> TP overlap. Each applied rule appends a note to *out. `technique` (the row's
-// measured.other.technique) and `notes` are the row's own texts: async TP is read from them only.
+// (tp > 1); "--tp-comm-overlap" -> TP overlap; "async TP" -> micro-pipelined TP (with SP, on a dense model: `moe`
+// false). Each applied rule appends a note to *out. `technique` (the row's measured.other.technique) and `notes` are
+// the row's own texts: async TP is read from them only.
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
-                      std::vector<std::string>* out, std::string_view technique = {});
+                      std::vector<std::string>* out, std::string_view technique = {}, bool moe = false);
 std::string source_key(std::string_view source);
 
 // One scored or skipped row.

@@ -714,7 +714,7 @@ bool states_tp_comm_overlap(const std::string& pn) {
 }  // namespace
 
 void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, ParallelConfig& pc,
-                      std::vector<std::string>* out, std::string_view technique) {
+                      std::vector<std::string>* out, std::string_view technique, bool moe) {
   const std::string pn = ascii_lower(parallel_notes), all = pn + " " + ascii_lower(notes);
   auto say = [&](std::string s) {
     if (out) out->push_back(std::move(s));
@@ -755,9 +755,14 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
     pc.overlap_tp_comm = true;
     say("TP collectives: overlapped with the GEMMs (TP comm overlap stated)");
   } else if (pc.tp > 1 && (has(row, "async tp") || has(row, "asynctp") || has(row, "async-tp"))) {
-    // torchtitan's async TP splits each TP GEMM into tp pieces behind symmetric-memory transfers; its published gain
-    // (8-14% on Llama 3 8B / 70B, tp 8) is far below hiding every collective, which is what overlap_tp_comm prices.
-    say("TP collectives: async TP stated, not modelled (priced as blocking TP collectives)");
+    // torchtitan's async TP splits each TP GEMM into tp pieces behind symmetric-memory transfers (micropipeline_tp);
+    // it is not overlap_tp_comm, which hides every collective behind the layer's GEMMs.
+    if (pc.sequence_parallel && !moe) {
+      pc.micropipeline_tp = true;
+      say("TP collectives: micro-pipelined with their GEMMs (async TP stated)");
+    } else {
+      say("TP collectives: async TP stated, not modelled here (priced as blocking TP collectives)");
+    }
   }
   // Megatron-Core MoE recipes name their token dispatcher ("dispatcher DeepEP", "dispatcher A2A") and the 1F1B
   // all-to-all overlap ("1F1B EP A2A overlap"): planner/cost/expert_comm.hpp.

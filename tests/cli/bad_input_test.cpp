@@ -778,6 +778,31 @@ TEST_CASE("bad input: plan flags beside --plan are refused, not silently ignored
     parplan::test::write_text(plan, j.dump(2));
     expect_bad_estimate({"--plan", plan}, plan + ": /parallel/tp_collective_copies: expected true or false");
   }
+  // Micro-pipelined TP: tp > 1 with SP, not beside TP comm overlap, a dense model; a plan's value is a boolean; run
+  // does not lower it.
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--micropipeline-tp"},
+                      "--micropipeline-tp: micro-pipelined TP splits sequence-parallel collectives: it needs tp > 1 with "
+                      "sequence parallelism; the plan has tp 8 without sequence parallelism");
+  expect_bad_estimate({"--model", "gpt3-13b", "--gpus", "8", "--tp", "8", "--sp", "--overlap-tp", "--micropipeline-tp"},
+                      "--micropipeline-tp: micro-pipelined TP and TP comm overlap are two ways to run the same "
+                      "collectives: give one");
+  expect_bad_estimate({"--model", "mixtral-8x7b", "--gpus", "64", "--tp", "8", "--sp", "--ep", "8", "--micropipeline-tp"},
+                      "--micropipeline-tp: micro-pipelined TP is modelled for dense layers");
+  expect_bad({{"suggest", "--params", "7e9", "--gpus", "8", "--no-sp", "--micropipeline-tp"},
+              "--micropipeline-tp: it splits sequence-parallel collectives; --no-sp leaves none"});
+  {
+    ScratchDir dir;
+    nlohmann::json j = nlohmann::json::parse(parplan::test::read_text(ok));
+    j["parallel"]["micropipeline_tp"] = "yes";
+    const std::string plan = (dir.path / "micropipeline.json").string();
+    parplan::test::write_text(plan, j.dump(2));
+    expect_bad_estimate({"--plan", plan}, plan + ": /parallel/micropipeline_tp: expected true or false");
+  }
+  // A tiny micro-pipelined plan stands (estimate prices it); run refuses it, naming the field.
+  const std::string piped = kBad + "plan_micropipeline_run.json";
+  CHECK(parplan::test::run_parplan({"estimate", "--plan", piped}, {}, 60).exit_code == 0);
+  expect_bad({{"run", "--backend", "host", "--plan", piped},
+              "run: /parallel/micropipeline_tp: micro-pipelined TP is not lowered yet"});
   // fp8 TP all-gathers: fp8, tp > 1 and sequence parallelism.
   // One stage is named in the singular.
   expect_bad_estimate({"--model", "gpt3-175b", "--gpus", "8", "--tp", "8", "--schedule", "interleaved", "--vpp", "2"},

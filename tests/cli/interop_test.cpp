@@ -886,3 +886,31 @@ TEST_CASE("export: DeepSeek-V3's fp8 activation cache is no framework's flag: ev
     CHECK(r.err.find(std::string(to) + " cannot express --fp8-activation-cache") != std::string::npos);
   }
 }
+
+TEST_CASE("import and export: torchtitan's enable_async_tensor_parallel is micro-pipelined TP") {
+  ScratchDir dir;
+  auto toml = [&](const std::string& name, const std::string& tp, const std::string& async) {
+    const std::string file = (dir.path / name).string();
+    parplan::test::write_text(file, "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degree = " +
+                                        tp + "\nenable_async_tensor_parallel = " + async + "\n");
+    return file;
+  };
+  const auto j = import_json({toml("async.toml", "8", "true"), "--gpus", "64"});
+  CHECK(j["plan"]["parallel"]["micropipeline_tp"] == true);
+  CHECK(j["plan"]["parallel"]["sequence_parallel"] == true);
+  CHECK(j["from_file"]["--micropipeline-tp"]["origin"] == "parallelism.enable_async_tensor_parallel (line 6)");
+  CHECK(import_json({toml("off.toml", "8", "false"), "--gpus", "64"})["plan"]["parallel"]["micropipeline_tp"] == false);
+  // Without TP it does nothing, and says so.
+  const auto one = import_json({toml("tp1.toml", "1", "true"), "--gpus", "8"});
+  CHECK(one["plan"]["parallel"]["micropipeline_tp"] == false);
+  CHECK(one.dump().find("enable_async_tensor_parallel (line 6): no effect with tensor_parallel_degree 1") != std::string::npos);
+  // Back to torchtitan: the key, and a note that its compile section must be on; other frameworks cannot say it.
+  const std::string plan = (dir.path / "plan.json").string();
+  REQUIRE(run_parplan({"import", toml("again.toml", "8", "true"), "--gpus", "64", "-o", plan}, {}, 60).exit_code == 0);
+  const auto titan = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE_MESSAGE(titan.exit_code == 0, titan.err);
+  CHECK(titan.out.find("\nenable_async_tensor_parallel = true\n") != std::string::npos);
+  CHECK(titan.out.find("not written: torch.compile, which torchtitan's async TP needs") != std::string::npos);
+  const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
+  CHECK(megatron.out.find("not expressible: --micropipeline-tp (torchtitan's async tensor parallelism)") != std::string::npos);
+}

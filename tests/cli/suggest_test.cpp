@@ -560,13 +560,13 @@ TEST_CASE("suggest's text fits 120 columns; --wide keeps each reason in its row"
 
 TEST_CASE("suggest and estimate say what tokens/s adds up and what MFU is measured against") {
   const auto s = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--wide"});
-  CHECK(s.out.find("mesh: dp x tp x pp x cp; tokens/s: all 64 GPUs (#1: 404 per GPU); MFU: of the bf16 dense peak "
+  CHECK(s.out.find("mesh: dp x tp x pp x cp; tokens/s: all 64 GPUs (#1: 387 per GPU); MFU: of the bf16 dense peak "
                    "(989 TFLOP/s per GPU)\n") != std::string::npos);
   const auto fp8 = run_parplan({"suggest", "--params", "175e9", "--gpus", "64", "--precision", "fp8", "--wide"});
   CHECK(fp8.out.find("MFU: of the fp8 dense peak (1979 TFLOP/s per GPU)") != std::string::npos);
   const auto e = run_parplan({"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "8", "--sp",
                               "--recompute", "selective"});
-  CHECK(e.out.find("| 23184 tokens/s (362 per GPU)  | MFU 39.4%, HFU 39.8% of the bf16 dense peak (989 TFLOP/s per "
+  CHECK(e.out.find("| 22289 tokens/s (348 per GPU)  | MFU 37.9%, HFU 38.2% of the bf16 dense peak (989 TFLOP/s per "
                    "GPU)\n") != std::string::npos);
   CHECK(widest_line(e.out) <= 120);
   CHECK(widest_line(run_parplan({"estimate", "--params", "175e9", "--gpus", "64", "--tp", "8", "--pp", "8", "--sp",

@@ -99,6 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pc.overlap_cp_comm = in.ConsumeBool();
   pc.async_tp_backward = in.ConsumeBool();
   pc.tp_collective_copies = in.ConsumeBool();
+  pc.micropipeline_tp = in.ConsumeBool();
   pc.p2p_scatter_gather = in.ConsumeBool();
   pc.zero3_gather_unit = in.ConsumeBool() ? parplan::Zero3GatherUnit::linear : parplan::Zero3GatherUnit::layer;
   plan.training.fused_grad_accumulation = in.ConsumeBool();

@@ -414,7 +414,8 @@ TEST_CASE("validation: free-text rules") {
   map_comm_overlap("--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap", "", pc, nullptr);
   CHECK(pc.overlap_tp_comm);
   CHECK(pc.overlap_dp_comm);
-  // NeMo's key and plain words name the same userbuffers overlap; torchtitan's async TP is noted, not priced.
+  // NeMo's key and plain words name the same userbuffers overlap; torchtitan's async TP is micro-pipelined TP (with
+  // sequence parallelism on a dense model), not that overlap.
   for (const char* text : {"tp_comm_overlap: true", "TP comm overlap on"}) {
     pc = ParallelConfig{};
     map_comm_overlap(text, "", pc, nullptr);
@@ -425,8 +426,20 @@ TEST_CASE("validation: free-text rules") {
   notes.clear();
   map_comm_overlap("FSDP 8 x TP 8", "", pc, &notes, "async TP, torch.compile");
   CHECK_FALSE(pc.overlap_tp_comm);
+  CHECK_FALSE(pc.micropipeline_tp);  // without sequence parallelism there is nothing to split
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == "TP collectives: async TP stated, not modelled (priced as blocking TP collectives)");
+  CHECK(notes[0] == "TP collectives: async TP stated, not modelled here (priced as blocking TP collectives)");
+  pc.sequence_parallel = true;
+  notes.clear();
+  map_comm_overlap("FSDP 8 x TP 8", "", pc, &notes, "async TP, torch.compile");
+  CHECK(pc.micropipeline_tp);
+  CHECK_FALSE(pc.overlap_tp_comm);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "TP collectives: micro-pipelined with their GEMMs (async TP stated)");
+  pc.micropipeline_tp = false;
+  map_comm_overlap("FSDP 8 x TP 8", "", pc, nullptr, "async TP", true);  // a MoE model
+  CHECK_FALSE(pc.micropipeline_tp);
+  pc.sequence_parallel = false;
   // Parallel notes shared by a table's rows ("async TP only in the third row") state it for no row in particular.
   notes.clear();
   map_comm_overlap("global batch = local batch x dp; async TP only in the third row", "", pc, &notes, "Float8");
@@ -772,7 +785,7 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
   CHECK(scored >= 14);  // docs/accuracy.md "The 2024-25 runs"
   // Async TP is noted on the rows whose technique states it, not on the rows beside them whose shared parallel notes
   // say "async TP only in the third row" (torchtitan 2024-08, 405B on 128 GPUs: bf16, float8, float8 + async TP).
-  const std::string async_note = "TP collectives: async TP stated, not modelled (priced as blocking TP collectives)";
+  const std::string async_note = "TP collectives: micro-pipelined with their GEMMs (async TP stated)";
   int64_t noted = 0;
   for (const MappedRun& r : runs) {
     const bool says = std::find(r.notes.begin(), r.notes.end(), async_note) != r.notes.end();
@@ -787,6 +800,8 @@ TEST_CASE("validation: every row of validation/published-runs-modern.json is sco
         r.id == "torchtitan_h100_202506_llama3_8b_64gpu_bf16_asynctp") {
       CAPTURE(r.id);
       CHECK(says);
+      REQUIRE(r.plan);
+      CHECK(r.plan->parallel.micropipeline_tp);
     }
   }
   CHECK(noted > 2);
