@@ -740,8 +740,8 @@ double micropipelined_pass_s(const Plan& plan, const LayerGemms& g, const TpColl
 }
 
 // The backward's exposed TP communication.
-double tp_exposed_backward(const Plan& plan, const LayerCost& lc, const LayerGemms& g, const TpCollectives& tc) {
-  const ParallelConfig& pc = plan.parallel;
+double tp_exposed_backward(const ParallelConfig& pc, const LayerCost& lc, const LayerGemms& g,
+                           const TpCollectives& tc) {
   // Backward without --overlap-tp, as Megatron-LM runs it: the input-gradient all-reduce (reduce-scatter with SP) of
   // the two column-parallel GEMMs is launched asynchronously beside their weight-gradient GEMMs (async
   // tensor-model-parallel all-reduce), the SP re-gathers beside their input-gradient GEMMs; only the all-gathers of
@@ -749,7 +749,6 @@ double tp_exposed_backward(const Plan& plan, const LayerCost& lc, const LayerGem
   // Without the asynchronous collectives (async_tp_backward false: Megatron-LM before them, Narayanan et al. 2021
   // Fig. 5, whose f operator all-reduces in backward inside the autograd graph) every backward collective blocks.
   const double regather = tc.gather;
-  if (pc.micropipeline_tp) return micropipelined_pass_s(plan, g, tc) + regather;  // the re-gather as without it
   return pc.overlap_tp_comm      ? exposed_s(lc.tp_comm_backward_s, 2.0 * g.total, true)
          : !pc.async_tp_backward ? lc.tp_comm_backward_s
                                  : tc.gather + std::max(0.0, tc.reduce - g.column) +
@@ -812,7 +811,9 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   const ParallelConfig& pc = plan.parallel;
   const double tp_piped = pc.micropipeline_tp ? micropipelined_pass_s(plan, g, tc) : 0.0;
   const double tp_f = pc.micropipeline_tp ? tp_piped : exposed_s(lc.tp_comm_forward_s, g.total, pc.overlap_tp_comm);
-  const double tp_b = tp_exposed_backward(plan, lc, g, tc);
+  // Micro-pipelined, the backward splits the same four pairs (input-gradient GEMMs of the forward's shapes); its SP
+  // re-gathers block as without it.
+  const double tp_b = pc.micropipeline_tp ? tp_piped + tc.gather : tp_exposed_backward(pc, lc, g, tc);
   // A recomputed forward reruns the forward's collectives (all, or the MLP's: tp_collective_counts' share).
   const double tp_r = pc.micropipeline_tp
                           ? (lc.tp_comm_forward_s > 0 ? tp_piped * lc.tp_comm_recompute_s / lc.tp_comm_forward_s : 0.0)

@@ -44,13 +44,13 @@ std::vector<FamilyAccuracy> accuracy_table(const CrossValidation& cv) {
     const std::string precision(precision_family(row.run->plan->training.precision));
     const std::string& arch = row.run->plan->gpu.architecture;
     arch_of[row.run->gpu_type] = arch;
-    for (auto* m : {&by_gpu, &by_arch}) {
-      if (m == &by_arch && arch.empty()) continue;
-      Errors& e = (*m)[{m == &by_gpu ? row.run->gpu_type : arch, precision}];
+    auto add = [&](Errors& e) {
       e.errors.push_back(row.error);
       e.ids.push_back(row.run->id);
       e.gpus.insert(row.run->gpu_type);
-    }
+    };
+    add(by_gpu[{row.run->gpu_type, precision}]);
+    if (!arch.empty()) add(by_arch[{arch, precision}]);
   }
   std::vector<FamilyAccuracy> table;
   for (const auto& [key, e] : by_gpu) {
