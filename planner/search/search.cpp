@@ -193,9 +193,8 @@ class Evaluator {
       for (bool sp : req_.space.sequence_parallel) {
         pc.sequence_parallel = sp;
         pc.async_tp_backward = req_.space.async_tp_backward || pc.tp == 1;
-        pc.tp_collective_copies = req_.space.tp_collective_copies && pc.tp > 1 && sp;
-        pc.micropipeline_tp = req_.space.micropipeline_tp && pc.tp > 1 && sp && !pc.overlap_tp_comm &&
-                              !plan_.model.is_moe();
+        pc.tp_collective_copies = req_.space.tp_collective_copies && tp_collective_copies_apply(pc);
+        pc.micropipeline_tp = req_.space.micropipeline_tp && micropipeline_tp_applies(pc, plan_.model.is_moe());
         plan_.training.fp8_tp_gather = candidate_fp8_tp_gather(req_, pc);
         for (Recompute rc : req_.space.recompute) {
           pc.recompute = rc;

@@ -597,8 +597,8 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (pc.fsdp2 && (pc.zero_stage != 3 || pc.zero3_gather_unit != Zero3GatherUnit::layer)) v.add(Reject::fsdp2_invalid);
   if (pc.zero3_gather_unit != Zero3GatherUnit::layer && pc.zero_stage != 3) v.add(Reject::zero3_gather_unit_invalid);
-  if (pc.tp_collective_copies && !(pc.tp > 1 && pc.sequence_parallel)) v.add(Reject::tp_collective_copies_invalid);
-  if (pc.micropipeline_tp && !(pc.tp > 1 && pc.sequence_parallel && !pc.overlap_tp_comm && !plan.model.is_moe())) {
+  if (pc.tp_collective_copies && !tp_collective_copies_apply(pc)) v.add(Reject::tp_collective_copies_invalid);
+  if (pc.micropipeline_tp && !micropipeline_tp_applies(pc, plan.model.is_moe())) {
     v.add(Reject::micropipeline_tp_invalid);
   }
   if (plan.training.fp8_tp_gather &&
@@ -614,6 +614,12 @@ Validity validate(const Plan& plan, const ValidateOptions& opt) {
   }
   if (pc.dp_replicate != 1 && dp_replicate_problem(pc)) v.add(Reject::dp_replicate_invalid);
   return v;
+}
+
+bool tp_collective_copies_apply(const ParallelConfig& pc) { return pc.tp > 1 && pc.sequence_parallel; }
+
+bool micropipeline_tp_applies(const ParallelConfig& pc, bool moe_model) {
+  return pc.tp > 1 && pc.sequence_parallel && !pc.overlap_tp_comm && !moe_model;
 }
 
 std::string_view reject_name(Reject r) {

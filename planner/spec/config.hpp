@@ -65,6 +65,13 @@ bool offload_supported(const Plan& plan);
 // distributed optimizer), no split experts (ep 1, etp unset) and ZeRO-3 gathered one layer at a time (validate()'s
 // dp_replicate_invalid rule, less its divisibility part; the search's replica counts).
 bool hsdp_applies(const ParallelConfig& pc);
+// DTensor's copies around TP collectives (ParallelConfig::tp_collective_copies) apply: tp > 1 with sequence
+// parallelism (validate()'s tp_collective_copies_invalid rule; the search's candidates).
+bool tp_collective_copies_apply(const ParallelConfig& pc);
+// Micro-pipelined TP (ParallelConfig::micropipeline_tp) applies: tp > 1 with sequence parallelism, not beside
+// overlap_tp_comm, on a dense model (validate()'s micropipeline_tp_invalid rule; the search's candidates; validate's
+// mapping of a published row's async TP).
+bool micropipeline_tp_applies(const ParallelConfig& pc, bool moe_model);
 // An fp8 plan with the MXFP8 recipe on a GPU without block-scaled fp8 tensor cores (GpuSpec::mx_block_scaling).
 bool mxfp8_unsupported(const Plan& plan);
 // Why: "<GPU> has no tensor cores that scale fp8 per 32-element block (...)".

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <string>
 
+#include "planner/spec/config.hpp"
 #include "planner/spec/error.hpp"
 #include "planner/validation/validation.hpp"
 #include "planner/validation/text_match.hpp"
@@ -757,7 +758,7 @@ void map_comm_overlap(std::string_view parallel_notes, std::string_view notes, P
   } else if (pc.tp > 1 && (has(row, "async tp") || has(row, "asynctp") || has(row, "async-tp"))) {
     // torchtitan's async TP splits each TP GEMM into tp pieces behind symmetric-memory transfers (micropipeline_tp);
     // it is not overlap_tp_comm, which hides every collective behind the layer's GEMMs.
-    if (pc.sequence_parallel && !moe) {
+    if (micropipeline_tp_applies(pc, moe)) {
       pc.micropipeline_tp = true;
       say("TP collectives: micro-pipelined with their GEMMs (async TP stated)");
     } else {
