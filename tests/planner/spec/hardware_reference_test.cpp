@@ -104,6 +104,11 @@ TEST_CASE("hardware reference: AMD Instinct MI300X data sheet figures") {
   }
   CHECK(g.hbm_bandwidth_Bps == doctest::Approx(5300e9));
   CHECK(g.gemm.sm_count == 304);  // compute units
+  // No fit of its own (one source family's runs): the GEMM fraction is the prior the modern architectures' fits give,
+  // the mean of the Hopper and Blackwell training-step values (profiles/gpus/MI300X.json's source).
+  const double hopper = test::profiles().gpu("H100", "t").gemm.peak_fraction;
+  const double blackwell = test::profiles().gpu("B200", "t").gemm.peak_fraction;
+  CHECK(g.gemm.peak_fraction == doctest::Approx((hopper + blackwell) / 2).epsilon(1e-3));
   CHECK(g.memory_bytes / 192.0 == doctest::Approx(test::profiles().gpu("H100", "t").memory_bytes / 80.0).epsilon(1e-4));
   // 7 Infinity Fabric links of 128 GB/s bidirectional: 448 GB/s per direction to all peers together.
   CHECK(r["infinity_fabric_links"].get<int>() * r["infinity_fabric_GBps_per_link_total"].get<double>() ==
