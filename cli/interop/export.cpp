@@ -452,6 +452,14 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   s += fmt::format("global_batch_size = {}\nseq_len = {}\nmixed_precision_param = \"bfloat16\"\n", plan.training.global_batch, plan.seq_len());
   s += fmt::format("mixed_precision_reduce = \"{}\"\n", plan.training.grad_fp32 ? "float32" : "bfloat16");
   s += float8;
+  // torch.compile: the model's fused element-wise ops and the loss (import reads the section back, torchtitan_deepspeed.cpp).
+  const bool compile_model = plan.training.compiled_elementwise, compile_loss = plan.training.fused_cross_entropy;
+  s += fmt::format("\n[compile]\nenable = {}\n", compile_model || compile_loss ? "true" : "false");
+  if (compile_model || compile_loss) {
+    s += fmt::format("components = [{}]\n", compile_model && compile_loss ? "\"model\", \"loss\""
+                                              : compile_model              ? "\"model\""
+                                                                           : "\"loss\"");
+  }
   s += "\n[parallelism]\n";
   // FSDP: the replicas (HSDP, 1 without) and the shard degree within each; DDP: every dp rank a replica.
   s += fmt::format("data_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n",
@@ -461,7 +469,7 @@ Exported to_torchtitan(const Plan& plan, Writer& w) {
   if (pc.etp > 0) s += fmt::format("expert_tensor_parallel_degree = {}\n", pc.etp);
   if (pc.micropipeline_tp) {
     s += "enable_async_tensor_parallel = true\n";
-    w.not_written("torch.compile, which torchtitan's async TP needs: enable it in the config's compile section");
+    if (!plan.training.compiled_elementwise) w.cannot("--micropipeline-tp with --eager-elementwise (torchtitan's async TP needs a compiled model)");
   }
   if (pipelined) {
     s += fmt::format("pipeline_parallel_microbatch_size = {}\npipeline_parallel_schedule = \"{}\"\n", pc.micro_batch,

@@ -49,7 +49,8 @@ constexpr std::string_view kTitanRead[] = {
     "parallelism.pipeline_parallel_microbatch_size", "training.local_batch_size", "training.batch_size",
     "training.global_batch_size", "training.seq_len", "training.mixed_precision_param",
     "training.mixed_precision_reduce", "activation_checkpoint.mode", "activation_checkpoint.selective_ac_option",
-    "float8.recipe_name", "float8.enable_fsdp_float8_all_gather", "mx.recipe_name"};
+    "float8.recipe_name", "float8.enable_fsdp_float8_all_gather", "mx.recipe_name", "compile.enable",
+    "compile.components", "training.compile"};
 
 // pipeline_parallel_schedule: no effect without a pipeline (listed as ignored); with pp > 1 GPipe, 1F1B, or
 // Interleaved1F1B, whose stages per rank torchtitan sets to 2 for a multi-stage schedule when
@@ -255,6 +256,62 @@ void titan_layer_ac(const TomlItem* opt, const TomlItem& mode, Imported& out, co
   out.every_nth_layer = Imported::EveryNthLayer{n, from};
 }
 
+// torch.compile (torchtitan's [compile] enable / components, default off with components model and loss; before
+// mid-2025 [training] compile, which compiled both): the model's element-wise ops run fused only when the model is
+// compiled (else --eager-elementwise: one kernel per PyTorch op, eager_elementwise.hpp), the loss only when it is
+// (else --eager-cross-entropy: F.cross_entropy on fp32 logits). torchtitan refuses async TP without a compiled model.
+void titan_compile(const Titan& t, Imported& out, const std::string& path) {
+  const auto boolean = [&](const char* key) -> std::optional<bool> {
+    const auto it = t.items.find(key);
+    if (it == t.items.end()) return std::nullopt;
+    if (it->second->value.kind != TomlValue::Kind::boolean) {
+      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(*it->second), excerpt(it->second->value.raw)));
+    }
+    return it->second->value.text == "true";
+  };
+  const std::optional<bool> now = boolean("compile.enable"), before = boolean("training.compile");
+  if (now && before) {
+    throw InputError(fmt::format("{}: {} and {}: one setting under torchtitan's newer and older key; give one", path,
+                                 t.where("compile.enable", ""), t.where("training.compile", "")));
+  }
+  const bool on = now.value_or(before.value_or(false));
+  const std::string where = now ? t.where("compile.enable", "") : t.where("training.compile", "");
+  bool model = on, loss = on;
+  std::string parts = where;
+  if (t.items.count("compile.components")) {
+    const TomlItem& it = *t.items.at("compile.components");
+    if (it.value.kind != TomlValue::Kind::array) {
+      throw InputError(fmt::format("{}: {} takes a list of \"model\" and \"loss\", not {}", path, origin(it), excerpt(it.value.raw)));
+    }
+    bool has_model = false, has_loss = false;
+    for (const TomlValue& v : it.value.items) {
+      if (v.kind != TomlValue::Kind::string || (v.text != "model" && v.text != "loss")) {
+        throw InputError(fmt::format("{}: {}: '{}' (torchtitan compiles \"model\" and \"loss\")", path, origin(it), excerpt(v.raw)));
+      }
+      (v.text == "model" ? has_model : has_loss) = true;
+    }
+    if (!on) out.ignored.push_back(fmt::format("{}: no effect with compile off", origin(it)));
+    model = on && has_model;
+    loss = on && has_loss;
+    if (on) parts = where + " / " + origin(it);
+  }
+  const auto eager = [&](const char* flag, const char* what) {
+    if (!now && !before) {
+      out.assume(flag, "", fmt::format("compile.enable not given (torchtitan default false): {} uncompiled", what));
+    } else {
+      out.set(flag, "", parts, path);
+    }
+  };
+  if (!model) eager("--eager-elementwise", "the model's element-wise ops run");
+  if (!loss) eager("--eager-cross-entropy", "the loss runs");
+  const auto async = t.items.find("parallelism.enable_async_tensor_parallel");
+  if (!model && out.has("--micropipeline-tp") && async != t.items.end()) {
+    throw InputError(fmt::format("{}: {}: torchtitan's async TP needs a compiled model (compile.enable = true with "
+                                 "\"model\" in compile.components)",
+                                 path, origin(*async->second)));
+  }
+}
+
 }  // namespace
 
 Imported import_torchtitan(std::string_view text, const std::string& path) {
@@ -310,6 +367,7 @@ Imported import_torchtitan(std::string_view text, const std::string& path) {
     out.set("--precision", "bf16", t.where("training.mixed_precision_param", ""), path);
   }
   titan_float8(t, fp8, out, path);
+  titan_compile(t, out, path);
   if (t.items.count("activation_checkpoint.mode")) {
     const TomlItem& it = *t.items.at("activation_checkpoint.mode");
     const std::string m = it.value.text;

@@ -887,12 +887,75 @@ TEST_CASE("export: DeepSeek-V3's fp8 activation cache is no framework's flag: ev
   }
 }
 
+TEST_CASE("import and export: torchtitan's compile section is the compiled element-wise ops and loss") {
+  ScratchDir dir;
+  int n = 0;
+  auto toml = [&](const std::string& tail) {
+    const std::string file = (dir.path / (std::to_string(n++) + ".toml")).string();
+    std::string body = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
+    body += tail;
+    parplan::test::write_text(file, body);
+    return file;
+  };
+  auto compiled = [](const nlohmann::json& j) {
+    return std::pair<bool, bool>(j["plan"]["training"]["compiled_elementwise"], j["plan"]["training"]["fused_cross_entropy"]);
+  };
+  // torchtitan's default is off: both uncompiled, and the import says it assumed so.
+  const auto none = import_json({toml(""), "--gpus", "8"});
+  CHECK(compiled(none) == std::pair(false, false));
+  CHECK(none.dump().find("--eager-elementwise: compile.enable not given (torchtitan default false)") != std::string::npos);
+  CHECK(compiled(import_json({toml("[compile]\nenable = true\n"), "--gpus", "8"})) == std::pair(true, true));
+  CHECK(compiled(import_json({toml("[compile]\nenable = false\n"), "--gpus", "8"})) == std::pair(false, false));
+  CHECK(compiled(import_json({toml("[training]\ncompile = true\n"), "--gpus", "8"})) == std::pair(true, true));
+  const auto model_only = import_json({toml("[compile]\nenable = true\ncomponents = [\"model\"]\n"), "--gpus", "8"});
+  CHECK(compiled(model_only) == std::pair(true, false));
+  CHECK(model_only["from_file"]["--eager-cross-entropy"]["origin"] == "compile.enable (line 5) / compile.components (line 6)");
+  CHECK(compiled(import_json({toml("[compile]\nenable = true\ncomponents = [\"loss\"]\n"), "--gpus", "8"})) ==
+        std::pair(false, true));
+  const auto off = import_json({toml("[compile]\nenable = false\ncomponents = [\"model\"]\n"), "--gpus", "8"});
+  CHECK(off.dump().find("compile.components (line 6): no effect with compile off") != std::string::npos);
+  // Bad values: exit 2 naming the key.
+  for (const auto& [tail, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[compile]\nenable = 1\n", "compile.enable (line 5) takes true or false, not 1"},
+           {"[compile]\nenable = true\ncomponents = [\"optimizer\"]\n",
+            "compile.components (line 6): '\"optimizer\"' (torchtitan compiles \"model\" and \"loss\")"},
+           {"[compile]\nenable = true\ncomponents = \"model\"\n", "compile.components (line 6) takes a list"},
+           {"[training]\ncompile = true\n[compile]\nenable = true\n",
+            "compile.enable (line 7) and training.compile (line 5): one setting"}}) {
+    CAPTURE(tail);
+    const auto r = run_parplan({"import", toml(tail), "--gpus", "8"}, {}, 60);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.err.find(message) != std::string::npos, r.err);
+  }
+  // Export writes the section the plan's two settings are, and import reads it back.
+  for (const auto& [flags, section] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n"},
+           {{"--eager-elementwise"}, "[compile]\nenable = true\ncomponents = [\"loss\"]\n"},
+           {{"--eager-cross-entropy"}, "[compile]\nenable = true\ncomponents = [\"model\"]\n"},
+           {{"--eager-elementwise", "--eager-cross-entropy"}, "[compile]\nenable = false\n"}}) {
+    CAPTURE(section);
+    const std::string plan = (dir.path / "plan.json").string(), back = (dir.path / "back.toml").string();
+    std::vector<std::string> args = {"estimate", "--model", "llama3-8b", "--gpus", "8", "--zero", "3", "--fsdp2",
+                                     "--recompute", "full", "-o", plan};
+    args.insert(args.end(), flags.begin(), flags.end());
+    REQUIRE(run_parplan(args, {}, 60).exit_code == 0);
+    const auto t = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
+    REQUIRE(t.exit_code == 0);
+    CHECK(t.out.find(section) != std::string::npos);
+    parplan::test::write_text(back, t.out);
+    const auto j = import_json({back, "--gpus", "8"});
+    const bool eager_e = std::find(flags.begin(), flags.end(), "--eager-elementwise") != flags.end();
+    const bool eager_l = std::find(flags.begin(), flags.end(), "--eager-cross-entropy") != flags.end();
+    CHECK(compiled(j) == std::pair(!eager_e, !eager_l));
+  }
+}
+
 TEST_CASE("import and export: torchtitan's enable_async_tensor_parallel is micro-pipelined TP") {
   ScratchDir dir;
   auto toml = [&](const std::string& name, const std::string& tp, const std::string& async) {
     const std::string file = (dir.path / name).string();
     parplan::test::write_text(file, "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degree = " +
-                                        tp + "\nenable_async_tensor_parallel = " + async + "\n");
+                                        tp + "\nenable_async_tensor_parallel = " + async + "\n[compile]\nenable = true\n");
     return file;
   };
   const auto j = import_json({toml("async.toml", "8", "true"), "--gpus", "64"});
@@ -904,13 +967,21 @@ TEST_CASE("import and export: torchtitan's enable_async_tensor_parallel is micro
   const auto one = import_json({toml("tp1.toml", "1", "true"), "--gpus", "8"});
   CHECK(one["plan"]["parallel"]["micropipeline_tp"] == false);
   CHECK(one.dump().find("enable_async_tensor_parallel (line 6): no effect with tensor_parallel_degree 1") != std::string::npos);
-  // Back to torchtitan: the key, and a note that its compile section must be on; other frameworks cannot say it.
+  // torchtitan refuses async TP without a compiled model; so does import, naming the key.
+  const std::string eager = (dir.path / "eager.toml").string();
+  parplan::test::write_text(eager, "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+                                   "tensor_parallel_degree = 8\nenable_async_tensor_parallel = true\n");
+  const auto refused = run_parplan({"import", eager, "--gpus", "64"}, {}, 60);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("parallelism.enable_async_tensor_parallel (line 6): torchtitan's async TP needs a compiled "
+                         "model") != std::string::npos);
+  // Back to torchtitan: the key and the compile section it needs; other frameworks cannot say it.
   const std::string plan = (dir.path / "plan.json").string();
   REQUIRE(run_parplan({"import", toml("again.toml", "8", "true"), "--gpus", "64", "-o", plan}, {}, 60).exit_code == 0);
   const auto titan = run_parplan({"export", "--plan", plan, "--to", "torchtitan"}, {}, 60);
   REQUIRE_MESSAGE(titan.exit_code == 0, titan.err);
   CHECK(titan.out.find("\nenable_async_tensor_parallel = true\n") != std::string::npos);
-  CHECK(titan.out.find("not written: torch.compile, which torchtitan's async TP needs") != std::string::npos);
+  CHECK(titan.out.find("\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n") != std::string::npos);
   const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
   CHECK(megatron.out.find("not expressible: --micropipeline-tp (torchtitan's async tensor parallelism)") != std::string::npos);
 }
