@@ -6,6 +6,7 @@
 #include "planner/spec/config.hpp"
 #include "planner/cost/cost_model.hpp"
 #include "planner/cost/layout.hpp"
+#include "planner/cost/zero3.hpp"
 
 namespace parplan::sim {
 namespace {
@@ -44,8 +45,8 @@ StepCosts step_costs(const Plan& plan, const CostOptions& opt) {
     const bool uneven = uneven_chunks(plan, i);
     const double n = d(std::max<int64_t>(1, stage_layers(plan, i)));
     // The share of its layers full recompute reruns (all of them, or recompute_layers' per chunk), whose ZeRO-3
-    // parameters are gathered a third time.
-    const double rerun = d(stage_recomputed_layers(plan, i).layers) / n;
+    // parameters are gathered a third time where the recomputed forward gathers again (recompute_regathers).
+    const double rerun = recompute_regathers(pc) ? d(stage_recomputed_layers(plan, i).layers) / n : 0.0;
     st.layers_per_chunk = std::max<int64_t>(1, stage_layers(plan, i) / v);
     st.chunks.resize(static_cast<size_t>(v));
     for (int64_t c = 0; c < v; ++c) {

@@ -832,11 +832,13 @@ void charge_exposed_comm(const Plan& plan, const LayerGemms& g, const PassTimes&
   // A recomputed MoE layer (selective, moe) runs its forward all-to-alls again.
   const bool ep_again = full || (pc.recompute == Recompute::selective && pc.recompute_modules.has(RecomputeModule::moe));
   const double ep_r = ep_again ? lc.ep_comm_forward_s : 0.0;
-  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + ep_r + z_f : ep_r);
+  // A recomputed forward gathers its ZeRO-3 parameters again only per submodule (recompute_regathers, zero3.hpp).
+  const double z_r = full && recompute_regathers(pc) ? z_f : 0.0;
+  lc.exposed_recompute_comm_s = tp_r + (full ? cp_f + ep_r + z_r : ep_r);
   lc.exposed_tp_s = tp_f + tp_b + tp_r;
   lc.exposed_cp_s = cp_f + cp_b + (full ? cp_f : 0.0);
   lc.exposed_ep_s = ep_f + ep_b + ep_r;
-  lc.exposed_zero3_s = z_f + z_b + (full ? z_f : 0.0);
+  lc.exposed_zero3_s = z_f + z_b + z_r;
 }
 }  // namespace
 
@@ -1427,12 +1429,12 @@ StageDpTail stage_dp_tail(const Plan& plan, const LayerCost& lc, int64_t i, cons
     const double backward_window = zb ? t.backward_weight_s : bwd;
     if (dc.per_microbatch) {
       r.total = md * dc.grad_reduce_s;
-      // ZeRO-3: the backward (and recompute) parameter gathers use the same dp link as the gradient
-      // reduce-scatter, so only the backward time those gathers leave free can hide it (one link, one queue).
+      // ZeRO-3: the backward (and, per submodule, recompute: recompute_regathers) parameter gathers use the same dp
+      // link as the gradient reduce-scatter, so only the backward time those gathers leave free can hide it (one
+      // link, one queue).
+      const int64_t regathered = recompute_regathers(pc) ? stage_recomputed_layers(plan, i).layers : 0;
       const double gathers =
-          pc.step_zero_stage() >= 3
-              ? d(stage_layers(plan, i) + stage_recomputed_layers(plan, i).layers) * lc.zero3_gather_s
-              : 0.0;
+          pc.step_zero_stage() >= 3 ? d(stage_layers(plan, i) + regathered) * lc.zero3_gather_s : 0.0;
       // ZB-H1: the gathers serve B_input (W needs no gathered weights: dW = X^T dY), so they take W's time only
       // where they outlast B_input.
       const double window =

@@ -40,6 +40,8 @@ double zero3_gathered_params(const Plan& plan, double layer_params) {
   return pair * layer_params;
 }
 
+bool recompute_regathers(const ParallelConfig& pc) { return pc.zero3_gather_unit == Zero3GatherUnit::linear; }
+
 double zero3_unsharded_grad_params(const Plan& plan, double layer_params) {
   if (plan.parallel.zero3_gather_unit == Zero3GatherUnit::layer) return layer_params;
   const auto s = zero3_linear_shares(plan);

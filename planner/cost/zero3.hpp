@@ -25,6 +25,14 @@ namespace parplan {
 inline constexpr int kZero3Linears = 4;
 std::array<double, kZero3Linears> zero3_linear_shares(const Plan& plan);
 
+// Whether a recomputed forward gathers its layer's parameters again (ZeRO-3, full or partial recompute): DeepSpeed's
+// per-submodule fetch (the linear unit) runs from module hooks the recomputed forward fires again, and the backward
+// fetches once more; PyTorch FSDP (the layer unit) gathers the block in its pre-backward hook and the checkpointed
+// forward it wraps reruns inside that backward with the block gathered (torch.utils.checkpoint reruns the wrapped
+// module, whose FSDP hooks are on the wrapper: torchtitan applies checkpoint_wrapper, then fully_shard), so it
+// gathers once in backward, recompute or not. The data-parallel link's work and the simulator's gathers follow it.
+bool recompute_regathers(const ParallelConfig& pc);
+
 // Gathered 16-bit parameters held at once, in parameters of the layer's shard: the unit in use plus the prefetched
 // one. layer: 2 layers; linear: the largest pair of consecutive linears (MLP up + down, 16 h^2 bytes in 16 bits for a
 // 4h GeLU MLP).

@@ -204,8 +204,11 @@ TEST_CASE("zero3 gather unit: Narayanan et al. 2021 Table 2 DeepSpeed ZeRO-3 row
     CHECK(std::abs(step(*r->plan, Zero3GatherUnit::linear) / *r->measured_step_time_s - 1) < 0.03);
   }
   const double ratio_linear = step(*mb4.plan, Zero3GatherUnit::linear) / step(*mb2.plan, Zero3GatherUnit::linear);
-  const double ratio_layer = step(*mb4.plan, Zero3GatherUnit::layer) / step(*mb2.plan, Zero3GatherUnit::layer);
-  CHECK(ratio_layer < 1.0);           // published 81.58 / 66.75 = 1.22
+  // Whole layers (FSDP's prefetch of the next block) run 20% and more too fast at the other micro-batches too: the
+  // rows' DeepSpeed fetch is the per-linear one, whose step grows from micro-batch 2 to 4 (published 81.58 / 66.75).
+  for (const MappedRun* r : {&mb2, &mb1}) {
+    CHECK(step(*r->plan, Zero3GatherUnit::layer) / *r->measured_step_time_s - 1 < -0.2);
+  }
   CHECK(ratio_linear > 1.09);
   const MappedRun& big = row("narayanan21_t2_ZeRO-3_529.6B_640gpu");
   CHECK(big.plan->parallel.zero3_gather_unit == Zero3GatherUnit::linear);
