@@ -405,7 +405,8 @@ class Lowerer {
   void layer_forward(Term term, int stash) {
     const auto lin = linears();
     const double mem = layer_mb().elementwise_forward;  // norms, residuals, dropout, activation, rotary
-    zero3_gather(term);
+    // A recomputed forward reads the block FSDP gathered before its backward (recompute_regathers, zero3.hpp).
+    if (term != Term::recompute || recompute_regathers(pc_)) zero3_gather(term);
     if (term == Term::forward) fsdp2_copies("fsdp2.gather_copies", Term::forward, fsdp2_copy_bytes(plan_, layer_params()).gather);
     memory("norm+residual", term, mem / 2, stash);
     tp_collectives(term, true, false, term);
@@ -519,10 +520,10 @@ class Lowerer {
   // after it waits for the reduction. Without it (async_tp_backward false) every backward collective blocks.
   bool async_backward() const { return pc_.async_tp_backward && pc_.tp > 1 && !split_weight_; }
 
-  void layer_backward_input(int stash) {
+  void layer_backward_input(int stash, bool gather = true) {
     const auto lin = linears();
     const bool async = async_backward();
-    zero3_gather(Term::zero3_comm);
+    if (gather) zero3_gather(Term::zero3_comm);
     const Fsdp2CopyBytes fc = fsdp2_copy_bytes(plan_, layer_params());
     fsdp2_copies("fsdp2.gather_reduce_copies", Term::backward, fc.gather + fc.reduce);
     // The per-op rerun follows the layer's gather (FSDP2 gathers a block before its backward, and the checkpointed
@@ -716,9 +717,13 @@ class Lowerer {
     for (int64_t l = 0; l < layers_in_chunk(); ++l) {
       const int64_t layer = layers_in_chunk() - 1 - l;  // backward runs the layers in reverse
       enter_layer(layer);
-      if (recomputes_whole_layer(layer)) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
+      // Whole-layer ZeRO-3 units (FSDP): the block's pre-backward gather comes before its checkpointed forward
+      // reruns, which reads it; DeepSpeed's per-linear fetch gathers again inside the rerun (recompute_regathers).
+      const bool recompute = recomputes_whole_layer(layer), gathered = recompute && !recompute_regathers(pc_);
+      if (gathered) zero3_gather(Term::zero3_comm);
+      if (recompute) layer_forward(Term::recompute, working_ >= 0 ? working_ : stash);
       if (pc_.recompute == Recompute::selective) attention_core(Term::recompute, false);
-      layer_backward_input(stash);
+      layer_backward_input(stash, !gathered);
       if (!split_weight_) layer_backward_weight();
       dp_buckets_after_layer(mb, l);
     }

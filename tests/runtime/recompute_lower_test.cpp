@@ -213,9 +213,24 @@ TEST_CASE("selective-op: each stash keeps the policy's outputs, the working set 
   }
 }
 
-TEST_CASE("ZeRO-3 (whole-layer gathers): recompute_layers K gathers again for its K layers only, selective-op never") {
-  // dp 4, one stage of 4 layers, 2 microbatches: per microbatch a gather per layer in forward and in backward, plus
-  // one per rerun layer (the cost model's (stage layers + recomputed layers) x zero3_gather_s).
+TEST_CASE("ZeRO-3 recompute_layers K: per-linear units gather again for the K rerun layers only; whole layers and "
+          "selective-op never") {
+  // dp 4, one stage of 4 layers, 2 microbatches: per microbatch a gather per layer in forward and in backward; the
+  // per-linear unit adds one per rerun layer (the cost model's (stage layers + recomputed layers) x zero3_gather_s),
+  // FSDP's whole layers none (recompute_regathers: the rerun reads the block gathered for the backward).
+  for (int k : {1, 3}) {
+    Plan linear = small_plan(4, 1, 1, 2);
+    linear.parallel.zero_stage = 3;
+    linear.parallel.recompute = Recompute::full;
+    linear.parallel.recompute_layers = k;
+    linear.parallel.zero3_gather_unit = Zero3GatherUnit::linear;
+    REQUIRE(validate(linear).ok());
+    int per_linear = 0;
+    for (const Op& op : lower(linear, 0, stage_schedule(linear, 0)).ops) {
+      per_linear += std::strncmp(op.label, "zero3.all_gather.", 17) == 0;
+    }
+    CHECK(per_linear == 4 * 2 * (4 + k + 4));
+  }
   for (int k : {1, 3}) {
     Plan plan = small_plan(4, 1, 1, 2);
     plan.parallel.zero_stage = 3;
@@ -224,7 +239,7 @@ TEST_CASE("ZeRO-3 (whole-layer gathers): recompute_layers K gathers again for it
     REQUIRE(validate(plan).ok());
     int gathers = 0;
     for (const Op& op : lower(plan, 0, stage_schedule(plan, 0)).ops) gathers += is(op, "zero3.all_gather");
-    CHECK(gathers == 2 * (4 + k + 4));
+    CHECK(gathers == 2 * (4 + 4));
     for (int64_t diff : peak_minus_model(plan, lower_all(plan))) CHECK(std::llabs(diff) <= 4);
   }
   Plan plan = small_plan(4, 1, 1, 2);
