@@ -982,6 +982,15 @@ TEST_CASE("import and export: torchtitan's enable_async_tensor_parallel is micro
   REQUIRE_MESSAGE(titan.exit_code == 0, titan.err);
   CHECK(titan.out.find("\nenable_async_tensor_parallel = true\n") != std::string::npos);
   CHECK(titan.out.find("\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n") != std::string::npos);
+  // A plan whose element-wise ops run uncompiled cannot be torchtitan's async TP: written, and warned about.
+  const std::string eager_plan = (dir.path / "eager_plan.json").string();
+  REQUIRE(run_parplan({"estimate", "--model", "llama3-8b", "--gpus", "64", "--tp", "8", "--sp", "--micropipeline-tp",
+                       "--eager-elementwise", "--zero", "3", "--fsdp2", "-o", eager_plan},
+                      {}, 60)
+              .exit_code <= 1);
+  const auto eager_titan = run_parplan({"export", "--plan", eager_plan, "--to", "torchtitan"}, {}, 60);
+  REQUIRE(eager_titan.exit_code == 0);
+  CHECK(eager_titan.err.find("torchtitan cannot express --micropipeline-tp with --eager-elementwise") != std::string::npos);
   const auto megatron = run_parplan({"export", "--plan", plan, "--to", "megatron"}, {}, 60);
   CHECK(megatron.out.find("not expressible: --micropipeline-tp (torchtitan's async tensor parallelism)") != std::string::npos);
 }
