@@ -5,6 +5,7 @@
 #include <cctype>
 #include <fmt/core.h>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/interop/framework.hpp"
@@ -37,6 +38,16 @@ struct Titan {
   std::string where(const std::string& key, const std::string& fallback) const {
     const auto it = items.find(key);
     return it == items.end() ? fallback : origin(*it->second);
+  }
+  // A true / false key: unset when absent, exit 2 naming the key for any other value.
+  std::optional<bool> boolean(const std::string& key, const std::string& path) const {
+    const auto it = items.find(key);
+    if (it == items.end()) return std::nullopt;
+    const TomlItem& item = *it->second;
+    if (item.value.kind != TomlValue::Kind::boolean) {
+      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(item), excerpt(item.value.raw)));
+    }
+    return item.value.text == "true";
   }
 };
 
@@ -107,13 +118,10 @@ void titan_mesh(const Titan& t, Imported& out, const std::string& path) {
   const int64_t cp = deg("context_parallel_degree", "--cp");
   deg("expert_parallel_degree", "--ep");
   if (t.items.count("parallelism.expert_tensor_parallel_degree")) deg("expert_tensor_parallel_degree", "--etp");
-  if (t.items.count("parallelism.enable_async_tensor_parallel")) {
-    const TomlItem& it = *t.items.at("parallelism.enable_async_tensor_parallel");
-    if (it.value.kind != TomlValue::Kind::boolean) {
-      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(it), excerpt(it.value.raw)));
-    }
-    if (it.value.text == "true" && tp > 1) out.set("--micropipeline-tp", "", origin(it), path);
-    if (it.value.text == "true" && tp == 1) out.ignored.push_back(fmt::format("{}: no effect with tensor_parallel_degree 1", origin(it)));
+  if (t.boolean("parallelism.enable_async_tensor_parallel", path).value_or(false)) {
+    const std::string where = t.where("parallelism.enable_async_tensor_parallel", "");
+    if (tp > 1) out.set("--micropipeline-tp", "", where, path);
+    else out.ignored.push_back(fmt::format("{}: no effect with tensor_parallel_degree 1", where));
   }
   if (tp > 1) {
     out.assume("--sequence-parallel", "", "torchtitan's tensor parallelism shards the norms over the sequence");
@@ -218,12 +226,8 @@ void titan_float8(const Titan& t, bool fp8, Imported& out, const std::string& pa
   choice("float8.recipe_name", "--fp8-recipe", {{"tensorwise", "tensorwise"}, {"rowwise", "rowwise"}},
          "tensorwise and rowwise", fp8);
   out.titan_float8_tp = true;  // the fp8 TP all-gathers: resolved with the command line's values (from_file.cpp)
-  if (t.items.count("float8.enable_fsdp_float8_all_gather")) {
-    const TomlItem& it = *t.items.at("float8.enable_fsdp_float8_all_gather");
-    if (it.value.kind != TomlValue::Kind::boolean) {
-      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(it), excerpt(it.value.raw)));
-    }
-    if (fp8 && it.value.text == "true") out.set("--fp8-param-gather", "", origin(it), path);
+  if (t.boolean("float8.enable_fsdp_float8_all_gather", path).value_or(false) && fp8) {
+    out.set("--fp8-param-gather", "", t.where("float8.enable_fsdp_float8_all_gather", ""), path);
   }
   choice("training.mixed_precision_reduce", "--grad-reduce-dtype", {{"float32", "fp32"}, {"bfloat16", "bf16"}},
          "float32 and bfloat16", true);
@@ -261,15 +265,7 @@ void titan_layer_ac(const TomlItem* opt, const TomlItem& mode, Imported& out, co
 // compiled (else --eager-elementwise: one kernel per PyTorch op, eager_elementwise.hpp), the loss only when it is
 // (else --eager-cross-entropy: F.cross_entropy on fp32 logits). torchtitan refuses async TP without a compiled model.
 void titan_compile(const Titan& t, Imported& out, const std::string& path) {
-  const auto boolean = [&](const char* key) -> std::optional<bool> {
-    const auto it = t.items.find(key);
-    if (it == t.items.end()) return std::nullopt;
-    if (it->second->value.kind != TomlValue::Kind::boolean) {
-      throw InputError(fmt::format("{}: {} takes true or false, not {}", path, origin(*it->second), excerpt(it->second->value.raw)));
-    }
-    return it->second->value.text == "true";
-  };
-  const std::optional<bool> now = boolean("compile.enable"), before = boolean("training.compile");
+  const std::optional<bool> now = t.boolean("compile.enable", path), before = t.boolean("training.compile", path);
   if (now && before) {
     throw InputError(fmt::format("{}: {} and {}: one setting under torchtitan's newer and older key; give one", path,
                                  t.where("compile.enable", ""), t.where("training.compile", "")));
