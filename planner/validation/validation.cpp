@@ -102,6 +102,7 @@ struct Gaps {
   Unstated mode;
   bool open_recompute = false, open_micro_batch = false;
   bool open_fp8_param_gather = false;  // fp8 weights neither stated nor denied (choose_open_knobs)
+  bool open_optimizer_sharding = false;  // ZeRO neither stated nor named in the parallel notes (choose_open_knobs)
 
   bool search() const { return mode == Unstated::search; }
   void missing(std::string_view what) const { r.skip_reasons.push_back(fmt::format("{} not stated", what)); }
@@ -836,8 +837,9 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
                       "null)");
     return;
   }
-  if (zero || fsdp) return;
-  if (states(pn, "fsdp") || states(pn, "zero-3") || states(pn, "zero stage 3") || states(pn, "zero3")) {
+  // A stated ZeRO stage or FSDP says it all; "fsdp": false denies FSDP, not a distributed optimizer the notes name.
+  if (zero || fsdp.value_or(false)) return;
+  if (!fsdp && (states(pn, "fsdp") || states(pn, "zero-3") || states(pn, "zero stage 3") || states(pn, "zero3"))) {
     pc.zero_stage = 3;
     r.notes.push_back("ZeRO-3 from the parallel notes (FSDP / ZeRO-3; parallel.zero_stage and fsdp null)");
   } else if (states(pn, "zero-2") || states(pn, "zero stage 2")) {
@@ -848,6 +850,10 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
              states(pn, "zero stage 1")) {
     pc.zero_stage = 1;  // Megatron's distributed optimizer: ZeRO-1's sharding, priced alike
     r.notes.push_back("ZeRO-1 from the parallel notes (distributed optimizer; parallel.zero_stage null)");
+  } else if (states(pn, "overlap-param-gather") || states(pn, "overlap_param_gather")) {
+    pc.zero_stage = 1;  // Megatron-LM accepts --overlap-param-gather only with --use-distributed-optimizer
+    r.notes.push_back("ZeRO-1 from the parallel notes (--overlap-param-gather needs Megatron-LM's distributed "
+                      "optimizer; parallel.zero_stage null)");
   }
 }
 
@@ -883,6 +889,10 @@ RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
   pc.zero_stage = static_cast<int>(zero.value_or(fsdp.value_or(false) ? 3 : 0));
   if (!zero && fsdp.value_or(false)) r.notes.push_back("zero_stage null with fsdp: ZeRO-3");
   read_parallel_notes(ascii_lower(out.notes), ep, out.sequence_parallel, zero, fsdp, pc, r);
+  // Optimizer sharding the row neither states nor names stays off (ZeRO 0, the stacks' default); search takes the
+  // distributed optimizer only where no plan fits without it (choose_open_knobs).
+  gaps.open_optimizer_sharding = gaps.search() && !zero && !fsdp.value_or(false) && pc.zero_stage == 0 &&
+                                 pc.dp * pc.cp > 1;
   if (tp && dp && mb && gbs) {
     pc.num_microbatches = microbatches_per_step(*gbs, pc.dp, pc.micro_batch);
     if (pc.num_microbatches == 0) {
@@ -1239,10 +1249,13 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
 }
 
 // Unstated::search: the fastest plan that fits over the knobs the row leaves open (recompute none / selective / full;
-// every micro-batch that divides the global batch over dp); none fitting, the one with the least memory. An fp8 row
-// that neither states nor denies fp8 weights (Megatron-Core --fp8-param-gather, torchao's float8 all-gather: both
-// off by default) is searched with the 16-bit weights the stacks default to, and with fp8 weights only when no plan
-// fits without them. The values taken are listed in MappedRun::assumed.
+// every micro-batch that divides the global batch over dp); none fitting, the one with the least memory. A row that
+// neither states nor names its optimizer sharding is searched with the optimizer states replicated (ZeRO 0, the
+// stacks' default: Megatron-LM without --use-distributed-optimizer, DeepSpeed without ZeRO), and with the
+// distributed optimizer (ZeRO-1) only when no plan fits without it. An fp8 row that neither states nor denies fp8
+// weights (Megatron-Core --fp8-param-gather, torchao's float8 all-gather: both off by default) is searched with the
+// 16-bit weights the stacks default to, and with fp8 weights only when no plan fits without them. The values taken
+// are listed in MappedRun::assumed.
 struct KnobChoice {
   std::optional<Plan> plan;
   bool fits = false;
@@ -1285,15 +1298,20 @@ KnobChoice search_knobs(const Gaps& gaps, const Plan& plan) {
 
 void choose_open_knobs(const Gaps& gaps, Plan& plan) {
   KnobChoice best = search_knobs(gaps, plan);
-  bool fp8_weights = false;
+  // Escalations, each tried only while no searched plan fits and kept only where one then fits: the distributed
+  // optimizer, then fp8 weights (which need the optimizer states sharded) on top of it.
+  Plan trial = plan;
+  auto escalate = [&] {
+    KnobChoice with = search_knobs(gaps, trial);
+    if (with.plan && (with.fits || !best.plan)) best = std::move(with);
+  };
+  if (gaps.open_optimizer_sharding && !best.fits) {
+    trial.parallel.zero_stage = 1;
+    escalate();
+  }
   if (gaps.open_fp8_param_gather && !best.fits) {
-    Plan g = plan;
-    g.training.fp8_param_gather = true;
-    KnobChoice with = search_knobs(gaps, g);
-    if (with.plan && (with.fits || !best.plan)) {
-      best = std::move(with);
-      fp8_weights = true;
-    }
+    trial.training.fp8_param_gather = true;
+    escalate();
   }
   if (!best.plan) {  // no candidate is valid: validate() gives the reasons, for micro-batch 1 where it was open
     if (gaps.open_micro_batch) {
@@ -1311,7 +1329,11 @@ void choose_open_knobs(const Gaps& gaps, Plan& plan) {
     gaps.r.assumed.push_back(fmt::format("parallel.micro_batch = {} ({} of {} values)", plan.parallel.micro_batch, why,
                                          best.micro_batches));
   }
-  if (fp8_weights) {
+  if (gaps.open_optimizer_sharding && plan.parallel.zero_stage == 1) {
+    gaps.r.assumed.push_back("ZeRO-1 (the distributed optimizer): no plan fits with the optimizer states replicated, "
+                             "the stacks' default");
+  }
+  if (gaps.open_fp8_param_gather && plan.training.fp8_param_gather) {
     gaps.r.assumed.push_back("fp8 weights held and gathered (--fp8-param-gather): no plan fits with 16-bit weights, "
                              "the stacks' default");
   }
@@ -1415,7 +1437,9 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
                                     "selective_ac_option '2'): recompute_layers = {} of each chunk's {}",
                                     k, chunk_layers(plan, 0, 0)));
   }
-  if (gaps.open_recompute || gaps.open_micro_batch || gaps.open_fp8_param_gather) choose_open_knobs(gaps, plan);
+  if (gaps.open_recompute || gaps.open_micro_batch || gaps.open_fp8_param_gather || gaps.open_optimizer_sharding) {
+    choose_open_knobs(gaps, plan);
+  }
   const Validity v = validate(plan);
   for (int i = 0; i < kNumRejects; ++i) {
     if (v.has(static_cast<Reject>(i))) skip.push_back(describe(static_cast<Reject>(i), plan));

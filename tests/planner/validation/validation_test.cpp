@@ -972,6 +972,70 @@ TEST_CASE("validation: search takes fp8 weights only for an fp8 row that fits no
   CHECK(estimate(*f.plan).fits);
 }
 
+// Optimizer sharding: "fsdp": false denies FSDP, not the distributed optimizer the parallel notes name; a row that
+// names none (zero_stage null, notes silent) keeps the stacks' default, the states replicated, unless no plan fits
+// that way, where search takes the distributed optimizer. Llama 3 70B at tp 4, pp 4 (vpp 5), cp 2 on 64 H100s in
+// fp8: about 88 GiB a GPU with the Adam states replicated, 69 GiB with them sharded over dp x cp.
+TEST_CASE("validation: optimizer sharding from the notes, or by search where nothing fits without it") {
+  nlohmann::json row = base_row();
+  row["source"] = "NVIDIA recipe (Llama 3 70B, fp8)";
+  row["arch"] = {{"layers", 80}, {"hidden", 8192}, {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672},
+                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 70.6},
+                 {"arch_notes", "untied output layer"}};
+  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 64}, {"gpus_per_node", 8}};
+  row["parallel"] = {{"tp", 4}, {"pp", 4}, {"dp", 2}, {"cp", 2}, {"sequence_parallel", true},
+                     {"vpp_chunks_per_stage", 5}, {"zero_stage", nullptr}, {"fsdp", false}, {"micro_batch", 1},
+                     {"global_batch_seqs", 128}, {"parallel_notes", "distributed optimizer; TP comm overlap"}};
+  row["precision"] = "FP8 (delayed scaling)";
+  row["recompute"] = "none";
+  row["measured"] = {{"iter_time_s", 12.0}};
+
+  auto noted = [](const MappedRun& r, std::string_view what) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  const MappedRun named = map_one_with(row, Unstated::strict);
+  REQUIRE_MESSAGE(named.scored(), named.skip_reason());
+  CHECK(named.plan->parallel.zero_stage == 1);
+  CHECK(noted(named, "ZeRO-1 from the parallel notes (distributed optimizer"));
+  CHECK(estimate(*named.plan).fits);
+
+  nlohmann::json param_gather = row;
+  param_gather["parallel"]["parallel_notes"] = "--overlap-grad-reduce --overlap-param-gather";
+  const MappedRun pg = map_one_with(param_gather, Unstated::strict);
+  REQUIRE_MESSAGE(pg.scored(), pg.skip_reason());
+  CHECK(pg.plan->parallel.zero_stage == 1);
+  CHECK(noted(pg, "--overlap-param-gather needs Megatron-LM's distributed optimizer"));
+
+  nlohmann::json silent = row;
+  silent["parallel"]["parallel_notes"] = "TP comm overlap";
+  const MappedRun strict = map_one_with(silent, Unstated::strict);
+  REQUIRE_MESSAGE(strict.scored(), strict.skip_reason());
+  CHECK(strict.plan->parallel.zero_stage == 0);
+  CHECK_FALSE(estimate(*strict.plan).fits);
+  const MappedRun searched = map_one_with(silent, Unstated::search);
+  REQUIRE_MESSAGE(searched.scored(), searched.skip_reason());
+  CHECK(searched.plan->parallel.zero_stage == 1);
+  CHECK(estimate(*searched.plan).fits);
+  CHECK(assumed(searched, "ZeRO-1 (the distributed optimizer): no plan fits with the optimizer states replicated"));
+  CHECK_FALSE(searched.plan->training.fp8_param_gather);  // ZeRO-1 alone fits: fp8 weights not taken
+
+  // A row that fits with the states replicated (tp 8, pp 8 on 256 GPUs) keeps them; a stated ZeRO 0 is kept.
+  nlohmann::json roomy = silent;
+  roomy["hardware"]["num_gpus"] = 256;
+  roomy["parallel"].update({{"tp", 8}, {"pp", 8}, {"dp", 2}, {"vpp_chunks_per_stage", 5}, {"global_batch_seqs", 128}});
+  const MappedRun kept = map_one_with(roomy, Unstated::search);
+  REQUIRE_MESSAGE(kept.scored(), kept.skip_reason());
+  CHECK(kept.plan->parallel.zero_stage == 0);
+  CHECK(estimate(*kept.plan).fits);
+  CHECK_FALSE(assumed(kept, "ZeRO-1"));
+  nlohmann::json stated = silent;
+  stated["parallel"]["zero_stage"] = 0;
+  const MappedRun zero0 = map_one_with(stated, Unstated::search);
+  REQUIRE_MESSAGE(zero0.scored(), zero0.skip_reason());
+  CHECK(zero0.plan->parallel.zero_stage == 0);
+  CHECK_FALSE(assumed(zero0, "ZeRO-1"));
+}
+
 // torchtitan's pipeline defaults (validation.cpp torchtitan_pipeline_defaults, torchtitan_split): pp microbatches
 // per step, 2 stages per rank for Interleaved 1F1B, and its split points (126 layers over 16 stages: 7, 8 x 14, 7).
 TEST_CASE("validation: torchtitan rows take torchtitan's pipeline defaults where they leave them unstated") {
