@@ -388,15 +388,47 @@ void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& 
   m.sliding_window = window->value;
   m.sliding_window_pattern = *pattern;
 }
-// dim 128, decoupled RoPE 64"); what is missing is a skip reason.
-void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& skip) {
+
+// The one MLA model profile with the row's layers, hidden and heads whose FFN widths (the experts' or the dense
+// layers') include one of the row's (`ffn`, `moe_ffn`); nullptr when none or several.
+const ModelSpec* mla_profile_like(const ProfileSet& profiles, const ModelSpec& m, std::optional<int64_t> moe_ffn) {
+  const ModelSpec* found = nullptr;
+  for (const auto& e : profiles.entries()) {
+    const ModelSpec* p = e.kind == "model" ? profiles.find_model(e.name) : nullptr;
+    if (!p || p == found || !p->is_mla() || p->layers != m.layers || p->hidden != m.hidden || p->heads != m.heads) continue;
+    auto widths = [&](int64_t w) { return w > 0 && (w == p->ffn_hidden || w == p->dense_ffn_hidden); };
+    if (!widths(m.ffn_hidden) && !widths(moe_ffn.value_or(0))) continue;
+    if (found) return nullptr;
+    found = p;
+  }
+  return found;
+}
+
+// Multi-head latent attention's ranks and head widths from the row's notes, in the two phrasings the file uses
+// ("q_lora 1536, kv_lora 512, qk_head 128 + rope 64, v_head 128"; "kv compression 512, query compression 1536, head
+// dim 128, decoupled RoPE 64"). Where the notes do not state them, search takes those of the one MLA model profile
+// with the row's layers, hidden, heads and FFN width (`like`: DeepSeek-V3's for its 61 x 7168 shape); else what is
+// missing is a skip reason.
+void read_mla(std::string_view notes, ModelSpec& m, const ModelSpec* like, MappedRun& r, const Gaps& gaps) {
   // Hugging Face's config names first (q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim).
   const auto q_lora = number_after(notes, {"q_lora_rank", "q_lora", "query compression"});
   const auto kv_lora = number_after(notes, {"kv_lora_rank", "kv_lora", "kv compression"});
   const auto head = number_after(notes, {"qk_nope_head_dim", "qk_head", "head dim"});
   const auto rope = number_after(notes, {"qk_rope_head_dim", "rope", "decoupled rope"});
   if (!q_lora || !kv_lora || !head || !rope) {
-    skip.push_back("arch.attention MLA: arch_notes do not state its ranks and head widths");
+    if (like && like->is_mla() && gaps.search()) {
+      m.q_lora_rank = like->q_lora_rank;
+      m.kv_lora_rank = like->kv_lora_rank;
+      m.head_dim_override = like->head_dim_override;
+      m.qk_rope_head_dim = like->qk_rope_head_dim;
+      m.v_head_dim_override = like->v_head_dim_override;
+      m.kv_heads = m.heads;
+      r.assumed.push_back(fmt::format("arch MLA: q_lora_rank {}, kv_lora_rank {}, head width {} + rope {} (the {} "
+                                      "profile, whose layers, hidden, heads and ffn the row's match)",
+                                      m.q_lora_rank, m.kv_lora_rank, m.head_dim(), m.qk_rope_head_dim, like->name));
+      return;
+    }
+    r.skip_reasons.push_back("arch.attention MLA: arch_notes do not state its ranks and head widths");
     return;
   }
   m.q_lora_rank = *q_lora;
@@ -413,7 +445,7 @@ void read_mla(std::string_view notes, ModelSpec& m, std::vector<std::string>& sk
 // layers' FFN from "dense ... ffn N" in ffn_type or arch_notes); what the cost model does not represent (a per-expert
 // FFN size other than arch.ffn, linear attention, an MTP depth the notes do not state) is a skip reason naming the
 // field.
-void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
+void read_moe(const Obj& a, ModelSpec& m, const ProfileSet& profiles, MappedRun& r, const Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   const auto experts = a.integer("experts", 1, 1'000'000), top_k = a.integer("top_k", 1, 1'000'000),
              shared = a.integer("shared_experts", 0, 1'000'000), dense = a.integer("dense_layers", 0, 100'000),
@@ -428,7 +460,9 @@ void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
   }
   if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
   read_window(attention + " " + notes, m, skip);
-  if (has(attention, "mla") || has(attention, "latent")) read_mla(notes, m, skip);
+  if (has(attention, "mla") || has(attention, "latent")) {
+    read_mla(notes, m, m.layers > 0 ? mla_profile_like(profiles, m, moe_ffn) : nullptr, r, gaps);
+  }
   if (states(notes, "mtp")) {  // not "no MTP"  // "MTP 1 layer", "MTP depth 1": the multi-token prediction modules (ModelSpec::mtp_layers)
     if (const auto mtp = number_after(notes, {"mtp depth", "mtp"}); mtp && *mtp <= 100) {
       m.mtp_layers = *mtp;
@@ -467,6 +501,7 @@ void read_moe(const Obj& a, ModelSpec& m, MappedRun& r) {
                                   *ffn, *moe_ffn));
   }
 }
+
 
 // The one model profile with this shape (layers, hidden, heads, FFN width, and kv_heads when stated); nullptr when
 // none or several have it.
@@ -568,7 +603,7 @@ ModelSpec read_arch(const Obj& a, const ProfileSet& profiles, MappedRun& r, cons
   if (has(an, "alibi")) m.position = PositionEmbedding::alibi;
   if (has(an, "rotary") || has(an, "rope")) m.position = PositionEmbedding::rotary;
   if (has(an, "untied")) m.tied_embeddings = false;
-  read_moe(a, m, r);
+  read_moe(a, m, profiles, r, gaps);
   return m;
 }
 
@@ -1129,7 +1164,7 @@ void map_dualpipe(int64_t layers, int64_t mtp_layers, ParallelConfig& pc, Mapped
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
 void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::string_view parallel_notes, int64_t layers,
-                          int64_t mtp_layers, ParallelConfig& pc, MappedRun& r) {
+                          int64_t mtp_layers, ParallelConfig& pc, MappedRun& r, const Gaps& gaps) {
   const json* other = ms.get("other");
   if (other && other->is_object()) {
     auto it = other->find("schedule");
@@ -1221,9 +1256,10 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
   }
   // Megatron-Core interleaves layers that do not split into pp x vpp chunks by counting the embedding and the loss
   // as layers (--account-for-{embedding,loss}-in-pipeline-split, as its MoE recipes set; "96 incl. embedding and
-  // loss" for Qwen3's 94 layers).
+  // loss" for Qwen3's 94 layers). NeMo and Megatron-Bridge run Megatron-Core.
   const int64_t chunks = p * pc.vpp;
-  if (has(r.source, "Megatron") && pc.vpp > 1 && layers > 0 && layers % chunks != 0 && (layers + 2) % chunks == 0) {
+  const bool accounted_split = pc.vpp > 1 && layers > 0 && layers % chunks != 0 && (layers + 2) % chunks == 0;
+  if (accounted_split && (has(r.source, "Megatron") || has(r.source, "NeMo"))) {
     pc.embedding_in_pipeline_split = pc.loss_in_pipeline_split = true;
     r.notes.push_back(fmt::format("{} layers + embedding + loss in {} chunks: Megatron-Core's pipeline split", layers,
                                   chunks));
@@ -1245,6 +1281,12 @@ void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::strin
     pc.first_stage_layers = pc.last_stage_layers = (layers + 2) / p - 1;
     r.notes.push_back(fmt::format("first and last stages hold {} layers, the others {} (arch_notes)",
                                   pc.first_stage_layers, (layers + 2) / p));
+  } else if (accounted_split && !pc.embedding_in_pipeline_split && gaps.search()) {
+    // Another interleaved row whose layers split into equal chunks only that way (torchtitan's are split above):
+    // interleaving is Megatron's schedule, this its split. Strict: validate()'s reason, which names the flags.
+    pc.embedding_in_pipeline_split = pc.loss_in_pipeline_split = true;
+    r.assumed.push_back(fmt::format("pipeline split: {} layers + embedding + loss in {} chunks (Megatron-Core's "
+                                    "accounting, the only split of them into equal chunks)", layers, chunks));
   }
 }
 
@@ -1389,9 +1431,15 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   const ModelSpec m = read_arch(a, profiles, r, gaps);
   const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
   RowParallel par = read_parallel(p, r, gaps);
-  read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, m.mtp_layers, par.pc, r);
+  read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, m.mtp_layers, par.pc, r, gaps);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);
+  if (par.pc.sequence_parallel && par.pc.tp == 1) {
+    // Megatron-LM's arguments turn sequence parallelism off at tp 1 ("Disabling sequence parallelism because tensor
+    // model parallelism is disabled"): a recipe's SP flag then changes nothing.
+    par.pc.sequence_parallel = false;
+    r.notes.push_back("sequence parallelism at tp 1: off (Megatron-LM turns it off without tensor parallelism)");
+  }
   TrainingSpec tr = read_training(top, ms, rc_text, a.text("arch_notes"), par.notes, par.fsdp.value_or(false),
                                   m.is_moe(), par.pc, r, gaps);
   const ParallelConfig& pc = par.pc;
@@ -1436,6 +1484,17 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
     r.assumed.push_back(fmt::format("selective layer AC: recompute full on every 2nd layer (torchtitan's preset "
                                     "selective_ac_option '2'): recompute_layers = {} of each chunk's {}",
                                     k, chunk_layers(plan, 0, 0)));
+  }
+  if (gaps.search() && plan.parallel.etp == 0 && plan.parallel.ep > 1 && validate(plan).has(Reject::ep_invalid)) {
+    // An ep the data-parallel ranks alone cannot hold (ep 128 over dp 64 at tp 4) ran with Megatron-Core's MoE
+    // parallel folding, the experts' groups refolded from tp x cp x dp: etp 1 where that makes the mesh valid.
+    Plan folded = plan;
+    folded.parallel.etp = 1;
+    if (!validate(folded).has(Reject::ep_invalid)) {
+      plan = std::move(folded);
+      r.assumed.push_back(fmt::format("etp = 1 (ep {} does not divide dp {}: Megatron-Core's MoE parallel folding)",
+                                      plan.parallel.ep, plan.parallel.dp));
+    }
   }
   if (gaps.open_recompute || gaps.open_micro_batch || gaps.open_fp8_param_gather || gaps.open_optimizer_sharding) {
     choose_open_knobs(gaps, plan);

@@ -1036,6 +1036,89 @@ TEST_CASE("validation: optimizer sharding from the notes, or by search where not
   CHECK_FALSE(assumed(zero0, "ZeRO-1"));
 }
 
+// What a recipe leaves to the stack it ran on: sequence parallelism flagged at tp 1 (Megatron-LM turns it off), an
+// interleaved split that only Megatron's embedding/loss accounting makes even, an ep the data-parallel ranks alone
+// cannot hold (Megatron-Core's parallel folding, etp 1), and MLA ranks a DeepSeek-V3-shaped row does not repeat.
+// Search takes each (listed as assumed); strict names what is missing, except the SP flag, which changes nothing.
+TEST_CASE("validation: search maps what a recipe leaves to its stack") {
+  // Llama 3 405B (126 layers) at tp 8, pp 8, vpp 8 on 512 H100s, fp8, from a source that names no stack.
+  nlohmann::json row = base_row();
+  row["source"] = "Vendor performance table (Llama 3.1 405B)";
+  row["arch"] = {{"layers", 126}, {"hidden", 16384}, {"heads", 128}, {"kv_heads", 8}, {"ffn", 53248},
+                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 405},
+                 {"arch_notes", "untied output layer"}};
+  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 512}, {"gpus_per_node", 8}};
+  row["parallel"] = {{"tp", 8}, {"pp", 8}, {"dp", 4}, {"cp", 2}, {"sequence_parallel", true},
+                     {"vpp_chunks_per_stage", 8}, {"zero_stage", 1}, {"micro_batch", 1}, {"global_batch_seqs", 256}};
+  row["precision"] = "FP8 (delayed scaling)";
+  row["recompute"] = "full";
+  row["measured"] = {{"iter_time_s", 20.0}};
+  CHECK(has_reason(map_one_with(row, Unstated::strict), "--account-for-embedding-in-pipeline-split"));
+  MappedRun r = map_one_with(row, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.embedding_in_pipeline_split);
+  CHECK(r.plan->parallel.loss_in_pipeline_split);
+  CHECK(assumed(r, "pipeline split: 126 layers + embedding + loss in 64 chunks"));
+  // A NeMo source runs Megatron-Core: its split, stated by the stack, in either mode.
+  row["source"] = "NVIDIA NeMo performance summary (Llama 3.1 405B)";
+  r = map_one_with(row, Unstated::strict);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.embedding_in_pipeline_split);
+  CHECK_FALSE(assumed(r, "pipeline split"));
+
+  // Mixtral 8x7B at tp 1 with the recipe's SP flag on, ep 8 over dp 16: SP off, in either mode.
+  nlohmann::json moe = base_row();
+  moe["source"] = "Vendor performance table (Mixtral 8x7B)";
+  moe["arch"] = {{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8}, {"ffn", 14336},
+                 {"ffn_type", "SwiGLU MoE (8 experts, top-2)"}, {"vocab", 32000}, {"seq_len", 4096}, {"params_B", 46.7},
+                 {"experts", 8}, {"top_k", 2}, {"shared_experts", 0}, {"dense_layers", 0}, {"moe_ffn", 14336},
+                 {"arch_notes", "untied output layer"}};
+  moe["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 64}, {"gpus_per_node", 8}};
+  moe["parallel"] = {{"tp", 1}, {"pp", 4}, {"dp", 16}, {"cp", 1}, {"ep", 8}, {"sequence_parallel", true},
+                     {"vpp_chunks_per_stage", 8}, {"zero_stage", 1}, {"micro_batch", 1}, {"global_batch_seqs", 256}};
+  moe["precision"] = "BF16";
+  moe["recompute"] = "none";
+  moe["measured"] = {{"iter_time_s", 3.0}};
+  r = map_one_with(moe, Unstated::strict);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK_FALSE(r.plan->parallel.sequence_parallel);
+  CHECK(std::any_of(r.notes.begin(), r.notes.end(),
+                    [](const std::string& n) { return n.find("sequence parallelism at tp 1: off") != std::string::npos; }));
+
+  // Llama 4 Maverick-like routing at tp 4, ep 128 over dp 64: valid only folded (ep x etp over tp x dp = 256).
+  moe["arch"].update({{"experts", 128}, {"top_k", 1}, {"ffn_type", "SwiGLU MoE (128 experts, top-1)"}});
+  moe["hardware"]["num_gpus"] = 256;
+  moe["parallel"].update({{"tp", 4}, {"pp", 1}, {"dp", 64}, {"ep", 128}, {"vpp_chunks_per_stage", nullptr},
+                          {"global_batch_seqs", 1024}});
+  CHECK(has_reason(map_one_with(moe, Unstated::strict), "ep 128 must divide the experts (128) and dp (64)"));
+  r = map_one_with(moe, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.etp == 1);
+  CHECK(assumed(r, "etp = 1 (ep 128 does not divide dp 64"));
+
+  // DeepSeek-V3's shape with "MLA" and no ranks: those of the deepseek-v3 profile, searched.
+  nlohmann::json ds = moe;
+  ds["arch"] = {{"layers", 61}, {"hidden", 7168}, {"heads", 128}, {"kv_heads", nullptr}, {"ffn", 18432},
+                {"ffn_type", "SwiGLU MoE (256 routed + 1 shared, top-8)"}, {"vocab", 129280}, {"seq_len", 4096},
+                {"params_B", 671}, {"experts", 256}, {"top_k", 8}, {"shared_experts", 1}, {"dense_layers", 3},
+                {"moe_ffn", 2048}, {"attention", "MLA"}, {"arch_notes", "DeepSeek-V3"}};
+  ds["hardware"]["num_gpus"] = 1024;
+  ds["parallel"].update({{"tp", 2}, {"pp", 16}, {"dp", 32}, {"ep", 64}, {"global_batch_seqs", 8192}});
+  CHECK(has_reason(map_one_with(ds, Unstated::strict), "arch.attention MLA: arch_notes do not state"));
+  r = map_one_with(ds, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->model.q_lora_rank == 1536);
+  CHECK(r.plan->model.kv_lora_rank == 512);
+  CHECK(r.plan->model.head_dim() == 128);
+  CHECK(r.plan->model.qk_rope_head_dim == 64);
+  CHECK(r.plan->model.v_head_dim() == 128);
+  CHECK(r.plan->model.kv_heads == 128);
+  CHECK(assumed(r, "arch MLA: q_lora_rank 1536, kv_lora_rank 512, head width 128 + rope 64 (the deepseek-v3 profile"));
+  // Another shape (60 layers) matches no MLA profile: still a skip reason.
+  ds["arch"]["layers"] = 60;
+  CHECK(has_reason(map_one_with(ds, Unstated::search), "arch.attention MLA: arch_notes do not state"));
+}
+
 // torchtitan's pipeline defaults (validation.cpp torchtitan_pipeline_defaults, torchtitan_split): pp microbatches
 // per step, 2 stages per rank for Interleaved 1F1B, and its split points (126 layers over 16 stages: 7, 8 x 14, 7).
 TEST_CASE("validation: torchtitan rows take torchtitan's pipeline defaults where they leave them unstated") {
