@@ -945,6 +945,15 @@ bool sequence_parallel(const std::optional<bool>& stated, std::string_view recom
   return has(rt, "sequence parallel") && !has(rt, "no sequence parallel");
 }
 
+// A free-text field that says nothing: "not stated", or a table's blank marks ("-", "?", "unknown"). Search opens
+// it as unstated.
+bool states_nothing(std::string_view text) {
+  std::string t = ascii_lower(text);
+  const auto first = t.find_first_not_of(" \t"), last = t.find_last_not_of(" \t");
+  t = first == std::string::npos ? "" : t.substr(first, last - first + 1);
+  return has(t, "not stated") || t == "-" || t == "?" || t == "unknown" || t == "\u2014" || t == "\u2013";
+}
+
 // Precision, recompute (free text, with the FLOP-basis rule), and the software-vintage rules (attention kernel,
 // asynchronous TP backward, fused gradient accumulation, communication overlap) of a row.
 TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recompute_text, std::string_view arch_notes,
@@ -954,7 +963,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
   TrainingSpec tr;
   const std::string prec_text = top.text("precision");
   std::string note;
-  const bool prec_unstated = prec_text.empty() || (gaps.search() && has(ascii_lower(prec_text), "not stated"));
+  const bool prec_unstated = prec_text.empty() || (gaps.search() && states_nothing(prec_text));
   if (prec_unstated) {
     // The 16-bit rule of map_precision: unnamed mixed precision is Megatron-LM's --fp16.
     if (gaps.assume("precision", "fp16 (mixed precision not named: Megatron-LM --fp16)")) tr.precision = Precision::fp16;
@@ -1003,7 +1012,7 @@ TrainingSpec read_training(const Obj& top, const Obj& ms, std::string_view recom
     pc.fsdp2 = true;
     r.notes.push_back("FSDP2: each all-gather copies out per parameter, each reduce-scatter copies in (torchtitan)");
   }
-  const bool rc_unstated = recompute_text.empty() || (gaps.search() && has(ascii_lower(recompute_text), "not stated"));
+  const bool rc_unstated = recompute_text.empty() || (gaps.search() && states_nothing(recompute_text));
   if (rc_unstated) {
     // Rule: a row whose FLOP basis is Narayanan 2021 Eq. 3 counts the full-recompute forward pass, so the source
     // ran full recompute. Otherwise the mode is unknown (searched under Unstated::search).

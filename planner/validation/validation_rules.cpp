@@ -106,7 +106,8 @@ bool map_precision(std::string_view text, Precision& out, std::string* note) {
   const bool both = has(t, "bf16") && has(t, "fp16");  // "paper does not say FP16 vs BF16"
   if (states(t, "fp8") || states(t, "float8")) {  // "FP8", "MXFP8", torchao "Float8"; not "BF16 (FP8 disabled)"
     out = Precision::fp8;
-  } else if (both || (has(t, "16-bit") && !has(t, "bf16") && !has(t, "fp16"))) {
+  } else if (both || ((has(t, "16-bit") || has(t, "mixed")) && !has(t, "bf16") && !has(t, "fp16"))) {
+    // "16-bit", "mixed precision" without its dtype
     out = Precision::fp16;  // rule: unspecified 16-bit mixed precision is Megatron-LM's --fp16
     if (note) *note = "16-bit precision not named: fp16 (Megatron-LM --fp16; same peak as bf16 on A100/H100)";
   } else if (has(t, "bf16")) {
@@ -216,7 +217,7 @@ bool map_recompute(std::string_view text, Recompute& out) {
     out = Recompute::selective;
   } else if (states(t, "full") || states(t, "checkpoint")) {
     out = Recompute::full;  // "full", "activation checkpointing", "--checkpoint-activations"
-  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "off" || t == "disabled" || t == "n/a" ||
+  } else if (t.rfind("none", 0) == 0 || t.rfind("no ", 0) == 0 || t == "no" || t == "off" || t == "disabled" || t == "n/a" ||
              t.ends_with(": none") || t.ends_with(": off") ||
              denies(t, "recompute") || denies(t, "checkpoint") || denies(t, "full")) {
     out = Recompute::none;  // "no activation checkpointing", "activation checkpointing: none", "recompute disabled"

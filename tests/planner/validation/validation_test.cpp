@@ -182,6 +182,11 @@ TEST_CASE("validation: free-text rules") {
   p = Precision::bf16;
   CHECK(map_precision("mixed precision (16-bit; paper does not say FP16 vs BF16)", p));
   CHECK(p == Precision::fp16);
+  p = Precision::bf16;
+  CHECK(map_precision("mixed precision", p));  // no dtype named: the 16-bit rule
+  CHECK(p == Precision::fp16);
+  CHECK(map_precision("BF16 mixed precision", p));
+  CHECK(p == Precision::bf16);
   CHECK_FALSE(map_precision("not stated (BF16 basis inferred)", p));
   p = Precision::bf16;
   CHECK_FALSE(map_precision("NVFP4 (BF16 for the last layers)", p));  // not read as bf16
@@ -203,6 +208,10 @@ TEST_CASE("validation: free-text rules") {
   CHECK(rc == Recompute::full);
   CHECK(map_recompute("none", rc));
   CHECK(rc == Recompute::none);
+  rc = Recompute::full;
+  CHECK(map_recompute("No", rc));
+  CHECK(rc == Recompute::none);
+  CHECK_FALSE(map_recompute("-", rc));  // a table's blank: unstated (validation.cpp states_nothing), not "none"
   for (const char* op : {"selective per-op activation checkpointing (per-op SAC)", "selective op AC",
                          "selective activation checkpointing (preset: selective_ac_option='op', per-op SAC)"}) {
     CHECK(map_recompute(op, rc));
@@ -1114,6 +1123,14 @@ TEST_CASE("validation: search maps what a recipe leaves to its stack") {
   CHECK(r.plan->model.v_head_dim() == 128);
   CHECK(r.plan->model.kv_heads == 128);
   CHECK(assumed(r, "arch MLA: q_lora_rank 1536, kv_lora_rank 512, head width 128 + rope 64 (the deepseek-v3 profile"));
+  // A table's blank recompute ("-") is unstated: strict names it, search opens it.
+  nlohmann::json blank = moe;
+  blank["recompute"] = "-";
+  CHECK(has_reason(map_one_with(blank, Unstated::strict), "recompute '-' is not none/selective/full"));
+  r = map_one_with(blank, Unstated::search);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(assumed(r, "recompute = "));
+
   // Another shape (60 layers) matches no MLA profile: still a skip reason.
   ds["arch"]["layers"] = 60;
   CHECK(has_reason(map_one_with(ds, Unstated::search), "arch.attention MLA: arch_notes do not state"));
