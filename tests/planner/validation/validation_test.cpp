@@ -880,6 +880,20 @@ MappedRun map_one_with(const nlohmann::json& row, Unstated mode) {
   return runs.front();
 }
 
+// A Llama 3-shaped recipe row (GQA with 8 KV heads, SwiGLU, vocabulary 128256, sequence 8192, untied output) on
+// `gpus` H100s, in fp8 with Transformer Engine's delayed scaling; the mesh is the caller's.
+nlohmann::json llama3_recipe_row(const char* source, int64_t layers, int64_t hidden, int64_t heads, int64_t ffn,
+                                 double params_B, int64_t gpus) {
+  nlohmann::json row = base_row();
+  row["source"] = source;
+  row["arch"] = {{"layers", layers}, {"hidden", hidden}, {"heads", heads}, {"kv_heads", 8}, {"ffn", ffn},
+                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", params_B},
+                 {"arch_notes", "untied output layer"}};
+  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", gpus}, {"gpus_per_node", 8}};
+  row["precision"] = "FP8 (delayed scaling)";
+  return row;
+}
+
 bool assumed(const MappedRun& r, std::string_view what) {
   for (const auto& a : r.assumed) {
     if (a.find(what) != std::string::npos) return true;
@@ -941,15 +955,9 @@ TEST_CASE("validation: --unstated strict skips what a row does not state, search
 // fp8 weights (Megatron-Core --fp8-param-gather, torchao's float8 all-gather) are off by default in both stacks: a
 // searched fp8 row that neither states nor denies them takes them only when no plan fits with 16-bit weights.
 TEST_CASE("validation: search takes fp8 weights only for an fp8 row that fits no other way") {
-  nlohmann::json row = base_row();
-  row["source"] = "NVIDIA recipe (Llama 3 8B, fp8)";
-  row["arch"] = {{"layers", 32}, {"hidden", 4096}, {"heads", 32}, {"kv_heads", 8}, {"ffn", 14336},
-                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 8.03},
-                 {"arch_notes", "untied output layer"}};
-  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 8}, {"gpus_per_node", 8}};
+  nlohmann::json row = llama3_recipe_row("NVIDIA recipe (Llama 3 8B, fp8)", 32, 4096, 32, 14336, 8.03, 8);
   row["parallel"] = {{"tp", 1}, {"pp", 1}, {"dp", 4}, {"cp", 2}, {"zero_stage", 1}, {"micro_batch", 1},
                      {"global_batch_seqs", 128}, {"parallel_notes", "distributed optimizer"}};
-  row["precision"] = "FP8 (delayed scaling)";
   row["recompute"] = "none";
   row["measured"] = {{"iter_time_s", 9.0}};
 
@@ -986,16 +994,10 @@ TEST_CASE("validation: search takes fp8 weights only for an fp8 row that fits no
 // that way, where search takes the distributed optimizer. Llama 3 70B at tp 4, pp 4 (vpp 5), cp 2 on 64 H100s in
 // fp8: about 88 GiB a GPU with the Adam states replicated, 69 GiB with them sharded over dp x cp.
 TEST_CASE("validation: optimizer sharding from the notes, or by search where nothing fits without it") {
-  nlohmann::json row = base_row();
-  row["source"] = "NVIDIA recipe (Llama 3 70B, fp8)";
-  row["arch"] = {{"layers", 80}, {"hidden", 8192}, {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672},
-                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 70.6},
-                 {"arch_notes", "untied output layer"}};
-  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 64}, {"gpus_per_node", 8}};
+  nlohmann::json row = llama3_recipe_row("NVIDIA recipe (Llama 3 70B, fp8)", 80, 8192, 64, 28672, 70.6, 64);
   row["parallel"] = {{"tp", 4}, {"pp", 4}, {"dp", 2}, {"cp", 2}, {"sequence_parallel", true},
                      {"vpp_chunks_per_stage", 5}, {"zero_stage", nullptr}, {"fsdp", false}, {"micro_batch", 1},
                      {"global_batch_seqs", 128}, {"parallel_notes", "distributed optimizer; TP comm overlap"}};
-  row["precision"] = "FP8 (delayed scaling)";
   row["recompute"] = "none";
   row["measured"] = {{"iter_time_s", 12.0}};
 
@@ -1051,15 +1053,10 @@ TEST_CASE("validation: optimizer sharding from the notes, or by search where not
 // Search takes each (listed as assumed); strict names what is missing, except the SP flag, which changes nothing.
 TEST_CASE("validation: search maps what a recipe leaves to its stack") {
   // Llama 3 405B (126 layers) at tp 8, pp 8, vpp 8 on 512 H100s, fp8, from a source that names no stack.
-  nlohmann::json row = base_row();
-  row["source"] = "Vendor performance table (Llama 3.1 405B)";
-  row["arch"] = {{"layers", 126}, {"hidden", 16384}, {"heads", 128}, {"kv_heads", 8}, {"ffn", 53248},
-                 {"ffn_type", "SwiGLU"}, {"vocab", 128256}, {"seq_len", 8192}, {"params_B", 405},
-                 {"arch_notes", "untied output layer"}};
-  row["hardware"] = {{"gpu", "H100-SXM5-80GB"}, {"num_gpus", 512}, {"gpus_per_node", 8}};
+  nlohmann::json row =
+      llama3_recipe_row("Vendor performance table (Llama 3.1 405B)", 126, 16384, 128, 53248, 405, 512);
   row["parallel"] = {{"tp", 8}, {"pp", 8}, {"dp", 4}, {"cp", 2}, {"sequence_parallel", true},
                      {"vpp_chunks_per_stage", 8}, {"zero_stage", 1}, {"micro_batch", 1}, {"global_batch_seqs", 256}};
-  row["precision"] = "FP8 (delayed scaling)";
   row["recompute"] = "full";
   row["measured"] = {{"iter_time_s", 20.0}};
   CHECK(has_reason(map_one_with(row, Unstated::strict), "--account-for-embedding-in-pipeline-split"));
