@@ -347,17 +347,22 @@ struct ZbVList {
     const double t = std::max(end, free[si]);
     if (t < wake[si]) events.push({wake[si] = t, s});
   }
+  // Whether an input ready at `t` has arrived at `now`. An input ready the instant the stage is free has arrived; with
+  // uniform stages such ties are exact in exact arithmetic, so a rounding difference of the op times (the closed
+  // form's and the simulator's sums of the same terms differ in the last bit) must not decide them: a relative
+  // tolerance of 1e-12 does.
+  static bool arrived(double t, double now) { return t <= now + 1e-12 * (1.0 + now); }
   // Stage i decides at `now`: the op it runs, or none (it then waits for its next input).
   std::optional<ChunkOp> pick(int64_t i, double now) {
     const auto ii = static_cast<size_t>(i);
     for (int32_t c : {0, 1}) {  // B: its gradient arrived (the last virtual stage: its own F), chunk 0 first
-      if (input(i, c, ChunkOp::Kind::backward_input) > now) continue;
+      if (!arrived(input(i, c, ChunkOp::Kind::backward_input), now)) continue;
       const auto j = static_cast<int32_t>(nb[ii][static_cast<size_t>(c)]++);
       pending_w[ring(i, nb[ii][0] + nb[ii][1] - 1)] = {ChunkOp::Kind::backward_weight, j, c};
       return ChunkOp{ChunkOp::Kind::backward_input, j, c};
     }
     for (int32_t c : {1, 0}) {  // F: its input arrived and the in-flight limit leaves room, chunk 1 first
-      if (!room(i, c) || input(i, c, ChunkOp::Kind::forward) > now) continue;
+      if (!room(i, c) || !arrived(input(i, c, ChunkOp::Kind::forward), now)) continue;
       return ChunkOp{ChunkOp::Kind::forward, static_cast<int32_t>(nf[ii][static_cast<size_t>(c)]++), c};
     }
     if (next_w[ii] < nb[ii][0] + nb[ii][1]) return pending_w[ring(i, next_w[ii]++)];  // the oldest pending W

@@ -77,6 +77,57 @@ TEST_CASE("ZB-V op times: the chunks split the stage's layers, each edge layer g
   CHECK(u[0].forward[1] == doctest::Approx(3.0 + 3.0));
 }
 
+TEST_CASE("ZB-V order: a last-bit difference of the op times does not decide a tie") {
+  // Uniform stages make exact ties (an input ready the instant its stage is free); the closed form and the simulator
+  // sum the same terms in other orders, so stage 0's op times (its edge layers added to its chunks' shares) may differ
+  // in the last bit. Such a difference must not change the order: it did (GPT-3 175B, tp 8, pp 8, m 8 on H100: the
+  // closed form 935.62 ms, the simulator, whose stage-0 times were one ulp apart, 947.97 ms). Seeded stage sets:
+  // stages 1..p-1 alike, stage 0 with its edge work, its times moved by one ulp either way.
+  std::mt19937_64 rng(20261128);
+  auto ms = [&rng](int lo, int hi) { return static_cast<double>(lo + static_cast<int>(rng() % (hi - lo + 1))) / 1000.0; };
+  auto same_order = [](const ZbVOrder& a, const ZbVOrder& b) {
+    if (a.order.size() != b.order.size()) return false;
+    for (size_t i = 0; i < a.order.size(); ++i) {
+      if (!std::equal(a.order[i].begin(), a.order[i].end(), b.order[i].begin(), b.order[i].end(),
+                      [](const ChunkOp& x, const ChunkOp& y) {
+                        return x.kind == y.kind && x.microbatch == y.microbatch && x.chunk == y.chunk;
+                      })) {
+        return false;
+      }
+    }
+    return true;
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto p = static_cast<int64_t>(2 + rng() % 7);
+    const auto m = static_cast<int64_t>(p + static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * p + 1)));
+    ZbVOpTimes uniform;
+    for (int c = 0; c < 2; ++c) {
+      uniform.forward[c] = ms(50, 150), uniform.backward_input[c] = ms(100, 250), uniform.backward_weight[c] = ms(50, 150);
+    }
+    std::vector<ZbVOpTimes> t(static_cast<size_t>(p), uniform);
+    t[0].forward[0] += ms(0, 40), t[0].forward[1] += ms(0, 60), t[0].backward_input[1] += ms(0, 60);
+    const ZbVOrder base = zb_v_order(m, t);
+    for (const double toward : {0.0, 1.0}) {
+      std::vector<ZbVOpTimes> u = t;
+      for (int c = 0; c < 2; ++c) {
+        u[0].forward[c] = std::nextafter(u[0].forward[c], toward);
+        u[0].backward_input[c] = std::nextafter(u[0].backward_input[c], toward);
+        u[0].backward_weight[c] = std::nextafter(u[0].backward_weight[c], toward);
+      }
+      const ZbVOrder moved = zb_v_order(m, u);
+      CAPTURE(trial);
+      CAPTURE(p);
+      CAPTURE(m);
+      CAPTURE(toward);
+      CHECK(same_order(moved, base));
+      for (size_t i = 0; i < base.end.size(); ++i) CHECK(moved.end[i] == doctest::Approx(base.end[i]).epsilon(1e-9));
+      ++checked;
+    }
+  }
+  CHECK(checked == 800);
+}
+
 TEST_CASE("ZB-V cutoff: at or above the step nothing changes, below it the step is infinity") {
   // Seeded uneven stage sets with edge work and sends, as the search prices them: the list schedule stops only when
   // a stage's end so far plus its work left exceeds the cutoff, so a cutoff the step does not exceed leaves the step
