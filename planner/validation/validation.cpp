@@ -458,7 +458,16 @@ void read_moe(const Obj& a, ModelSpec& m, const ProfileSet& profiles, MappedRun&
       kv_channels && m.heads > 0) {
     m.head_dim_override = *kv_channels;
   }
-  if (has(attention, "linear")) skip.push_back("arch.attention linear attention is not modelled");
+  // Linear attention and state-space layers (Qwen3-Next's gated DeltaNet, Mamba in Nemotron-H and Jamba, RWKV) have
+  // no softmax attention core and a recurrent cost parplan does not price: a skip, never a transformer's count.
+  if (has(attention, "linear")) {
+    skip.push_back("arch.attention linear attention is not modelled");
+  } else if (const std::string layers_text = attention + " " + notes;
+             has(layers_text, "mamba") || has(layers_text, "state space") || has(layers_text, "state-space") ||
+             has(layers_text, "deltanet") || has(layers_text, "rwkv")) {
+    skip.push_back(fmt::format("arch: state-space or recurrent layers ('{}') are not modelled",
+                               excerpt(attention.empty() ? notes : attention)));
+  }
   read_window(attention + " " + notes, m, skip);
   if (has(attention, "mla") || has(attention, "latent")) {
     read_mla(notes, m, m.layers > 0 ? mla_profile_like(profiles, m, moe_ffn) : nullptr, r, gaps);

@@ -72,7 +72,8 @@ bool map_ffn_type(std::string_view text, FfnType& out) {
   const std::string t = ascii_lower(text);
   // Gated MLPs, three matrices: SwiGLU, GeGLU, and a SiLU / Swish written as gated ("SiLU gated MLP", "gated SiLU").
   const bool gated_silu = (has(t, "silu") || has(t, "swish")) && (has(t, "gated") || has(t, "gate"));
-  if (has(t, "swiglu") || has(t, "geglu") || has(t, "glu (") || gated_silu) {
+  // Any GLU (SwiGLU, GeGLU, ReGLU, "Swish-GLU", a bare "GLU") gates with a third matrix: the same cost.
+  if (has(t, "glu") || gated_silu) {
     out = FfnType::swiglu;
     return true;
   }

@@ -168,7 +168,13 @@ TEST_CASE("validation: free-text rules") {
   CHECK(f == FfnType::gelu);
   CHECK(map_ffn_type("SwiGLU (2/3*4h)", f));
   CHECK(f == FfnType::swiglu);
+  for (const char* gated : {"GLU", "Swish-GLU", "ReGLU"}) {  // any GLU: three matrices
+    f = FfnType::gelu;
+    CHECK(map_ffn_type(gated, f));
+    CHECK(f == FfnType::swiglu);
+  }
   CHECK_FALSE(map_ffn_type("mixture", f));
+  CHECK_FALSE(map_ffn_type("SiLU", f));  // gated or not is not said
 
   Precision p{};
   CHECK(map_precision("FP8 (Transformer Engine)", p));
@@ -738,6 +744,13 @@ TEST_CASE("validation: mixture-of-experts fields of the 2024-25 schema map or na
   row = base_row();
   row["arch"]["attention"] = "hybrid linear attention";
   CHECK(has_reason(map_one(row), "linear attention"));
+  // State-space and recurrent layers (Nemotron-H's Mamba, RWKV) have no attention core to price: a skip, in the
+  // attention field or the notes, never a transformer's count.
+  row["arch"]["attention"] = "hybrid Mamba-Transformer";
+  CHECK(has_reason(map_one(row), "arch: state-space or recurrent layers ('hybrid mamba-transformer') are not modelled"));
+  row["arch"]["attention"] = "GQA";
+  row["arch"]["arch_notes"] = "Mamba-2 layers interleaved with attention";
+  CHECK(has_reason(map_one(row), "state-space or recurrent layers"));
   row = base_row();
   row["arch"]["experts"] = 8;
   row["arch"]["top_k"] = 9;
