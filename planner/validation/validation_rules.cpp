@@ -543,15 +543,22 @@ double inter_node_Bps_per_gpu(std::string_view text, int64_t gpus_per_node) {
     size_t k = j;
     while (k < t.size() && t[k] == ' ') ++k;
     double unit = 0;
+    size_t end = k + 4;
     if (t.compare(k, 4, "gb/s") == 0 || t.compare(k, 4, "gbps") == 0) unit = 1e9 / 8;
     if (t.compare(k, 4, "tb/s") == 0 || t.compare(k, 4, "tbps") == 0) unit = 1e12 / 8;
+    // A port speed written as "400G" / "800G" (a G ending the word, no "B"): Gb/s, as network ports are named.
+    if (unit == 0 && v >= 10 && k == j && t.compare(k, 1, "g") == 0 &&
+        (k + 1 == t.size() || !std::isalpha(static_cast<unsigned char>(t[k + 1])))) {
+      unit = 1e9 / 8;
+      end = k + 1;
+    }
     if (unit == 0) continue;
-    if (raw.compare(k + 1, 3, "B/s") == 0) unit *= 8;  // "50 GB/s": bytes
-    if (names_nvlink_near(t, i, k + 4)) continue;
+    if (end == k + 4 && raw.compare(k + 1, 3, "B/s") == 0) unit *= 8;  // "50 GB/s": bytes
+    if (names_nvlink_near(t, i, end)) continue;
     const double before = multiplier_before(t, i);
     const double count = before != 1 ? before : count_in_clause_before(t, i);
-    const double total = count * count_after(t, k + 4) * v * unit;
-    return per_gpu_after(t, k + 4) ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
+    const double total = count * count_after(t, end) * v * unit;
+    return per_gpu_after(t, end) ? total : total / static_cast<double>(std::max<int64_t>(1, gpus_per_node));
   }
   // No figure, but Intel Omni-Path named: every Omni-Path adapter and switch shipped runs 100 Gb/s per port
   // (the OPA 100 series; the 200 series was cancelled), so "<n> x Omni-Path" is n x 100 Gb/s per node.

@@ -346,7 +346,7 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("InfiniBand 8x50 GB/s (8x400 Gb/s)", 8) == doctest::Approx(50e9));
   // Vendor tables' other spellings of 8 NICs of 400 Gb/s on an 8-GPU node: 50 GB/s per GPU each.
   for (const char* text : {"8x ConnectX-7 400Gb/s", "8 \xc3\x97 400 Gb/s InfiniBand", "400 Gb/s NDR per GPU",
-                           "400 Gb/s/GPU", "NDR 400 Gb/s x 8"}) {
+                           "400 Gb/s/GPU", "NDR 400 Gb/s x 8", "InfiniBand NDR 400G x8", "RoCE 8x400G"}) {
     CAPTURE(text);
     CHECK(inter_node_Bps_per_gpu(text, 8) == doctest::Approx(50e9));
   }
@@ -358,6 +358,10 @@ TEST_CASE("validation: free-text rules") {
   CHECK(inter_node_Bps_per_gpu("4 x Omni-Path (OPA) links; per-link speed not stated", 8) == doctest::Approx(6.25e9));
   CHECK(inter_node_Bps_per_gpu("Omni-Path", 8) == doctest::Approx(100e9 / 8 / 8));
   CHECK(inter_node_Bps_per_gpu("Ethernet, speed not stated", 8) == 0.0);
+  // A port speed written "400G" is Gb/s: four NDR ports on an 8-GPU node, 25 GB/s per GPU. A G inside a word
+  // ("400GbE") is not read as one.
+  CHECK(inter_node_Bps_per_gpu("4x NDR 400G (one per 2 GPUs)", 8) == doctest::Approx(25e9));
+  CHECK(inter_node_Bps_per_gpu("400GbE RoCE", 8) == 0.0);
   // Fuzz finding (2026-11-22): a unit at the very end of the text ("= 1.6 Tb/s") read past the end.
   CHECK(inter_node_Bps_per_gpu("4 x 200 Gb/non-s HDR InfiniBand = 1.6 Tb/s", 8) == doctest::Approx(25e9));
   CHECK(inter_node_Bps_per_gpu("1.6 Tb/s", 8) == doctest::Approx(25e9));
