@@ -901,16 +901,38 @@ void read_parallel_notes(const std::string& pn, const std::optional<int64_t>& ep
   }
 }
 
-RowParallel read_parallel(const Obj& p, MappedRun& r, Gaps& gaps) {
+// What the mesh and batch a row states imply of what it leaves out, by arithmetic alone (either mode, noted): the
+// data-parallel size as the GPUs over tp x pp x cp (Megatron-LM's data_parallel_size), and the micro-batch as the
+// global batch over dp x the gradient-accumulation steps.
+void derive_dp_and_micro_batch(int64_t gpus, const std::optional<int64_t>& tp, const std::optional<int64_t>& pp,
+                               const std::optional<int64_t>& cp, const std::optional<int64_t>& gbs,
+                               const std::optional<int64_t>& grad_accum, std::optional<int64_t>& dp,
+                               std::optional<int64_t>& mb, MappedRun& r) {
+  if (!dp && tp && pp && gpus > 0) {
+    const int64_t model_parallel = *tp * *pp * cp.value_or(1);
+    if (gpus % model_parallel == 0) {
+      dp = gpus / model_parallel;
+      r.notes.push_back(fmt::format("parallel.dp {} = {} GPUs / (tp {} x pp {} x cp {}) (parallel.dp null)", *dp, gpus,
+                                    *tp, *pp, cp.value_or(1)));
+    }
+  }
+  if (!mb && dp && gbs && grad_accum && *gbs % (*dp * *grad_accum) == 0) {
+    mb = *gbs / (*dp * *grad_accum);
+    r.notes.push_back(fmt::format("parallel.micro_batch {} = global batch {} / (dp {} x grad_accum {}) "
+                                  "(parallel.micro_batch null)", *mb, *gbs, *dp, *grad_accum));
+  }
+}
+
+RowParallel read_parallel(const Obj& p, int64_t gpus, MappedRun& r, Gaps& gaps) {
   std::vector<std::string>& skip = r.skip_reasons;
   RowParallel out;
   ParallelConfig& pc = out.pc;
-  const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), dp = p.integer("dp", 1, kMaxCount),
-             cp = p.integer("cp", 1, kMaxCount), ep = p.integer("ep", 1, kMaxCount),
-             vpp = p.integer("vpp_chunks_per_stage", 1, 1024), zero = p.integer("zero_stage", 0, 3),
-             gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
-  std::optional<int64_t> mb = p.integer("micro_batch", 1, kMaxCount), vpp_or_default = vpp;
-  p.integer("grad_accum", 1, kMaxCount);
+  const auto tp = p.integer("tp", 1, kMaxCount), pp = p.integer("pp", 1, kMaxCount), cp = p.integer("cp", 1, kMaxCount),
+             ep = p.integer("ep", 1, kMaxCount), vpp = p.integer("vpp_chunks_per_stage", 1, 1024),
+             zero = p.integer("zero_stage", 0, 3), gbs = p.integer("global_batch_seqs", 1, kMaxGlobalBatch);
+  std::optional<int64_t> dp = p.integer("dp", 1, kMaxCount), mb = p.integer("micro_batch", 1, kMaxCount),
+                         vpp_or_default = vpp;
+  derive_dp_and_micro_batch(gpus, tp, pp, cp, gbs, p.integer("grad_accum", 1, kMaxCount), dp, mb, r);
   out.sequence_parallel = p.boolean("sequence_parallel");
   const std::optional<bool> fsdp = out.fsdp = p.boolean("fsdp");
   out.global_batch = gbs;
@@ -1448,7 +1470,7 @@ void map_row(const json& row, size_t index, const std::string& where, const Prof
   read_measured(top, ms, r);
   const ModelSpec m = read_arch(a, profiles, r, gaps);
   const RowHardware hwr = read_hardware(hw, profiles, r, gaps);
-  RowParallel par = read_parallel(p, r, gaps);
+  RowParallel par = read_parallel(p, hwr.num_gpus.value_or(0), r, gaps);
   read_pipeline_layout(ms, a.text("arch_notes"), par.notes, m.layers, m.mtp_layers, par.pc, r, gaps);
   const std::string rc_text = top.text("recompute");
   par.pc.sequence_parallel = sequence_parallel(par.sequence_parallel, rc_text);

@@ -503,6 +503,7 @@ TEST_CASE("validation: free-text rules") {
 TEST_CASE("validation: unmappable rows are skipped with every reason, never guessed") {
   nlohmann::json row = base_row();
   row["parallel"]["micro_batch"] = nullptr;
+  row["parallel"]["grad_accum"] = nullptr;  // else the micro-batch follows from it
   row["parallel"]["tp"] = nullptr;
   row["arch"]["kv_heads"] = nullptr;
   row["hardware"]["gpu"] = "A100-class SXM";
@@ -1062,6 +1063,30 @@ TEST_CASE("validation: optimizer sharding from the notes, or by search where not
   REQUIRE_MESSAGE(zero0.scored(), zero0.skip_reason());
   CHECK(zero0.plan->parallel.zero_stage == 0);
   CHECK_FALSE(assumed(zero0, "ZeRO-1"));
+}
+
+// A vendor table that lists tp, pp and cp but not dp, or the gradient-accumulation steps but not the micro-batch:
+// both follow by arithmetic (dp = GPUs / (tp pp cp); micro-batch = global batch / (dp x steps)), in either mode.
+TEST_CASE("validation: dp and micro-batch follow from the GPUs and the accumulation steps a row states") {
+  nlohmann::json row = llama3_recipe_row("NVIDIA recipe (Llama 3 70B, fp8)", 80, 8192, 64, 28672, 70.6, 64);
+  row["parallel"] = {{"tp", 4}, {"pp", 4}, {"dp", nullptr}, {"cp", 2}, {"sequence_parallel", true},
+                     {"vpp_chunks_per_stage", 5}, {"zero_stage", 1}, {"micro_batch", nullptr}, {"grad_accum", 64},
+                     {"global_batch_seqs", 128}};
+  row["recompute"] = "none";
+  row["measured"] = {{"iter_time_s", 12.0}};
+  const MappedRun r = map_one_with(row, Unstated::strict);
+  REQUIRE_MESSAGE(r.scored(), r.skip_reason());
+  CHECK(r.plan->parallel.dp == 2);
+  CHECK(r.plan->parallel.micro_batch == 1);
+  CHECK(r.plan->parallel.num_microbatches == 64);
+  auto noted = [&](std::string_view what) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
+  CHECK(noted("parallel.dp 2 = 64 GPUs / (tp 4 x pp 4 x cp 2) (parallel.dp null)"));
+  CHECK(noted("parallel.micro_batch 1 = global batch 128 / (dp 2 x grad_accum 64)"));
+  // GPUs that tp x pp x cp does not divide leave dp unstated.
+  row["hardware"]["num_gpus"] = 60;
+  CHECK(has_reason(map_one_with(row, Unstated::strict), "parallel.dp not stated"));
 }
 
 // What a recipe leaves to the stack it ran on: sequence parallelism flagged at tp 1 (Megatron-LM turns it off), an
