@@ -511,7 +511,6 @@ void read_moe(const Obj& a, ModelSpec& m, const ProfileSet& profiles, MappedRun&
   }
 }
 
-
 // The one model profile with this shape (layers, hidden, heads, FFN width, and kv_heads when stated); nullptr when
 // none or several have it.
 const ModelSpec* model_with_shape(const ProfileSet& profiles, int64_t layers, int64_t hidden, int64_t heads,
@@ -1200,41 +1199,45 @@ void map_dualpipe(int64_t layers, int64_t mtp_layers, ParallelConfig& pc, Mapped
                                 chunks));
 }
 
+// The schedule a row states in measured.other.schedule (the Zero Bubble rows: 1F1B, 1F1B-I, ZB-1p priced as ZB-H1,
+// ZB-2p, ZB-V; DualPipeV), or a skip reason for another.
+void read_stated_schedule(const json& other, ParallelConfig& pc, MappedRun& r) {
+  auto it = other.find("schedule");
+  if (it != other.end() && it->is_string()) {
+    const std::string name = it->get<std::string>(), t = ascii_lower(name);
+    if (t == "zb-1p" || t == "zb-h1") {
+      pc.schedule = Schedule::zero_bubble;
+      if (t == "zb-1p") {
+        r.notes.push_back("ZB-1p (searched, 1F1B's activation memory) priced as ZB-H1, its handcrafted schedule of "
+                          "the same memory (Qi et al. 2023 Sec. 3)");
+      }
+    } else if (t == "zb-2p") {
+      pc.schedule = Schedule::zb_2p;
+      r.notes.push_back("ZB-2p (searched, 2p M_B activation memory) priced as parplan's zb-2p order (2p - 1 in "
+                        "flight, ZB-H2's peak, Qi et al. 2023 Table 1)");
+    } else if (t == "zb-v") {
+      pc.schedule = Schedule::zb_v;
+      r.notes.push_back("ZB-V priced as parplan's zb-v order (2 chunks per stage in a V, 2p chunk-microbatches in "
+                        "flight: 1F1B's activation memory, Qi et al. 2023 Sec. 6), one iteration");
+    } else if (t == "dualpipev" || t == "dualpipe-v") {
+      pc.schedule = Schedule::dualpipe_v;
+      r.notes.push_back(kDualPipeVNote);
+    } else if (t == "1f1b-i") {
+      pc.schedule = Schedule::interleaved;
+    } else if (t != "1f1b") {
+      r.skip_reasons.push_back(
+          fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, ZB-V and DualPipeV are)", name));
+    }
+  }
+}
+
 // The pipeline layout a row states beyond its mesh: the schedule named in measured.other.schedule (the Zero Bubble
 // rows: 1F1B, 1F1B-I, ZB-1p, ZB-2p, ZB-V) and first / last stages "one fewer transformer layer than the others"
 // (arch_notes).
 void read_pipeline_layout(const Obj& ms, std::string_view arch_notes, std::string_view parallel_notes, int64_t layers,
                           int64_t mtp_layers, ParallelConfig& pc, MappedRun& r, const Gaps& gaps) {
   const json* other = ms.get("other");
-  if (other && other->is_object()) {
-    auto it = other->find("schedule");
-    if (it != other->end() && it->is_string()) {
-      const std::string name = it->get<std::string>(), t = ascii_lower(name);
-      if (t == "zb-1p" || t == "zb-h1") {
-        pc.schedule = Schedule::zero_bubble;
-        if (t == "zb-1p") {
-          r.notes.push_back("ZB-1p (searched, 1F1B's activation memory) priced as ZB-H1, its handcrafted schedule of "
-                            "the same memory (Qi et al. 2023 Sec. 3)");
-        }
-      } else if (t == "zb-2p") {
-        pc.schedule = Schedule::zb_2p;
-        r.notes.push_back("ZB-2p (searched, 2p M_B activation memory) priced as parplan's zb-2p order (2p - 1 in "
-                          "flight, ZB-H2's peak, Qi et al. 2023 Table 1)");
-      } else if (t == "zb-v") {
-        pc.schedule = Schedule::zb_v;
-        r.notes.push_back("ZB-V priced as parplan's zb-v order (2 chunks per stage in a V, 2p chunk-microbatches in "
-                          "flight: 1F1B's activation memory, Qi et al. 2023 Sec. 6), one iteration");
-      } else if (t == "dualpipev" || t == "dualpipe-v") {
-        pc.schedule = Schedule::dualpipe_v;
-        r.notes.push_back(kDualPipeVNote);
-      } else if (t == "1f1b-i") {
-        pc.schedule = Schedule::interleaved;
-      } else if (t != "1f1b") {
-        r.skip_reasons.push_back(
-            fmt::format("schedule {} is not modelled (1F1B, 1F1B-I, ZB-H1, ZB-2p, ZB-V and DualPipeV are)", name));
-      }
-    }
-  }
+  if (other && other->is_object()) read_stated_schedule(*other, pc, r);
   // DualPipeV (the DualPipe repository's V, one pipeline) is parplan's dualpipe-v. DeepSeek-V3's DualPipe (report
   // Sec. 3.2.1, Table 2): two pipelines fed from opposite ends, each rank holding two stages' parameters; no parplan
   // schedule prices it, so a row that ran it is not scored under another.
