@@ -389,19 +389,27 @@ void read_window(std::string_view text, ModelSpec& m, std::vector<std::string>& 
   m.sliding_window_pattern = *pattern;
 }
 
-// The one MLA model profile with the row's layers, hidden and heads whose FFN widths (the experts' or the dense
-// layers') include one of the row's (`ffn`, `moe_ffn`); nullptr when none or several.
-const ModelSpec* mla_profile_like(const ProfileSet& profiles, const ModelSpec& m, std::optional<int64_t> moe_ffn) {
+// The one model profile `match` accepts; nullptr when none or several do.
+template <class Match>
+const ModelSpec* unique_model(const ProfileSet& profiles, Match match) {
   const ModelSpec* found = nullptr;
   for (const auto& e : profiles.entries()) {
     const ModelSpec* p = e.kind == "model" ? profiles.find_model(e.name) : nullptr;
-    if (!p || p == found || !p->is_mla() || p->layers != m.layers || p->hidden != m.hidden || p->heads != m.heads) continue;
-    auto widths = [&](int64_t w) { return w > 0 && (w == p->ffn_hidden || w == p->dense_ffn_hidden); };
-    if (!widths(m.ffn_hidden) && !widths(moe_ffn.value_or(0))) continue;
+    if (!p || p == found || !match(*p)) continue;
     if (found) return nullptr;
     found = p;
   }
   return found;
+}
+
+// The one MLA model profile with the row's layers, hidden and heads whose FFN widths (the experts' or the dense
+// layers') include one of the row's (`ffn`, `moe_ffn`); nullptr when none or several.
+const ModelSpec* mla_profile_like(const ProfileSet& profiles, const ModelSpec& m, std::optional<int64_t> moe_ffn) {
+  return unique_model(profiles, [&](const ModelSpec& p) {
+    auto widths = [&](int64_t w) { return w > 0 && (w == p.ffn_hidden || w == p.dense_ffn_hidden); };
+    return p.is_mla() && p.layers == m.layers && p.hidden == m.hidden && p.heads == m.heads &&
+           (widths(m.ffn_hidden) || widths(moe_ffn.value_or(0)));
+  });
 }
 
 // Multi-head latent attention's ranks and head widths from the row's notes, in the two phrasings the file uses
@@ -416,7 +424,7 @@ void read_mla(std::string_view notes, ModelSpec& m, const ModelSpec* like, Mappe
   const auto head = number_after(notes, {"qk_nope_head_dim", "qk_head", "head dim"});
   const auto rope = number_after(notes, {"qk_rope_head_dim", "rope", "decoupled rope"});
   if (!q_lora || !kv_lora || !head || !rope) {
-    if (like && like->is_mla() && gaps.search()) {
+    if (like && gaps.search()) {
       m.q_lora_rank = like->q_lora_rank;
       m.kv_lora_rank = like->kv_lora_rank;
       m.head_dim_override = like->head_dim_override;
@@ -515,17 +523,10 @@ void read_moe(const Obj& a, ModelSpec& m, const ProfileSet& profiles, MappedRun&
 // none or several have it.
 const ModelSpec* model_with_shape(const ProfileSet& profiles, int64_t layers, int64_t hidden, int64_t heads,
                                   std::optional<int64_t> kv, int64_t ffn) {
-  const ModelSpec* found = nullptr;
-  for (const auto& e : profiles.entries()) {
-    const ModelSpec* p = e.kind == "model" ? profiles.find_model(e.name) : nullptr;
-    if (!p || p->layers != layers || p->hidden != hidden || p->heads != heads || p->ffn_hidden != ffn ||
-        (kv && p->kv_heads != *kv) || p == found) {
-      continue;
-    }
-    if (found) return nullptr;
-    found = p;
-  }
-  return found;
+  return unique_model(profiles, [&](const ModelSpec& p) {
+    return p.layers == layers && p.hidden == hidden && p.heads == heads && p.ffn_hidden == ffn &&
+           (!kv || p.kv_heads == *kv);
+  });
 }
 
 // The model of a row (arch): shape, FFN type, and the Llama-family conventions of SwiGLU models.
