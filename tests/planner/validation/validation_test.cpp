@@ -57,6 +57,9 @@ MappedRun map_one(const nlohmann::json& row) {
 }
 
 bool has_reason(const MappedRun& r, std::string_view what) { return r.skip_reason().find(what) != std::string::npos; }
+bool has_note(const MappedRun& r, std::string_view what) {
+  return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+}
 
 }  // namespace
 
@@ -1019,13 +1022,10 @@ TEST_CASE("validation: optimizer sharding from the notes, or by search where not
   row["recompute"] = "none";
   row["measured"] = {{"iter_time_s", 12.0}};
 
-  auto noted = [](const MappedRun& r, std::string_view what) {
-    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
-  };
   const MappedRun named = map_one_with(row, Unstated::strict);
   REQUIRE_MESSAGE(named.scored(), named.skip_reason());
   CHECK(named.plan->parallel.zero_stage == 1);
-  CHECK(noted(named, "ZeRO-1 from the parallel notes (distributed optimizer"));
+  CHECK(has_note(named, "ZeRO-1 from the parallel notes (distributed optimizer"));
   CHECK(estimate(*named.plan).fits);
 
   nlohmann::json param_gather = row;
@@ -1033,7 +1033,7 @@ TEST_CASE("validation: optimizer sharding from the notes, or by search where not
   const MappedRun pg = map_one_with(param_gather, Unstated::strict);
   REQUIRE_MESSAGE(pg.scored(), pg.skip_reason());
   CHECK(pg.plan->parallel.zero_stage == 1);
-  CHECK(noted(pg, "--overlap-param-gather needs Megatron-LM's distributed optimizer"));
+  CHECK(has_note(pg, "--overlap-param-gather needs Megatron-LM's distributed optimizer"));
 
   nlohmann::json silent = row;
   silent["parallel"]["parallel_notes"] = "TP comm overlap";
@@ -1079,11 +1079,8 @@ TEST_CASE("validation: dp and micro-batch follow from the GPUs and the accumulat
   CHECK(r.plan->parallel.dp == 2);
   CHECK(r.plan->parallel.micro_batch == 1);
   CHECK(r.plan->parallel.num_microbatches == 64);
-  auto noted = [&](std::string_view what) {
-    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
-  };
-  CHECK(noted("parallel.dp 2 = 64 GPUs / (tp 4 x pp 4 x cp 2) (parallel.dp null)"));
-  CHECK(noted("parallel.micro_batch 1 = global batch 128 / (dp 2 x grad_accum 64)"));
+  CHECK(has_note(r, "parallel.dp 2 = 64 GPUs / (tp 4 x pp 4 x cp 2) (parallel.dp null)"));
+  CHECK(has_note(r, "parallel.micro_batch 1 = global batch 128 / (dp 2 x grad_accum 64)"));
   // GPUs that tp x pp x cp does not divide leave dp unstated.
   row["hardware"]["num_gpus"] = 60;
   CHECK(has_reason(map_one_with(row, Unstated::strict), "parallel.dp not stated"));
@@ -1130,8 +1127,7 @@ TEST_CASE("validation: search maps what a recipe leaves to its stack") {
   r = map_one_with(moe, Unstated::strict);
   REQUIRE_MESSAGE(r.scored(), r.skip_reason());
   CHECK_FALSE(r.plan->parallel.sequence_parallel);
-  CHECK(std::any_of(r.notes.begin(), r.notes.end(),
-                    [](const std::string& n) { return n.find("sequence parallelism at tp 1: off") != std::string::npos; }));
+  CHECK(has_note(r, "sequence parallelism at tp 1: off"));
 
   // Llama 4 Maverick-like routing at tp 4, ep 128 over dp 64: valid only folded (ep x etp over tp x dp = 256).
   moe["arch"].update({{"experts", 128}, {"top_k", 1}, {"ffn_type", "SwiGLU MoE (128 experts, top-1)"}});
